@@ -1,0 +1,330 @@
+"""Binned calibration errors: ECE, MCE, RMSCE, class-wise ECE/SCE, ACE, TACE and GCE.
+
+All of them are reductions of the per-bin sums of :mod:`calib_core.binning`.
+
+References
+----------
+.. [Nixon2019] Nixon, J., Dusenberry, M., Jerfel, G., Nguyen, T., Liu, J., Zhang, L.
+   & Tran, D. "Measuring Calibration in Deep Learning", CVPR Workshops 2019.
+   Section 3 (ECE eq. 1, SCE eq. 2, ACE eq. 3, TACE) and appendix C (the 32
+   variants of the general calibration error).
+.. [Guo2017] Guo, C. et al. "On Calibration of Modern Neural Networks", ICML 2017.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calib_core.binning import BinStats, bin_statistics, classwise_bin_statistics
+from calib_core.validation import (
+    check_binning,
+    check_choice,
+    check_n_bins,
+    check_positive,
+    check_probs_labels,
+)
+
+__all__ = [
+    "accuracy",
+    "ace",
+    "classwise_ece",
+    "ece",
+    "gce",
+    "mce",
+    "sce",
+    "tace",
+    "top_label",
+]
+
+_NORMS = ("l1", "l2", "max")
+
+
+def top_label(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Top-label confidence and correctness of checked predictions.
+
+    The predicted class is the arg-max of each row, ties going to the lowest
+    class index (:func:`numpy.argmax`).
+
+    Returns
+    -------
+    confidence : ndarray of shape (N,)
+        ``max_k probs[i, k]``.
+    correct : ndarray of shape (N,)
+        1.0 where the predicted class equals the label, else 0.0.
+    """
+    predicted = probs.argmax(axis=1)
+    confidence = probs[np.arange(probs.shape[0]), predicted]
+    return confidence, (predicted == labels).astype(np.float64)
+
+
+def _reduce(stats: BinStats, norm: str) -> NDArray[np.float64]:
+    """Reduce per-bin sums (last axis) to a weighted calibration error.
+
+    ``l1``: sum_b (n_b / n) |gap_b|; ``l2``: sqrt(sum_b (n_b / n) gap_b^2);
+    ``max``: max_b |gap_b| over non-empty bins. An empty set gives 0.
+    """
+    total = np.asarray(stats.n_total, dtype=np.float64)
+    safe_total = np.where(total > 0, total, 1.0)
+    if norm == "l1":
+        return np.abs(stats.sum_value - stats.sum_target).sum(axis=-1) / safe_total
+    if norm == "l2":
+        squared = np.where(stats.nonempty, stats.count * np.nan_to_num(stats.gap) ** 2, 0.0)
+        return np.sqrt(squared.sum(axis=-1) / safe_total)
+    return np.where(stats.nonempty, np.abs(np.nan_to_num(stats.gap)), 0.0).max(axis=-1)
+
+
+def _unweighted_mean_gap(stats: BinStats) -> NDArray[np.float64]:
+    """Mean of |gap_b| over the non-empty bins (0 when every bin is empty)."""
+    n_nonempty = stats.nonempty.sum(axis=-1)
+    total = np.where(stats.nonempty, np.abs(np.nan_to_num(stats.gap)), 0.0).sum(axis=-1)
+    return np.where(n_nonempty > 0, total / np.maximum(n_nonempty, 1), 0.0)
+
+
+def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
+        norm: str = "l1") -> float:
+    """Top-label expected calibration error (ECE), RMSCE or MCE.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+        Predicted probabilities, rows on the simplex.
+    labels : array_like of shape (N,)
+        True classes in ``0..K-1``.
+    n_bins : int, default 15
+    binning : {"uniform", "adaptive"}, default "uniform"
+        Uniform-width or uniform-mass bins over the top-label confidences.
+    norm : {"l1", "l2", "max"}, default "l1"
+        ``"l1"`` is the ECE, ``"l2"`` the root-mean-square calibration error
+        (RMSCE), ``"max"`` the maximum calibration error (MCE).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid predictions, labels or options.
+
+    Notes
+    -----
+    With confidence :math:`c_i = \\max_k p_{ik}`, correctness
+    :math:`a_i = [\\arg\\max_k p_{ik} = y_i]` and bins :math:`B_b` of size
+    :math:`n_b` (Nixon et al. 2019, eq. 1; Guo et al. 2017, eq. 3):
+
+    .. math:: \\mathrm{ECE} = \\sum_b \\frac{n_b}{N} \\left| \\mathrm{acc}(b) - \\mathrm{conf}(b) \\right|
+
+    ``l2`` takes :math:`\\sqrt{\\sum_b (n_b/N) (\\mathrm{acc}(b) - \\mathrm{conf}(b))^2}`
+    (torchmetrics' ``norm="l2"``), ``max`` the largest gap over non-empty bins.
+    Bins are right-closed; see :mod:`calib_core.binning`.
+
+    Examples
+    --------
+    >>> round(ece([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
+    0.35
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    binning = check_binning(binning)
+    norm = check_choice(norm, "norm", _NORMS)
+    confidence, correct = top_label(probs, labels)
+    return float(_reduce(bin_statistics(confidence, correct, n_bins, binning), norm))
+
+
+def mce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform") -> float:
+    """Maximum calibration error: ``ece(probs, labels, n_bins, binning, norm="max")``.
+
+    The largest ``|acc(b) - conf(b)|`` over non-empty bins (Guo et al. 2017,
+    eq. 5). Sensitive to sparsely populated bins: one sample can set it.
+    """
+    return ece(probs, labels, n_bins=n_bins, binning=binning, norm="max")
+
+
+def accuracy(probs: ArrayLike, labels: ArrayLike) -> float:
+    """Fraction of rows whose arg-max class (ties: lowest index) equals the label."""
+    probs, labels = check_probs_labels(probs, labels)
+    return float(np.mean(probs.argmax(axis=1) == labels))
+
+
+def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
+                  norm: str = "l1", per_class: bool = False) -> float | NDArray[np.float64]:
+    """Class-wise ECE: the ECE of each marginal ``probs[:, k]`` against ``labels == k``.
+
+    Parameters
+    ----------
+    probs, labels : see :func:`ece`
+    n_bins : int, default 15
+    binning : {"uniform", "adaptive"}
+        Bins are formed within each class column.
+    norm : {"l1", "l2", "max"}
+    per_class : bool, default False
+        Return the ``(K,)`` array of per-class errors instead of their mean
+        (the API contract fixes this flag; the mean is always
+        ``per_class_values.mean()``).
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
+
+    Notes
+    -----
+    Nixon et al. 2019, eq. 2 (with uniform bins: the static calibration error):
+
+    .. math:: \\mathrm{CWECE} = \\frac{1}{K} \\sum_k \\sum_b \\frac{n_{bk}}{N}
+              \\left| \\mathrm{acc}(b, k) - \\mathrm{conf}(b, k) \\right|
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    binning = check_binning(binning)
+    norm = check_choice(norm, "norm", _NORMS)
+    per_class_values = _reduce(classwise_bin_statistics(probs, labels, n_bins, binning), norm)
+    return per_class_values if per_class else float(per_class_values.mean())
+
+
+def sce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> float:
+    """Static calibration error (Nixon et al. 2019, eq. 2): class-wise ECE with uniform bins.
+
+    Examples
+    --------
+    >>> round(sce([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
+    0.35
+    """
+    return classwise_ece(probs, labels, n_bins=n_bins, binning="uniform")
+
+
+def _adaptive_classwise(probs: ArrayLike, labels: ArrayLike, n_bins: int, threshold: float | None,
+                        per_class: bool) -> float | NDArray[np.float64]:
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    keep = None if threshold is None else probs > check_positive(threshold, "threshold", allow_zero=True)
+    stats = classwise_bin_statistics(probs, labels, n_bins, "adaptive", keep=keep)
+    per_class_values = _unweighted_mean_gap(stats)
+    return per_class_values if per_class else float(per_class_values.mean())
+
+
+def ace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15,
+        per_class: bool = False) -> float | NDArray[np.float64]:
+    """Adaptive calibration error (Nixon et al. 2019, eq. 3).
+
+    For each class k, the values ``probs[:, k]`` are split into ``n_bins``
+    uniform-mass ranges (see :mod:`calib_core.binning`); ACE is the
+    unweighted mean of ``|acc(r, k) - conf(r, k)|`` over the non-empty ranges,
+    then the mean over all K classes:
+
+    .. math:: \\mathrm{ACE} = \\frac{1}{KR} \\sum_{k=1}^{K} \\sum_{r=1}^{R}
+              \\left| \\mathrm{acc}(r, k) - \\mathrm{conf}(r, k) \\right|
+
+    Parameters
+    ----------
+    probs, labels : see :func:`ece`
+    n_bins : int, default 15
+        The number of ranges R.
+    per_class : bool, default False
+        Return the ``(K,)`` per-class values (Nixon et al. Figure 1, left).
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
+
+    Notes
+    -----
+    Equals ``gce(..., binning="adaptive", max_prob=False,
+    class_conditional=True, threshold=0)`` when every class splits into
+    equal-size ranges and no probability is exactly 0.
+    """
+    return _adaptive_classwise(probs, labels, n_bins, None, per_class)
+
+
+def tace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, threshold: float = 0.01,
+         per_class: bool = False) -> float | NDArray[np.float64]:
+    """Thresholded adaptive calibration error (Nixon et al. 2019, section 3).
+
+    ACE computed only on the probabilities strictly above ``threshold``, so
+    that the many near-zero probabilities of a K-class model do not swamp
+    the adaptive ranges. A class with no value above the threshold
+    contributes 0 to the mean over the K classes.
+
+    Parameters
+    ----------
+    probs, labels : see :func:`ece`
+    n_bins : int, default 15
+    threshold : float, default 0.01
+    per_class : bool, default False
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
+    """
+    return _adaptive_classwise(probs, labels, n_bins, threshold, per_class)
+
+
+def _part(stats: BinStats, norm: str) -> NDArray[np.float64]:
+    """``sum_b w_b |gap_b|`` (l1) or ``sum_b w_b gap_b**2`` (l2); 0 for an empty set."""
+    return _reduce(stats, "l1") if norm == "l1" else _reduce(stats, "l2") ** 2
+
+
+def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
+        max_prob: bool = True, class_conditional: bool = False, threshold: float = 0.0,
+        norm: str = "l1") -> float:
+    """General calibration error spanning the 32 variants of Nixon et al. appendix C.
+
+    Parameters
+    ----------
+    probs, labels : see :func:`ece`
+    n_bins : int, default 15
+    binning : {"uniform", "adaptive"}
+        Uniform-width ("even") or uniform-mass bins, formed within each set.
+    max_prob : bool, default True
+        Use only the top-label probability of each row (True) or every class
+        probability (False).
+    class_conditional : bool, default False
+        Compute one error per class and average over the K classes.
+    threshold : float, default 0.0
+        Drop the values ``<= threshold`` before binning (the default 0 drops
+        exact zeros, as the reference implementation does).
+    norm : {"l1", "l2"}
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    For a set of values ``v`` with 0/1 targets ``t``, after dropping
+    ``v <= threshold`` and binning the remaining M values,
+    ``part = sum_b (n_b / M) |mean_b(v) - mean_b(t)|^p`` with p = 1 (l1) or 2 (l2).
+
+    * not class-conditional: one pooled set, the top-label confidences with
+      correctness (``max_prob=True``) or all N*K entries ``probs[i, k]``
+      with target ``labels[i] == k``; the result is ``part`` (l1) or
+      ``sqrt(part)`` (l2).
+    * class-conditional: for class k the set is column k (restricted to the
+      rows whose top label is k when ``max_prob=True``) against
+      ``labels == k``; the result is ``(1/K) sum_k part_k`` (l1) or its
+      square root (l2), K counting every class, also those with an empty set.
+
+    So ECE = gce(uniform, max_prob, not cc, l1), RMSCE = the same with l2,
+    SCE = gce(uniform, not max_prob, cc, l1), ACE ~ gce(adaptive, not
+    max_prob, cc, l1) and TACE the latter with a threshold.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    binning = check_binning(binning)
+    norm = check_choice(norm, "norm", ("l1", "l2"))
+    threshold = check_positive(threshold, "threshold", allow_zero=True)
+    if class_conditional:
+        keep = probs > threshold
+        if max_prob:
+            predicted = probs.argmax(axis=1)
+            keep &= np.arange(probs.shape[1]) == predicted[:, None]
+        parts = _part(classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep), norm)
+        value = float(parts.mean())
+    else:
+        if max_prob:
+            values, targets = top_label(probs, labels)
+        else:
+            values = probs.ravel()
+            targets = (np.arange(probs.shape[1]) == labels[:, None]).ravel().astype(np.float64)
+        kept = values > threshold
+        value = float(_part(bin_statistics(values[kept], targets[kept], n_bins, binning), norm))
+    return float(np.sqrt(value)) if norm == "l2" else value

@@ -1,0 +1,91 @@
+"""Command line: ``python -m calib_core report FILE`` (also installed as ``calib-core``).
+
+Prints every registered metric for a predictions file as a table, or as JSON
+for CI pipelines. Bad input gives a one-line error on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from calib_core.validation import CalibrationInputError
+
+EXIT_BAD_INPUT = 2
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="calib-core", description="Calibration metrics for classifier predictions.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="print every calibration metric of a predictions file")
+    report.add_argument("path", help="CSV/TSV, Parquet, NPZ or NPY file of probabilities or logits plus labels")
+    report.add_argument("--n-bins", type=int, default=15, help="number of bins for binned metrics (default 15)")
+    report.add_argument("--binning", choices=("uniform", "adaptive"), default="uniform",
+                        help="bins for ECE, RMSCE, MCE and class-wise ECE (default uniform)")
+    report.add_argument("--label-column", default=None, help="name of the label column (default: detected)")
+    report.add_argument("--input-kind", choices=("auto", "probabilities", "logits"), default="auto",
+                        help="whether the class columns hold probabilities or logits (default: detected)")
+    report.add_argument("--split", default=None, help="evaluate only the rows of this split (e.g. test)")
+    report.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return parser
+
+
+def _report(args: argparse.Namespace) -> dict:
+    from calib_core.io import load_predictions
+    from calib_core.registry import METRICS, compute_metrics
+
+    predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind)
+    if args.split is not None:
+        if predictions.split is None:
+            raise CalibrationInputError(f"--split {args.split!r} given but {args.path} has no split column.")
+        mask = predictions.split == args.split
+        if not mask.any():
+            known = ", ".join(sorted(set(predictions.split.tolist())))
+            raise CalibrationInputError(f"no rows with split {args.split!r}; the file has: {known}.")
+        predictions = predictions.subset(mask)
+    values = compute_metrics(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning)
+    labels = {spec.key: spec.label for spec in METRICS}
+    return {
+        "file": str(args.path),
+        "n_samples": predictions.n_samples,
+        "n_classes": predictions.n_classes,
+        "input_kind": predictions.input_kind,
+        "n_bins": args.n_bins,
+        "binning": args.binning,
+        "split": args.split,
+        "warnings": list(predictions.warnings),
+        "metrics": values,
+        "metric_labels": {key: labels[key] for key in values},
+    }
+
+
+def _format_table(result: dict) -> str:
+    lines = [
+        f"{result['file']}: N={result['n_samples']}, K={result['n_classes']}, {result['input_kind']}, "
+        f"{result['n_bins']} {result['binning']} bins" + (f", split={result['split']}" if result["split"] else ""),
+    ]
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    width = max(len(label) for label in result["metric_labels"].values())
+    for key, value in result["metrics"].items():
+        lines.append(f"{result['metric_labels'][key]:<{width}}  {value:.6f}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _build_parser().parse_args(argv)
+    try:
+        result = _report(args)
+    except CalibrationInputError as exc:
+        print(f"calib-core: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"calib-core: error: cannot read {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(result, indent=2) if args.json else _format_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

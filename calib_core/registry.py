@@ -1,0 +1,122 @@
+"""One registry of every scalar metric, shared by the CLI, the app and the tests.
+
+Each :class:`MetricSpec` says how to compute the metric from ``(probs,
+labels)`` and the shared bin settings, and carries a short plain-language
+note on what it measures and its pitfalls (Nixon et al. 2019, section 3).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calib_core import binned, scores
+from calib_core.validation import CalibrationInputError, check_probs_labels
+
+__all__ = ["METRICS", "MetricSpec", "compute_metrics", "get_metric", "metric_function"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A scalar metric of ``(probs, labels)``.
+
+    Attributes
+    ----------
+    key : str
+        Identifier used in tables, JSON and the CLI.
+    label : str
+        Display name.
+    compute : callable
+        ``compute(probs, labels, n_bins, binning) -> float``.
+    summary, pitfalls : str
+        What it measures and how it misleads, in one or two sentences each.
+    uses_bins, uses_binning : bool
+        Whether the bin count / the binning scheme changes the value.
+    quadratic : bool
+        Cost grows as N^2 (the app then offers a subsample).
+    calibration_error : bool
+        False for accuracy and the proper scores (not calibration errors).
+    """
+
+    key: str
+    label: str
+    compute: Callable[[np.ndarray, np.ndarray, int, str], float]
+    summary: str
+    pitfalls: str
+    uses_bins: bool = True
+    uses_binning: bool = False
+    quadratic: bool = False
+    calibration_error: bool = True
+
+
+METRICS: list[MetricSpec] = [
+    MetricSpec("accuracy", "Accuracy", lambda p, y, b, s: binned.accuracy(p, y),
+               "Share of rows whose most probable class is the true class.",
+               "Says nothing about calibration; shown for context.",
+               uses_bins=False, calibration_error=False),
+    MetricSpec("ece", "ECE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s),
+               "Top-label expected calibration error: count-weighted mean gap between confidence and accuracy per bin.",
+               "Looks only at the top class; over- and under-confidence inside a bin cancel; value depends on the bins "
+               "and is biased upwards for small N.", uses_binning=True),
+    MetricSpec("rmsce", "RMSCE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s, norm="l2"),
+               "Root-mean-square calibration error: like ECE but squares the gaps, so large gaps weigh more.",
+               "Same bin and top-label caveats as ECE.", uses_binning=True),
+    MetricSpec("mce", "MCE", lambda p, y, b, s: binned.mce(p, y, n_bins=b, binning=s),
+               "Maximum calibration error: the largest gap over non-empty bins (worst case).",
+               "A bin with a handful of rows can set it; very noisy with many bins.", uses_binning=True),
+    MetricSpec("classwise_ece", "Class-wise ECE", lambda p, y, b, s: binned.classwise_ece(p, y, n_bins=b, binning=s),
+               "ECE of every class probability against that class's indicator, averaged over classes.",
+               "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True),
+    MetricSpec("sce", "SCE", lambda p, y, b, s: binned.sce(p, y, n_bins=b),
+               "Static calibration error: class-wise ECE with uniform bins (Nixon et al. eq. 2).",
+               "Dominated by the many near-zero probabilities of a K-class model."),
+    MetricSpec("ace", "ACE", lambda p, y, b, s: binned.ace(p, y, n_bins=b),
+               "Adaptive calibration error: class-wise, with equal-mass ranges, unweighted mean over ranges.",
+               "Equal-mass ranges of a rare class can be all near 0; see TACE."),
+    MetricSpec("tace", "TACE", lambda p, y, b, s: binned.tace(p, y, n_bins=b),
+               "Thresholded ACE: ACE over the probabilities above 0.01 only.",
+               "The threshold is a choice; results move with it."),
+    MetricSpec("ks", "KS error", lambda p, y, b, s: scores.ks_error(p, y),
+               "Kolmogorov-Smirnov calibration error: largest gap between cumulative confidence and cumulative accuracy.",
+               "Bin-free, but top-label only, and gaps of opposite sign at different confidences can offset.",
+               uses_bins=False),
+    MetricSpec("brier", "Brier score", lambda p, y, b, s: scores.brier_score(p, y),
+               "Mean squared distance between the predicted distribution and the one-hot label (proper score, 0 to 2).",
+               "Mixes calibration and sharpness (refinement): a lower score is not necessarily better calibrated.",
+               uses_bins=False, calibration_error=False),
+    MetricSpec("nll", "NLL", lambda p, y, b, s: scores.nll(p, y),
+               "Mean negative log-likelihood of the true class (proper score).",
+               "Unbounded: a few confident mistakes dominate it; mixes calibration and sharpness.",
+               uses_bins=False, calibration_error=False),
+]
+
+
+def get_metric(key: str) -> MetricSpec:
+    """The registered metric called ``key``."""
+    for spec in METRICS:
+        if spec.key == key:
+            return spec
+    known = ", ".join(spec.key for spec in METRICS)
+    raise CalibrationInputError(f"unknown metric {key!r}; known metrics: {known}.")
+
+
+def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform") -> Callable[[ArrayLike, ArrayLike], float]:
+    """``metric(probs, labels) -> float`` with the bin settings fixed (for :func:`bootstrap_ci`)."""
+    spec = get_metric(key)
+    return partial(_call, spec.compute, n_bins=n_bins, binning=binning)
+
+
+def _call(compute, probs, labels, *, n_bins, binning):
+    return compute(probs, labels, n_bins, binning)
+
+
+def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
+                    keys: list[str] | None = None, include_quadratic: bool = True) -> dict[str, float]:
+    """Every registered metric (or those in ``keys``) as ``{key: value}``."""
+    probs, labels = check_probs_labels(probs, labels)
+    specs = METRICS if keys is None else [get_metric(k) for k in keys]
+    return {spec.key: float(spec.compute(probs, labels, n_bins, binning))
+            for spec in specs if include_quadratic or not spec.quadratic}

@@ -1,0 +1,99 @@
+"""Reliability-diagram data: one row per non-empty bin."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.stats import norm as normal
+
+from calib_core.binned import top_label
+from calib_core.binning import bin_statistics
+from calib_core.validation import (
+    CalibrationInputError,
+    check_binning,
+    check_n_bins,
+    check_probs_labels,
+)
+
+__all__ = ["RELIABILITY_COLUMNS", "reliability_table", "wilson_interval"]
+
+RELIABILITY_COLUMNS = (
+    "bin", "lower", "upper", "count", "weight", "mean_confidence",
+    "observed_frequency", "gap", "ci_low", "ci_high",
+)
+
+
+def wilson_interval(successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05):
+    """Wilson score interval for binomial proportions (Wilson 1927).
+
+    .. math:: \\frac{\\hat p + z^2/2n \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/4n^2}}{1 + z^2/n}
+
+    Returns
+    -------
+    low, high : ndarray
+        NaN where ``trials == 0``.
+    """
+    successes = np.asarray(successes, dtype=np.float64)
+    trials = np.asarray(trials, dtype=np.float64)
+    z = normal.ppf(1.0 - alpha / 2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = successes / trials
+        denominator = 1.0 + z * z / trials
+        centre = (share + z * z / (2.0 * trials)) / denominator
+        half = z * np.sqrt(share * (1.0 - share) / trials + z * z / (4.0 * trials * trials)) / denominator
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
+                      target: str | int = "top_label", *, alpha: float = 0.05) -> pd.DataFrame:
+    """Per-bin reliability data for a reliability diagram.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    n_bins : int, default 15
+    binning : {"uniform", "adaptive"}
+    target : "top_label" or int
+        ``"top_label"`` bins the arg-max confidence against correctness; a
+        class index k bins ``probs[:, k]`` against ``labels == k``.
+    alpha : float, default 0.05
+        The per-bin interval is the ``1 - alpha`` Wilson score interval of
+        the observed frequency.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty bin with columns ``bin`` (index among all
+        bins), ``lower``, ``upper`` (bin bounds), ``count``, ``weight``
+        (count / N), ``mean_confidence``, ``observed_frequency``, ``gap``
+        (mean confidence minus observed frequency: positive means
+        over-confident), ``ci_low``, ``ci_high``. ``sum(weight * |gap|)``
+        is the (class-wise) ECE of that target.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    binning = check_binning(binning)
+    if isinstance(target, str) and target == "top_label":
+        values, targets = top_label(probs, labels)
+    elif isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < probs.shape[1]:
+        values, targets = probs[:, target], (labels == target).astype(np.float64)
+    else:
+        raise CalibrationInputError(
+            f"`target` must be 'top_label' or a class index in 0..{probs.shape[1] - 1}, got {target!r}."
+        )
+    stats = bin_statistics(values, targets, n_bins, binning)
+    keep = stats.nonempty
+    ci_low, ci_high = wilson_interval(stats.sum_target[keep], stats.count[keep], alpha)
+    return pd.DataFrame({
+        "bin": np.flatnonzero(keep),
+        "lower": stats.lower[keep],
+        "upper": stats.upper[keep],
+        "count": stats.count[keep].astype(np.int64),
+        "weight": stats.count[keep] / stats.n_total,
+        "mean_confidence": stats.mean_value[keep],
+        "observed_frequency": stats.mean_target[keep],
+        "gap": stats.gap[keep],
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+    }, columns=list(RELIABILITY_COLUMNS))

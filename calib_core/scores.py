@@ -1,0 +1,75 @@
+"""Proper scores and the Kolmogorov-Smirnov calibration error (no binning)."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calib_core.binned import top_label
+from calib_core.validation import check_probs_labels
+
+__all__ = ["brier_score", "ks_error", "nll"]
+
+#: Probabilities are clipped at this value only inside the logarithm of :func:`nll`.
+NLL_EPSILON = 1e-12
+
+
+def brier_score(probs: ArrayLike, labels: ArrayLike) -> float:
+    """Multi-class Brier score: mean over rows of ``sum_k (p_k - onehot_k)^2``.
+
+    Ranges over [0, 2] (scikit-learn's multi-class ``brier_score_loss``
+    convention; a binary problem given as ``(N, 2)`` is twice the binary
+    score on P(class 1)).
+
+    Notes
+    -----
+    Computed as ``sum_k p_k^2 - 2 p_y + 1`` per row (Brier 1950; Gruber &
+    Buettner 2022, appendix C), without building a one-hot matrix.
+
+    Examples
+    --------
+    >>> round(brier_score([[0.8, 0.2], [0.5, 0.5]], [0, 1]), 6)
+    0.29
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    true_prob = probs[np.arange(probs.shape[0]), labels]
+    per_row = np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0
+    return float(per_row.mean())
+
+
+def nll(probs: ArrayLike, labels: ArrayLike) -> float:
+    """Mean negative log-likelihood of the true class.
+
+    ``-mean_i log(max(p_{i, y_i}, 1e-12))``: probabilities are clipped at
+    ``NLL_EPSILON`` only inside the logarithm, so a confident mistake costs
+    at most ``-log(1e-12) ~ 27.6`` instead of infinity.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    true_prob = probs[np.arange(probs.shape[0]), labels]
+    return float(-np.mean(np.log(np.maximum(true_prob, NLL_EPSILON))))
+
+
+def ks_error(probs: ArrayLike, labels: ArrayLike) -> float:
+    """Top-label Kolmogorov-Smirnov calibration error (Gupta et al. 2021).
+
+    Sort the rows by top-label confidence and compare the cumulative sums of
+    confidence and of correctness:
+
+    .. math:: \\mathrm{KS} = \\max_i \\frac{1}{N} \\left| \\sum_{j \\le i} c_{(j)} - \\sum_{j \\le i} a_{(j)} \\right|
+
+    Notes
+    -----
+    Gupta, K., Rahimi, A., Ajanthan, T., Mensink, T., Sminchisescu, C. &
+    Hartley, R. "Calibration of Neural Networks using Splines", ICLR 2021,
+    section 4; Gruber & Buettner 2022 list it as the lower end of their
+    chain of calibration errors (eq. 6). Among tied confidences the
+    cumulative sums are compared only at the end of the tie group, so the
+    value does not depend on row order; without ties this is exactly the
+    reference implementation (``np.cumsum`` over the sorted rows).
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    confidence, correct = top_label(probs, labels)
+    order = np.argsort(confidence, kind="stable")
+    sorted_confidence = confidence[order]
+    difference = np.cumsum(sorted_confidence - correct[order])
+    group_end = np.append(sorted_confidence[1:] != sorted_confidence[:-1], True)
+    return float(np.abs(difference[group_end]).max() / probs.shape[0])
