@@ -5,9 +5,41 @@ this repository import them from the package root and compare the numbers with
 independent implementations.
 """
 from calib_core.validation import CalibrationInputError, as_probs, softmax
+from calib_core.binning import BinStats, bin_index, bin_statistics, classwise_bin_statistics, optimal_n_bins
+from calib_core.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
+from calib_core.scores import brier_score, ks_error, nll
+from calib_core.bootstrap import BootstrapResult, bootstrap_ci
+from calib_core.reliability import reliability_table, wilson_interval
+from calib_core.registry import METRICS, MetricSpec, compute_metrics, get_metric, metric_function
 
 __all__ = [
     "CalibrationInputError",
     "as_probs",
     "softmax",
+    "BinStats",
+    "bin_index",
+    "bin_statistics",
+    "classwise_bin_statistics",
+    "optimal_n_bins",
+    "accuracy",
+    "ace",
+    "classwise_ece",
+    "ece",
+    "gce",
+    "mce",
+    "sce",
+    "tace",
+    "top_label",
+    "brier_score",
+    "ks_error",
+    "nll",
+    "BootstrapResult",
+    "bootstrap_ci",
+    "reliability_table",
+    "wilson_interval",
+    "METRICS",
+    "MetricSpec",
+    "compute_metrics",
+    "get_metric",
+    "metric_function",
 ]
