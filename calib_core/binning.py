@@ -284,7 +284,8 @@ def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept) -> Bi
 
 def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> BinStats:
     n_rows, n_classes = probs.shape
-    columns = np.ascontiguousarray(probs.T)
+    # A fresh copy: the columns are overwritten and sorted in place below.
+    columns = np.array(probs.T, order="C", copy=True)
     if keep is not None:
         # Dropped values become NaN, which np.sort puts after every kept value.
         columns[~keep.T] = np.nan

@@ -1,0 +1,133 @@
+"""Tests for calib_core.binning: edges, assignment, per-bin sums."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from calib_core import CalibrationInputError, optimal_n_bins
+from calib_core.binning import (
+    adaptive_upper_edges,
+    bin_index,
+    bin_statistics,
+    classwise_bin_statistics,
+    uniform_edges,
+)
+
+unit_values = arrays(np.float64, st.integers(1, 60), elements=st.floats(0, 1))
+
+
+def test_uniform_bins_are_closed_on_the_right_and_first_bin_holds_zero():
+    values = np.array([0.0, 0.1, 0.1000001, 0.2, 0.3, 1.0])
+    assert bin_index(values, 10).tolist() == [0, 0, 1, 1, 2, 9]
+
+
+def test_uniform_edges_are_linspace():
+    np.testing.assert_array_equal(uniform_edges(4), [0, 0.25, 0.5, 0.75, 1.0])
+
+
+def test_adaptive_bins_follow_array_split_without_ties():
+    values = np.array([0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.6])
+    index = bin_index(values, 3, "adaptive")
+    order = np.argsort(values)
+    expected = np.empty(7, dtype=int)
+    for b, run in enumerate(np.array_split(order, 3)):
+        expected[run] = b
+    assert index.tolist() == expected.tolist()
+
+
+def test_adaptive_ties_share_a_bin_and_leave_the_next_empty():
+    values = np.array([0.2, 0.2, 0.2, 0.2, 0.9, 0.9])
+    stats = bin_statistics(values, np.zeros(6), 3, "adaptive")
+    assert stats.count.tolist() == [4, 0, 2]
+    assert np.isnan(stats.upper[1])
+
+
+def test_adaptive_upper_edges_example():
+    assert adaptive_upper_edges([0.1, 0.2, 0.3, 0.4, 0.5], 2).tolist() == [0.3, 0.5]
+    assert adaptive_upper_edges([0.1, 0.2], 5).tolist() == [0.1, 0.2]
+
+
+def test_bin_statistics_sums_by_hand():
+    stats = bin_statistics([0.05, 0.15, 0.12, 0.95], [0, 1, 0, 1], n_bins=10)
+    assert stats.count[:2].tolist() == [1, 2]
+    assert stats.sum_value[1] == pytest.approx(0.27)
+    assert stats.sum_target.tolist()[:2] == [0, 1]
+    assert stats.mean_target[1] == 0.5
+    assert np.isnan(stats.gap[5])
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=unit_values, n_bins=st.integers(1, 20), binning=st.sampled_from(["uniform", "adaptive"]))
+def test_bin_counts_sum_to_n_and_order_does_not_matter(values, n_bins, binning):
+    targets = (values > 0.5).astype(float)
+    stats = bin_statistics(values, targets, n_bins, binning)
+    assert stats.count.sum() == values.size
+    perm = np.random.default_rng(0).permutation(values.size)
+    again = bin_statistics(values[perm], targets[perm], n_bins, binning)
+    np.testing.assert_array_equal(stats.count, again.count)
+    np.testing.assert_allclose(stats.sum_value, again.sum_value, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=unit_values, n_bins=st.integers(1, 12))
+def test_values_lie_within_their_bin_bounds(values, n_bins):
+    for binning in ("uniform", "adaptive"):
+        stats = bin_statistics(values, np.zeros(values.size), n_bins, binning)
+        index = bin_index(values, n_bins, binning)
+        assert np.all(values <= stats.upper[index] + 1e-12)
+        assert np.all((values > stats.lower[index]) | (index == 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 50), k=st.integers(2, 5), n_bins=st.integers(1, 8),
+       binning=st.sampled_from(["uniform", "adaptive"]), threshold=st.sampled_from([None, 0.0, 0.2]))
+def test_classwise_statistics_match_one_column_at_a_time(seed, n, k, n_bins, binning, threshold):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(k) * 0.5, size=n).round(2)
+    probs[:, -1] = 1 - probs[:, :-1].sum(axis=1)
+    probs = np.abs(probs)
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, k, size=n)
+    keep = None if threshold is None else probs > threshold
+    stats = classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep)
+    for c in range(k):
+        mask = np.ones(n, bool) if keep is None else keep[:, c]
+        one = bin_statistics(probs[mask, c], (labels[mask] == c), n_bins, binning)
+        width = one.count.size
+        np.testing.assert_array_equal(stats.count[c, :width], one.count)
+        np.testing.assert_allclose(stats.sum_value[c, :width], one.sum_value, atol=1e-12)
+        np.testing.assert_array_equal(stats.sum_target[c, :width], one.sum_target)
+        assert stats.count[c, width:].sum() == 0
+
+
+@pytest.mark.parametrize("n, expected", [(1, 2), (100, 10), (1000, 22), (10_000, 48)])
+def test_optimal_n_bins_formula(n, expected):
+    assert optimal_n_bins(n) == expected
+    assert optimal_n_bins(n) == int(np.floor((2 * n * 4 / np.log(2)) ** (1 / 3)))
+
+
+def test_optimal_n_bins_is_at_least_one():
+    assert optimal_n_bins(1, lipschitz=0.0) == 1
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "10", True, None])
+def test_n_bins_must_be_a_positive_whole_number(bad):
+    with pytest.raises(CalibrationInputError, match="n_bins"):
+        bin_index([0.5], bad)
+
+
+def test_binning_name_is_checked():
+    with pytest.raises(CalibrationInputError, match="binning"):
+        bin_index([0.5], 3, "quantile")
+
+
+def test_values_and_targets_must_align():
+    with pytest.raises(CalibrationInputError, match="same length"):
+        bin_statistics([0.1, 0.2], [1], 3)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5])
+def test_optimal_n_bins_rejects_bad_n(bad):
+    with pytest.raises(CalibrationInputError, match="`n`"):
+        optimal_n_bins(bad)

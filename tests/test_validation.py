@@ -1,0 +1,80 @@
+"""One test per validation branch of calib_core.validation (and through a public metric)."""
+import numpy as np
+import pytest
+
+import calib_core as cc
+from calib_core import CalibrationInputError
+from calib_core.validation import check_labels, check_probs
+
+
+@pytest.mark.parametrize("probs, match", [
+    ([0.2, 0.8], "2-D"),
+    ([[1.0]], "at least 2 columns"),
+    (np.empty((0, 3)), "no rows"),
+    ([["a", "b"]], "numbers"),
+    ([[0.5, np.nan]], "NaN"),
+    ([[0.5, np.inf]], "NaN or infinite"),
+    ([[1.2, -0.2]], "negative"),
+    ([[0.5, 0.6]], "sum to 1"),
+])
+def test_probs_errors_name_the_problem(probs, match):
+    with pytest.raises(CalibrationInputError, match=match):
+        cc.ece(probs, [0] * max(1, len(probs)))
+
+
+def test_error_names_the_offending_row():
+    probs = np.full((5, 2), 0.5)
+    probs[3] = [0.7, 0.7]
+    with pytest.raises(CalibrationInputError, match="row 3 sums to 1.4"):
+        check_probs(probs)
+
+
+@pytest.mark.parametrize("labels, match", [
+    ([0, 2], "lie in 0..1"),
+    ([0, -1], "lie in 0..1"),
+    ([0.0, 0.5], "integer class indices"),
+    ([0, np.nan], "NaN"),
+    (["cat", "dog"], "integer class indices"),
+    ([0], "has 1 entries"),
+    ([[0, 1], [1, 0]], "1-D"),
+])
+def test_label_errors_name_the_problem(labels, match):
+    with pytest.raises(CalibrationInputError, match=match):
+        cc.ece([[0.5, 0.5], [0.4, 0.6]], labels)
+
+
+def test_whole_float_and_bool_labels_are_accepted():
+    assert check_labels(np.array([0.0, 1.0]), 2).tolist() == [0, 1]
+    assert check_labels(np.array([True, False]), 2).tolist() == [1, 0]
+
+
+def test_error_is_a_value_error():
+    assert issubclass(CalibrationInputError, ValueError)
+
+
+def test_small_rounding_in_row_sums_is_accepted():
+    assert cc.ece([[0.333333, 0.333333, 0.333334], [0.5, 0.5000001, 0.0]], [0, 1]) >= 0
+
+
+def test_as_probs_builds_two_columns_and_checks_range():
+    np.testing.assert_allclose(cc.as_probs([0.2, 1.0]), [[0.8, 0.2], [0.0, 1.0]])
+    with pytest.raises(CalibrationInputError, match=r"\[0, 1\]"):
+        cc.as_probs([0.2, 1.5])
+    with pytest.raises(CalibrationInputError, match="1-D"):
+        cc.as_probs(np.zeros((2, 2, 2)))
+    with pytest.raises(CalibrationInputError, match="empty"):
+        cc.as_probs([])
+
+
+def test_softmax_is_stable_and_checks_finiteness():
+    np.testing.assert_allclose(cc.softmax([[1000.0, 1000.0]]), [[0.5, 0.5]])
+    with pytest.raises(CalibrationInputError, match="logits"):
+        cc.softmax([[1.0, np.nan]])
+
+
+def test_inputs_are_never_modified():
+    probs = np.array([[0.995, 0.005], [0.6, 0.4], [0.3, 0.7]])
+    before = probs.copy()
+    for metric in (cc.ece, cc.ace, cc.tace, cc.sce, cc.gce, cc.ks_error, cc.brier_score):
+        metric(probs, np.array([0, 1, 1]))
+    np.testing.assert_array_equal(probs, before)
