@@ -1,0 +1,85 @@
+"""Speed of the core metrics as ratios to a numpy baseline measured in the same run.
+
+Targets (issue 2):
+* ``ece`` on N=1,000,000 x K=100 within 3x one ``probs.max(axis=1)`` pass;
+* ``ace`` on N=200,000 x K=100 within 3x one ``np.sort(probs, axis=0)``;
+* loading a 1,000,000-row CSV no slower than ``pandas.read_csv`` plus validation.
+
+Run: ``python bench/bench_core.py [--quick]``. Prints one line per figure.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import calib_core as cc  # noqa: E402
+from calib_core.validation import check_probs_labels  # noqa: E402
+
+
+def best_time(function, repeats=3):
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def random_predictions(n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    probs = rng.random((n, k))
+    probs /= probs.sum(axis=1, keepdims=True)
+    return probs, rng.integers(0, k, size=n)
+
+
+def report(name, seconds, baseline_name, baseline, target):
+    ratio = seconds / baseline
+    verdict = "ok" if ratio <= target else "MISSED"
+    print(f"{name:<34} {seconds * 1e3:9.1f} ms   {baseline_name:<30} {baseline * 1e3:9.1f} ms   "
+          f"ratio {ratio:5.2f} (target <= {target:g}) {verdict}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+
+    probs, labels = random_predictions(1_000_000 // scale, 100)
+    report("ece (15 uniform bins)", best_time(lambda: cc.ece(probs, labels)),
+           "probs.max(axis=1)", best_time(lambda: probs.max(axis=1)), 3)
+    del probs
+
+    probs, labels = random_predictions(200_000 // scale, 100)
+    report("ace (15 adaptive ranges)", best_time(lambda: cc.ace(probs, labels)),
+           "np.sort(probs, axis=0)", best_time(lambda: np.sort(probs, axis=0)), 3)
+    report("tace (threshold 0.01)", best_time(lambda: cc.tace(probs, labels)),
+           "np.sort(probs, axis=0)", best_time(lambda: np.sort(probs, axis=0)), 3)
+    report("sce (15 uniform bins)", best_time(lambda: cc.sce(probs, labels)),
+           "np.sort(probs, axis=0)", best_time(lambda: np.sort(probs, axis=0)), 3)
+    del probs
+
+    probs, labels = random_predictions(1_000_000 // scale, 10)
+    frame = pd.DataFrame(probs, columns=[f"p_{k}" for k in range(10)])
+    frame.insert(0, "label", labels)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "predictions.csv"
+        frame.to_csv(path, index=False, float_format="%.17g")
+
+        def pandas_plus_validation():
+            table = pd.read_csv(path)
+            check_probs_labels(table.iloc[:, 1:].to_numpy(), table["label"].to_numpy())
+
+        report("load_predictions (1M x 10 CSV)", best_time(lambda: cc.load_predictions(path), 2),
+               "pandas.read_csv + validation", best_time(pandas_plus_validation, 2), 1.0)
+
+
+if __name__ == "__main__":
+    main()
