@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up and run every test (unit, property, AppTest and the headless-Chromium
+# browser test):
+#   bash scripts/run_tests.sh          (extra arguments go to pytest)
+# Installs Debian's chromium for the browser test when it is missing and the
+# user is root; elsewhere the browser test is skipped with a message.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap_env.sh requirements-dev.txt
+
+chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
+if [ ! -x "$chromium" ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+  echo "== installing Debian's chromium for the browser test"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+set +e
+"$PY" -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure here (is tests/ missing?)" >&2
+  exit 1
+fi
+exit "$status"
