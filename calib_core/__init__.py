@@ -11,6 +11,7 @@ from calib_core.scores import brier_score, ks_error, nll
 from calib_core.bootstrap import BootstrapResult, bootstrap_ci
 from calib_core.reliability import reliability_table, wilson_interval
 from calib_core.registry import METRICS, MetricSpec, compute_metrics, get_metric, metric_function
+from calib_core.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
 
 __all__ = [
     "CalibrationInputError",
@@ -42,4 +43,7 @@ __all__ = [
     "compute_metrics",
     "get_metric",
     "metric_function",
+    "BinRanking",
+    "bin_sensitivity",
+    "rank_by_bins",
 ]
