@@ -45,6 +45,7 @@ __all__ = [
     "classwise_bin_statistics",
     "optimal_n_bins",
     "uniform_edges",
+    "upper_edge_index",
 ]
 
 
@@ -147,6 +148,27 @@ def adaptive_upper_edges(sorted_values: ArrayLike, n_bins: int) -> NDArray[np.fl
     ends = _array_split_ends(values.shape[0], n_bins)
     ends = ends[ends > np.concatenate([[0], ends[:-1]])]
     return values[ends - 1]
+
+
+def upper_edge_index(values: ArrayLike, upper: ArrayLike) -> NDArray[np.intp]:
+    """Index of the first bin whose upper edge is >= each value, for precomputed edges.
+
+    Applies edges that are already known (adaptive edges found in an earlier
+    pass, or the union of several uniform grids) with the conventions of
+    this module: bin ``b`` holds ``(upper[b-1], upper[b]]``, the first bin
+    also everything below ``upper[0]`` and the last bin everything above
+    ``upper[-1]``. With ``upper = uniform_edges(n)[1:]`` this is exactly the
+    uniform index; with ``upper = adaptive_upper_edges(sorted_values, n)``
+    the adaptive one.
+
+    Examples
+    --------
+    >>> upper_edge_index([0.0, 0.5, 0.51, 1.0], [0.5, 1.0]).tolist()
+    [0, 0, 1, 1]
+    """
+    upper = np.asarray(upper, dtype=np.float64)
+    index = np.searchsorted(upper, values, side="left")
+    return np.minimum(index, upper.shape[0] - 1)
 
 
 def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform") -> NDArray[np.intp]:
