@@ -1,0 +1,327 @@
+"""Kernel calibration errors: MMCE (Kumar et al. 2018) and SKCE (Widmann et al. 2019).
+
+Both compare the residuals ``onehot(y) - p`` (or ``correct - confidence``) of
+pairs of predictions weighted by a kernel on the predictions. The pairwise
+sums are O(N^2); they are computed over row blocks whose float64 matrices
+stay far below 256 MB (see :data:`BLOCK_ELEMENTS`), and the one-dimensional
+MMCE uses an exact O(N log N) recursion instead.
+
+References
+----------
+.. [Kumar2018] Kumar, A., Sarawagi, S. & Jain, U. "Trainable Calibration Measures
+   for Neural Networks from Kernel Mean Embeddings", ICML 2018, eq. 1-2.
+.. [Widmann2019] Widmann, D., Lindsten, F. & Zachariah, D. "Calibration tests in
+   multi-class classification: A unifying framework", NeurIPS 2019, section 3
+   and Lemma 2 (unbiased and linear-time estimators of SKCE).
+.. [Gruber2022] Gruber, S. G. & Buettner, F. "Better Uncertainty Calibration via
+   Proper Scores for Classification and Beyond", NeurIPS 2022, appendix C
+   (definitions C.3-C.4) and F (SKCE as a proper U-score calibration error).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calib_core.binned import top_label
+from calib_core.validation import (
+    CalibrationInputError,
+    check_choice,
+    check_positive,
+    check_probs,
+    check_probs_labels,
+)
+
+__all__ = ["median_pairwise_distance", "mmce", "skce"]
+
+#: Entries of one (rows x columns) float64 working block of the pairwise
+#: estimators: 2**21 entries = 16 MiB, so even the handful of temporaries of
+#: one block stays far below the 256 MB limit for an N x N matrix.
+BLOCK_ELEMENTS = 1 << 21
+
+#: Above this many rows, ``skce(..., estimator="block", bandwidth=None)`` takes
+#: the median over the pairs of a random subset of this many rows, so that the
+#: linear-time estimator does not pay for an all-pairs median.
+MEDIAN_MAX_ROWS = 20_000
+
+_ESTIMATORS = ("unbiased", "block")
+
+
+# --------------------------------------------------------------------------- blocks
+def row_blocks(n_rows: int, n_cols: int, *, triangular: bool = False,
+               block_elements: int = BLOCK_ELEMENTS) -> Iterator[tuple[int, int]]:
+    """Yield ``(start, stop)`` row ranges whose blocks hold about ``block_elements``.
+
+    With ``triangular=True`` the block of rows ``start:stop`` is paired with the
+    columns ``start:n_cols`` only (the upper triangle of a symmetric pairwise
+    sum), so later blocks may hold more rows.
+    """
+    start = 0
+    while start < n_rows:
+        width = n_cols - start if triangular else n_cols
+        rows = max(1, block_elements // max(width, 1))
+        stop = min(n_rows, start + rows)
+        yield start, stop
+        start = stop
+
+
+def _pairwise_distances(points: NDArray[np.float64], squared_norms: NDArray[np.float64],
+                        start: int, stop: int, col_start: int = 0) -> NDArray[np.float64]:
+    """Euclidean distances between rows ``start:stop`` and rows ``col_start:`` (Gram trick)."""
+    block = points[start:stop] @ points[col_start:].T
+    block *= -2.0
+    block += squared_norms[start:stop, None]
+    block += squared_norms[None, col_start:]
+    np.maximum(block, 0.0, out=block)  # rounding can make tiny squared distances negative
+    return np.sqrt(block, out=block)
+
+
+def _upper_triangle_mask(n_rows: int, n_cols: int) -> NDArray[np.bool_]:
+    """Mask of a ``(n_rows, n_cols)`` block starting on the diagonal: True where column > row."""
+    return np.arange(n_cols)[None, :] > np.arange(n_rows)[:, None]
+
+
+# --------------------------------------------------------------------------- median
+def median_pairwise_distance(probs: ArrayLike, *, max_rows: int | None = None,
+                             seed: int | np.random.Generator | None = 0) -> float:
+    """Median Euclidean distance over all pairs ``i < j`` of prediction rows.
+
+    The median heuristic for the SKCE bandwidth (Widmann et al. 2019,
+    section 5; Gretton et al. 2012). For an even number of pairs it is the
+    mean of the two middle distances, as :func:`numpy.median` gives.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+        Predictions, N >= 2.
+    max_rows : int, optional
+        If given and ``N > max_rows``, the median is taken over the pairs of
+        ``max_rows`` rows drawn without replacement with ``seed``.
+    seed : int or numpy.random.Generator, default 0
+        Used only for that subset and to place a search bracket; the result
+        on all rows does not depend on it.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    The N(N-1)/2 distances are never stored. A bracket around the median is
+    read off 10**6 randomly drawn pairs; one blocked pass over all pairs
+    counts the distances below the bracket and keeps those inside it, and the
+    exact median is selected among the kept ones. If the bracket misses (a
+    practically impossible event for a 6-sigma margin), a wider one is tried.
+
+    Examples
+    --------
+    >>> median_pairwise_distance([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    0.7071067811865476
+    """
+    points = check_probs(probs)
+    if points.shape[0] < 2:
+        raise CalibrationInputError(
+            f"the median pairwise distance needs at least 2 rows, `probs` has {points.shape[0]}."
+        )
+    rng = np.random.default_rng(seed)
+    if max_rows is not None and points.shape[0] > max_rows:
+        points = points[np.sort(rng.choice(points.shape[0], size=max_rows, replace=False))]
+    return _exact_median_distance(points, rng)
+
+
+def _exact_median_distance(points: NDArray[np.float64], rng: np.random.Generator) -> float:
+    n = points.shape[0]
+    n_pairs = n * (n - 1) // 2
+    squared_norms = np.einsum("ij,ij->i", points, points)
+    if n_pairs <= 4_000_000:
+        return float(np.median(_all_pair_distances(points, squared_norms)))
+    ranks = ((n_pairs - 1) // 2, n_pairs // 2)  # the middle order statistics (0-based)
+    n_sample = 1_000_000
+    first = rng.integers(0, n, size=n_sample)
+    second = (first + rng.integers(1, n, size=n_sample)) % n  # never equal to `first`
+    sample = np.sqrt(np.sum((points[first] - points[second]) ** 2, axis=1))
+    margin = 6.0 * 0.5 / np.sqrt(n_sample)
+    while True:
+        low, high = np.quantile(sample, [max(0.0, 0.5 - margin), min(1.0, 0.5 + margin)])
+        if margin >= 0.5:
+            low, high = -np.inf, np.inf
+        below = 0
+        kept: list[NDArray[np.float64]] = []
+        for start, stop in row_blocks(n, n, triangular=True):
+            distances = _pairwise_distances(points, squared_norms, start, stop, col_start=start)
+            distances = distances[_upper_triangle_mask(stop - start, n - start)]
+            below += int(np.count_nonzero(distances < low))
+            kept.append(distances[(distances >= low) & (distances <= high)])
+        inside = np.concatenate(kept)
+        if below <= ranks[0] and ranks[1] < below + inside.size:
+            local = [ranks[0] - below, ranks[1] - below]
+            middle = np.partition(inside, local)[local]
+            return float(middle.mean())
+        margin *= 4.0
+
+
+def _all_pair_distances(points: NDArray[np.float64], squared_norms: NDArray[np.float64]) -> NDArray[np.float64]:
+    n = points.shape[0]
+    parts = []
+    for start, stop in row_blocks(n, n, triangular=True):
+        distances = _pairwise_distances(points, squared_norms, start, stop, col_start=start)
+        parts.append(distances[_upper_triangle_mask(stop - start, n - start)])
+    return np.concatenate(parts)
+
+
+# --------------------------------------------------------------------------- MMCE
+def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4) -> float:
+    """Maximum mean calibration error (Kumar et al. 2018) of the top-label confidence.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+        Predicted probabilities.
+    labels : array_like of shape (N,)
+        True classes in ``0..K-1``.
+    bandwidth : float, default 0.4
+        Width of the Laplacian kernel ``exp(-|r_i - r_j| / bandwidth)``.
+
+    Returns
+    -------
+    float
+        The square root of the V-statistic, >= 0.
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid predictions, labels or bandwidth.
+
+    Notes
+    -----
+    With confidences :math:`r_i = \\max_k p_{ik}` and correctness
+    :math:`c_i` (Kumar et al. 2018, eq. 2; Gruber & Buettner 2022, def. C.3):
+
+    .. math:: \\mathrm{MMCE} = \\frac{1}{N}\\sqrt{\\sum_{i,j} (c_i - r_i)(c_j - r_j)
+              \\exp(-|r_i - r_j| / h)}
+
+    The double sum is a quadratic form of a positive definite kernel, so it is
+    >= 0; a rounding residue below zero is returned as 0. Because the
+    Laplacian kernel on a line factorises along sorted values, the sum is
+    computed exactly in O(N log N): after sorting, the partial sums
+    :math:`F_i = \\sum_{j<i} a_j e^{(r_j - r_i)/h}` are running log-sum-exps
+    (:func:`numpy.logaddexp.accumulate`) of the positive and the negative
+    residuals, which cannot overflow for any bandwidth. With
+    :math:`c = \\sqrt{\\max_r k(r, r)} = 1`, Gruber & Buettner 2022 (eq. 6)
+    have :math:`\\mathrm{TCE}_1 \\ge c \\cdot \\mathrm{MMCE}` for the population quantities.
+
+    Examples
+    --------
+    >>> round(mmce([[0.8, 0.2], [0.6, 0.4]], [0, 1]), 6)
+    0.252207
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    confidence, correct = top_label(probs, labels)
+    order = np.argsort(confidence, kind="stable")
+    scaled = confidence[order] / bandwidth
+    residual = (correct - confidence)[order]
+    total = float(np.dot(residual, residual))
+    for sign in (1.0, -1.0):
+        part = np.where(sign * residual > 0.0, sign * residual, 0.0)
+        log_weight = np.full(part.shape, -np.inf)
+        positive = part > 0.0
+        log_weight[positive] = np.log(part[positive]) + scaled[positive]
+        running = np.logaddexp.accumulate(log_weight)
+        # Exclusive prefix: F_i = sum_{j < i} part_j exp(scaled_j - scaled_i).
+        prefix = np.exp(running[:-1] - scaled[1:])
+        total += 2.0 * sign * float(np.dot(residual[1:], prefix))
+    return float(np.sqrt(max(total, 0.0)) / probs.shape[0])
+
+
+# --------------------------------------------------------------------------- SKCE
+def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
+         estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0) -> float:
+    """Squared kernel calibration error (Widmann et al. 2019) of the whole prediction.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+        Predicted probabilities, N >= 2.
+    labels : array_like of shape (N,)
+        True classes in ``0..K-1``.
+    bandwidth : float, optional
+        Width of the kernel ``k(p, q) = exp(-||p - q||_2 / bandwidth) * I_K``.
+        ``None`` uses the median pairwise distance of the rows of ``probs``
+        (:func:`median_pairwise_distance`).
+    estimator : {"unbiased", "block"}, default "unbiased"
+        ``"unbiased"``: the U-statistic over all N(N-1)/2 pairs, O(N^2) time
+        in row blocks. ``"block"``: the linear-time estimator with blocks of
+        2, the mean of ``h`` over the pairs ``(0, 1), (2, 3), ...`` (a last
+        odd row is left out); also unbiased, with a larger variance.
+    seed : int or numpy.random.Generator, default 0
+        Only used when ``estimator="block"``, ``bandwidth=None`` and
+        ``N > MEDIAN_MAX_ROWS``: the median heuristic then uses the pairs of
+        ``MEDIAN_MAX_ROWS`` randomly chosen rows instead of all pairs.
+
+    Returns
+    -------
+    float
+        An unbiased estimate of SKCE; it can be negative when the model is
+        (nearly) calibrated.
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid predictions, labels, estimator or bandwidth, fewer than 2
+        rows, or a zero median distance (all predictions identical).
+
+    Notes
+    -----
+    With residuals :math:`e_i = \\mathrm{onehot}(y_i) - p_i` and the matrix
+    kernel :math:`k(p, q) = \\kappa(p, q) I_K`, the U-statistic is
+    (Widmann et al. 2019, Lemma 2 and eq. 4; Gruber & Buettner 2022, eq. 52-55)
+
+    .. math:: \\widehat{\\mathrm{SKCE}} = \\binom{N}{2}^{-1} \\sum_{i<j}
+              \\exp(-\\|p_i - p_j\\|_2 / h)\\, \\langle e_i, e_j \\rangle .
+
+    Each block of rows costs two (rows x K) @ (K x columns) products, one for
+    the Gram matrix behind the distances and one for the residual inner
+    products; only the upper triangle is visited.
+
+    Examples
+    --------
+    >>> p = [[0.8, 0.2], [0.3, 0.7]]
+    >>> round(skce(p, [1, 0]), 6)  # exp(-1) * <(-0.8, 0.8), (0.7, -0.7)>
+    -0.412025
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    estimator = check_choice(estimator, "estimator", _ESTIMATORS)
+    n = probs.shape[0]
+    if n < 2:
+        raise CalibrationInputError(f"`skce` needs at least 2 rows, `probs` has {n}.")
+    if bandwidth is None:
+        max_rows = MEDIAN_MAX_ROWS if estimator == "block" else None
+        bandwidth = median_pairwise_distance(probs, max_rows=max_rows, seed=seed)
+        if bandwidth <= 0.0:
+            raise CalibrationInputError(
+                "the median pairwise distance of `probs` is 0 (more than half of the pairs of "
+                "predictions are identical); pass `bandwidth` explicitly."
+            )
+    else:
+        bandwidth = check_positive(bandwidth, "bandwidth")
+    residual = -probs
+    residual[np.arange(n), labels] += 1.0
+    if estimator == "block":
+        half = n // 2
+        first, second = probs[0:2 * half:2], probs[1:2 * half:2]
+        distance = np.sqrt(np.sum((first - second) ** 2, axis=1))
+        inner = np.einsum("ij,ij->i", residual[0:2 * half:2], residual[1:2 * half:2])
+        return float(np.mean(np.exp(-distance / bandwidth) * inner))
+    squared_norms = np.einsum("ij,ij->i", probs, probs)
+    total = 0.0
+    for start, stop in row_blocks(n, n, triangular=True):
+        weights = _pairwise_distances(probs, squared_norms, start, stop, col_start=start)
+        weights *= -1.0 / bandwidth
+        np.exp(weights, out=weights)
+        weights *= residual[start:stop] @ residual[start:].T
+        rows = stop - start
+        # The leading rows x rows square holds the diagonal and the lower triangle.
+        total += float(weights[:, rows:].sum()) + float(weights[:, :rows][_upper_triangle_mask(rows, rows)].sum())
+    return 2.0 * total / (n * (n - 1))
