@@ -569,16 +569,18 @@ def _plain_row_label(i: int) -> str:
     return f"row {i + 1}"
 
 
-def _decode_head(head: bytes) -> str:
-    text = head.decode("utf-8-sig", errors="replace")
-    # The sample may end mid-line; keep only whole lines when there are any.
+def _decode_head(head: bytes, encoding: str) -> str:
+    text = head.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
+    if len(head) < _SNIFF_BYTES:
+        return text
+    # The sample was cut mid-file; keep only whole lines when there are any.
     cut = text.rfind("\n")
     return text[: cut + 1] if cut > 0 else text
 
 
-def _sniff_csv(head: bytes, hint: str, display: str) -> tuple[str, str, list[str]]:
+def _sniff_csv(head: bytes, encoding: str, hint: str, display: str) -> tuple[str, str, list[str]]:
     """Delimiter, decimal mark and raw header fields from the first bytes."""
-    text = _decode_head(head)
+    text = _decode_head(head, encoding)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise CalibrationInputError(
@@ -660,27 +662,32 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
             f"{raw.display} is empty. Provide a table with a header row, e.g. "
             "'label,p_0,p_1' followed by one row per prediction."
         )
-    delimiter, decimal, header = _sniff_csv(head, raw.hint, raw.display)
-    _check_header_is_names(header, raw.display)
-    _check_duplicates(header, raw.display)
+    encoding = "utf-8"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not merely a character cut at the sample's end
+            encoding = "latin-1"
 
-    def read(encoding: str) -> pd.DataFrame:
+    def read(encoding: str) -> tuple[pd.DataFrame, str, str, list[str]]:
+        delimiter, decimal, header = _sniff_csv(head, encoding, raw.hint, raw.display)
+        _check_header_is_names(header, raw.display)
+        _check_duplicates(header, raw.display)
         source = str(raw.path) if raw.path is not None else io.BytesIO(raw.data or b"")
         with _warnings.catch_warnings():
             # A first row longer than the header makes pandas drop data with only a warning.
             _warnings.simplefilter("error", pd.errors.ParserWarning)
             _warnings.simplefilter("ignore", pd.errors.DtypeWarning)
-            return pd.read_csv(source, sep=delimiter, decimal=decimal, index_col=False,
-                               engine="c", encoding=encoding)
+            frame = pd.read_csv(source, sep=delimiter, decimal=decimal, index_col=False,
+                                engine="c", encoding=encoding)
+        return frame, delimiter, decimal, header
 
-    encoding = "utf-8"
     try:
         try:
-            frame = read(encoding)
+            frame, delimiter, decimal, header = read(encoding)
         except UnicodeDecodeError:
             encoding = "latin-1"
-            frame = read(encoding)
-            notes.append(f"{raw.display} is not valid UTF-8; it was decoded as Latin-1.")
+            frame, delimiter, decimal, header = read(encoding)
     except pd.errors.EmptyDataError as exc:
         raise CalibrationInputError(
             f"{raw.display} has no columns. Provide a header row such as 'label,p_0,p_1'."
@@ -688,14 +695,18 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
     except pd.errors.ParserWarning as exc:
         raise CalibrationInputError(
             f"the first data row of {raw.display} has more values than the header has column "
-            f"names ({len(header)}); every row needs one value per column."
+            "names; every row needs one value per column."
         ) from exc
     except (pd.errors.ParserError, ValueError, OSError) as exc:
+        if isinstance(exc, CalibrationInputError):
+            raise
         message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise CalibrationInputError(
             f"could not read {raw.display} as a delimited table ({message}). Every row must "
             "have one value per header column, separated by a comma, tab or semicolon."
         ) from exc
+    if encoding == "latin-1":
+        notes.append(f"{raw.display} is not valid UTF-8; it was decoded as Latin-1.")
     if delimiter != ",":
         kind = {"\t": "tab", ";": "semicolon"}[delimiter]
         notes.append(f"read as {kind}-separated values" + (" with decimal commas." if decimal == "," else "."))
@@ -712,8 +723,12 @@ def _read_parquet(raw: _Raw) -> _Table:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(raw.open_binary())
+        parquet = pq.ParquetFile(raw.open_binary())
+        _check_duplicates([str(c).strip() for c in parquet.schema_arrow.names], raw.display)
+        table = parquet.read()
     except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, CalibrationInputError):
+            raise
         raise CalibrationInputError(
             f"could not read {raw.display} as Parquet ({exc}). The file may be damaged or "
             "not Parquet; re-export it, or save the predictions as CSV."
@@ -932,10 +947,10 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
             chosen = []
             for c in candidates:
                 values = frame[c]
-                if _is_number_column(values):
-                    chosen.append(c)
-                elif values.isna().all():
+                if values.isna().all():
                     notes.append(f"ignored column {c!r}: it is empty.")
+                elif _is_number_column(values):
+                    chosen.append(c)
                 elif values.dtype == bool:
                     notes.append(f"ignored column {c!r}: it holds true/false values, not probabilities.")
                 elif _bad_numeric_value(values) is not None and pd.to_numeric(
@@ -1383,6 +1398,12 @@ def _binary_class_names(parts: _Parts, notes: list[str]) -> list[str] | None:
     _, texts = _factorize_text_labels(raw, parts.row_label)
     distinct = sorted(texts)
     positive = parts.class_names[0] if parts.class_names else None
+    if positive is not None and positive not in distinct and not _generic([positive]):
+        raise CalibrationInputError(
+            f"the score column {parts.score_names[0]!r} is named after class {positive!r}, but the "
+            f"labels are {', '.join(map(repr, distinct[:6]))}. Rename the column after the class "
+            "whose probability it holds, or store labels as 0/1."
+        )
     if positive is not None and positive in distinct and len(distinct) == 2:
         other = distinct[0] if distinct[1] == positive else distinct[1]
         return [other, positive]
@@ -1522,7 +1543,10 @@ def load_predictions(
     if parts.scores.shape[1] == 1:
         class_names = _binary_class_names(parts, notes)
     elif class_names is not None and len(class_names) != n_classes:
-        class_names = None
+        raise CalibrationInputError(
+            f"{raw.display} gives {len(class_names)} class names but its scores have {n_classes} "
+            "columns; store one name per class."
+        )
     if class_names is not None and len(set(class_names)) != len(class_names):
         dup = next(c for c in class_names if class_names.count(c) > 1)
         raise CalibrationInputError(
