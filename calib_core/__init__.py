@@ -47,3 +47,7 @@ __all__ = [
     "bin_sensitivity",
     "rank_by_bins",
 ]
+
+from calib_core.io import Predictions, demo_datasets, load_demo, load_predictions  # noqa: E402
+
+__all__ += ["Predictions", "load_predictions", "demo_datasets", "load_demo"]
