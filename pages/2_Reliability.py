@@ -1,0 +1,72 @@
+"""Reliability: observed frequency against confidence per bin, with intervals and a histogram."""
+import streamlit as st
+
+from studio import compute, figures, layout, state
+from studio.layout import default
+
+models = layout.setup_page("Reliability", ":material/show_chart:")
+st.title("Reliability diagram")
+st.markdown(
+    "Each point is one bin: the mean predicted probability of its rows (x) against how often the event "
+    "happened (y), with a 95% Wilson interval. Points below the diagonal mean **over-confidence**. "
+    "The bars underneath show how many rows fall in each bin."
+)
+layout.require_models(models)
+
+max_classes = max(m.predictions.n_classes for m in models)
+class_names: dict[int, str] = {}
+for model in models:
+    for k, name in enumerate(model.predictions.class_names):
+        class_names.setdefault(k, name)
+
+target_col, binning_col, bins_col, layout_col, style_col, log_col = st.columns([3, 2, 3, 2, 2, 2])
+targets = ["top_label", *range(max_classes)]
+target = target_col.selectbox(
+    "Event", targets, key=default("keep:reliability.target", "top_label", targets),
+    format_func=lambda t: "Top label" if t == "top_label"
+    else f"Class {t}: {class_names[t]}",
+    help="Top label bins each row's highest probability against whether that class is correct; "
+         "a class bins that class's probability against whether the row belongs to it.")
+binning = binning_col.radio("Bins", ["uniform", "adaptive"], key=default("keep:reliability.binning", "uniform"),
+                            horizontal=True, help="Uniform: equal widths. Adaptive: equal numbers of rows.")
+n_bins = bins_col.slider("Number of bins", 2, 50, key=default("keep:reliability.n_bins", 15))
+arrangement = layout_col.radio("Models", ["overlay", "side_by_side"], horizontal=True,
+                               key=default("keep:reliability.layout", "overlay"),
+                               format_func={"overlay": "overlaid", "side_by_side": "side by side"}.get,
+                               disabled=len(models) < 2)
+style = style_col.radio("Draw bins as", ["points", "bars"], horizontal=True,
+                        key=default("keep:reliability.style", "points"))
+histogram_log = log_col.toggle("Log-scale histogram", key=default("keep:reliability.log", False),
+                               help="Useful when almost every row falls into one bin.")
+
+usable = [m for m in models if target == "top_label" or target < m.predictions.n_classes]
+skipped = [m.name for m in models if m not in usable]
+if skipped:
+    st.info(f"{', '.join(skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
+            "choose another event to include them.")
+tables = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, target) for m in usable}
+event = "top-label confidence" if target == "top_label" else f"predicted probability of class {class_names[target]}"
+figure = figures.reliability_figure(
+    tables, layout=arrangement if len(tables) > 1 else "overlay", style=style, colors=state.model_colors(),
+    x_title=f"Mean {event} in the bin", n_rows={m.name: m.predictions.n_samples for m in usable},
+    histogram_log=histogram_log,
+)
+st.plotly_chart(figure, theme=None, key="reliability_chart")
+
+summary = st.columns(min(len(tables), 4) or 1)
+for i, (name, table) in enumerate(tables.items()):
+    label = "ECE" if target == "top_label" else f"Class-{class_names[target]} ECE"
+    summary[i % len(summary)].metric(f"{name}: {label} ({n_bins} {binning} bins)",
+                                     f"{compute.table_error(table):.4f}",
+                                     help="Sum over bins of (share of rows) × |confidence − frequency|.")
+
+with st.expander("Per-bin table"):
+    for name, table in tables.items():
+        st.markdown(f"**{name}**")
+        st.dataframe(table, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.4f") for c in
+                                    ("lower", "upper", "weight", "mean_confidence", "observed_frequency", "gap",
+                                     "ci_low", "ci_high")})
+        st.download_button(f"Download {name} bins as CSV", table.to_csv(index=False).encode("utf-8"),
+                           file_name=f"reliability_{name}.csv", mime="text/csv", on_click="ignore",
+                           key=f"reliability_download:{name}", icon=":material/download:")

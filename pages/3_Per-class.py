@@ -1,0 +1,60 @@
+"""Per-class: ACE per class (Nixon et al. 2019, Figure 1 left) beside class-wise ECE, and one class's diagram."""
+import streamlit as st
+
+from studio import compute, figures, layout, state
+from studio.layout import default
+
+SORTS = {"class": "class order", "ace": "ACE (largest first)", "classwise_ece": "class-wise ECE (largest first)"}
+
+models = layout.setup_page("Per-class", ":material/bar_chart:")
+st.title("Per-class calibration")
+st.markdown(
+    "A single number hides which classes are miscalibrated. Left: the adaptive calibration error (ACE) of "
+    "each class, its probabilities split into equal-mass ranges (Nixon et al. 2019, Figure 1). Right: the "
+    "class-wise ECE of each class. Pick a class below to see its reliability diagram."
+)
+layout.require_models(models)
+
+reference = models[0].predictions.class_names
+same = [m for m in models if m.predictions.class_names == reference]
+others = [m.name for m in models if m not in same]
+if others:
+    st.info(f"{', '.join(others)} {'has' if len(others) == 1 else 'have'} other classes than {models[0].name} "
+            "and are not shown; hide the other models in the sidebar to see them.")
+
+bins_col, binning_col, sort_col = st.columns([3, 2, 3])
+n_bins = bins_col.slider("Number of bins (ranges)", 2, 50, key=default("keep:perclass.n_bins", 15))
+binning = binning_col.radio("Class-wise ECE bins", ["uniform", "adaptive"], horizontal=True,
+                            key=default("keep:perclass.binning", "uniform"),
+                            help="ACE always uses adaptive (equal-mass) ranges.")
+sort_by = sort_col.radio("Sort classes by", list(SORTS), format_func=SORTS.get, horizontal=True,
+                         key=default("keep:perclass.sort", "class"))
+
+tables = {m.name: compute.per_class(m.predictions, m.fingerprint, n_bins, binning) for m in same}
+st.plotly_chart(figures.per_class_figure(tables, sort_by=sort_by, colors=state.model_colors()), theme=None,
+                key="perclass_chart")
+
+with st.expander("Per-class table"):
+    for name, table in tables.items():
+        st.markdown(f"**{name}**")
+        st.dataframe(table, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.4f") for c in
+                                    ("frequency", "mean_probability", "ace", "tace", "classwise_ece")})
+
+st.subheader("One class")
+class_options = list(range(len(reference)))
+chosen = int(st.selectbox(
+    "Class", class_options, key=default("keep:perclass.class", 0, class_options),
+    format_func=lambda k: reference[k] if reference[k] == str(k) else f"{k}: {reference[k]}",
+    help="Its reliability diagram: the predicted probability of this class against whether the row is of "
+         "this class (one-vs-rest), with the bins chosen above."))
+lines = [f"**{name}**: ACE {table['ace'].iloc[chosen]:.4f} · TACE {table['tace'].iloc[chosen]:.4f} · class-wise "
+         f"ECE {table['classwise_ece'].iloc[chosen]:.4f} · {int(table['support'].iloc[chosen]):,} rows of this class"
+         for name, table in tables.items()]
+st.markdown("  \n".join(lines))
+diagrams = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, chosen) for m in same}
+st.plotly_chart(
+    figures.reliability_figure(diagrams, layout="overlay", colors=state.model_colors(), histogram_log=True,
+                               x_title=f"Mean predicted probability of class {reference[chosen]} in the bin",
+                               n_rows={m.name: m.predictions.n_samples for m in same}),
+    theme=None, key="perclass_reliability_chart")

@@ -1,0 +1,116 @@
+"""Bin sensitivity: binned errors against the number of bins, and whether the models' ranking flips."""
+import pandas as pd
+import streamlit as st
+
+from calib_core.io import demo_datasets
+from calib_core.sensitivity import SENSITIVITY_METRICS
+from studio import compute, figures, layout, state
+from studio.layout import default
+
+BIN_COUNTS = tuple(range(2, 201))
+BINNINGS = ("uniform", "adaptive")
+TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}
+
+
+def _add_siblings(prefix: str) -> None:
+    loaded = {entry.demo for entry in state.get_entries().values() if entry.origin == "demo"}
+    for name in demo_datasets():
+        if name.startswith(prefix) and name not in loaded:
+            state.add_demo(name)
+
+
+models = layout.setup_page("Bin sensitivity", ":material/tune:")
+st.title("Bin sensitivity")
+st.markdown(
+    "A binned calibration error depends on the bins as much as on the model. Each panel shows one metric "
+    "for 2 to 200 bins, **solid** with uniform-width bins and **dotted** with adaptive (equal-mass) bins. "
+    "The canonical definitions are ECE and SCE with uniform bins, ACE and TACE with adaptive ones; the other "
+    "line applies the same formula to the other kind of bins. Vertical lines mark `optimal_n_bins(N)` "
+    "(Futami & Fujisawa 2024) and N^(1/3)."
+)
+layout.require_models(models)
+
+metric_col, binning_col, range_col = st.columns([3, 2, 3])
+metrics = metric_col.multiselect("Metrics", list(SENSITIVITY_METRICS), format_func=TITLES.get,
+                                 key=default("keep:sensitivity.metrics", list(SENSITIVITY_METRICS),
+                                             list(SENSITIVITY_METRICS)))
+binnings = binning_col.multiselect("Binnings", list(BINNINGS), key=default("keep:sensitivity.binnings",
+                                                                          list(BINNINGS), list(BINNINGS)))
+low, high = range_col.slider("Bin counts shown", 2, 200, key=default("keep:sensitivity.range", (2, 200)))
+if not metrics or not binnings:
+    st.error("Choose at least one metric and one binning above to draw the curves.")
+    st.stop()
+
+tables = layout.run_with_progress(
+    "Sweeping 199 bin counts",
+    lambda report: compute.sensitivity_tables(models, bin_counts=BIN_COUNTS, metrics=SENSITIVITY_METRICS,
+                                              binnings=BINNINGS, on_progress=report),
+)
+sizes = {m.name: m.predictions.n_samples for m in models}
+n_ref = min(sizes.values())
+marks = compute.bin_marks(n_ref)
+if len(set(sizes.values())) > 1:
+    st.caption(f"The models have different numbers of rows; the marks use the smallest, N = {n_ref:,}.")
+
+combined = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
+shown = combined[combined["metric"].isin(metrics) & combined["binning"].isin(binnings)
+                 & combined["n_bins"].between(low, high)]
+st.plotly_chart(figures.sensitivity_figure(shown, marks={k: v for k, v in marks.items() if low <= v <= high},
+                                           colors=state.model_colors()),
+                theme=None, key="sensitivity_chart")
+st.caption(f"N = {n_ref:,}: optimal_n_bins(N) = {marks['optimal_n_bins(N)']:g}, N^(1/3) = {marks['N^(1/3)']:g}.")
+
+st.subheader("Does the ranking of the models depend on the bins?")
+if len(models) < 2:
+    st.info("Load at least two models to see how their ranking changes with the number of bins.")
+    demo = next((entry.demo for entry in state.get_entries().values() if entry.origin == "demo"), None)
+    if demo:
+        prefix = demo.split("_")[0] + "_"
+        st.button(f"Compare with the other {prefix[:-1]} demo models", on_click=_add_siblings, args=(prefix,),
+                  icon=":material/add:")
+    st.stop()
+
+reference = st.select_slider("Compare every ranking with the ranking at", BIN_COUNTS,
+                             key=default("keep:sensitivity.reference", 15),
+                             format_func=lambda n: f"{n} bins")
+key = (tuple((m.name, m.fingerprint) for m in models), BIN_COUNTS, SENSITIVITY_METRICS, BINNINGS)
+result = compute.ranking(tables, key, reference)
+
+flips = result.flips
+summary_rows = []
+for metric in metrics:
+    for binning in binnings:
+        part = flips[(flips["metric"] == metric) & (flips["binning"] == binning)]
+        rho = result.spearman[(result.spearman["metric"] == metric) & (result.spearman["binning"] == binning)]["rho"]
+        summary_rows.append({"metric": TITLES[metric], "binning": binning, "order changes": len(part),
+                             "first change at": int(part["n_bins"].iloc[0]) if len(part) else None,
+                             f"lowest rho vs {reference} bins": rho.min()})
+summary = pd.DataFrame(summary_rows)
+st.dataframe(summary, hide_index=True, width="stretch",
+             column_config={"first change at": st.column_config.NumberColumn(format="%d bins"),
+                            f"lowest rho vs {reference} bins": st.column_config.NumberColumn(format="%.2f")})
+
+pick_metric, pick_binning = st.columns(2)
+metric = pick_metric.selectbox("Ranking by", metrics, format_func=TITLES.get,
+                               key=default("keep:sensitivity.rank_metric", metrics[0], metrics))
+binning = pick_binning.radio("with bins", binnings, horizontal=True,
+                             key=default("keep:sensitivity.rank_binning", binnings[0], binnings))
+chosen = (result.ranks["metric"] == metric) & (result.ranks["binning"] == binning)
+ranks = result.ranks[chosen & result.ranks["n_bins"].between(low, high)]
+spearman = result.spearman[(result.spearman["metric"] == metric) & (result.spearman["binning"] == binning)
+                           & result.spearman["n_bins"].between(low, high)]
+changes = flips[(flips["metric"] == metric) & (flips["binning"] == binning)]
+if changes.empty:
+    st.success(f"By {TITLES[metric]} with {binning} bins the models keep the same order at every bin count "
+               f"from 2 to 200: {result.ranks[chosen].sort_values(['n_bins', 'rank']).head(len(models))['model'].str.cat(sep=' < ')}.")
+else:
+    listed = "; ".join(f"at {row.n_bins} bins: {row.order}" for row in changes.head(6).itertuples())
+    more = f" and {len(changes) - 6} more" if len(changes) > 6 else ""
+    st.warning(f"By {TITLES[metric]} with {binning} bins the ranking flips {len(changes)} "
+               f"time{'s' if len(changes) > 1 else ''} between 2 and 200 bins ({listed}{more}). "
+               "Best (lowest) first.")
+st.plotly_chart(figures.rank_figure(ranks, spearman, marks={k: v for k, v in marks.items() if low <= v <= high}),
+                theme=None, key="rank_chart")
+with st.expander("Every order change"):
+    st.dataframe(flips[flips["metric"].isin(metrics) & flips["binning"].isin(binnings)], hide_index=True,
+                 width="stretch")

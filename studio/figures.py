@@ -1,0 +1,391 @@
+"""Plotly figures for the app's foundation pages, built from calib_core results.
+
+Every function takes result tables (``reliability_table``, the per-class
+table of :func:`studio.compute.per_class`, ``bin_sensitivity`` and
+``rank_by_bins`` output) and returns a :class:`plotly.graph_objects.Figure`.
+Nothing here imports streamlit, so the figures are testable without a
+browser and reusable in exported reports. Pages show them with
+``st.plotly_chart(fig, theme=None)`` so these colours are kept.
+
+Colours: the Okabe-Ito palette (distinguishable with the common colour
+vision deficiencies); a model keeps its colour on every page because the
+pages pass its loading position as its colour index.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+#: Okabe & Ito (2008) colour-blind-safe palette (black moved last).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+DIAGONAL_COLOR = "#7f7f7f"
+GAP_OVER = "rgba(213, 94, 0, 0.45)"   # over-confident: confidence above observed frequency
+GAP_UNDER = "rgba(0, 114, 178, 0.35)"  # under-confident
+FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
+_BINNING_DASH = {"uniform": "solid", "adaptive": "dot"}
+_METRIC_TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}
+
+
+def color_for(index: int) -> str:
+    """The palette colour of the model at loading position ``index``."""
+    return PALETTE[index % len(PALETTE)]
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def _colors(names: Sequence[str], colors: Mapping[str, int] | None) -> dict[str, str]:
+    return {name: color_for(colors[name] if colors and name in colors else i) for i, name in enumerate(names)}
+
+
+def _base_layout(fig: go.Figure, *, height: int, title: str | None, panel_titles: bool = False) -> go.Figure:
+    """Shared look. With ``panel_titles`` the legend moves to the top of the figure (container
+    coordinates) and the top margin grows, so legend and subplot titles do not overlap."""
+    extra = 45 if panel_titles else 0
+    fig.update_layout(
+        template="plotly_white", height=height + extra, font=FONT, hovermode="closest",
+        margin=dict(l=60, r=20, t=(70 if title else 40) + extra, b=50),
+        legend=(dict(orientation="h", yref="container", y=0.995, yanchor="top", xanchor="left", x=0)
+                if panel_titles else dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)),
+        title=dict(text=title, x=0, xanchor="left") if title else None,
+    )
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+# ----------------------------------------------------------------------------- reliability
+
+def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "overlay", style: str = "points",
+                       colors: Mapping[str, int] | None = None, title: str | None = None,
+                       x_title: str = "Confidence (mean predicted probability in the bin)",
+                       n_rows: Mapping[str, int] | None = None, histogram_log: bool = False) -> go.Figure:
+    """Reliability diagram(s) with per-bin Wilson intervals and a confidence histogram below.
+
+    Parameters
+    ----------
+    tables : mapping of model name to DataFrame
+        ``calib_core.reliability_table`` output, one per model.
+    layout : {"overlay", "side_by_side"}
+        All models on one diagram, or one column per model.
+    style : {"points", "bars"}
+        ``"points"``: the observed frequency at each bin's mean confidence,
+        joined by a line, the area between it and the diagonal shaded.
+        ``"bars"``: one bar per bin (its width is the bin's range) up to the
+        observed frequency, and a hatched gap bar from there to the bin's
+        mean confidence (Guo et al. 2017, Figure 1).
+    colors : mapping of model name to colour index, optional
+    title : str, optional
+    x_title : str
+    n_rows : mapping of model name to N, optional
+        Shown in the hover of the histogram.
+    histogram_log : bool, default False
+        Log-scale the histogram's y axis (one-vs-rest probabilities and
+        confident models pile almost every row into one bin).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Row 1: the diagonal, the per-model reliability traces with Wilson
+        error bars (hover: bin range, count, confidence, frequency, gap,
+        interval). Row 2: share of rows per bin (bars as wide as the bins)
+        on the same x axis.
+    """
+    if layout not in ("overlay", "side_by_side"):
+        raise ValueError(f"`layout` must be 'overlay' or 'side_by_side', got {layout!r}.")
+    if style not in ("points", "bars"):
+        raise ValueError(f"`style` must be 'points' or 'bars', got {style!r}.")
+    names = list(tables)
+    palette = _colors(names, colors)
+    n_cols = len(names) if layout == "side_by_side" and names else 1
+    fig = make_subplots(
+        rows=2, cols=n_cols, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05,
+        horizontal_spacing=0.05 if n_cols > 1 else 0.02,
+        subplot_titles=[str(n) for n in names] + [""] * n_cols if n_cols > 1 else None,
+    )
+    for col in range(1, n_cols + 1):
+        fig.add_trace(go.Scatter(
+            x=[0, 1], y=[0, 1], mode="lines", name="Perfect calibration", legendgroup="diagonal",
+            showlegend=col == 1, hoverinfo="skip", line=dict(color=DIAGONAL_COLOR, dash="dash", width=1.5),
+        ), row=1, col=col)
+    gap_legend_shown = False
+    for i, name in enumerate(names):
+        table = tables[name]
+        col = i + 1 if n_cols > 1 else 1
+        color = palette[name]
+        conf = table["mean_confidence"].to_numpy()
+        obs = table["observed_frequency"].to_numpy()
+        low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
+        lower, upper = table["lower"].to_numpy(), table["upper"].to_numpy()
+        customdata = np.column_stack([lower, upper, table["count"].to_numpy(), table["gap"].to_numpy(),
+                                      low, high, conf, obs])
+        hover = (f"<b>{name}</b><br>bin (%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+                 "<br>rows: %{customdata[2]:,}<br>mean confidence: %{customdata[6]:.3f}"
+                 "<br>observed frequency: %{customdata[7]:.3f}"
+                 "<br>gap (conf. - freq.): %{customdata[3]:+.3f}"
+                 "<br>95% interval: [%{customdata[4]:.3f}, %{customdata[5]:.3f}]<extra></extra>")
+        error = dict(type="data", array=np.clip(high - obs, 0, None), arrayminus=np.clip(obs - low, 0, None),
+                     visible=True, color=color, thickness=1.2, width=3)
+        group = f"model-{i}"
+        if style == "points":
+            # Shade between the diagonal (y = confidence) and the observed frequency.
+            fig.add_trace(go.Scatter(x=conf, y=conf, mode="lines", line=dict(width=0), showlegend=False,
+                                     hoverinfo="skip", legendgroup=group), row=1, col=col)
+            fig.add_trace(go.Scatter(x=conf, y=obs, mode="lines", line=dict(width=0), fill="tonexty",
+                                     fillcolor=_rgba(color, 0.18), showlegend=False, hoverinfo="skip",
+                                     legendgroup=group, name=f"{name} gap"), row=1, col=col)
+            fig.add_trace(go.Scatter(
+                x=conf, y=obs, mode="lines+markers", name=str(name), legendgroup=group,
+                line=dict(color=color, width=2), marker=dict(color=color, size=8, line=dict(color="white", width=1)),
+                error_y=error, customdata=customdata, hovertemplate=hover,
+            ), row=1, col=col)
+        else:
+            mid, width = (lower + upper) / 2, upper - lower
+            fig.add_trace(go.Bar(
+                x=mid, y=obs, width=width, name=str(name), legendgroup=group,
+                marker=dict(color=_rgba(color, 0.75), line=dict(color=color, width=1)),
+                error_y=error, customdata=customdata, hovertemplate=hover,
+            ), row=1, col=col)
+            gap = conf - obs
+            fig.add_trace(go.Bar(
+                x=mid, y=gap, base=obs, width=width, name="Gap (confidence - frequency)",
+                legendgroup="gap", showlegend=not gap_legend_shown,
+                marker=dict(color=np.where(gap > 0, GAP_OVER, GAP_UNDER).tolist(),
+                            line=dict(color="rgba(120, 40, 0, 0.8)", width=1), pattern=dict(shape="/")),
+                customdata=customdata, hovertemplate=hover,
+            ), row=1, col=col)
+            gap_legend_shown = True
+        n_total = (n_rows or {}).get(name)
+        fig.add_trace(go.Bar(
+            x=(lower + upper) / 2, y=table["weight"].to_numpy(), width=upper - lower,
+            name=f"{name} rows per bin", legendgroup=group, showlegend=False,
+            marker=dict(color=_rgba(color, 0.55 if n_cols == 1 and len(names) > 1 else 0.8),
+                        line=dict(color=color, width=0.5)),
+            customdata=np.column_stack([lower, upper, table["count"].to_numpy()]),
+            hovertemplate=(f"<b>{name}</b><br>bin (%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+                           "<br>rows: %{customdata[2]:,}" + (f" of {n_total:,}" if n_total else "")
+                           + "<br>share: %{y:.1%}<extra></extra>"),
+        ), row=2, col=col)
+    fig.update_layout(barmode="overlay", bargap=0)
+    for col in range(1, n_cols + 1):
+        # A little room beyond [0, 1] so that markers at confidence 1 are not cut in half.
+        fig.update_xaxes(range=[-0.01, 1.015], row=1, col=col, showticklabels=False)
+        fig.update_xaxes(range=[-0.01, 1.015], row=2, col=col,
+                         title_text=x_title if col == 1 or n_cols > 1 else None, title_font=dict(size=12))
+        fig.update_yaxes(range=[-0.03, 1.03], row=1, col=col,
+                         title_text="Observed frequency" if col == 1 else None)
+        if histogram_log:
+            fig.update_yaxes(row=2, col=col, type="log", tickformat=".0%", dtick=1,
+                             title_text="Share of rows (log)" if col == 1 else None)
+        else:
+            fig.update_yaxes(row=2, col=col, tickformat=".0%", rangemode="tozero",
+                             title_text="Share of rows" if col == 1 else None)
+    return _base_layout(fig, height=640, title=title, panel_titles=n_cols > 1)
+
+
+# ----------------------------------------------------------------------------- per class
+
+def per_class_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "class",
+                     colors: Mapping[str, int] | None = None, title: str | None = None) -> go.Figure:
+    """Per-class ACE bars (Nixon et al. 2019, Figure 1 left) beside class-wise ECE bars.
+
+    Parameters
+    ----------
+    tables : mapping of model name to DataFrame
+        :func:`studio.compute.per_class` output (columns ``class``, ``ace``,
+        ``classwise_ece``, ``support`` ...), one per model; grouped bars
+        when there are several.
+    sort_by : {"class", "ace", "classwise_ece"}
+        Class order on both panels: as in the file, or by decreasing value
+        (the mean over models).
+    colors : mapping of model name to colour index, optional
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two panels sharing the class order: ACE per class (left) and
+        class-wise ECE per class (right).
+    """
+    if sort_by not in ("class", "ace", "classwise_ece"):
+        raise ValueError(f"`sort_by` must be 'class', 'ace' or 'classwise_ece', got {sort_by!r}.")
+    names = list(tables)
+    palette = _colors(names, colors)
+    first = tables[names[0]] if names else pd.DataFrame(columns=["class", "ace", "classwise_ece"])
+    order = [str(c) for c in first["class"]]
+    if sort_by != "class" and names:
+        mean = pd.concat([t.set_index(t["class"].astype(str))[sort_by] for t in tables.values()], axis=1).mean(axis=1)
+        order = mean.sort_values(ascending=False, kind="stable").index.tolist()
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
+                        subplot_titles=["ACE per class (adaptive ranges)", "Class-wise ECE per class"])
+    for i, name in enumerate(names):
+        table = tables[name].assign(**{"class": lambda t: t["class"].astype(str)}).set_index("class").reindex(order)
+        for col, column in ((1, "ace"), (2, "classwise_ece")):
+            customdata = np.column_stack([table["support"].to_numpy(), table["mean_probability"].to_numpy(),
+                                          table["tace"].to_numpy() if "tace" in table else np.full(len(table), np.nan)])
+            fig.add_trace(go.Bar(
+                x=order, y=table[column].to_numpy(), name=str(name), legendgroup=f"model-{i}",
+                showlegend=col == 1 and len(names) > 1, marker=dict(color=palette[name]),
+                customdata=customdata,
+                hovertemplate=(f"<b>{name}</b><br>class %{{x}}<br>{'ACE' if col == 1 else 'class-wise ECE'}: "
+                               "%{y:.4f}<br>rows of this class: %{customdata[0]:,}"
+                               "<br>mean predicted probability: %{customdata[1]:.3f}<extra></extra>"),
+            ), row=1, col=col)
+    fig.update_layout(barmode="group", bargap=0.2)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title_text="Class")
+    fig.update_yaxes(rangemode="tozero", title_text="Calibration error", col=1)
+    fig.update_yaxes(rangemode="tozero", col=2)
+    return _base_layout(fig, height=420, title=title, panel_titles=True)
+
+
+# ----------------------------------------------------------------------------- bin sensitivity
+
+def sensitivity_figure(table: pd.DataFrame, *, marks: Mapping[str, float] | None = None,
+                       colors: Mapping[str, int] | None = None, title: str | None = None) -> go.Figure:
+    """Binned errors against the number of bins, one panel per metric.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``bin_sensitivity`` output with an added ``model`` column (several
+        models concatenated).
+    marks : mapping of label to bin count, optional
+        Vertical reference lines, e.g. ``{"optimal_n_bins(N)": 22, "N^(1/3)": 9.7}``.
+    colors : mapping of model name to colour index, optional
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        A 2 x 2 grid (one panel per metric present); colour = model, solid
+        line = uniform bins, dotted = adaptive bins.
+    """
+    metrics = list(dict.fromkeys(table["metric"]))
+    names = list(dict.fromkeys(table["model"]))
+    palette = _colors(names, colors)
+    n_cols = 2 if len(metrics) > 1 else 1
+    n_rows_grid = int(np.ceil(len(metrics) / n_cols)) if metrics else 1
+    fig = make_subplots(rows=n_rows_grid, cols=n_cols, shared_xaxes=True, vertical_spacing=0.12,
+                        horizontal_spacing=0.08, subplot_titles=[_METRIC_TITLES.get(m, m) for m in metrics])
+    shown = set()
+    for j, metric in enumerate(metrics):
+        row, col = j // n_cols + 1, j % n_cols + 1
+        part = table[table["metric"] == metric]
+        for name in names:
+            for binning, lines in part[part["model"] == name].groupby("binning", sort=False):
+                legend = (name, binning)
+                fig.add_trace(go.Scatter(
+                    x=lines["n_bins"], y=lines["value"], mode="lines", name=f"{name} · {binning}",
+                    legendgroup=f"{name}-{binning}", showlegend=legend not in shown,
+                    line=dict(color=palette[name], dash=_BINNING_DASH.get(binning, "dash"), width=1.8),
+                    hovertemplate=(f"<b>{name}</b> · {binning}<br>{_METRIC_TITLES.get(metric, metric)} "
+                                   "with %{x} bins: %{y:.4f}<extra></extra>"),
+                ), row=row, col=col)
+                shown.add(legend)
+    for j, (label, position) in enumerate((marks or {}).items()):
+        for k in range(len(metrics)):
+            fig.add_vline(x=position, row=k // n_cols + 1, col=k % n_cols + 1,
+                          line=dict(color=("#444444", "#999999")[j % 2], dash=("dash", "dashdot")[j % 2], width=1))
+        fig.add_annotation(x=position, y=1, yref="y domain", xref="x", text=f"{label} = {position:g}",
+                           showarrow=False, yanchor="bottom" if j % 2 == 0 else "top", xanchor="left",
+                           font=dict(size=11, color="#333333"), bgcolor="rgba(255,255,255,0.7)")
+    fig.update_xaxes(title_text="Number of bins", row=n_rows_grid)
+    fig.update_yaxes(rangemode="tozero")
+    return _base_layout(fig, height=300 * n_rows_grid + 120, title=title, panel_titles=True)
+
+
+def rank_figure(ranks: pd.DataFrame, spearman: pd.DataFrame | None = None, *,
+                marks: Mapping[str, float] | None = None, title: str | None = None) -> go.Figure:
+    """Heatmap of the models' ranks at every bin count (1 = lowest error), Spearman's rho below.
+
+    Parameters
+    ----------
+    ranks : pandas.DataFrame
+        ``BinRanking.ranks`` restricted to one metric and binning.
+    spearman : pandas.DataFrame, optional
+        ``BinRanking.spearman`` for the same metric and binning: a second
+        row shows rho against the reference bin count.
+    marks : mapping of label to bin count, optional
+        Vertical reference lines.
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    names = list(dict.fromkeys(ranks["model"]))
+    bins = np.sort(ranks["n_bins"].unique())
+    z = ranks.pivot(index="model", columns="n_bins", values="rank").reindex(index=names, columns=bins)
+    values = ranks.pivot(index="model", columns="n_bins", values="value").reindex(index=names, columns=bins)
+    with_rho = spearman is not None and len(spearman) > 0
+    fig = make_subplots(rows=2 if with_rho else 1, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        row_heights=[0.68, 0.32] if with_rho else None)
+    n_models = max(len(names), 1)
+    fig.add_trace(go.Heatmap(
+        x=bins, y=names, z=z.to_numpy(dtype=float), zmin=1, zmax=max(n_models, 2),
+        colorscale=[[0.0, "#1a9850"], [0.5, "#fee08b"], [1.0, "#d73027"]],
+        customdata=values.to_numpy(dtype=float), xgap=0, ygap=2,
+        colorbar=dict(title="Rank", tickvals=list(range(1, n_models + 1)), len=0.6 if with_rho else 1,
+                      y=1, yanchor="top"),
+        hovertemplate="<b>%{y}</b><br>%{x} bins: rank %{z}<br>value %{customdata:.4f}<extra></extra>",
+    ), row=1, col=1)
+    if with_rho:
+        ordered = spearman.sort_values("n_bins")
+        reference = int(ordered["reference_n_bins"].iloc[0])
+        fig.add_trace(go.Scatter(
+            x=ordered["n_bins"], y=ordered["rho"], mode="lines", line=dict(color="#333333", width=1.5),
+            name=f"Spearman rho vs {reference} bins", showlegend=False,
+            hovertemplate=f"%{{x}} bins: rho = %{{y:.2f}} against {reference} bins<extra></extra>",
+        ), row=2, col=1)
+        fig.update_yaxes(range=[-1.08, 1.08], title_text=f"rho vs {reference} bins", row=2, col=1)
+    for j, (label, position) in enumerate((marks or {}).items()):
+        fig.add_vline(x=position, line=dict(color="#222222", dash=("dash", "dashdot")[j % 2], width=1))
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title_text="Number of bins", row=2 if with_rho else 1, col=1)
+    return _base_layout(fig, height=max(260, 46 * n_models + 120) + (170 if with_rho else 0), title=title)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = None,
+                           title: str | None = None) -> go.Figure:
+    """Estimates with bootstrap intervals of the calibration errors, models side by side.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`studio.compute.metrics_table` output; only rows with
+        ``calibration_error`` true are drawn (they share a 0..1 scale).
+    colors : mapping of model name to colour index, optional
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    part = table[table["calibration_error"].astype(bool)]
+    names = list(dict.fromkeys(part["model"]))
+    palette = _colors(names, colors)
+    fig = go.Figure()
+    for name in names:
+        rows = part[part["model"] == name]
+        est = rows["estimate"].to_numpy(dtype=float)
+        low, high = rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float)
+        has_ci = np.isfinite(low) & np.isfinite(high)
+        fig.add_trace(go.Scatter(
+            x=rows["metric"], y=est, mode="markers", name=str(name),
+            marker=dict(color=palette[name], size=10, symbol="diamond"),
+            error_y=dict(type="data", array=np.where(has_ci, high - est, 0), arrayminus=np.where(has_ci, est - low, 0),
+                         visible=bool(has_ci.any()), color=palette[name], thickness=1.5, width=5),
+            customdata=np.column_stack([low, high]),
+            hovertemplate=(f"<b>{name}</b><br>%{{x}}: %{{y:.4f}}"
+                           "<br>interval [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>"),
+        ))
+    fig.update_layout(scattermode="group", scattergap=0.6)
+    fig.update_yaxes(rangemode="tozero", title_text="Calibration error (lower is better)")
+    return _base_layout(fig, height=380, title=title)

@@ -1,0 +1,347 @@
+"""The loaded models of a session: the one place that touches them in ``st.session_state``.
+
+Everything lives under the single key :data:`APP_KEY`. Pages read the models
+through :func:`active_models` (the rows chosen in the sidebar, only the
+models chosen for display) or :func:`get_models`, and change them through
+:func:`add_demo`, :func:`add_upload`, :func:`reload_model` and
+:func:`remove_model`; they never poke at session keys themselves.
+
+Shareable links: on a fresh session :func:`ensure_models_loaded` opens the
+demos named by ``?demo=a,b`` (or the default demo) and the rows named by
+``?split=``; after every change :func:`sync_query_params` writes the loaded
+demos and the split back into the URL, so copying it reproduces the view
+(uploads cannot travel in a link).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from calib_core import CalibrationInputError
+from calib_core.io import Predictions, demo_datasets
+from studio import compute
+
+#: The one ``st.session_state`` key owned by the app.
+APP_KEY = "calibration_studio"
+
+#: The demo opened by a fresh session without ``?demo=``: a 10-class digits
+#: model whose probabilities are far too confident (Gaussian naive Bayes).
+DEFAULT_DEMO = "digits_gaussian_nb"
+
+#: Split choice meaning "every row".
+ALL_ROWS = "All rows"
+
+#: Widget keys of the shared sidebar (kept in sync with the store).
+SPLIT_WIDGET = "studio:split"
+SHOWN_WIDGET = "studio:shown_models"
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model as loaded: its predictions and how to load it again.
+
+    Attributes
+    ----------
+    predictions : Predictions
+        Every row of the file.
+    fingerprint : str
+        Hash of probabilities, labels and class names, computed once at load
+        time; the cache key of every computation on this model.
+    origin : {"demo", "upload"}
+    file_name : str
+        The uploaded file's name, or the demo file's name.
+    raw : bytes or None
+        The uploaded bytes (demos are read again from disk).
+    demo : str or None
+        The demo name, for ``?demo=`` links.
+    options : tuple of (str, value) pairs
+        The ``load_predictions`` overrides used (empty: everything detected).
+    """
+
+    predictions: Predictions
+    fingerprint: str
+    origin: str
+    file_name: str
+    raw: bytes | None = None
+    demo: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def source_bytes(self) -> bytes:
+        """The file's bytes (read from disk for demos)."""
+        if self.raw is not None:
+            return self.raw
+        return demo_datasets()[self.demo].read_bytes()
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """The rows of one model that the pages analyse (after the split filter)."""
+
+    name: str
+    predictions: Predictions
+    fingerprint: str
+    rows: str
+
+
+@dataclass
+class _Store:
+    models: dict[str, LoadedModel] = field(default_factory=dict)
+    split: str = ALL_ROWS
+    hidden: set[str] = field(default_factory=set)
+    started: bool = False
+    # file_id of every upload already handled -> (model name or None, error message or None)
+    uploads: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    views: dict[tuple[str, str, str], ModelView] = field(default_factory=dict)
+
+
+def _store() -> _Store:
+    if APP_KEY not in st.session_state:
+        st.session_state[APP_KEY] = _Store()
+    return st.session_state[APP_KEY]
+
+
+def fingerprint(predictions: Predictions) -> str:
+    """SHA-1 of the probabilities, labels and class names (the cache key of a model)."""
+    digest = hashlib.sha1()
+    digest.update(str(predictions.probs.shape).encode())
+    digest.update(predictions.probs.tobytes())
+    digest.update(predictions.labels.astype("int64").tobytes())
+    digest.update("\x1f".join(predictions.class_names).encode())
+    return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------- reading
+
+def get_models() -> dict[str, Predictions]:
+    """Every loaded model's predictions (all rows), in loading order."""
+    return {name: model.predictions for name, model in _store().models.items()}
+
+
+def get_entries() -> dict[str, LoadedModel]:
+    """Every loaded model with how it was loaded, in loading order."""
+    return dict(_store().models)
+
+
+def model_colors() -> dict[str, int]:
+    """A stable colour index per loaded model (its loading position), for every chart."""
+    return {name: i for i, name in enumerate(_store().models)}
+
+
+def split_options() -> list[str]:
+    """:data:`ALL_ROWS` followed by every split name found in the loaded models."""
+    names: dict[str, None] = {}
+    for model in _store().models.values():
+        names.update(dict.fromkeys(model.predictions.split_names))
+    return [ALL_ROWS, *names]
+
+
+def get_split() -> str:
+    """The split chosen in the sidebar (:data:`ALL_ROWS` if none)."""
+    store = _store()
+    if store.split not in split_options():
+        store.split = ALL_ROWS
+    return store.split
+
+
+def set_split(split: str) -> None:
+    """Analyse only the rows of ``split`` (or every row with :data:`ALL_ROWS`)."""
+    if split not in split_options():
+        raise CalibrationInputError(f"unknown split {split!r}; choose one of {', '.join(split_options())}.")
+    _store().split = split
+    sync_query_params()
+
+
+def shown_models() -> list[str]:
+    """Names of the models chosen for display (all unless some were hidden)."""
+    store = _store()
+    return [name for name in store.models if name not in store.hidden]
+
+
+def set_shown_models(names: list[str]) -> None:
+    """Show only ``names`` on the analysis pages (the others stay loaded)."""
+    store = _store()
+    store.hidden = {name for name in store.models if name not in set(names)}
+
+
+def active_models() -> list[ModelView]:
+    """The shown models restricted to the chosen split, ready for the pages.
+
+    A model without that split keeps all its rows and says so in ``rows``.
+    """
+    store = _store()
+    split = get_split()
+    views = []
+    for name in shown_models():
+        model = store.models[name]
+        key = (name, model.fingerprint, split)
+        if key not in store.views:
+            predictions = model.predictions
+            if split != ALL_ROWS and split in predictions.split_names:
+                view = ModelView(name, predictions.select_split(split), f"{model.fingerprint}/{split}",
+                                 f"{split} rows")
+            elif split != ALL_ROWS:
+                view = ModelView(name, predictions, model.fingerprint, f"all rows (no {split!r} split)")
+            else:
+                view = ModelView(name, predictions, model.fingerprint, "all rows")
+            store.views[key] = view
+        views.append(store.views[key])
+    return views
+
+
+# ----------------------------------------------------------------------------- changing
+
+def _unique_name(base: str, *, replacing: str | None = None) -> str:
+    taken = set(_store().models) - {replacing}
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base} ({i})", i + 1
+    return name
+
+
+def _add(model: LoadedModel) -> str:
+    store = _store()
+    name = _unique_name(model.predictions.name)
+    if name != model.predictions.name:
+        model = dataclasses.replace(model, predictions=dataclasses.replace(model.predictions, name=name))
+    store.models[name] = model
+    sync_query_params()
+    return name
+
+
+def add_model(predictions: Predictions, *, origin: str = "upload", file_name: str | None = None,
+              raw: bytes | None = None, demo: str | None = None,
+              options: tuple[tuple[str, Any], ...] = ()) -> str:
+    """Add already loaded predictions; returns the (possibly de-duplicated) model name."""
+    return _add(LoadedModel(predictions, fingerprint(predictions), origin,
+                            file_name or predictions.name, raw, demo, options))
+
+
+def add_demo(name: str) -> str:
+    """Load the bundled demo ``name``; raises CalibrationInputError for unknown names."""
+    predictions = compute.load_demo(name)
+    return add_model(predictions, origin="demo", file_name=demo_datasets()[name].name, demo=name)
+
+
+def add_upload(file_name: str, raw: bytes) -> str:
+    """Load an uploaded file (one model); raises CalibrationInputError for a bad file."""
+    predictions = compute.load_file(raw, file_name, ())
+    return add_model(predictions, origin="upload", file_name=file_name, raw=raw)
+
+
+def reload_model(name: str, options: dict[str, Any]) -> None:
+    """Load model ``name`` again from its file with ``load_predictions`` overrides.
+
+    Raises CalibrationInputError when the file cannot be read that way; the
+    model then stays as it was.
+    """
+    store = _store()
+    model = store.models[name]
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in options.items()
+                          if _is_override(v)))
+    predictions = compute.load_file(model.source_bytes(), model.file_name, frozen)
+    predictions = dataclasses.replace(predictions, name=name)
+    store.models[name] = dataclasses.replace(model, predictions=predictions,
+                                             fingerprint=fingerprint(predictions), options=frozen)
+
+
+def _is_override(value: Any) -> bool:
+    """False for the values that mean "detect it" (None, "auto", False, empty lists)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, str):
+        return value != "auto"
+    if isinstance(value, (list, tuple)):
+        return len(value) > 0
+    return True
+
+
+def remove_model(name: str) -> None:
+    """Unload model ``name`` (no error if it is not loaded)."""
+    store = _store()
+    store.models.pop(name, None)
+    store.hidden.discard(name)
+    sync_query_params()
+
+
+def remember_upload(file_id: str, model_name: str | None, error: str | None) -> None:
+    """Record that an uploaded file was handled (so a rerun does not load it twice)."""
+    _store().uploads[file_id] = (model_name, error)
+
+
+def upload_record(file_id: str) -> tuple[str | None, str | None] | None:
+    """``(model name, error)`` for an upload already handled, else None."""
+    return _store().uploads.get(file_id)
+
+
+# ----------------------------------------------------------------------------- links
+
+def _query_demos() -> list[str]:
+    names: list[str] = []
+    for value in st.query_params.get_all("demo"):
+        names.extend(part.strip() for part in value.split(",") if part.strip())
+    return list(dict.fromkeys(names))
+
+
+def ensure_models_loaded() -> None:
+    """Load the demos of ``?demo=`` (or the default demo) once per fresh session.
+
+    An unknown demo name ends in ``st.error`` listing the available names;
+    the app then opens the default demo instead.
+    """
+    store = _store()
+    if store.started:
+        return
+    store.started = True
+    available = demo_datasets()
+    wanted = _query_demos()
+    unknown = [name for name in wanted if name not in available]
+    if unknown:
+        st.error(
+            f"The link asks for the demo {', '.join(repr(n) for n in unknown)}, which does not exist. "
+            f"Available demos: {', '.join(available) or 'none'}. Pick one on the Data page or fix the "
+            "`?demo=` part of the link.",
+            icon=":material/link_off:",
+        )
+    known = [name for name in wanted if name in available]
+    if not known and available:
+        known = [DEFAULT_DEMO if DEFAULT_DEMO in available else next(iter(available))]
+    for name in known:
+        try:
+            add_demo(name)
+        except CalibrationInputError as exc:  # a damaged demo file must not break the app
+            st.error(f"The demo {name!r} could not be loaded: {exc} Upload your own file on the Data page.")
+    split = st.query_params.get("split")
+    if split:
+        if split in split_options():
+            store.split = split
+        else:
+            st.warning(f"The link asks for the split {split!r}, which the loaded models do not have; "
+                       "showing all rows. Choose the rows in the sidebar.")
+    sync_query_params()
+
+
+def sync_query_params() -> None:
+    """Write the loaded demos (``?demo=``) and the chosen split (``?split=``) into the URL."""
+    store = _store()
+    demos = ",".join(model.demo for model in store.models.values() if model.origin == "demo" and model.demo)
+    split = store.split if store.split != ALL_ROWS else ""
+    for key, value in (("demo", demos), ("split", split)):
+        if value and st.query_params.get(key) != value:
+            st.query_params[key] = value
+        elif not value and key in st.query_params:
+            del st.query_params[key]
+
+
+def link_params() -> dict[str, str]:
+    """The query parameters to carry on links between pages."""
+    return {key: st.query_params[key] for key in ("demo", "split") if key in st.query_params}
+
+
+def demo_path(name: str) -> Path:
+    """Path of a bundled demo file."""
+    return demo_datasets()[name]
