@@ -50,13 +50,17 @@ _ESTIMATORS = ("unbiased", "block")
 
 # --------------------------------------------------------------------------- blocks
 def row_blocks(n_rows: int, n_cols: int, *, triangular: bool = False,
-               block_elements: int = BLOCK_ELEMENTS) -> Iterator[tuple[int, int]]:
-    """Yield ``(start, stop)`` row ranges whose blocks hold about ``block_elements``.
+               block_elements: int | None = None) -> Iterator[tuple[int, int]]:
+    """Yield ``(start, stop)`` row ranges whose blocks hold at most ``block_elements``.
 
+    ``block_elements`` defaults to :data:`BLOCK_ELEMENTS`; a block has at
+    least one row, so a single row wider than that is the one exception.
     With ``triangular=True`` the block of rows ``start:stop`` is paired with the
     columns ``start:n_cols`` only (the upper triangle of a symmetric pairwise
     sum), so later blocks may hold more rows.
     """
+    if block_elements is None:
+        block_elements = BLOCK_ELEMENTS
     start = 0
     while start < n_rows:
         width = n_cols - start if triangular else n_cols
