@@ -1,0 +1,265 @@
+"""Plotly figures of canonical calibration on the 2-simplex (no streamlit here).
+
+:func:`simplex_figure` draws the two-dimensional reliability diagram of
+Vaicenavicius et al. (2019, appendix C.2, Figures 16 and 18) from a
+:class:`calib_core.simplex.SimplexReliability` (or its
+:class:`calib_core.simplex.CellTable`): the cells of the partition colour-coded
+by the number of predictions they hold, and one arrow per non-empty cell from
+the cell's mean prediction (tail) to its observed label frequency (head).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative, sample_colorscale
+
+from calib_core.simplex import CellTable, SimplexReliability, triangle_keys, triangle_vertices
+from calib_core.validation import CalibrationInputError
+
+__all__ = ["ARROW_TRACE_NAME", "simplex_figure"]
+
+#: Name of the single trace holding every arrow (tests and pages look it up by name).
+ARROW_TRACE_NAME = "arrows"
+
+#: Distinct fill colours used for the count colour scale (one trace each at most).
+_COLOUR_LEVELS = 48
+
+
+def _vertex_names(result: SimplexReliability | CellTable, class_names: Sequence[str] | None) -> tuple[str, str, str]:
+    projection = result.projection if isinstance(result, SimplexReliability) else None
+    if class_names is None:
+        return projection.vertex_names() if projection is not None else ("0", "1", "2")
+    names = [str(name) for name in class_names]
+    if projection is not None and len(names) == projection.n_classes:
+        return projection.vertex_names(names)
+    if len(names) == 3:
+        return names[0], names[1], names[2]
+    expected = "3" if projection is None else f"3 or {projection.n_classes}"
+    raise CalibrationInputError(
+        f"`class_names` must hold {expected} names (the vertices, or every class), got {len(names)}."
+    )
+
+
+def _fmt(vector: np.ndarray) -> str:
+    return "(" + ", ".join(f"{v:.3f}" for v in vector) + ")"
+
+
+def _count_colour_values(count: np.ndarray, count_scale: str) -> tuple[np.ndarray, dict]:
+    """Colour coordinate of each count and the colour-bar ticks that label it in counts."""
+    top = float(count.max()) if count.size else 1.0
+    if count_scale == "linear":
+        return count.astype(float), {"title": {"text": "count"}}
+    values = np.log10(np.maximum(count, 1.0))
+    low = float(values.min()) if values.size else 0.0
+    candidates = np.array([m * 10.0 ** d for d in range(0, math.floor(math.log10(max(top, 1.0))) + 1)
+                           for m in (1, 2, 5)])
+    shown = candidates[(np.log10(candidates) >= low - 1e-9) & (candidates <= top)]
+    if shown.size < 2:
+        shown = np.unique(np.round([10 ** low, top]))
+    ticks = {
+        "title": {"text": "count"},
+        "tickvals": np.log10(shown).tolist(),
+        "ticktext": [f"{int(v):,}" for v in shown],
+    }
+    return values, ticks
+
+
+def _polygon_coordinates(corners: np.ndarray) -> tuple[list, list, list]:
+    """a, b, c lists of closed triangles separated by None."""
+    a, b, c = [], [], []
+    for tri in corners:
+        for vertex in (0, 1, 2, 0):
+            a.append(float(tri[vertex, 0]))
+            b.append(float(tri[vertex, 1]))
+            c.append(float(tri[vertex, 2]))
+        a.append(None)
+        b.append(None)
+        c.append(None)
+    return a, b, c
+
+
+def _cell_traces(table: CellTable, n_bins: int, colorscale: str, count_scale: str) -> list[go.Scatterternary]:
+    traces = []
+    grid = triangle_vertices(triangle_keys(n_bins), n_bins)
+    a, b, c = _polygon_coordinates(grid)
+    traces.append(go.Scatterternary(a=a, b=b, c=c, mode="lines", name="grid",
+                                    line={"color": "rgba(120,120,120,0.35)", "width": 0.6},
+                                    hoverinfo="skip", showlegend=False))
+    corners = triangle_vertices(table.partition.keys, n_bins)
+    colour_value, ticks = _count_colour_values(table.count, count_scale)
+    low, high = (float(colour_value.min()), float(colour_value.max())) if colour_value.size else (0.0, 1.0)
+    span = high - low if high > low else 1.0
+    level = np.minimum(((colour_value - low) / span * _COLOUR_LEVELS).astype(int), _COLOUR_LEVELS - 1)
+    palette = sample_colorscale(colorscale, [(i + 0.5) / _COLOUR_LEVELS for i in range(_COLOUR_LEVELS)])
+    # One filled trace per colour level: each triangle is a gap-separated segment,
+    # which fill="toself" closes on its own.
+    for lev in np.unique(level):
+        a, b, c = _polygon_coordinates(corners[level == lev])
+        traces.append(go.Scatterternary(a=a, b=b, c=c, mode="lines", fill="toself", name="cells",
+                                        fillcolor=palette[lev], line={"width": 0, "color": palette[lev]},
+                                        hoverinfo="skip", showlegend=False, opacity=0.85))
+    traces.append(go.Scatterternary(
+        a=[1.0 / 3.0, 1.0 / 3.0], b=[1.0 / 3.0, 1.0 / 3.0], c=[1.0 / 3.0, 1.0 / 3.0], mode="markers",
+        name="count", showlegend=False, hoverinfo="skip",
+        marker={"color": [low, high], "colorscale": colorscale, "cmin": low, "cmax": high, "opacity": 0,
+                "showscale": True, "colorbar": ticks},
+    ))
+    return traces
+
+
+def _point_traces(result: SimplexReliability | CellTable, max_points: int, seed: int) -> list[go.Scatterternary]:
+    table = result.table if isinstance(result, SimplexReliability) else result
+    palette = qualitative.Plotly + qualitative.D3
+    if isinstance(result, SimplexReliability):
+        points = result.projection.points
+        cells = table.partition.cell_index
+        if points.shape[0] > max_points:
+            keep = np.sort(np.random.default_rng(seed).choice(points.shape[0], max_points, replace=False))
+            points, cells = points[keep], cells[keep]
+        colours = [palette[c % len(palette)] for c in cells.tolist()]
+        return [go.Scatterternary(a=points[:, 0], b=points[:, 1], c=points[:, 2], mode="markers",
+                                  name="predictions", marker={"color": colours, "size": 3, "opacity": 0.5},
+                                  hoverinfo="skip", showlegend=False)]
+    # Only the table is known: mark each cell at its mean prediction, sized by count.
+    mean = table.mean_prediction
+    size = 6 + 14 * np.sqrt(table.count / max(table.count.max(), 1.0))
+    colours = [palette[c % len(palette)] for c in range(table.n_cells)]
+    return [go.Scatterternary(a=mean[:, 0], b=mean[:, 1], c=mean[:, 2], mode="markers", name="cells",
+                              marker={"color": colours, "size": size, "opacity": 0.5},
+                              hoverinfo="skip", showlegend=False)]
+
+
+def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, str]) -> go.Scatterternary:
+    tail = table.mean_prediction
+    head = tail + arrow_scale * (table.observed_frequency - tail)
+    n = table.n_cells
+    a = np.full(3 * n, np.nan)
+    b = np.full(3 * n, np.nan)
+    c = np.full(3 * n, np.nan)
+    for coordinate, out in enumerate((a, b, c)):
+        out[0::3] = tail[:, coordinate]
+        out[1::3] = head[:, coordinate]
+    label = ", ".join(names)
+    text = []
+    for i in range(n):
+        info = (f"count: {int(table.count[i]):,}<br>mean prediction ({label}): {_fmt(tail[i])}"
+                f"<br>observed frequency: {_fmt(table.observed_frequency[i])}"
+                f"<br>deviation ({table.distance}): {table.deviation[i]:.4f}")
+        text.extend([info, info, None])
+    symbols = ["circle", "arrow", "circle"] * n
+    sizes = [4, 11, 0] * n
+
+    def as_list(values: np.ndarray) -> list:
+        # None (not NaN) separates the segments of one trace.
+        return [None if np.isnan(v) else float(v) for v in values]
+
+    return go.Scatterternary(
+        a=as_list(a), b=as_list(b), c=as_list(c), mode="lines+markers", name=ARROW_TRACE_NAME,
+        line={"color": "#d62728", "width": 1.6},
+        marker={"symbol": symbols, "size": sizes, "angleref": "previous", "color": "#d62728"},
+        text=text, hovertemplate="%{text}<extra></extra>", showlegend=False, connectgaps=False,
+    )
+
+
+def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_scale: float = 1.0,
+                   class_names: Sequence[str] | None = None, title: str | None = None,
+                   count_scale: str = "log", colorscale: str = "Blues", max_points: int = 5000,
+                   seed: int = 0) -> go.Figure:
+    """Two-dimensional reliability diagram on the 2-simplex (ternary chart).
+
+    Parameters
+    ----------
+    table_or_result : SimplexReliability or CellTable
+        From :func:`calib_core.simplex_reliability` (or its ``table``; a
+        table must have three coordinates).
+    arrow_scale : float, default 1.0
+        Arrow length multiplier: the head is drawn at
+        ``mean + arrow_scale * (observed - mean)``; values > 1 make small
+        deviations visible (heads may then leave the triangle).
+    class_names : sequence of str, optional
+        Names of every original class (the vertex titles join each group's
+        names with "+") or exactly three vertex titles. Default: class indices.
+    title : str, optional
+    count_scale : {"log", "linear"}, default "log"
+        Colour scale of the cell counts.
+    colorscale : str, default "Blues"
+        Plotly colour scale of the counts.
+    max_points : int, default 5000
+        For the data-dependent partition, at most this many predictions
+        (a seeded random subset) are drawn as points coloured by cell.
+    seed : int, default 0
+        Seed of that subset.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces: for the uniform partition the triangle grid, the filled
+        non-empty cells (one trace per colour level) and an invisible marker
+        trace carrying the count colour bar; for the data-dependent partition
+        the predictions coloured by cell; then one trace named ``"arrows"``
+        holding every arrow as ``tail, head, None`` with an ``"arrow"``
+        marker (``angleref="previous"``) on each head.
+
+    Raises
+    ------
+    CalibrationInputError
+        Wrong input type, a table that is not on the 2-simplex, a
+        non-positive ``arrow_scale``, bad ``class_names`` or options.
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> rel = cc.simplex_reliability([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], [2, 0], n_bins=5)
+    >>> fig = simplex_figure(rel)
+    >>> [t.name for t in fig.data if t.name == "arrows"]
+    ['arrows']
+    """
+    if isinstance(table_or_result, SimplexReliability):
+        table = table_or_result.table
+    elif isinstance(table_or_result, CellTable):
+        table = table_or_result
+    else:
+        raise CalibrationInputError(
+            "`table_or_result` must be a SimplexReliability or a CellTable, "
+            f"got {type(table_or_result).__name__}."
+        )
+    if table.mean_prediction.shape[1] != 3:
+        raise CalibrationInputError(
+            f"the table must describe the 2-simplex (3 coordinates), got {table.mean_prediction.shape[1]}; "
+            "use calib_core.simplex_reliability to map the predictions onto three vertices."
+        )
+    if (isinstance(arrow_scale, bool) or not isinstance(arrow_scale, numbers.Real)
+            or not np.isfinite(arrow_scale) or arrow_scale <= 0):
+        raise CalibrationInputError(f"`arrow_scale` must be a positive number, got {arrow_scale!r}.")
+    if count_scale not in ("log", "linear"):
+        raise CalibrationInputError(f"`count_scale` must be 'log' or 'linear', got {count_scale!r}.")
+    if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral) or max_points < 1:
+        raise CalibrationInputError(f"`max_points` must be a whole number >= 1, got {max_points!r}.")
+    names = _vertex_names(table_or_result, class_names)
+
+    partition = table.partition
+    if partition.kind == "uniform" and partition.keys is not None and partition.n_bins is not None:
+        traces = _cell_traces(table, partition.n_bins, colorscale, count_scale)
+    else:
+        traces = _point_traces(table_or_result, int(max_points), seed)
+    traces.append(_arrow_trace(table, float(arrow_scale), names))
+
+    fig = go.Figure(traces)
+    axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickformat": ".1f"}
+    fig.update_layout(
+        ternary={
+            "sum": 1.0,
+            "aaxis": {**axis, "title": {"text": names[0]}},
+            "baxis": {**axis, "title": {"text": names[1]}},
+            "caxis": {**axis, "title": {"text": names[2]}},
+            "bgcolor": "white",
+        },
+        title={"text": title} if title else None,
+        margin={"l": 90, "r": 90, "t": 70 if title else 40, "b": 50},
+        showlegend=False,
+    )
+    return fig
