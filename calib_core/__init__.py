@@ -12,6 +12,12 @@ from calib_core.bootstrap import BootstrapResult, bootstrap_ci
 from calib_core.reliability import reliability_table, wilson_interval
 from calib_core.registry import METRICS, MetricSpec, compute_metrics, get_metric, metric_function
 from calib_core.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
+from calib_core.simplex import (CellTable, Partition, SimplexProjection, SimplexReliability, cell_table,
+                                data_dependent_partition, default_groups, simplex_projection,
+                                simplex_reliability, uniform_partition)
+from calib_core.canonical import (CanonicalCE, ConsistencyBands, ConsistencyResult, LensEstimate, LensEstimates,
+                                  canonical_ce, canonical_ce_table, consistency_bands, consistency_resampling,
+                                  lens_estimates, lens_view, sample_labels)
 
 __all__ = [
     "CalibrationInputError",
@@ -46,6 +52,28 @@ __all__ = [
     "BinRanking",
     "bin_sensitivity",
     "rank_by_bins",
+    "CellTable",
+    "Partition",
+    "SimplexProjection",
+    "SimplexReliability",
+    "cell_table",
+    "data_dependent_partition",
+    "default_groups",
+    "simplex_projection",
+    "simplex_reliability",
+    "uniform_partition",
+    "CanonicalCE",
+    "ConsistencyBands",
+    "ConsistencyResult",
+    "LensEstimate",
+    "LensEstimates",
+    "canonical_ce",
+    "canonical_ce_table",
+    "consistency_bands",
+    "consistency_resampling",
+    "lens_estimates",
+    "lens_view",
+    "sample_labels",
 ]
 
 from calib_core.io import Predictions, demo_datasets, load_demo, load_predictions  # noqa: E402
