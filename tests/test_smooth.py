@@ -1,0 +1,138 @@
+"""Tests for calib_core.smooth: smooth ECE, its fixed-point bandwidth and the smoothed reliability curve."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate
+from scipy.stats import norm
+
+from calib_core import CalibrationInputError
+from calib_core.smooth import smooth_ece, smooth_reliability_curve
+
+
+def tempered(n, temperature, seed, k=4):
+    """Logits whose softmax is the true distribution; predictions at another temperature."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 2.0
+    truth = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1).clip(0, k - 1)
+    probs = np.exp(logits / temperature) / np.exp(logits / temperature).sum(axis=1, keepdims=True)
+    return probs, labels
+
+
+def top(probs, labels):
+    probs = np.asarray(probs)
+    return probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+
+
+def reflected_kernel(t, s, sigma, images=6):
+    """Gaussian kernel reflected at 0 and 1 by the method of images, for an array of centres s."""
+    shifts = 2.0 * np.arange(-images, images + 1)[:, None]
+    return (norm.pdf(t - s[None, :] - shifts, scale=sigma) + norm.pdf(t + s[None, :] - shifts, scale=sigma)).sum(axis=0)
+
+
+def direct_smece(confidence, correct, sigma):
+    """Numerical integration of |(1/n) sum_i K(t, f_i) (y_i - f_i)| over [0, 1]."""
+    residual = correct - confidence
+
+    def integrand(t):
+        return abs(np.mean(reflected_kernel(t, confidence, sigma) * residual))
+
+    breaks = np.unique(np.clip(confidence, 0, 1))
+    return integrate.quad(integrand, 0, 1, points=breaks[(breaks > 0) & (breaks < 1)], limit=400)[0]
+
+
+def test_smece_with_residuals_of_one_sign_is_the_mean_absolute_residual():
+    probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    labels = [1, 1, 0, 0]  # all wrong: residuals -0.9, -0.8, -0.7, -0.6
+    for sigma in (0.01, 0.1, 0.7):
+        assert smooth_ece(probs, labels, bandwidth=sigma, method="exact") == pytest.approx(0.75, rel=1e-6)
+    # relplot truncates its kernel at distance 1/2, which loses mass for wide kernels
+    assert smooth_ece(probs, labels, bandwidth=0.05) == pytest.approx(0.75, rel=2e-3)
+    assert smooth_ece(probs, labels, bandwidth=0.7) < 0.75 * 0.9
+
+
+@pytest.mark.parametrize("sigma", [0.03, 0.1, 0.4])
+def test_exact_smece_matches_numerical_integration(sigma):
+    probs, labels = tempered(40, 1.8, seed=1)
+    confidence, correct = top(probs, labels)
+    expected = direct_smece(confidence, correct, sigma)
+    assert smooth_ece(probs, labels, bandwidth=sigma, method="exact") == pytest.approx(expected, rel=2e-4)
+
+
+def test_relplot_discretisation_is_close_to_exact_for_narrow_kernels():
+    probs, labels = tempered(3000, 1.5, seed=2)
+    exact = smooth_ece(probs, labels, bandwidth=0.05, method="exact")
+    assert smooth_ece(probs, labels, bandwidth=0.05) == pytest.approx(exact, rel=5e-3)
+
+
+@pytest.mark.parametrize("method", ["relplot", "exact"])
+def test_automatic_bandwidth_is_the_fixed_point(method):
+    probs, labels = tempered(2000, 2.0, seed=3)
+    curve = smooth_reliability_curve(probs, labels, n_boot=0, method=method)
+    sigma = curve.bandwidth
+    assert curve.smece == pytest.approx(smooth_ece(probs, labels, method=method))
+    # bisection over [0, 1] in 10 halvings: sigma is a multiple of 1/1024 with
+    # smECE(sigma) <= sigma and smECE(sigma - 1/1024) > sigma - 1/1024
+    assert sigma * 1024 == pytest.approx(round(sigma * 1024))
+    assert smooth_ece(probs, labels, bandwidth=sigma, method=method) <= sigma
+    below = sigma - 1 / 1024
+    assert smooth_ece(probs, labels, bandwidth=below, method=method) > below
+
+
+def test_smece_is_small_for_calibrated_and_large_for_miscalibrated_predictions():
+    calibrated = smooth_ece(*tempered(20_000, 1.0, seed=4))
+    overconfident = smooth_ece(*tempered(20_000, 0.4, seed=4))
+    assert calibrated < 0.02
+    assert overconfident > 0.1
+
+
+def test_curve_density_and_area_encode_the_smece():
+    probs, labels = tempered(5000, 1.6, seed=5)
+    curve = smooth_reliability_curve(probs, labels, n_boot=0, method="exact", n_mesh=2001)
+    assert np.trapezoid(curve.density, curve.mesh) == pytest.approx(1.0, abs=1e-6)
+    area = np.trapezoid(np.abs(curve.accuracy - curve.mesh) * curve.density, curve.mesh)
+    assert area == pytest.approx(curve.smece, rel=1e-3)
+    assert np.all(np.isnan(curve.lower)) and np.all(np.isnan(curve.upper))
+    # underconfident predictions (temperature > 1): accuracy above confidence where the mass is
+    heavy = curve.density > 0.5
+    assert np.mean(curve.accuracy[heavy] > curve.mesh[heavy]) > 0.8
+
+
+def test_bootstrap_band_is_reproducible_and_covers_the_curve():
+    probs, labels = tempered(1500, 1.0, seed=6)
+    first = smooth_reliability_curve(probs, labels, n_boot=60, seed=11)
+    second = smooth_reliability_curve(probs, labels, n_boot=60, seed=11)
+    np.testing.assert_array_equal(first.lower, second.lower)
+    assert np.all(first.lower <= first.upper)
+    heavy = first.density > 0.3
+    inside = (first.lower[heavy] <= first.accuracy[heavy]) & (first.accuracy[heavy] <= first.upper[heavy])
+    assert inside.mean() > 0.9
+    other = smooth_reliability_curve(probs, labels, n_boot=60, seed=12)
+    assert not np.array_equal(first.lower, other.lower)
+
+
+def test_validation_errors():
+    probs, labels = tempered(20, 1.0, seed=0)
+    with pytest.raises(CalibrationInputError, match="bandwidth"):
+        smooth_ece(probs, labels, bandwidth=0.0)
+    with pytest.raises(CalibrationInputError, match="method"):
+        smooth_ece(probs, labels, method="fast")
+    with pytest.raises(CalibrationInputError, match="n_mesh"):
+        smooth_reliability_curve(probs, labels, n_mesh=1)
+    with pytest.raises(CalibrationInputError, match="n_boot"):
+        smooth_reliability_curve(probs, labels, n_boot=-1)
+    with pytest.raises(CalibrationInputError, match="alpha"):
+        smooth_reliability_curve(probs, labels, alpha=1.5)
+    with pytest.raises(CalibrationInputError, match="labels"):
+        smooth_ece(probs, np.full(20, 9))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), method=st.sampled_from(["relplot", "exact"]))
+def test_permutation_invariance_and_range(seed, n, method):
+    probs, labels = tempered(n, 0.7, seed=seed, k=3)
+    order = np.random.default_rng(seed).permutation(n)
+    value = smooth_ece(probs, labels, method=method)
+    assert 0.0 <= value <= 1.0
+    assert smooth_ece(probs[order], labels[order], method=method) == pytest.approx(value, rel=1e-9, abs=1e-12)
