@@ -259,7 +259,7 @@ def test_label_column_names(label_name: str) -> None:
     np.testing.assert_array_equal(pred.labels, [1, 0])
 
 
-@pytest.mark.parametrize("prefix", ["p_", "prob_", "proba_", "probs_", "prob", "score_", "class_", "P_"])
+@pytest.mark.parametrize("prefix", ["p_", "prob_", "proba_", "probs_", "probability_", "score_", "class_", "P_"])
 def test_class_column_prefixes(prefix: str) -> None:
     pred = load_text(f"label,{prefix}cat,{prefix}dog,id\n1,0.3,0.7,17\n0,0.9,0.1,18\n")
     assert pred.class_names == ("cat", "dog")
@@ -885,3 +885,20 @@ def test_npz_class_columns_override_and_name_count() -> None:
         load_predictions(buffer.getvalue(), name="m.npz", class_columns=["out"])
     with pytest.raises(CalibrationInputError, match="the one array holding the scores"):
         load_predictions(buffer.getvalue(), name="m.npz", class_columns=["out", "labels"])
+
+
+@pytest.mark.parametrize("column", ["prob", "proba", "probability", "score", "y_score"])
+def test_single_unprefixed_score_column_names(column: str) -> None:
+    pred = load_text(f"label,{column}\nno,0.3\nyes,0.9\n")
+    assert pred.class_names == ("no", "yes")
+    np.testing.assert_allclose(pred.probs[:, 1], [0.3, 0.9])
+
+
+def test_numbered_prob_columns_without_underscore() -> None:
+    pred = load_text("label,prob0,prob1\n1,0.3,0.7\n")
+    assert pred.class_names == ("0", "1")
+
+
+def test_text_mode_stream() -> None:
+    pred = load_predictions(io.StringIO("label,p_a,p_b\n1,0.3,0.7\n"), name="m.csv")
+    np.testing.assert_array_equal(pred.labels, [1])
