@@ -102,7 +102,7 @@ def _mapping_form(name: str, entry: state.LoadedModel) -> None:
                        key=_mapping_key(name, "renormalize"),
                        help="Divide each row by its sum (a warning lists how far off the rows were).")
         st.form_submit_button("Reload with these settings", on_click=_reload, args=(name,),
-                              icon=":material/refresh:")
+                              icon=":material/refresh:", key=_mapping_key(name, "submit"))
     error = st.session_state.get(_mapping_key(name, "error"))
     if error:
         st.error(f"{name} could not be read with these settings: {error} Choose other columns or settings; "

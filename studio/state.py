@@ -297,8 +297,10 @@ def ensure_models_loaded() -> None:
     if store.started:
         return
     store.started = True
+    # Read the link before loading anything: loading rewrites the query parameters.
     available = demo_datasets()
     wanted = _query_demos()
+    split = st.query_params.get("split")
     unknown = [name for name in wanted if name not in available]
     if unknown:
         st.error(
@@ -315,7 +317,6 @@ def ensure_models_loaded() -> None:
             add_demo(name)
         except CalibrationInputError as exc:  # a damaged demo file must not break the app
             st.error(f"The demo {name!r} could not be loaded: {exc} Upload your own file on the Data page.")
-    split = st.query_params.get("split")
     if split:
         if split in split_options():
             store.split = split

@@ -1,0 +1,316 @@
+"""AppTest tests of the Streamlit app: every page, deep links, ?demo= links, uploads, widgets.
+
+Each test starts a fresh AppTest session. ``AppTest.from_file("app.py")``
+followed by ``switch_page(page)`` *before the first run* runs the page file
+directly in a fresh session, as Streamlit does when a deep link such as
+``/Reliability`` is opened first; app.py never runs then.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import calib_core as cc
+from calib_core.io import load_demo
+from studio.nav import PAGES, available_pages
+from studio.state import APP_KEY, DEFAULT_DEMO
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+PAGE_FILES = ["app.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
+TIMEOUT = 30
+GOOD_CSV = b"label,p_cat,p_dog,p_fox\ncat,0.7,0.2,0.1\ndog,0.1,0.8,0.1\nfox,0.3,0.3,0.4\ncat,0.5,0.4,0.1\n"
+
+BAD_UPLOADS = {
+    "nan": b"label,p_0,p_1\n0,0.5,0.5\n1,nan,0.5\n",
+    "unnormalised": b"label,p_0,p_1\n0,0.5,0.6\n1,0.2,0.3\n",
+    "label_out_of_range": b"label,p_0,p_1\n0,0.5,0.5\n7,0.5,0.5\n",
+    "garbage": b"\x00\x01\x02 not a table \xff\xfe\x00",
+    "empty": b"",
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(demo_dir):
+    """The st.cache_data store is process-wide: clear it so tests do not share results."""
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def open_page(page: str = "app.py", query: dict[str, str] | None = None) -> AppTest:
+    """Run ``page`` in a fresh session (a deep link when it is not app.py)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update(query or {})
+    if page != "app.py":
+        at.switch_page(page)
+    return at.run()
+
+
+def loaded(at: AppTest) -> list[str]:
+    return list(at.session_state[APP_KEY].models)
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def plotly_specs(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def values(data) -> np.ndarray:
+    """A trace's array: plotly.js JSON stores numpy arrays as {"dtype", "bdata" (base64)}."""
+    if isinstance(data, dict) and "bdata" in data:
+        array = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return array.reshape(data["shape"]) if "shape" in data and isinstance(data["shape"], list) else array
+    return np.asarray(data)
+
+
+def traces_named(spec: dict, name: str) -> list[dict]:
+    return [trace for trace in spec["data"] if trace.get("name") == name]
+
+
+# ----------------------------------------------------------------------------- every page
+
+def test_every_page_file_is_in_the_nav():
+    listed = {page.path for page in PAGES}
+    assert set(PAGE_FILES) <= listed
+    assert [page.path for page in available_pages()] == [p.path for p in PAGES if p.path in PAGE_FILES]
+
+
+@pytest.mark.parametrize("page", PAGE_FILES)
+def test_page_runs_on_the_default_demo_in_a_fresh_session(page):
+    at = open_page(page)
+    assert_clean(at)
+    assert loaded(at) == [DEFAULT_DEMO]
+    assert at.query_params.get("demo") == DEFAULT_DEMO
+    assert at.title and at.title[0].value
+    # the shared sidebar: the custom nav labels the home page "Data"
+    labels = [link.value for link in at.get("page_link")]
+    assert labels[:5] == ["Data", "Metrics", "Reliability", "Per-class", "Bin sensitivity"]
+    if page != "app.py":
+        assert at.get("plotly_chart"), "every analysis page draws a chart"
+
+
+def test_deep_link_loads_the_demo_and_draws_the_diagram():
+    at = open_page("pages/2_Reliability.py")
+    assert_clean(at)
+    assert at.title[0].value == "Reliability diagram"
+    (spec,) = plotly_specs(at)
+    (trace,) = traces_named(spec, DEFAULT_DEMO)
+    expected = cc.reliability_table(load_demo(DEFAULT_DEMO).probs, load_demo(DEFAULT_DEMO).labels, 15)
+    np.testing.assert_allclose(values(trace["y"]), expected["observed_frequency"])
+    assert at.metric[0].value == f"{cc.ece(load_demo(DEFAULT_DEMO).probs, load_demo(DEFAULT_DEMO).labels):.4f}"
+
+
+def test_navigation_keeps_the_models_and_the_widget_values():
+    at = open_page("app.py")
+    at.switch_page("pages/2_Reliability.py").run()
+    at.slider(key="keep:reliability.n_bins").set_value(7).run()
+    at.switch_page("pages/1_Metrics.py").run()
+    at.switch_page("pages/2_Reliability.py").run()
+    assert_clean(at)
+    assert loaded(at) == [DEFAULT_DEMO]
+    assert at.slider(key="keep:reliability.n_bins").value == 7
+
+
+# ----------------------------------------------------------------------------- links
+
+def test_demo_query_param_opens_those_demos():
+    at = open_page("pages/2_Reliability.py", {"demo": "wine_random_forest,wine_gaussian_nb"})
+    assert_clean(at)
+    assert loaded(at) == ["wine_random_forest", "wine_gaussian_nb"]
+    assert at.query_params["demo"] == "wine_random_forest,wine_gaussian_nb"
+    names = {trace.get("name") for trace in plotly_specs(at)[0]["data"]}
+    assert {"wine_random_forest", "wine_gaussian_nb"} <= names
+
+
+def test_unknown_demo_says_which_exist_and_opens_the_default():
+    at = open_page("app.py", {"demo": "no_such_model"})
+    assert not at.exception
+    assert len(at.error) == 1
+    assert "no_such_model" in at.error[0].value and DEFAULT_DEMO in at.error[0].value
+    assert loaded(at) == [DEFAULT_DEMO]
+    assert at.query_params["demo"] == DEFAULT_DEMO
+
+
+def test_split_link_and_split_selector():
+    at = open_page("pages/2_Reliability.py", {"split": "test"})
+    assert_clean(at)
+    store = at.session_state[APP_KEY]
+    assert store.split == "test"
+    assert "450 rows (test rows)" in " ".join(c.value for c in at.sidebar.caption)
+    at.sidebar.radio(key="studio:split").set_value("calibration").run()
+    assert at.query_params["split"] == "calibration"
+    assert "449 rows (calibration rows)" in " ".join(c.value for c in at.sidebar.caption)
+    at.sidebar.radio(key="studio:split").set_value("All rows").run()
+    assert "split" not in at.query_params
+
+
+# ----------------------------------------------------------------------------- uploads
+
+def test_good_upload_adds_a_model_and_keeps_the_demo():
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("pets.csv", GOOD_CSV, "text/csv")).run()
+    assert_clean(at)
+    assert loaded(at) == [DEFAULT_DEMO, "pets"]
+    predictions = at.session_state[APP_KEY].models["pets"].predictions
+    assert predictions.class_names == ("cat", "dog", "fox")
+    assert predictions.labels.tolist() == [0, 1, 2, 0]
+    assert any(m.value == "#### pets" for m in at.markdown)
+    # rerunning does not load the same upload again; the link keeps naming the demo only
+    at.run()
+    assert loaded(at) == [DEFAULT_DEMO, "pets"]
+    assert at.query_params["demo"] == DEFAULT_DEMO
+
+
+def test_several_uploads_at_once_and_name_clashes():
+    at = open_page("app.py")
+    at.file_uploader[0].set_value([("pets.csv", GOOD_CSV, "text/csv"), ("pets.csv", GOOD_CSV, "text/csv")]).run()
+    assert_clean(at)
+    assert loaded(at) == [DEFAULT_DEMO, "pets", "pets (2)"]
+
+
+@pytest.mark.parametrize("case", list(BAD_UPLOADS))
+def test_bad_upload_shows_an_error_and_keeps_the_loaded_models(case):
+    at = open_page("app.py")
+    at.file_uploader[0].set_value([("pets.csv", GOOD_CSV, "text/csv"),
+                                   (f"{case}.csv", BAD_UPLOADS[case], "text/csv")]).run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert f"{case}.csv" in message and "upload it again" in message
+    assert "Traceback" not in message
+    assert loaded(at) == [DEFAULT_DEMO, "pets"]
+
+
+def test_remove_a_model():
+    at = open_page("app.py", {"demo": "wine_mlp,wine_svc"})
+    at.button(key="data:remove:wine_mlp").click().run()
+    assert_clean(at)
+    assert loaded(at) == ["wine_svc"]
+    assert at.query_params["demo"] == "wine_svc"
+
+
+def test_demo_picker_adds_and_removes_demos():
+    at = open_page("app.py")
+    at.multiselect(key="data:demos").set_value([DEFAULT_DEMO, "iris_svc"]).run()
+    assert loaded(at) == [DEFAULT_DEMO, "iris_svc"]
+    at.multiselect(key="data:demos").set_value(["iris_svc"]).run()
+    assert_clean(at)
+    assert loaded(at) == ["iris_svc"]
+    assert at.query_params["demo"] == "iris_svc"
+
+
+def test_column_mapping_reloads_the_file_and_a_bad_mapping_keeps_the_model():
+    data = b"label,other,p_a,p_b\n0,1,0.9,0.1\n1,1,0.2,0.8\n0,1,0.6,0.4\n"
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("remap.csv", data, "text/csv")).run()
+    assert loaded(at)[-1] == "remap"
+    assert at.session_state[APP_KEY].models["remap"].predictions.labels.tolist() == [0, 1, 0]
+
+    at.selectbox(key="data:map:remap:label").set_value("other")
+    at.button(key="data:map:remap:submit").click().run()
+    assert_clean(at)
+    model = at.session_state[APP_KEY].models["remap"]
+    assert model.predictions.labels.tolist() == [1, 1, 1]
+    assert dict(model.options) == {"label_column": "other"}
+
+    at.selectbox(key="data:map:remap:label").set_value("p_a")
+    at.button(key="data:map:remap:submit").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "could not be read with these settings" in at.error[0].value
+    assert at.session_state[APP_KEY].models["remap"].predictions.labels.tolist() == [1, 1, 1]
+
+
+# ----------------------------------------------------------------------------- widgets
+
+def test_reliability_widgets_change_the_chart():
+    at = open_page("pages/2_Reliability.py", {"demo": "digits_gaussian_nb,digits_random_forest"})
+    at.slider(key="keep:reliability.n_bins").set_value(5).run()
+    (spec,) = plotly_specs(at)
+    (trace,) = traces_named(spec, "digits_random_forest")
+    assert 1 <= len(values(trace["x"])) <= 5
+    assert "error_y" in trace and trace["error_y"]["visible"]
+
+    at.radio(key="keep:reliability.layout").set_value("side_by_side").run()
+    (spec,) = plotly_specs(at)
+    assert "xaxis2" in spec["layout"] and "xaxis4" in spec["layout"]  # two columns, two rows
+
+    at.radio(key="keep:reliability.style").set_value("bars").run()
+    (spec,) = plotly_specs(at)
+    assert any(t["type"] == "bar" and t.get("name", "").startswith("Gap") for t in spec["data"])
+
+    at.selectbox(key="keep:reliability.target").set_value(3).run()
+    assert_clean(at)
+    (spec,) = plotly_specs(at)
+    (trace,) = traces_named(spec, "digits_gaussian_nb")
+    predictions = load_demo("digits_gaussian_nb")
+    expected = cc.reliability_table(predictions.probs, predictions.labels, 5, "uniform", target=3)
+    np.testing.assert_allclose(values(trace["y"]), expected["observed_frequency"])
+
+
+def test_metrics_table_matches_calib_core_and_reacts_to_the_widgets():
+    at = open_page("pages/1_Metrics.py")
+    assert_clean(at)
+    predictions = load_demo(DEFAULT_DEMO)
+    table = at.dataframe[1].value
+    assert len(table) == len(cc.METRICS)
+    ece_row = table[table["metric"] == "ECE"].iloc[0]
+    assert ece_row["estimate"] == pytest.approx(cc.ece(predictions.probs, predictions.labels), abs=1e-12)
+    assert ece_row["ci_low"] < ece_row["estimate"] < ece_row["ci_high"]
+    assert at.download_button and at.download_button[0].label == "Download as CSV"
+
+    at.slider(key="keep:metrics.n_bins").set_value(30)
+    at.radio(key="keep:metrics.binning").set_value("adaptive")
+    at.selectbox(key="keep:metrics.n_boot").set_value(0).run()
+    table = at.dataframe[1].value
+    ece_row = table[table["metric"] == "ECE"].iloc[0]
+    expected = cc.ece(predictions.probs, predictions.labels, n_bins=30, binning="adaptive")
+    assert ece_row["estimate"] == pytest.approx(expected, abs=1e-12)
+    assert np.isnan(ece_row["ci_low"]) and ece_row["n_bins"] == 30
+
+
+def test_per_class_sorting_and_class_choice():
+    at = open_page("pages/3_Per-class.py")
+    at.radio(key="keep:perclass.sort").set_value("ace").run()
+    bars, diagram = plotly_specs(at)
+    order = bars["layout"]["xaxis"]["categoryarray"]
+    predictions = load_demo(DEFAULT_DEMO)
+    per_class = cc.ace(predictions.probs, predictions.labels, per_class=True)
+    assert order == [predictions.class_names[k] for k in np.argsort(-per_class, kind="stable")]
+
+    at.selectbox(key="keep:perclass.class").set_value(4).run()
+    assert_clean(at)
+    _, diagram = plotly_specs(at)
+    (trace,) = traces_named(diagram, DEFAULT_DEMO)
+    expected = cc.reliability_table(predictions.probs, predictions.labels, 15, "uniform", target=4)
+    np.testing.assert_allclose(values(trace["x"]), expected["mean_confidence"])
+
+
+def test_bin_sensitivity_with_one_then_several_models():
+    at = open_page("pages/4_Bin_sensitivity.py")
+    assert_clean(at)
+    (curves,) = plotly_specs(at)
+    assert len(curves["data"]) == 8  # 4 metrics x 2 binnings for one model
+    assert at.info and "at least two models" in at.info[0].value
+
+    at.button[0].click().run()  # "Compare with the other digits demo models"
+    assert_clean(at)
+    assert len(loaded(at)) == 5
+    curves, ranks = plotly_specs(at)
+    heatmap = next(t for t in ranks["data"] if t["type"] == "heatmap")
+    assert len(values(heatmap["y"])) == 5 and len(values(heatmap["x"])) == 199
+    assert at.warning or at.success  # the ranking either flips or it does not, and the page says which
+
+    at.multiselect(key="keep:sensitivity.metrics").set_value(["ece"]).run()
+    curves, _ = plotly_specs(at)
+    assert len(curves["data"]) == 5 * 2
