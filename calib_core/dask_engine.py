@@ -1,0 +1,137 @@
+"""The Dask engine: ``dask.dataframe`` partitions -> per-partition statistics -> tree reduction.
+
+Each partition of the table becomes one mergeable statistics object of
+:mod:`calib_core.streaming` on a worker; the objects are merged pairwise in
+a tree (``log2(partitions)`` levels), so only statistics -- never rows --
+travel to the client. Point it at an existing cluster with a scheduler
+address (``"tcp://scheduler:8786"``) or a ``distributed.Client``; without
+one a :class:`distributed.LocalCluster` with two workers is started and
+closed again.
+
+Dask is imported only when this engine is used, so ``calib_core`` works
+without it (``pip install "dask[dataframe]" distributed``).
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from calib_core.validation import CalibrationInputError
+
+__all__ = ["dask_runner", "partition_stats", "tree_reduce"]
+
+
+def _import_dask():
+    try:
+        import dask
+        import dask.dataframe as dd
+        import distributed
+    except ImportError as exc:  # pragma: no cover - exercised only without dask
+        raise CalibrationInputError(
+            'the Dask engine needs dask and distributed: pip install "dask[dataframe]" distributed '
+            f"({exc})."
+        ) from exc
+    return dask, dd, distributed
+
+
+def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str) -> Any:
+    """Statistics of one partition (a pandas DataFrame): ``factory().update(probs, labels)``."""
+    stats = factory()
+    probs, labels = plan.from_frame(frame, display=display, split=split)
+    return stats.update(probs, labels)
+
+
+def _merge(left: Any, right: Any) -> Any:
+    return left.merge(right)
+
+
+def tree_reduce(parts: list[Any], merge: Callable[[Any, Any], Any] = _merge) -> Any:
+    """Merge delayed statistics pairwise, level by level (a balanced binary tree)."""
+    import dask
+
+    if not parts:
+        raise CalibrationInputError("the table has no partitions.")
+    combine = dask.delayed(merge, pure=True)
+    while len(parts) > 1:
+        merged = [combine(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        if len(parts) % 2:
+            merged.append(parts[-1])
+        parts = merged
+    return parts[0]
+
+
+def _read_frame(source: Any, dd: Any) -> Any:
+    """The table as a dask DataFrame with the planned columns."""
+    from calib_core.evaluate import _format_of, _sniff_delimiter
+
+    files = [str(p) for p in source.files]
+    formats = {_format_of(p) for p in source.files}
+    columns = source.plan.columns
+    if formats == {"parquet"}:
+        return dd.read_parquet(files, columns=columns)
+    if formats == {"csv"}:
+        delimiter = _sniff_delimiter(source.files[0])
+        blocksize = max(1 << 20, source.batch_rows * 12 * (len(columns) + 1))
+        compression = "gzip" if str(files[0]).endswith(".gz") else None
+        return dd.read_csv(files, sep=delimiter, usecols=columns, blocksize=None if compression else blocksize,
+                           compression=compression, skipinitialspace=True)
+    raise CalibrationInputError("the Dask engine reads CSV or Parquet tables, not a mix of formats.")
+
+
+@contextlib.contextmanager
+def dask_runner(source: Any, *, scheduler: Any = None, progress: Any = None,
+                n_workers: int = 2) -> Iterator[Callable[[Callable[[], Any]], Any]]:
+    """``run_pass(factory)`` over the partitions of ``source`` on a Dask cluster.
+
+    Parameters
+    ----------
+    source : calib_core.evaluate._Source
+        Resolved files and their column plan.
+    scheduler : str, distributed.Client, distributed.LocalCluster or None
+        An address such as ``"tcp://10.0.0.5:8786"``, a connected client, a
+        cluster object, or None for a new local cluster of ``n_workers``
+        single-threaded worker processes (closed on exit).
+    progress : callable, optional
+        Called as ``progress(rows, rows, pass_number)`` after each pass.
+    """
+    dask, dd, distributed = _import_dask()
+    if source.plan is None:
+        raise CalibrationInputError("the Dask engine reads CSV or Parquet tables; load NPZ/NPY files in memory.")
+    owned: list[Any] = []
+    try:
+        if isinstance(scheduler, distributed.Client):
+            client = scheduler
+        elif scheduler is None:
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=None)
+            owned.append(cluster)
+            client = distributed.Client(cluster)
+            owned.insert(0, client)
+        else:
+            try:
+                client = distributed.Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise CalibrationInputError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.") from exc
+            owned.append(client)
+        counter = {"pass": 0}
+
+        def run_pass(factory: Callable[[], Any]) -> Any:
+            counter["pass"] += 1
+            frame = _read_frame(source, dd)
+            task = dask.delayed(partition_stats, pure=True)
+            parts = [task(part, factory, source.plan, source.split, f"partition {i} of {len(source.files)} file(s)")
+                     for i, part in enumerate(frame.to_delayed())]
+            try:
+                result = client.compute(tree_reduce(parts)).result()
+            except CalibrationInputError:
+                raise
+            except (OSError, ValueError) as exc:
+                raise CalibrationInputError(f"reading the table with Dask failed: {' '.join(str(exc).split())[:300]}.") from exc
+            if progress is not None:
+                progress(result.n_rows, result.n_rows, counter["pass"])
+            return result
+
+        yield run_pass
+    finally:
+        for resource in owned:
+            resource.close()

@@ -1,0 +1,650 @@
+"""Evaluate prediction tables larger than memory: CSV or Parquet files, folders or globs.
+
+:func:`evaluate` reads a table in record batches with pyarrow, feeds them
+to the mergeable statistics of :mod:`calib_core.streaming` and returns the
+same numbers the in-memory metrics give (to float64 round-off). Memory is
+bounded by the batch size, not by the table. Three engines:
+
+* ``"memory"``: read everything, then call the in-memory metrics (the
+  reference);
+* ``"stream"``: one Python process, batch after batch;
+* ``"dask"``: ``dask.dataframe`` partitions on a ``dask.distributed``
+  cluster (see :mod:`calib_core.dask_engine`).
+
+The columns are found once, on the first batch, with the rules of
+:func:`calib_core.load_predictions` (label column by its name, class
+columns by a shared prefix such as ``p_``, ``prob_`` or ``logit_``, logits
+turned into probabilities with a softmax), and every later batch and file
+is read with the same columns, classes and input kind.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from calib_core import io as _io
+from calib_core.streaming import (
+    DEFAULT_SKETCH_CAPACITY,
+    STREAM_METRICS,
+    CalibrationStats,
+    StreamResult,
+    stream_metrics,
+)
+from calib_core.validation import CalibrationInputError, check_choice, softmax
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "ENGINES",
+    "MEMORY_ENGINE_MAX_BYTES",
+    "ColumnPlan",
+    "Evaluation",
+    "evaluate",
+    "resolve_files",
+]
+
+#: Rows per record batch of the streaming engine (about 100 MB for 10 float64 classes).
+DEFAULT_BATCH_ROWS = 1 << 20
+
+#: Engines :func:`evaluate` offers.
+ENGINES = ("memory", "stream", "dask")
+
+#: Inputs larger than this (bytes on disk) are streamed when no engine is chosen (``engine="auto"``).
+MEMORY_ENGINE_MAX_BYTES = 200_000_000
+
+_TABLE_FORMATS = {"csv": "csv", "tsv": "csv", "txt": "csv", "tab": "csv",
+                  "parquet": "parquet", "pq": "parquet", "parq": "parquet"}
+_ARRAY_FORMATS = {"npz": "npz", "npy": "npy"}
+_GLOB_CHARS = set("*?[")
+
+Progress = Callable[[int, Union[int, None], int], None]
+SourceLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+
+# ---------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------
+
+def _format_of(path: Path) -> str | None:
+    suffixes = [s.lower().lstrip(".") for s in path.suffixes]
+    if suffixes and suffixes[-1] == "gz":
+        suffixes = suffixes[:-1]
+    if not suffixes:
+        return None
+    return _TABLE_FORMATS.get(suffixes[-1]) or _ARRAY_FORMATS.get(suffixes[-1])
+
+
+def resolve_files(source: SourceLike) -> list[Path]:
+    """The data files of a file, a folder, a glob pattern or a list of them.
+
+    Folders contribute their CSV/TSV/Parquet files (not recursively; names
+    starting with ``.`` or ``_``, such as ``_SUCCESS`` or ``_metadata``, are
+    skipped); glob patterns may use ``**``. The result is sorted within each
+    entry, so the row order is reproducible.
+
+    Raises
+    ------
+    CalibrationInputError
+        A path that does not exist, a folder or pattern without data files,
+        or a file of an unsupported format.
+    """
+    entries = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    if not entries:
+        raise CalibrationInputError("`source` is an empty list; give a file, a folder or a glob pattern.")
+    files: list[Path] = []
+    for entry in entries:
+        if not isinstance(entry, (str, os.PathLike)):
+            raise CalibrationInputError(f"`source` entries must be paths, got {type(entry).__name__}.")
+        text = os.fspath(entry)
+        path = Path(text)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir()
+                           if p.is_file() and not p.name.startswith((".", "_")) and _format_of(p) in _TABLE_FORMATS.values())
+            if not found:
+                raise CalibrationInputError(f"folder {text!r} holds no CSV, TSV or Parquet files.")
+            files.extend(found)
+        elif path.is_file():
+            if _format_of(path) is None:
+                raise CalibrationInputError(
+                    f"unknown file format of {path.name!r}; supported are .csv, .tsv, .txt, .parquet, .npz and .npy."
+                )
+            files.append(path)
+        elif _GLOB_CHARS & set(text):
+            found = sorted(Path(p) for p in glob.glob(text, recursive=True)
+                           if Path(p).is_file() and not Path(p).name.startswith((".", "_")) and _format_of(Path(p)) is not None)
+            if not found:
+                raise CalibrationInputError(f"no CSV, TSV or Parquet files match {text!r}.")
+            files.extend(found)
+        else:
+            raise CalibrationInputError(f"file not found: {text!r}.")
+    formats = {_format_of(p) for p in files}
+    if len(files) > 1 and formats & set(_ARRAY_FORMATS.values()):
+        raise CalibrationInputError("NPZ/NPY files can only be evaluated one at a time; convert them to Parquet.")
+    return files
+
+
+def _sniff_delimiter(path: Path) -> str:
+    opener = __import__("gzip").open if path.suffix.lower() == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as handle:
+            head = handle.readline()
+    except OSError as exc:
+        raise CalibrationInputError(f"cannot read {path.name!r}: {exc.strerror or exc}.") from exc
+    if not head.strip():
+        raise CalibrationInputError(f"file {path.name!r} is empty; it needs a header row such as 'label,p_0,p_1'.")
+    preferred = "\t" if _format_of(path) == "csv" and path.suffix.lower() in (".tsv", ".tab") else ","
+    counts = {d: len(next(csv.reader([head], delimiter=d))) for d in (preferred, ",", "\t", ";")}
+    return max(counts, key=lambda d: (counts[d], d == preferred))
+
+
+def _schema_names(path: Path) -> list[str]:
+    """Column names of a file, without reading its rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        try:
+            return [str(name).strip() for name in pq.ParquetFile(path).schema_arrow.names]
+        except (pa.ArrowException, OSError) as exc:
+            raise CalibrationInputError(f"could not read {path.name!r} as Parquet ({_one_line(exc)}); the file may be damaged.") from exc
+    delimiter = _sniff_delimiter(path)
+    opener = __import__("gzip").open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as handle:
+        return [c.strip() for c in next(csv.reader([handle.readline()], delimiter=delimiter))]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__
+
+
+def _file_bytes(files: Sequence[Path]) -> int:
+    return sum(p.stat().st_size for p in files)
+
+
+# ---------------------------------------------------------------------------
+# Columns: found once, applied to every batch
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How the rows of every batch become ``(probs, labels)``; found on the first batch.
+
+    Attributes
+    ----------
+    label_column : str
+    class_columns : tuple of str
+        One column per class, or one score column of a binary problem.
+    class_names : tuple of str
+    input_kind : {"probabilities", "logits"}
+    split_column : str or None
+    index_labels : bool
+        The labels are the class indices themselves (fast path).
+    warnings : tuple of str
+        What the loader's rules assumed on the first batch.
+    """
+
+    label_column: str
+    class_columns: tuple[str, ...]
+    class_names: tuple[str, ...]
+    input_kind: str
+    split_column: str | None
+    index_labels: bool
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns to read."""
+        names = [self.label_column, *self.class_columns]
+        return names + ([self.split_column] if self.split_column else [])
+
+    @classmethod
+    def detect(cls, frame: pd.DataFrame, *, display: str, label_column: str | None = None,
+               input_kind: str = "auto") -> "ColumnPlan":
+        """Apply the rules of :func:`calib_core.load_predictions` to a first batch."""
+        notes: list[str] = []
+        parts = _io._table_parts(_io._Table(frame=frame, row_label=_io._plain_row_label), display=display,
+                                 label_column=label_column, class_columns=None, score_column=None,
+                                 split_column="split", notes=notes)
+        probs, logits = _io._interpret_scores(parts, input_kind, False, notes)
+        n_classes = probs.shape[1]
+        class_names = parts.class_names
+        if parts.scores.shape[1] == 1:
+            class_names = _io._binary_class_names(parts, notes)
+        labels, class_names = _io._labels_to_indices(parts, n_classes, class_names, notes)
+        names = tuple(str(c) for c in class_names)
+        raw = np.asarray(parts.raw_labels)
+        index_labels = raw.dtype.kind in "iu" and names == tuple(str(k) for k in range(n_classes))
+        split_column = None
+        lower = {str(c).lower(): str(c) for c in frame.columns}
+        if "split" in lower:
+            split_column = lower["split"]
+        return cls(label_column=str(parts.label_name), class_columns=tuple(str(c) for c in parts.score_names),
+                   class_names=names, input_kind="logits" if logits is not None else "probabilities",
+                   split_column=split_column, index_labels=bool(index_labels),
+                   warnings=tuple(n for n in notes if not n.startswith("__")))
+
+    def from_frame(self, frame: pd.DataFrame, *, first_row: int = 0, display: str = "the data",
+                   split: str | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+        """``(probs, labels)`` of a pandas frame (a batch or a Dask partition)."""
+        missing = [c for c in self.columns if c not in frame.columns]
+        if missing:
+            raise CalibrationInputError(
+                f"{display} lacks the column(s) {', '.join(map(repr, missing))} that the first file has "
+                "(schema mismatch between files)."
+            )
+        if split is not None:
+            frame = self._split_rows(frame, split, display)
+        if frame.shape[0] == 0:
+            return np.empty((0, self.n_classes)), np.empty(0, dtype=np.intp)
+        if self.index_labels and all(frame[c].dtype.kind == "f" for c in self.class_columns) \
+                and frame[self.label_column].dtype.kind in "iu":
+            scores = frame[list(self.class_columns)].to_numpy(dtype=np.float64)
+            return self._to_probs(scores, display, first_row), frame[self.label_column].to_numpy(dtype=np.intp)
+        notes: list[str] = []
+
+        def row_label(i: int) -> str:
+            return f"row {first_row + i + 1}"
+
+        parts = _io._table_parts(_io._Table(frame=frame.reset_index(drop=True), row_label=row_label),
+                                 display=display, label_column=self.label_column,
+                                 class_columns=list(self.class_columns), score_column=None,
+                                 split_column=None, notes=notes)
+        probs, _ = _io._interpret_scores(parts, self.input_kind, False, notes)
+        labels, _ = _io._labels_to_indices(parts, self.n_classes, list(self.class_names), notes)
+        return probs, labels
+
+    def _split_rows(self, frame: pd.DataFrame, split: str, display: str) -> pd.DataFrame:
+        if self.split_column is None:
+            raise CalibrationInputError(f"split {split!r} requested but {display} has no split column.")
+        values = frame[self.split_column].astype("string").str.strip()
+        return frame[(values == split).fillna(False).to_numpy(dtype=bool)]
+
+    def _to_probs(self, scores: NDArray[np.float64], display: str, first_row: int) -> NDArray[np.float64]:
+        if not np.isfinite(scores).all():
+            row = int(np.flatnonzero(~np.isfinite(scores).all(axis=1))[0])
+            raise CalibrationInputError(
+                f"{display}: row {first_row + row + 1} has a missing, NaN or infinite class value; "
+                "every probability or logit must be a finite number."
+            )
+        if scores.shape[1] == 1:
+            if self.input_kind == "logits":
+                return softmax(np.column_stack([np.zeros(scores.shape[0]), scores[:, 0]]))
+            return np.column_stack([1.0 - scores[:, 0], scores[:, 0]])
+        return softmax(scores) if self.input_kind == "logits" else scores
+
+    def from_batch(self, batch: Any, *, first_row: int = 0, display: str = "the data",
+                   split: str | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+        """``(probs, labels)`` of a :class:`pyarrow.RecordBatch`; numeric columns avoid pandas."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        names = batch.schema.names
+        missing = [c for c in self.columns if c not in names]
+        if missing:
+            raise CalibrationInputError(
+                f"{display} lacks the column(s) {', '.join(map(repr, missing))} that the first file has "
+                "(schema mismatch between files)."
+            )
+        fast = self.index_labels and pa.types.is_integer(batch.schema.field(self.label_column).type) and all(
+            pa.types.is_floating(batch.schema.field(c).type) for c in self.class_columns)
+        if not fast:
+            return self.from_frame(batch.select(self.columns).to_pandas(), first_row=first_row, display=display,
+                                   split=split)
+        if split is not None:
+            if self.split_column is None:
+                raise CalibrationInputError(f"split {split!r} requested but {display} has no split column.")
+            column = pc.utf8_trim_whitespace(pc.cast(batch.column(self.split_column), pa.string()))
+            batch = batch.filter(pc.fill_null(pc.equal(column, split), False))
+        if batch.num_rows == 0:
+            return np.empty((0, self.n_classes)), np.empty(0, dtype=np.intp)
+        label = batch.column(self.label_column)
+        if label.null_count:
+            row = int(np.flatnonzero(label.is_null().to_numpy(zero_copy_only=False))[0])
+            raise CalibrationInputError(f"{display}: the label is missing in row {first_row + row + 1}.")
+        scores = np.empty((batch.num_rows, len(self.class_columns)))
+        for k, name in enumerate(self.class_columns):
+            scores[:, k] = batch.column(name).to_numpy(zero_copy_only=False)
+        return self._to_probs(scores, display, first_row), label.to_numpy(zero_copy_only=False).astype(np.intp)
+
+
+# ---------------------------------------------------------------------------
+# Reading batches
+# ---------------------------------------------------------------------------
+
+def _parquet_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+            yield batch
+    except (pa.ArrowException, OSError) as exc:
+        raise CalibrationInputError(f"could not read {path.name!r} as Parquet ({_one_line(exc)}); the file may be damaged.") from exc
+
+
+def _csv_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    delimiter = _sniff_delimiter(path)
+    header = _schema_names(path)
+    _io._check_duplicates(header, f"file {path.name!r}")
+    row_bytes = max(16, 12 * len(header))
+    block = int(min(max(batch_rows * row_bytes, 1 << 16), 1 << 28))
+    try:
+        reader = pacsv.open_csv(
+            path, read_options=pacsv.ReadOptions(block_size=block, column_names=header, skip_rows=1),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(include_columns=columns or [], strings_can_be_null=True,
+                                                 quoted_strings_can_be_null=True))
+        for batch in reader:
+            for start in range(0, batch.num_rows, batch_rows):
+                yield batch.slice(start, batch_rows)
+    except StopIteration:
+        return
+    except (pa.ArrowException, OSError) as exc:
+        raise CalibrationInputError(f"could not read {path.name!r} as a delimited table ({_one_line(exc)}).") from exc
+
+
+def _array_batches(path: Path, batch_rows: int, label_column: str | None, input_kind: str) -> Iterator[tuple[NDArray, NDArray]]:
+    predictions = _io.load_predictions(path, label_column=label_column, input_kind=input_kind, max_bytes=None)
+    for start in range(0, predictions.n_samples, batch_rows):
+        yield predictions.probs[start:start + batch_rows], predictions.labels[start:start + batch_rows]
+
+
+def _record_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iterator[Any]:
+    if _format_of(path) == "parquet":
+        return _parquet_batches(path, columns, batch_rows)
+    return _csv_batches(path, columns, batch_rows)
+
+
+def _total_rows(files: Sequence[Path]) -> int | None:
+    import pyarrow.parquet as pq
+
+    if any(_format_of(p) != "parquet" for p in files):
+        return None
+    try:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in files)
+    except Exception:  # a damaged file is reported with its name when it is read
+        return None
+
+
+@dataclass
+class _Source:
+    """The resolved input: files, their column plan and how to read them in batches."""
+
+    files: list[Path]
+    plan: ColumnPlan | None
+    batch_rows: int
+    split: str | None
+    label_column: str | None
+    input_kind: str
+    arrays: bool = False  # one NPZ/NPY file, read through load_predictions
+
+    @property
+    def n_classes(self) -> int:
+        if self.plan is not None:
+            return self.plan.n_classes
+        first = next(_array_batches(self.files[0], 1, self.label_column, self.input_kind))
+        return first[0].shape[1]
+
+    def batches(self) -> Iterator[tuple[NDArray[np.float64], NDArray[np.intp]]]:
+        if self.arrays:
+            if self.split is not None:
+                raise CalibrationInputError("`split` is supported for CSV and Parquet tables only.")
+            yield from _array_batches(self.files[0], self.batch_rows, self.label_column, self.input_kind)
+            return
+        assert self.plan is not None
+        for path in self.files:
+            first_row = 0
+            for batch in _record_batches(path, self.plan.columns, self.batch_rows):
+                probs, labels = self.plan.from_batch(batch, first_row=first_row, display=f"file {path.name!r}",
+                                                     split=self.split)
+                first_row += batch.num_rows
+                yield probs, labels
+
+
+def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | None, input_kind: str,
+                 split: str | None) -> _Source:
+    files = resolve_files(source)
+    if _format_of(files[0]) in _ARRAY_FORMATS.values():
+        return _Source(files, None, batch_rows, split, label_column, input_kind, arrays=True)
+    names = _schema_names(files[0])
+    for path in files[1:]:
+        other = _schema_names(path)
+        if set(other) != set(names):
+            extra = sorted(set(other) - set(names))
+            lacking = sorted(set(names) - set(other))
+            detail = "; ".join(part for part in (
+                f"extra column(s) {', '.join(map(repr, extra))}" if extra else "",
+                f"missing column(s) {', '.join(map(repr, lacking))}" if lacking else "") if part)
+            raise CalibrationInputError(
+                f"schema mismatch: {path.name!r} has other columns than {files[0].name!r} ({detail}); "
+                "every file of a folder must have the same columns."
+            )
+    first = None
+    for path in files:
+        for batch in _record_batches(path, None, min(batch_rows, 65536)):
+            if batch.num_rows:
+                first = (path, batch)
+                break
+        if first is not None:
+            break
+    if first is None:
+        raise CalibrationInputError(
+            f"{'the files hold' if len(files) > 1 else f'file {files[0].name!r} has'} a header but no data rows."
+        )
+    plan = ColumnPlan.detect(first[1].to_pandas(), display=f"file {first[0].name!r}", label_column=label_column,
+                             input_kind=input_kind)
+    return _Source(files, plan, batch_rows, split, label_column, input_kind)
+
+
+# ---------------------------------------------------------------------------
+# The entry point
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Metrics of a table evaluated by :func:`evaluate`, with the statistics behind them.
+
+    Attributes
+    ----------
+    metrics : dict of str to float
+    n_samples, n_classes : int
+    class_names : tuple of str
+    input_kind : str
+    files : tuple of str
+    engine : str
+    n_bins : int
+    binning : str
+    split : str or None
+    exact : bool
+    error_bounds : dict of str to float
+    n_passes : int
+    stats : CalibrationStats
+        Uniform-bin sums of every class and the scalar sums (no rows).
+    adaptive : dict
+        Adaptive-bin sums (see :class:`calib_core.streaming.StreamResult`).
+    warnings : tuple of str
+    """
+
+    metrics: dict[str, float]
+    n_samples: int
+    n_classes: int
+    class_names: tuple[str, ...]
+    input_kind: str
+    files: tuple[str, ...]
+    engine: str
+    n_bins: int
+    binning: str
+    split: str | None
+    exact: bool
+    error_bounds: dict[str, float]
+    n_passes: int
+    stats: CalibrationStats
+    adaptive: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (statistics, not rows); :func:`calib_core.load_summary` reads it back."""
+        result = StreamResult(self.metrics, self.stats, self.adaptive, self.exact, self.error_bounds,
+                              self.n_passes, self.n_bins, self.binning, self.stats.threshold)
+        summary = result.summary()
+        summary.update({"format": "calib_core.summary/1", "files": list(self.files), "engine": self.engine,
+                        "n_samples": self.n_samples, "n_classes": self.n_classes,
+                        "class_names": list(self.class_names), "input_kind": self.input_kind,
+                        "split": self.split, "warnings": list(self.warnings)})
+        return summary
+
+
+def _stream_runner(source: _Source, progress: Progress | None, total: int | None) -> Callable[[Callable[[], Any]], Any]:
+    counter = {"pass": 0}
+
+    def run_pass(factory: Callable[[], Any]) -> Any:
+        counter["pass"] += 1
+        stats = factory()
+        done = 0
+        for probs, labels in source.batches():
+            stats.update(probs, labels)
+            done += probs.shape[0]
+            if progress is not None:
+                progress(done, total, counter["pass"])
+        return stats
+
+    return run_pass
+
+
+def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int = DEFAULT_BATCH_ROWS,
+             scheduler: Any = None, n_bins: int = 15, binning: str = "uniform",
+             metrics: Sequence[str] | None = None, exact: bool = True, threshold: float = 0.01,
+             sweep_bins: Sequence[int] = (), label_column: str | None = None, input_kind: str = "auto",
+             split: str | None = None, progress: Progress | None = None,
+             sketch_capacity: int = DEFAULT_SKETCH_CAPACITY) -> Evaluation:
+    """Calibration metrics of a CSV/Parquet table, folder or glob, without loading it whole.
+
+    Parameters
+    ----------
+    source : path, glob pattern or list of them
+        A CSV/TSV (optionally ``.gz``) or Parquet file, a folder of them, a
+        pattern such as ``"preds/part-*.parquet"``, or one NPZ/NPY file.
+    engine : {"stream", "memory", "dask", "auto"}, default "stream"
+        ``"auto"`` streams inputs larger than :data:`MEMORY_ENGINE_MAX_BYTES`.
+    batch_rows : int, default 1048576
+        Rows per record batch (stream) or per partition (Dask). Memory is
+        about ``batch_rows * (K + 1) * 8`` bytes times a small factor.
+    scheduler : str, distributed.Client or None
+        Dask only: a scheduler address (``"tcp://host:8786"``), a client, or
+        None for a local cluster with two workers.
+    n_bins : int, default 15
+    binning : {"uniform", "adaptive"}
+        Bins of ECE, RMSCE, MCE and class-wise ECE.
+    metrics : sequence of str, optional
+        Subset of :data:`calib_core.streaming.STREAM_METRICS`; default all.
+    exact : bool, default True
+        False computes adaptive bins and KS from one-pass sketches (see
+        :func:`calib_core.streaming.stream_metrics`).
+    threshold : float, default 0.01
+        TACE threshold.
+    sweep_bins : sequence of int
+        Extra uniform bin counts whose sums go into the summary.
+    label_column, input_kind
+        As in :func:`calib_core.load_predictions`.
+    split : str, optional
+        Evaluate only the rows whose ``split`` column has this value.
+    progress : callable, optional
+        ``progress(rows_done, rows_total_or_None, pass_number)`` after each batch.
+    sketch_capacity : int
+        Capacity of the quantile sketches (adaptive bins and KS).
+
+    Returns
+    -------
+    Evaluation
+
+    Raises
+    ------
+    CalibrationInputError
+        Bad paths, files with different columns, damaged Parquet, bad values
+        (the message names the file and the row).
+
+    Examples
+    --------
+    >>> result = evaluate("predictions/", engine="stream", batch_rows=100_000)  # doctest: +SKIP
+    >>> result.metrics["ece"]  # doctest: +SKIP
+    """
+    engine = check_choice(engine, "engine", ENGINES + ("auto",))
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
+        raise CalibrationInputError(f"`batch_rows` must be a whole number >= 1, got {batch_rows!r}.")
+    input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))
+    opened = _open_source(source, batch_rows=int(batch_rows), label_column=label_column, input_kind=input_kind,
+                          split=split)
+    if engine == "auto":
+        engine = "stream" if _file_bytes(opened.files) > MEMORY_ENGINE_MAX_BYTES else "memory"
+    wanted = list(STREAM_METRICS) if metrics is None else list(dict.fromkeys(metrics))
+    for key in wanted:
+        check_choice(key, "metrics", STREAM_METRICS)
+    n_classes = opened.n_classes
+    total = _total_rows(opened.files) if split is None else None
+    options = dict(n_bins=n_bins, binning=binning, metrics=wanted, exact=exact, threshold=threshold,
+                   sweep_bins=tuple(sweep_bins), sketch_capacity=sketch_capacity)
+    if engine == "memory":
+        result = _memory_result(opened, wanted, n_classes, options)
+    elif engine == "stream":
+        result = stream_metrics(_stream_runner(opened, progress, total), n_classes, **options)
+    else:
+        from calib_core.dask_engine import dask_runner
+
+        with dask_runner(opened, scheduler=scheduler, progress=progress) as run_pass:
+            result = stream_metrics(run_pass, n_classes, **options)
+    plan = opened.plan
+    if plan is not None:
+        class_names, kind, notes = plan.class_names, plan.input_kind, plan.warnings
+    else:
+        predictions = _io.load_predictions(opened.files[0], label_column=label_column, input_kind=input_kind,
+                                           max_bytes=None)
+        class_names, kind, notes = predictions.class_names, predictions.input_kind, predictions.warnings
+    return Evaluation(metrics=result.metrics, n_samples=result.stats.n_rows, n_classes=n_classes,
+                      class_names=tuple(class_names), input_kind=kind, files=tuple(str(p) for p in opened.files),
+                      engine=engine, n_bins=result.n_bins, binning=result.binning, split=split,
+                      exact=result.exact, error_bounds=result.error_bounds, n_passes=result.n_passes,
+                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(notes))
+
+
+def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: dict[str, Any]) -> StreamResult:
+    """Read every batch, concatenate, and compute with the in-memory metrics (the reference)."""
+    from calib_core.binned import top_label
+    from calib_core.binning import bin_statistics, classwise_bin_statistics
+    from calib_core.registry import compute_metrics
+
+    parts = list(source.batches())
+    probs = np.concatenate([p for p, _ in parts]) if parts else np.empty((0, n_classes))
+    labels = np.concatenate([y for _, y in parts]) if parts else np.empty(0, dtype=np.intp)
+    if probs.shape[0] == 0:
+        raise CalibrationInputError("no rows to evaluate" + (f" with split {source.split!r}." if source.split else "."))
+    n_bins, threshold = options["n_bins"], options["threshold"]
+    values = compute_metrics(probs, labels, n_bins=n_bins, binning=options["binning"], keys=wanted)
+    # The summary statistics of the same rows, for the JSON output.
+    stats = CalibrationStats(n_classes, n_bins=n_bins, sweep_bins=options["sweep_bins"], threshold=threshold)
+    stats.update(probs, labels)
+    confidence, correct = top_label(probs, labels)
+    adaptive = {"top_label": bin_statistics(confidence, correct, n_bins, "adaptive"),
+                "classwise": classwise_bin_statistics(probs, labels, n_bins, "adaptive"),
+                "classwise_above": classwise_bin_statistics(probs, labels, n_bins, "adaptive", keep=probs > threshold)}
+    return StreamResult({key: values[key] for key in wanted}, stats, adaptive, True, {}, 1, n_bins,
+                        options["binning"], threshold)
