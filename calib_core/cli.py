@@ -19,7 +19,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="calib-core", description="Calibration metrics for classifier predictions.")
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="print every calibration metric of a predictions file")
-    report.add_argument("path", help="CSV/TSV, Parquet, NPZ or NPY file of probabilities or logits plus labels")
+    report.add_argument("path", help="CSV/TSV, Parquet, NPZ or NPY file of probabilities or logits plus labels, "
+                        "or a folder or glob pattern of CSV/Parquet files with the same columns")
     report.add_argument("--n-bins", type=int, default=15, help="number of bins for binned metrics (default 15)")
     report.add_argument("--binning", choices=("uniform", "adaptive"), default="uniform",
                         help="bins for ECE, RMSCE, MCE and class-wise ECE (default uniform)")
@@ -27,14 +28,26 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--input-kind", choices=("auto", "probabilities", "logits"), default="auto",
                         help="whether the class columns hold probabilities or logits (default: detected)")
     report.add_argument("--split", default=None, help="evaluate only the rows of this split (e.g. test)")
-    report.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    report.add_argument("--json", action="store_true",
+                        help="print JSON instead of a table, with the per-bin summary statistics (no rows)")
+    report.add_argument("--engine", choices=("auto", "memory", "stream", "dask"), default="auto",
+                        help="memory: load the table; stream: record batches, memory bounded by --batch-rows; "
+                             "dask: a Dask cluster (--scheduler); auto: stream inputs over 200 MB (default)")
+    report.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster)")
+    report.add_argument("--batch-rows", type=int, default=None, metavar="N",
+                        help="rows per record batch or partition when streaming (default 1048576)")
     return parser
 
 
 def _report(args: argparse.Namespace) -> dict:
+    from calib_core.evaluate import choose_engine
     from calib_core.io import load_predictions
     from calib_core.registry import METRICS, compute_metrics
 
+    engine = choose_engine(args.path, args.engine)
+    if engine != "memory" or args.scheduler is not None or args.batch_rows is not None:
+        return _report_scaled(args, engine)
     predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind)
     if args.split is not None:
         if predictions.split is None:
@@ -57,7 +70,55 @@ def _report(args: argparse.Namespace) -> dict:
         "warnings": list(predictions.warnings),
         "metrics": values,
         "metric_labels": {key: labels[key] for key in values},
+        "engine": "memory",
+        **({"statistics": _summary_of(predictions, args)} if args.json else {}),
     }
+
+
+def _summary_of(predictions, args: argparse.Namespace) -> dict:
+    from calib_core.evaluate import evaluate_arrays
+
+    return evaluate_arrays(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
+                           class_names=predictions.class_names, input_kind=predictions.input_kind,
+                           files=(str(args.path),), split=args.split, warnings=predictions.warnings).summary()
+
+
+def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
+    from calib_core.evaluate import DEFAULT_BATCH_ROWS, SUMMARY_SWEEP_BINS, evaluate
+    from calib_core.registry import METRICS
+
+    result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
+                      scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
+                      label_column=args.label_column, input_kind=args.input_kind, split=args.split,
+                      sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar())
+    labels = {spec.key: spec.label for spec in METRICS}
+    return {
+        "file": str(args.path),
+        "n_samples": result.n_samples,
+        "n_classes": result.n_classes,
+        "input_kind": result.input_kind,
+        "n_bins": args.n_bins,
+        "binning": args.binning,
+        "split": args.split,
+        "warnings": list(result.warnings),
+        "metrics": result.metrics,
+        "metric_labels": {key: labels.get(key, key) for key in result.metrics},
+        "engine": engine,
+        **({"statistics": result.summary()} if args.json else {}),
+    }
+
+
+def _progress_bar():
+    """A one-line progress display on stderr when it is a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int | None, pass_number: int) -> None:
+        share = f" ({100 * done / total:.0f}%)" if total else ""
+        end = "\n" if total and done >= total else ""
+        print(f"\rpass {pass_number}: {done:,} rows{share}", end=end, file=sys.stderr, flush=True)
+
+    return show
 
 
 def _format_table(result: dict) -> str:
@@ -78,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = _report(args)
     except CalibrationInputError as exc:
-        print(f"calib-core: error: {exc}", file=sys.stderr)
+        print(f"calib-core: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:
         print(f"calib-core: error: cannot read {args.path}: {exc.strerror or exc}", file=sys.stderr)

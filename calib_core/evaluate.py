@@ -47,9 +47,14 @@ __all__ = [
     "DEFAULT_BATCH_ROWS",
     "ENGINES",
     "MEMORY_ENGINE_MAX_BYTES",
+    "CalibrationSummary",
     "ColumnPlan",
     "Evaluation",
+    "SUMMARY_SWEEP_BINS",
+    "choose_engine",
     "evaluate",
+    "evaluate_arrays",
+    "load_summary",
     "resolve_files",
 ]
 
@@ -58,6 +63,9 @@ DEFAULT_BATCH_ROWS = 1 << 20
 
 #: Engines :func:`evaluate` offers.
 ENGINES = ("memory", "stream", "dask")
+
+#: Uniform bin counts whose sums ``calib-core report --json`` keeps for the sensitivity view.
+SUMMARY_SWEEP_BINS = (5, 10, 15, 20, 25, 30, 40, 50)
 
 #: Inputs larger than this (bytes on disk) are streamed when no engine is chosen (``engine="auto"``).
 MEMORY_ENGINE_MAX_BYTES = 200_000_000
@@ -628,15 +636,23 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int = DE
 
 def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: dict[str, Any]) -> StreamResult:
     """Read every batch, concatenate, and compute with the in-memory metrics (the reference)."""
-    from calib_core.binned import top_label
-    from calib_core.binning import bin_statistics, classwise_bin_statistics
-    from calib_core.registry import compute_metrics
-
     parts = list(source.batches())
     probs = np.concatenate([p for p, _ in parts]) if parts else np.empty((0, n_classes))
     labels = np.concatenate([y for _, y in parts]) if parts else np.empty(0, dtype=np.intp)
     if probs.shape[0] == 0:
         raise CalibrationInputError("no rows to evaluate" + (f" with split {source.split!r}." if source.split else "."))
+    return _arrays_result(probs, labels, wanted, options)
+
+
+def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted: list[str],
+                   options: dict[str, Any]) -> StreamResult:
+    from calib_core.binned import top_label
+    from calib_core.binning import bin_statistics, classwise_bin_statistics
+    from calib_core.registry import compute_metrics
+    from calib_core.validation import check_probs_labels
+
+    probs, labels = check_probs_labels(probs, labels)
+    n_classes = probs.shape[1]
     n_bins, threshold = options["n_bins"], options["threshold"]
     values = compute_metrics(probs, labels, n_bins=n_bins, binning=options["binning"], keys=wanted)
     # The summary statistics of the same rows, for the JSON output.
@@ -648,3 +664,264 @@ def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: 
                 "classwise_above": classwise_bin_statistics(probs, labels, n_bins, "adaptive", keep=probs > threshold)}
     return StreamResult({key: values[key] for key in wanted}, stats, adaptive, True, {}, 1, n_bins,
                         options["binning"], threshold)
+
+
+def evaluate_arrays(probs: Any, labels: Any, *, n_bins: int = 15, binning: str = "uniform",
+                    metrics: Sequence[str] | None = None, threshold: float = 0.01,
+                    sweep_bins: Sequence[int] = SUMMARY_SWEEP_BINS, class_names: Sequence[str] | None = None,
+                    input_kind: str = "probabilities", files: Sequence[str] = (), split: str | None = None,
+                    warnings: Sequence[str] = ()) -> Evaluation:
+    """:class:`Evaluation` (metrics and summary statistics) of predictions already in memory.
+
+    The metrics are those of the in-memory functions; the statistics let
+    :func:`load_summary` draw the diagrams of these predictions later.
+    """
+    from calib_core.validation import check_probs_labels
+
+    probs, labels = check_probs_labels(probs, labels)
+    wanted = list(STREAM_METRICS) if metrics is None else [check_choice(m, "metrics", STREAM_METRICS) for m in metrics]
+    options = dict(n_bins=n_bins, binning=binning, threshold=threshold, sweep_bins=tuple(sweep_bins))
+    result = _arrays_result(probs, labels, wanted, options)
+    names = tuple(str(c) for c in class_names) if class_names is not None else tuple(str(k) for k in range(probs.shape[1]))
+    return Evaluation(metrics=result.metrics, n_samples=probs.shape[0], n_classes=probs.shape[1], class_names=names,
+                      input_kind=input_kind, files=tuple(files), engine="memory", n_bins=result.n_bins,
+                      binning=result.binning, split=split, exact=True, error_bounds={}, n_passes=1,
+                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(warnings))
+
+
+def choose_engine(source: SourceLike, engine: str = "auto") -> str:
+    """The engine ``"auto"`` stands for: ``"stream"`` for several files or more than
+    :data:`MEMORY_ENGINE_MAX_BYTES` of CSV/Parquet, else ``"memory"``."""
+    engine = check_choice(engine, "engine", ENGINES + ("auto",))
+    if engine != "auto":
+        return engine
+    try:
+        files = resolve_files(source)
+    except CalibrationInputError:
+        return "memory"  # the loader reports the problem in its own words
+    if len(files) > 1:
+        return "stream"
+    if _format_of(files[0]) in _TABLE_FORMATS.values() and _file_bytes(files) > MEMORY_ENGINE_MAX_BYTES:
+        return "stream"
+    return "memory"
+
+
+# ---------------------------------------------------------------------------
+# Reading a summary back: diagrams without the rows
+# ---------------------------------------------------------------------------
+
+_SUMMARY_FORMAT = "calib_core.summary/1"
+
+
+def _binstats_from_dict(data: dict[str, Any]) -> Any:
+    from calib_core.binning import BinStats
+
+    return BinStats(np.asarray(data["count"], dtype=np.float64), np.asarray(data["sum_value"], dtype=np.float64),
+                    np.asarray(data["sum_target"], dtype=np.float64),
+                    _nan_array(data["lower"]), _nan_array(data["upper"]),
+                    np.asarray(data["n_total"], dtype=np.float64) if np.ndim(data["n_total"]) else float(data["n_total"]))
+
+
+def _nan_array(values: Any) -> NDArray[np.float64]:
+    array = np.asarray(values, dtype=object)
+    return np.where(array == None, np.nan, array).astype(np.float64)  # noqa: E711 - JSON nulls
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """A summary written by :meth:`Evaluation.summary` (or ``calib-core report --json``), read back.
+
+    Everything a reliability diagram, per-class bars and a uniform-bin
+    sensitivity sweep need, computed from per-bin sums instead of rows.
+
+    Attributes
+    ----------
+    metrics : dict of str to float
+    n_samples, n_classes : int
+    class_names : tuple of str
+    n_bins : int
+    binning : str
+    bin_counts : tuple of int
+        The uniform bin counts whose sums the summary holds.
+    stats : CalibrationStats
+    adaptive : dict of str to BinStats
+        ``"top_label"``, ``"classwise"``, ``"classwise_above"`` when present.
+    files : tuple of str
+    engine, input_kind : str
+    exact : bool
+    error_bounds : dict of str to float
+    warnings : tuple of str
+    """
+
+    metrics: dict[str, float]
+    n_samples: int
+    n_classes: int
+    class_names: tuple[str, ...]
+    n_bins: int
+    binning: str
+    bin_counts: tuple[int, ...]
+    stats: CalibrationStats
+    adaptive: dict[str, Any]
+    files: tuple[str, ...] = ()
+    engine: str = ""
+    input_kind: str = ""
+    exact: bool = True
+    error_bounds: dict[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def _class_index(self, target: str | int) -> int | str:
+        if isinstance(target, str) and target == "top_label":
+            return target
+        if isinstance(target, str) and target in self.class_names:
+            return self.class_names.index(target)
+        if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < self.n_classes:
+            return int(target)
+        raise CalibrationInputError(
+            f"`target` must be 'top_label', a class index in 0..{self.n_classes - 1} or a class name, got {target!r}."
+        )
+
+    def bin_stats(self, target: str | int = "top_label", n_bins: int | None = None,
+                  binning: str = "uniform") -> Any:
+        """Per-bin sums of the top label or one class (:class:`~calib_core.binning.BinStats`)."""
+        from calib_core.binning import BinStats
+        from calib_core.validation import check_binning
+
+        target = self._class_index(target)
+        if check_binning(binning) == "uniform":
+            return self.stats.bin_stats(target, n_bins)
+        if n_bins is not None and n_bins != self.n_bins:
+            raise CalibrationInputError(
+                f"adaptive bins are kept for n_bins={self.n_bins} only, got {n_bins}."
+            )
+        key = "top_label" if target == "top_label" else "classwise"
+        if key not in self.adaptive:
+            raise CalibrationInputError(f"the summary holds no adaptive bins for {target!r}; re-run with every metric.")
+        stats = self.adaptive[key]
+        if target == "top_label":
+            return stats
+        k = int(target)
+        return BinStats(stats.count[k], stats.sum_value[k], stats.sum_target[k], stats.lower[k], stats.upper[k],
+                        float(np.asarray(stats.n_total)[k]))
+
+    def reliability_table(self, target: str | int = "top_label", n_bins: int | None = None,
+                          binning: str = "uniform", *, alpha: float = 0.05) -> pd.DataFrame:
+        """The table :func:`calib_core.reliability_table` gives on the rows, from the sums.
+
+        Columns ``bin, lower, upper, count, weight, mean_confidence,
+        observed_frequency, gap, ci_low, ci_high``; one row per non-empty bin;
+        the interval is the ``1 - alpha`` Wilson score interval.
+        """
+        from calib_core.reliability import RELIABILITY_COLUMNS, wilson_interval
+
+        stats = self.bin_stats(target, n_bins, binning)
+        keep = np.asarray(stats.count) > 0
+        ci_low, ci_high = wilson_interval(stats.sum_target[keep], stats.count[keep], alpha)
+        return pd.DataFrame({
+            "bin": np.flatnonzero(keep),
+            "lower": np.asarray(stats.lower, dtype=np.float64)[keep],
+            "upper": np.asarray(stats.upper, dtype=np.float64)[keep],
+            "count": stats.count[keep].astype(np.int64),
+            "weight": stats.count[keep] / float(np.asarray(stats.n_total)),
+            "mean_confidence": stats.mean_value[keep],
+            "observed_frequency": stats.mean_target[keep],
+            "gap": stats.gap[keep],
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+        }, columns=list(RELIABILITY_COLUMNS))
+
+    def classwise_ece(self, n_bins: int | None = None, binning: str = "uniform", norm: str = "l1") -> pd.Series:
+        """Per-class ECE (``probs[:, k]`` against ``labels == k``), indexed by class name."""
+        from calib_core.binned import _reduce
+        from calib_core.validation import check_binning
+
+        norm = check_choice(norm, "norm", ("l1", "l2", "max"))
+        if check_binning(binning) == "uniform":
+            stats = self.stats.bin_stats("classwise", n_bins)
+        else:
+            self.bin_stats(0, n_bins, "adaptive")  # checks that the adaptive sums exist
+            stats = self.adaptive["classwise"]
+        return pd.Series(_reduce(stats, norm), index=list(self.class_names), name="classwise_ece")
+
+    def bin_sensitivity(self, metrics: Sequence[str] = ("ece", "sce", "ace")) -> pd.DataFrame:
+        """Uniform-bin sensitivity over the kept bin counts, like :func:`calib_core.bin_sensitivity`.
+
+        Columns ``n_bins, binning, metric, value`` with ``binning ==
+        "uniform"``; metrics ``ece`` (top label), ``sce`` (class-wise,
+        count-weighted) and ``ace`` (class-wise, unweighted mean over
+        non-empty bins).
+        """
+        from calib_core.binned import _reduce, _unweighted_mean_gap
+
+        metrics = [check_choice(m, "metrics", ("ece", "sce", "ace")) for m in metrics]
+        rows = []
+        for n_bins in self.bin_counts:
+            top = self.stats.bin_stats("top_label", n_bins)
+            classwise = self.stats.bin_stats("classwise", n_bins)
+            found = {"ece": float(_reduce(top, "l1")), "sce": float(_reduce(classwise, "l1").mean()),
+                     "ace": float(_unweighted_mean_gap(classwise).mean())}
+            rows += [(n_bins, "uniform", m, found[m]) for m in metrics]
+        return pd.DataFrame(rows, columns=["n_bins", "binning", "metric", "value"])
+
+    @property
+    def class_balance(self) -> pd.DataFrame:
+        """Per class: label count, share of rows and mean predicted probability."""
+        n = float(self.stats.n_rows)
+        return pd.DataFrame({"class": list(self.class_names), "count": self.stats.label_count,
+                             "share": self.stats.label_count / n, "mean_probability": self.stats.prob_sum / n})
+
+
+def load_summary(json_text: str | bytes | dict[str, Any]) -> CalibrationSummary:
+    """Read the summary JSON of ``calib-core report --json`` (or :meth:`Evaluation.summary`).
+
+    Parameters
+    ----------
+    json_text : str, bytes or dict
+        The JSON text (or its parsed dict): the CLI output, whose
+        ``"statistics"`` entry is the summary, or the summary itself.
+
+    Returns
+    -------
+    CalibrationSummary
+
+    Raises
+    ------
+    CalibrationInputError
+        Not JSON, or not a calib_core summary, or damaged.
+
+    Examples
+    --------
+    >>> summary = load_summary(open("report.json").read())  # doctest: +SKIP
+    >>> summary.reliability_table("top_label", n_bins=15)  # doctest: +SKIP
+    """
+    import json
+
+    if isinstance(json_text, dict):
+        data = json_text
+    else:
+        try:
+            data = json.loads(json_text)
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+            raise CalibrationInputError(f"the summary is not valid JSON: {exc}.") from exc
+    if isinstance(data, dict) and isinstance(data.get("statistics"), dict):
+        data = data["statistics"]
+    if not isinstance(data, dict) or data.get("format") != _SUMMARY_FORMAT:
+        raise CalibrationInputError(
+            "not a calib_core summary: expected the JSON written by `calib-core report --json` "
+            f"(format {_SUMMARY_FORMAT!r})."
+        )
+    try:
+        stats = CalibrationStats.from_dict(data["stats"])
+        adaptive = {key: _binstats_from_dict(value) for key, value in (data.get("adaptive") or {}).items()}
+        return CalibrationSummary(
+            metrics={str(k): float(v) for k, v in data["metrics"].items()},
+            n_samples=int(data["n_samples"]), n_classes=int(data["n_classes"]),
+            class_names=tuple(str(c) for c in data["class_names"]), n_bins=int(data["n_bins"]),
+            binning=str(data["binning"]), bin_counts=stats.bin_counts, stats=stats, adaptive=adaptive,
+            files=tuple(data.get("files", ())), engine=str(data.get("engine", "")),
+            input_kind=str(data.get("input_kind", "")), exact=bool(data.get("exact", True)),
+            error_bounds={str(k): float(v) for k, v in (data.get("error_bounds") or {}).items()},
+            warnings=tuple(data.get("warnings", ())))
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, CalibrationInputError):
+            raise
+        raise CalibrationInputError(f"damaged calib_core summary: {type(exc).__name__}: {exc}.") from exc

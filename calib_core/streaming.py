@@ -1215,13 +1215,15 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
     bounds: dict[str, float] = {}
     adaptive: dict[str, BinStats] = {}
     sketches = stats.sketches or {}
-    adaptive_kinds = [kind for kind in kinds if kind != "top" or adaptive_bins and any(key in wanted for key in _BINNED_TOP)]
+    # Every sketched set also gets its adaptive bins (the top label's are cheap and serve the summary).
+    adaptive_kinds = list(kinds)
     if kinds and not exact:
         for kind in adaptive_kinds:
             parts = [sketches[key].bin_statistics(n_bins) for key in _set_keys(n_classes, (kind,))]
             if kind == "top":
                 adaptive["top_label"] = parts[0][0]
-                bounds["ece"] = 2.0 * parts[0][1] / n_rows
+                if adaptive_bins:
+                    bounds["ece"] = 2.0 * parts[0][1] / n_rows
             else:
                 adaptive["classwise" if kind == "class" else "classwise_above"] = _stack_binstats([p for p, _ in parts])
                 if kind == "class" and adaptive_bins:
@@ -1268,7 +1270,7 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
                     f"the data changed between passes: pass 1 saw {n_rows} rows, a later pass {collected.n_rows}."
                 )
             result["ks"] = _ks_from_collected(collected.regions, n_rows)
-    if "top_label" in adaptive:
+    if "top_label" in adaptive and adaptive_bins:
         for key in _BINNED_TOP:
             if key in wanted:
                 result[key] = float(_reduce(adaptive["top_label"], _NORM_OF[key]))
