@@ -19,8 +19,10 @@ reference = models[0].predictions.class_names
 same = [m for m in models if m.predictions.class_names == reference]
 others = [m.name for m in models if m not in same]
 if others:
-    st.info(f"{', '.join(others)} {'has' if len(others) == 1 else 'have'} other classes than {models[0].name} "
-            "and are not shown; hide the other models in the sidebar to see them.")
+    one = len(others) == 1
+    st.info(f"{', '.join(others)} {'has' if one else 'have'} other classes than {models[0].name} and "
+            f"{'is' if one else 'are'} not shown; hide {models[0].name} under *Models shown* in the sidebar "
+            f"to see {'it' if one else 'them'}.")
 
 bins_col, binning_col, sort_col = st.columns([3, 2, 3])
 n_bins = bins_col.slider("Number of bins (ranges)", 2, 50, key=default("keep:perclass.n_bins", 15))

@@ -287,16 +287,20 @@ def sensitivity_figure(table: pd.DataFrame, *, marks: Mapping[str, float] | None
                                    "with %{x} bins: %{y:.4f}<extra></extra>"),
                 ), row=row, col=col)
                 shown.add(legend)
-    for j, (label, position) in enumerate((marks or {}).items()):
-        for k in range(len(metrics)):
-            fig.add_vline(x=position, row=k // n_cols + 1, col=k % n_cols + 1,
-                          line=dict(color=("#444444", "#999999")[j % 2], dash=("dash", "dashdot")[j % 2], width=1))
-        fig.add_annotation(x=position, y=1, yref="y domain", xref="x", text=f"{label} = {position:g}",
-                           showarrow=False, yanchor="bottom" if j % 2 == 0 else "top", xanchor="left",
-                           font=dict(size=11, color="#333333"), bgcolor="rgba(255,255,255,0.7)")
+    _add_marks(fig, marks, [(k // n_cols + 1, k % n_cols + 1) for k in range(len(metrics))])
     fig.update_xaxes(title_text="Number of bins", row=n_rows_grid)
     fig.update_yaxes(rangemode="tozero")
     return _base_layout(fig, height=300 * n_rows_grid + 120, title=title, panel_titles=True)
+
+
+def _add_marks(fig: go.Figure, marks: Mapping[str, float] | None, cells: Sequence[tuple[int, int]]) -> None:
+    """Vertical reference lines in every panel, each explained by a legend entry (no overlapping labels)."""
+    for j, (label, position) in enumerate((marks or {}).items()):
+        line = dict(color=("#333333", "#8c8c8c")[j % 2], dash=("dash", "dashdot")[j % 2], width=1.2)
+        for row, col in cells:
+            fig.add_vline(x=position, row=row, col=col, line=line)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=line, name=f"{label} = {position:g}",
+                                 legendgroup=f"mark-{j}", hoverinfo="skip"), row=cells[0][0], col=cells[0][1])
 
 
 def rank_figure(ranks: pd.DataFrame, spearman: pd.DataFrame | None = None, *,
@@ -343,9 +347,8 @@ def rank_figure(ranks: pd.DataFrame, spearman: pd.DataFrame | None = None, *,
             hovertemplate=f"%{{x}} bins: rho = %{{y:.2f}} against {reference} bins<extra></extra>",
         ), row=2, col=1)
         fig.update_yaxes(range=[-1.08, 1.08], title_text=f"rho vs {reference} bins", row=2, col=1)
-    for j, (label, position) in enumerate((marks or {}).items()):
-        fig.add_vline(x=position, line=dict(color="#222222", dash=("dash", "dashdot")[j % 2], width=1))
-    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    _add_marks(fig, marks, [(r, 1) for r in range(1, 3 if with_rho else 2)])
+    fig.update_yaxes(autorange="reversed", ticksuffix="  ", row=1, col=1)
     fig.update_xaxes(title_text="Number of bins", row=2 if with_rho else 1, col=1)
     return _base_layout(fig, height=max(260, 46 * n_models + 120) + (170 if with_rho else 0), title=title)
 

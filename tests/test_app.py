@@ -12,12 +12,14 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
 from calib_core.io import load_demo
+from studio import figures
 from studio.nav import PAGES, available_pages
 from studio.state import APP_KEY, DEFAULT_DEMO
 
@@ -74,6 +76,11 @@ def values(data) -> np.ndarray:
     return np.asarray(data)
 
 
+def model_lines(spec: dict) -> list[dict]:
+    """The curves of a sensitivity figure without the legend entries of the reference lines."""
+    return [t for t in spec["data"] if not t.get("legendgroup", "").startswith("mark-")]
+
+
 def traces_named(spec: dict, name: str) -> list[dict]:
     return [trace for trace in spec["data"] if trace.get("name") == name]
 
@@ -100,6 +107,29 @@ def test_page_runs_on_the_default_demo_in_a_fresh_session(page):
         assert at.get("plotly_chart"), "every analysis page draws a chart"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGE_FILES[1:])
+def test_pages_with_a_binary_and_a_three_class_model_on_one_split(page):
+    at = open_page(page, {"demo": "breast_cancer_svc,iris_mlp", "split": "test"})
+    assert_clean(at)
+    assert loaded(at) == ["breast_cancer_svc", "iris_mlp"]
+    assert at.session_state[APP_KEY].split == "test"
+    if page == "pages/3_Per-class.py":
+        assert "iris_mlp has other classes" in at.info[0].value
+
+
+def test_hidden_models_leave_the_pages_but_stay_loaded():
+    at = open_page("pages/2_Reliability.py", {"demo": "wine_mlp,wine_svc"})
+    at.sidebar.multiselect(key="studio:shown_models").set_value(["wine_svc"]).run()
+    assert_clean(at)
+    assert loaded(at) == ["wine_mlp", "wine_svc"]
+    names = {t.get("name") for t in plotly_specs(at)[0]["data"]}
+    assert "wine_svc" in names and "wine_mlp" not in names
+    at.sidebar.multiselect(key="studio:shown_models").set_value([]).run()
+    assert not at.exception
+    assert "Every model is hidden" in at.info[0].value
+
+
 def test_deep_link_loads_the_demo_and_draws_the_diagram():
     at = open_page("pages/2_Reliability.py")
     assert_clean(at)
@@ -111,6 +141,7 @@ def test_deep_link_loads_the_demo_and_draws_the_diagram():
     assert at.metric[0].value == f"{cc.ece(load_demo(DEFAULT_DEMO).probs, load_demo(DEFAULT_DEMO).labels):.4f}"
 
 
+@pytest.mark.slow
 def test_navigation_keeps_the_models_and_the_widget_values():
     at = open_page("app.py")
     at.switch_page("pages/2_Reliability.py").run()
@@ -210,6 +241,7 @@ def test_demo_picker_adds_and_removes_demos():
     assert at.query_params["demo"] == "iris_svc"
 
 
+@pytest.mark.slow
 def test_column_mapping_reloads_the_file_and_a_bad_mapping_keeps_the_model():
     data = b"label,other,p_a,p_b\n0,1,0.9,0.1\n1,1,0.2,0.8\n0,1,0.6,0.4\n"
     at = open_page("app.py")
@@ -233,6 +265,7 @@ def test_column_mapping_reloads_the_file_and_a_bad_mapping_keeps_the_model():
 
 # ----------------------------------------------------------------------------- widgets
 
+@pytest.mark.slow
 def test_reliability_widgets_change_the_chart():
     at = open_page("pages/2_Reliability.py", {"demo": "digits_gaussian_nb,digits_random_forest"})
     at.slider(key="keep:reliability.n_bins").set_value(5).run()
@@ -258,6 +291,7 @@ def test_reliability_widgets_change_the_chart():
     np.testing.assert_allclose(values(trace["y"]), expected["observed_frequency"])
 
 
+@pytest.mark.slow
 def test_metrics_table_matches_calib_core_and_reacts_to_the_widgets():
     at = open_page("pages/1_Metrics.py")
     assert_clean(at)
@@ -296,11 +330,13 @@ def test_per_class_sorting_and_class_choice():
     np.testing.assert_allclose(values(trace["x"]), expected["mean_confidence"])
 
 
+@pytest.mark.slow
 def test_bin_sensitivity_with_one_then_several_models():
     at = open_page("pages/4_Bin_sensitivity.py")
     assert_clean(at)
     (curves,) = plotly_specs(at)
-    assert len(curves["data"]) == 8  # 4 metrics x 2 binnings for one model
+    assert len(model_lines(curves)) == 8  # 4 metrics x 2 binnings for one model
+    assert {t["name"] for t in curves["data"]} >= {"optimal_n_bins(N) = 21", "N^(1/3) = 9.65"}  # N = 899
     assert at.info and "at least two models" in at.info[0].value
 
     at.button[0].click().run()  # "Compare with the other digits demo models"
@@ -313,4 +349,57 @@ def test_bin_sensitivity_with_one_then_several_models():
 
     at.multiselect(key="keep:sensitivity.metrics").set_value(["ece"]).run()
     curves, _ = plotly_specs(at)
-    assert len(curves["data"]) == 5 * 2
+    assert len(model_lines(curves)) == 5 * 2
+
+
+# ----------------------------------------------------------------------------- figures (no app needed)
+
+def reliability_tables(*names):
+    return {name: cc.reliability_table(load_demo(name).probs, load_demo(name).labels, 10) for name in names}
+
+
+def test_reliability_figure_layouts_and_styles():
+    tables = reliability_tables("wine_svc", "wine_mlp")
+    overlay = figures.reliability_figure(tables, colors={"wine_svc": 0, "wine_mlp": 1})
+    assert {t.name for t in overlay.data} >= {"Perfect calibration", "wine_svc", "wine_mlp"}
+    assert "xaxis2" in overlay.layout and "xaxis3" not in overlay.layout  # diagram + histogram
+    line = next(t for t in overlay.data if t.name == "wine_mlp" and t.mode == "lines+markers")
+    assert line.line.color == figures.color_for(1)
+    np.testing.assert_allclose(line.error_y.array, tables["wine_mlp"]["ci_high"] - tables["wine_mlp"]["observed_frequency"])
+    counts = [t for t in overlay.data if t.type == "bar"]
+    assert sum(len(t.y) for t in counts) == len(tables["wine_svc"]) + len(tables["wine_mlp"])
+
+    side = figures.reliability_figure(tables, layout="side_by_side", style="bars", histogram_log=True)
+    assert "xaxis4" in side.layout and side.layout.yaxis3.type == "log"
+    gaps = [t for t in side.data if t.name == "Gap (confidence - frequency)"]
+    assert len(gaps) == 2 and sum(bool(t.showlegend) for t in gaps) == 1
+    np.testing.assert_allclose(np.asarray(gaps[0].base, dtype=float), tables["wine_svc"]["observed_frequency"])
+    with pytest.raises(ValueError, match="layout"):
+        figures.reliability_figure(tables, layout="grid")
+
+
+def test_per_class_and_sensitivity_figures():
+    predictions = load_demo("wine_gaussian_nb")
+    table = pd.DataFrame({
+        "class": list(predictions.class_names), "support": [10, 20, 30], "mean_probability": [0.3, 0.3, 0.4],
+        "ace": [0.1, 0.3, 0.2], "tace": [0.1, 0.3, 0.2], "classwise_ece": [0.05, 0.01, 0.02],
+    })
+    fig = figures.per_class_figure({"m": table}, sort_by="ace")
+    names = list(predictions.class_names)
+    assert list(fig.layout.xaxis.categoryarray) == [names[1], names[2], names[0]]
+    fig = figures.per_class_figure({"m": table}, sort_by="classwise_ece")
+    assert list(fig.layout.xaxis2.categoryarray) == [names[0], names[2], names[1]]
+
+    sweep = cc.bin_sensitivity(predictions.probs, predictions.labels, bin_counts=range(2, 31)).assign(model="m")
+    fig = figures.sensitivity_figure(sweep, marks={"a": 5, "b": 9.5})
+    assert len(fig.data) == 4 * 2 + 2
+    assert sorted(shape.x0 for shape in fig.layout.shapes) == [5] * 4 + [9.5] * 4
+
+    ranking = cc.rank_by_bins({"m": sweep.drop(columns="model"), "n": sweep.drop(columns="model").assign(
+        value=lambda t: t["value"] * 1.5)})
+    ranks = ranking.ranks[(ranking.ranks.metric == "ece") & (ranking.ranks.binning == "uniform")]
+    rho = ranking.spearman[(ranking.spearman.metric == "ece") & (ranking.spearman.binning == "uniform")]
+    fig = figures.rank_figure(ranks, rho)
+    heatmap = fig.data[0]
+    assert list(heatmap.y) == ["m", "n"] and heatmap.z.shape == (2, 29)
+    assert (heatmap.z[0] == 1).all() and (heatmap.z[1] == 2).all()
