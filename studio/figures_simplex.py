@@ -28,6 +28,14 @@ ARROW_TRACE_NAME = "arrows"
 #: Distinct fill colours used for the count colour scale (one trace each at most).
 _COLOUR_LEVELS = 48
 
+#: With a colour bar the triangle takes the left part of the figure, the bar sits to its right
+#: (Plotly would otherwise draw the bar over the third vertex's title).
+_TERNARY_WIDTH = 0.8
+_COLOUR_BAR_X = 0.9
+
+#: Marker sizes (px) of an arrow's tail and head; the head must stay visible on short arrows.
+_TAIL_SIZE, _HEAD_SIZE = 5, 14
+
 
 def _vertex_names(result: SimplexReliability | CellTable, class_names: Sequence[str] | None) -> tuple[str, str, str]:
     projection = result.projection if isinstance(result, SimplexReliability) else None
@@ -106,7 +114,8 @@ def _cell_traces(table: CellTable, n_bins: int, colorscale: str, count_scale: st
         a=[1.0 / 3.0, 1.0 / 3.0], b=[1.0 / 3.0, 1.0 / 3.0], c=[1.0 / 3.0, 1.0 / 3.0], mode="markers",
         name="count", showlegend=False, hoverinfo="skip",
         marker={"color": [low, high], "colorscale": colorscale, "cmin": low, "cmax": high, "opacity": 0,
-                "showscale": True, "colorbar": ticks},
+                "showscale": True, "colorbar": {**ticks, "x": _COLOUR_BAR_X, "xanchor": "left", "len": 0.8,
+                                         "thickness": 16}},
     ))
     return traces
 
@@ -151,7 +160,7 @@ def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, st
                 f"<br>deviation ({table.distance}): {table.deviation[i]:.4f}")
         text.extend([info, info, None])
     symbols = ["circle", "arrow", "circle"] * n
-    sizes = [4, 11, 0] * n
+    sizes = [_TAIL_SIZE, _HEAD_SIZE, 0] * n
 
     def as_list(values: np.ndarray) -> list:
         # None (not NaN) separates the segments of one trace.
@@ -160,8 +169,10 @@ def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, st
     return go.Scatterternary(
         a=as_list(a), b=as_list(b), c=as_list(c), mode="lines+markers", name=ARROW_TRACE_NAME,
         line={"color": "#d62728", "width": 1.6},
-        marker={"symbol": symbols, "size": sizes, "angleref": "previous", "color": "#d62728"},
+        marker={"symbol": symbols, "size": sizes, "angleref": "previous", "color": "#d62728",
+                "line": {"width": 0}},
         text=text, hovertemplate="%{text}<extra></extra>", showlegend=False, connectgaps=False,
+        cliponaxis=False,  # heads on a vertex or an edge are drawn whole
     )
 
 
@@ -242,14 +253,16 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     names = _vertex_names(table_or_result, class_names)
 
     partition = table.partition
-    if partition.kind == "uniform" and partition.keys is not None and partition.n_bins is not None:
+    colour_bar = partition.kind == "uniform" and partition.keys is not None and partition.n_bins is not None
+    if colour_bar:
         traces = _cell_traces(table, partition.n_bins, colorscale, count_scale)
     else:
         traces = _point_traces(table_or_result, int(max_points), seed)
     traces.append(_arrow_trace(table, float(arrow_scale), names))
 
     fig = go.Figure(traces)
-    axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickformat": ".1f"}
+    axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickformat": ".1f",
+            "layer": "below traces"}  # arrows along an edge (binary views) stay visible
     fig.update_layout(
         ternary={
             "sum": 1.0,
@@ -257,6 +270,7 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
             "baxis": {**axis, "title": {"text": names[1]}},
             "caxis": {**axis, "title": {"text": names[2]}},
             "bgcolor": "white",
+            "domain": {"x": [0.0, _TERNARY_WIDTH if colour_bar else 1.0], "y": [0.0, 1.0]},
         },
         title={"text": title} if title else None,
         margin={"l": 90, "r": 90, "t": 70 if title else 40, "b": 50},
