@@ -3,8 +3,9 @@
 Both compare the residuals ``onehot(y) - p`` (or ``correct - confidence``) of
 pairs of predictions weighted by a kernel on the predictions. The pairwise
 sums are O(N^2); they are computed over row blocks whose float64 matrices
-stay far below 256 MB (see :data:`BLOCK_ELEMENTS`), and the one-dimensional
-MMCE uses an exact O(N log N) recursion instead.
+stay far below 256 MB (see :data:`BLOCK_ELEMENTS`), on :data:`WORKERS`
+threads, and the one-dimensional MMCE uses an exact O(N log N) recursion
+instead.
 
 References
 ----------
@@ -19,7 +20,10 @@ References
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,9 +47,16 @@ BLOCK_ELEMENTS = 1 << 21
 #: Above this many rows, ``skce(..., estimator="block", bandwidth=None)`` takes
 #: the median over the pairs of a random subset of this many rows, so that the
 #: linear-time estimator does not pay for an all-pairs median.
-MEDIAN_MAX_ROWS = 20_000
+MEDIAN_MAX_ROWS = 5_000
+
+#: Threads that process row blocks at once. NumPy releases the GIL inside
+#: its array loops and BLAS calls, so blocks run in parallel; each block's
+#: result is combined in block order, so the result does not depend on it.
+WORKERS = max(1, min(2, os.cpu_count() or 1))
 
 _ESTIMATORS = ("unbiased", "block")
+
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- blocks
@@ -70,14 +81,28 @@ def row_blocks(n_rows: int, n_cols: int, *, triangular: bool = False,
         start = stop
 
 
-def _pairwise_distances(points: NDArray[np.float64], squared_norms: NDArray[np.float64],
+def map_blocks(function: Callable[[int, int], _T], blocks: Iterable[tuple[int, int]]) -> list[_T]:
+    """``[function(start, stop) for start, stop in blocks]``, on :data:`WORKERS` threads."""
+    blocks = list(blocks)
+    if WORKERS == 1 or len(blocks) < 2:
+        return [function(start, stop) for start, stop in blocks]
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        return list(pool.map(lambda block: function(*block), blocks))
+
+
+def _squared_distances(points: NDArray[np.float64], squared_norms: NDArray[np.float64],
                         start: int, stop: int, col_start: int = 0) -> NDArray[np.float64]:
-    """Euclidean distances between rows ``start:stop`` and rows ``col_start:`` (Gram trick)."""
-    block = points[start:stop] @ points[col_start:].T
-    block *= -2.0
+    """Squared Euclidean distances between rows ``start:stop`` and rows ``col_start:`` (Gram trick)."""
+    block = points[start:stop] @ (-2.0 * points[col_start:]).T
     block += squared_norms[start:stop, None]
     block += squared_norms[None, col_start:]
-    np.maximum(block, 0.0, out=block)  # rounding can make tiny squared distances negative
+    return np.maximum(block, 0.0, out=block)  # rounding can make tiny squared distances negative
+
+
+def _pairwise_distances(points: NDArray[np.float64], squared_norms: NDArray[np.float64],
+                        start: int, stop: int, col_start: int = 0) -> NDArray[np.float64]:
+    """Euclidean distances between rows ``start:stop`` and rows ``col_start:``."""
+    block = _squared_distances(points, squared_norms, start, stop, col_start)
     return np.sqrt(block, out=block)
 
 
@@ -150,13 +175,23 @@ def _exact_median_distance(points: NDArray[np.float64], rng: np.random.Generator
         low, high = np.quantile(sample, [max(0.0, 0.5 - margin), min(1.0, 0.5 + margin)])
         if margin >= 0.5:
             low, high = -np.inf, np.inf
-        below = 0
-        kept: list[NDArray[np.float64]] = []
-        for start, stop in row_blocks(n, n, triangular=True):
-            distances = _pairwise_distances(points, squared_norms, start, stop, col_start=start)
-            distances = distances[_upper_triangle_mask(stop - start, n - start)]
-            below += int(np.count_nonzero(distances < low))
-            kept.append(distances[(distances >= low) & (distances <= high)])
+        # Compare squared distances (no square root over all pairs); keep the bracket's values.
+        low2 = np.sign(low) * low * low
+        high2 = high * high
+
+        def scan(start: int, stop: int) -> tuple[int, NDArray[np.float64]]:
+            squared = _squared_distances(points, squared_norms, start, stop, col_start=start)
+            rows = stop - start
+            square = squared[:, :rows][_upper_triangle_mask(rows, rows)]
+            rest = squared[:, rows:]
+            below = int(np.count_nonzero(square < low2)) + int(np.count_nonzero(rest < low2))
+            kept = np.concatenate([square[(square >= low2) & (square <= high2)],
+                                   rest[(rest >= low2) & (rest <= high2)]])
+            return below, np.sqrt(kept)
+
+        scanned = map_blocks(scan, row_blocks(n, n, triangular=True))
+        below = sum(count for count, _ in scanned)
+        kept = [values for _, values in scanned]
         inside = np.concatenate(kept)
         if below <= ranks[0] and ranks[1] < below + inside.size:
             local = [ranks[0] - below, ranks[1] - below]
@@ -319,13 +354,15 @@ def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
         inner = np.einsum("ij,ij->i", residual[0:2 * half:2], residual[1:2 * half:2])
         return float(np.mean(np.exp(-distance / bandwidth) * inner))
     squared_norms = np.einsum("ij,ij->i", probs, probs)
-    total = 0.0
-    for start, stop in row_blocks(n, n, triangular=True):
+
+    def block_sum(start: int, stop: int) -> float:
         weights = _pairwise_distances(probs, squared_norms, start, stop, col_start=start)
         weights *= -1.0 / bandwidth
         np.exp(weights, out=weights)
         weights *= residual[start:stop] @ residual[start:].T
         rows = stop - start
         # The leading rows x rows square holds the diagonal and the lower triangle.
-        total += float(weights[:, rows:].sum()) + float(weights[:, :rows][_upper_triangle_mask(rows, rows)].sum())
+        return float(weights[:, rows:].sum()) + float(weights[:, :rows][_upper_triangle_mask(rows, rows)].sum())
+
+    total = sum(map_blocks(block_sum, row_blocks(n, n, triangular=True)))
     return 2.0 * total / (n * (n - 1))

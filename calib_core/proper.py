@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln, xlogy
 
 from calib_core.binned import top_label
-from calib_core.kernel import row_blocks
+from calib_core.kernel import map_blocks, row_blocks
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -109,15 +109,16 @@ def _loo_conditional_mean(points: NDArray[np.float64], labels: NDArray[np.intp],
     onehot[np.arange(n), labels] = 1.0
     log_points = _log_points(points)
     log_norm = _dirichlet_parts(points, bandwidth)
-    result = np.empty((n, k))
-    for start, stop in row_blocks(n, n):
+
+    def block_mean(start: int, stop: int) -> NDArray[np.float64]:
         block = _loo_log_kernel(log_points, points, log_norm, bandwidth, start, stop)
         # log-sum-exp with the row maximum (appendix E.1, eq. 45): every ratio
         # sum_j k_hj y_j / sum_j k_hj is formed from exp(log k_hj - max_j log k_hj).
         block -= block.max(axis=1, keepdims=True)
         np.exp(block, out=block)
-        result[start:stop] = (block @ onehot) / block.sum(axis=1, keepdims=True)
-    return result
+        return (block @ onehot) / block.sum(axis=1, keepdims=True)
+
+    return np.concatenate(map_blocks(block_mean, row_blocks(n, n)))
 
 
 def _likelihood_rows(points: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -140,11 +141,12 @@ def _loo_log_likelihoods(points: NDArray[np.float64], grid: NDArray[np.float64])
     rows = _likelihood_rows(points)
     log_points = _log_points(points)
     log_norms = [_dirichlet_parts(points, float(b)) for b in grid]
-    totals = np.zeros(len(grid))
-    for start, stop in row_blocks(rows.size, n):
+
+    def block_totals(start: int, stop: int) -> NDArray[np.float64]:
         chosen = rows[start:stop]
         cross = log_points[chosen] @ points.T  # sum_k x_jk log x_hk, the same for every bandwidth
         local = np.arange(chosen.size)
+        totals = np.empty(len(grid))
         for index, bandwidth in enumerate(grid):
             block = cross * (1.0 / bandwidth)
             block += log_norms[index][None, :]
@@ -152,7 +154,10 @@ def _loo_log_likelihoods(points: NDArray[np.float64], grid: NDArray[np.float64])
             peak = block.max(axis=1)
             block -= peak[:, None]
             np.exp(block, out=block)
-            totals[index] += float(np.sum(peak + np.log(block.sum(axis=1))))
+            totals[index] = float(np.sum(peak + np.log(block.sum(axis=1))))
+        return totals
+
+    totals = np.sum(map_blocks(block_totals, row_blocks(rows.size, n)), axis=0)
     return totals / rows.size - np.log(n - 1)
 
 
