@@ -52,7 +52,9 @@ __all__ = [
 ]
 
 #: Probabilities are floored at this value inside the logarithm of the log
-#: score and of the KL divergence's gradient, as :func:`calib_core.nll` does.
+#: score in :func:`score_decomposition` and :func:`calibration_upper_bound`,
+#: as :func:`calib_core.nll` does. :func:`kde_ce` does not floor them (only
+#: an exact 0 becomes the smallest positive double), like the reference code.
 LOG_EPSILON = 1e-12
 
 #: Zero probabilities enter the Dirichlet kernel through log(tiny) instead of
@@ -295,7 +297,7 @@ def _bregman_ce(points: NDArray[np.float64], labels: NDArray[np.intp], condition
         # CE = -REF + mean(D_F(y, g) - F(y)) with REF = -mean ||r||^2, D_F = Brier, F(y) = 1.
         brier = np.einsum("ij,ij->i", points, points) - 2.0 * points[rows, labels] + 1.0
         return float(np.mean(np.einsum("ij,ij->i", conditional, conditional)) + np.mean(brier) - 1.0)
-    log_points = np.log(np.maximum(points, LOG_EPSILON))
+    log_points = _log_points(points)
     if estimator == "direct":
         # D_F(r, g) = F(r) - F(g) - <log g + 1, r - g> with F(p) = <p, log p>.
         gradient_term = np.einsum("ij,ij->i", log_points + 1.0, conditional - points)
@@ -358,10 +360,12 @@ def kde_ce(probs: ArrayLike, labels: ArrayLike, divergence: str = "kl", bandwidt
     For l2 the refinement form is ``mean ||r_h||^2 + Brier - 1``, for kl
     ``mean <r_h, log r_h> + NLL``. Kernel sums are taken in log space with
     the row maximum subtracted (appendix E.1) over row blocks, O(N^2 K)
-    time and O(N K) memory. Inside logarithms ``g`` is floored at
-    :data:`LOG_EPSILON` (1e-12, as :func:`calib_core.nll`), so a class
+    time and O(N K) memory. Logarithms of ``g`` are exact; only an exact 0
+    is replaced by the smallest positive double (log = -708), so a class
     predicted with probability 0 that nevertheless occurs nearby costs a
-    large but finite amount. Class-wise l2 uses the binary
+    large but finite amount. (:func:`score_decomposition` instead floors at
+    1e-12 like :func:`calib_core.nll`; the two agree whenever every
+    probability of a true class is >= 1e-12.) Class-wise l2 uses the binary
     :math:`F(q) = q^2 + (1-q)^2`, so each class contributes
     :math:`2 E[(P(Y=k|g_k) - g_k)^2]` (appendix D; the reference code's
     ``l2_norm`` on ``[1 - g_k, g_k]``). The bias is O(1/n) (Proposition 5.2);

@@ -95,6 +95,15 @@ def test_kde_ce_direct_and_refinement_formulas():
         np.mean(np.sum(xlogy(r, r), axis=1)) + nll, rel=1e-10)
 
 
+def test_kde_ce_uses_exact_logarithms_of_tiny_probabilities():
+    probs, labels = random_case(5, n=20, k=3)
+    probs[:5] = [1.0 - 2e-20, 1e-20, 1e-20]  # confident softmax outputs far below nll's 1e-12 floor
+    labels[:5] = [0, 0, 0, 0, 1]
+    r = brute_force_conditional(probs, labels, 0.1)
+    expected = np.mean(np.sum(xlogy(r, r) - r * np.log(probs), axis=1))
+    assert kde_ce(probs, labels, "kl", 0.1) == pytest.approx(expected, rel=1e-9)
+
+
 def test_classwise_uses_the_beta_kernel_and_the_binary_divergence():
     probs, labels = random_case(2, n=25, k=3)
     h = 0.08
