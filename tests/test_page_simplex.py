@@ -1,0 +1,318 @@
+"""AppTest tests of the Simplex page (pages/5_Simplex.py) and its cached helpers (studio/compute_simplex.py).
+
+Each test opens the page as a deep link in a fresh session (``switch_page``
+before the first run), so the page sets itself up and loads ``?demo=``.
+Expected values are computed independently with calib_core on the same data.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import calib_core as cc
+from calib_core.io import Predictions, load_demo
+from studio import compute_simplex as cs
+from studio import state
+from studio.figures_simplex import ARROW_TRACE_NAME
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+PAGE = "pages/5_Simplex.py"
+TIMEOUT = 60
+DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(demo_dir):
+    """st.cache_data is process-wide: clear it so that every test computes its own results."""
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def open_page(demo: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if demo:
+        at.query_params["demo"] = demo
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def open_with_model(predictions: Predictions) -> AppTest:
+    """The page with one model given as arrays (as after an upload), in a fresh session."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
+    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def chart_spec(at: AppTest) -> dict:
+    (chart,) = at.get("plotly_chart")
+    return json.loads(chart.proto.spec)
+
+
+def as_array(data) -> np.ndarray:
+    """A trace array from plotly JSON (a list with None gaps, or base64 "bdata")."""
+    if isinstance(data, dict) and "bdata" in data:
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).astype(float)
+    return np.array([np.nan if v is None else v for v in data], dtype=float)
+
+
+def arrows(at: AppTest) -> tuple[np.ndarray, np.ndarray]:
+    """Tails and heads of the chart's arrows, shape (n_arrows, 3) each."""
+    (trace,) = [t for t in chart_spec(at)["data"] if t.get("name") == ARROW_TRACE_NAME]
+    coords = np.column_stack([as_array(trace[axis]) for axis in "abc"])
+    assert coords.shape[0] % 3 == 0
+    assert np.isnan(coords[2::3]).all(), "arrows are separated by gaps"
+    assert list(trace["marker"]["symbol"][1::3]) == ["arrow"] * (coords.shape[0] // 3), "every head is an arrow"
+    return coords[0::3], coords[1::3]
+
+
+def titles(at: AppTest) -> list[str]:
+    ternary = chart_spec(at)["layout"]["ternary"]
+    return [ternary[f"{axis}axis"]["title"]["text"] for axis in "abc"]
+
+
+def metric_values(at: AppTest) -> list[float]:
+    return [float(m.value) for m in at.metric]
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.main.caption)
+
+
+# ----------------------------------------------------------------------------- every kind of demo
+
+@pytest.mark.parametrize("demo, n_metrics", [(None, 2), (WINE, 1), (CANCER, 1)],
+                         ids=["default-10-class", "3-class", "binary"])
+def test_page_runs_and_draws_one_arrow_per_non_empty_cell(demo, n_metrics):
+    at = open_page(demo)
+    assert_clean(at)
+    assert at.title[0].value.startswith("Simplex")
+    data = load_demo(demo or state.DEFAULT_DEMO)
+    expected = cc.simplex_reliability(data.probs, data.labels, n_bins=10).table
+    tails, heads = arrows(at)
+    assert tails.shape[0] == expected.n_cells
+    np.testing.assert_allclose(tails, expected.mean_prediction, atol=1e-9)
+    np.testing.assert_allclose(heads, expected.observed_frequency, atol=1e-9)  # arrow scale 1
+    # The estimate beside the chart is canonical_ce on all K classes, with its band.
+    assert len(at.metric) == n_metrics
+    assert at.metric[0].value == f"{cc.canonical_ce(data.probs, data.labels):.4f}"
+    assert "200 consistency resamples" in captions(at) and "p-value" in captions(at)
+    if n_metrics == 2:  # ten classes in three groups: the arrows' own estimate too
+        assert at.metric[1].value == f"{expected.estimate:.4f}"
+    if demo == CANCER:
+        assert titles(at) == ["malignant", "benign", ""]
+        assert np.allclose(tails[:, 2], 0) and np.allclose(heads[:, 2], 0), "binary: on the edge"
+
+
+def test_digits_defaults_show_the_groups_of_the_paper_and_an_overconfident_model():
+    at = open_page()
+    assert titles(at) == ["0 + 1 + 2", "3 + 4 + 5", "6 + 7 + 8 + 9"]
+    assert [w.value for w in at.multiselect] == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
+    # Gaussian naive Bayes on digits is far too confident: far above its band.
+    assert "Above the band" in at.warning[0].value
+    data = load_demo(state.DEFAULT_DEMO)
+    band = cc.consistency_resampling(data.probs, data.labels, cc.CanonicalCE(), 200, seed=0)
+    assert f"**{band.lower:.4f}** and **{band.upper:.4f}**" in captions(at)
+    assert f"p-value **{band.p_value:.3f}**" in captions(at)
+
+
+# ----------------------------------------------------------------------------- widgets
+
+def test_widgets_redraw_the_arrows_and_the_estimates():
+    at = open_page(WINE)
+    data = load_demo(WINE)
+    probs, labels = data.probs, data.labels
+
+    at.slider(key="keep:simplex.n_bins").set_value(4).run()
+    assert_clean(at)
+    table = cc.simplex_reliability(probs, labels, n_bins=4).table
+    tails, heads = arrows(at)
+    assert tails.shape[0] == table.n_cells
+    assert at.metric[0].value == f"{cc.canonical_ce(probs, labels, n_bins=4):.4f}"
+
+    at.slider(key="keep:simplex.arrow_scale").set_value(2.5).run()
+    scaled_tails, scaled_heads = arrows(at)
+    np.testing.assert_allclose(scaled_tails, tails)
+    np.testing.assert_allclose(scaled_heads, tails + 2.5 * (heads - tails), atol=1e-9)
+    assert "2.5× their length" in captions(at)
+
+    at.radio(key="keep:simplex.distance").set_value("sq_euclidean").run()
+    assert at.metric[0].value == f"{cc.canonical_ce(probs, labels, 'sq_euclidean', n_bins=4):.4f}"
+
+    at.radio(key="keep:simplex.partition").set_value("data_dependent").run()
+    at.number_input(key="keep:simplex.min_bin_size").set_value(10).run()
+    assert_clean(at)
+    table = cc.simplex_reliability(probs, labels, partition="data_dependent", min_bin_size=10).table
+    assert arrows(at)[0].shape[0] == table.n_cells > 1
+    assert at.metric[0].value == f"{cc.canonical_ce(probs, labels, 'sq_euclidean', 'data_dependent', min_bin_size=10):.4f}"
+
+    at.selectbox(key="keep:simplex.n_resamples").set_value(100).run()
+    at.number_input(key="keep:simplex.seed").set_value(7).run()
+    band = cc.consistency_resampling(probs, labels, cc.CanonicalCE("sq_euclidean", "data_dependent", min_bin_size=10),
+                                     100, seed=7)
+    assert "100 consistency resamples" in captions(at)
+    assert f"**{band.lower:.4f}** and **{band.upper:.4f}**" in captions(at)
+
+
+def test_lenses_change_the_view_and_the_estimate():
+    at = open_page(WINE)
+    data = load_demo(WINE)
+    assert at.selectbox(key="keep:simplex.marginal_class").disabled
+
+    at.radio(key="keep:simplex.lens").set_value("max").run()
+    assert_clean(at)
+    assert titles(at) == ["predicted class", "another class", ""]
+    # The max lens with uniform bins is the top-label ECE.
+    assert at.metric[0].value == f"{cc.ece(data.probs, data.labels, n_bins=10):.4f}"
+    points, outcomes = cc.lens_view(data.probs, data.labels, "max")
+    assert arrows(at)[0].shape[0] == cc.simplex_reliability(points, outcomes).table.n_cells
+    assert all(w.disabled for w in at.multiselect), "the vertex pickers only apply to the canonical lens"
+
+    at.radio(key="keep:simplex.lens").set_value("marginal").run()
+    at.selectbox(key="keep:simplex.marginal_class").set_value(2).run()
+    assert_clean(at)
+    assert titles(at) == ["class class_2", "not class class_2", ""]
+    assert at.metric[0].value == f"{cc.canonical_ce(data.probs, data.labels, lens='marginal', class_index=2):.4f}"
+
+
+def test_three_classes_of_ten():
+    at = open_page()
+    at.radio(key="keep:simplex.mode").set_value("classes").run()
+    for j, k in enumerate((1, 7, 8)):
+        at.selectbox(key=f"keep:simplex.class{j}.K10").set_value(k)
+    at.run()
+    assert_clean(at)
+    data = load_demo(state.DEFAULT_DEMO)
+    rel = cc.simplex_reliability(data.probs, data.labels, classes=(1, 7, 8))
+    assert titles(at) == ["1", "7", "8"]
+    assert arrows(at)[0].shape[0] == rel.table.n_cells
+    assert f"{rel.projection.n_excluded:,} rows with another label are left out" in captions(at)
+    assert at.metric[1].value == f"{rel.estimate:.4f}"
+
+
+def test_edited_groups_are_used():
+    at = open_page()
+    at.multiselect(key="keep:simplex.group2.K10").unselect(9)
+    at.multiselect(key="keep:simplex.group0.K10").select(9)
+    at.run()
+    assert_clean(at)
+    assert titles(at)[0] == "0 + 1 + 2 + 9"
+    data = load_demo(state.DEFAULT_DEMO)
+    rel = cc.simplex_reliability(data.probs, data.labels, groups=[[0, 1, 2, 9], [3, 4, 5], [6, 7, 8]])
+    np.testing.assert_allclose(arrows(at)[1], rel.table.observed_frequency, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- invalid choices
+
+def test_a_class_in_no_group_or_two_groups_is_an_error_not_a_traceback():
+    at = open_page()
+    at.multiselect(key="keep:simplex.group2.K10").unselect(9).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "exactly one group" in error.value and "class 9 is in no group" in error.value
+    assert not at.get("plotly_chart")
+
+    at.multiselect(key="keep:simplex.group1.K10").select(0).run()
+    (error,) = at.error
+    assert "class 0 is in more than one group" in error.value and "class 9 is in no group" in error.value
+
+    at.multiselect(key="keep:simplex.group1.K10").unselect(0)
+    at.multiselect(key="keep:simplex.group2.K10").select(9)
+    at.run()
+    assert_clean(at)
+    assert at.get("plotly_chart")
+
+
+def test_one_non_empty_group_is_an_error():
+    at = open_page(WINE)
+    at.multiselect(key="keep:simplex.group0.K3").set_value([0, 1, 2])
+    at.multiselect(key="keep:simplex.group1.K3").set_value([])
+    at.multiselect(key="keep:simplex.group2.K3").set_value([])
+    at.run()
+    assert not at.exception
+    (error,) = at.error
+    assert "at least two groups" in error.value
+
+
+def test_the_same_class_twice_is_an_error():
+    at = open_page()
+    at.radio(key="keep:simplex.mode").set_value("classes").run()
+    at.selectbox(key="keep:simplex.class2.K10").set_value(0).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "three different classes" in error.value and "class 0 is picked more than once" in error.value
+
+
+def test_classes_without_rows_give_an_error():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(4), size=60)
+    model = Predictions(probs, np.full(60, 3), ("a", "b", "c", "d"), name="only_d")
+    at = open_with_model(model)
+    assert_clean(at)
+    at.radio(key="keep:simplex.mode").set_value("classes").run()
+    assert not at.exception
+    (error,) = at.error
+    assert "cannot be drawn" in error.value and "no row has a label among `classes`" in error.value
+
+
+def test_binary_model_offers_groups_only():
+    at = open_page(CANCER)
+    assert at.radio(key="keep:simplex.mode").options == ["three groups of classes"]
+    assert at.radio(key="keep:simplex.mode").disabled
+    assert "binary model" in captions(at)
+
+
+# ----------------------------------------------------------------------------- several models
+
+def test_model_selector_switches_the_chart():
+    at = open_page(f"{WINE},{DIGITS}")
+    assert_clean(at)
+    selector = at.selectbox(key="keep:simplex.model")
+    assert selector.options == [WINE, DIGITS]
+    assert titles(at) == ["class_0", "class_1", "class_2"]
+    selector.set_value(DIGITS).run()
+    assert_clean(at)
+    assert titles(at) == ["0 + 1 + 2", "3 + 4 + 5", "6 + 7 + 8 + 9"]
+    data = load_demo(DIGITS)
+    assert at.metric[0].value == f"{cc.canonical_ce(data.probs, data.labels):.4f}"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def test_group_problems():
+    assert cs.group_problems([(0, 1), (2,), (3,)], 4) == ([], [])
+    assert cs.group_problems([(0, 1), (1,), ()], 4) == ([1], [2, 3])
+    assert cs.group_problems([(), (), ()], 2) == ([], [0, 1])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_whole_model_view_gives_the_same_estimate(n_classes):
+    """When view_is_whole_model says so, the arrows' estimate is canonical_ce itself (one metric suffices)."""
+    rng = np.random.default_rng(n_classes)
+    probs = rng.dirichlet(np.ones(n_classes), size=400)
+    labels = cc.sample_labels(probs ** 2 / (probs ** 2).sum(axis=1, keepdims=True), seed=1)[0]
+    vertices = cs.Vertices("groups", cc.default_groups(n_classes))
+    assert cs.view_is_whole_model(vertices, "canonical", n_classes)
+    for partition in ("uniform", "data_dependent"):
+        for distance in ("tv", "sq_euclidean"):
+            view = cc.simplex_reliability(probs, labels, partition=partition, min_bin_size=40, n_bins=7,
+                                          distance=distance)
+            assert view.estimate == pytest.approx(
+                cc.canonical_ce(probs, labels, distance, partition, 7, 40), abs=1e-12)
+    assert not cs.view_is_whole_model(cs.Vertices("groups", ((1,), (0,), (2,))), "canonical", 3)
+    assert not cs.view_is_whole_model(cs.Vertices("groups", ((0, 1), (2,), (3,))), "canonical", 4)
+    assert cs.view_is_whole_model(vertices, "max", n_classes)
