@@ -76,7 +76,7 @@ _SCORES = ("brier", "log")
 
 
 # --------------------------------------------------------------------------- kernel
-def _dirichlet_parts(points: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
+def _log_normalisers(points: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
     """Log normalising constant of the Dirichlet kernel centred at each row.
 
     ``log k(x_h, x_j) = sum_k (alpha_jk - 1) log x_hk + log C_j`` with
@@ -110,7 +110,7 @@ def _loo_conditional_mean(points: NDArray[np.float64], labels: NDArray[np.intp],
     onehot = np.zeros((n, k))
     onehot[np.arange(n), labels] = 1.0
     log_points = _log_points(points)
-    log_norm = _dirichlet_parts(points, bandwidth)
+    log_norm = _log_normalisers(points, bandwidth)
 
     def block_mean(start: int, stop: int) -> NDArray[np.float64]:
         block = _loo_log_kernel(log_points, points, log_norm, bandwidth, start, stop)
@@ -142,7 +142,7 @@ def _loo_log_likelihoods(points: NDArray[np.float64], grid: NDArray[np.float64])
     n = points.shape[0]
     rows = _likelihood_rows(points)
     log_points = _log_points(points)
-    log_norms = [_dirichlet_parts(points, float(b)) for b in grid]
+    log_norms = [_log_normalisers(points, float(b)) for b in grid]
 
     def block_totals(start: int, stop: int) -> NDArray[np.float64]:
         chosen = rows[start:stop]
@@ -745,8 +745,9 @@ def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binnin
     atol = check_positive(atol, "atol", allow_zero=True)
     _check_min_rows(probs.shape[0], "bound_chain")
 
-    ce2_squared = kde_ce(probs, labels, "l2", bandwidth, estimator="direct", bandwidth_grid=grid)
-    kernel_name = "leave-one-out Dirichlet kernel" if bandwidth != "auto" else "leave-one-out Dirichlet kernel, LOO-ML bandwidth"
+    ce2_bandwidth = _resolve_bandwidth(probs, bandwidth, grid)
+    ce2_squared = _bregman_ce(probs, labels, _loo_conditional_mean(probs, labels, ce2_bandwidth), "l2", "direct")
+    kernel_name = f"leave-one-out Dirichlet kernel, h = {ce2_bandwidth:g}"
     if estimator == "kde":
         class_gaps = np.stack([
             _kde_binary_gap(probs[:, k], (labels == k).astype(np.intp), bandwidth, grid)
