@@ -36,8 +36,8 @@ arrangement = layout_col.radio("Models", ["overlay", "side_by_side"], horizontal
                                disabled=len(models) < 2)
 style = style_col.radio("Draw bins as", ["points", "bars"], horizontal=True,
                         key=default("keep:reliability.style", "points"))
-histogram_log = log_col.toggle("Log-scale histogram", key=default("keep:reliability.log", False),
-                               help="Useful when almost every row falls into one bin.")
+histogram_log = log_col.toggle("Log scale", key=default("keep:reliability.log", False),
+                               help="Log-scale the histogram: useful when almost every row falls into one bin.")
 
 usable = [m for m in models if target == "top_label" or target < m.predictions.n_classes]
 skipped = [m.name for m in models if m not in usable]

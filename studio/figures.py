@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DIAGONAL_COLOR = "#7f7f7f"
 GAP_OVER = "rgba(213, 94, 0, 0.45)"   # over-confident: confidence above observed frequency
-GAP_UNDER = "rgba(0, 114, 178, 0.35)"  # under-confident
+GAP_UNDER = "rgba(255, 255, 255, 0.45)"  # under-confident: a lighter, hatched part of the bar
 FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
 _BINNING_DASH = {"uniform": "solid", "adaptive": "dot"}
 _METRIC_TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}

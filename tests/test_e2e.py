@@ -156,7 +156,14 @@ def test_upload_csv_then_reliability_chart(server, page, demo_dir, tmp_path):
         wait_for_app(page)
         chart = wait_for_plot(page)
         assert_no_exception(page)
+        page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
         if label == "Reliability":
             legend = chart.locator(".legend").first.text_content()
             assert "uploaded_forest" in legend and "digits_gaussian_nb" in legend
-        page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
+            for option in ("side by side", "bars"):
+                page.locator("[data-testid='stRadio']").get_by_text(option, exact=True).click()
+                wait_for_app(page)
+            chart = wait_for_plot(page)
+            assert chart.locator("g.trace.bars").count() >= 4  # bars and gap bars of two models
+            assert_no_exception(page)
+            page.screenshot(path=str(ARTIFACTS / "reliability-side-by-side-bars.png"))
