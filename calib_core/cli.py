@@ -87,7 +87,7 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
     from calib_core.evaluate import DEFAULT_BATCH_ROWS, SUMMARY_SWEEP_BINS, evaluate
     from calib_core.registry import METRICS
 
-    result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
+    result = evaluate(args.path, engine=engine, batch_rows=DEFAULT_BATCH_ROWS if args.batch_rows is None else args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
                       label_column=args.label_column, input_kind=args.input_kind, split=args.split,
                       sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar())

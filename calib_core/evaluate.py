@@ -340,9 +340,10 @@ def _parquet_batches(path: Path, columns: list[str] | None, batch_rows: int) -> 
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(path)
-        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
-            yield batch
+        # Without pre-buffering and one row group at a time, Arrow holds one row group, not the file.
+        parquet = pq.ParquetFile(path, pre_buffer=False)
+        for group in range(parquet.num_row_groups):
+            yield from parquet.iter_batches(batch_size=batch_rows, row_groups=[group], columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise CalibrationInputError(f"could not read {path.name!r} as Parquet ({_one_line(exc)}); the file may be damaged.") from exc
 
@@ -647,7 +648,7 @@ def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: 
 def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted: list[str],
                    options: dict[str, Any]) -> StreamResult:
     from calib_core.binned import top_label
-    from calib_core.binning import bin_statistics, classwise_bin_statistics
+    from calib_core.binning import bin_statistics
     from calib_core.registry import compute_metrics
     from calib_core.validation import check_probs_labels
 
@@ -659,9 +660,19 @@ def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted:
     stats = CalibrationStats(n_classes, n_bins=n_bins, sweep_bins=options["sweep_bins"], threshold=threshold)
     stats.update(probs, labels)
     confidence, correct = top_label(probs, labels)
+    from calib_core.streaming import _pad_binstats, _stack_binstats
+
+    def per_class(keep: NDArray[np.bool_] | None) -> Any:
+        # One bin_statistics call per class column (the same per-class sums as the streaming passes).
+        parts = []
+        for k in range(n_classes):
+            rows = slice(None) if keep is None else keep[:, k]
+            stats = bin_statistics(probs[rows, k], labels[rows] == k, n_bins, "adaptive")
+            parts.append(_pad_binstats(stats, n_bins))
+        return _stack_binstats(parts)
+
     adaptive = {"top_label": bin_statistics(confidence, correct, n_bins, "adaptive"),
-                "classwise": classwise_bin_statistics(probs, labels, n_bins, "adaptive"),
-                "classwise_above": classwise_bin_statistics(probs, labels, n_bins, "adaptive", keep=probs > threshold)}
+                "classwise": per_class(None), "classwise_above": per_class(probs > threshold)}
     return StreamResult({key: values[key] for key in wanted}, stats, adaptive, True, {}, 1, n_bins,
                         options["binning"], threshold)
 
@@ -698,7 +709,9 @@ def choose_engine(source: SourceLike, engine: str = "auto") -> str:
     try:
         files = resolve_files(source)
     except CalibrationInputError:
-        return "memory"  # the loader reports the problem in its own words
+        # Folders and patterns are for the streaming reader; a single bad file the loader reports itself.
+        text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else ""
+        return "stream" if not text or Path(text).is_dir() or _GLOB_CHARS & set(text) else "memory"
     if len(files) > 1:
         return "stream"
     if _format_of(files[0]) in _TABLE_FORMATS.values() and _file_bytes(files) > MEMORY_ENGINE_MAX_BYTES:

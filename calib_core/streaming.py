@@ -930,6 +930,17 @@ def _exact_adaptive(slots: _Slots, n_values: int, n_bins: int) -> BinStats:
     return _adaptive_binstats(count, sum_value, sum_target, edges, float(n_values), n_bins)
 
 
+def _pad_binstats(stats: BinStats, n_bins: int) -> BinStats:
+    """Adaptive sums extended with empty bins (NaN bounds) to ``n_bins``, so classes stack."""
+    pad = n_bins - stats.count.size
+    if pad <= 0:
+        return stats
+    zeros, nans = np.zeros(pad), np.full(pad, np.nan)
+    return BinStats(np.concatenate([stats.count, zeros]), np.concatenate([stats.sum_value, zeros]),
+                    np.concatenate([stats.sum_target, zeros]), np.concatenate([stats.lower, nans]),
+                    np.concatenate([stats.upper, nans]), stats.n_total)
+
+
 def _stack_binstats(parts: Sequence[BinStats]) -> BinStats:
     return BinStats(*(np.stack([getattr(p, name) for p in parts]) for name in ("count", "sum_value", "sum_target", "lower", "upper")),
                     np.asarray([float(p.n_total) for p in parts]))

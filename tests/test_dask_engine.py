@@ -1,0 +1,91 @@
+"""The Dask engine: partitions -> statistics -> tree reduction, on a small in-process LocalCluster."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import dask
+import distributed
+
+from calib_core.dask_engine import tree_reduce
+from calib_core.evaluate import evaluate
+from calib_core.streaming import STREAM_METRICS, CalibrationStats
+from calib_core.validation import CalibrationInputError
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Threads, not processes: starts in well under a second and needs no pickling across processes.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as connected:
+        yield connected
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dask_parts")
+    rng = np.random.default_rng(0)
+    n, k = 6_000, 4
+    probs = rng.dirichlet(np.full(k, 0.4), size=n)
+    probs[:400] = np.round(probs[:400], 1)
+    probs[:400] /= probs[:400].sum(axis=1, keepdims=True)
+    labels = rng.integers(0, k, n)
+    frame = pd.DataFrame({"label": labels, **{f"p_{j}": probs[:, j] for j in range(k)}})
+    for i, part in enumerate(np.array_split(np.arange(n), 5)):
+        frame.iloc[part].to_parquet(path / f"part-{i}.parquet", row_group_size=500)
+    frame.to_csv(path.parent / "dask_all.csv", index=False)
+    return path
+
+
+@pytest.mark.parametrize("binning", ["uniform", "adaptive"])
+def test_dask_on_a_local_cluster_equals_in_memory(client, folder, binning):
+    memory = evaluate(folder, engine="memory", binning=binning)
+    on_dask = evaluate(folder, engine="dask", scheduler=client, binning=binning, sketch_capacity=64)
+    assert on_dask.engine == "dask" and on_dask.n_samples == 6_000 and on_dask.n_passes == 3
+    assert list(on_dask.metrics) == list(STREAM_METRICS)
+    for key, value in memory.metrics.items():
+        assert on_dask.metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+
+
+def test_dask_reads_csv_and_reports_progress(client, folder):
+    calls = []
+    memory = evaluate(folder.parent / "dask_all.csv", engine="memory", metrics=["ece", "sce", "ks"])
+    on_dask = evaluate(folder.parent / "dask_all.csv", engine="dask", scheduler=client, metrics=["ece", "sce", "ks"],
+                       batch_rows=1_000, progress=lambda *a: calls.append(a))
+    for key, value in memory.metrics.items():
+        assert on_dask.metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert calls and calls[0] == (6_000, 6_000, 1)
+
+
+def test_dask_errors_are_one_clear_error(client, tmp_path):
+    frame = pd.DataFrame({"label": [0, 1], "p_0": [0.5, np.nan], "p_1": [0.5, 0.5]})
+    frame.to_parquet(tmp_path / "nan.parquet")
+    with pytest.raises(CalibrationInputError, match="NaN"):
+        evaluate(tmp_path / "nan.parquet", engine="dask", scheduler=client)
+    np.savez(tmp_path / "a.npz", probs=np.array([[0.5, 0.5]]), labels=np.array([0]))
+    with pytest.raises(CalibrationInputError, match="CSV or Parquet"):
+        evaluate(tmp_path / "a.npz", engine="dask", scheduler=client)
+
+
+def test_tree_reduce_merges_every_part_once():
+    rng = np.random.default_rng(1)
+    parts = []
+    whole = CalibrationStats(3)
+    for size in (5, 1, 7, 3, 9):
+        probs = rng.dirichlet(np.ones(3), size=size)
+        labels = rng.integers(0, 3, size)
+        parts.append(dask.delayed(CalibrationStats(3).update(probs, labels)))
+        whole.update(probs, labels)
+    merged = tree_reduce(parts).compute(scheduler="sync")
+    assert merged.n_rows == whole.n_rows == 25
+    np.testing.assert_allclose(merged.class_sum_value, whole.class_sum_value)
+    with pytest.raises(CalibrationInputError, match="no partitions"):
+        tree_reduce([])
+
+
+@pytest.mark.slow
+def test_default_local_cluster_of_worker_processes(folder):
+    """scheduler=None starts (and closes) a LocalCluster of two worker processes: statistics are pickled."""
+    memory = evaluate(folder, engine="memory", metrics=["ece", "classwise_ece", "ace", "ks", "nll"])
+    on_dask = evaluate(folder, engine="dask", metrics=["ece", "classwise_ece", "ace", "ks", "nll"])
+    for key, value in memory.metrics.items():
+        assert on_dask.metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key

@@ -1,0 +1,327 @@
+"""Mergeable statistics, the quantile sketch and the multi-pass streaming metrics."""
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import calib_core as cc
+from calib_core.binned import _reduce, _unweighted_mean_gap
+from calib_core.binning import upper_edge_index
+from calib_core.registry import compute_metrics
+from calib_core.streaming import (
+    STREAM_METRICS,
+    CalibrationStats,
+    QuantileSketch,
+    _CellIndex,
+    stream_metrics,
+)
+from calib_core.validation import CalibrationInputError
+
+
+def _data(seed, n, k, ties=False, concentration=0.5):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(k, concentration), size=n)
+    if ties:
+        # Rounded rows: many exact ties, values exactly on bin edges (0.2, 0.4, ...), zeros and ones.
+        probs = np.round(probs, 1)
+        probs[:, -1] = np.clip(1.0 - probs[:, :-1].sum(axis=1), 0.0, None)
+        probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, k, n)
+    return probs, labels
+
+
+def _reference(probs, labels, n_bins, binning):
+    """The in-memory metrics; the adaptive class-wise ones (ACE, TACE, adaptive class-wise ECE) built
+    per class with ``bin_statistics``, the contract's definition.
+
+    ``classwise_bin_statistics(..., "adaptive")`` under-counts the value sum of the last non-empty bin
+    of the last class when ties leave trailing bins empty (its ``reduceat`` start indices are clipped),
+    so it is not used as the reference here.
+    """
+    expected = compute_metrics(probs, labels, n_bins=n_bins, binning=binning, keys=list(STREAM_METRICS))
+    per_class = [cc.bin_statistics(probs[:, k], labels == k, n_bins, "adaptive") for k in range(probs.shape[1])]
+    above = [cc.bin_statistics(probs[probs[:, k] > 0.01, k], labels[probs[:, k] > 0.01] == k, n_bins, "adaptive")
+             for k in range(probs.shape[1])]
+    expected["ace"] = float(np.mean([_unweighted_mean_gap(stats) for stats in per_class]))
+    expected["tace"] = float(np.mean([_unweighted_mean_gap(stats) for stats in above]))
+    if binning == "adaptive":
+        expected["classwise_ece"] = float(np.mean([_reduce(stats, "l1") for stats in per_class]))
+    return expected
+
+
+def _batch_runner(probs, labels, cuts):
+    """run_pass over the batches between the cut positions (empty batches included), merged in a tree."""
+    bounds = [0, *cuts, probs.shape[0]]
+
+    def run_pass(factory):
+        parts = [factory().update(probs[a:b], labels[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        while len(parts) > 1:
+            parts = [parts[i].merge(parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        return parts[0]
+
+    return run_pass
+
+
+@st.composite
+def streams(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(1, 120))
+    k = draw(st.integers(2, 4))
+    ties = draw(st.booleans())
+    probs, labels = _data(seed, n, k, ties)
+    style = draw(st.sampled_from(["ones", "random", "whole"]))
+    if style == "ones":
+        cuts = list(range(1, n))  # batches of one row
+    elif style == "whole":
+        cuts = [0, n]  # an empty batch on each side
+    else:
+        cuts = sorted(draw(st.lists(st.integers(0, n), max_size=8)))  # repeats give empty batches
+    return probs, labels, cuts
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=streams(), binning=st.sampled_from(["uniform", "adaptive"]), n_bins=st.integers(1, 12))
+def test_streaming_equals_in_memory_for_every_metric(data, binning, n_bins):
+    probs, labels, cuts = data
+    expected = _reference(probs, labels, n_bins, binning)
+    # Tiny sketches and KS budgets force compactions, brackets and KS refinement passes.
+    result = stream_metrics(_batch_runner(probs, labels, cuts), probs.shape[1], n_bins=n_bins, binning=binning,
+                            sketch_capacity=4, ks_regions=3, ks_collect_rows=5)
+    assert result.exact
+    for key in STREAM_METRICS:
+        assert result.metrics[key] == pytest.approx(expected[key], rel=1e-12, abs=1e-12), key
+
+
+def test_streaming_matches_on_larger_data_with_many_ties():
+    probs, labels = _data(7, 20_000, 5, ties=True, concentration=0.2)
+    expected = _reference(probs, labels, 15, "adaptive")
+    result = stream_metrics(_batch_runner(probs, labels, list(range(0, 20_000, 3_000))), 5, binning="adaptive",
+                            sketch_capacity=64, ks_regions=16, ks_collect_rows=500)
+    for key in STREAM_METRICS:
+        assert result.metrics[key] == pytest.approx(expected[key], rel=1e-12, abs=1e-12), key
+    assert result.n_passes >= 3
+
+
+def test_uniform_only_metrics_take_one_pass():
+    probs, labels = _data(3, 500, 3)
+    result = stream_metrics(_batch_runner(probs, labels, [100, 250]), 3, metrics=["ece", "sce", "brier", "nll"])
+    assert result.n_passes == 1 and result.stats.sketches is None
+    assert result.metrics["ece"] == pytest.approx(cc.ece(probs, labels), abs=1e-14)
+    assert result.metrics["nll"] == pytest.approx(cc.nll(probs, labels), abs=1e-14)
+
+
+def test_hand_computed_ece():
+    # Bins of width 0.1: {0.9} with accuracy 1 (gap 0.1), {0.6} with accuracy 0 (gap 0.6): (0.1 + 0.6) / 2.
+    stats = CalibrationStats(2, n_bins=10).update([[0.9, 0.1]], [0]).update([[0.6, 0.4]], [1])
+    values = stats.metrics()
+    assert values["ece"] == pytest.approx(0.35)
+    assert values["mce"] == pytest.approx(0.6)
+    assert values["accuracy"] == 0.5
+    assert values["brier"] == pytest.approx((0.02 + 0.72) / 2)
+
+
+def test_bin_stats_for_every_kept_bin_count_equal_binning_module():
+    probs, labels = _data(11, 3_000, 4, ties=True)
+    stats = CalibrationStats(4, n_bins=15, sweep_bins=(2, 3, 7, 10, 30)).update(probs, labels)
+    confidence, correct = cc.top_label(probs, labels)
+    for n_bins in (2, 3, 7, 10, 15, 30):
+        top = stats.bin_stats("top_label", n_bins)
+        expected = cc.bin_statistics(confidence, correct, n_bins)
+        for name in ("count", "sum_value", "sum_target"):
+            np.testing.assert_allclose(getattr(top, name), getattr(expected, name), atol=1e-10)
+        classwise = stats.bin_stats("classwise", n_bins)
+        expected = cc.classwise_bin_statistics(probs, labels, n_bins)
+        for name in ("count", "sum_value", "sum_target"):
+            np.testing.assert_allclose(getattr(classwise, name), getattr(expected, name), atol=1e-10)
+    np.testing.assert_allclose(stats.prob_sum, probs.sum(axis=0))
+    np.testing.assert_array_equal(stats.label_count, np.bincount(labels, minlength=4))
+
+
+def test_cell_index_agrees_with_upper_edge_index_at_and_around_edges():
+    for bin_counts in [(15,), (3, 7), tuple(range(2, 51))]:
+        upper = np.unique(np.concatenate([np.linspace(0, 1, n + 1) for n in bin_counts]))[1:]
+        values = np.concatenate([np.random.default_rng(0).random(10_000), upper, np.nextafter(upper, 0),
+                                 np.nextafter(upper, 2), [0.0, 5e-324, 1.0, 1.00005]])
+        np.testing.assert_array_equal(_CellIndex(upper)(values), upper_edge_index(values, upper))
+
+
+def _assert_stats_close(a, b):
+    left, right = a.to_dict(), b.to_dict()
+    for key in ("n_rows", "n_correct", "label_count", "bin_counts"):
+        assert left[key] == right[key]
+    for key in ("sum_brier", "sum_nll"):
+        assert left[key] == pytest.approx(right[key], rel=1e-12)
+    for part in ("top", "classwise"):
+        for name in ("count", "sum_value", "sum_target"):
+            np.testing.assert_allclose(left[part][name], right[part][name], rtol=1e-12, atol=1e-12)
+
+
+def test_merge_is_commutative_and_associative_with_empty_identity():
+    a_p, a_y = _data(1, 300, 3)
+    b_p, b_y = _data(2, 17, 3, ties=True)
+    c_p, c_y = _data(3, 1, 3)
+    a, b, c = (CalibrationStats(3, sweep_bins=(5,)).update(p, y) for p, y in ((a_p, a_y), (b_p, b_y), (c_p, c_y)))
+    empty = CalibrationStats(3, sweep_bins=(5,))
+    _assert_stats_close(a.merge(b), b.merge(a))
+    _assert_stats_close(a.merge(b).merge(c), a.merge(b.merge(c)))
+    _assert_stats_close(a.merge(empty), a)
+    whole = CalibrationStats(3, sweep_bins=(5,)).update(np.concatenate([a_p, b_p, c_p]), np.concatenate([a_y, b_y, c_y]))
+    _assert_stats_close(a.merge(b).merge(c), whole)
+    assert a.n_rows == 300  # merge does not change its operands
+
+
+def test_json_round_trip_keeps_every_sum_and_sketch():
+    probs, labels = _data(5, 2_000, 3)
+    stats = CalibrationStats(3, sweep_bins=(4, 9), sketch_capacity=32).update(probs, labels)
+    again = CalibrationStats.from_json(stats.to_json())
+    assert again.to_dict() == json.loads(stats.to_json())
+    assert again.metrics() == stats.metrics()
+    assert again.sketches["top"].rank_error == stats.sketches["top"].rank_error
+    np.testing.assert_array_equal(again.sketches["class1"].items()[0], stats.sketches["class1"].items()[0])
+
+
+@pytest.mark.parametrize("capacity", [2, 16, 256])
+@pytest.mark.parametrize("ties", [False, True])
+def test_sketch_rank_error_is_within_its_tracked_and_stated_bounds(capacity, ties):
+    rng = np.random.default_rng(capacity)
+    values = np.round(rng.random(30_000), 2) if ties else rng.beta(0.5, 0.5, 30_000)
+    pieces = np.array_split(values, 7)
+    sketches = [QuantileSketch(capacity).update(piece, piece > 0.5) for piece in pieces]
+    sketch = sketches[0]
+    for other in sketches[1:]:
+        sketch = sketch.merge(other)
+    n = values.size
+    assert sketch.n == n
+    # Stated a-priori bound: E <= N (ceil(log2(N / capacity)) + 2) / capacity, plus one batch per update.
+    stated = n * (math.ceil(math.log2(n / capacity)) + 2) / capacity
+    assert sketch.rank_error <= stated + 7 * (math.ceil(math.log2(max(n / capacity, 1))) + 2)
+    queries = np.concatenate([np.linspace(-0.1, 1.1, 301), values[:200]])
+    truth = np.searchsorted(np.sort(values), queries, side="right")
+    assert np.all(np.abs(sketch.rank(queries) - truth) <= sketch.rank_error)
+    low, high = sketch.rank_bounds(queries)
+    assert np.all((low <= truth) & (truth <= high))
+    # The sums carried by the items are exact.
+    _, _, _, weight, sum_value, sum_target = sketch.items()
+    assert weight.sum() == n
+    assert sum_value.sum() == pytest.approx(values.sum(), rel=1e-12)
+    assert sum_target.sum() == (values > 0.5).sum()
+    # Brackets hold the exact order statistics and at most 4E values lie strictly inside.
+    ranks = np.array([1, 2, n // 3, n // 2, n - 1, n], dtype=float)
+    a, b = sketch.brackets(ranks)
+    ordered = np.sort(values)
+    for r, lo, hi in zip(ranks, a, b):
+        assert lo <= ordered[int(r) - 1] <= hi
+        assert np.count_nonzero((values > lo) & (values < hi)) <= max(4 * sketch.rank_error, 0)
+
+
+def test_a_sketch_without_compaction_is_exact():
+    values = np.array([0.3, 0.1, 0.2, 0.2])
+    sketch = QuantileSketch(capacity=10).update(values)
+    assert sketch.rank_error == 0
+    assert sketch.rank(0.2) == 3 and sketch.quantile([1, 4]).tolist() == [0.1, 0.3]
+
+
+def test_sketch_adaptive_ece_and_ks_stay_within_their_stated_error():
+    rng = np.random.default_rng(4)
+    n, k = 200_000, 3
+    probs = rng.dirichlet(np.full(k, 0.7), size=n)
+    # Miscalibrated on purpose: labels drawn from sharpened probabilities.
+    sharp = probs**2 / (probs**2).sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(sharp, axis=1)).sum(axis=1)
+    run = _batch_runner(probs, labels, list(range(0, n, 25_000)))
+    approx = stream_metrics(run, k, binning="adaptive", metrics=["ece", "classwise_ece", "ks"], exact=False,
+                            sketch_capacity=1024)
+    exact = stream_metrics(run, k, binning="adaptive", metrics=["ece", "classwise_ece", "ks"])
+    assert not approx.exact and approx.n_passes == 1
+    # KS: |KS_sketch - KS| <= the largest straddling weight / N.
+    assert abs(approx.metrics["ks"] - exact.metrics["ks"]) <= approx.error_bounds["ks"]
+    # ECE: within the displaced-row bound of the exact ECE computed with the sketch's own edges...
+    confidence, correct = cc.top_label(probs, labels)
+    edges = approx.stats.sketches["top"].adaptive_edges(15)
+    index = upper_edge_index(confidence, edges)
+    gaps = np.bincount(index, weights=confidence - correct, minlength=edges.size)
+    ece_with_sketch_edges = np.abs(gaps).sum() / n
+    assert abs(approx.metrics["ece"] - ece_with_sketch_edges) <= approx.error_bounds["ece"]
+    # ... whose edges have ranks within the rank error of the equal-mass targets.
+    targets = np.cumsum([len(part) for part in np.array_split(np.arange(n), 15)])
+    ranks = np.searchsorted(np.sort(confidence), edges, side="right")
+    assert np.all(np.abs(ranks - targets) <= approx.stats.sketches["top"].rank_error + 1)
+    # And in practice the sketch is close to the exact value.
+    assert abs(approx.metrics["ece"] - exact.metrics["ece"]) < 2e-3
+    assert approx.error_bounds["ece"] < 0.2
+
+
+def test_exact_ks_on_a_confidence_spike_uses_refinement_passes():
+    rng = np.random.default_rng(9)
+    n = 40_000
+    top = np.where(rng.random(n) < 0.7, 1.0 - rng.random(n) * 1e-9, rng.uniform(0.5, 1.0, n))
+    probs = np.column_stack([top, 1.0 - top])
+    labels = (rng.random(n) > top).astype(int)
+    result = stream_metrics(_batch_runner(probs, labels, [10_000, 20_000]), 2, metrics=["ks"],
+                            sketch_capacity=32, ks_regions=8, ks_collect_rows=1_000)
+    assert result.metrics["ks"] == pytest.approx(cc.ks_error(probs, labels), rel=1e-10, abs=1e-13)
+    assert result.n_passes >= 4
+
+
+def test_validation_errors():
+    with pytest.raises(CalibrationInputError, match="n_classes"):
+        CalibrationStats(1)
+    with pytest.raises(CalibrationInputError, match="n_bins"):
+        CalibrationStats(2, n_bins=0)
+    with pytest.raises(CalibrationInputError, match="sweep_bins"):
+        CalibrationStats(2, sweep_bins=(0,))
+    with pytest.raises(CalibrationInputError, match="sketch_sets"):
+        CalibrationStats(2, sketch_sets=("rows",))
+    stats = CalibrationStats(3)
+    with pytest.raises(CalibrationInputError, match="3 classes"):
+        stats.update([[0.5, 0.5]], [0])
+    with pytest.raises(CalibrationInputError, match="3 classes"):
+        stats.update(np.empty((0, 2)), [])
+    with pytest.raises(CalibrationInputError, match="sum to 1"):
+        stats.update([[0.5, 0.6, 0.1]], [0])
+    with pytest.raises(CalibrationInputError, match="0 rows"):
+        stats.update(np.empty((0, 3)), [1])
+    with pytest.raises(CalibrationInputError, match="no rows"):
+        stats.metrics()
+    with pytest.raises(CalibrationInputError, match="different class counts"):
+        stats.merge(CalibrationStats(2))
+    with pytest.raises(CalibrationInputError, match="bin counts"):
+        stats.merge(CalibrationStats(3, sweep_bins=(4,)))
+    with pytest.raises(CalibrationInputError, match="can only merge"):
+        stats.merge("stats")
+    with pytest.raises(CalibrationInputError, match="no sums kept for 7 bins"):
+        stats.update([[0.2, 0.3, 0.5]], [2]).bin_stats("top_label", 7)
+    with pytest.raises(CalibrationInputError, match="target"):
+        stats.bin_stats("everything")
+    with pytest.raises(CalibrationInputError, match="not valid JSON"):
+        CalibrationStats.from_json("{")
+    with pytest.raises(CalibrationInputError, match="not a CalibrationStats summary"):
+        CalibrationStats.from_json('{"format": "other"}')
+    with pytest.raises(CalibrationInputError, match="capacity"):
+        QuantileSketch(1)
+    with pytest.raises(CalibrationInputError, match="NaN"):
+        QuantileSketch().update([np.nan])
+    with pytest.raises(CalibrationInputError, match="same length"):
+        QuantileSketch().update([0.1, 0.2], [1])
+    with pytest.raises(CalibrationInputError, match="sketch capacities"):
+        QuantileSketch(8).merge(QuantileSketch(16))
+    with pytest.raises(CalibrationInputError, match="empty"):
+        QuantileSketch().quantile(1)
+    with pytest.raises(CalibrationInputError, match="unknown metric"):
+        stream_metrics(_batch_runner(*_data(0, 5, 2), []), 2, metrics=["mmce"])
+
+
+def test_changed_data_between_passes_is_reported():
+    probs, labels = _data(0, 200, 2)
+    calls = {"n": 0}
+
+    def run_pass(factory):
+        calls["n"] += 1
+        rows = 200 if calls["n"] == 1 else 150
+        return factory().update(probs[:rows], labels[:rows])
+
+    with pytest.raises(CalibrationInputError, match="changed between passes"):
+        stream_metrics(run_pass, 2, metrics=["ace"])
