@@ -80,7 +80,8 @@ def _mapping_form(name: str, entry: state.LoadedModel) -> None:
         st.caption("Leave a field on *detect* to let the loader decide. The file is read again with "
                    "these settings; if that fails, the model stays as it is.")
         left, right = st.columns(2)
-        label_options = [DETECT, *columns]
+        # A plain NPY array has no column names: its label column is given by number.
+        label_options = [DETECT, "0", "-1"] if entry.predictions.source_format == "npy" else [DETECT, *columns]
         label_now = current.get("label_column", DETECT)
         left.selectbox("Label column", label_options, key=_mapping_key(name, "label"),
                        index=label_options.index(label_now) if label_now in label_options else 0,
@@ -155,7 +156,7 @@ with st.expander("Which files work?"):
         "column per class (`p_cat`, `p_dog`, ... or `logit_0`, `logit_1`, ...). Labels may be class indices "
         "or class names. A binary problem may have a single score column (P(class 1)).\n"
         "- **NPZ**: arrays `probs` (or `logits`) of shape (N, K) and `labels` of shape (N,), optional `class_names`.\n"
-        "- **NPY**: one (N, K+1) array whose last column is the label.\n"
+        "- **NPY**: one (N, K+1) array whose first or last column holds the labels.\n"
         "- An optional `split` column (e.g. `calibration` / `test`) lets you analyse one split at a time.\n"
         "- Rows of probabilities must sum to 1; logits are detected from `logit_*` names or from values "
         "outside [0, 1], or set under *Correct the column mapping*."

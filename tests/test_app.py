@@ -8,6 +8,7 @@ directly in a fresh session, as Streamlit does when a deep link such as
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 
@@ -201,6 +202,33 @@ def test_good_upload_adds_a_model_and_keeps_the_demo():
     at.run()
     assert loaded(at) == [DEFAULT_DEMO, "pets"]
     assert at.query_params["demo"] == DEFAULT_DEMO
+
+
+def test_upload_of_every_format():
+    rng = np.random.default_rng(0)
+    probs, labels = rng.dirichlet(np.ones(3), size=20), rng.integers(0, 3, 20)
+    npy, npz, parquet = io.BytesIO(), io.BytesIO(), io.BytesIO()
+    np.save(npy, np.column_stack([probs, labels]))
+    np.savez(npz, probs=probs, labels=labels)
+    pd.DataFrame({"label": labels, "p_a": probs[:, 0], "p_b": probs[:, 1], "p_c": probs[:, 2]}).to_parquet(parquet)
+    tsv = pd.DataFrame({"y_true": labels, **{f"logit_{k}": np.log(probs[:, k]) for k in range(3)}}).to_csv(
+        sep="\t", index=False).encode()
+    at = open_page("app.py")
+    at.file_uploader[0].set_value([("a.npy", npy.getvalue(), "application/octet-stream"),
+                                   ("b.npz", npz.getvalue(), "application/octet-stream"),
+                                   ("c.parquet", parquet.getvalue(), "application/octet-stream"),
+                                   ("d.tsv", tsv, "text/tab-separated-values")]).run()
+    assert_clean(at)
+    models = at.session_state[APP_KEY].models
+    assert [(n, m.predictions.source_format, m.predictions.input_kind) for n, m in models.items()][1:] == [
+        ("a", "npy", "probabilities"), ("b", "npz", "probabilities"), ("c", "parquet", "probabilities"),
+        ("d", "csv", "logits")]
+    for name in "abcd":
+        np.testing.assert_allclose(models[name].predictions.probs, probs, atol=1e-12)
+        assert models[name].predictions.labels.tolist() == labels.tolist()
+    # the column-mapping form offers the file's columns (by number for a plain NPY array)
+    assert at.selectbox(key="data:map:a:label").options == ["(detect)", "0", "-1"]
+    assert at.selectbox(key="data:map:c:label").options == ["(detect)", "label", "p_a", "p_b", "p_c"]
 
 
 def test_several_uploads_at_once_and_name_clashes():
