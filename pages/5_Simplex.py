@@ -46,15 +46,29 @@ def verdict(result) -> str:
     if result.observed > result.upper:
         return ("Above the band: more miscalibration than a calibrated model shows by chance "
                 f"(p = {result.p_value:.3f}).")
-    return ("Inside (or below) the band: at this sample size the estimate is consistent with a "
-            f"calibrated model (p = {result.p_value:.3f}).")
+    if result.observed < result.lower:
+        return ("Below the band: the estimate is smaller than a calibrated model's usually is; no sign of "
+                f"miscalibration in this view (p = {result.p_value:.3f}).")
+    return ("Inside the band: at this sample size the estimate is consistent with a calibrated model "
+            f"(p = {result.p_value:.3f}).")
 
 
-def show_estimate(container, label: str, result, help_text: str, what: str) -> None:
-    container.metric(label, f"{result.observed:.4f}", delta=f"{result.excess:+.4f} vs. calibrated mean",
-                     delta_color="inverse", help=help_text)
-    container.caption(band_caption(result, what))
-    (container.warning if result.observed > result.upper else container.success)(verdict(result))
+class EstimateSlot:
+    """An estimate shown at once; its consistency band is filled in when the resampling is done."""
+
+    def __init__(self, label: str, value: float, help_text: str, what: str) -> None:
+        self.label, self.help, self.what = label, help_text, what
+        self.metric = st.empty()
+        self.band = st.empty()
+        self.metric.metric(label, f"{value:.4f}", help=help_text)
+        self.band.caption("Consistency band: drawing labels from the predictions …")
+
+    def fill(self, result) -> None:
+        self.metric.metric(self.label, f"{result.observed:.4f}", delta=f"{result.excess:+.4f} vs. calibrated mean",
+                           delta_color="inverse", help=self.help)
+        with self.band.container():
+            st.caption(band_caption(result, self.what))
+            (st.warning if result.observed > result.upper else st.success)(verdict(result))
 
 
 models = layout.setup_page("Simplex", ":material/change_history:")
@@ -199,10 +213,10 @@ elif lens == "max":
 else:
     titles = (f"class {class_names[class_index]}", f"not class {class_names[class_index]}", "")
 
-chart_col, side_col = st.columns([3, 2], gap="medium")
+chart_col, side_col = st.columns([8, 5], gap="medium")
 with chart_col:
     figure = simplex_figure(view, arrow_scale=arrow_scale, class_names=titles, count_scale=count_scale)
-    figure.update_layout(height=580)
+    figure.update_layout(height=540)
     st.plotly_chart(figure, theme=None, key="simplex_chart")
     table = view.table
     kept = int(view.projection.kept.sum())
@@ -235,27 +249,30 @@ with side_col:
     distance_text = DISTANCES[distance]
     settings = (f"{n_bins} bins per probability" if partition == "uniform"
                 else f"data-dependent cells of at most {min_bin_size:,} rows")
+    same_view = cs.view_is_whole_model(vertices, lens, n_classes)
     try:
-        whole = cs.lens_consistency(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size,
-                                    lens, class_index, n_resamples, seed)
-        same_view = cs.view_is_whole_model(vertices, lens, n_classes)
-        arrows = None if same_view else cs.view_consistency(
-            predictions, model.fingerprint, vertices, partition, n_bins, min_bin_size, distance, n_resamples,
-            seed)
+        value = cs.lens_estimate(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size, lens,
+                                 class_index)
     except CalibrationInputError as exc:
         st.error(f"The estimate could not be computed: {exc} Pick other settings.", icon=":material/error:")
         st.stop()
-    show_estimate(
-        st, f"canonical_ce, {LENSES[lens]} lens ({noun})", whole,
+    # The numbers first, the bands (consistency resampling, the slow part) when they are ready.
+    whole_slot = EstimateSlot(
+        f"canonical_ce, {LENSES[lens]} lens ({noun})", value,
         f"Σ over cells of (share of rows) × {distance_text} between observed frequencies and mean "
-        f"prediction, on the model's {noun} ({settings}); Vaicenavicius et al. 2019, eq. 6.",
-        "Band")
-    if arrows is not None:
+        f"prediction, on the model's {noun} ({settings}); Vaicenavicius et al. 2019, eq. 6.", "Band")
+    arrows_slot = None
+    if not same_view:
         st.divider()
-        show_estimate(
-            st, "The arrows: estimate on this triangle", arrows,
+        arrows_slot = EstimateSlot(
+            "The arrows: estimate on this triangle", view.estimate,
             "The same estimate on the three-vertex view the chart shows: Σ over cells of (share of rows) × "
             f"{distance_text} between arrow head and tail.", "Band of the triangle view")
+    whole_slot.fill(cs.lens_consistency(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size,
+                                        lens, class_index, n_resamples, seed))
+    if arrows_slot is not None:
+        arrows_slot.fill(cs.view_consistency(predictions, model.fingerprint, vertices, partition, n_bins,
+                                             min_bin_size, distance, n_resamples, seed))
     if canonical and n_classes > 3:
         st.caption(f"canonical_ce partitions all {n_classes} dimensions with the same setting; there most "
                    "cells hold few rows, which inflates the estimate: compare it with the band, not with 0.")

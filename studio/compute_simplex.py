@@ -83,7 +83,10 @@ def simplex_view(_predictions: Predictions, fingerprint: str, vertices: Vertices
 @st.cache_data(show_spinner=False, max_entries=512)
 def lens_estimate(_predictions: Predictions, fingerprint: str, distance: str, partition: str, n_bins: int,
                   min_bin_size: int, lens: str, class_index: int | None) -> float:
-    """:func:`calib_core.canonical_ce` of the model (all K classes, through ``lens``)."""
+    """:func:`calib_core.canonical_ce` of the model (all K classes, through ``lens``).
+
+    Shown before the (slower) consistency band of :func:`lens_consistency` is ready.
+    """
     return cc.canonical_ce(_predictions.probs, _predictions.labels, distance, partition, n_bins, min_bin_size,
                            lens, class_index=class_index)
 
@@ -92,7 +95,7 @@ def lens_estimate(_predictions: Predictions, fingerprint: str, distance: str, pa
 def lens_consistency(_predictions: Predictions, fingerprint: str, distance: str, partition: str, n_bins: int,
                      min_bin_size: int, lens: str, class_index: int | None, n_resamples: int,
                      seed: int) -> ConsistencyResult:
-    """:func:`calib_core.consistency_resampling` of :func:`lens_estimate` (the same options)."""
+    """Consistency band of :func:`lens_estimate` (``observed`` is that estimate)."""
     estimator = CanonicalCE(distance, partition, n_bins, min_bin_size, lens, class_index)
     return cc.consistency_resampling(_predictions.probs, _predictions.labels, estimator, n_resamples, seed)
 

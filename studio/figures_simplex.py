@@ -30,10 +30,12 @@ _COLOUR_LEVELS = 48
 
 #: With a colour bar the triangle takes the left part of the figure, the bar sits to its right
 #: (Plotly would otherwise draw the bar over the third vertex's title).
-_TERNARY_WIDTH = 0.8
-_COLOUR_BAR_X = 0.9
+_TERNARY_WIDTH = 0.78
+_COLOUR_BAR_X = 0.92
 
 #: Marker sizes (px) of an arrow's tail and head; the head must stay visible on short arrows.
+#: (Plotly draws no tail marker: with angleref="previous" the first point of a segment has no
+#: direction. The tail's size still sets its hover target.)
 _TAIL_SIZE, _HEAD_SIZE = 5, 14
 
 
@@ -170,7 +172,7 @@ def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, st
         a=as_list(a), b=as_list(b), c=as_list(c), mode="lines+markers", name=ARROW_TRACE_NAME,
         line={"color": "#d62728", "width": 1.6},
         marker={"symbol": symbols, "size": sizes, "angleref": "previous", "color": "#d62728",
-                "line": {"width": 0}},
+                "opacity": 1.0, "line": {"width": 0}},
         text=text, hovertemplate="%{text}<extra></extra>", showlegend=False, connectgaps=False,
         cliponaxis=False,  # heads on a vertex or an edge are drawn whole
     )
@@ -273,7 +275,7 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
             "domain": {"x": [0.0, _TERNARY_WIDTH if colour_bar else 1.0], "y": [0.0, 1.0]},
         },
         title={"text": title} if title else None,
-        margin={"l": 90, "r": 90, "t": 70 if title else 40, "b": 50},
+        margin={"l": 60, "r": 40, "t": 70 if title else 40, "b": 50},
         showlegend=False,
     )
     return fig

@@ -1,0 +1,178 @@
+"""Browser test of the Simplex page: `streamlit run app.py` in headless Chromium (Playwright).
+
+What AppTest cannot check: that Plotly actually draws the arrows. The page
+is opened by its URL first after the server starts (a deep link: Streamlit
+runs the page file without app.py). The arrow trace is found through the
+data Plotly binds to each drawn trace group (``g.trace.__data__``), and its
+SVG is checked: one line segment and one arrow-head marker per non-empty
+cell. Screenshots go to test-artifacts/.
+
+Uses Debian's chromium (/usr/bin/chromium, or CHROMIUM_PATH) and never
+downloads a browser. Skipped when the browser or playwright is missing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import calib_core as cc
+from calib_core.io import load_demo
+from studio.figures_simplex import ARROW_TRACE_NAME
+from studio.state import DEFAULT_DEMO
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+VIEWPORT = {"width": 1440, "height": 1700}
+TIMEOUT_MS = 60_000
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)",
+                allow_module_level=True)
+
+#: The drawn arrow trace: segments of its line paths, its markers, and the markers Plotly drew a head for.
+ARROW_SVG = """name => {
+  const group = [...document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot g.trace")]
+      .find(g => g.__data__ && g.__data__[0] && g.__data__[0].trace && g.__data__[0].trace.name === name);
+  if (!group) return null;
+  const lines = [...group.querySelectorAll('path.js-line')].map(p => p.getAttribute('d') || '');
+  const points = [...group.querySelectorAll('path.point')];
+  return {
+    segments: lines.reduce((n, d) => n + (d.match(/M/g) || []).length, 0),
+    stroke: group.querySelector('path.js-line') ? getComputedStyle(group.querySelector('path.js-line')).stroke : null,
+    markers: points.length,
+    heads: points.filter(p => (p.getAttribute('d') || '').includes('L')).length,
+  };
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A fresh `streamlit run app.py` for this module; yields its base URL (log in test-artifacts/)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    log_path = ARTIFACTS / "streamlit-e2e-simplex.log"
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+               "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+               "--server.fileWatcherType=none"]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
+        time.sleep(0.3)
+    yield base
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    opened = context.new_page()
+    opened.set_default_timeout(TIMEOUT_MS)
+    yield opened
+    context.close()
+
+
+def wait_for_app(page) -> None:
+    """Wait until the app is connected and its script has finished."""
+    page.wait_for_timeout(155)
+    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
+    page.wait_for_selector("[data-testid='stAppViewContainer']")
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0, page.locator(
+        "[data-testid='stException']").first.inner_text()
+
+
+def wait_for_arrows(page, n_arrows: int) -> dict:
+    """Wait until the chart has drawn ``n_arrows`` arrow segments; returns the arrow trace's SVG summary."""
+    page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot .main-svg").first.wait_for()
+    page.wait_for_function(f"n => {{ const s = ({ARROW_SVG})({ARROW_TRACE_NAME!r}); return s && s.segments === n; }}",
+                           arg=n_arrows)
+    return page.evaluate(ARROW_SVG, ARROW_TRACE_NAME)
+
+
+def test_simplex_deep_link_draws_one_arrow_per_cell(server, page):
+    """The first visit of the fresh server opens /Simplex: default demo, 10 classes in three groups."""
+    data = load_demo(DEFAULT_DEMO)
+    n_cells = cc.simplex_reliability(data.probs, data.labels, n_bins=10).table.n_cells
+    page.goto(f"{server}/Simplex")
+    wait_for_app(page)
+    svg = wait_for_arrows(page, n_cells)
+    assert_no_exception(page)
+    assert "Simplex" in page.locator("h1").first.inner_text()
+    assert svg["stroke"] == "rgb(214, 39, 40)"
+    assert svg["markers"] == 2 * n_cells  # a tail and a head per arrow
+    assert svg["heads"] == n_cells, "every arrow has a visible head"
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    ternary_titles = chart.locator(".g-atitle, .g-btitle, .g-ctitle").all_text_contents()
+    assert ternary_titles == ["0 + 1 + 2", "3 + 4 + 5", "6 + 7 + 8 + 9"]
+    assert page.locator("[data-testid='stMetricValue']").first.inner_text() == f"{cc.canonical_ce(data.probs, data.labels):.4f}"
+    page.screenshot(path=str(ARTIFACTS / "simplex.png"), full_page=True)
+    chart.screenshot(path=str(ARTIFACTS / "simplex-chart.png"))
+
+
+def test_simplex_three_classes_and_lens_change_redraws(server, page):
+    data = load_demo("wine_random_forest")
+    n_cells = cc.simplex_reliability(data.probs, data.labels, n_bins=10).table.n_cells
+    page.goto(f"{server}/Simplex?demo=wine_random_forest")
+    wait_for_app(page)
+    wait_for_arrows(page, n_cells)
+    assert_no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "simplex-wine.png"), full_page=True)
+
+    # The max lens: the top-label problem, drawn on the edge between "predicted class" and "another class".
+    page.locator("[data-testid='stRadio']").filter(has_text="Lens").get_by_text("max (top label)").click()
+    wait_for_app(page)
+    points, outcomes = cc.lens_view(data.probs, data.labels, "max")
+    n_lens_cells = cc.simplex_reliability(points, outcomes).table.n_cells
+    svg = wait_for_arrows(page, n_lens_cells)
+    assert_no_exception(page)
+    assert svg["heads"] == n_lens_cells
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    assert chart.locator(".g-atitle").text_content() == "predicted class"
+    assert page.locator("[data-testid='stMetricValue']").first.inner_text() == f"{cc.ece(data.probs, data.labels, n_bins=10):.4f}"
+    chart.screenshot(path=str(ARTIFACTS / "simplex-wine-max-lens.png"))
