@@ -36,7 +36,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster)")
     report.add_argument("--batch-rows", type=int, default=None, metavar="N",
-                        help="rows per record batch or partition when streaming (default 1048576)")
+                        help="rows per record batch when streaming (default: about 64 MB of class values)")
     return parser
 
 
@@ -84,10 +84,10 @@ def _summary_of(predictions, args: argparse.Namespace) -> dict:
 
 
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
-    from calib_core.evaluate import DEFAULT_BATCH_ROWS, SUMMARY_SWEEP_BINS, evaluate
+    from calib_core.evaluate import SUMMARY_SWEEP_BINS, evaluate
     from calib_core.registry import METRICS
 
-    result = evaluate(args.path, engine=engine, batch_rows=DEFAULT_BATCH_ROWS if args.batch_rows is None else args.batch_rows,
+    result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
                       label_column=args.label_column, input_kind=args.input_kind, split=args.split,
                       sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar())

@@ -44,6 +44,7 @@ from calib_core.streaming import (
 from calib_core.validation import CalibrationInputError, check_choice, softmax
 
 __all__ = [
+    "DEFAULT_BATCH_BYTES",
     "DEFAULT_BATCH_ROWS",
     "ENGINES",
     "MEMORY_ENGINE_MAX_BYTES",
@@ -58,8 +59,16 @@ __all__ = [
     "resolve_files",
 ]
 
-#: Rows per record batch of the streaming engine (about 100 MB for 10 float64 classes).
-DEFAULT_BATCH_ROWS = 1 << 20
+#: Rows per record batch of the streaming engine when none is given: about this many bytes of
+#: class values per batch (786,432 rows for 10 float64 classes, 8,192 for 1,000).
+DEFAULT_BATCH_BYTES = 64 << 20
+
+#: Rows per record batch for ``batch_rows=None`` with 10 classes (see :data:`DEFAULT_BATCH_BYTES`).
+DEFAULT_BATCH_ROWS = None
+
+#: Record batches are converted and added in slices of this many rows, so the
+#: temporaries of the arithmetic stay in the CPU cache.
+_SLICE_ROWS = 16384
 
 #: Engines :func:`evaluate` offers.
 ENGINES = ("memory", "stream", "dask")
@@ -395,6 +404,23 @@ def _total_rows(files: Sequence[Path]) -> int | None:
         return None
 
 
+_DONE = object()
+
+
+def _read_ahead(batches: Iterator[Any]) -> Iterator[Any]:
+    """Yield from ``batches`` while a background thread already reads the next item."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(next, batches, _DONE)
+        while True:
+            item = pending.result()
+            if item is _DONE:
+                return
+            pending = pool.submit(next, batches, _DONE)
+            yield item
+
+
 @dataclass
 class _Source:
     """The resolved input: files, their column plan and how to read them in batches."""
@@ -423,11 +449,13 @@ class _Source:
         assert self.plan is not None
         for path in self.files:
             first_row = 0
-            for batch in _record_batches(path, self.plan.columns, self.batch_rows):
-                probs, labels = self.plan.from_batch(batch, first_row=first_row, display=f"file {path.name!r}",
-                                                     split=self.split)
+            # The next record batch is read (pyarrow releases the GIL) while this one is added.
+            for batch in _read_ahead(_record_batches(path, self.plan.columns, self.batch_rows)):
+                for start in range(0, batch.num_rows, _SLICE_ROWS):
+                    piece = batch.slice(start, _SLICE_ROWS)
+                    yield self.plan.from_batch(piece, first_row=first_row + start, display=f"file {path.name!r}",
+                                               split=self.split)
                 first_row += batch.num_rows
-                yield probs, labels
 
 
 def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | None, input_kind: str,
@@ -540,7 +568,7 @@ def _stream_runner(source: _Source, progress: Progress | None, total: int | None
     return run_pass
 
 
-def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int = DEFAULT_BATCH_ROWS,
+def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | None = DEFAULT_BATCH_ROWS,
              scheduler: Any = None, n_bins: int = 15, binning: str = "uniform",
              metrics: Sequence[str] | None = None, exact: bool = True, threshold: float = 0.01,
              sweep_bins: Sequence[int] = (), label_column: str | None = None, input_kind: str = "auto",
@@ -555,9 +583,11 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int = DE
         pattern such as ``"preds/part-*.parquet"``, or one NPZ/NPY file.
     engine : {"stream", "memory", "dask", "auto"}, default "stream"
         ``"auto"`` streams inputs larger than :data:`MEMORY_ENGINE_MAX_BYTES`.
-    batch_rows : int, default 1048576
-        Rows per record batch (stream) or per partition (Dask). Memory is
-        about ``batch_rows * (K + 1) * 8`` bytes times a small factor.
+    batch_rows : int or None, default None
+        Rows per record batch (stream) or per partition of CSV input (Dask);
+        None gives batches of about :data:`DEFAULT_BATCH_BYTES` (64 MiB) of
+        class values. Memory is about two batches plus one Parquet row
+        group (as the file was written), whatever the number of rows.
     scheduler : str, distributed.Client or None
         Dask only: a scheduler address (``"tcp://host:8786"``), a client, or
         None for a local cluster with two workers.
@@ -598,11 +628,14 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int = DE
     >>> result.metrics["ece"]  # doctest: +SKIP
     """
     engine = check_choice(engine, "engine", ENGINES + ("auto",))
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
-        raise CalibrationInputError(f"`batch_rows` must be a whole number >= 1, got {batch_rows!r}.")
+    if batch_rows is not None and (isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer))
+                                   or batch_rows < 1):
+        raise CalibrationInputError(f"`batch_rows` must be a whole number >= 1 or None, got {batch_rows!r}.")
     input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))
-    opened = _open_source(source, batch_rows=int(batch_rows), label_column=label_column, input_kind=input_kind,
-                          split=split)
+    opened = _open_source(source, batch_rows=int(batch_rows or 65536), label_column=label_column,
+                          input_kind=input_kind, split=split)
+    if batch_rows is None:
+        opened.batch_rows = max(1024, DEFAULT_BATCH_BYTES // (8 * max(opened.n_classes, 1)))
     if engine == "auto":
         engine = "stream" if _file_bytes(opened.files) > MEMORY_ENGINE_MAX_BYTES else "memory"
     wanted = list(STREAM_METRICS) if metrics is None else list(dict.fromkeys(metrics))

@@ -276,25 +276,25 @@ class CalibrationStats:
         correct = (predicted == labels).astype(np.float64)
         true_value = probs[rows, labels]
         self.n_rows += n_rows
-        self.n_correct += int(np.count_nonzero(predicted == labels))
+        self.n_correct += int(correct.sum())
         self.sum_brier += float((np.einsum("ij,ij->i", probs, probs) - 2.0 * true_value + 1.0).sum())
         self.sum_nll -= float(np.log(np.maximum(true_value, NLL_EPSILON)).sum())
         self.label_count += np.bincount(labels, minlength=k)
         n_cells = self.edges.size - 1
-        cell = self._index(confidence)
-        self.top_count += np.bincount(cell, minlength=n_cells)
-        self.top_sum_value += np.bincount(cell, weights=confidence, minlength=n_cells)
-        self.top_sum_target += np.bincount(cell, weights=correct, minlength=n_cells)
-        offsets = np.arange(k) * n_cells
-        flat = self._index(probs)
-        flat += offsets
-        flat = flat.reshape(-1)
         size = k * n_cells
+        # One cell index per value; the top-label and true-class cells are read from it.
+        flat = self._index(probs)
+        flat += np.arange(k) * n_cells
+        flat = flat.reshape(-1)
+        start = rows * k
+        top_cell = flat[start + predicted] - predicted * n_cells
+        self.top_count += np.bincount(top_cell, minlength=n_cells)
+        self.top_sum_value += np.bincount(top_cell, weights=confidence, minlength=n_cells)
+        self.top_sum_target += np.bincount(top_cell, weights=correct, minlength=n_cells)
         self.class_count += np.bincount(flat, minlength=size).reshape(k, n_cells)
-        self.class_sum_value += np.bincount(flat, weights=probs.ravel(), minlength=size).reshape(k, n_cells)
+        self.class_sum_value += np.bincount(flat, weights=probs.reshape(-1), minlength=size).reshape(k, n_cells)
         # Only the true class of a row has target 1 (as in classwise_bin_statistics).
-        true_cell = self._index(true_value) + offsets[labels]
-        self.class_sum_target += np.bincount(true_cell, minlength=size).reshape(k, n_cells)
+        self.class_sum_target += np.bincount(flat[start + labels], minlength=size).reshape(k, n_cells)
         if self.sketches is not None:
             for key, values, targets in _value_sets(probs, labels, confidence, correct, self.threshold,
                                                     self.sketch_sets):
