@@ -194,7 +194,7 @@ arrow_scale = float(scale_col.slider(
     "Arrow scale", 0.25, 5.0, step=0.25, key=default("keep:simplex.arrow_scale", 1.0),
     help="Draws the head at tail + scale × (observed − mean), to make short arrows visible. The hover "
          "shows the true values."))
-count_scale = count_col.radio("Cell colours", ["log", "linear"], horizontal=True,
+count_scale = count_col.radio("Cell colours", ["log", "linear"], horizontal=True, disabled=partition != "uniform",
                               key=default("keep:simplex.count_scale", "log"),
                               help="Colour scale of the number of rows per cell.")
 

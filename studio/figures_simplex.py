@@ -133,7 +133,7 @@ def _point_traces(result: SimplexReliability | CellTable, max_points: int, seed:
             points, cells = points[keep], cells[keep]
         colours = [palette[c % len(palette)] for c in cells.tolist()]
         return [go.Scatterternary(a=points[:, 0], b=points[:, 1], c=points[:, 2], mode="markers",
-                                  name="predictions", marker={"color": colours, "size": 3, "opacity": 0.5},
+                                  name="predictions", marker={"color": colours, "size": 4, "opacity": 0.6},
                                   hoverinfo="skip", showlegend=False)]
     # Only the table is known: mark each cell at its mean prediction, sized by count.
     mean = table.mean_prediction
@@ -272,7 +272,7 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
             "baxis": {**axis, "title": {"text": names[1]}},
             "caxis": {**axis, "title": {"text": names[2]}},
             "bgcolor": "white",
-            "domain": {"x": [0.0, _TERNARY_WIDTH if colour_bar else 1.0], "y": [0.0, 1.0]},
+            "domain": {"x": [0.0, _TERNARY_WIDTH] if colour_bar else [0.05, 0.95], "y": [0.0, 1.0]},
         },
         title={"text": title} if title else None,
         margin={"l": 60, "r": 40, "t": 70 if title else 40, "b": 50},
