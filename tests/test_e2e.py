@@ -131,6 +131,12 @@ def test_deep_link_to_reliability_first_after_server_start(server, page):
     assert "digits_random_forest" in chart.locator(".legend").first.text_content()
     assert chart.locator("g.trace.scatter path").count() > 0
     page.screenshot(path=str(ARTIFACTS / "deep-link-reliability.png"))
+    # from the deep-linked page to the home page: same session, same model, ?demo= kept in the URL
+    sidebar.locator("[data-testid='stPageLink']").get_by_text("Data", exact=True).click()
+    page.get_by_role("heading", name="digits_random_forest").wait_for()
+    wait_for_app(page)
+    assert_no_exception(page)
+    assert "demo=digits_random_forest" in page.url
 
 
 def test_upload_csv_then_reliability_chart(server, page, demo_dir, tmp_path):
