@@ -79,3 +79,16 @@ __all__ = [
 from calib_core.io import Predictions, demo_datasets, load_demo, load_predictions  # noqa: E402
 
 __all__ += ["Predictions", "load_predictions", "demo_datasets", "load_demo"]
+
+from calib_core.generators import (GroundTruth, LogisticModel, LogisticNormalModel, SimulatedData,  # noqa: E402
+                                   TRUTH_KEYS, UniformSimplexModel, binned_truth, futami_logistic, gaussian_mixture)
+from calib_core.debiased import debiased_ece, ece_sweep  # noqa: E402
+from calib_core.lab import (FutamiBounds, LabEstimator, LabResult, Pathology, RankStability, SubsetStudy,  # noqa: E402
+                            bin_rank_stability, ece_estimator, expected_ece, futami_bounds, lab_estimators,
+                            pathologies, run_lab, subset_study)
+
+__all__ += ["GroundTruth", "LogisticModel", "LogisticNormalModel", "SimulatedData", "TRUTH_KEYS",
+            "UniformSimplexModel", "binned_truth", "futami_logistic", "gaussian_mixture", "debiased_ece",
+            "ece_sweep", "FutamiBounds", "LabEstimator", "LabResult", "Pathology", "RankStability", "SubsetStudy",
+            "bin_rank_stability", "ece_estimator", "expected_ece", "futami_bounds", "lab_estimators",
+            "pathologies", "run_lab", "subset_study"]

@@ -1,0 +1,408 @@
+"""Tests for calib_core.lab: the estimator lab, Futami bounds, subset study, rank stability, pathologies."""
+import math
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import calib_core as cc
+from calib_core import CalibrationInputError
+from calib_core.generators import (
+    LogisticModel,
+    LogisticNormalModel,
+    UniformSimplexModel,
+    binned_truth,
+    futami_logistic,
+    gaussian_mixture,
+)
+from calib_core.lab import (
+    DEFAULT_ESTIMATORS,
+    DEFAULT_SIZES,
+    GCE_VARIANTS,
+    LabEstimator,
+    _Block,
+    _GceSets,
+    bin_rank_stability,
+    default_subset_sizes,
+    ece_estimator,
+    expected_ece,
+    futami_bounds,
+    lab_estimators,
+    nixon_figure4_data,
+    pathologies,
+    run_lab,
+    subset_study,
+)
+
+LESS = futami_logistic("less_calibrated")
+PERFECT = gaussian_mixture("perfect")
+
+
+# ----------------------------------------------------------------------------- batched estimators
+@pytest.mark.parametrize("model", [LESS, gaussian_mixture("constant"), UniformSimplexModel(),
+                                   LogisticNormalModel(n_classes=6, temperature=0.7)], ids=lambda m: m.name)
+def test_batched_estimators_equal_the_per_test_set_functions(model):
+    estimators = lab_estimators(model)
+    probs, labels = model.sample_batch(700, 4, 3)
+    if model.n_classes == 2 and model.b1 == 0.0:
+        labels[0, :5] = 0  # the constant model: every confidence tied
+    block = _Block(probs, labels)
+    for key, estimator in estimators.items():
+        if estimator.batch is None:
+            continue
+        batched = estimator.batch(block)
+        single = [estimator.compute(probs[r], labels[r]) for r in range(4)]
+        np.testing.assert_allclose(batched, single, rtol=1e-12, atol=1e-13, err_msg=key)
+
+
+def test_batched_adaptive_bins_handle_ties_like_bin_statistics():
+    probs = cc.softmax(np.round(np.random.default_rng(0).normal(size=(900, 3)), 1)).reshape(3, 300, 3)
+    labels = np.random.default_rng(1).integers(0, 3, (3, 300))
+    block = _Block(probs, labels)
+    assert block.sorted_top[2].all()  # rounding made ties in every test set
+    estimator = ece_estimator(12, "adaptive")
+    expected = [cc.ece(probs[r], labels[r], n_bins=12, binning="adaptive") for r in range(3)]
+    np.testing.assert_allclose(estimator.batch(block), expected, atol=1e-14)
+
+
+def test_estimator_registry_targets_are_truth_keys():
+    estimators = lab_estimators(LESS)
+    for key in DEFAULT_ESTIMATORS + ("ece_uniform_15", "rmsce_uniform", "classwise_ece_uniform"):
+        assert key in estimators
+    for estimator in estimators.values():
+        assert estimator.target is None or estimator.target in cc.generators.TRUTH_KEYS
+    assert estimators["skce"].max_n == 3000
+    assert "h=" in estimators["skce"].label  # bandwidth fixed to the model's population median distance
+    data = LESS.sample(1000, seed=0)
+    assert estimators["ece_uniform"].compute(data.probs, data.labels) == pytest.approx(
+        cc.ece(data.probs, data.labels, n_bins=cc.optimal_n_bins(1000, LESS.lipschitz)))
+
+
+# ----------------------------------------------------------------------------- run_lab
+def test_run_lab_tables_reproducibility_and_summary():
+    result = run_lab(LESS, ["ece_uniform", "ks"], sizes=[500, 100], repetitions=6, seed=3)
+    assert result.sizes == (100, 500) and result.estimators == ("ece_uniform", "ks") and not result.stopped
+    assert list(result.estimates.columns) == ["estimator", "size", "repetition", "estimate"]
+    assert len(result.estimates) == 2 * 2 * 6
+    assert result.estimates["estimator"].tolist()[:12] == ["ece_uniform"] * 12
+    again = run_lab(LESS, ["ece_uniform", "ks"], sizes=[100, 500], repetitions=6, seed=3)
+    pd.testing.assert_frame_equal(result.estimates, again.estimates)
+    other = run_lab(LESS, ["ece_uniform", "ks"], sizes=[100, 500], repetitions=6, seed=4)
+    assert not np.allclose(result.estimates["estimate"], other.estimates["estimate"])
+    summary = result.summary.set_index(["estimator", "size"])
+    values = result.estimates.query("estimator == 'ks' and size == 500")["estimate"]
+    row = summary.loc[("ks", 500)]
+    assert row["truth"] == LESS.truth()["ks"] and row["target"] == "ks"
+    assert row["mean"] == pytest.approx(values.mean()) and row["std"] == pytest.approx(values.std())
+    assert row["bias"] == pytest.approx(values.mean() - LESS.truth()["ks"])
+    assert row["mean_abs_error"] == pytest.approx(np.mean(np.abs(values - LESS.truth()["ks"])))
+    assert row["rmse"] == pytest.approx(math.sqrt(np.mean((values - LESS.truth()["ks"]) ** 2)))
+    assert row["repetitions"] == 6
+
+
+def test_run_lab_estimates_equal_direct_calls_on_the_same_draws():
+    result = run_lab(LESS, ["ece_adaptive_15"], sizes=[300], repetitions=3, seed=9)
+    stream = np.random.SeedSequence(9).spawn(1)[0].spawn(1)[0]
+    probs, labels = LESS.sample_batch(300, 3, np.random.default_rng(stream))
+    expected = [cc.ece(probs[r], labels[r], n_bins=15, binning="adaptive") for r in range(3)]
+    np.testing.assert_allclose(result.estimates["estimate"], expected)
+
+
+def test_run_lab_blocks_progress_and_stop():
+    calls = []
+    result = run_lab(LESS, ["ece_uniform"], sizes=[100, 1000], repetitions=10, seed=0,
+                     on_progress=lambda done, total: calls.append((done, total)), block_elements=2000)
+    # n = 100: 10 test sets per block of 2000 entries; n = 1000: one per block.
+    assert len(calls) == 1 + 10
+    assert calls[-1] == (11_000, 11_000) and all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    checks = iter([False, False, True])
+    stopped = run_lab(LESS, ["ece_uniform"], sizes=[100, 1000], repetitions=10, seed=0,
+                      should_stop=lambda: next(checks), block_elements=2000)
+    assert stopped.stopped
+    assert stopped.estimates["size"].tolist() == [100] * 10 + [1000]
+    pd.testing.assert_frame_equal(stopped.estimates, result.estimates.iloc[:11].reset_index(drop=True))
+    nothing = run_lab(LESS, ["ece_uniform"], sizes=[100], repetitions=2, should_stop=lambda: True)
+    assert nothing.stopped and nothing.estimates.empty and nothing.summary.empty
+
+
+def test_run_lab_skips_sizes_above_max_n_and_accepts_custom_estimators():
+    custom = LabEstimator("mean_confidence", "Mean confidence", None,
+                          lambda p, y: float(p.max(axis=1).mean()), max_n=200)
+    result = run_lab(UniformSimplexModel(), [custom, "ece_uniform"], sizes=[100, 400], repetitions=3)
+    counts = result.estimates.groupby("estimator")["size"].unique()
+    assert counts["mean_confidence"].tolist() == [100] and counts["ece_uniform"].tolist() == [100, 400]
+    assert result.summary.query("estimator == 'mean_confidence'")["bias"].isna().all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(generator="model"), "ground-truth model"),
+    (dict(estimators=["ece_magic"]), "unknown lab estimator 'ece_magic'"),
+    (dict(estimators=[]), "`estimators` is empty"),
+    (dict(estimators=["ks", "ks"]), "repeats a key"),
+    (dict(sizes=[]), "`sizes` is empty"),
+    (dict(sizes=[1, 10]), "`sizes` must hold whole numbers >= 2"),
+    (dict(sizes=[100.5]), "`sizes` must hold whole numbers"),
+    (dict(repetitions=0), "`repetitions` must be a whole number >= 1"),
+    (dict(block_elements=0), "`block_elements` must be a whole number >= 1"),
+])
+def test_run_lab_validation(kwargs, match):
+    arguments = dict(generator=LESS, estimators=["ks"], sizes=[100], repetitions=2)
+    arguments.update(kwargs)
+    with pytest.raises(CalibrationInputError, match=match):
+        run_lab(**arguments)
+
+
+# ----------------------------------------------------------------------------- the papers' findings
+def test_gruber_d5_ece_exceeds_the_binned_truth_and_shrinks_with_n():
+    """Gruber & Buettner D.5: E[ECE_n] ~ mu_(n) >= binned ECE, decreasing and convex in n."""
+    sizes = [100, 1000, 10000]
+    for model in (PERFECT, LogisticNormalModel(n_classes=10, temperature=1.0), LESS):
+        result = run_lab(model, ["ece_uniform_15"], sizes=sizes, repetitions=40, seed=1)
+        means = result.summary["mean"].to_numpy()
+        truth = binned_truth(model, 15)
+        assert np.all(means > truth)
+        assert means[0] > means[1] > means[2]
+        assert means[0] - means[1] > means[1] - means[2]  # convex
+        np.testing.assert_allclose(means, expected_ece(model, sizes), rtol=0.15)
+    assert binned_truth(PERFECT, 15) == 0.0
+
+
+def test_gruber_d5_sensitivity_to_n_falls_as_calibration_worsens():
+    drops = []
+    for temperature in (1.0, 1.5, 3.0):
+        model = LogisticNormalModel(n_classes=5, temperature=temperature)
+        means = run_lab(model, ["ece_uniform_15"], sizes=[100, 10000], repetitions=30, seed=2).summary["mean"]
+        drops.append(means.iloc[0] - means.iloc[1])
+    assert drops[0] > drops[1] > drops[2] > 0
+
+
+def test_futami_figure1_gap_shrinks_and_stays_below_the_bound():
+    """Futami & Fujisawa Fig. 1: with the optimal B the TCE gap falls with n and under the eq. (12) bound."""
+    sizes = [100, 1000, 10000, 100000]
+    estimator = ece_estimator("optimal", "uniform", lipschitz=LESS.lipschitz, classwise=True, key="binary_ece")
+    result = run_lab(LESS, [estimator], sizes=sizes, repetitions=20, seed=1)
+    gap = result.summary["mean_abs_error"].to_numpy()
+    bound = futami_bounds(sizes, None, LESS.lipschitz).total
+    assert np.all(np.diff(gap) < 0)
+    assert np.all(gap < bound)
+    slope = np.polyfit(np.log(sizes), np.log(gap), 1)[0]
+    assert -0.8 < slope < -0.2
+    assert result.summary["truth"].iloc[0] == LESS.truth()["canonical_tv"]
+
+
+def test_debiased_and_sweep_estimators_are_less_biased_than_the_plain_ece():
+    result = run_lab(PERFECT, ["ece_adaptive", "debiased_ece", "ece_sweep"], sizes=[500], repetitions=40, seed=5)
+    bias = result.summary.set_index("estimator")["bias"]
+    assert bias["debiased_ece"] < 0.6 * bias["ece_adaptive"]
+    assert bias["ece_sweep"] < 0.8 * bias["ece_adaptive"]
+
+
+# ----------------------------------------------------------------------------- Futami bounds
+def test_futami_bounds_values():
+    bounds = futami_bounds(1000, 10, lipschitz=1.0)
+    assert bounds.statistical[0] == pytest.approx(math.sqrt(2 * 10 * math.log(2) / 1000))
+    assert bounds.binning[0] == pytest.approx(0.2)
+    assert bounds.total[0] == pytest.approx(bounds.statistical[0] + 0.2)
+    assert bounds.optimal_n_bins[0] == cc.optimal_n_bins(1000) == 22
+    mass = futami_bounds(1000, 10, lipschitz=0.5, binning="adaptive")
+    s = math.sqrt(2 * 10 * math.log(2) / 990) + 20 / 990
+    assert mass.statistical[0] == pytest.approx(s)
+    assert mass.binning[0] == pytest.approx(1.5 * (0.1 + s))
+    assert mass.total[0] == pytest.approx(1.5 / 10 + 2.5 * s)  # eq. (12): (1+L)/B + (2+L)(...)
+
+
+def test_futami_bounds_optimal_bins_minimise_the_uniform_total():
+    sizes = np.array([100, 1000, 10_000, 100_000])
+    optimal = futami_bounds(sizes, None, 1.0)
+    np.testing.assert_array_equal(optimal.n_bins, optimal.optimal_n_bins)
+    for factor in (0.5, 2.0):
+        other = futami_bounds(sizes, np.maximum(1, np.round(optimal.n_bins * factor)).astype(int), 1.0)
+        assert np.all(optimal.total <= other.total)
+    # The total bias bound is O(n^(-1/3)) at the optimal B (eq. 13).
+    slope = np.polyfit(np.log(sizes), np.log(optimal.total), 1)[0]
+    assert slope == pytest.approx(-1 / 3, abs=0.03)
+    frame = optimal.to_frame()
+    assert list(frame.columns) == ["n", "n_bins", "statistical", "binning", "total", "optimal_n_bins"]
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    ((1,), {}, "`n` must be >= 2"),
+    ((100.5,), {}, "`n` must hold whole numbers"),
+    ((100, 0), {}, "`n_bins` must be >= 1"),
+    ((100, 2.5), {}, "`n_bins` must hold whole numbers"),
+    ((100, 5, -1.0), {}, "`lipschitz` must be >= 0"),
+    ((100, 100), {"binning": "adaptive"}, "n_bins` < `n`"),
+    ((100, 5), {"binning": "mass"}, "`binning` must be"),
+])
+def test_futami_bounds_validation(args, kwargs, match):
+    with pytest.raises(CalibrationInputError, match=match):
+        futami_bounds(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- subset study
+def test_subset_study_tables_and_spread():
+    data = UniformSimplexModel().sample(3000, seed=1)
+    study = subset_study(data.probs, data.labels, ["ece", "brier"], repetitions=8, seed=0)
+    assert study.sizes == default_subset_sizes(3000) and study.sizes[0] == 100 and study.sizes[-1] == 3000
+    assert len(study.sizes) == 10 and study.n_rows == 3000
+    counts = study.values.groupby("size").size()
+    assert counts.loc[3000] == 2 and (counts.drop(3000) == 16).all()
+    summary = study.summary.set_index(["metric", "size"])
+    full = summary.loc[("ece", 3000)]
+    assert full["mean"] == pytest.approx(cc.ece(data.probs, data.labels)) == full["full_value"]
+    assert full["std"] == 0.0
+    # Smaller subsets: the ECE estimate is biased upwards and spreads more (Gruber & Buettner G.2).
+    ece = study.summary.query("metric == 'ece'").set_index("size")
+    assert ece["mean"].iloc[0] > ece["mean"].iloc[-1]
+    assert ece["std"].iloc[0] > 2 * ece["std"].iloc[-2]
+    brier = study.summary.query("metric == 'brier'").set_index("size")
+    assert abs(brier["mean"].iloc[0] - brier["full_value"].iloc[0]) < 3 * brier["std"].iloc[0] / math.sqrt(8)
+
+
+def test_subset_study_custom_metrics_sizes_and_stop():
+    data = LESS.sample(800, seed=2)
+    seen = []
+    study = subset_study(data.probs, data.labels, {"acc": cc.accuracy, "ECE": "ece"}, sizes=[100, 800, 400],
+                         repetitions=3, seed=1, on_progress=lambda d, t: seen.append((d, t)))
+    assert study.sizes == (100, 400, 800)
+    assert set(study.values["metric"]) == {"acc", "ECE"}
+    assert seen[-1] == (100 * 3 + 400 * 3 + 800, 100 * 3 + 400 * 3 + 800)
+    values = study.values.query("metric == 'acc' and size == 100")["value"].to_numpy()
+    rng = np.random.default_rng(1)
+    first = rng.choice(800, size=100, replace=False)
+    assert values[0] == pytest.approx(cc.accuracy(data.probs[first], data.labels[first]))
+    stopped = subset_study(data.probs, data.labels, ["ece"], sizes=[100, 200], should_stop=lambda: True)
+    assert stopped.stopped and stopped.values.empty
+    assert default_subset_sizes(80) == (80,)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(metrics=["nope"]), "unknown metric 'nope'"),
+    (dict(metrics=[]), "`metrics` is empty"),
+    (dict(metrics=[3]), "`metrics` must hold metric keys or callables"),
+    (dict(sizes=[100, 5000]), "must not exceed the 1000 rows"),
+    (dict(sizes=[0]), "`sizes` must hold whole numbers >= 1"),
+    (dict(repetitions=0), "`repetitions` must be a whole number >= 1"),
+    (dict(n_bins=0), "`n_bins` must be >= 1"),
+    (dict(binning="even"), "`binning` must be"),
+])
+def test_subset_study_validation(kwargs, match):
+    data = LESS.sample(1000, seed=0)
+    with pytest.raises(CalibrationInputError, match=match):
+        subset_study(data.probs, data.labels, **{"metrics": ["ece"], **kwargs})
+
+
+# ----------------------------------------------------------------------------- rank stability
+def single_prediction_model(confidence, accuracy, n=1000):
+    probs = np.tile([confidence, 1 - confidence], (n, 1))
+    labels = np.where(np.arange(n) < round(accuracy * n), 0, 1)
+    return probs, labels
+
+
+def test_gce_sets_equal_gce_for_all_32_variants():
+    data = LogisticNormalModel(n_classes=5, temperature=0.8).sample(1500, seed=1)
+    probs = data.probs.copy()
+    probs[:4] = [1.0, 0.0, 0.0, 0.0, 0.0]  # exact zeros and ties
+    prepared = _GceSets(probs, data.labels)
+    for variant in GCE_VARIANTS:
+        binning, max_prob, class_conditional, threshold, norm = variant
+        expected = [cc.gce(probs, data.labels, n_bins=b, binning=binning, max_prob=max_prob,
+                           class_conditional=class_conditional, threshold=threshold, norm=norm) for b in (1, 9, 40)]
+        np.testing.assert_allclose(prepared.gce([1, 9, 40], *variant), expected, atol=1e-13, err_msg=str(variant))
+
+
+def test_rank_stability_is_one_when_no_bin_count_changes_the_order():
+    models = {"a": single_prediction_model(0.7, 0.65), "b": single_prediction_model(0.8, 0.6),
+              "c": single_prediction_model(0.9, 0.5)}
+    result = bin_rank_stability(models, bin_counts=range(10, 51, 10))
+    assert result.table.shape == (32, 9)
+    assert result.values.shape == (32, 5, 3) and result.correlations.shape == (32, 5, 5)
+    defined = result.table.dropna(subset=["mean_spearman"])
+    assert len(defined) >= 16
+    np.testing.assert_allclose(defined["mean_spearman"], 1.0)
+    assert (defined["pairs"] == 10).all()
+    assert result.table["variant"].tolist() == list(range(32))
+    assert result.table.loc[4, ["binning", "max_prob", "class_conditional", "threshold", "norm"]].tolist() == [
+        "uniform", True, False, 0.0, "l1"]
+
+
+def test_rank_stability_counts_the_order_flips_of_the_nixon_cancellation():
+    """X (Nixon Fig. 4) has ECE 0.003 when 0.52 and 0.58 share a bin and 0.465 otherwise; Y sits at 0.1, Z at 0.6."""
+    models = {"X": nixon_figure4_data(), "Y": single_prediction_model(0.7, 0.6),
+              "Z": single_prediction_model(0.9, 0.3)}
+    counts = list(range(10, 51))
+    result = bin_rank_stability(models, bin_counts=counts)
+    probs, labels = models["X"]
+    shared = np.array([cc.ece(probs, labels, n_bins=b) < 0.05 for b in counts])
+    np.testing.assert_allclose(result.values[4, :, 0], [cc.ece(probs, labels, n_bins=b) for b in counts])
+    s, d = int(shared.sum()), int((~shared).sum())
+    assert s > 0 and d > 0
+    # Same pattern: rho = 1; orders (1, 2, 3) vs (2, 1, 3): rho = 1 - 6 * 2 / (3 * 8) = 0.5.
+    expected = (math.comb(s, 2) + math.comb(d, 2) + 0.5 * s * d) / math.comb(len(counts), 2)
+    assert result.table.loc[4, "mean_spearman"] == pytest.approx(expected)
+    flips = [(i, j) for i, j in combinations(range(len(counts)), 2) if shared[i] != shared[j]]
+    assert result.correlations[4][flips[0]] == pytest.approx(0.5)
+    # Adaptive bins on X's two values always split them: its variant 20 never flips.
+    assert result.table.loc[20, "mean_spearman"] == pytest.approx(1.0)
+    by = result.by_property.set_index(["property", "setting"])["mean_spearman"]
+    assert by[("binning", "adaptive")] > by[("binning", "uniform")]
+
+
+def test_rank_stability_progress_stop_and_validation():
+    models = {"a": single_prediction_model(0.7, 0.65), "b": single_prediction_model(0.8, 0.6)}
+    seen = []
+    bin_rank_stability(models, bin_counts=[10, 20], on_progress=lambda d, t: seen.append((d, t)))
+    assert seen[0] == (1, 32) and seen[-1] == (32, 32)
+    checks = iter([False, True])
+    stopped = bin_rank_stability(models, bin_counts=[10, 20], should_stop=lambda: next(checks))
+    assert stopped.stopped and np.isfinite(stopped.values[0]).all() and np.isnan(stopped.values[1:]).all()
+    with pytest.raises(CalibrationInputError, match="at least two model names"):
+        bin_rank_stability({"a": models["a"]})
+    with pytest.raises(CalibrationInputError, match="at least two different bin counts"):
+        bin_rank_stability(models, bin_counts=[10, 10])
+    with pytest.raises(CalibrationInputError, match=r"model 'b' must be given as \(probs, labels\)"):
+        bin_rank_stability({"a": models["a"], "b": models["a"][0]})
+    with pytest.raises(CalibrationInputError, match="model 'b': rows of `probs` must sum to 1"):
+        bin_rank_stability({"a": models["a"], "b": (np.full((3, 2), 0.6), [0, 1, 0])})
+
+
+# ----------------------------------------------------------------------------- pathologies
+def test_pathologies_reproduce_their_documented_numbers():
+    cases = {case.key: case for case in pathologies()}
+    assert list(cases) == ["nixon_cancellation", "vaicenavicius_example3", "vaicenavicius_example5",
+                           "gruber_accuracy_map", "sharp_vs_constant"]
+    for case in cases.values():
+        assert case.title and case.explanation and case.reference
+        numbers = case.compute()
+        assert all(isinstance(v, float) and math.isfinite(v) for v in numbers.values())
+        for key, value in case.documented.items():
+            assert numbers[key] == pytest.approx(value, abs=1e-9), (case.key, key)
+    nixon = cases["nixon_cancellation"].compute()
+    assert nixon["ece_10_bins"] == pytest.approx(0.003, abs=1e-12)
+    assert nixon["ece_100_bins"] == pytest.approx(0.465) == nixon["mean_abs_gap_per_prediction"]
+    example3 = cases["vaicenavicius_example3"].compute()
+    assert example3["true_classwise_tce"] == pytest.approx(0.2 / 3)
+    assert example3["ece_estimate"] < 0.01 < 0.05 < example3["classwise_ece_estimate"]
+    example5 = cases["vaicenavicius_example5"].compute()
+    assert example5["constant_expected_estimate_n10"] == pytest.approx(0.123046875)  # sum_k C(10,k)|k/10-1/2|/2^10
+    assert example5["constant_expected_estimate_n1000"] == pytest.approx(1 / math.sqrt(2 * math.pi * 1000), rel=0.01)
+
+
+def test_gruber_accuracy_map_and_sharp_vs_constant_numbers():
+    cases = {case.key: case for case in pathologies()}
+    mapped = cases["gruber_accuracy_map"].compute()
+    assert mapped["accuracy_after"] == mapped["accuracy_before"]
+    assert mapped["ece_after"] == pytest.approx(0.0, abs=1e-12)
+    assert mapped["ece_before"] > 1e-3
+    assert mapped["true_canonical_tv_after"] > 0.02 and mapped["classwise_ece_after"] > 0
+    assert mapped["brier_after"] > mapped["brier_before"]
+    sharp = cases["sharp_vs_constant"].compute()
+    assert sharp["perfect_accuracy"] > 0.84 > 0.5 == sharp["constant_accuracy"]
+    assert sharp["perfect_brier"] < sharp["constant_brier"]
+    assert sharp["perfect_mean_ece_100_bins_n1000"] > 2 * sharp["perfect_mean_ece_10_bins_n1000"]
+    assert sharp["constant_mean_ece_100_bins_n1000"] == sharp["constant_mean_ece_10_bins_n1000"]
+
+
+def test_default_sizes():
+    assert DEFAULT_SIZES[0] == 100 and DEFAULT_SIZES[-1] == 100_000 and len(DEFAULT_SIZES) == 8
