@@ -59,6 +59,16 @@ ARROW_SVG = """name => {
 }"""
 
 
+#: Screen position of the first drawn arrow head.
+HEAD_CENTRE = """name => {
+  const group = [...document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot g.trace")]
+      .find(g => g.__data__ && g.__data__[0] && g.__data__[0].trace && g.__data__[0].trace.name === name);
+  const head = [...group.querySelectorAll('path.point')].find(p => (p.getAttribute('d') || '').includes('L'));
+  const box = head.getBoundingClientRect();
+  return {x: box.x + box.width / 2, y: box.y + box.height / 2};
+}"""
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -163,6 +173,16 @@ def test_simplex_three_classes_and_lens_change_redraws(server, page):
     wait_for_arrows(page, n_cells)
     assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "simplex-wine.png"), full_page=True)
+
+    # Hovering an arrow head shows its cell's count, mean prediction and observed frequency.
+    head = page.evaluate(HEAD_CENTRE, ARROW_TRACE_NAME)
+    page.mouse.move(head["x"], head["y"])
+    hover = page.locator("[data-testid='stPlotlyChart'] .hoverlayer .hovertext").first
+    hover.wait_for()
+    text = hover.text_content()
+    assert "count: " in text and "mean prediction (class_0, class_1, class_2)" in text
+    assert "observed frequency" in text
+    page.locator("[data-testid='stPlotlyChart']").first.screenshot(path=str(ARTIFACTS / "simplex-wine-hover.png"))
 
     # The max lens: the top-label problem, drawn on the edge between "predicted class" and "another class".
     page.locator("[data-testid='stRadio']").filter(has_text="Lens").get_by_text("max (top label)").click()
