@@ -92,3 +92,9 @@ __all__ += ["GroundTruth", "LogisticModel", "LogisticNormalModel", "SimulatedDat
             "ece_sweep", "FutamiBounds", "LabEstimator", "LabResult", "Pathology", "RankStability", "SubsetStudy",
             "bin_rank_stability", "ece_estimator", "expected_ece", "futami_bounds", "lab_estimators",
             "pathologies", "run_lab", "subset_study"]
+
+from calib_core.streaming import CalibrationStats, QuantileSketch, stream_metrics  # noqa: E402
+from calib_core.evaluate import CalibrationSummary, Evaluation, evaluate, load_summary  # noqa: E402
+
+__all__ += ["CalibrationStats", "QuantileSketch", "stream_metrics", "CalibrationSummary", "Evaluation", "evaluate",
+            "load_summary"]

@@ -1,4 +1,5 @@
 """evaluate(): CSV/Parquet files, folders and globs in record batches; summaries read back."""
+import importlib
 import gzip
 import json
 import subprocess
@@ -15,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core import evaluate as evaluate_module
 from calib_core.evaluate import choose_engine, evaluate, evaluate_arrays, load_summary, resolve_files
 from calib_core.registry import compute_metrics
 from calib_core.sensitivity import bin_sensitivity
@@ -23,6 +23,9 @@ from calib_core.streaming import STREAM_METRICS
 from calib_core.validation import CalibrationInputError
 
 UNIFORM_AND_KS = ["accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ks", "brier", "nll"]
+
+# The module (calib_core.evaluate is also the name of the function at the package root).
+evaluate_module = importlib.import_module("calib_core.evaluate")
 
 
 def _frame(seed, n, k=3):
