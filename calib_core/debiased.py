@@ -229,7 +229,10 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
               |\\bar f_k - \\bar y_k|^p\\Big)^{1/p}.
 
     The sweep also ends once every distinct confidence has its own bin. Each
-    step reuses one sort and cumulative sums, so step b costs O(b).
+    step reuses one sort and cumulative sums, so step b costs O(b) and the
+    sweep O(b*^2); when the accuracy never stops being monotone (e.g. every
+    prediction correct) b* reaches N, so pass ``max_bins`` to bound the cost
+    on large, (nearly) separable test sets.
 
     Examples
     --------

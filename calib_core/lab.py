@@ -941,9 +941,9 @@ class RankStability:
         Spearman correlation of the models' values), ``min_spearman`` and
         ``pairs`` (pairs with a defined correlation).
     by_property : pandas.DataFrame
-        ``property``, ``setting``, ``mean_spearman``: the mean over the 16
-        variants sharing each setting (as Nixon et al. report "adaptive
-        0.59, even 0.37").
+        ``property``, ``setting`` (as text, e.g. ``"adaptive"``, ``"True"``,
+        ``"0.01"``), ``mean_spearman``: the mean over the 16 variants sharing
+        each setting (as Nixon et al. report "adaptive 0.59, even 0.37").
     values : ndarray of shape (32, len(bin_counts), len(models))
         The GCE value of every variant, bin count and model (for heatmaps).
     correlations : ndarray of shape (32, len(bin_counts), len(bin_counts))
@@ -1059,7 +1059,8 @@ def bin_rank_stability(models: Mapping[str, tuple[ArrayLike, ArrayLike]], bin_co
     by_property = []
     for column in ("binning", "max_prob", "class_conditional", "threshold", "norm"):
         for setting, group in table.groupby(column, sort=False):
-            by_property.append({"property": column, "setting": setting,
+            # Settings as text: 0.0 and False would otherwise merge in an index.
+            by_property.append({"property": column, "setting": str(setting),
                                 "mean_spearman": float(group["mean_spearman"].mean())})
     return RankStability(table, pd.DataFrame(by_property), values, correlations, counts, names, stopped)
 

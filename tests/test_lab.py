@@ -347,6 +347,7 @@ def test_rank_stability_counts_the_order_flips_of_the_nixon_cancellation():
     assert result.table.loc[20, "mean_spearman"] == pytest.approx(1.0)
     by = result.by_property.set_index(["property", "setting"])["mean_spearman"]
     assert by[("binning", "adaptive")] > by[("binning", "uniform")]
+    assert len(by) == 10 and ("threshold", "0.0") in by.index and ("max_prob", "False") in by.index
 
 
 def test_rank_stability_progress_stop_and_validation():
