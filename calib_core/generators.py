@@ -449,7 +449,7 @@ class _Model:
     @property
     def n_reference(self) -> int:
         """Size of the reference sample (fewer rows for many classes, to bound memory)."""
-        return int(min(1_000_000, max(100_000, 4_000_000 // self.n_classes)))
+        return int(min(1_000_000, max(100_000, 2_000_000 // self.n_classes)))
 
     def _reference(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         m = self.n_reference
