@@ -1,4 +1,4 @@
-"""Simplex: the two-dimensional reliability diagram (arrows on a triangle) and canonical_ce with its consistency band."""
+"""Simplex: the two-dimensional reliability diagram (arrows on a triangle), canonical_ce and its consistency band."""
 import streamlit as st
 
 from calib_core import CalibrationInputError, default_groups

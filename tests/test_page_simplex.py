@@ -158,7 +158,8 @@ def test_widgets_redraw_the_arrows_and_the_estimates():
     assert_clean(at)
     table = cc.simplex_reliability(probs, labels, partition="data_dependent", min_bin_size=10).table
     assert arrows(at)[0].shape[0] == table.n_cells > 1
-    assert at.metric[0].value == f"{cc.canonical_ce(probs, labels, 'sq_euclidean', 'data_dependent', min_bin_size=10):.4f}"
+    expected = cc.canonical_ce(probs, labels, "sq_euclidean", "data_dependent", min_bin_size=10)
+    assert at.metric[0].value == f"{expected:.4f}"
 
     at.selectbox(key="keep:simplex.n_resamples").set_value(100).run()
     at.number_input(key="keep:simplex.seed").set_value(7).run()
