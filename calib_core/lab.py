@@ -49,13 +49,7 @@ from scipy.stats import binom, spearmanr
 from calib_core import binned, scores
 from calib_core.binning import bin_statistics, optimal_n_bins
 from calib_core.debiased import debiased_ece, debiased_squared_terms, ece_sweep
-from calib_core.generators import (
-    GroundTruth,
-    LogisticModel,
-    LogisticNormalModel,
-    TRUTH_KEYS,
-    gaussian_mixture,
-)
+from calib_core.generators import GroundTruth, LogisticNormalModel, gaussian_mixture
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,

@@ -9,7 +9,6 @@ import pytest
 import calib_core as cc
 from calib_core import CalibrationInputError
 from calib_core.generators import (
-    LogisticModel,
     LogisticNormalModel,
     UniformSimplexModel,
     binned_truth,
