@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln, xlogy
 
 from calib_core.binned import top_label
-from calib_core.kernel import map_blocks, row_blocks
+from calib_core.kernel import EXP_FLOOR, map_blocks, row_blocks
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -117,6 +117,7 @@ def _loo_conditional_mean(points: NDArray[np.float64], labels: NDArray[np.intp],
         # log-sum-exp with the row maximum (appendix E.1, eq. 45): every ratio
         # sum_j k_hj y_j / sum_j k_hj is formed from exp(log k_hj - max_j log k_hj).
         block -= block.max(axis=1, keepdims=True)
+        np.maximum(block, EXP_FLOOR, out=block)
         np.exp(block, out=block)
         return (block @ onehot) / block.sum(axis=1, keepdims=True)
 
@@ -155,6 +156,7 @@ def _loo_log_likelihoods(points: NDArray[np.float64], grid: NDArray[np.float64])
             block[local, chosen] = -np.inf
             peak = block.max(axis=1)
             block -= peak[:, None]
+            np.maximum(block, EXP_FLOOR, out=block)
             np.exp(block, out=block)
             totals[index] = float(np.sum(peak + np.log(block.sum(axis=1))))
         return totals
