@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import csv
 import glob
-import math
+import gzip
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Union
 
@@ -151,7 +150,7 @@ def resolve_files(source: SourceLike) -> list[Path]:
 
 
 def _sniff_delimiter(path: Path) -> str:
-    opener = __import__("gzip").open if path.suffix.lower() == ".gz" else open
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as handle:
             head = handle.readline()
@@ -176,7 +175,7 @@ def _schema_names(path: Path) -> list[str]:
         except (pa.ArrowException, OSError) as exc:
             raise CalibrationInputError(f"could not read {path.name!r} as Parquet ({_one_line(exc)}); the file may be damaged.") from exc
     delimiter = _sniff_delimiter(path)
-    opener = __import__("gzip").open if path.suffix.lower() == ".gz" else open
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
     with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as handle:
         return [c.strip() for c in next(csv.reader([handle.readline()], delimiter=delimiter))]
 

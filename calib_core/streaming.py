@@ -44,7 +44,6 @@ References
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
