@@ -101,3 +101,11 @@ def test_schema_mismatch_between_files_of_a_folder(folder, capsys):
     assert main(["report", str(parts)]) == 2
     err = capsys.readouterr().err
     assert "schema mismatch" in err and "'part-9.parquet'" in err and "'extra'" in err and err.count("\n") == 1
+
+
+def test_progress_line_on_a_terminal(folder, capsys, monkeypatch):
+    parts, _ = folder
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert main(["report", str(parts), "--batch-rows", "1000"]) == 0
+    err = capsys.readouterr().err
+    assert "\rpass 1: 3,000 rows (100%)" in err and "pass 3:" in err
