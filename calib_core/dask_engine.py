@@ -37,9 +37,15 @@ def _import_dask():
 
 def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str) -> Any:
     """Statistics of one partition (a pandas DataFrame): ``factory().update(probs, labels)``."""
+    from calib_core.evaluate import _SLICE_ROWS
+
     stats = factory()
-    probs, labels = plan.from_frame(frame, display=display, split=split)
-    return stats.update(probs, labels)
+    # Cache-sized slices, as the streaming engine does with record batches.
+    for start in range(0, max(len(frame), 1), _SLICE_ROWS):
+        probs, labels = plan.from_frame(frame.iloc[start:start + _SLICE_ROWS], first_row=start, display=display,
+                                        split=split)
+        stats.update(probs, labels)
+    return stats
 
 
 def _merge(left: Any, right: Any) -> Any:
