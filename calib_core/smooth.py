@@ -41,6 +41,8 @@ _POINTS_PER_SIGMA = 40
 _MIN_GRID = 1001
 #: Bandwidths below this count as "too small" in the fixed-point search (relplot's eps).
 MIN_BANDWIDTH = 1e-3
+#: Smallest bandwidth accepted from the caller (a 400,001-point grid).
+SMALLEST_BANDWIDTH = 1e-4
 #: Halvings of [0, 1] in the fixed-point search (relplot's ``refine=10``).
 _BISECTION_STEPS = 10
 #: Added to the smoothed density in the denominator of the reliability curve,
@@ -171,6 +173,11 @@ def _prepare(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None, metho
         bandwidth = _fixed_point(evaluate)
     else:
         bandwidth = check_positive(bandwidth, "bandwidth")
+        if bandwidth < SMALLEST_BANDWIDTH:
+            raise CalibrationInputError(
+                f"`bandwidth` must be at least {SMALLEST_BANDWIDTH:g} (the grid needs 40 points per "
+                f"bandwidth), got {bandwidth!r}."
+            )
     return confidence, correct, bandwidth, evaluate(bandwidth)
 
 
@@ -185,7 +192,7 @@ def smooth_ece(probs: ArrayLike, labels: ArrayLike, *, bandwidth: float | None =
     labels : array_like of shape (N,)
         True classes in ``0..K-1``.
     bandwidth : float, optional
-        Kernel width sigma. ``None`` (default) uses the fixed point
+        Kernel width sigma, at least 1e-4. ``None`` (default) uses the fixed point
         ``sigma* = smECE_sigma*`` that makes smECE a consistent calibration
         measure.
     method : {"relplot", "exact"}, default "relplot"

@@ -116,6 +116,8 @@ def test_validation_errors():
     probs, labels = tempered(20, 1.0, seed=0)
     with pytest.raises(CalibrationInputError, match="bandwidth"):
         smooth_ece(probs, labels, bandwidth=0.0)
+    with pytest.raises(CalibrationInputError, match="at least 0.0001"):
+        smooth_reliability_curve(probs, labels, bandwidth=1e-6)
     with pytest.raises(CalibrationInputError, match="method"):
         smooth_ece(probs, labels, method="fast")
     with pytest.raises(CalibrationInputError, match="n_mesh"):
