@@ -80,6 +80,17 @@ from calib_core.io import Predictions, demo_datasets, load_demo, load_prediction
 
 __all__ += ["Predictions", "load_predictions", "demo_datasets", "load_demo"]
 
+from calib_core.kernel import median_pairwise_distance, mmce, skce  # noqa: E402
+from calib_core.proper import (BoundChain, ChainLink, ChainTerm, ScoreDecomposition, bound_chain,  # noqa: E402
+                               calibration_upper_bound, kde_bandwidth, kde_ce, kde_conditional_expectation,
+                               score_decomposition)
+from calib_core.smooth import SmoothReliabilityCurve, smooth_ece, smooth_reliability_curve  # noqa: E402
+
+__all__ += ["median_pairwise_distance", "mmce", "skce", "BoundChain", "ChainLink", "ChainTerm",
+            "ScoreDecomposition", "bound_chain", "calibration_upper_bound", "kde_bandwidth", "kde_ce",
+            "kde_conditional_expectation", "score_decomposition", "SmoothReliabilityCurve", "smooth_ece",
+            "smooth_reliability_curve"]
+
 from calib_core.generators import (GroundTruth, LogisticModel, LogisticNormalModel, SimulatedData,  # noqa: E402
                                    TRUTH_KEYS, UniformSimplexModel, binned_truth, futami_logistic, gaussian_mixture)
 from calib_core.debiased import debiased_ece, ece_sweep  # noqa: E402
