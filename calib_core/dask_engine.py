@@ -75,7 +75,8 @@ def _read_frame(source: Any, dd: Any) -> Any:
     formats = {_format_of(p) for p in source.files}
     columns = source.plan.columns
     if formats == {"parquet"}:
-        return dd.read_parquet(files, columns=columns)
+        # One partition per row group: tasks as large as the file's row groups, and work for every worker.
+        return dd.read_parquet(files, columns=columns, split_row_groups=True)
     if formats == {"csv"}:
         delimiter = _sniff_delimiter(source.files[0])
         blocksize = max(1 << 20, source.batch_rows * 12 * (len(columns) + 1))
