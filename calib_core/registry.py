@@ -13,7 +13,7 @@ from functools import partial
 import numpy as np
 from numpy.typing import ArrayLike
 
-from calib_core import binned, scores
+from calib_core import binned, kernel, proper, scores, smooth
 from calib_core.validation import CalibrationInputError, check_probs_labels
 
 __all__ = ["METRICS", "MetricSpec", "compute_metrics", "get_metric", "metric_function"]
@@ -91,7 +91,68 @@ METRICS: list[MetricSpec] = [
                "Mean negative log-likelihood of the true class (proper score).",
                "Unbounded: a few confident mistakes dominate it; mixes calibration and sharpness.",
                uses_bins=False, calibration_error=False),
+    MetricSpec("mmce", "MMCE", lambda p, y, b, s: kernel.mmce(p, y),
+               "Maximum mean calibration error (Kumar et al. 2018, eq. 2): a kernel distance between confidence "
+               "and correctness over all pairs of rows (Laplacian kernel of width 0.4), without bins.",
+               "Top-label only; a V-statistic, so biased upwards for small N; the value depends on the kernel "
+               "width.", uses_bins=False),
+    MetricSpec("skce", "SKCE (unbiased)", lambda p, y, b, s: _positive_part(kernel.skce(p, y)),
+               "Squared kernel calibration error (Widmann et al. 2019): unbiased U-statistic over all pairs of "
+               "rows comparing the whole predicted distribution with the labels (Laplacian kernel, median-distance "
+               "width).",
+               "Squared, so on another scale than ECE; O(N^2) time; the unbiased estimate is negative for many "
+               "calibrated samples: this table shows it clipped at 0 (never farther from the true value, which is "
+               ">= 0), the Estimators page shows the raw value.", uses_bins=False, quadratic=True),
+    MetricSpec("skce_block", "SKCE (linear-time)", lambda p, y, b, s: _positive_part(_skce_block(p, y)),
+               "Linear-time SKCE estimator of Widmann et al. (2019): the mean kernel term over disjoint pairs of "
+               "rows, O(N) instead of O(N^2).",
+               "Uses N/2 of the N(N-1)/2 pairs, so it is far noisier than the unbiased estimate; the pairs are "
+               "drawn with a fixed seed after sorting the rows (the value does not depend on the row order); "
+               "clipped at 0 here like SKCE.", uses_bins=False),
+    MetricSpec("kde_ce_kl", "CE_KL (kernel)", lambda p, y, b, s: proper.kde_ce(p, y, "kl"),
+               "Proper calibration error of the log score (Popordanoska et al. 2024, eq. 9): mean KL divergence "
+               "between a leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the prediction, over "
+               "the whole distribution.",
+               "Kernel bandwidth fixed at 0.01 here (the Estimators page can choose it by leave-one-out "
+               "likelihood); a small positive bias even for calibrated models; a class predicted with "
+               "probability 0 that occurs nearby makes it very large; O(N^2) time.",
+               uses_bins=False, quadratic=True),
+    MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", lambda p, y, b, s: proper.kde_ce(p, y, "l2"),
+               "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
+               "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
+               "prediction.",
+               "Squared, so on another scale than ECE; bandwidth fixed at 0.01 here; a small positive bias even "
+               "for calibrated models; O(N^2) time.", uses_bins=False, quadratic=True),
+    MetricSpec("smooth_ece", "smECE", lambda p, y, b, s: smooth.smooth_ece(p, y),
+               "Smooth ECE (Blasiok & Nakkiran 2023): the residuals correctness - confidence smoothed with a "
+               "reflected Gaussian kernel whose width is chosen automatically, integrated in absolute value; "
+               "consistent, without bins.",
+               "Top-label only; smoothing can hide narrow regions of miscalibration; the automatic width is "
+               "coarse for small N.", uses_bins=False),
+    MetricSpec("calibration_upper_bound", "sqrt(Brier) bound", lambda p, y, b, s: proper.calibration_upper_bound(p, y),
+               "Root Brier score: an upper bound of the canonical calibration error CE_2 that needs no estimate "
+               "of P(Y | prediction) (Gruber & Buettner 2022, Theorem 4.3).",
+               "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
+               "the accuracy is close to 1.", uses_bins=False, calibration_error=False),
 ]
+
+
+def _positive_part(value: float) -> float:
+    """``max(value, 0)``: an unbiased estimate of a non-negative quantity, shown on its range."""
+    return max(float(value), 0.0)
+
+
+def _skce_block(probs: ArrayLike, labels: ArrayLike) -> float:
+    """``skce(..., estimator="block")`` on the rows in an order that does not depend on the input order.
+
+    The linear-time estimator pairs rows (0, 1), (2, 3), ...; sorting the rows
+    (by label, then by the probabilities) and shuffling them with a fixed seed
+    gives a random pairing that is the same for every order of the same rows.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    order = np.lexsort((*probs.T[::-1], labels))
+    order = order[np.random.default_rng(0).permutation(order.size)]
+    return kernel.skce(probs[order], labels[order], estimator="block", seed=0)
 
 
 def get_metric(key: str) -> MetricSpec:
