@@ -1,0 +1,606 @@
+"""The Lab page's calib_core calls: resumable runs in chunks, and a process-wide store of finished chunks.
+
+The lab's heavy work (a simulation run, the test-set-size study on the
+user's data) is cut into **chunks** - one test-set size of the simulation,
+one (model, subset size) pair of the study - held by a :class:`Job` in
+``st.session_state``. The page computes one chunk per script run and then
+calls ``st.rerun()``, which gives three things at once:
+
+* a progress bar driven by calib_core's ``on_progress(done, total)`` inside
+  the chunk, and the results of the finished chunks drawn while the next one runs;
+* a Stop button that works: clicking it makes Streamlit interrupt the running
+  script at its next ``st`` call (the progress-bar update; ``runner.fastReruns``
+  is on by default), and the button's callback, which runs first in the new
+  script run, marks the job stopped. The finished chunks are kept; at most the
+  interrupted chunk's work is lost;
+* a run that survives a tab or page change: the job is resumed where it was
+  when its tab is opened again.
+
+Finished chunks go into :class:`ResultStore`, a bounded process-wide store
+keyed by every parameter of the chunk, so running the same settings again (or
+a run that shares some sizes with an earlier one) reuses them. It replaces
+``st.cache_data`` here because a cached function may not update a progress bar
+created outside it (Streamlit could not replay that element), and because the
+results hold objects that do not pickle (``GroundTruth`` uses mapping proxies).
+
+Each chunk draws from its own seed, ``SeedSequence([seed, n])``, so a result
+does not depend on which other sizes were run or on where a run was stopped.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import calib_core as cc
+from calib_core.generators import FUTAMI_CASES, TRUTH_KEYS, VAICENAVICIUS_CASES, GroundTruth
+from calib_core.lab import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, Pathology, default_subset_sizes
+from calib_core.validation import CalibrationInputError
+
+Progress = Callable[[int, int], None] | None
+
+# ============================================================================ store
+class ResultStore:
+    """A bounded, thread-safe mapping from a chunk's parameters to its result (least recently used goes first)."""
+
+    def __init__(self, max_entries: int = 512) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+@st.cache_resource(show_spinner=False)
+def result_store() -> ResultStore:
+    """The store shared by every session of this server process."""
+    return ResultStore()
+
+
+# ============================================================================ jobs
+@dataclass
+class Job:
+    """A computation cut into chunks, advanced one chunk per script run.
+
+    Attributes
+    ----------
+    params : hashable
+        Every setting of the run; a new run with equal ``params`` is the same run.
+    chunks : tuple
+        The chunks, in the order they are computed.
+    weights : tuple of float
+        Relative cost of each chunk (for the progress bar).
+    done : dict
+        Finished chunks and their results.
+    stopped : bool
+        The user stopped the run (or a chunk failed, see ``error``).
+    error : str or None
+        Why a chunk failed.
+    seconds : float
+        Compute time of the chunks computed in this session (chunks taken
+        from the store cost nothing).
+    created, ended : float
+        ``time.perf_counter()`` when the job was made and when its last chunk
+        finished (None while unfinished): the wall time the user waited.
+    """
+
+    params: Hashable
+    chunks: tuple
+    weights: tuple[float, ...]
+    done: dict = field(default_factory=dict)
+    stopped: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+    created: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
+
+    @property
+    def wall_seconds(self) -> float | None:
+        """Seconds from the job's creation to its last chunk (None while unfinished)."""
+        return None if self.ended is None else self.ended - self.created
+
+    @property
+    def pending(self) -> Any | None:
+        """The next chunk to compute (None when every chunk is done)."""
+        return next((chunk for chunk in self.chunks if chunk not in self.done), None)
+
+    @property
+    def finished(self) -> bool:
+        return self.pending is None
+
+    @property
+    def running(self) -> bool:
+        return not self.finished and not self.stopped
+
+    def fraction(self, within: float = 0.0) -> float:
+        """Share of the work done, counting ``within`` of the pending chunk."""
+        total = sum(self.weights) or 1.0
+        done = sum(w for c, w in zip(self.chunks, self.weights) if c in self.done)
+        pending = self.pending
+        if pending is not None:
+            done += within * self.weights[self.chunks.index(pending)]
+        return min(max(done / total, 0.0), 1.0)
+
+    def advance(self, compute: Callable[[Any, Progress], Any], on_progress: Progress = None) -> None:
+        """Compute the pending chunk with ``compute(chunk, on_progress)``.
+
+        A chunk that raises stops the job with the message in ``error`` (the
+        page shows it with ``st.error``); the finished chunks are kept.
+        """
+        chunk = self.pending
+        if chunk is None or self.stopped:
+            return
+        started = time.perf_counter()
+        try:
+            self.done[chunk] = compute(chunk, on_progress)
+        except CalibrationInputError as exc:
+            self.stopped, self.error = True, str(exc)
+        except (ValueError, FloatingPointError, MemoryError, np.linalg.LinAlgError) as exc:
+            self.stopped, self.error = True, f"{type(exc).__name__}: {exc}"
+        self.seconds += time.perf_counter() - started
+        if self.finished:
+            self.ended = time.perf_counter()
+
+
+def chunk_seed(seed: int, n: int) -> int:
+    """The seed of one chunk: ``SeedSequence([seed, n])`` turned into one 32-bit integer."""
+    return int(np.random.SeedSequence([int(seed), int(n)]).generate_state(1)[0])
+
+
+# ============================================================================ generators
+#: The generators the page offers: key -> (label, parameter defaults).
+GENERATORS: dict[str, tuple[str, dict[str, float]]] = {
+    "logistic": ("Binary logistic model (Futami & Fujisawa 6.1; Vaicenavicius et al. C.1)",
+                 {"b0": 0.5, "b1": -1.5}),
+    "logistic_normal": ("Multi-class logistic-normal, tempered (Gruber & Buettner G.1)",
+                        {"n_classes": 10, "temperature": 1.5, "scale": 215.0}),
+    "uniform_simplex": ("Uniform simplex, sharpened then tempered (Popordanoska et al. 7.1)",
+                        {"n_classes": 3, "t1": 0.9, "t2": 0.6}),
+}
+
+#: Ready-made parameters of the logistic model: label -> (b0, b1).
+LOGISTIC_PRESETS: dict[str, tuple[float, float]] = {
+    "Futami & Fujisawa: less calibrated (0.5, -1.5)": FUTAMI_CASES["less_calibrated"],
+    "Futami & Fujisawa: better calibrated (0.2, -1.9)": FUTAMI_CASES["better_calibrated"],
+    "Vaicenavicius et al.: perfect, Bayes-optimal (0, -2)": VAICENAVICIUS_CASES["perfect"],
+    "Vaicenavicius et al.: constant 1/2 (0, 0)": VAICENAVICIUS_CASES["constant"],
+    "Vaicenavicius et al.: uncalibrated (1, 1)": VAICENAVICIUS_CASES["uncalibrated"],
+}
+
+
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """A ground-truth generator by name and parameters (hashable: part of every cache key)."""
+
+    kind: str
+    params: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def make(cls, kind: str, **params: float) -> GeneratorSpec:
+        if kind not in GENERATORS:
+            raise CalibrationInputError(f"unknown generator {kind!r}; choose one of {', '.join(GENERATORS)}.")
+        return cls(kind, tuple(sorted((k, float(v)) for k, v in params.items())))
+
+    def build(self):
+        """The calib_core model (raises CalibrationInputError for invalid parameters)."""
+        p = dict(self.params)
+        if self.kind == "logistic":
+            return cc.LogisticModel(b0=p["b0"], b1=p["b1"])
+        if self.kind == "logistic_normal":
+            return cc.LogisticNormalModel(n_classes=int(p["n_classes"]), temperature=p["temperature"],
+                                          scale=p["scale"])
+        return cc.UniformSimplexModel(n_classes=int(p["n_classes"]), t1=p["t1"], t2=p["t2"])
+
+    @property
+    def n_classes(self) -> int:
+        return 2 if self.kind == "logistic" else int(dict(self.params)["n_classes"])
+
+
+def lipschitz_of(model) -> tuple[float, bool]:
+    """The Lipschitz constant used for the optimal bin count and the bounds, and whether it is the model's own.
+
+    Only the logistic model knows its L; an unbounded (infinite) L or an
+    unknown one falls back to 1 (as :func:`calib_core.lab_estimators` does).
+    """
+    value = getattr(model, "lipschitz", None)
+    if value is not None and math.isfinite(value):
+        return float(value), True
+    return 1.0, False
+
+
+#: Short names of the true values (keys of calib_core.generators.TRUTH_KEYS).
+TARGET_NAMES: dict[str, str] = {
+    "accuracy": "accuracy", "tce": "TCE", "tce_l2": "TCE₂", "ks": "KS", "mmce": "MMCE",
+    "classwise_tce": "class-wise TCE", "classwise_ce_kl": "class-wise CE_KL",
+    "classwise_ce_l2_sq": "class-wise CE_L2²", "canonical_tv": "canonical CE (TV)", "canonical_sq": "CE₂²",
+    "ce_kl": "CE_KL", "skce": "SKCE",
+}
+
+
+def truth_table(truth: GroundTruth) -> pd.DataFrame:
+    """The model's true values: ``quantity``, ``key``, ``value``, ``method``, ``definition``."""
+    return pd.DataFrame({
+        "quantity": [TARGET_NAMES.get(k, k) for k in truth.values],
+        "key": list(truth.values),
+        "value": [float(v) for v in truth.values.values()],
+        "method": [truth.method.get(k, "") for k in truth.values],
+        "definition": [TRUTH_KEYS.get(k, "") for k in truth.values],
+    })
+
+
+# ============================================================================ estimators
+#: The ECE at a bin count chosen on the page: key -> binning.
+FIXED_ECE = {"ece_uniform_fixed": "uniform", "ece_adaptive_fixed": "adaptive"}
+#: lab_estimators' own fixed-15-bin ECEs, replaced on the page by the chosen bin count.
+_REPLACED = ("ece_uniform_15", "ece_adaptive_15")
+
+
+@st.cache_resource(show_spinner=False)
+def estimator_options() -> dict[str, str]:
+    """Estimator key -> label, in lab_estimators' order, the fixed-B ECEs after the optimal-B ones."""
+    options: dict[str, str] = {}
+    for key, estimator in cc.lab_estimators().items():
+        if key in _REPLACED:
+            continue
+        options[key] = estimator.label
+        if key == "ece_adaptive":
+            options["ece_uniform_fixed"] = "ECE (uniform, B chosen below)"
+            options["ece_adaptive_fixed"] = "ECE (adaptive, B chosen below)"
+    return options
+
+
+def default_estimators() -> list[str]:
+    """The default run's estimators (calib_core.lab.DEFAULT_ESTIMATORS) that this installation offers."""
+    options = estimator_options()
+    return [key for key in DEFAULT_ESTIMATORS if key in options]
+
+
+def resolve_estimators(model, keys: Sequence[str], fixed_bins: int) -> list[LabEstimator]:
+    """The LabEstimator objects of ``keys`` for ``model`` (SKCE bandwidth and L from the model)."""
+    available = cc.lab_estimators(model)
+    chosen = []
+    for key in keys:
+        if key in FIXED_ECE:
+            chosen.append(cc.ece_estimator(int(fixed_bins), FIXED_ECE[key], key=key))
+        elif key in available:
+            chosen.append(available[key])
+        else:
+            raise CalibrationInputError(f"unknown lab estimator {key!r}; available: {', '.join(estimator_options())}.")
+    return chosen
+
+
+#: Test-set sizes offered on the page (the default run's eight, round numbers, up to 10^6).
+SIZE_OPTIONS: tuple[int, ...] = tuple(sorted(set(DEFAULT_SIZES) | {
+    20, 50, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 200_000, 500_000, 1_000_000}))
+
+
+# ============================================================================ simulation runs
+@dataclass(frozen=True)
+class LabParams:
+    """Every setting of a simulation run (hashable)."""
+
+    spec: GeneratorSpec
+    estimators: tuple[str, ...]
+    fixed_bins: int
+    sizes: tuple[int, ...]
+    repetitions: int
+    seed: int
+
+    @property
+    def simulated_values(self) -> int:
+        """Probabilities drawn in the whole run (rows x classes)."""
+        return self.repetitions * sum(self.sizes) * self.spec.n_classes
+
+
+@dataclass(frozen=True)
+class LabPart:
+    """The result of one test-set size: calib_core.run_lab's ``estimates`` and ``summary`` for that size."""
+
+    estimates: pd.DataFrame
+    summary: pd.DataFrame
+    seconds: float
+
+
+TRUTH_CHUNK = "truth"
+
+
+def lab_job(params: LabParams) -> Job:
+    """A simulation run: the true values first, then one chunk per size (finished chunks taken from the store)."""
+    chunks = (TRUTH_CHUNK, *params.sizes)
+    work = [float(n * params.repetitions * params.spec.n_classes) for n in params.sizes]
+    # The true values cost about as much as simulating two million probabilities.
+    weights = (2e6, *work)
+    job = Job(params, chunks, weights)
+    store = result_store()
+    for chunk in chunks:
+        found = store.get(_lab_key(params, chunk))
+        if found is not None:
+            job.done[chunk] = found
+    if job.finished:
+        job.ended = job.created
+    return job
+
+
+def _lab_key(params: LabParams, chunk) -> tuple:
+    if chunk == TRUTH_CHUNK:
+        return ("truth", params.spec)
+    return ("lab", params.spec, params.estimators, params.fixed_bins, int(chunk), params.repetitions, params.seed)
+
+
+def compute_lab_chunk(params: LabParams, chunk, on_progress: Progress = None):
+    """The true values (``chunk == "truth"``) or one size of the run; stored when done."""
+    model = params.spec.build()
+    if chunk == TRUTH_CHUNK:
+        result = model.truth()
+    else:
+        estimators = resolve_estimators(model, params.estimators, params.fixed_bins)
+        run = cc.run_lab(model, estimators, sizes=[int(chunk)], repetitions=params.repetitions,
+                         seed=chunk_seed(params.seed, int(chunk)), on_progress=on_progress)
+        result = LabPart(run.estimates, run.summary, run.seconds)
+    result_store().put(_lab_key(params, chunk), result)
+    return result
+
+
+@dataclass(frozen=True)
+class LabView:
+    """What the page shows of a (possibly unfinished) simulation run."""
+
+    params: LabParams
+    truth: GroundTruth
+    summary: pd.DataFrame
+    estimates: pd.DataFrame
+    labels: dict[str, str]
+    targets: dict[str, str | None]
+    sizes_done: tuple[int, ...]
+    lipschitz: float
+    lipschitz_known: bool
+    model_name: str
+
+
+def lab_view(job: Job) -> LabView | None:
+    """The finished sizes of ``job`` in one view (None until the true values are known)."""
+    params: LabParams = job.params
+    truth = job.done.get(TRUTH_CHUNK)
+    if truth is None:
+        return None
+    model = params.spec.build()
+    estimators = resolve_estimators(model, params.estimators, params.fixed_bins)
+    labels = {e.key: e.label for e in estimators}
+    targets = {e.key: e.target for e in estimators}
+    parts = [job.done[n] for n in params.sizes if n in job.done]
+    sizes_done = tuple(n for n in params.sizes if n in job.done)
+    if parts:
+        summary = pd.concat([p.summary for p in parts], ignore_index=True)
+        estimates = pd.concat([p.estimates for p in parts], ignore_index=True)
+    else:
+        summary = pd.DataFrame(columns=["estimator", "size", "target", "truth", "mean", "std", "q05", "q95",
+                                        "bias", "mean_abs_error", "rmse", "repetitions"])
+        estimates = pd.DataFrame(columns=["estimator", "size", "repetition", "estimate"])
+    order = {key: i for i, key in enumerate(params.estimators)}
+    if not summary.empty:
+        summary = summary.sort_values(["estimator", "size"], key=lambda c: c.map(order) if c.name == "estimator"
+                                      else c, kind="stable").reset_index(drop=True)
+        summary.insert(1, "label", summary["estimator"].map(labels))
+    else:
+        summary.insert(1, "label", pd.Series(dtype=object))
+    lipschitz, known = lipschitz_of(model)
+    return LabView(params, truth, summary, estimates, labels, targets, sizes_done, lipschitz, known, model.name)
+
+
+def futami_curves(sizes: Sequence[int], lipschitz: float, fixed_bins: int | None = None,
+                  points: int = 60) -> tuple[cc.FutamiBounds, cc.FutamiBounds | None]:
+    """Futami & Fujisawa's bounds on a dense log grid over ``sizes``: at the optimal B, and at ``fixed_bins``."""
+    low, high = max(int(min(sizes)), 2), max(int(max(sizes)), 3)
+    grid = np.unique(np.round(np.logspace(math.log10(low), math.log10(high), points)).astype(np.int64))
+    optimal = cc.futami_bounds(grid, None, lipschitz)
+    fixed = cc.futami_bounds(grid, int(fixed_bins), lipschitz) if fixed_bins else None
+    return optimal, fixed
+
+
+#: Estimators whose error Futami & Fujisawa's bound describes (binned ECEs and the sweep, targeting a TCE).
+BOUNDED_TARGETS = ("tce", "classwise_tce")
+
+
+def observed_gap(view: LabView) -> pd.DataFrame:
+    """``label``, ``size``, ``mean_abs_error`` of the estimators of a TCE (Futami & Fujisawa's "TCE gap")."""
+    summary = view.summary
+    keep = summary["target"].isin(BOUNDED_TARGETS) if not summary.empty else []
+    return summary.loc[keep, ["estimator", "label", "size", "mean_abs_error"]].reset_index(drop=True)
+
+
+# ============================================================================ your data: test-set size
+#: Fewest rows for the test-set-size study (subsets from 100 rows up to all, and half of them).
+MIN_STUDY_ROWS = 200
+
+
+@dataclass(frozen=True)
+class StudyParams:
+    """Every setting of a test-set-size study (hashable)."""
+
+    models: tuple[tuple[str, str, int], ...]  # (name, fingerprint, rows)
+    metrics: tuple[str, ...]
+    repetitions: int
+    n_bins: int
+    binning: str
+    seed: int
+
+
+def study_sizes(n_rows: int) -> tuple[int, ...]:
+    """Subset sizes of a study: 10 log2-spaced sizes from 100 to N, plus N // 2 (see :func:`stability_table`)."""
+    return tuple(sorted(set(default_subset_sizes(n_rows)) | {n_rows // 2}))
+
+
+def study_job(params: StudyParams) -> Job:
+    """A study: one chunk per model (its subset sizes report progress inside the chunk)."""
+    chunks = tuple(name for name, _, _ in params.models)
+    weights = tuple(float(sum(n * (1 if n == rows else params.repetitions) for n in study_sizes(rows)))
+                    for _, _, rows in params.models)
+    job = Job(params, chunks, weights)
+    store = result_store()
+    for chunk in job.chunks:
+        found = store.get(_study_key(params, chunk))
+        if found is not None:
+            job.done[chunk] = found
+    if job.finished:
+        job.ended = job.created
+    return job
+
+
+def _study_key(params: StudyParams, name: str) -> tuple:
+    fingerprint = next(f for m, f, _ in params.models if m == name)
+    return ("study", fingerprint, params.metrics, params.repetitions, params.n_bins, params.binning, params.seed)
+
+
+def compute_study_chunk(params: StudyParams, predictions: Mapping[str, Any], name: str,
+                        on_progress: Progress = None) -> cc.SubsetStudy:
+    """One model of a study: :func:`calib_core.subset_study` at :func:`study_sizes`; stored when done.
+
+    Every model is drawn with the same seed, so models with the same number
+    of rows are compared on the same subsets of rows.
+    """
+    data = predictions[name]
+    result = cc.subset_study(data.probs, data.labels, list(params.metrics), sizes=study_sizes(data.n_samples),
+                             repetitions=params.repetitions, seed=params.seed, n_bins=params.n_bins,
+                             binning=params.binning, on_progress=on_progress)
+    result_store().put(_study_key(params, name), result)
+    return result
+
+
+def default_study_metrics() -> list[str]:
+    """Every registered metric but the O(N^2) ones (slow on large test sets; they can be added)."""
+    return [spec.key for spec in cc.METRICS if not spec.quadratic]
+
+
+def study_summary(job: Job) -> pd.DataFrame:
+    """The finished chunks' summaries with a ``model`` column (empty frame when none is done)."""
+    frames = []
+    for name, part in ((c, job.done[c]) for c in job.chunks if c in job.done):
+        frame = part.summary.copy()
+        frame.insert(0, "model", name)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["model", "metric", "size", "mean", "std", "q05", "q95", "full_value",
+                                     "relative_spread", "repetitions"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def stability_table(summary: pd.DataFrame, n_rows: Mapping[str, int], tolerance: float) -> pd.DataFrame:
+    """Which estimates are stable at the user's N: one row per (model, metric).
+
+    Columns: ``model``, ``metric``, ``value`` (on all N rows), ``half`` (the
+    subset size used, N // 2), ``std_half``, ``relative_se``, ``drift``,
+    ``stable`` and ``verdict``.
+
+    Notes
+    -----
+    Subsets of size N/2 drawn without replacement from N rows vary as much as
+    a whole new test set of size N would: for a mean, the variance
+    ``sigma^2 / n * (1 - n / N)`` equals ``sigma^2 / N`` at ``n = N / 2``. So
+    the spread at N/2 is taken as the standard error of the estimate at N
+    (``relative_se = std_half / |value|``), and the change of the mean from N/2
+    to N (``drift = |mean_half - value| / |value|``) shows an estimate still
+    moving with the test-set size (its small-sample bias). An estimate is
+    called stable when both are below ``tolerance``.
+    """
+    rows = []
+    for (model, metric), group in summary.groupby(["model", "metric"], sort=False):
+        total = n_rows[model]
+        half = total // 2
+        full = group.loc[group["size"] == total, "full_value"]
+        at_half = group.loc[group["size"] == half]
+        if full.empty or at_half.empty:
+            continue
+        value = float(full.iloc[0])
+        std_half = float(at_half["std"].iloc[0])
+        mean_half = float(at_half["mean"].iloc[0])
+        scale = abs(value)
+        relative_se = std_half / scale if scale > 0 else (0.0 if std_half == 0 else math.inf)
+        drift = abs(mean_half - value) / scale if scale > 0 else (0.0 if mean_half == value else math.inf)
+        if relative_se <= tolerance and drift <= tolerance:
+            verdict = "stable"
+        elif relative_se > tolerance and drift > tolerance:
+            verdict = "noisy and still moving with N"
+        elif relative_se > tolerance:
+            verdict = "noisy: another test set of this size could differ"
+        else:
+            verdict = "still moving with N (small-sample bias)"
+        rows.append((model, metric, value, half, std_half, relative_se, drift, verdict == "stable", verdict))
+    return pd.DataFrame(rows, columns=["model", "metric", "value", "half", "std_half", "relative_se", "drift",
+                                       "stable", "verdict"])
+
+
+# ============================================================================ rank stability
+def rank_stability_key(models: Sequence[tuple[str, str]], low: int, high: int) -> tuple:
+    return ("rank", tuple(models), int(low), int(high))
+
+
+def rank_stability(models: Sequence[Any], low: int, high: int, on_progress: Progress = None) -> cc.RankStability:
+    """:func:`calib_core.bin_rank_stability` of the models over bin counts ``low..high`` (stored)."""
+    key = rank_stability_key([(m.name, m.fingerprint) for m in models], low, high)
+    store = result_store()
+    found = store.get(key)
+    if found is not None:
+        return found
+    result = cc.bin_rank_stability({m.name: (m.predictions.probs, m.predictions.labels) for m in models},
+                                   range(int(low), int(high) + 1), on_progress=on_progress)
+    store.put(key, result)
+    return result
+
+
+def rank_stability_is_stored(models: Sequence[Any], low: int, high: int) -> bool:
+    return rank_stability_key([(m.name, m.fingerprint) for m in models], low, high) in result_store()
+
+
+def variant_name(row: Mapping[str, Any]) -> str:
+    """A GCE variant in words, e.g. ``adaptive · top label · per class · >0.01 · l2``."""
+    return " · ".join([
+        str(row["binning"]),
+        "top label" if row["max_prob"] else "all classes",
+        "per class" if row["class_conditional"] else "pooled",
+        f">{float(row['threshold']):g}" if float(row["threshold"]) > 0 else "no threshold",
+        str(row["norm"]),
+    ])
+
+
+# ============================================================================ pathology gallery
+@st.cache_resource(show_spinner=False)
+def gallery() -> tuple[Pathology, ...]:
+    """The gallery's cases (:func:`calib_core.pathologies`)."""
+    return cc.pathologies()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def pathology_numbers(key: str) -> dict[str, float]:
+    """``case.compute()`` of the case ``key``, computed live once per server process."""
+    case = next((c for c in gallery() if c.key == key), None)
+    if case is None:
+        raise CalibrationInputError(f"unknown gallery case {key!r}.")
+    return {name: float(value) for name, value in case.compute().items()}
