@@ -1,7 +1,8 @@
 """Reliability: observed frequency against confidence per bin, with intervals and a histogram."""
+import pandas as pd
 import streamlit as st
 
-from studio import compute, figures, layout, state
+from studio import compute, compute_simplex, figures, layout, state
 from studio.layout import default
 
 models = layout.setup_page("Reliability", ":material/show_chart:")
@@ -51,7 +52,29 @@ figure = figures.reliability_figure(
     x_title=f"Mean {event} in the bin", n_rows={m.name: m.predictions.n_samples for m in usable},
     histogram_log=histogram_log,
 )
+band_col, band_draws_col, lens_col = st.columns([3, 2, 3])
+show_bands = band_col.toggle(
+    "Consistency bands", key=default("keep:reliability.bands", False),
+    help="Red bars: where each bin's observed frequency falls (5th-95th percentile) when labels are drawn from "
+         "the predictions themselves, i.e. for a perfectly calibrated model (Vaicenavicius et al. 2019, "
+         "Figures 8-15). A point outside its bar is unlikely to be noise.")
+band_draws = band_draws_col.selectbox("Resamples", [200, 500, 1000], key=default("keep:reliability.band_draws", 200),
+                                      disabled=not show_bands)
+show_lenses = lens_col.toggle(
+    "Canonical / max lens estimates", key=default("keep:reliability.lenses", False),
+    help="Expected miscalibration of the whole predicted distribution (canonical lens) and of the top label "
+         "(max lens), with the value expected under perfect calibration (Vaicenavicius et al. 2019, Tables 3-5).")
+if show_bands:
+    bands = {m.name: compute_simplex.reliability_bands(m.predictions, m.fingerprint, n_bins, binning, target,
+                                                       band_draws, 0) for m in usable}
+    figures.add_consistency_bands(figure, bands, layout=arrangement if len(tables) > 1 else "overlay")
 st.plotly_chart(figure, theme=None, key="reliability_chart")
+if show_bands:
+    outside = {name: int(((band.observed_frequency < band.frequency_low)
+                          | (band.observed_frequency > band.frequency_high)).sum()) for name, band in bands.items()}
+    st.caption("Bins outside their consistency band: "
+               + ", ".join(f"{name}: {count} of {len(bands[name].count)}" for name, count in outside.items())
+               + f" ({band_draws} label draws from the predictions, seed 0).")
 
 summary = st.columns(min(len(tables), 4) or 1)
 for i, (name, table) in enumerate(tables.items()):
@@ -70,3 +93,32 @@ with st.expander("Per-bin table"):
         st.download_button(f"Download {name} bins as CSV", table.to_csv(index=False).encode("utf-8"),
                            file_name=f"reliability_{name}.csv", mime="text/csv", on_click="ignore",
                            key=f"reliability_download:{name}", icon=":material/download:")
+
+if show_lenses:
+    st.subheader("Lens estimates (Vaicenavicius et al. 2019, Tables 3-5)")
+    st.markdown(
+        "Expected miscalibration over a partition of the simplex: the **canonical** lens looks at the whole "
+        "predicted distribution, the **max** lens at the top label only. *Under calibration* is the value the "
+        "estimator gives when labels are drawn from the predictions (its bias for a perfectly calibrated "
+        "model); an estimate well above it points to real miscalibration. Bootstrap s.d.: 50 resamples."
+    )
+    lens_bins_col, lens_size_col = st.columns(2)
+    lens_bins = lens_bins_col.slider("Bins per coordinate (uniform partition)", 2, 20,
+                                     key=default("keep:reliability.lens_bins", 10))
+    lens_min_size = lens_size_col.number_input("Minimum cell size (data-dependent partition)", 10, 100_000,
+                                               key=default("keep:reliability.lens_min_size", 100), step=10)
+    rows = []
+    for model in models:
+        frame = compute_simplex.lens_table(model.predictions, model.fingerprint, lens_bins, int(lens_min_size),
+                                           200, 50, 0)
+        rows.append(frame.assign(model=model.name))
+    lens_frame = pd.concat(rows, ignore_index=True)[
+        ["model", "lens", "distance", "partition", "estimate", "estimate_sd", "resampled_mean", "resampled_sd",
+         "p_value"]]
+    st.dataframe(lens_frame, hide_index=True, width="stretch", column_config={
+        "estimate_sd": st.column_config.NumberColumn("bootstrap s.d.", format="%.4f"),
+        "resampled_mean": st.column_config.NumberColumn("under calibration", format="%.4f"),
+        "resampled_sd": st.column_config.NumberColumn("s.d. under calibration", format="%.4f"),
+        "estimate": st.column_config.NumberColumn(format="%.4f"),
+        "p_value": st.column_config.NumberColumn("p-value", format="%.3f"),
+    })

@@ -131,3 +131,24 @@ def view_is_whole_model(vertices: Vertices, lens: str, n_classes: int) -> bool:
         return tuple(vertices.members) == (0, 1, 2)
     return tuple(tuple(g) for g in vertices.members) == cc.default_groups(n_classes)
 
+
+
+@st.cache_data(show_spinner="Consistency bands: drawing labels from the predictions ...", max_entries=256)
+def reliability_bands(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
+                      target: str | int, n_resamples: int, seed: int) -> cc.ConsistencyBands:
+    """Per-bin 5th-95th percentile of the observed frequency under perfect calibration.
+
+    The red bars of Vaicenavicius et al. (2019), Figures 8-15, for the
+    Reliability page (:func:`calib_core.consistency_bands`).
+    """
+    return cc.consistency_bands(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning,
+                                target=target, n_resamples=n_resamples, seed=seed)
+
+
+@st.cache_data(show_spinner="Lens estimates: consistency resampling and bootstrap ...", max_entries=64)
+def lens_table(_predictions: Predictions, fingerprint: str, n_bins: int, min_bin_size: int, n_resamples: int,
+               n_bootstrap: int, seed: int):
+    """Tables 3-5 of Vaicenavicius et al. (2019) for one model, as a DataFrame."""
+    estimates = cc.lens_estimates(_predictions.probs, _predictions.labels, n_resamples=n_resamples,
+                                  n_bootstrap=n_bootstrap, seed=seed, n_bins=n_bins, min_bin_size=min_bin_size)
+    return estimates.to_frame()

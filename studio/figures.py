@@ -190,6 +190,48 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
 
 # ----------------------------------------------------------------------------- per class
 
+CONSISTENCY_COLOR = "rgba(200, 30, 30, 0.85)"
+
+
+def add_consistency_bands(fig: go.Figure, bands: Mapping[str, object], *, layout: str = "overlay") -> go.Figure:
+    """Draw consistency bands on a :func:`reliability_figure` (in place; returns it).
+
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
+        Built by :func:`reliability_figure` with the same models, in the same order.
+    bands : mapping of model name to calib_core.ConsistencyBands
+        Per non-empty bin: ``mean_value`` (x) and the ``frequency_low`` /
+        ``frequency_high`` quantiles of the observed frequency under perfect
+        calibration (Vaicenavicius et al. 2019, Figures 8-15, red bars).
+    layout : {"overlay", "side_by_side"}
+        As given to :func:`reliability_figure`.
+
+    Notes
+    -----
+    A bin whose observed frequency lies outside its band is unlikely for a
+    calibrated model with these predictions; one inside says the gap can be
+    noise. Each band is one vertical segment; all segments of a model form
+    one trace (separated by ``None``).
+    """
+    for i, (name, band) in enumerate(bands.items()):
+        col = i + 1 if layout == "side_by_side" and len(bands) > 1 else 1
+        x = np.repeat(band.mean_value, 3).astype(object)
+        y = np.column_stack([band.frequency_low, band.frequency_high,
+                             np.full(band.mean_value.shape, np.nan)]).ravel().astype(object)
+        x[2::3] = None
+        y[2::3] = None
+        q_low, q_high = (100 * q for q in band.quantiles)
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="lines+markers", name=f"{name}: {q_low:g}-{q_high:g}% if calibrated",
+            legendgroup=f"consistency-{i}", line=dict(color=CONSISTENCY_COLOR, width=5),
+            marker=dict(symbol="line-ew", size=10, color=CONSISTENCY_COLOR, line=dict(width=2, color=CONSISTENCY_COLOR)),
+            opacity=0.75, hovertemplate=(f"<b>{name}</b><br>{q_low:g}-{q_high:g}% of a calibrated model's"
+                                         " frequencies<br>%{y:.3f}<extra></extra>"),
+        ), row=1, col=col)
+    return fig
+
+
 def per_class_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "class",
                      colors: Mapping[str, int] | None = None, title: str | None = None) -> go.Figure:
     """Per-class ACE bars (Nixon et al. 2019, Figure 1 left) beside class-wise ECE bars.

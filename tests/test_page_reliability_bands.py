@@ -1,0 +1,70 @@
+"""Reliability page: consistency bands and lens estimates (issue 3, item 5)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import calib_core as cc
+from calib_core.io import load_demo
+from studio.state import DEFAULT_DEMO
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "pages/2_Reliability.py"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(demo_dir):
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def open_reliability() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def toggle(at: AppTest, label_start: str):
+    return next(t for t in at.toggle if t.label.startswith(label_start))
+
+
+def band_traces(at: AppTest) -> list[dict]:
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return [t for t in spec["data"] if "if calibrated" in str(t.get("name", ""))]
+
+
+def test_bands_are_off_by_default_and_drawn_when_switched_on():
+    at = open_reliability()
+    assert not at.exception
+    assert band_traces(at) == []
+    toggle(at, "Consistency bands").set_value(True)
+    at.run()
+    assert not at.exception and not at.error
+    traces = band_traces(at)
+    assert len(traces) == 1
+    demo = load_demo(DEFAULT_DEMO)
+    expected = cc.consistency_bands(demo.probs, demo.labels, n_bins=15, binning="uniform", target="top_label",
+                                    n_resamples=200, seed=0)
+    y = np.array([np.nan if v is None else v for v in traces[0]["y"]], dtype=float)
+    np.testing.assert_allclose(y[0::3], expected.frequency_low)
+    np.testing.assert_allclose(y[1::3], expected.frequency_high)
+    assert any("outside their consistency band" in c.value for c in at.caption)
+
+
+def test_lens_estimates_table_lists_every_lens_distance_and_partition():
+    at = open_reliability()
+    toggle(at, "Canonical / max lens").set_value(True)
+    at.run()
+    assert not at.exception and not at.error
+    frame = at.dataframe[-1].value
+    assert len(frame) == 8
+    assert set(frame["lens"]) == {"canonical", "max"}
+    demo = load_demo(DEFAULT_DEMO)
+    row = frame[(frame.lens == "max") & (frame.distance == "tv") & (frame.partition == "uniform")].iloc[0]
+    assert row["estimate"] == pytest.approx(cc.canonical_ce(demo.probs, demo.labels, "tv", "uniform", 10, lens="max"))
