@@ -48,6 +48,17 @@ def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: st
     return stats
 
 
+def _stats_frame(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str) -> Any:
+    """One-row frame holding the statistics of a partition (so reading and adding fuse into one task)."""
+    import pandas as pd
+
+    return pd.DataFrame({"stats": pd.Series([partition_stats(frame, factory, plan, split, display)], dtype=object)})
+
+
+def _unpack(frame: Any) -> Any:
+    return frame["stats"].iloc[0]
+
+
 def _merge(left: Any, right: Any) -> Any:
     return left.merge(right)
 
@@ -76,7 +87,9 @@ def _read_frame(source: Any, dd: Any) -> Any:
     columns = source.plan.columns
     if formats == {"parquet"}:
         # One partition per row group: tasks as large as the file's row groups, and work for every worker.
-        return dd.read_parquet(files, columns=columns, split_row_groups=True)
+        # split_blocks: one pandas block per column, so the conversion from Arrow copies nothing.
+        return dd.read_parquet(files, columns=columns, split_row_groups=True,
+                               arrow_to_pandas={"split_blocks": True})
     if formats == {"csv"}:
         delimiter = _sniff_delimiter(source.files[0])
         blocksize = max(1 << 20, source.batch_rows * 12 * (len(columns) + 1))
@@ -124,10 +137,15 @@ def dask_runner(source: Any, *, scheduler: Any = None, progress: Any = None,
 
         def run_pass(factory: Callable[[], Any]) -> Any:
             counter["pass"] += 1
+            import pandas as pd
+
             frame = _read_frame(source, dd)
-            task = dask.delayed(partition_stats, pure=True)
-            parts = [task(part, factory, source.plan, source.split, f"partition {i} of {len(source.files)} file(s)")
-                     for i, part in enumerate(frame.to_delayed())]
+            display = f"a partition of {len(source.files)} file(s)"
+            meta = pd.DataFrame({"stats": pd.Series([], dtype=object)})
+            # map_partitions fuses with the reader: each task reads its rows and returns only statistics.
+            stats_frames = frame.map_partitions(_stats_frame, factory, source.plan, source.split, display, meta=meta)
+            unpack = dask.delayed(_unpack, pure=True)
+            parts = [unpack(part) for part in stats_frames.to_delayed()]
             try:
                 result = client.compute(tree_reduce(parts)).result()
             except CalibrationInputError:
