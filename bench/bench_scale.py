@@ -12,7 +12,9 @@ Run by hand (CI does not): ``python bench/bench_scale.py`` (20,000,000 rows,
 writes a ~1.8 GB file to a temporary folder) or ``--rows 2000000`` for a
 shorter run. ``--full`` also times the complete exact report (all metrics,
 adaptive bins and KS: three passes). Each engine runs in a fresh process so
-its peak memory is its own.
+its peak memory is its own. On a shared machine the wall times move with the
+load of other processes; the CPU seconds of the evaluating process are shown
+next to them (for Dask they exclude the workers).
 """
 from __future__ import annotations
 
@@ -37,7 +39,10 @@ sys.path.insert(0, {repo!r})
 import pyarrow.parquet as pq
 from calib_core.evaluate import evaluate
 task = json.loads(sys.argv[1])
-start = time.perf_counter()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+start, cpu_start = time.perf_counter(), cpu()
 if task["kind"] == "pyarrow":
     rows = 0
     parquet = pq.ParquetFile(task["path"], pre_buffer=False)
@@ -52,7 +57,7 @@ else:
         import distributed
         cluster = distributed.LocalCluster(n_workers=task["workers"], threads_per_worker=1, dashboard_address=None)
         scheduler = distributed.Client(cluster)
-        start = time.perf_counter()  # cluster start-up is timed separately
+        start, cpu_start = time.perf_counter(), cpu()  # cluster start-up is not timed
     evaluation = evaluate(task["path"], engine=task["engine"], batch_rows=task["batch_rows"], scheduler=scheduler,
                           metrics=task["metrics"])
     result = {{"rows": evaluation.n_samples, "metrics": evaluation.metrics, "passes": evaluation.n_passes}}
@@ -60,6 +65,7 @@ else:
         scheduler.close()
         cluster.close()
 result["seconds"] = time.perf_counter() - start
+result["cpu_seconds"] = cpu() - cpu_start  # this process only (Dask workers are other processes)
 result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps(result))
 """
@@ -91,7 +97,8 @@ def run_child(task: dict) -> dict:
 
 def line(name: str, result: dict, baseline_name: str | None = None, baseline: dict | None = None,
          target: float | None = None) -> None:
-    text = f"{name:<42} {result['seconds']:8.2f} s  peak RSS {result['peak_rss'] / 2**20:7.0f} MiB"
+    text = (f"{name:<42} {result['seconds']:8.2f} s (CPU {result['cpu_seconds']:6.2f} s)  "
+            f"peak RSS {result['peak_rss'] / 2**20:5.0f} MiB")
     if baseline is not None:
         ratio = result["seconds"] / baseline["seconds"]
         verdict = "ok" if ratio <= target else "MISSED"
