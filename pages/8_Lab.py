@@ -100,8 +100,11 @@ def generator_inputs(kind: str) -> dict:
     return {"n_classes": k, "t1": t1, "t2": t2}
 
 
-def lab_settings() -> cl.LabParams | None:
-    """The settings and the Run button; returns new run parameters when Run was pressed and they are valid."""
+def lab_settings() -> tuple[cl.LabParams | None, bool]:
+    """The settings and the Run button: the run's parameters (None if invalid) and whether Run was pressed.
+
+    Problems are shown (with ``st.error``) only when Run was pressed.
+    """
     kinds = list(cl.GENERATORS)
     kind = st.selectbox("Ground-truth model", kinds, format_func=lambda k: cl.GENERATORS[k][0],
                         key=default("keep:lab.generator", "logistic"),
@@ -127,23 +130,23 @@ def lab_settings() -> cl.LabParams | None:
                                            help="Test sets drawn at each size.")
         seed = cols[3].number_input("Seed", 0, 2**31 - 1, step=1, key=default("keep:lab.seed", 0))
         submitted = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", key="lab:run")
-    if not submitted:
-        return None
+    problems = []
     if not estimators:
-        st.error("Choose at least one estimator, then press Run.", icon=":material/error:")
-        return None
+        problems.append("Choose at least one estimator, then press Run.")
     if not sizes:
-        st.error("Choose at least one test-set size, then press Run.", icon=":material/error:")
-        return None
+        problems.append("Choose at least one test-set size, then press Run.")
     try:
         spec = cl.GeneratorSpec.make(kind, **params)
         spec.build()
     except CalibrationInputError as exc:
-        st.error(f"This model cannot be simulated: {exc} Change its parameters and press Run.",
-                 icon=":material/error:")
-        return None
+        problems.append(f"This model cannot be simulated: {exc} Change its parameters and press Run.")
+    if problems:
+        if submitted:
+            for problem in problems:
+                st.error(problem, icon=":material/error:")
+        return None, submitted
     return cl.LabParams(spec, tuple(estimators), int(fixed_bins), tuple(sorted(int(n) for n in sizes)),
-                        int(repetitions), int(seed))
+                        int(repetitions), int(seed)), submitted
 
 
 def lab_status(job: cl.Job) -> str:
@@ -185,6 +188,8 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
     if any(t is None for t in view.targets.values()):
         notes.append("Smooth ECE has no closed-form truth: no line, and it is left out of the error view.")
     st.caption(" ".join(notes))
+    if job.running:  # the rest once the run is over: redrawing it after every size would slow the run down
+        return
 
     st.markdown("**Bias and spread** (bias = mean − truth; mean |error| = E|estimate − truth|)")
     table = view.summary.assign(target=view.summary["target"].map(lambda t: cl.TARGET_NAMES.get(t, t) if t else "–"))
@@ -200,7 +205,8 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
     st.markdown("**Futami & Fujisawa (2024): bias bounds of the binned ECE and the optimal number of bins**")
     use_fixed = any(k in cl.FIXED_ECE for k in params.estimators)
     optimal, fixed = cl.futami_curves(params.sizes, view.lipschitz, params.fixed_bins if use_fixed else None)
-    st.plotly_chart(futami_figure(optimal, cl.observed_gap(view), fixed=fixed, fixed_bins=params.fixed_bins
+    observed = cl.observed_gap(view)
+    st.plotly_chart(futami_figure(optimal, observed, fixed=fixed, fixed_bins=params.fixed_bins
                                   if use_fixed else None, lipschitz=view.lipschitz,
                                   lipschitz_known=view.lipschitz_known),
                     theme=None, key="lab_bounds_chart")
@@ -208,13 +214,33 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
               else "L = 1 assumed (this model's L is unknown or unbounded)")
     binary = "" if params.spec.n_classes == 2 else (
         " The bounds are derived for binary classifiers; for K > 2 they are shown for reference.")
+    slopes = cl.gap_slopes(observed)
+    slope_text = ("; ".join(f"{label} {slope:+.2f}" for label, slope in slopes.items()) if slopes
+                  else "need two sizes")
     st.caption("Upper bounds on the expected error of the uniform-width binned ECE with B bins on n points: "
                "statistical √(2B log 2 / n) (eq. 9), binning (1+L)/B (eq. 11), and their sum (eq. 12), here at "
-               f"B* (eq. 13), with {source}. Diamonds: the observed E|estimate − truth| of the binned "
-               f"estimators above; both fall roughly like n^(−1/3).{binary}")
+               f"B* (eq. 13), with {source}. At B* the total bound falls like n^(−1/3) (log-log slope −0.33). "
+               f"Diamonds: the observed E|estimate − truth| of the binned estimators of a TCE above; their "
+               f"log-log slopes: {slope_text}. A steeper slope than the bound's means the bound is loose here."
+               f"{binary}")
     with st.expander("True values of this model"):
         st.dataframe(cl.truth_table(truth), hide_index=True, width="stretch",
                      column_config={"value": st.column_config.NumberColumn(format="%.5f")})
+
+
+def bounds_preview(params: cl.LabParams) -> None:
+    """Before a run: the bounds and B* at the chosen sizes (analytic, so shown at once)."""
+    lipschitz, known = cl.lipschitz_of(params.spec)
+    use_fixed = any(k in cl.FIXED_ECE for k in params.estimators)
+    fixed_bins = params.fixed_bins if use_fixed else None
+    optimal, fixed = cl.futami_curves(params.sizes, lipschitz, fixed_bins)
+    empty = pd.DataFrame(columns=["label", "size", "mean_abs_error"])
+    st.markdown("**What the run will be compared with:** Futami & Fujisawa's (2024) bounds on the bias of the "
+                "binned ECE at the chosen sizes, and the optimal number of bins B* the *optimal B* estimators use")
+    st.plotly_chart(futami_figure(optimal, empty, fixed=fixed, fixed_bins=fixed_bins, lipschitz=lipschitz,
+                                  lipschitz_known=known), theme=None, key="lab_bounds_preview")
+    sizes = ", ".join(f"n = {n:,}: B* = {b}" for n, b in zip(params.sizes, cl.optimal_bins(params.sizes, lipschitz)))
+    st.caption(f"L = {lipschitz:.3g}. {sizes}. Press Run to add the errors the estimators actually make.")
 
 
 def simulation_lab() -> None:
@@ -223,13 +249,15 @@ def simulation_lab() -> None:
         "each, and see how far the estimates fall from the truth: their **bias** (the mean's distance from "
         "the dashed line) and their **spread** (the band) at every test-set size. Settings take effect when "
         "you press **Run**; a finished run is stored, so the same settings come back at once.")
-    new = lab_settings()
-    if new is not None:
-        st.session_state[LAB_JOB] = cl.lab_job(new)
+    settings, submitted = lab_settings()
+    if submitted and settings is not None:
+        st.session_state[LAB_JOB] = cl.lab_job(settings)
     job: cl.Job | None = st.session_state.get(LAB_JOB)
     if job is None:
         st.info("Choose a model and the estimators, then press **Run**. The default run (R = 50 test sets at 8 "
                 "sizes from 100 to 100,000, five estimators) takes a few seconds.", icon=":material/science:")
+        if settings is not None:
+            bounds_preview(settings)
         return
     params: cl.LabParams = job.params
     bar = None
@@ -246,10 +274,12 @@ def simulation_lab() -> None:
         st.warning(f"Stopped: {done} of {len(params.sizes)} sizes finished. Press **Run** to continue; the finished "
                    "sizes are kept.", icon=":material/pause_circle:")
     else:
-        wall = job.wall_seconds or 0.0
-        st.caption(f"{params.repetitions} test sets at each of {len(params.sizes)} sizes; finished in {wall:.1f} s"
-                   + (" (taken from the store of finished runs)." if job.seconds == 0 else
-                      f" ({job.seconds:.1f} s of computing)."))
+        head = f"{params.repetitions} test sets at each of {len(params.sizes)} sizes"
+        if job.seconds == 0:
+            st.caption(f"{head}; taken from the store of finished runs (these settings ran before).")
+        else:
+            st.caption(f"{head}; finished in {job.wall_seconds or 0.0:.1f} s ({job.seconds:.1f} s of computing, the "
+                       "rest drawing the results as they came in).")
     view = cl.lab_view(job)
     if view is not None:
         lab_results(view, job)

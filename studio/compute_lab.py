@@ -28,6 +28,7 @@ does not depend on which other sizes were run or on where a run was stopped.
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -210,7 +211,10 @@ class GeneratorSpec:
         return cls(kind, tuple(sorted((k, float(v)) for k, v in params.items())))
 
     def build(self):
-        """The calib_core model (raises CalibrationInputError for invalid parameters)."""
+        """The calib_core model (raises CalibrationInputError for invalid parameters); built once per spec."""
+        return _build(self)
+
+    def _make(self):
         p = dict(self.params)
         if self.kind == "logistic":
             return cc.LogisticModel(b0=p["b0"], b1=p["b1"])
@@ -224,13 +228,20 @@ class GeneratorSpec:
         return 2 if self.kind == "logistic" else int(dict(self.params)["n_classes"])
 
 
-def lipschitz_of(model) -> tuple[float, bool]:
+@functools.lru_cache(maxsize=32)
+def _build(spec: GeneratorSpec):
+    return spec._make()
+
+
+@functools.lru_cache(maxsize=32)
+def lipschitz_of(spec: GeneratorSpec) -> tuple[float, bool]:
     """The Lipschitz constant used for the optimal bin count and the bounds, and whether it is the model's own.
 
-    Only the logistic model knows its L; an unbounded (infinite) L or an
-    unknown one falls back to 1 (as :func:`calib_core.lab_estimators` does).
+    Only the logistic model knows its L (a maximum over a fine grid, so it is
+    computed once per spec); an unbounded (infinite) L or an unknown one
+    falls back to 1, as :func:`calib_core.lab_estimators` does.
     """
-    value = getattr(model, "lipschitz", None)
+    value = getattr(spec.build(), "lipschitz", None)
     if value is not None and math.isfinite(value):
         return float(value), True
     return 1.0, False
@@ -283,9 +294,9 @@ def default_estimators() -> list[str]:
     return [key for key in DEFAULT_ESTIMATORS if key in options]
 
 
-def resolve_estimators(model, keys: Sequence[str], fixed_bins: int) -> list[LabEstimator]:
-    """The LabEstimator objects of ``keys`` for ``model`` (SKCE bandwidth and L from the model)."""
-    available = cc.lab_estimators(model)
+def resolve_estimators(spec: GeneratorSpec, keys: Sequence[str], fixed_bins: int) -> list[LabEstimator]:
+    """The LabEstimator objects of ``keys`` for the model of ``spec`` (SKCE bandwidth and L from the model)."""
+    available = cc.lab_estimators(spec.build(), lipschitz=lipschitz_of(spec)[0])
     chosen = []
     for key in keys:
         if key in FIXED_ECE:
@@ -361,7 +372,7 @@ def compute_lab_chunk(params: LabParams, chunk, on_progress: Progress = None):
     if chunk == TRUTH_CHUNK:
         result = model.truth()
     else:
-        estimators = resolve_estimators(model, params.estimators, params.fixed_bins)
+        estimators = resolve_estimators(params.spec, params.estimators, params.fixed_bins)
         run = cc.run_lab(model, estimators, sizes=[int(chunk)], repetitions=params.repetitions,
                          seed=chunk_seed(params.seed, int(chunk)), on_progress=on_progress)
         result = LabPart(run.estimates, run.summary, run.seconds)
@@ -392,7 +403,7 @@ def lab_view(job: Job) -> LabView | None:
     if truth is None:
         return None
     model = params.spec.build()
-    estimators = resolve_estimators(model, params.estimators, params.fixed_bins)
+    estimators = resolve_estimators(params.spec, params.estimators, params.fixed_bins)
     labels = {e.key: e.label for e in estimators}
     targets = {e.key: e.target for e in estimators}
     parts = [job.done[n] for n in params.sizes if n in job.done]
@@ -411,7 +422,7 @@ def lab_view(job: Job) -> LabView | None:
         summary.insert(1, "label", summary["estimator"].map(labels))
     else:
         summary.insert(1, "label", pd.Series(dtype=object))
-    lipschitz, known = lipschitz_of(model)
+    lipschitz, known = lipschitz_of(params.spec)
     return LabView(params, truth, summary, estimates, labels, targets, sizes_done, lipschitz, known, model.name)
 
 
@@ -425,6 +436,11 @@ def futami_curves(sizes: Sequence[int], lipschitz: float, fixed_bins: int | None
     return optimal, fixed
 
 
+def optimal_bins(sizes: Sequence[int], lipschitz: float) -> list[int]:
+    """Futami & Fujisawa's optimal bin count B* at each size."""
+    return [int(b) for b in cc.futami_bounds(list(sizes), None, lipschitz).optimal_n_bins]
+
+
 #: Estimators whose error Futami & Fujisawa's bound describes (binned ECEs and the sweep, targeting a TCE).
 BOUNDED_TARGETS = ("tce", "classwise_tce")
 
@@ -434,6 +450,22 @@ def observed_gap(view: LabView) -> pd.DataFrame:
     summary = view.summary
     keep = summary["target"].isin(BOUNDED_TARGETS) if not summary.empty else []
     return summary.loc[keep, ["estimator", "label", "size", "mean_abs_error"]].reset_index(drop=True)
+
+
+def gap_slopes(observed: pd.DataFrame) -> dict[str, float]:
+    """Log-log slope of the observed mean |error| against n, per estimator (needs two sizes with an error > 0).
+
+    Futami & Fujisawa's total bound falls like n^(-1/3) at the optimal B; a
+    steeper observed slope means the bound is loose for this model.
+    """
+    slopes: dict[str, float] = {}
+    for label, rows in observed.groupby("label", sort=False):
+        rows = rows[rows["mean_abs_error"] > 0]
+        if rows["size"].nunique() >= 2:
+            x = np.log(rows["size"].to_numpy(dtype=float))
+            y = np.log(rows["mean_abs_error"].to_numpy(dtype=float))
+            slopes[str(label)] = float(np.polyfit(x, y, 1)[0])
+    return slopes
 
 
 # ============================================================================ your data: test-set size

@@ -54,7 +54,7 @@ def _layout(fig: go.Figure, *, height: int, title: str | None = None) -> go.Figu
 def _band(fig: go.Figure, x, low, high, color: str, name: str, group: str, **where) -> None:
     """A filled band between ``low`` and ``high`` (one closed polygon, no legend entry)."""
     fig.add_trace(go.Scatter(
-        x=np.concatenate([x, x[::-1]]), y=np.concatenate([high, low[::-1]]), fill="toself",
+        x=np.concatenate([x, x[::-1]]), y=np.concatenate([high, low[::-1]]), mode="lines", fill="toself",
         fillcolor=_rgba(color, 0.18), line=dict(width=0), hoverinfo="skip", showlegend=False,
         name=f"{name} 5-95%", legendgroup=group), **where)
 
@@ -137,9 +137,10 @@ def futami_figure(optimal, observed: pd.DataFrame, *, fixed=None, fixed_bins: in
     fixed : calib_core.FutamiBounds, optional
         Total bound at the fixed bin count, and ``fixed_bins`` for the right panel.
     """
+    source = "the model's" if lipschitz_known else "assumed"
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.1,
                         subplot_titles=("Bias bound on E|TCE − ECE| and the observed error",
-                                        "Optimal number of bins B*"))
+                                        f"Optimal number of bins B* (L = {lipschitz:.3g}, {source})"))
     n = np.asarray(optimal.n, dtype=float)
     for values, name, dash, color in (
         (optimal.statistical, "statistical bound √(2B log2 / n)", "dot", "#0072B2"),
@@ -172,12 +173,7 @@ def futami_figure(optimal, observed: pd.DataFrame, *, fixed=None, fixed_bins: in
     fig.update_xaxes(type="log", title_text="n (log scale)")
     fig.update_yaxes(type="log", title_text="bias (log scale)", row=1, col=1)
     fig.update_yaxes(title_text="bins", rangemode="tozero", row=1, col=2)
-    source = "the model's" if lipschitz_known else "assumed"
-    _layout(fig, height=460)
-    fig.update_layout(annotations=list(fig.layout.annotations) + [dict(
-        text=f"L = {lipschitz:.3g} ({source})", xref="paper", yref="paper", x=1.0, y=1.09, showarrow=False,
-        xanchor="right", font=dict(size=12, color="#555555"))])
-    return fig
+    return _layout(fig, height=460)
 
 
 def subset_figure(summary: pd.DataFrame, metric_names: Mapping[str, str], *, columns: int = 3) -> go.Figure:
