@@ -1,0 +1,409 @@
+"""The Estimators page's calib_core calls, wrapped in ``st.cache_data``, and how they are planned.
+
+Same pattern as :mod:`studio.compute`: a model's predictions are passed as
+``_predictions`` (not hashed) together with its ``fingerprint``; the
+fingerprint and the small, hashable options form the cache key.
+
+Two kinds of estimators:
+
+* **linear-time** ones (MMCE, the linear-time SKCE, smECE, the root-Brier
+  bound): computed on all rows, with a percentile bootstrap interval
+  (:func:`calib_core.bootstrap_ci`).
+* **O(N^2)** ones (the unbiased SKCE, ``kde_ce``, the score decompositions,
+  the bound chain): on all rows when that is quick, otherwise on ``R``
+  disjoint random *blocks* of ``m`` rows. A bootstrap does not suit them: a
+  resample repeats rows, and a repeated row is its own nearest neighbour in
+  a leave-one-out kernel estimate or a U-statistic. Disjoint blocks are
+  independent samples of size ``m``, so the mean of the block estimates
+  comes with a t-interval from their spread. For SKCE this is the block
+  estimator of Widmann et al. (2019) with blocks of ``m`` rows (the
+  linear-time estimator is the case ``m = 2``) and stays unbiased; the
+  kernel estimates of ``kde_ce`` carry the bias of ``m`` rows, larger than
+  that of all ``N``.
+
+:func:`plan_quadratic` and :func:`resolve_n_boot` turn the page's "auto"
+choices into concrete settings with a cost model (:func:`quadratic_seconds`,
+:func:`bootstrap_seconds`) measured on the 2-core reference machine, so
+that the page stays within about :data:`BUDGET_SECONDS` per model and says
+how long anything slower would take.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, fields, replace
+from functools import partial
+
+import numpy as np
+import streamlit as st
+from scipy import stats
+
+import calib_core as cc
+from calib_core.io import Predictions
+from calib_core.proper import BoundChain, ScoreDecomposition
+from calib_core.smooth import SmoothReliabilityCurve
+
+#: Rows per block offered for the O(N^2) estimators.
+BLOCK_SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
+#: Largest numbers of blocks offered.
+BLOCK_COUNTS = (5, 10, 20, 50)
+#: Bootstrap resamples offered for the linear-time estimators (and the band of the smoothed curve).
+BOOT_CHOICES = (0, 100, 200, 500)
+#: The page's "choose for me" value of the block size and the number of resamples.
+AUTO = "auto"
+#: Block-size choice meaning "every row in one estimate".
+ALL_ROWS = "all"
+#: What the page aims to stay under, per model, when choosing automatically.
+BUDGET_SECONDS = 2.0
+#: Rows used by the median heuristic of the SKCE bandwidth (exact for smaller N): the
+#: median of their 2 million pairwise distances is found by sorting, in about 0.1 s.
+MEDIAN_ROWS = 2_000
+#: Candidate bandwidths evaluated by a coarse-to-fine ``kde_bandwidth`` search (19 coarse + 4 fine).
+_BANDWIDTH_CANDIDATES = 23
+
+# Cost model: timings of calib_core on the 2-core reference machine while other sessions kept both
+# cores busy (load average 6-8), in seconds. It only decides defaults and the "about N s" messages.
+_LOO_PAIR = 6.0e-9          # one leave-one-out Dirichlet pass, per pair of rows ...
+_LOO_PAIR_CLASS = 1.5e-10   # ... plus this per pair and class
+_SKCE_PAIR_CLASS = 1.0e-9   # unbiased SKCE, per pair of rows and (K + 2)
+_MEDIAN_PAIR = 4.0e-8       # median heuristic, per pair of its min(N, MEDIAN_ROWS) rows
+_BOOT_ROW = 2.0e-6          # the four linear-time estimators, per resampled row ...
+_BOOT_ROW_CLASS = 5.0e-8    # ... plus this per row and class
+_BAND_ROW = 4.0e-7          # band of the smoothed reliability curve, per resampled row
+
+
+# ----------------------------------------------------------------------------- planning
+
+def _loo_seconds(n: int, k: int) -> float:
+    return n * n * (_LOO_PAIR + _LOO_PAIR_CLASS * k)
+
+
+def _bandwidth_seconds(n: int, k: int) -> float:
+    return _BANDWIDTH_CANDIDATES * min(n, 4000) * n * (_LOO_PAIR + _LOO_PAIR_CLASS * k)
+
+
+def quadratic_seconds(n_rows: int, n_classes: int, *, auto_bandwidth: bool, classwise: bool,
+                      block_rows: int | None = None, n_blocks: int = 1) -> float:
+    """Predicted wall time of the page's O(N^2) work on one model.
+
+    That is: the median heuristic, the Dirichlet bandwidth search (``auto_bandwidth``),
+    the unbiased SKCE, ``kde_ce`` (KL and L2, class-wise too with ``classwise``)
+    and the Brier and log decompositions on every block (or all rows), and
+    the bound chain on one block (``K + 2`` leave-one-out passes).
+    """
+    k = n_classes
+    m = n_rows if block_rows is None else block_rows
+    blocks = 1 if block_rows is None else n_blocks
+    per_block = 4 * _loo_seconds(m, k) + m * m * (k + 2) * _SKCE_PAIR_CLASS
+    if classwise:
+        per_block += 2 * k * _loo_seconds(m, 2)
+    median_rows = min(n_rows, MEDIAN_ROWS)
+    total = blocks * per_block + _loo_seconds(m, k) + (k + 1) * _loo_seconds(m, 2)
+    total += median_rows * median_rows * _MEDIAN_PAIR / 2
+    if auto_bandwidth:
+        total += _bandwidth_seconds(m, k)
+    return float(total)
+
+
+def bootstrap_seconds(n_rows: int, n_classes: int, n_boot: int) -> float:
+    """Predicted wall time of ``n_boot`` resamples of the four linear-time estimators."""
+    return float(n_boot * n_rows * (_BOOT_ROW + _BOOT_ROW_CLASS * n_classes))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the O(N^2) estimators run on one model.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows of the model (N).
+    block_rows : int or None
+        Rows per block (m); None: all rows in one estimate.
+    n_blocks : int
+        Number of disjoint blocks (1 with all rows).
+    seconds : float
+        Predicted wall time (:func:`quadratic_seconds`).
+    all_rows_seconds : float
+        Predicted wall time with all rows, for the page's message.
+    """
+
+    n_rows: int
+    block_rows: int | None
+    n_blocks: int
+    seconds: float
+    all_rows_seconds: float
+
+    @property
+    def uses_blocks(self) -> bool:
+        return self.block_rows is not None
+
+    @property
+    def rows_used(self) -> int:
+        return self.n_rows if self.block_rows is None else self.block_rows * self.n_blocks
+
+    def describe(self) -> str:
+        """E.g. ``"all 899 rows"`` or ``"10 blocks of 2,000 rows"``."""
+        if self.block_rows is None:
+            return f"all {self.n_rows:,} rows"
+        return f"{self.n_blocks} blocks of {self.block_rows:,} rows"
+
+
+def plan_quadratic(n_rows: int, n_classes: int, choice: str | int, max_blocks: int, *, auto_bandwidth: bool,
+                   classwise: bool, budget: float = BUDGET_SECONDS) -> Plan:
+    """Turn the page's block-size choice into a :class:`Plan` for one model.
+
+    ``choice`` is :data:`ALL_ROWS`, a number of rows per block, or
+    :data:`AUTO`: all rows when :func:`quadratic_seconds` predicts at most
+    ``budget`` seconds, else the largest block size of :data:`BLOCK_SIZES`
+    that fits (the smallest if none does). Blocks need ``N >= 2 m`` (at least
+    two of them, for an interval); otherwise all rows are used.
+    """
+    def cost(block_rows, n_blocks):
+        return quadratic_seconds(n_rows, n_classes, auto_bandwidth=auto_bandwidth, classwise=classwise,
+                                 block_rows=block_rows, n_blocks=n_blocks)
+
+    everything = cost(None, 1)
+    whole = Plan(n_rows, None, 1, everything, everything)
+    if choice == ALL_ROWS:
+        return whole
+    if choice == AUTO:
+        if everything <= budget:
+            return whole
+        sizes = [m for m in BLOCK_SIZES if 2 * m <= n_rows]
+        if not sizes:
+            return whole
+        for m in reversed(sizes):
+            blocks = min(max_blocks, n_rows // m)
+            if cost(m, blocks) <= budget:
+                return Plan(n_rows, m, blocks, cost(m, blocks), everything)
+        m = sizes[0]
+        blocks = min(max_blocks, n_rows // m)
+        return Plan(n_rows, m, blocks, cost(m, blocks), everything)
+    m = int(choice)
+    if 2 * m > n_rows:
+        return whole
+    blocks = min(max_blocks, n_rows // m)
+    return Plan(n_rows, m, blocks, cost(m, blocks), everything)
+
+
+def resolve_n_boot(choice: str | int, n_rows: int, n_classes: int, budget: float = BUDGET_SECONDS) -> int:
+    """Bootstrap resamples for one model: the number chosen, or for :data:`AUTO`
+    200, else 100, whichever :func:`bootstrap_seconds` keeps within ``budget`` (else 0)."""
+    if choice != AUTO:
+        return int(choice)
+    for n_boot in (200, 100):
+        if bootstrap_seconds(n_rows, n_classes, n_boot) <= budget:
+            return n_boot
+    return 0
+
+
+def resolve_band_boot(choice: str | int, n_rows: int, budget: float = BUDGET_SECONDS) -> int:
+    """Resamples of the smoothed curve's band: the number chosen, or for :data:`AUTO` 200 when
+    they fit in ``budget`` (the band alone is far cheaper than the four bootstraps), else 0."""
+    if choice != AUTO:
+        return int(choice)
+    return 200 if 200 * n_rows * _BAND_ROW <= budget else 0
+
+
+def block_indices(n_rows: int, block_rows: int | None, n_blocks: int, seed: int) -> list[np.ndarray]:
+    """Row indices of ``n_blocks`` disjoint random blocks of ``block_rows`` rows (sorted within a block).
+
+    ``block_rows=None`` gives one block of every row in file order.
+    """
+    if block_rows is None:
+        return [np.arange(n_rows)]
+    if n_blocks < 1 or block_rows * n_blocks > n_rows:
+        raise ValueError(f"{n_blocks} blocks of {block_rows} rows do not fit in {n_rows} rows.")
+    order = np.random.default_rng(seed).permutation(n_rows)
+    return [np.sort(order[i * block_rows:(i + 1) * block_rows]) for i in range(n_blocks)]
+
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimator's value on one model and how its interval was obtained.
+
+    Attributes
+    ----------
+    value : float
+        The estimate (the mean of the block estimates with blocks).
+    low, high, std : float
+        Interval and standard error; NaN when there is none.
+    interval : str
+        How the interval was obtained, in words.
+    rows : int
+        Rows the estimate used.
+    bandwidth : float
+        Kernel bandwidth used (NaN where none).
+    seconds : float
+        Wall time of the computation, measured when it ran (a cached result
+        keeps the time of the run that filled the cache).
+    """
+
+    value: float
+    low: float
+    high: float
+    std: float
+    interval: str
+    rows: int
+    bandwidth: float
+    seconds: float
+
+
+def block_estimate(values: np.ndarray | list[float], *, block_rows: int | None, n_rows: int, alpha: float,
+                   bandwidth: float, seconds: float) -> Estimate:
+    """Mean of independent block estimates with a Student-t interval (one value: no interval)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 1:
+        return Estimate(float(values[0]), np.nan, np.nan, np.nan,
+                        "none (one O(N²) estimate on all rows; choose a block size for an interval)",
+                        n_rows, bandwidth, seconds)
+    mean = float(values.mean())
+    std = float(values.std(ddof=1) / math.sqrt(values.size))
+    half = float(stats.t.ppf(1.0 - alpha / 2.0, values.size - 1)) * std
+    return Estimate(mean, mean - half, mean + half, std,
+                    f"t-interval over {values.size} blocks of {block_rows:,} rows",
+                    int(values.size * block_rows), bandwidth, seconds)
+
+
+# ----------------------------------------------------------------------------- bandwidths
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def skce_median_bandwidth(_predictions: Predictions, fingerprint: str) -> float:
+    """Median heuristic of the SKCE kernel: median pairwise distance (of MEDIAN_ROWS random rows when N is larger)."""
+    return cc.median_pairwise_distance(_predictions.probs, max_rows=MEDIAN_ROWS, seed=0)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def dirichlet_bandwidth(_predictions: Predictions, fingerprint: str, block_rows: int | None, seed: int) -> float:
+    """``kde_bandwidth`` (leave-one-out likelihood) on all rows, or on the first block of ``block_rows`` rows.
+
+    With blocks every block has ``block_rows`` rows, so the bandwidth that
+    suits one block is used for all of them.
+    """
+    rows = block_indices(_predictions.n_samples, block_rows, 1, seed)[0]
+    return cc.kde_bandwidth(_predictions.probs[rows])
+
+
+# ----------------------------------------------------------------------------- O(N^2) estimators
+
+#: The O(N^2) estimators of the table: key -> label.
+QUADRATIC = {
+    "skce": "SKCE (unbiased)",
+    "kde_ce_kl": "CE_KL (kernel)",
+    "kde_ce_l2": "CE₂² (kernel)",
+    "kde_ce_kl_classwise": "CE_KL class-wise (kernel)",
+    "kde_ce_l2_classwise": "CE₂² class-wise (kernel)",
+}
+
+
+def _quadratic_value(key: str, probs: np.ndarray, labels: np.ndarray, bandwidth: float, estimator: str) -> float:
+    if key == "skce":
+        return cc.skce(probs, labels, bandwidth=bandwidth)
+    divergence = "kl" if key.startswith("kde_ce_kl") else "l2"
+    return cc.kde_ce(probs, labels, divergence, bandwidth, key.endswith("classwise"), estimator=estimator)
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def quadratic_estimate(_predictions: Predictions, fingerprint: str, key: str, bandwidth: float,
+                       block_rows: int | None, n_blocks: int, seed: int, estimator: str = "direct",
+                       alpha: float = 0.05) -> Estimate:
+    """An O(N^2) estimator (:data:`QUADRATIC`) on all rows or as the mean over disjoint blocks.
+
+    ``estimator`` ("direct" or "refinement") applies to ``kde_ce`` only.
+    """
+    start = time.perf_counter()
+    probs, labels = _predictions.probs, _predictions.labels
+    values = [_quadratic_value(key, probs[rows], labels[rows], bandwidth, estimator)
+              for rows in block_indices(_predictions.n_samples, block_rows, n_blocks, seed)]
+    return block_estimate(values, block_rows=block_rows, n_rows=_predictions.n_samples, alpha=alpha,
+                          bandwidth=bandwidth, seconds=time.perf_counter() - start)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def decomposition(_predictions: Predictions, fingerprint: str, score: str, bandwidth: float,
+                  block_rows: int | None, n_blocks: int, seed: int) -> ScoreDecomposition:
+    """:func:`calib_core.score_decomposition`, or the mean of its terms over disjoint blocks.
+
+    Every block's terms add up to that block's score, so the means add up to
+    the mean score over the blocks (the score of the rows used).
+    """
+    probs, labels = _predictions.probs, _predictions.labels
+    parts = [cc.score_decomposition(probs[rows], labels[rows], score, bandwidth=bandwidth)
+             for rows in block_indices(_predictions.n_samples, block_rows, n_blocks, seed)]
+    if len(parts) == 1:
+        return parts[0]
+    means = {f.name: float(np.mean([getattr(p, f.name) for p in parts]))
+             for f in fields(ScoreDecomposition) if f.name != "score"}
+    return replace(parts[0], **means)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def bound_chain(_predictions: Predictions, fingerprint: str, bandwidth: float, block_rows: int | None, seed: int,
+                n_bins: int, binning: str, estimator: str, mmce_bandwidth: float) -> BoundChain:
+    """:func:`calib_core.bound_chain` on all rows, or on the first block of ``block_rows`` rows."""
+    rows = block_indices(_predictions.n_samples, block_rows, 1, seed)[0]
+    return cc.bound_chain(_predictions.probs[rows], _predictions.labels[rows], n_bins=n_bins, binning=binning,
+                          estimator=estimator, bandwidth=bandwidth, mmce_bandwidth=mmce_bandwidth)
+
+
+# ----------------------------------------------------------------------------- linear-time estimators
+
+#: The linear-time estimators of the table: key -> label.
+LINEAR = {
+    "mmce": "MMCE",
+    "skce_block": "SKCE (linear-time)",
+    "smooth_ece": "smECE",
+    "calibration_upper_bound": "√Brier (bound of CE₂)",
+}
+
+
+def _linear_metric(key: str, bandwidth: float | None):
+    if key == "mmce":
+        return partial(cc.mmce, bandwidth=bandwidth)
+    if key == "skce_block":
+        return partial(cc.skce, bandwidth=bandwidth, estimator="block")
+    if key == "smooth_ece":
+        return partial(cc.smooth_ece, bandwidth=bandwidth)
+    if key == "calibration_upper_bound":
+        return cc.calibration_upper_bound
+    raise ValueError(f"unknown linear-time estimator {key!r}")
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def linear_estimate(_predictions: Predictions, fingerprint: str, key: str, bandwidth: float | None, n_boot: int,
+                    seed: int, alpha: float = 0.05) -> Estimate:
+    """A linear-time estimator (:data:`LINEAR`) on all rows with a percentile bootstrap interval.
+
+    The linear-time SKCE pairs rows (0, 1), (2, 3), ...: the rows are put in
+    a random order (``seed``) first, so that a file sorted by label or score
+    does not pair similar rows. ``bandwidth=None`` for smECE is its automatic
+    width, chosen again on every resample.
+    """
+    start = time.perf_counter()
+    probs, labels = _predictions.probs, _predictions.labels
+    if key == "skce_block":
+        order = np.random.default_rng(seed).permutation(probs.shape[0])
+        probs, labels = probs[order], labels[order]
+    metric = _linear_metric(key, bandwidth)
+    if n_boot >= 2:
+        result = cc.bootstrap_ci(metric, probs, labels, n_boot=n_boot, alpha=alpha, seed=seed)
+        value, low, high, std = result.estimate, result.low, result.high, result.std
+        interval = f"percentile bootstrap, {n_boot} resamples"
+    else:
+        value, low, high, std = float(metric(probs, labels)), np.nan, np.nan, np.nan
+        interval = "none (no bootstrap resamples)"
+    if key == "smooth_ece" and bandwidth is None:
+        bandwidth = cc.smooth_reliability_curve(probs, labels, n_boot=0).bandwidth
+    return Estimate(float(value), float(low), float(high), float(std), interval, probs.shape[0],
+                    np.nan if bandwidth is None else float(bandwidth), time.perf_counter() - start)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def smooth_curve(_predictions: Predictions, fingerprint: str, bandwidth: float | None, n_boot: int,
+                 seed: int) -> SmoothReliabilityCurve:
+    """:func:`calib_core.smooth_reliability_curve` with a ``n_boot``-resample band (none for 0)."""
+    return cc.smooth_reliability_curve(_predictions.probs, _predictions.labels, bandwidth=bandwidth,
+                                       n_boot=n_boot, seed=seed)

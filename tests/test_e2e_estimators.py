@@ -1,0 +1,212 @@
+"""Browser test of the Estimators page: `streamlit run app.py` in headless Chromium (Playwright).
+
+What AppTest cannot check: that Plotly actually draws the four charts. The
+page is opened by its URL first after the server starts (a deep link:
+Streamlit runs the page file without app.py). Drawn traces are found
+through the data Plotly binds to each trace group (``g.trace.__data__``):
+the decomposition's bars, the bound chain's links (the broken ones in
+their highlight colour) and the smoothed curves with their bands.
+Screenshots go to test-artifacts/.
+
+Uses Debian's chromium (/usr/bin/chromium, or CHROMIUM_PATH) and never
+downloads a browser. Skipped when the browser or playwright is missing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import calib_core as cc
+from calib_core.io import load_demo
+from studio import figures_estimators as fe
+from studio.state import DEFAULT_DEMO
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+VIEWPORT = {"width": 1440, "height": 1700}
+TIMEOUT_MS = 90_000
+CHART_KEYS = ("estimators_estimates", "estimators_decomposition", "estimators_chain", "estimators_smooth")
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)",
+                allow_module_level=True)
+
+#: Summary of every drawn trace of the n-th chart: name, type, number of drawn paths, first stroke colour.
+DRAWN = """index => {
+  const chart = document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot")[index];
+  if (!chart) return null;
+  return [...chart.querySelectorAll('g.trace')].filter(g => g.__data__ && g.__data__[0] && g.__data__[0].trace)
+    .map(g => {
+      const line = g.querySelector('path.js-line');
+      return {
+        name: g.__data__[0].trace.name,
+        type: g.__data__[0].trace.type,
+        bars: g.querySelectorAll('g.point path').length,
+        segments: [...g.querySelectorAll('path.js-line')]
+            .reduce((n, p) => n + ((p.getAttribute('d') || '').match(/M/g) || []).length, 0),
+        fill: !!g.querySelector('path.js-fill'),
+        stroke: line ? getComputedStyle(line).stroke : null,
+        width: line ? getComputedStyle(line).strokeWidth : null,
+      };
+    });
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A fresh `streamlit run app.py` for this module; yields its base URL (log in test-artifacts/)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    log_path = ARTIFACTS / "streamlit-e2e-estimators.log"
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+               "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+               "--server.fileWatcherType=none"]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
+        time.sleep(0.3)
+    yield base
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    opened = context.new_page()
+    opened.set_default_timeout(TIMEOUT_MS)
+    yield opened
+    context.close()
+
+
+def wait_for_app(page) -> None:
+    """Wait until the app is connected and its script has finished."""
+    page.wait_for_timeout(155)
+    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
+    page.wait_for_selector("[data-testid='stAppViewContainer']")
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0, page.locator(
+        "[data-testid='stException']").first.inner_text()
+
+
+def wait_for_charts(page, n_charts: int) -> list[list[dict]]:
+    """Wait until ``n_charts`` Plotly charts have drawn their traces; returns each chart's trace summary."""
+    page.wait_for_function(
+        """n => { const c = document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot");
+                  return c.length === n && [...c].every(p => p.querySelectorAll('g.trace').length > 0); }""",
+        arg=n_charts)
+    return [page.evaluate(DRAWN, i) for i in range(n_charts)]
+
+
+def by_name(traces: list[dict], name: str) -> list[dict]:
+    return [t for t in traces if t["name"] == name]
+
+
+def test_estimators_deep_link_draws_every_chart(server, page):
+    """The first visit of the fresh server opens /Estimators on the default demo (10 classes)."""
+    data = load_demo(DEFAULT_DEMO)
+    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.kde_bandwidth(data.probs))
+    page.goto(f"{server}/Estimators")
+    wait_for_app(page)
+    estimates, decomposition, chain_traces, smooth = wait_for_charts(page, 4)
+    assert_no_exception(page)
+    assert "Estimators beyond binning" in page.locator("h1").first.inner_text()
+
+    # Estimates: one dot per estimator panel (one model).
+    assert len(by_name(estimates, DEFAULT_DEMO)) == 7
+    # Decomposition: refinement under both bars of each panel, calibration and sharpness on one each.
+    assert sum(t["bars"] for t in by_name(decomposition, fe.REFINEMENT_NAME)) == 4
+    assert sum(t["bars"] for t in by_name(decomposition, fe.CALIBRATION_NAME)) == 2
+    assert sum(t["bars"] for t in by_name(decomposition, fe.SHARPNESS_NAME)) == 2
+    # Chain: the links the estimates break are drawn thick in the highlight colour.
+    (held,) = by_name(chain_traces, fe.HELD_NAME)
+    assert held["segments"] == len(chain.links) - len(chain.broken)
+    assert held["stroke"] == "rgb(154, 165, 177)"
+    if chain.broken:
+        (broken,) = by_name(chain_traces, fe.BROKEN_NAME)
+        assert broken["segments"] == len(chain.broken)
+        assert broken["stroke"] == "rgb(213, 94, 0)" and float(broken["width"].rstrip("px")) >= 4
+    # Smoothed curve with its band and density.
+    curve = cc.smooth_reliability_curve(data.probs, data.labels, n_boot=0)
+    (line,) = by_name(smooth, f"{DEFAULT_DEMO}: smoothed (smECE {curve.smece:.4f})")
+    assert line["segments"] >= 1
+    # Plotly draws a "tonexty" fill in the group of the trace before it: the band's upper edge.
+    assert by_name(smooth, f"{DEFAULT_DEMO}: smoothed band (upper)")[0]["fill"]
+    metric = page.locator("[data-testid='stMetricValue']").first.inner_text()
+    assert metric == f"{curve.smece:.4f}"
+
+    page.screenshot(path=str(ARTIFACTS / "estimators.png"), full_page=True)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    for index, name in enumerate(("estimates", "decomposition", "chain", "smooth")):
+        charts.nth(index).scroll_into_view_if_needed()
+        charts.nth(index).screenshot(path=str(ARTIFACTS / f"estimators-{name}.png"))
+
+
+def test_two_models_and_a_setting_change_redraw(server, page):
+    """Two small demos side by side; a fixed Dirichlet bandwidth recomputes and redraws."""
+    page.goto(f"{server}/Estimators?demo=wine_random_forest,breast_cancer_svc")
+    wait_for_app(page)
+    estimates, decomposition, chain_traces, smooth = wait_for_charts(page, 4)
+    assert_no_exception(page)
+    for name in ("wine_random_forest", "breast_cancer_svc"):
+        assert len(by_name(estimates, name)) == 7
+        assert any(t["name"].startswith(f"{name}: smoothed (smECE") for t in smooth)
+    assert sum(t["bars"] for t in by_name(decomposition, fe.REFINEMENT_NAME)) == 8
+    chart = page.locator("[data-testid='stPlotlyChart']").nth(2)
+    titles = chart.locator(".annotation-text").all_text_contents()
+    assert titles[:2] == ["wine_random_forest", "breast_cancer_svc"]
+
+    page.locator("[data-testid='stRadio']").filter(has_text="Dirichlet kernel").get_by_text("fixed").click()
+    wait_for_app(page)
+    wait_for_charts(page, 4)
+    assert_no_exception(page)
+    rows = page.locator("[data-testid='stExpander']").filter(has_text="Decomposition table")
+    assert rows.count() == 1
+    page.screenshot(path=str(ARTIFACTS / "estimators-two-models.png"), full_page=True)
+    page.locator("[data-testid='stPlotlyChart']").nth(2).screenshot(
+        path=str(ARTIFACTS / "estimators-two-models-chain.png"))

@@ -1,0 +1,418 @@
+"""Tests of the Estimators page (pages/7_Estimators.py), its helpers (studio/compute_estimators.py)
+and its figures (studio/figures_estimators.py, built and checked without a browser).
+
+Page tests open the page as a deep link in a fresh session (``switch_page``
+before the first run), so the page sets itself up and loads ``?demo=``.
+Expected values are computed independently with calib_core on the same data.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import calib_core as cc
+from calib_core.io import Predictions, load_demo
+from studio import compute_estimators as ce
+from studio import figures
+from studio import figures_estimators as fe
+from studio import state
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+PAGE = "pages/7_Estimators.py"
+TIMEOUT = 120
+DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
+ESTIMATES, DECOMPOSITION, CHAIN, SMOOTH = range(4)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(demo_dir):
+    """st.cache_data is process-wide: clear it so that every test computes its own results."""
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def open_page(demo: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if demo:
+        at.query_params["demo"] = demo
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def open_with_model(predictions: Predictions) -> AppTest:
+    """The page with one model given as arrays (as after an upload), in a fresh session."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
+    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def specs(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def as_array(data) -> np.ndarray:
+    """A trace array from plotly JSON (a list with None gaps, or base64 "bdata")."""
+    if isinstance(data, dict) and "bdata" in data:
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).astype(float)
+    return np.array([np.nan if v is None else v for v in data], dtype=float)
+
+
+def traces(spec: dict, name: str) -> list[dict]:
+    return [t for t in spec["data"] if t.get("name") == name]
+
+
+def estimates(at: AppTest) -> pd.DataFrame:
+    return at.dataframe[0].value.set_index("estimator")
+
+
+def synthetic(n: int, k: int, seed: int = 0, name: str = "synthetic") -> Predictions:
+    """Over-confident softmax predictions (temperature 0.5) with labels drawn from the calibrated ones."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 1.5
+    truth = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1).clip(0, k - 1)
+    sharp = np.exp(2.0 * logits)
+    return Predictions(sharp / sharp.sum(axis=1, keepdims=True), labels, tuple(f"c{i}" for i in range(k)),
+                       name=name)
+
+
+def decomposition_bars(spec: dict) -> dict[tuple[str, str], dict[str, float]]:
+    """``{(axis, model): {part: value}}`` read off the stacked bars and the two markers."""
+    bars: dict[tuple[str, str], dict[str, float]] = {}
+    for name, part in ((fe.REFINEMENT_NAME, "refinement"), (fe.CALIBRATION_NAME, "calibration"),
+                       (fe.SHARPNESS_NAME, "sharpness"), (fe.SCORE_NAME, "score"), (fe.ENTROPY_NAME, "entropy")):
+        for trace in traces(spec, name):
+            models, which = trace["x"]
+            for model, bar, value in zip(models, which, as_array(trace["y"])):
+                key = part if part != "refinement" else f"refinement under {bar}"
+                bars.setdefault((trace.get("xaxis", "x"), model), {})[key] = value
+    return bars
+
+
+def check_decomposition(spec: dict, models: dict[str, Predictions], bandwidths: dict[str, float]) -> None:
+    bars = decomposition_bars(spec)
+    for (axis, name), parts in bars.items():
+        probs, labels = models[name].probs, models[name].labels
+        score = "brier" if axis == "x" else "log"
+        empirical = cc.brier_score(probs, labels) if score == "brier" else cc.nll(probs, labels)
+        # The bars add up to the score (and to the entropy), to rounding.
+        assert parts["refinement under score"] + parts["calibration"] == pytest.approx(empirical, abs=1e-10)
+        assert parts["score"] == pytest.approx(empirical, abs=1e-12)
+        assert parts["refinement under entropy"] + parts["sharpness"] == pytest.approx(parts["entropy"], abs=1e-10)
+        expected = cc.score_decomposition(probs, labels, score, bandwidth=bandwidths[name])
+        assert parts["calibration"] == pytest.approx(expected.calibration, abs=1e-12)
+    assert {name for _, name in bars} == set(models) and {axis for axis, _ in bars} == {"x", "x2"}
+
+
+def chain_segments(spec: dict, name: str) -> int:
+    found = traces(spec, name)
+    return sum(int(np.isnan(as_array(t["x"])).sum()) for t in found)
+
+
+# ----------------------------------------------------------------------------- the page on the demos
+
+@pytest.mark.slow
+def test_default_demo_matches_calib_core_and_draws_every_view():
+    at = open_page()
+    assert_clean(at)
+    assert at.title[0].value == "Estimators beyond binning"
+    data = load_demo(DIGITS)
+    probs, labels = data.probs, data.labels
+    h = cc.kde_bandwidth(probs)
+    skce_h = cc.median_pairwise_distance(probs)  # 899 rows: the exact median of all pairs
+
+    table = estimates(at)
+    assert list(table.index) == ["MMCE", "SKCE (unbiased)", "SKCE (linear-time)", "CE_KL (kernel)", "CE₂² (kernel)",
+                                 "smECE", "√Brier (bound of CE₂)"]
+    assert table.loc["MMCE", "estimate"] == pytest.approx(cc.mmce(probs, labels), abs=1e-12)
+    assert table.loc["SKCE (unbiased)", "estimate"] == pytest.approx(cc.skce(probs, labels), abs=1e-12)
+    assert table.loc["SKCE (unbiased)", "bandwidth"] == pytest.approx(skce_h)
+    assert table.loc["CE_KL (kernel)", "estimate"] == pytest.approx(cc.kde_ce(probs, labels, "kl", h), rel=1e-10)
+    assert table.loc["CE₂² (kernel)", "estimate"] == pytest.approx(cc.kde_ce(probs, labels, "l2", h), rel=1e-10)
+    assert table.loc["smECE", "estimate"] == pytest.approx(cc.smooth_ece(probs, labels), abs=1e-12)
+    bound = table.loc["√Brier (bound of CE₂)"]
+    assert bound["estimate"] == pytest.approx(np.sqrt(cc.brier_score(probs, labels)), abs=1e-12)
+    # Linear-time estimators: a seeded percentile bootstrap (200 resamples), reproduced here.
+    expected = cc.bootstrap_ci(cc.calibration_upper_bound, probs, labels, n_boot=200, seed=0)
+    assert (bound["ci_low"], bound["ci_high"]) == pytest.approx((expected.low, expected.high), abs=1e-12)
+    # 899 rows: every O(N^2) estimator on all rows, so no interval.
+    assert np.isnan(table.loc["SKCE (unbiased)", "ci_low"]) and (table["rows"] == 899).all()
+    assert not at.info, "no subsample for 899 rows"
+
+    charts = specs(at)
+    assert len(charts) == 4
+    check_decomposition(charts[DECOMPOSITION], {DIGITS: data}, {DIGITS: h})
+    # The bound chain: one link per inequality, the broken ones highlighted and listed.
+    chain = cc.bound_chain(probs, labels, bandwidth=h)
+    assert chain_segments(charts[CHAIN], fe.HELD_NAME) == len(chain.links) - len(chain.broken)
+    assert chain_segments(charts[CHAIN], fe.BROKEN_NAME) == len(chain.broken) > 0
+    (dots,) = [t for t in charts[CHAIN]["data"] if t.get("name") == DIGITS]
+    np.testing.assert_allclose([c[0] for c in dots["customdata"]], [t.value for t in chain.terms], rtol=1e-12)
+    (warning,) = at.warning
+    assert f"break {len(chain.broken)} of 8 inequalities" in warning.value
+    assert "finite sample" in " ".join(m.value for m in at.markdown)
+    # The smoothed curve, with smECE printed.
+    curve = cc.smooth_reliability_curve(probs, labels, n_boot=0)
+    assert traces(charts[SMOOTH], f"{DIGITS}: smoothed (smECE {curve.smece:.4f})")
+    assert at.metric[0].value == f"{curve.smece:.4f}"
+
+
+@pytest.mark.slow
+def test_binary_demo():
+    at = open_page(CANCER)
+    assert_clean(at)
+    data = load_demo(CANCER)
+    table = estimates(at)
+    assert len(table) == 7
+    assert table.loc["SKCE (unbiased)", "estimate"] == pytest.approx(cc.skce(data.probs, data.labels), abs=1e-12)
+    charts = specs(at)
+    check_decomposition(charts[DECOMPOSITION], {CANCER: data}, {CANCER: cc.kde_bandwidth(data.probs)})
+    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.kde_bandwidth(data.probs))
+    assert chain.all_hold
+    assert chain_segments(charts[CHAIN], fe.HELD_NAME) == 8 and not traces(charts[CHAIN], fe.BROKEN_NAME)
+    assert "every estimated inequality holds" in at.success[0].value
+
+
+@pytest.mark.slow
+def test_large_upload_runs_the_quadratic_estimators_on_blocks():
+    data = synthetic(12_000, 4, name="big_upload")
+    plan = ce.plan_quadratic(12_000, 4, ce.AUTO, 10, auto_bandwidth=True, classwise=False)
+    assert plan.uses_blocks and plan.all_rows_seconds > ce.BUDGET_SECONDS >= plan.seconds
+    at = open_with_model(data)
+    assert_clean(at)
+    notes = " ".join(i.value for i in at.info)
+    assert f"run on **{plan.describe()}**" in notes and "all rows" in notes
+    assert "bootstrap intervals of the linear-time estimators" in notes  # 12,000 rows: left out by "auto"
+    table = estimates(at)
+    row = table.loc["SKCE (unbiased)"]
+    assert row["interval"] == f"t-interval over {plan.n_blocks} blocks of {plan.block_rows:,} rows"
+    assert row["rows"] == plan.rows_used
+    # Independently: the same disjoint blocks, the U-statistic on each, their mean and t-interval.
+    h = cc.median_pairwise_distance(data.probs, max_rows=ce.MEDIAN_ROWS, seed=0)
+    blocks = ce.block_indices(12_000, plan.block_rows, plan.n_blocks, seed=0)
+    values = np.array([cc.skce(data.probs[b], data.labels[b], bandwidth=h) for b in blocks])
+    assert row["estimate"] == pytest.approx(values.mean(), abs=1e-14)
+    half = row["ci_high"] - row["estimate"]
+    from scipy import stats
+    assert half == pytest.approx(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size))
+    # The linear-time SKCE uses every row.
+    assert table.loc["SKCE (linear-time)", "rows"] == 12_000
+    bars = decomposition_bars(specs(at)[DECOMPOSITION])
+    for parts in bars.values():
+        assert parts["refinement under score"] + parts["calibration"] == pytest.approx(parts["score"], abs=1e-10)
+
+
+@pytest.mark.slow
+def test_settings_recompute_the_estimates():
+    at = open_page(WINE)
+    assert_clean(at)
+    data = load_demo(WINE)
+    probs, labels = data.probs, data.labels
+
+    at.radio(key="keep:estimators.dirichlet_mode").set_value("fixed").run()
+    at.number_input(key="keep:estimators.dirichlet_h").set_value(0.05)
+    at.radio(key="keep:estimators.kde_estimator").set_value("refinement")
+    at.toggle(key="keep:estimators.classwise").set_value(True)
+    at.number_input(key="keep:estimators.mmce_h").set_value(0.2)
+    at.selectbox(key="keep:estimators.n_boot").set_value(0)
+    at.run()
+    assert_clean(at)
+    table = estimates(at)
+    assert table.loc["CE_KL (kernel), refinement-based", "estimate"] == pytest.approx(
+        cc.kde_ce(probs, labels, "kl", 0.05, estimator="refinement"), rel=1e-10)
+    assert table.loc["CE₂² class-wise (kernel), refinement-based", "estimate"] == pytest.approx(
+        cc.kde_ce(probs, labels, "l2", 0.05, True, estimator="refinement"), rel=1e-10)
+    assert table.loc["MMCE", "estimate"] == pytest.approx(cc.mmce(probs, labels, bandwidth=0.2), abs=1e-12)
+    assert table["ci_low"].isna().all()
+    check_decomposition(specs(at)[DECOMPOSITION], {WINE: data}, {WINE: 0.05})
+
+    # Blocks of 500 rows do not fit into 89 rows: all rows are used.
+    at.selectbox(key="keep:estimators.block_rows").set_value(500).run()
+    assert_clean(at)
+    assert (estimates(at)["rows"] == 89).all()
+
+    # The binned chain: TCE_1 is then the ECE itself.
+    at.radio(key="keep:estimators.chain_estimator").set_value("binned")
+    at.slider(key="keep:estimators.chain_bins").set_value(10)
+    at.run()
+    assert_clean(at)
+    chain = cc.bound_chain(probs, labels, estimator="binned", n_bins=10, bandwidth=0.05, mmce_bandwidth=0.2)
+    (dots,) = [t for t in specs(at)[CHAIN]["data"] if t.get("name") == WINE]
+    np.testing.assert_allclose([c[0] for c in dots["customdata"]], [t.value for t in chain.terms], rtol=1e-12)
+
+    at.radio(key="keep:estimators.smece_mode").set_value("fixed").run()
+    at.number_input(key="keep:estimators.smece_h").set_value(0.1)
+    at.run()
+    assert at.metric[0].value == f"{cc.smooth_ece(probs, labels, bandwidth=0.1):.4f}"
+
+
+def test_identical_predictions_give_an_error_not_a_traceback():
+    probs = np.tile([0.7, 0.3], (40, 1))
+    labels = np.array([0, 1] * 20)
+    at = open_with_model(Predictions(probs, labels, ("a", "b"), name="constant"))
+    assert not at.exception
+    assert any("median distance is 0" in e.value and "fixed SKCE bandwidth" in e.value for e in at.error)
+
+
+# ----------------------------------------------------------------------------- planning helpers
+
+def test_plan_uses_all_rows_when_quick_and_blocks_otherwise():
+    small = ce.plan_quadratic(899, 10, ce.AUTO, 10, auto_bandwidth=True, classwise=False)
+    assert not small.uses_blocks and small.describe() == "all 899 rows" and small.rows_used == 899
+    big = ce.plan_quadratic(200_000, 10, ce.AUTO, 10, auto_bandwidth=True, classwise=False)
+    assert big.uses_blocks and big.seconds <= ce.BUDGET_SECONDS < big.all_rows_seconds
+    assert big.describe() == f"{big.n_blocks} blocks of {big.block_rows:,} rows"
+    assert ce.plan_quadratic(200_000, 10, ce.ALL_ROWS, 10, auto_bandwidth=True, classwise=False).block_rows is None
+    chosen = ce.plan_quadratic(200_000, 10, 5_000, 20, auto_bandwidth=False, classwise=False)
+    assert (chosen.block_rows, chosen.n_blocks, chosen.rows_used) == (5_000, 20, 100_000)
+    few = ce.plan_quadratic(12_000, 3, 5_000, 20, auto_bandwidth=False, classwise=False)
+    assert few.n_blocks == 2, "no more blocks than fit"
+    assert ce.plan_quadratic(9_000, 3, 5_000, 20, auto_bandwidth=False, classwise=False).block_rows is None
+    # The cost grows with the rows, the classes and the class-wise estimates.
+    cost = ce.quadratic_seconds
+    assert cost(4000, 3, auto_bandwidth=False, classwise=False) < cost(8000, 3, auto_bandwidth=False, classwise=False)
+    assert cost(4000, 3, auto_bandwidth=False, classwise=False) < cost(4000, 30, auto_bandwidth=False, classwise=False)
+    assert cost(4000, 3, auto_bandwidth=False, classwise=False) < cost(4000, 3, auto_bandwidth=True, classwise=False)
+    assert cost(4000, 3, auto_bandwidth=False, classwise=False) < cost(4000, 3, auto_bandwidth=False, classwise=True)
+
+
+def test_resolve_n_boot():
+    assert ce.resolve_n_boot(ce.AUTO, 899, 10) == 200
+    assert ce.resolve_n_boot(ce.AUTO, 1_000_000, 10) == 0
+    assert ce.resolve_n_boot(500, 1_000_000, 10) == 500
+    assert ce.resolve_band_boot(ce.AUTO, 12_000) == 200 and ce.resolve_band_boot(ce.AUTO, 10**7) == 0
+    assert ce.resolve_band_boot(0, 100) == 0
+
+
+def test_block_indices_are_disjoint_random_blocks():
+    blocks = ce.block_indices(1000, 100, 7, seed=3)
+    assert len(blocks) == 7 and all(b.size == 100 and np.all(np.diff(b) > 0) for b in blocks)
+    assert np.unique(np.concatenate(blocks)).size == 700
+    assert not np.array_equal(blocks[0], ce.block_indices(1000, 100, 7, seed=4)[0])
+    np.testing.assert_array_equal(ce.block_indices(50, None, 1, seed=0)[0], np.arange(50))
+    with pytest.raises(ValueError, match="do not fit"):
+        ce.block_indices(1000, 300, 4, seed=0)
+
+
+def test_block_estimate_is_a_t_interval():
+    values = [0.10, 0.12, 0.11, 0.13, 0.09]
+    result = ce.block_estimate(values, block_rows=200, n_rows=1000, alpha=0.05, bandwidth=0.5, seconds=0.0)
+    se = np.std(values, ddof=1) / np.sqrt(5)
+    assert result.value == pytest.approx(0.11) and result.std == pytest.approx(se)
+    assert result.high - result.value == pytest.approx(2.7764451051977987 * se)  # t_{0.975, 4}
+    assert result.rows == 1000 and "5 blocks of 200 rows" in result.interval
+    single = ce.block_estimate([0.3], block_rows=None, n_rows=80, alpha=0.05, bandwidth=0.5, seconds=0.0)
+    assert single.value == 0.3 and np.isnan(single.low) and single.rows == 80
+
+
+# ----------------------------------------------------------------------------- figures (no browser)
+
+@pytest.fixture(scope="module")
+def two_models():
+    return {WINE: load_demo(WINE), CANCER: load_demo(CANCER)}
+
+
+def test_decomposition_figure_bars_add_up(two_models):
+    parts = {name: {s: cc.score_decomposition(d.probs, d.labels, s, bandwidth=0.05) for s in ("brier", "log")}
+             for name, d in two_models.items()}
+    spec = json.loads(fe.decomposition_figure(parts).to_json())
+    check_decomposition(spec, two_models, {WINE: 0.05, CANCER: 0.05})
+    assert spec["layout"]["barmode"] == "relative"
+
+
+def test_bound_chain_figure_highlights_broken_links():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet([1, 1, 1], 60)
+    labels = rng.integers(0, 3, 60)
+    chain = cc.bound_chain(probs, labels, bandwidth=0.05)
+    assert chain.broken, "small random samples break the order"
+    fig = fe.bound_chain_figure({"m": chain}, log_x=True)
+    spec = json.loads(fig.to_json())
+    assert chain_segments(spec, fe.BROKEN_NAME) == len(chain.broken)
+    assert chain_segments(spec, fe.HELD_NAME) == len(chain.links) - len(chain.broken)
+    (broken,) = traces(spec, fe.BROKEN_NAME)
+    assert broken["line"]["color"] == fe.BROKEN_COLOR and broken["line"]["width"] > 2
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    assert list(spec["layout"]["yaxis"]["categoryarray"])[::-1][:2] == ["√2", "√BS (bound)"]
+    linear = json.loads(fe.bound_chain_figure({"m": chain}, log_x=False).to_json())
+    assert linear["layout"]["xaxis"].get("type") != "log"
+
+
+def test_estimates_figure_one_panel_per_estimator():
+    table = pd.DataFrame({
+        "model": ["a", "b", "a", "b"], "estimator": ["MMCE", "MMCE", "SKCE", "SKCE"],
+        "estimate": [0.1, 0.2, 0.003, 0.004], "ci_low": [0.05, 0.15, np.nan, np.nan],
+        "ci_high": [0.15, 0.25, np.nan, np.nan], "interval": ["boot"] * 2 + ["none"] * 2,
+    })
+    spec = json.loads(fe.estimates_figure(table).to_json())
+    assert [a["text"] for a in spec["layout"]["annotations"]] == ["MMCE", "SKCE"]
+    first = spec["data"][0]
+    assert first["error_x"]["visible"] and first["error_x"]["array"] == [pytest.approx(0.05)]
+    assert not spec["data"][2]["error_x"]["visible"]
+    low, high = spec["layout"]["xaxis2"]["range"]
+    assert low < 0.003 < 0.004 < high and high - low < 0.01, "a range around the values, not around 0"
+
+
+def test_smooth_overlay_goes_onto_each_models_reliability_axes(two_models):
+    curves = {name: cc.smooth_reliability_curve(d.probs, d.labels, n_boot=50, seed=0)
+              for name, d in two_models.items()}
+    tables = {name: cc.reliability_table(d.probs, d.labels, 10, "uniform") for name, d in two_models.items()}
+    for arrangement, axes in (("overlay", {WINE: ("x", "y"), CANCER: ("x", "y")}),
+                              ("side_by_side", {WINE: ("x", "y"), CANCER: ("x2", "y2")})):
+        fig = figures.reliability_figure(tables, layout=arrangement, colors={WINE: 0, CANCER: 1})
+        before = len(fig.data)
+        assert fe.add_smooth_overlay(fig, curves) is fig
+        added = fig.data[before:]
+        for name, curve in curves.items():
+            (line,) = [t for t in added if t.name == f"{name}: smoothed (smECE {curve.smece:.4f})"]
+            assert (line.xaxis, line.yaxis) == axes[name]
+            assert line.line.color == figures.color_for(0 if name == WINE else 1), "the model's own colour"
+            assert line.line.dash == "dash"
+            dense = curve.density >= fe.SPARSE_DENSITY
+            np.testing.assert_allclose(np.asarray(line.y, dtype=float)[dense], curve.accuracy[dense])
+            assert np.isnan(np.asarray(line.y, dtype=float)[~dense]).all()
+            (band,) = [t for t in added if t.name == f"{name}: smoothed band"]
+            assert band.fill == "tonexty" and (band.xaxis, band.yaxis) == axes[name]
+            np.testing.assert_allclose(band.y, np.clip(curve.lower, 0, 1))
+            (upper,) = [t for t in added if t.name == f"{name}: smoothed band (upper)"]
+            np.testing.assert_allclose(upper.y, np.clip(curve.upper, 0, 1))
+            # Legend entries toggle the binned and the smoothed curve together.
+            (binned,) = [t for t in fig.data[:before] if t.name == name]
+            assert line.legendgroup == binned.legendgroup
+    # Without a band, for a model the figure does not show: the first axes and the colour asked for.
+    fig = figures.reliability_figure({WINE: tables[WINE]})
+    before = len(fig.data)
+    fe.add_smooth_overlay(fig, {"other": curves[CANCER]}, band=False, colors={"other": 3})
+    added = fig.data[before:]
+    assert {t.name for t in added} <= {f"other: smoothed (smECE {curves[CANCER].smece:.4f})",
+                                       "other: smoothed, few predictions"}
+    assert all((t.xaxis, t.yaxis) == ("x", "y") for t in added)
+    assert added[0].line.color == figures.color_for(3)
+
+
+def test_smooth_reliability_figure_splits_sparse_regions():
+    data = load_demo(DIGITS)
+    curve = cc.smooth_reliability_curve(data.probs, data.labels, n_boot=0)
+    spec = json.loads(fe.smooth_reliability_figure({DIGITS: curve}).to_json())
+    (faint,) = traces(spec, f"{DIGITS}: smoothed, {fe.SPARSE_SUFFIX}")
+    assert faint["line"]["dash"] == "dot" and faint["showlegend"] is False
+    assert not traces(spec, f"{DIGITS}: smoothed band"), "no band without resamples"
+    (density,) = traces(spec, f"{DIGITS}: density")
+    assert density["yaxis"] == "y2"
+    np.testing.assert_allclose(as_array(density["y"]), curve.density)
