@@ -480,10 +480,10 @@ def pathology_gallery() -> None:
                                 help=f"The paper: {case.documented[key]:g}.")
             frame = pd.DataFrame({"quantity": [k.replace("_", " ") for k in numbers],
                                   "computed now": list(numbers.values()),
-                                  "stated in the paper": [case.documented.get(k) for k in numbers]})
-            st.dataframe(frame, hide_index=True, width="stretch",
-                         column_config={"computed now": st.column_config.NumberColumn(format="%.4f"),
-                                        "stated in the paper": st.column_config.NumberColumn(format="%.4f")})
+                                  "stated in the paper": [f"{case.documented[k]:g}" if k in case.documented else ""
+                                                          for k in numbers]})
+            st.dataframe(frame, hide_index=True, width="stretch", height=35 * (len(frame) + 1) + 3,
+                         column_config={"computed now": st.column_config.NumberColumn(format="%.4f")})
 
 
 # ============================================================================ page
