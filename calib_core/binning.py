@@ -323,8 +323,11 @@ def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> B
         bin_ends[k] = np.searchsorted(columns[k, : n_kept[k]], np.nan_to_num(upper[k], nan=np.inf), side="right")
     bin_starts = np.concatenate([np.zeros((n_classes, 1), dtype=bin_ends.dtype), bin_ends[:, :-1]], axis=1)
     count = (bin_ends - bin_starts).astype(np.float64)
-    flat_starts = np.minimum(bin_starts + (np.arange(n_classes) * n_rows)[:, None], n_classes * n_rows - 1)
-    sums = np.add.reduceat(np.nan_to_num(columns.ravel()), flat_starts.ravel()).reshape(n_classes, n_bins)
+    flat_starts = bin_starts + (np.arange(n_classes) * n_rows)[:, None]
+    # A trailing 0 gives empty bins of the last class a valid start (K * N) without
+    # cutting the last value off the bin before them.
+    flat_values = np.append(np.nan_to_num(columns.ravel()), 0.0)
+    sums = np.add.reduceat(flat_values, flat_starts.ravel()).reshape(n_classes, n_bins)
     sum_value = np.where(count > 0, sums, 0.0)
     sum_target = np.zeros((n_classes, n_bins))
     for k in range(n_classes):

@@ -80,11 +80,11 @@ def test_values_lie_within_their_bin_bounds(values, n_bins):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 50), k=st.integers(2, 5), n_bins=st.integers(1, 8),
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 50), k=st.integers(2, 5), n_bins=st.integers(1, 12),
        binning=st.sampled_from(["uniform", "adaptive"]), threshold=st.sampled_from([None, 0.0, 0.2]))
 def test_classwise_statistics_match_one_column_at_a_time(seed, n, k, n_bins, binning, threshold):
     rng = np.random.default_rng(seed)
-    probs = rng.dirichlet(np.ones(k) * 0.5, size=n).round(2)
+    probs = rng.dirichlet(np.ones(k) * 0.5, size=n).round(int(rng.integers(1, 3)))  # many ties
     probs[:, -1] = 1 - probs[:, :-1].sum(axis=1)
     probs = np.abs(probs)
     probs /= probs.sum(axis=1, keepdims=True)
@@ -131,3 +131,14 @@ def test_values_and_targets_must_align():
 def test_optimal_n_bins_rejects_bad_n(bad):
     with pytest.raises(CalibrationInputError, match="`n`"):
         optimal_n_bins(bad)
+
+
+def test_classwise_adaptive_keeps_the_last_value_when_ties_empty_trailing_bins():
+    probs = np.array([[1, 0], [.7, .3], [.2, .8], [.7, .3], [.9, .1], [0, 1], [.4, .6], [1, 0], [.5, .5],
+                      [.5, .5], [.7, .3], [0, 1]])
+    labels = np.array([1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1])
+    stats = classwise_bin_statistics(probs, labels, 7, "adaptive")
+    for c in range(2):
+        one = bin_statistics(probs[:, c], labels == c, 7, "adaptive")
+        np.testing.assert_allclose(stats.sum_value[c, :one.count.size], one.sum_value, atol=1e-12)
+    np.testing.assert_allclose(stats.sum_value.sum(axis=1), probs.sum(axis=0))
