@@ -159,8 +159,13 @@ with st.expander("Which files work?"):
         "- **NPY**: one (N, K+1) array whose first or last column holds the labels.\n"
         "- An optional `split` column (e.g. `calibration` / `test`) lets you analyse one split at a time.\n"
         "- Rows of probabilities must sum to 1; logits are detected from `logit_*` names or from values "
-        "outside [0, 1], or set under *Correct the column mapping*."
+        "outside [0, 1], or set under *Correct the column mapping*.\n"
+        f"- Uploads are limited to {int(st.get_option('server.maxUploadSize'))} MB per file. For larger tables, "
+        "run `calib-core report PATH --engine stream --json > summary.json` and view the summary on the "
+        "*Large tables* page (no rows leave your machine)."
     )
+    st.page_link("pages/9_Large_tables.py", label="Large tables: view a command-line summary",
+                 icon=":material/dataset:")
 
 upload_column, demo_column = st.columns([3, 2])
 with upload_column:

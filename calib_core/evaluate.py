@@ -887,6 +887,17 @@ class CalibrationSummary:
             stats = self.adaptive["classwise"]
         return pd.Series(_reduce(stats, norm), index=list(self.class_names), name="classwise_ece")
 
+    def per_class_ace(self) -> pd.Series:
+        """Per-class ACE (Nixon et al. 2019, eq. 3) from the adaptive class-wise sums.
+
+        Available for the run's ``n_bins`` when the report kept adaptive
+        class-wise bins (every metric requested); indexed by class name.
+        """
+        from calib_core.binned import _unweighted_mean_gap
+
+        self.bin_stats(0, self.n_bins, "adaptive")  # checks that the adaptive sums exist
+        return pd.Series(_unweighted_mean_gap(self.adaptive["classwise"]), index=list(self.class_names), name="ace")
+
     def bin_sensitivity(self, metrics: Sequence[str] = ("ece", "sce", "ace")) -> pd.DataFrame:
         """Uniform-bin sensitivity over the kept bin counts, like :func:`calib_core.bin_sensitivity`.
 

@@ -34,6 +34,7 @@ PAGES: tuple[NavPage, ...] = (
     NavPage("pages/6_Recalibration.py", "Recalibration", ":material/auto_fix_high:"),
     NavPage("pages/7_Estimators.py", "Estimators", ":material/functions:"),
     NavPage("pages/8_Lab.py", "Lab", ":material/science:"),
+    NavPage("pages/9_Large_tables.py", "Large tables", ":material/dataset:"),
 )
 
 

@@ -1,0 +1,88 @@
+"""Large tables: evaluate with the command line, then view its summary JSON here (no rows uploaded)."""
+import json
+
+import pandas as pd
+import streamlit as st
+
+from studio import compute_summary, figures, layout
+from studio.layout import default
+
+layout.setup_page("Large tables", ":material/dataset:")
+st.title("Tables too large to upload")
+
+upload_limit = int(st.get_option("server.maxUploadSize"))
+st.markdown(
+    f"A browser upload is limited to **{upload_limit} MB per file** and is held in memory as a whole. "
+    "Binned calibration statistics are sums over rows, so a table of any size can be evaluated exactly in "
+    "one streaming pass on your machine (or on a Dask cluster), and only the **summary** (per-bin sums, "
+    "no rows) comes here:"
+)
+st.code(
+    "pip install .                                   # from a clone of this repository\n"
+    "calib-core report predictions.parquet --engine stream --json > summary.json\n"
+    "calib-core report 'preds/*.parquet' --engine dask --scheduler tcp://scheduler:8786 --json > summary.json",
+    language="bash",
+)
+st.caption("A folder or glob of CSV/Parquet files is read in record batches (`--batch-rows`); memory stays "
+           "bounded whatever the row count. `--engine auto` streams inputs over 200 MB. Upload the JSON below "
+           "to see its reliability diagrams, per-class bars and bin sensitivity (uniform bins).")
+
+upload_col, demo_col = st.columns([3, 2])
+uploaded = upload_col.file_uploader("Summary JSON from `calib-core report --json`", type=["json"],
+                                    key="summary_upload")
+use_demo = demo_col.toggle("Show the summary of the demo model instead", key=default("keep:summary.demo", False),
+                           help="The same summary the command line writes, computed from the default demo.")
+
+summary = None
+if uploaded is not None:
+    try:
+        summary = compute_summary.read_summary(uploaded.getvalue())
+    except compute_summary.SUMMARY_ERRORS as exc:
+        st.error(f"**{uploaded.name}** could not be read: {exc} Upload the file that "
+                 "`calib-core report PATH --json` printed (or its `statistics` entry).")
+elif use_demo:
+    summary = compute_summary.demo_summary()
+if summary is None:
+    st.info("Upload a summary JSON, or switch on the demo summary, to see the diagrams.")
+    st.stop()
+
+source = ", ".join(summary.files) or "demo predictions"
+st.markdown(f"**{source}**: N = {summary.n_samples:,} rows, K = {summary.n_classes} classes, "
+            f"{summary.input_kind or 'probabilities'}; engine `{summary.engine or 'memory'}`; "
+            f"{'exact' if summary.exact else 'approximate (quantile sketch)'} statistics.")
+for warning in summary.warnings:
+    st.warning(warning)
+if not summary.exact and summary.error_bounds:
+    st.caption("Error bounds of the one-pass estimates: "
+               + ", ".join(f"{k} ± {v:.2g}" for k, v in summary.error_bounds.items()))
+
+metrics = pd.DataFrame({"metric": list(summary.metrics), "value": list(summary.metrics.values())})
+st.dataframe(metrics, hide_index=True, column_config={"value": st.column_config.NumberColumn(format="%.6f")})
+st.download_button("Download metrics as CSV", metrics.to_csv(index=False).encode("utf-8"), file_name="summary_metrics.csv",
+                   mime="text/csv", on_click="ignore", icon=":material/download:")
+
+st.subheader("Reliability")
+bins_col, binning_col, target_col = st.columns(3)
+bin_choices = compute_summary.bin_choices(summary)
+n_bins = bins_col.selectbox("Number of bins", bin_choices, key=default("keep:summary.n_bins", summary.n_bins, bin_choices))
+binnings = compute_summary.binning_choices(summary, n_bins)
+binning = binning_col.radio("Bins", binnings, horizontal=True, key=default("keep:summary.binning", "uniform", binnings),
+                            help="Adaptive bins are kept only for the bin count the report ran with.")
+targets = ["top_label", *range(summary.n_classes)]
+target = target_col.selectbox("Event", targets, key=default("keep:summary.target", "top_label", targets),
+                              format_func=lambda t: "Top label" if t == "top_label"
+                              else f"Class {t}: {summary.class_names[t]}")
+table = summary.reliability_table(target, n_bins, binning)
+st.plotly_chart(figures.reliability_figure({"summary": table}, histogram_log=target != "top_label",
+                                           n_rows={"summary": summary.n_samples}),
+                theme=None, key="summary_reliability")
+
+st.subheader("Per class")
+st.plotly_chart(figures.per_class_figure({"summary": compute_summary.per_class(summary, n_bins, binning)}),
+                theme=None, key="summary_per_class")
+
+st.subheader("Bin sensitivity (uniform bins)")
+sensitivity = summary.bin_sensitivity(metrics=("ece", "sce")).assign(model="summary")
+st.plotly_chart(figures.sensitivity_figure(sensitivity), theme=None, key="summary_sensitivity")
+with st.expander("Summary JSON"):
+    st.code(json.dumps({k: summary.metrics[k] for k in summary.metrics}, indent=2), language="json")

@@ -1,0 +1,90 @@
+"""Large tables page (issue 7, item 6): a CLI summary JSON viewed without the rows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import calib_core as cc
+from calib_core.evaluate import evaluate_arrays
+from calib_core.io import load_demo
+from studio.state import DEFAULT_DEMO
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "pages/9_Large_tables.py"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(demo_dir):
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def spec(at: AppTest, key_part: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        if key_part in chart.proto.id:
+            return json.loads(chart.proto.spec)
+    raise AssertionError(f"no chart {key_part}")
+
+
+def demo_summary_json() -> bytes:
+    demo = load_demo(DEFAULT_DEMO)
+    evaluation = evaluate_arrays(demo.probs, demo.labels, class_names=demo.class_names)
+    return json.dumps({"statistics": evaluation.summary()}).encode()
+
+
+def test_page_explains_the_limit_and_waits_for_a_summary():
+    at = open_page()
+    assert not at.exception
+    assert any("calib-core report" in c.value for c in at.code)
+    assert any("Upload a summary JSON" in i.value for i in at.info)
+
+
+def test_uploaded_summary_draws_the_same_reliability_table_as_the_rows():
+    at = open_page()
+    at.file_uploader[0].set_value(("summary.json", demo_summary_json(), "application/json"))
+    at.run()
+    assert not at.exception and not at.error
+    demo = load_demo(DEFAULT_DEMO)
+    expected = cc.reliability_table(demo.probs, demo.labels, n_bins=15)
+    traces = [t for t in spec(at, "summary_reliability")["data"] if t.get("name") == "summary"]
+    assert traces, "reliability trace missing"
+    metrics = at.dataframe[0].value
+    assert metrics.set_index("metric").loc["ece", "value"] == pytest.approx(cc.ece(demo.probs, demo.labels))
+    assert len(at.get("plotly_chart")) == 3
+    np.testing.assert_allclose(sorted(expected["count"]), sorted(
+        cc.load_summary(demo_summary_json()).reliability_table("top_label", 15)["count"]))
+
+
+def test_adaptive_bins_and_per_class_ace_come_from_the_summary():
+    at = open_page()
+    at.toggle[0].set_value(True)
+    at.run()
+    next(r for r in at.radio if r.label == "Bins").set_value("adaptive")
+    at.run()
+    assert not at.exception and not at.error
+    demo = load_demo(DEFAULT_DEMO)
+    per_class = spec(at, "summary_per_class")
+    ace_trace = per_class["data"][0]
+    from tests.test_app import values
+    np.testing.assert_allclose(values(ace_trace["y"]), cc.ace(demo.probs, demo.labels, per_class=True), atol=1e-12)
+
+
+@pytest.mark.parametrize("raw", [b"not json", b'{"format": "something else"}', b"{}"])
+def test_bad_summary_gives_a_message(raw):
+    at = open_page()
+    at.file_uploader[0].set_value(("bad.json", raw, "application/json"))
+    at.run()
+    assert not at.exception
+    assert at.error and "could not be read" in at.error[0].value
