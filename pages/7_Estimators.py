@@ -1,4 +1,4 @@
-"""Estimators: kernel and proper-score calibration errors, score decompositions, the bound chain, smoothed reliability."""
+"""Estimators: kernel and proper-score calibration errors, decompositions, the bound chain, smoothed reliability."""
 import time
 
 import pandas as pd

@@ -72,9 +72,10 @@ def _palette(names: Sequence[str], colors: Mapping[str, int] | None) -> dict[str
 
 
 def _layout(fig: go.Figure, *, height: int, top: int = 50) -> go.Figure:
+    """Shared look; the legend sits at the top of the figure, above any panel titles."""
     fig.update_layout(template="plotly_white", height=height, font=FONT, hovermode="closest",
                       margin=dict(l=60, r=20, t=top, b=50),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
+                      legend=dict(orientation="h", yref="container", y=0.995, yanchor="top", xanchor="left", x=0))
     fig.update_yaxes(automargin=True)
     return fig
 
@@ -209,8 +210,7 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
         ), row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(barmode="relative", bargap=0.25)
-    fig.update_annotations(yshift=6)
-    return _layout(fig, height=450, top=95)
+    return _layout(fig, height=460, top=90)
 
 
 # ----------------------------------------------------------------------------- bound chain
@@ -291,8 +291,7 @@ def bound_chain_figure(chains: Mapping[str, BoundChain], *, colors: Mapping[str,
         fig.update_xaxes(title_text="estimate" if row == n_rows else None, row=row, col=col)
     order = list(dict.fromkeys(CHAIN_LABELS.values()))
     fig.update_yaxes(categoryorder="array", categoryarray=order[::-1])
-    fig.update_annotations(yshift=6)
-    return _layout(fig, height=80 + n_rows * 330, top=90)
+    return _layout(fig, height=80 + n_rows * 330, top=80)
 
 
 # ----------------------------------------------------------------------------- smoothed reliability

@@ -210,3 +210,46 @@ def test_two_models_and_a_setting_change_redraw(server, page):
     page.screenshot(path=str(ARTIFACTS / "estimators-two-models.png"), full_page=True)
     page.locator("[data-testid='stPlotlyChart']").nth(2).screenshot(
         path=str(ARTIFACTS / "estimators-two-models-chain.png"))
+
+
+def test_large_upload_shows_progress_and_runs_on_blocks(server, page, tmp_path):
+    """A 30,000-row upload: the page shows its progress, then the O(N²) estimators on disjoint blocks."""
+    import numpy as np
+    import pandas as pd
+
+    from studio import compute_estimators as ce
+
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(30_000, 5)) * 1.5
+    truth = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = (rng.random(30_000)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1).clip(0, 4)
+    sharp = np.exp(2.0 * logits)
+    probs = sharp / sharp.sum(axis=1, keepdims=True)
+    upload = tmp_path / "large_upload.csv"
+    frame = pd.DataFrame(probs, columns=[f"p_{k}" for k in range(5)]).round(8)
+    frame[["p_0"]] = 1.0 - frame[[f"p_{k}" for k in range(1, 5)]].sum(axis=1).to_frame()
+    frame.insert(0, "label", labels)
+    frame.to_csv(upload, index=False)
+    plan = ce.plan_quadratic(30_000, 5, ce.AUTO, 10, auto_bandwidth=True, classwise=False)
+    assert plan.uses_blocks
+
+    page.goto(server)
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(upload))
+    page.get_by_role("heading", name="large_upload").wait_for()
+    wait_for_app(page)
+    page.locator("[data-testid='stSidebar'] [data-testid='stPageLink']").get_by_text("Estimators", exact=True).click()
+    progress = page.locator("[data-testid='stProgress']").first
+    progress.wait_for()
+    assert "step" in page.locator("[data-testid='stProgress']").first.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "estimators-large-upload-progress.png"))
+    wait_for_app(page)
+    wait_for_charts(page, 4)
+    assert_no_exception(page)
+    assert page.locator("[data-testid='stProgress']").count() == 0, "the bar is removed when the work is done"
+    note = page.locator("[data-testid='stAlertContentInfo']").filter(has_text="large_upload has 30,000 rows")
+    assert f"run on {plan.describe()}" in note.first.inner_text()
+    page.locator("[data-testid='stPlotlyChart']").first.screenshot(
+        path=str(ARTIFACTS / "estimators-large-upload-estimates.png"))
+    page.locator("[data-testid='stDataFrame']").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "estimators-large-upload.png"))

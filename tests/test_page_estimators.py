@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit as st
+from scipy import stats
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
@@ -209,7 +210,6 @@ def test_large_upload_runs_the_quadratic_estimators_on_blocks():
     values = np.array([cc.skce(data.probs[b], data.labels[b], bandwidth=h) for b in blocks])
     assert row["estimate"] == pytest.approx(values.mean(), abs=1e-14)
     half = row["ci_high"] - row["estimate"]
-    from scipy import stats
     assert half == pytest.approx(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size))
     # The linear-time SKCE uses every row.
     assert table.loc["SKCE (linear-time)", "rows"] == 12_000
