@@ -150,15 +150,17 @@ class Plan:
 
 
 def plan_quadratic(n_rows: int, n_classes: int, choice: str | int, max_blocks: int, *, auto_bandwidth: bool,
-                   classwise: bool, budget: float = BUDGET_SECONDS) -> Plan:
+                   classwise: bool, budget: float | None = None) -> Plan:
     """Turn the page's block-size choice into a :class:`Plan` for one model.
 
     ``choice`` is :data:`ALL_ROWS`, a number of rows per block, or
     :data:`AUTO`: all rows when :func:`quadratic_seconds` predicts at most
     ``budget`` seconds, else the largest block size of :data:`BLOCK_SIZES`
     that fits (the smallest if none does). Blocks need ``N >= 2 m`` (at least
-    two of them, for an interval); otherwise all rows are used.
+    two of them, for an interval); otherwise all rows are used. ``budget``
+    defaults to :data:`BUDGET_SECONDS`.
     """
+    budget = BUDGET_SECONDS if budget is None else budget
     def cost(block_rows, n_blocks):
         return quadratic_seconds(n_rows, n_classes, auto_bandwidth=auto_bandwidth, classwise=classwise,
                                  block_rows=block_rows, n_blocks=n_blocks)
@@ -187,9 +189,11 @@ def plan_quadratic(n_rows: int, n_classes: int, choice: str | int, max_blocks: i
     return Plan(n_rows, m, blocks, cost(m, blocks), everything)
 
 
-def resolve_n_boot(choice: str | int, n_rows: int, n_classes: int, budget: float = BUDGET_SECONDS) -> int:
+def resolve_n_boot(choice: str | int, n_rows: int, n_classes: int, budget: float | None = None) -> int:
     """Bootstrap resamples for one model: the number chosen, or for :data:`AUTO`
-    200, else 100, whichever :func:`bootstrap_seconds` keeps within ``budget`` (else 0)."""
+    200, else 100, whichever :func:`bootstrap_seconds` keeps within ``budget``
+    (default :data:`BUDGET_SECONDS`), else 0."""
+    budget = BUDGET_SECONDS if budget is None else budget
     if choice != AUTO:
         return int(choice)
     for n_boot in (200, 100):
@@ -198,9 +202,11 @@ def resolve_n_boot(choice: str | int, n_rows: int, n_classes: int, budget: float
     return 0
 
 
-def resolve_band_boot(choice: str | int, n_rows: int, budget: float = BUDGET_SECONDS) -> int:
+def resolve_band_boot(choice: str | int, n_rows: int, budget: float | None = None) -> int:
     """Resamples of the smoothed curve's band: the number chosen, or for :data:`AUTO` 200 when
-    they fit in ``budget`` (the band alone is far cheaper than the four bootstraps), else 0."""
+    they fit in ``budget`` (default :data:`BUDGET_SECONDS`; the band alone is far cheaper
+    than the four bootstraps), else 0."""
+    budget = BUDGET_SECONDS if budget is None else budget
     if choice != AUTO:
         return int(choice)
     return 200 if 200 * n_rows * _BAND_ROW <= budget else 0

@@ -262,6 +262,22 @@ def test_settings_recompute_the_estimates():
     assert at.metric[0].value == f"{cc.smooth_ece(probs, labels, bandwidth=0.1):.4f}"
 
 
+def test_slow_settings_are_announced_and_blocks_offered(monkeypatch):
+    """With a tiny time budget even a demo counts as slow: the page says so and offers blocks."""
+    monkeypatch.setattr(ce, "BUDGET_SECONDS", 1e-6)
+    at = open_page(CANCER)
+    assert not at.exception
+    # 285 rows cannot hold two blocks of the smallest size (500): all rows, with a warning and the offer.
+    (warning,) = [w.value for w in at.warning if "O(N²) estimators on all 285 rows take" in w.value]
+    assert "A block size above gives a faster estimate with an interval" in warning
+    assert any("bootstrap intervals of the linear-time estimators" in i.value for i in at.info)
+    assert estimates(at)["ci_low"].isna().all(), "auto left the bootstrap out"
+    at.selectbox(key="keep:estimators.n_boot").set_value(100).run()
+    table = estimates(at)
+    assert table.loc["MMCE", "interval"] == "percentile bootstrap, 100 resamples"
+    assert not any("bootstrap intervals" in i.value for i in at.info)
+
+
 def test_identical_predictions_give_an_error_not_a_traceback():
     probs = np.tile([0.7, 0.3], (40, 1))
     labels = np.array([0, 1] * 20)
