@@ -164,8 +164,6 @@ with st.expander("Which files work?"):
         "run `calib-core report PATH --engine stream --json > summary.json` and view the summary on the "
         "*Large tables* page (no rows leave your machine)."
     )
-    st.page_link("pages/9_Large_tables.py", label="Large tables: view a command-line summary",
-                 icon=":material/dataset:")
 
 upload_column, demo_column = st.columns([3, 2])
 with upload_column:

@@ -10,7 +10,8 @@ from calib_core.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, 
 from calib_core.scores import brier_score, ks_error, nll
 from calib_core.bootstrap import BootstrapResult, bootstrap_ci
 from calib_core.reliability import reliability_table, wilson_interval
-from calib_core.registry import METRICS, MetricSpec, compute_metrics, get_metric, metric_function
+from calib_core.registry import (MAX_QUADRATIC_ROWS, METRICS, MetricSpec, compute_metrics, get_metric,
+                                 metric_function, skipped_quadratic)
 from calib_core.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
 from calib_core.simplex import (CellTable, Partition, SimplexProjection, SimplexReliability, cell_table,
                                 data_dependent_partition, default_groups, simplex_projection,
@@ -49,6 +50,8 @@ __all__ = [
     "compute_metrics",
     "get_metric",
     "metric_function",
+    "MAX_QUADRATIC_ROWS",
+    "skipped_quadratic",
     "BinRanking",
     "bin_sensitivity",
     "rank_by_bins",

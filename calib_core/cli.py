@@ -27,6 +27,8 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--label-column", default=None, help="name of the label column (default: detected)")
     report.add_argument("--input-kind", choices=("auto", "probabilities", "logits"), default="auto",
                         help="whether the class columns hold probabilities or logits (default: detected)")
+    report.add_argument("--max-quadratic-rows", type=int, default=20_000, metavar="N",
+                        help="leave out the O(N^2) kernel metrics above N rows (default 20000; 0: no limit)")
     report.add_argument("--split", default=None, help="evaluate only the rows of this split (e.g. test)")
     report.add_argument("--json", action="store_true",
                         help="print JSON instead of a table, with the per-bin summary statistics (no rows)")
@@ -43,7 +45,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _report(args: argparse.Namespace) -> dict:
     from calib_core.evaluate import choose_engine
     from calib_core.io import load_predictions
-    from calib_core.registry import METRICS, compute_metrics
+    from calib_core.registry import METRICS, compute_metrics, skipped_quadratic
 
     engine = choose_engine(args.path, args.engine)
     if engine != "memory" or args.scheduler is not None or args.batch_rows is not None:
@@ -57,7 +59,12 @@ def _report(args: argparse.Namespace) -> dict:
             known = ", ".join(sorted(set(predictions.split.tolist())))
             raise CalibrationInputError(f"no rows with split {args.split!r}; the file has: {known}.")
         predictions = predictions.subset(mask)
-    values = compute_metrics(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning)
+    limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
+    values = compute_metrics(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
+                             max_quadratic_rows=limit)
+    skipped = skipped_quadratic(predictions.n_samples, max_quadratic_rows=limit)
+    notes = [f"left out the O(N^2) metrics {', '.join(skipped)}: {predictions.n_samples:,} rows > "
+             f"--max-quadratic-rows {limit:,} (0 computes them anyway)"] if skipped else []
     labels = {spec.key: spec.label for spec in METRICS}
     return {
         "file": str(args.path),
@@ -67,7 +74,7 @@ def _report(args: argparse.Namespace) -> dict:
         "n_bins": args.n_bins,
         "binning": args.binning,
         "split": args.split,
-        "warnings": list(predictions.warnings),
+        "warnings": list(predictions.warnings) + notes,
         "metrics": values,
         "metric_labels": {key: labels[key] for key in values},
         "engine": "memory",

@@ -16,7 +16,8 @@ from numpy.typing import ArrayLike
 from calib_core import binned, kernel, proper, scores, smooth
 from calib_core.validation import CalibrationInputError, check_probs_labels
 
-__all__ = ["METRICS", "MetricSpec", "compute_metrics", "get_metric", "metric_function"]
+__all__ = ["MAX_QUADRATIC_ROWS", "METRICS", "MetricSpec", "compute_metrics", "get_metric", "metric_function",
+           "skipped_quadratic"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ class MetricSpec:
         Cost grows as N^2 (the app then offers a subsample).
     calibration_error : bool
         False for accuracy and the proper scores (not calibration errors).
+    signed : bool
+        An unbiased estimate of a non-negative quantity that can itself be
+        negative (SKCE); shown raw, never clipped.
+    probability_scale : bool
+        The value is a gap between probabilities, on ECE's [0, 1] scale
+        (False for squared errors and divergences, which charts keep apart).
     """
 
     key: str
@@ -50,6 +57,8 @@ class MetricSpec:
     uses_binning: bool = False
     quadratic: bool = False
     calibration_error: bool = True
+    signed: bool = False
+    probability_scale: bool = True
 
 
 METRICS: list[MetricSpec] = [
@@ -96,19 +105,19 @@ METRICS: list[MetricSpec] = [
                "and correctness over all pairs of rows (Laplacian kernel of width 0.4), without bins.",
                "Top-label only; a V-statistic, so biased upwards for small N; the value depends on the kernel "
                "width.", uses_bins=False),
-    MetricSpec("skce", "SKCE (unbiased)", lambda p, y, b, s: _positive_part(kernel.skce(p, y)),
+    MetricSpec("skce", "SKCE (unbiased)", lambda p, y, b, s: kernel.skce(p, y),
                "Squared kernel calibration error (Widmann et al. 2019): unbiased U-statistic over all pairs of "
                "rows comparing the whole predicted distribution with the labels (Laplacian kernel, median-distance "
                "width).",
                "Squared, so on another scale than ECE; O(N^2) time; the unbiased estimate is negative for many "
-               "calibrated samples: this table shows it clipped at 0 (never farther from the true value, which is "
-               ">= 0), the Estimators page shows the raw value.", uses_bins=False, quadratic=True),
-    MetricSpec("skce_block", "SKCE (linear-time)", lambda p, y, b, s: _positive_part(_skce_block(p, y)),
+               "calibrated samples (shown raw: clipping at 0 would bias it and its intervals).",
+               uses_bins=False, quadratic=True, signed=True, probability_scale=False),
+    MetricSpec("skce_block", "SKCE (linear-time)", lambda p, y, b, s: _skce_block(p, y),
                "Linear-time SKCE estimator of Widmann et al. (2019): the mean kernel term over disjoint pairs of "
                "rows, O(N) instead of O(N^2).",
                "Uses N/2 of the N(N-1)/2 pairs, so it is far noisier than the unbiased estimate; the pairs are "
                "drawn with a fixed seed after sorting the rows (the value does not depend on the row order); "
-               "clipped at 0 here like SKCE.", uses_bins=False),
+               "can be negative, like SKCE.", uses_bins=False, signed=True, probability_scale=False),
     MetricSpec("kde_ce_kl", "CE_KL (kernel)", lambda p, y, b, s: proper.kde_ce(p, y, "kl"),
                "Proper calibration error of the log score (Popordanoska et al. 2024, eq. 9): mean KL divergence "
                "between a leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the prediction, over "
@@ -116,13 +125,13 @@ METRICS: list[MetricSpec] = [
                "Kernel bandwidth fixed at 0.01 here (the Estimators page can choose it by leave-one-out "
                "likelihood); a small positive bias even for calibrated models; a class predicted with "
                "probability 0 that occurs nearby makes it very large; O(N^2) time.",
-               uses_bins=False, quadratic=True),
+               uses_bins=False, quadratic=True, probability_scale=False),
     MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", lambda p, y, b, s: proper.kde_ce(p, y, "l2"),
                "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
                "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
                "prediction.",
                "Squared, so on another scale than ECE; bandwidth fixed at 0.01 here; a small positive bias even "
-               "for calibrated models; O(N^2) time.", uses_bins=False, quadratic=True),
+               "for calibrated models; O(N^2) time.", uses_bins=False, quadratic=True, probability_scale=False),
     MetricSpec("smooth_ece", "smECE", lambda p, y, b, s: smooth.smooth_ece(p, y),
                "Smooth ECE (Blasiok & Nakkiran 2023): the residuals correctness - confidence smoothed with a "
                "reflected Gaussian kernel whose width is chosen automatically, integrated in absolute value; "
@@ -135,11 +144,6 @@ METRICS: list[MetricSpec] = [
                "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
                "the accuracy is close to 1.", uses_bins=False, calibration_error=False),
 ]
-
-
-def _positive_part(value: float) -> float:
-    """``max(value, 0)``: an unbiased estimate of a non-negative quantity, shown on its range."""
-    return max(float(value), 0.0)
 
 
 def _skce_block(probs: ArrayLike, labels: ArrayLike) -> float:
@@ -174,10 +178,30 @@ def _call(compute, probs, labels, *, n_bins, binning):
     return compute(probs, labels, n_bins, binning)
 
 
+#: Above this many rows the O(N^2) metrics are left out of :func:`compute_metrics`
+#: by default (about 10 s each here at 20,000 rows; the Estimators page subsamples).
+MAX_QUADRATIC_ROWS = 20_000
+
+
 def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
-                    keys: list[str] | None = None, include_quadratic: bool = True) -> dict[str, float]:
-    """Every registered metric (or those in ``keys``) as ``{key: value}``."""
+                    keys: list[str] | None = None, include_quadratic: bool = True,
+                    max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> dict[str, float]:
+    """Every registered metric (or those in ``keys``) as ``{key: value}``.
+
+    The O(N^2) metrics are left out when ``include_quadratic`` is false or
+    when N exceeds ``max_quadratic_rows`` (``None``: no limit); use
+    :func:`skipped_quadratic` to say which were left out.
+    """
     probs, labels = check_probs_labels(probs, labels)
     specs = METRICS if keys is None else [get_metric(k) for k in keys]
+    skipped = set(skipped_quadratic(probs.shape[0], include_quadratic=include_quadratic,
+                                    max_quadratic_rows=max_quadratic_rows))
     return {spec.key: float(spec.compute(probs, labels, n_bins, binning))
-            for spec in specs if include_quadratic or not spec.quadratic}
+            for spec in specs if spec.key not in skipped}
+
+
+def skipped_quadratic(n_rows: int, *, include_quadratic: bool = True,
+                      max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> list[str]:
+    """Keys of the O(N^2) metrics :func:`compute_metrics` leaves out for ``n_rows`` rows."""
+    too_many = max_quadratic_rows is not None and n_rows > max_quadratic_rows
+    return [spec.key for spec in METRICS if spec.quadratic and (too_many or not include_quadratic)]

@@ -34,6 +34,11 @@ table = layout.run_with_progress(
                                          seed=int(seed), alpha=round(1 - level, 10), on_progress=report),
 )
 notes = {spec.label: spec for spec in cc.METRICS}
+large = [m for m in models if cc.skipped_quadratic(m.predictions.n_samples)]
+if large:
+    st.info(f"{', '.join(m.name for m in large)}: more than {cc.MAX_QUADRATIC_ROWS:,} rows, so the O(N²) kernel "
+            "metrics (SKCE, CE_KL, CE₂²) are left out here; the **Estimators** page computes them on subsamples "
+            "with intervals.")
 
 st.subheader("Overview")
 wide = table.pivot(index="model", columns="metric", values="estimate").reindex(
@@ -66,6 +71,8 @@ st.download_button("Download as CSV", table.to_csv(index=False).encode("utf-8"),
                    icon=":material/download:")
 
 st.subheader("Calibration errors with intervals")
+st.caption("Errors on the probability scale of ECE; squared errors and divergences (SKCE, CE_KL, CE₂²) are in "
+           "the tables above and on the Estimators page.")
 st.plotly_chart(figures.metric_interval_figure(table, colors=state.model_colors()), theme=None,
                 key="metrics_chart")
 

@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from studio import compute, compute_simplex, figures, layout, state
+from studio import compute, compute_estimators, compute_simplex, figures, figures_estimators, layout, state
 from studio.layout import default
 
 models = layout.setup_page("Reliability", ":material/show_chart:")
@@ -52,7 +52,7 @@ figure = figures.reliability_figure(
     x_title=f"Mean {event} in the bin", n_rows={m.name: m.predictions.n_samples for m in usable},
     histogram_log=histogram_log,
 )
-band_col, band_draws_col, lens_col = st.columns([3, 2, 3])
+band_col, band_draws_col, lens_col, smooth_col = st.columns([3, 2, 3, 3])
 show_bands = band_col.toggle(
     "Consistency bands", key=default("keep:reliability.bands", False),
     help="Red bars: where each bin's observed frequency falls (5th-95th percentile) when labels are drawn from "
@@ -64,6 +64,13 @@ show_lenses = lens_col.toggle(
     "Canonical / max lens estimates", key=default("keep:reliability.lenses", False),
     help="Expected miscalibration of the whole predicted distribution (canonical lens) and of the top label "
          "(max lens), with the value expected under perfect calibration (Vaicenavicius et al. 2019, Tables 3-5).")
+show_smooth = smooth_col.toggle(
+    "Smoothed curve (smECE)", key=default("keep:reliability.smooth", False), disabled=target != "top_label",
+    help="Kernel-smoothed reliability curve of the top label with a 95% bootstrap band and its smooth ECE "
+         "(Blasiok & Nakkiran 2023): no bins to choose.")
+if show_smooth and target == "top_label":
+    curves = {m.name: compute_estimators.smooth_curve(m.predictions, m.fingerprint, None, 200, 0) for m in usable}
+    figures_estimators.add_smooth_overlay(figure, curves, colors=state.model_colors())
 if show_bands:
     bands = {m.name: compute_simplex.reliability_bands(m.predictions, m.fingerprint, n_bins, binning, target,
                                                        band_draws, 0) for m in usable}

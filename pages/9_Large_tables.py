@@ -30,7 +30,7 @@ st.caption("A folder or glob of CSV/Parquet files is read in record batches (`--
 upload_col, demo_col = st.columns([3, 2])
 uploaded = upload_col.file_uploader("Summary JSON from `calib-core report --json`", type=["json"],
                                     key="summary_upload")
-use_demo = demo_col.toggle("Show the summary of the demo model instead", key=default("keep:summary.demo", False),
+use_demo = demo_col.toggle("Show the summary of the demo model", key=default("keep:summary.demo", True),
                            help="The same summary the command line writes, computed from the default demo.")
 
 summary = None
@@ -43,7 +43,7 @@ if uploaded is not None:
 elif use_demo:
     summary = compute_summary.demo_summary()
 if summary is None:
-    st.info("Upload a summary JSON, or switch on the demo summary, to see the diagrams.")
+    st.info("Upload a summary JSON, or switch on the demo model's summary, to see the diagrams.")
     st.stop()
 
 source = ", ".join(summary.files) or "demo predictions"

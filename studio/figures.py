@@ -405,7 +405,8 @@ def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | N
     ----------
     table : pandas.DataFrame
         :func:`studio.compute.metrics_table` output; only rows with
-        ``calibration_error`` true are drawn (they share a 0..1 scale).
+        ``calibration_error`` and ``probability_scale`` true are drawn (they
+        share ECE's 0..1 scale; squared errors and divergences would squash them).
     colors : mapping of model name to colour index, optional
     title : str, optional
 
@@ -413,7 +414,10 @@ def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | N
     -------
     plotly.graph_objects.Figure
     """
-    part = table[table["calibration_error"].astype(bool)]
+    on_scale = table["calibration_error"].astype(bool)
+    if "probability_scale" in table:
+        on_scale &= table["probability_scale"].astype(bool)
+    part = table[on_scale]
     names = list(dict.fromkeys(part["model"]))
     palette = _colors(names, colors)
     fig = go.Figure()

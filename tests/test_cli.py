@@ -85,3 +85,14 @@ def test_module_entry_point_runs(predictions_csv):
                           capture_output=True, text=True, cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr
     assert "ece" in json.loads(done.stdout)["metrics"]
+
+
+def test_quadratic_metrics_are_left_out_above_the_row_limit(predictions_csv, capsys):
+    path, probs, labels = predictions_csv
+    assert main(["report", str(path), "--json", "--max-quadratic-rows", "100"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "skce" not in result["metrics"] and "kde_ce_kl" not in result["metrics"]
+    assert any("left out the O(N^2) metrics" in w for w in result["warnings"])
+    assert main(["report", str(path), "--json", "--max-quadratic-rows", "0"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["metrics"]["skce"] == pytest.approx(cc.skce(probs, labels), rel=1e-9)

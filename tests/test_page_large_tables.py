@@ -44,11 +44,15 @@ def demo_summary_json() -> bytes:
     return json.dumps({"statistics": evaluation.summary()}).encode()
 
 
-def test_page_explains_the_limit_and_waits_for_a_summary():
+def test_page_explains_the_limit_shows_the_demo_summary_and_waits_when_it_is_off():
     at = open_page()
-    assert not at.exception
+    assert not at.exception and not at.error
     assert any("calib-core report" in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == 3
+    at.toggle[0].set_value(False)
+    at.run()
     assert any("Upload a summary JSON" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
 
 
 def test_uploaded_summary_draws_the_same_reliability_table_as_the_rows():
@@ -69,8 +73,6 @@ def test_uploaded_summary_draws_the_same_reliability_table_as_the_rows():
 
 def test_adaptive_bins_and_per_class_ace_come_from_the_summary():
     at = open_page()
-    at.toggle[0].set_value(True)
-    at.run()
     next(r for r in at.radio if r.label == "Bins").set_value("adaptive")
     at.run()
     assert not at.exception and not at.error

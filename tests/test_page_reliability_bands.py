@@ -68,3 +68,15 @@ def test_lens_estimates_table_lists_every_lens_distance_and_partition():
     demo = load_demo(DEFAULT_DEMO)
     row = frame[(frame.lens == "max") & (frame.distance == "tv") & (frame.partition == "uniform")].iloc[0]
     assert row["estimate"] == pytest.approx(cc.canonical_ce(demo.probs, demo.labels, "tv", "uniform", 10, lens="max"))
+
+
+def test_smoothed_curve_overlay_draws_each_models_curve_with_its_smece():
+    at = open_reliability()
+    toggle(at, "Smoothed curve").set_value(True)
+    at.run()
+    assert not at.exception and not at.error
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [str(t.get("name", "")) for t in spec["data"]]
+    demo = load_demo(DEFAULT_DEMO)
+    smece = cc.smooth_ece(demo.probs, demo.labels)
+    assert any(name.startswith(f"{DEFAULT_DEMO}: smoothed") and f"{smece:.3f}" in name for name in names), names
