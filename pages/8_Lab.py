@@ -140,6 +140,13 @@ def lab_settings() -> tuple[cl.LabParams | None, bool]:
         spec.build()
     except CalibrationInputError as exc:
         problems.append(f"This model cannot be simulated: {exc} Change its parameters and press Run.")
+    else:
+        too_big = [n for n in sizes if n * spec.n_classes > cl.MAX_TEST_SET_VALUES]
+        if too_big:
+            problems.append(f"A test set of n = {max(too_big):,} rows with K = {spec.n_classes} classes holds "
+                            f"{max(too_big) * spec.n_classes:,} probabilities, more than the "
+                            f"{cl.MAX_TEST_SET_VALUES:,} the lab simulates at once. Remove the sizes above "
+                            f"{cl.MAX_TEST_SET_VALUES // spec.n_classes:,} or choose fewer classes, then press Run.")
     if problems:
         if submitted:
             for problem in problems:
@@ -450,8 +457,10 @@ def rank_stability(models) -> None:
         column_config={"mean ρ": st.column_config.NumberColumn(format="%.3f"),
                        "min ρ": st.column_config.NumberColumn(format="%.3f")})
     names = list(table["GCE variant"])
+    least_stable = int(table["mean_spearman"].fillna(2.0).to_numpy().argmin())
     chosen = st.selectbox("Correlations between bin counts of one variant", range(len(names)),
-                          format_func=lambda i: names[i], key=default("keep:lab.rank_variant", 0))
+                          format_func=lambda i: names[i], key=default("keep:lab.rank_variant", least_stable),
+                          help="At first the least stable variant.")
     st.plotly_chart(correlation_heatmap(result.correlations[int(chosen)], result.bin_counts,
                                         title=names[int(chosen)]), theme=None, key="lab_rank_matrix")
 

@@ -314,6 +314,10 @@ SIZE_OPTIONS: tuple[int, ...] = tuple(sorted(set(DEFAULT_SIZES) | {
 
 
 # ============================================================================ simulation runs
+#: Largest n x K of one simulated test set: the generators hold a few arrays of that size at once.
+MAX_TEST_SET_VALUES = 10_000_000
+
+
 @dataclass(frozen=True)
 class LabParams:
     """Every setting of a simulation run (hashable)."""

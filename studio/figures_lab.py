@@ -41,6 +41,25 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r}, {g}, {b}, {alpha})"
 
 
+def _compact(value: float) -> str:
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def log_ticks(low: float, high: float) -> dict:
+    """Tick values 1, 2, 5 x 10^k between ``low`` and ``high`` for a log axis (Plotly's own crowd a short range)."""
+    if not (low > 0 and high > 0):
+        return {}
+    values = [m * 10.0**e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+              for m in (1, 2, 5)]
+    values = [v for v in values if low / 1.001 <= v <= high * 1.001]
+    if len(values) < 2:
+        values = sorted({float(low), float(high)})
+    return dict(tickmode="array", tickvals=values, ticktext=[_compact(v) for v in values])
+
+
 def _layout(fig: go.Figure, *, height: int, title: str | None = None) -> go.Figure:
     fig.update_layout(
         height=height, font=FONT, template="plotly_white", margin=dict(l=60, r=20, t=60 if title else 30, b=50),
@@ -118,7 +137,8 @@ def lab_figure(summary: pd.DataFrame, truth: Mapping[str, float], target_names: 
     else:
         fig.add_hline(y=0.0, line=dict(color="#333333", width=1.5, dash="dash"))
         y_title = "estimate − true value"
-    fig.update_xaxes(type="log", title_text="test-set size n (log scale)")
+    ticks = log_ticks(summary["size"].min(), summary["size"].max()) if len(summary) else {}
+    fig.update_xaxes(type="log", title_text="test-set size n (log scale)", **ticks)
     fig.update_yaxes(title_text=y_title, zeroline=False)
     return _layout(fig, height=480, title=title)
 
@@ -170,7 +190,7 @@ def futami_figure(optimal, observed: pd.DataFrame, *, fixed=None, fixed_bins: in
         fig.add_trace(go.Scatter(x=[n.min(), n.max()], y=[fixed_bins, fixed_bins], mode="lines",
                                  name=f"fixed B = {fixed_bins}", line=dict(color="#7f7f7f", dash="longdash"),
                                  hovertemplate=f"fixed B = {fixed_bins}<extra></extra>"), row=1, col=2)
-    fig.update_xaxes(type="log", title_text="n (log scale)")
+    fig.update_xaxes(type="log", title_text="n (log scale)", **log_ticks(n.min(), n.max()))
     fig.update_yaxes(type="log", title_text="bias (log scale)", row=1, col=1)
     fig.update_yaxes(title_text="bins", rangemode="tozero", row=1, col=2)
     return _layout(fig, height=460)
@@ -209,7 +229,8 @@ def subset_figure(summary: pd.DataFrame, metric_names: Mapping[str, str], *, col
                 hovertemplate=(f"<b>{model}</b><br>{metric_names.get(metric, metric)}<br>n = %{{x:,}}"
                                "<br>mean = %{y:.4f}<br>5-95%: %{customdata[1]:.4f} to %{customdata[2]:.4f}"
                                "<br>std = %{customdata[0]:.4f}<extra></extra>")), **where)
-    fig.update_xaxes(type="log")
+    if len(summary):
+        fig.update_xaxes(type="log", **log_ticks(summary["size"].min(), summary["size"].max()))
     for c in range(1, columns + 1):
         fig.update_xaxes(title_text="subset size (log)", row=rows, col=c)
     _layout(fig, height=260 * rows + 90)

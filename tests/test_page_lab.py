@@ -231,6 +231,17 @@ def test_empty_choices_are_errors_that_say_what_to_do(widget, message):
     assert "lab:job" not in at.session_state
 
 
+def test_a_test_set_too_large_for_memory_is_refused():
+    at = open_page()
+    at.selectbox(key="keep:lab.generator").set_value("logistic_normal").run()
+    at.number_input(key="keep:lab.ln_classes").set_value(100)
+    at = run_tiny_lab(at, sizes=(100, 200_000), repetitions=2)
+    assert not at.exception
+    (error,) = at.error
+    assert "n = 200,000 rows with K = 100 classes" in error.value and "Remove the sizes above 100,000" in error.value
+    assert "lab:job" not in at.session_state
+
+
 def test_preset_fills_the_logistic_parameters_and_other_generators_run():
     at = open_page()
     at.selectbox(key="keep:lab.preset").set_value("Vaicenavicius et al.: perfect, Bayes-optimal (0, -2)").run()
@@ -305,6 +316,9 @@ def test_rank_stability_of_two_demos():
     assert z.shape == (8, 4)
     np.testing.assert_allclose(np.sort(z.ravel()), np.sort(expected.table["mean_spearman"]), equal_nan=True)
     assert as_matrix(matrix["data"][0]["z"]).shape == (11, 11)
+    least = int(expected.table["mean_spearman"].fillna(2.0).to_numpy().argmin())
+    assert matrix["layout"]["title"]["text"] == table["GCE variant"].iloc[least], "the least stable variant first"
+    np.testing.assert_allclose(as_matrix(matrix["data"][0]["z"]), expected.correlations[least], equal_nan=True)
     assert "With two models every correlation is +1" in " ".join(c.value for c in at.caption)
 
 
@@ -426,3 +440,10 @@ def test_variant_heatmap_places_each_variant():
     assert z[0, 0] == -1.0 and z[-1, -1] == 1.0
     assert z[4, 0] == table.loc[16, "mean_spearman"], "row 4 starts the adaptive variants"
     assert not np.isnan(z).any()
+
+
+def test_log_ticks_are_one_two_five():
+    ticks = fl.log_ticks(100, 100_000)
+    assert ticks["tickvals"][:4] == [100, 200, 500, 1000] and ticks["tickvals"][-1] == 100_000
+    assert ticks["ticktext"][-1] == "100k" and ticks["ticktext"][3] == "1k"
+    assert fl.log_ticks(120, 180)["tickvals"] == [120.0, 180.0]
