@@ -1,0 +1,104 @@
+"""Post-hoc recalibration methods, scikit-learn style, and their registry.
+
+Every method is a :class:`Recalibrator`: ``__init__`` stores keyword-only
+hyper-parameters (``input="logits"|"probs"`` says what ``x`` holds),
+``fit(x, labels)`` returns ``self``, ``predict_proba(x)`` returns ``(N, K)``
+rows on the simplex and raises :class:`NotFittedError` before ``fit``;
+``to_json``/``Recalibrator.from_json`` round-trip a fitted method exactly.
+
+=================================  ==========================  ===================
+class                              fits on                     keeps accuracy
+=================================  ==========================  ===================
+TemperatureScaling                 logits, NLL                 yes
+VectorScaling                      logits, NLL                 no
+MatrixScaling (ODIR)               logits, NLL + penalty       no
+DirichletCalibration               log-probs, NLL + penalty    no
+EnsembleTemperatureScaling         logits, MSE or NLL          yes
+MetricOptimizedTemperature         logits, any metric          yes
+PlattScaling                       log-odds, one-vs-rest       no (K > 2)
+BetaCalibration                    probs, one-vs-rest          no (K > 2)
+IsotonicCalibration                probs, one-vs-rest          no
+HistogramBinning                   probs, uniform-mass bins    no
+AccuracyPreservingCalibratedMap    predicted class only        usually (see doc)
+=================================  ==========================  ===================
+"""
+from __future__ import annotations
+
+from calib_core.recalibration._base import NotFittedError, Recalibrator, check_logits
+from calib_core.recalibration.histogram import AccuracyPreservingCalibratedMap, HistogramBinning
+from calib_core.recalibration.one_vs_rest import BetaCalibration, IsotonicCalibration, PlattScaling
+from calib_core.recalibration.scaling import (
+    DirichletCalibration,
+    EnsembleTemperatureScaling,
+    MatrixScaling,
+    MetricOptimizedTemperature,
+    TemperatureScaling,
+    VectorScaling,
+)
+from calib_core.validation import check_choice
+
+__all__ = [
+    "RECALIBRATORS",
+    "AccuracyPreservingCalibratedMap",
+    "BetaCalibration",
+    "DirichletCalibration",
+    "EnsembleTemperatureScaling",
+    "HistogramBinning",
+    "IsotonicCalibration",
+    "MatrixScaling",
+    "MetricOptimizedTemperature",
+    "NotFittedError",
+    "PlattScaling",
+    "Recalibrator",
+    "TemperatureScaling",
+    "VectorScaling",
+    "all_recalibrators",
+    "check_logits",
+]
+
+#: Display name -> class, in the order the app lists them.
+RECALIBRATORS: dict[str, type[Recalibrator]] = {
+    cls.display_name: cls
+    for cls in (
+        TemperatureScaling,
+        VectorScaling,
+        MatrixScaling,
+        DirichletCalibration,
+        PlattScaling,
+        BetaCalibration,
+        IsotonicCalibration,
+        HistogramBinning,
+        EnsembleTemperatureScaling,
+        MetricOptimizedTemperature,
+        AccuracyPreservingCalibratedMap,
+    )
+}
+
+
+def all_recalibrators(*, input: str | None = None) -> dict[str, Recalibrator]:
+    """A fresh, unfitted instance of every registered method with default hyper-parameters.
+
+    Parameters
+    ----------
+    input : {"logits", "probs"}, optional
+        Set every method's ``input`` (what ``x`` will hold); ``None`` keeps
+        each method's default.
+
+    Returns
+    -------
+    dict
+        Display name -> instance, in :data:`RECALIBRATORS` order.
+
+    Examples
+    --------
+    >>> methods = all_recalibrators(input="probs")
+    >>> methods["Temperature scaling"].input
+    'probs'
+    """
+    if input is not None:
+        check_choice(input, "input", ("logits", "probs"))
+    methods = {name: cls() for name, cls in RECALIBRATORS.items()}
+    if input is not None:
+        for method in methods.values():
+            method.set_params(input=input)
+    return methods

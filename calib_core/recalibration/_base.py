@@ -1,0 +1,394 @@
+"""The shallow base class of every recalibrator, input handling and JSON I/O.
+
+A recalibrator follows scikit-learn: ``__init__`` stores hyper-parameters
+only, ``fit(x, labels)`` validates, sets attributes ending in ``_`` and
+returns ``self``, ``predict_proba(x)`` refuses to run before ``fit``.
+
+``x`` is either logits (any finite ``(N, K)`` matrix) or probabilities (rows
+on the simplex), as declared by the ``input`` hyper-parameter. A method
+whose maths needs logits takes ``log(probs)`` when given probabilities (the
+log is floored at ``log(tiny) ~ -708`` so exact zeros stay finite); a method
+that needs probabilities takes ``softmax(logits)`` when given logits.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calib_core.validation import (
+    CalibrationInputError,
+    _as_float_matrix,
+    _first_bad_row,
+    _format_row,
+    check_choice,
+    check_labels,
+    check_probs,
+    check_probs_labels,
+)
+
+__all__ = ["NotFittedError", "Recalibrator", "check_logits"]
+
+#: Tag written in every JSON document produced by :meth:`Recalibrator.to_json`.
+JSON_FORMAT = "calib_core.recalibrator"
+JSON_VERSION = 1
+
+_INPUTS = ("logits", "probs")
+_LOG_FLOOR = float(np.log(np.finfo(np.float64).tiny))
+
+
+class NotFittedError(CalibrationInputError):
+    """Raised by ``predict_proba`` (and ``to_json`` users' callers) before ``fit``.
+
+    A subclass of :class:`~calib_core.CalibrationInputError` (hence of
+    ``ValueError``, like scikit-learn's ``NotFittedError``), so code that
+    reports input problems to a user also reports this one.
+    """
+
+
+def check_logits(logits: ArrayLike, *, name: str = "logits") -> NDArray[np.float64]:
+    """Check a logit (score) matrix: numeric, 2-D with ``K >= 2`` columns, finite.
+
+    Parameters
+    ----------
+    logits : array_like of shape (N, K)
+    name : str
+        Argument name used in error messages.
+
+    Returns
+    -------
+    ndarray of shape (N, K), float64, C-contiguous
+
+    Raises
+    ------
+    CalibrationInputError
+        Wrong shape or dtype, no rows, NaN or infinite values (the message
+        shows the first offending row).
+    """
+    matrix = _as_float_matrix(logits, name)
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row = _first_bad_row(~finite.all(axis=1))
+        raise CalibrationInputError(
+            f"`{name}` contains NaN or infinite values, e.g. row {row}: {_format_row(matrix[row])}."
+        )
+    return matrix
+
+
+def _softmax_unchecked(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    out = scores - scores.max(axis=1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
+
+
+def _log_floored(probs: NDArray[np.float64]) -> NDArray[np.float64]:
+    with np.errstate(divide="ignore"):
+        out = np.log(probs)
+    np.maximum(out, _LOG_FLOOR, out=out)
+    return out
+
+
+def _renormalise(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Divide rows by their sums; rows summing to 0 become uniform."""
+    sums = values.sum(axis=1, keepdims=True)
+    empty = sums[:, 0] <= 0
+    if empty.any():
+        values[empty] = 1.0
+        sums[empty] = values.shape[1]
+    values /= sums
+    return values
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return {"ndarray": value.ravel().tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
+    if isinstance(value, list):
+        return {"list": [_encode(item) for item in value]}
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return {"float": repr(value)}  # JSON has no inf/nan
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and "ndarray" in value:
+        return np.asarray(value["ndarray"], dtype=value["dtype"]).reshape(value["shape"])
+    if isinstance(value, dict) and "list" in value:
+        return [_decode(item) for item in value["list"]]
+    if isinstance(value, dict) and "float" in value:
+        return float(value["float"])
+    return value
+
+
+class Recalibrator:
+    """Base class: maps model outputs ``x`` to recalibrated probabilities.
+
+    Subclasses set the class attributes below and implement ``_fit`` and
+    ``_predict``; ``fit``/``predict_proba`` do the validation and the
+    logits/probabilities conversion, so subclasses only do maths.
+
+    Attributes
+    ----------
+    method : str
+        Identifier written to JSON (``"temperature_scaling"``, ...).
+    display_name : str
+        Name shown in tables and in the app.
+    works_on : {"logits", "probs"}
+        What the maths of the method uses.
+    preserves_accuracy : bool
+        True when the arg-max of every row is unchanged by construction.
+    n_classes_ : int
+        Number of classes seen by ``fit`` (set by ``fit``).
+
+    Raises
+    ------
+    NotFittedError
+        From ``predict_proba`` when ``fit`` has not been called.
+    """
+
+    method: ClassVar[str] = ""
+    display_name: ClassVar[str] = ""
+    works_on: ClassVar[str] = "logits"
+    preserves_accuracy: ClassVar[bool] = False
+    #: Names of the fitted attributes (all ending in ``_``) that define predictions.
+    _fitted_attributes: ClassVar[tuple[str, ...]] = ()
+    _registry: ClassVar[dict[str, type[Recalibrator]]] = {}
+
+    input: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.method:
+            Recalibrator._registry[cls.method] = cls
+
+    # -- hyper-parameters -------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        signature = inspect.signature(cls.__init__)
+        return [name for name in signature.parameters if name != "self"]
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor arguments of this instance, as a dict."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Recalibrator:
+        """Change constructor arguments (the fitted state, if any, is kept); returns ``self``."""
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise CalibrationInputError(
+                    f"{type(self).__name__} has no parameter {name!r}; valid parameters: {', '.join(valid)}."
+                )
+            setattr(self, name, value)
+        return self
+
+    def clone(self) -> Recalibrator:
+        """A new, unfitted instance with the same hyper-parameters."""
+        return type(self)(**self.get_params())
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _check_params(self) -> None:
+        """Validate hyper-parameters (called by ``fit``); subclasses extend it."""
+        check_choice(self.input, "input", _INPUTS)
+
+    # -- input handling -----------------------------------------------------
+    def _read(self, x: ArrayLike, labels: ArrayLike | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp] | None]:
+        """Validate ``x`` as declared by ``input`` and convert it to what the maths uses."""
+        if self.input == "probs":
+            if labels is None:
+                matrix, checked = check_probs(x), None
+            else:
+                matrix, checked = check_probs_labels(x, labels)
+            if self.works_on == "logits":
+                matrix = _log_floored(matrix)
+        else:
+            matrix = check_logits(x)
+            checked = None if labels is None else check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
+            if self.works_on == "probs":
+                matrix = _softmax_unchecked(matrix)
+        return matrix, checked
+
+    # -- public API ---------------------------------------------------------
+    def fit(self, x: ArrayLike, labels: ArrayLike) -> Recalibrator:
+        """Fit the recalibration map on ``(x, labels)``.
+
+        Parameters
+        ----------
+        x : array_like of shape (N, K)
+            Logits or probabilities, as declared by ``input``.
+        labels : array_like of shape (N,)
+            Integer classes in ``0..K-1``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        CalibrationInputError
+            Invalid ``x``, ``labels`` or hyper-parameters.
+        """
+        self._check_params()
+        matrix, checked = self._read(x, labels)
+        self._fit(matrix, checked)
+        self.n_classes_ = int(matrix.shape[1])
+        return self
+
+    def predict_proba(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Recalibrated probabilities.
+
+        Parameters
+        ----------
+        x : array_like of shape (M, K)
+            Logits or probabilities, as declared by ``input``, with the same
+            K as the fitting data.
+
+        Returns
+        -------
+        ndarray of shape (M, K)
+            Rows on the probability simplex.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        CalibrationInputError
+            Invalid ``x`` or a different number of classes.
+        """
+        self._check_fitted()
+        matrix, _ = self._read(x)
+        if matrix.shape[1] != self.n_classes_:
+            raise CalibrationInputError(
+                f"`x` has {matrix.shape[1]} columns but {type(self).__name__} was fitted on "
+                f"{self.n_classes_} classes."
+            )
+        return self._predict(matrix)
+
+    def fit_predict_proba(self, x: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
+        """``fit(x, labels).predict_proba(x)`` (in-sample: optimistic by construction)."""
+        return self.fit(x, labels).predict_proba(x)
+
+    @property
+    def is_fitted(self) -> bool:
+        """Whether ``fit`` has been called."""
+        return hasattr(self, "n_classes_")
+
+    def _check_fitted(self) -> None:
+        if not self.is_fitted:
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call `fit(x, labels)` on calibration data "
+                "before `predict_proba`."
+            )
+
+    def fitted_params(self) -> dict[str, Any]:
+        """The fitted parameters (attributes ending in ``_``) as a dict; requires ``fit``."""
+        self._check_fitted()
+        return {name: getattr(self, name) for name in ("n_classes_", *self._fitted_attributes)}
+
+    # -- subclass hooks -----------------------------------------------------
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+        raise NotImplementedError
+
+    def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    # -- JSON ---------------------------------------------------------------
+    def _params_to_json(self) -> dict[str, Any]:
+        return self.get_params()
+
+    @classmethod
+    def _params_from_json(cls, params: dict[str, Any]) -> dict[str, Any]:
+        return params
+
+    def to_json(self) -> str:
+        """Serialise hyper-parameters and (when fitted) fitted parameters to JSON text.
+
+        Floats are written with Python's shortest round-trip repr, so
+        :meth:`from_json` restores bit-identical parameters and predictions.
+        An unfitted instance gives ``"fitted": null``.
+        """
+        fitted = None
+        if self.is_fitted:
+            fitted = {name: _encode(value) for name, value in self.fitted_params().items()}
+        payload = {
+            "format": JSON_FORMAT,
+            "version": JSON_VERSION,
+            "method": self.method,
+            "params": self._params_to_json(),
+            "fitted": fitted,
+        }
+        return json.dumps(payload, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Recalibrator:
+        """Rebuild a recalibrator written by :meth:`to_json`.
+
+        Called on :class:`Recalibrator` it dispatches on the ``"method"``
+        field; called on a subclass it also checks that the document is of
+        that class.
+
+        Raises
+        ------
+        CalibrationInputError
+            Not JSON, not a recalibrator document, unknown method, or a
+            method other than ``cls``.
+        """
+        try:
+            payload = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise CalibrationInputError(f"`text` is not valid JSON: {exc}") from exc
+        if not isinstance(payload, dict) or payload.get("format") != JSON_FORMAT:
+            raise CalibrationInputError(
+                f"`text` is not a calib_core recalibrator document (expected \"format\": {JSON_FORMAT!r})."
+            )
+        if payload.get("version") != JSON_VERSION:
+            raise CalibrationInputError(
+                f"unsupported recalibrator document version {payload.get('version')!r} (expected {JSON_VERSION})."
+            )
+        method = payload.get("method")
+        target = Recalibrator._registry.get(method)
+        if target is None:
+            known = ", ".join(sorted(Recalibrator._registry))
+            raise CalibrationInputError(f"unknown recalibration method {method!r}; known methods: {known}.")
+        if not issubclass(target, cls):
+            raise CalibrationInputError(
+                f"the document holds a {target.__name__} ({method!r}), not a {cls.__name__}."
+            )
+        instance = target(**target._params_from_json(dict(payload.get("params") or {})))
+        fitted = payload.get("fitted")
+        if fitted is not None:
+            for name, value in fitted.items():
+                if name not in ("n_classes_", *target._fitted_attributes):
+                    raise CalibrationInputError(f"unexpected fitted attribute {name!r} for {target.__name__}.")
+                setattr(instance, name, _decode(value))
+        return instance
+
+
+def callable_name(function: Any) -> str:
+    """``"module:qualname"`` of a function, for JSON."""
+    module = getattr(function, "__module__", None)
+    qualname = getattr(function, "__qualname__", None)
+    if module is None or qualname is None:
+        return repr(function)
+    return f"{module}:{qualname}"
+
+
+def resolve_callable(name: str) -> Any:
+    """Import ``"module:qualname"``; returns ``name`` itself when it cannot be imported."""
+    module_name, _, qualname = name.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError, ValueError):
+        return name
+    return target if callable(target) else name

@@ -1,0 +1,366 @@
+"""Numerical kernels shared by the recalibrators (private).
+
+Everything here works on already-validated float64 arrays and is
+vectorised over rows; loops run at most over classes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import brentq, isotonic_regression, minimize
+
+#: Bounds on log T for every temperature fit: T in [1e-3, 1e3].
+LOG_T_BOUNDS = (float(np.log(1e-3)), float(np.log(1e3)))
+#: Probabilities are clipped to [EPS, 1 - EPS] before taking logs in Beta calibration (as betacal does).
+EPS = float(np.finfo(np.float64).eps)
+#: Floor of every log taken here: log of the smallest normal float64 (about -708).
+LOG_FLOOR = float(np.log(np.finfo(np.float64).tiny))
+
+
+def log_softmax(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise log-softmax, stable for large scores."""
+    shifted = scores - scores.max(axis=1, keepdims=True)
+    shifted -= np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return shifted
+
+
+def class_log_probs(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``log p_k`` and ``log(1 - p_k)`` for every entry of ``p = softmax(scores)``.
+
+    ``1 - p_k`` is computed as the sum of the other classes' shares, with the
+    row maximum excluded exactly, so ``log(1 - p_k)`` keeps full relative
+    precision even when ``p_k`` rounds to 1.
+    """
+    n_rows = scores.shape[0]
+    rows = np.arange(n_rows)
+    top = scores.argmax(axis=1)
+    shifted = scores - scores[rows, top][:, None]
+    shares = np.exp(shifted)
+    shares[rows, top] = 0.0
+    rest_of_top = shares.sum(axis=1)  # sum of the non-top shares (the top share is exactly 1)
+    total = rest_of_top + 1.0
+    shares[rows, top] = 1.0
+    log_total = np.log(total)[:, None]
+    log_p = shifted - log_total
+    others = total[:, None] - shares
+    others[rows, top] = rest_of_top
+    with np.errstate(divide="ignore"):
+        log_not_p = np.log(others)
+    # A share that underflows to 0 would give -inf; the floor keeps every log finite.
+    np.maximum(log_not_p, LOG_FLOOR, out=log_not_p)
+    log_not_p -= log_total
+    return log_p, log_not_p
+
+
+# -- temperature ---------------------------------------------------------------
+class _TemperatureLoss:
+    """Loss of ``softmax(z / T)`` and its derivatives in ``u = log T``, with one reusable buffer."""
+
+    def __init__(self, scores: NDArray[np.float64], labels: NDArray[np.intp], loss: str) -> None:
+        self.scores, self.labels, self.loss = scores, labels, loss
+        self.rows = np.arange(scores.shape[0])
+        self.true_scores = scores[self.rows, labels]
+        self.buffer = np.empty_like(scores)
+        self.scaled = np.empty_like(scores)
+
+    def __call__(self, log_t: float, *, hessian: bool = False) -> tuple[float, float, float]:
+        """Loss, d/du and (NLL only, when asked) d2/du2 at ``u = log_t``."""
+        beta = float(np.exp(-log_t))
+        probs = np.multiply(self.scores, beta, out=self.buffer)
+        row_max = probs.max(axis=1)
+        probs -= row_max[:, None]
+        np.exp(probs, out=probs)
+        totals = probs.sum(axis=1)
+        probs /= totals[:, None]
+        # E_p[s] with s = beta * z, from one matrix-vector pass per row
+        mean_s = beta * np.einsum("ij,ij->i", probs, self.scores)
+        true_s = beta * self.true_scores
+        if self.loss == "nll":
+            # NLL_i = log sum exp(s_i) - s_iy;  d/du = s_y - E_p[s];  d2/du2 = Var_p(s) + E_p[s] - s_y
+            value = float(np.mean(np.log(totals) + row_max - true_s))
+            grad = float(np.mean(true_s - mean_s))
+            second = 0.0
+            if hessian:
+                weighted = np.multiply(probs, self.scores, out=self.scaled)
+                mean_s2 = beta**2 * np.einsum("ij,ij->i", weighted, self.scores)
+                second = float(np.mean(mean_s2 - mean_s**2 + mean_s - true_s))
+            return value, grad, second
+        # mean over N*K of (p - onehot)^2;  d p_k / du = -p_k (s_k - E_p[s])
+        n_entries = probs.size
+        true_p = probs[self.rows, self.labels]
+        value = (float(np.vdot(probs, probs)) - 2.0 * float(true_p.sum()) + probs.shape[0]) / n_entries
+        scaled = np.multiply(self.scores, beta, out=self.scaled)
+        scaled -= mean_s[:, None]
+        scaled *= probs  # p_k (s_k - E_p[s]) = -d p_k / du
+        # sum_k (p_k - y_k) d p_k / du = -sum_k p_k * scaled_k + scaled_y
+        grad = 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[self.rows, self.labels].sum())) / n_entries
+        return value, grad, 0.0
+
+
+def fit_log_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp], *, loss: str = "nll") -> float:
+    """log T minimising the mean NLL (``loss="nll"``) or the mean squared error of softmax(z / T).
+
+    ``"mse"`` is the mean over all ``N * K`` entries of ``(p - onehot)^2``
+    (the loss of Zhang et al. 2020's code), i.e. Brier / K.
+
+    Notes
+    -----
+    The NLL is convex in ``1 / T``, so its derivative in ``u = log T``
+    changes sign once: a Newton iteration on ``u`` safeguarded by bisection
+    on the bracket ``LOG_T_BOUNDS`` converges in a handful of passes over
+    the data. The MSE derivative is solved for its root with Brent's method
+    on the same bracket. A bound is returned when the derivative has the
+    same sign at both ends.
+    """
+    objective = _TemperatureLoss(scores, labels, loss)
+    low, high = LOG_T_BOUNDS
+    if loss == "mse":
+        g_low, g_high = objective(low)[1], objective(high)[1]
+        if g_low >= 0:
+            return low
+        if g_high <= 0:
+            return high
+        return float(brentq(lambda u: objective(u)[1], low, high, xtol=1e-10, rtol=1e-10, maxiter=100))
+    u = 0.0
+    for _ in range(100):
+        _, grad, second = objective(u, hessian=True)
+        if grad > 0:
+            high = u
+        elif grad < 0:
+            low = u
+        else:
+            return u
+        step = grad / second if second > 0 else np.inf
+        if abs(step) < 1e-10:
+            return u - step
+        candidate = u - step
+        if not (low < candidate < high):
+            candidate = 0.5 * (low + high)
+        if high - low < 1e-10:
+            return candidate
+        u = candidate
+    return u
+
+
+# -- linear maps followed by softmax (vector / matrix scaling, Dirichlet) ------
+@dataclass(frozen=True)
+class QuadraticPenalty:
+    """``sum(coef_w * W**2) + sum(coef_b * b**2)``: every penalty used here is of this form."""
+
+    coef_w: NDArray[np.float64]
+    coef_b: NDArray[np.float64]
+
+    def __call__(self, weights: NDArray[np.float64], bias: NDArray[np.float64]):
+        value = float(np.sum(self.coef_w * weights**2) + np.sum(self.coef_b * bias**2))
+        return value, 2.0 * self.coef_w * weights, 2.0 * self.coef_b * bias
+
+
+def odir_penalty(n_classes: int, reg_lambda: float, reg_mu: float, *, full: bool = True) -> QuadraticPenalty:
+    """``lambda / (K (K - 1)) * sum_{i != j} W_ij^2 + mu / K * sum_j b_j^2`` (Kull et al. 2019, ODIR).
+
+    For a diagonal map (``full=False``) only the intercept term remains.
+    """
+    if full:
+        coef_w = np.full((n_classes, n_classes), reg_lambda / (n_classes * (n_classes - 1)))
+        np.fill_diagonal(coef_w, 0.0)
+    else:
+        coef_w = np.zeros(n_classes)
+    return QuadraticPenalty(coef_w, np.full(n_classes, reg_mu / n_classes))
+
+
+def l2_penalty(n_classes: int, reg_lambda: float) -> QuadraticPenalty:
+    """``lambda / (K (K + 1)) * (sum_ij W_ij^2 + sum_j b_j^2)``: plain L2 towards 0, averaged over parameters."""
+    scale = reg_lambda / (n_classes * (n_classes + 1))
+    return QuadraticPenalty(np.full((n_classes, n_classes), scale), np.full(n_classes, scale))
+
+
+def _softmax_nll_and_residual(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[float, NDArray[np.float64]]:
+    """Mean NLL of softmax(logits) and ``(softmax - onehot) / N`` (overwrites ``logits``)."""
+    n_rows = logits.shape[0]
+    rows = np.arange(n_rows)
+    logits -= logits.max(axis=1, keepdims=True)
+    true_logit = logits[rows, labels]
+    np.exp(logits, out=logits)
+    totals = logits.sum(axis=1)
+    value = float(np.mean(np.log(totals) - true_logit))
+    logits /= totals[:, None]
+    logits[rows, labels] -= 1.0
+    logits /= n_rows
+    return value, logits
+
+
+def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full: bool,
+                       penalty: QuadraticPenalty, weights0: NDArray[np.float64], bias0: NDArray[np.float64],
+                       max_iter: int = 500) -> tuple[NDArray[np.float64], NDArray[np.float64], int, bool]:
+    """Minimise ``NLL(softmax(x W^T + b)) + penalty(W, b)`` with L-BFGS-B and analytic gradients.
+
+    ``full=False`` fits a diagonal ``W`` given as a vector (vector scaling);
+    ``full=True`` a full ``(K, K)`` matrix.
+
+    Returns
+    -------
+    weights, bias, n_iter, converged
+
+    Notes
+    -----
+    With ``G = (softmax - onehot) / N`` the NLL gradients are ``dW = G^T x``
+    (full) or ``sum_i G * x`` (diagonal) and ``db = sum_i G``.
+
+    Conditioning. (1) Rows of logits or log-probabilities carry a large
+    common offset ``r_i = mean_k x_ik``, and ``W x_i = W c_i + r_i W 1`` with
+    ``c_i = x_i - r_i 1``; the directions that change ``W 1`` then have a
+    curvature ``E[r^2]`` far above the rest. The full map is therefore
+    optimised on the features ``[c, r / rho]`` (``rho``: root mean square of
+    r) with parameters ``[A | a]``, mapped back by
+    ``W = A (I - 11^T / K) + a 1^T / (K rho)`` — the same family of maps.
+    (2) Every parameter is divided by the square root of its diagonal
+    curvature at the start (Jacobi preconditioning): NLL curvature
+    ``mean_i p_ik (1 - p_ik) f_ij^2`` plus the penalty's. The penalty is
+    applied to ``(W, b)`` through the chain rule. One ``(N, K)`` buffer is
+    reused by every evaluation (allocating 40 MB per call costs more than
+    the arithmetic).
+    """
+    n_rows, n_classes = x.shape
+    buffer = np.empty_like(x)
+    if full:
+        offset = x.mean(axis=1)
+        rho = float(np.sqrt(np.mean(offset**2)))
+        rho = rho if rho > 0 else 1.0
+        features = np.empty((n_rows, n_classes + 1))
+        np.subtract(x, offset[:, None], out=features[:, :n_classes])
+        np.divide(offset, rho, out=features[:, n_classes])
+        w_shape = (n_classes, n_classes + 1)
+        centering = np.eye(n_classes) - 1.0 / n_classes
+
+        def to_weights(params: NDArray[np.float64]) -> NDArray[np.float64]:
+            return params[:, :n_classes] @ centering + np.outer(params[:, n_classes], np.ones(n_classes)) / (n_classes * rho)
+
+        def weights_grad_to_params(grad: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.column_stack([grad @ centering, grad.sum(axis=1) / (n_classes * rho)])
+
+        params0 = np.column_stack([weights0, weights0.sum(axis=1) * rho])
+        penalty_curvature_w = np.column_stack([2.0 * penalty.coef_w,
+                                               2.0 * penalty.coef_w.mean(axis=1) / (n_classes * rho**2)])
+    else:
+        features = x
+        w_shape = weights0.shape
+        params0 = weights0
+
+        def to_weights(params: NDArray[np.float64]) -> NDArray[np.float64]:
+            return params
+
+        def weights_grad_to_params(grad: NDArray[np.float64]) -> NDArray[np.float64]:
+            return grad
+
+        penalty_curvature_w = 2.0 * penalty.coef_w
+    w_size = int(np.prod(w_shape))
+
+    # Jacobi preconditioner: diagonal curvature at the starting point.
+    logits0 = features @ params0.T if full else features * params0
+    logits0 += bias0
+    probs0 = logits0 - logits0.max(axis=1, keepdims=True)
+    np.exp(probs0, out=probs0)
+    probs0 /= probs0.sum(axis=1, keepdims=True)
+    probs0 *= 1.0 - probs0
+    if full:
+        curvature_w = probs0.T @ (features**2) / n_rows
+    else:
+        curvature_w = np.einsum("ij,ij->j", probs0, features**2) / n_rows
+    curvature_b = probs0.mean(axis=0)
+    del logits0, probs0
+    curvature = np.concatenate([(curvature_w + penalty_curvature_w).ravel(), curvature_b + 2.0 * penalty.coef_b])
+    floor = 1e-6 * float(curvature.max()) if curvature.max() > 0 else 1.0
+    scale = 1.0 / np.sqrt(np.maximum(curvature, floor))  # theta = scale * phi
+
+    def objective(phi: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        theta = phi * scale
+        params = theta[:w_size].reshape(w_shape)
+        bias = theta[w_size:]
+        if full:
+            logits = np.matmul(features, params.T, out=buffer)
+        else:
+            logits = np.multiply(features, params, out=buffer)
+        logits += bias
+        value, residual = _softmax_nll_and_residual(logits, labels)
+        grad_params = residual.T @ features if full else np.einsum("ij,ij->j", residual, features)
+        grad_b = residual.sum(axis=0)
+        extra, pen_w, pen_b = penalty(to_weights(params), bias)
+        if extra:
+            grad_params = grad_params + weights_grad_to_params(pen_w)
+            grad_b = grad_b + pen_b
+        return value + extra, np.concatenate([grad_params.ravel(), grad_b]) * scale
+
+    phi0 = np.concatenate([params0.ravel(), bias0]) / scale
+    result = minimize(objective, phi0, jac=True, method="L-BFGS-B",
+                      options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-10})
+    theta = result.x * scale
+    weights = to_weights(theta[:w_size].reshape(w_shape))
+    return (np.ascontiguousarray(weights), np.ascontiguousarray(theta[w_size:]),
+            int(result.nit), bool(result.status == 0))
+
+
+# -- binary logistic regression (Platt, Beta) ------------------------------------
+def _logistic_loss(eta: NDArray[np.float64], targets: NDArray[np.float64]) -> float:
+    # -[t log s(eta) + (1 - t) log s(-eta)] = logaddexp(0, eta) - t * eta
+    return float(np.mean(np.logaddexp(0.0, eta) - targets * eta))
+
+
+def fit_logistic(features: NDArray[np.float64], targets: NDArray[np.float64], *,
+                 max_iter: int = 100, tol: float = 1e-10) -> NDArray[np.float64]:
+    """Unpenalised logistic regression by damped Newton steps (few features, many rows).
+
+    Minimises ``mean(log(1 + exp(F theta)) - t * F theta)`` for targets
+    ``t`` in [0, 1]; each Newton step is halved until the loss decreases.
+    A ridge of ``1e-12 * trace(H)`` keeps the Hessian solvable when the
+    classes separate (the coefficients then grow until ``max_iter``).
+    """
+    n_rows, n_features = features.shape
+    theta = np.zeros(n_features)
+    eta = np.zeros(n_rows)
+    value = _logistic_loss(eta, targets)
+    for _ in range(max_iter):
+        probs = 0.5 * (1.0 + np.tanh(0.5 * eta))  # stable sigmoid
+        grad = features.T @ (probs - targets) / n_rows
+        if np.max(np.abs(grad)) < tol:
+            break
+        hessian = (features * (probs * (1.0 - probs))[:, None]).T @ features / n_rows
+        hessian[np.diag_indices(n_features)] += 1e-12 * np.trace(hessian) + 1e-300
+        step = np.linalg.solve(hessian, grad)
+        scale = 1.0
+        for _ in range(60):
+            candidate = theta - scale * step
+            candidate_eta = features @ candidate
+            candidate_value = _logistic_loss(candidate_eta, targets)
+            if candidate_value <= value:
+                break
+            scale *= 0.5
+        else:
+            break
+        converged = np.max(np.abs(scale * step)) < tol * (1.0 + np.max(np.abs(theta)))
+        theta, eta, value = candidate, candidate_eta, candidate_value
+        if converged:
+            break
+    return theta
+
+
+# -- isotonic regression -------------------------------------------------------
+def isotonic_fit(values: NDArray[np.float64], targets: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Non-decreasing least-squares fit of ``targets`` on ``values`` (pool adjacent violators).
+
+    Tied values are merged first (their targets averaged, weighted by the
+    tie count); the fitted steps are returned as interpolation knots with
+    interior points of constant runs dropped, as
+    ``sklearn.isotonic.IsotonicRegression`` stores them. Predict with
+    ``np.interp(v, knots_x, knots_y)`` (linear in between, clipped outside).
+    """
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    unique, start, counts = np.unique(sorted_values, return_index=True, return_counts=True)
+    means = np.add.reduceat(targets[order], start) / counts
+    fitted = isotonic_regression(means, weights=counts.astype(np.float64), increasing=True).x
+    keep = np.ones(fitted.size, dtype=bool)
+    if fitted.size > 2:
+        keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+    return unique[keep], fitted[keep]
