@@ -112,3 +112,17 @@ from calib_core.evaluate import CalibrationSummary, Evaluation, evaluate, load_s
 
 __all__ += ["CalibrationStats", "QuantileSketch", "stream_metrics", "CalibrationSummary", "Evaluation", "evaluate",
             "load_summary"]
+
+from calib_core.recalibration import (RECALIBRATORS, AccuracyPreservingCalibratedMap, BetaCalibration,  # noqa: E402
+                                      DirichletCalibration, EnsembleTemperatureScaling, HistogramBinning,
+                                      IsotonicCalibration, MatrixScaling, MetricOptimizedTemperature, NotFittedError,
+                                      PlattScaling, Recalibrator, TemperatureScaling, VectorScaling,
+                                      all_recalibrators, check_logits)
+from calib_core.protocol import (PredictionSplit, RecalibrationReport, cross_fit, evaluate_recalibration,  # noqa: E402
+                                 split_predictions, stratified_folds, stratified_split)
+
+__all__ += ["RECALIBRATORS", "AccuracyPreservingCalibratedMap", "BetaCalibration", "DirichletCalibration",
+            "EnsembleTemperatureScaling", "HistogramBinning", "IsotonicCalibration", "MatrixScaling",
+            "MetricOptimizedTemperature", "NotFittedError", "PlattScaling", "Recalibrator", "TemperatureScaling",
+            "VectorScaling", "all_recalibrators", "check_logits", "PredictionSplit", "RecalibrationReport",
+            "cross_fit", "evaluate_recalibration", "split_predictions", "stratified_folds", "stratified_split"]
