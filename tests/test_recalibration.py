@@ -399,6 +399,17 @@ def test_platt_without_smoothing_agrees_with_logistic_regression():
     np.testing.assert_allclose(platt.predict_proba(x), lr.predict_proba(odds), atol=1e-6)
 
 
+def test_platt_agrees_with_sklearn_sigmoid_calibration():
+    calibration = pytest.importorskip("sklearn.calibration")
+    if not hasattr(calibration, "_SigmoidCalibration"):
+        pytest.skip("scikit-learn's private _SigmoidCalibration is not available")
+    x, y = _synthetic(n=3000, k=2, seed=19)
+    ours = PlattScaling().fit(x, y)
+    scores = x[:, 1] - x[:, 0]
+    theirs = calibration._SigmoidCalibration().fit(scores, y)
+    np.testing.assert_allclose(ours.predict_proba(x)[:, 1], theirs.predict(scores), atol=1e-7)
+
+
 def test_platt_smoothed_targets_satisfy_the_score_equations():
     x, y = _synthetic(n=2000, k=2, seed=13)
     platt = PlattScaling().fit(x, y)

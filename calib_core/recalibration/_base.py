@@ -42,7 +42,7 @@ _LOG_FLOOR = float(np.log(np.finfo(np.float64).tiny))
 
 
 class NotFittedError(CalibrationInputError):
-    """Raised by ``predict_proba`` (and ``to_json`` users' callers) before ``fit``.
+    """Raised by ``predict_proba`` and ``fitted_params`` when ``fit`` has not been called.
 
     A subclass of :class:`~calib_core.CalibrationInputError` (hence of
     ``ValueError``, like scikit-learn's ``NotFittedError``), so code that

@@ -121,6 +121,10 @@ class VectorScaling(Recalibrator):
     ----------
     weights_ : ndarray of shape (K,)
     bias_ : ndarray of shape (K,)
+    n_iter_ : int
+        L-BFGS-B iterations used.
+    converged_ : bool
+        Whether L-BFGS-B met its tolerance (False: stopped at the iteration cap).
 
     Notes
     -----
@@ -217,6 +221,10 @@ class MatrixScaling(_FullLinearScaling):
     ----------
     weights_ : ndarray of shape (K, K)
     bias_ : ndarray of shape (K,)
+    n_iter_ : int
+        L-BFGS-B iterations used (at most 150).
+    converged_ : bool
+        Whether L-BFGS-B met its tolerance (False: stopped at the iteration cap).
 
     Notes
     -----
@@ -284,6 +292,10 @@ class DirichletCalibration(_FullLinearScaling):
     ----------
     weights_ : ndarray of shape (K, K)
     bias_ : ndarray of shape (K,)
+    n_iter_ : int
+        L-BFGS-B iterations used (at most 150).
+    converged_ : bool
+        Whether L-BFGS-B met its tolerance (False: stopped at the iteration cap).
 
     Notes
     -----
