@@ -48,12 +48,12 @@ def _compact(value: float) -> str:
     return f"{value:g}"
 
 
-def log_ticks(low: float, high: float) -> dict:
-    """Tick values 1, 2, 5 x 10^k between ``low`` and ``high`` for a log axis (Plotly's own crowd a short range)."""
+def log_ticks(low: float, high: float, steps: Sequence[int] = (1, 2, 5)) -> dict:
+    """Tick values ``steps`` x 10^k between ``low`` and ``high`` for a log axis (Plotly's own crowd a short range)."""
     if not (low > 0 and high > 0):
         return {}
     values = [m * 10.0**e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-              for m in (1, 2, 5)]
+              for m in steps]
     values = [v for v in values if low / 1.001 <= v <= high * 1.001]
     if len(values) < 2:
         values = sorted({float(low), float(high)})
@@ -190,7 +190,8 @@ def futami_figure(optimal, observed: pd.DataFrame, *, fixed=None, fixed_bins: in
         fig.add_trace(go.Scatter(x=[n.min(), n.max()], y=[fixed_bins, fixed_bins], mode="lines",
                                  name=f"fixed B = {fixed_bins}", line=dict(color="#7f7f7f", dash="longdash"),
                                  hovertemplate=f"fixed B = {fixed_bins}<extra></extra>"), row=1, col=2)
-    fig.update_xaxes(type="log", title_text="n (log scale)", **log_ticks(n.min(), n.max()))
+    fig.update_xaxes(type="log", title_text="n (log scale)", **log_ticks(n.min(), n.max()), row=1, col=1)
+    fig.update_xaxes(type="log", title_text="n (log scale)", **log_ticks(n.min(), n.max(), steps=(1,)), row=1, col=2)
     fig.update_yaxes(type="log", title_text="bias (log scale)", row=1, col=1)
     fig.update_yaxes(title_text="bins", rangemode="tozero", row=1, col=2)
     return _layout(fig, height=460)
