@@ -19,3 +19,42 @@ def demo_dir(repo_root: Path) -> Path:
     if not any(folder.glob("*.csv")):
         pytest.skip("no demo CSVs in data/demo (run scripts/make_demo_data.py)")
     return folder
+
+
+# ----------------------------------------------------------------------------- browser tests
+# A module of tests/test_e2e*.py may set VIEWPORT and TIMEOUT_MS; each module gets a
+# fresh server, so "a deep link opened first after a server start" can be tested.
+
+@pytest.fixture(scope="module")
+def server(request):
+    """Base URL of a fresh `streamlit run app.py` for this test module."""
+    from tests.e2e_support import require_browser, streamlit_server
+
+    require_browser()
+    with streamlit_server(f"streamlit-{request.module.__name__.rsplit('.', 1)[-1]}.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium, launched by Playwright."""
+    from tests.e2e_support import CHROMIUM, CHROMIUM_ARGS, require_browser
+
+    sync_api = require_browser()
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    """A page in a fresh browser context (downloads accepted)."""
+    from tests.e2e_support import DEFAULT_TIMEOUT_MS, DEFAULT_VIEWPORT
+
+    viewport = getattr(request.module, "VIEWPORT", DEFAULT_VIEWPORT)
+    context = browser.new_context(viewport=viewport, accept_downloads=True)
+    opened = context.new_page()
+    opened.set_default_timeout(getattr(request.module, "TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
+    yield opened
+    context.close()

@@ -9,16 +9,11 @@ playwright is missing.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
+
+from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 
 import calib_core as cc
 from calib_core.lab import DEFAULT_SIZES
@@ -26,18 +21,9 @@ from studio.figures_lab import TRUTH_TRACE_PREFIX
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = REPO_ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 VIEWPORT = {"width": 1440, "height": 3000}
 TIMEOUT_MS = 90_000
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)",
-                allow_module_level=True)
 
 #: Names of the drawn traces of the index-th Plotly chart, with the number of path segments each drew.
 DRAWN_TRACES = """i => {
@@ -48,74 +34,6 @@ DRAWN_TRACES = """i => {
                 segments: [...g.querySelectorAll('path.js-line, path.js-fill')]
                   .reduce((n, p) => n + ((p.getAttribute('d') || '').match(/L/g) || []).length, 0)}));
 }"""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A fresh `streamlit run app.py` for this module; yields its base URL (log in test-artifacts/)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    port = _free_port()
-    log_path = ARTIFACTS / "streamlit-e2e-lab.log"
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-               "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-               "--server.fileWatcherType=none"]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
-        time.sleep(0.3)
-    yield base
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    opened = context.new_page()
-    opened.set_default_timeout(TIMEOUT_MS)
-    yield opened
-    context.close()
-
-
-def wait_for_app(page) -> None:
-    """Wait until the app is connected and its script has finished."""
-    page.wait_for_timeout(155)
-    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
-    page.wait_for_selector("[data-testid='stAppViewContainer']")
-
-
-def assert_no_exception(page) -> None:
-    assert page.locator("[data-testid='stException']").count() == 0, page.locator(
-        "[data-testid='stException']").first.inner_text()
 
 
 def drawn(page, index: int) -> dict[str, int]:

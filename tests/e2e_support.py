@@ -1,0 +1,90 @@
+"""Shared pieces of the browser tests (tests/test_e2e*.py): a fresh `streamlit run`
+per test module, Debian's headless Chromium driven by Playwright, and Streamlit's
+own wait-for-rerun idiom. The fixtures that use them live in tests/conftest.py.
+
+Uses Debian's chromium (/usr/bin/chromium, or CHROMIUM_PATH); never downloads a
+browser (no `playwright install`). Tests are skipped with a reason when the
+browser or the playwright package is missing.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+DEFAULT_VIEWPORT = {"width": 1440, "height": 2400}
+DEFAULT_TIMEOUT_MS = 60_000
+
+
+def require_browser():
+    """The playwright sync API, or skip the test when it or Chromium is missing."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)")
+    return sync_api
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(log_name: str) -> Iterator[str]:
+    """A fresh `streamlit run app.py` on a free port; yields its base URL, logs to test-artifacts/."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = free_port()
+    log_path = ARTIFACTS / log_name
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+               "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+               "--server.fileWatcherType=none"]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for_app(page) -> None:
+    """Wait until the app is connected and its script has finished (Streamlit's own e2e helper)."""
+    page.wait_for_timeout(155)
+    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
+    page.wait_for_selector("[data-testid='stAppViewContainer']")
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0, page.locator(
+        "[data-testid='stException']").first.inner_text()
