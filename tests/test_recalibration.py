@@ -309,7 +309,7 @@ def test_full_maps_minimise_the_odir_objective(cls, lam, mu):
         w[i, j] -= 2 * step
         down = _linear_objective(w, method.bias_, feats, y, lam, mu)
         assert abs(up - down) / (2 * step) < 1e-4
-        assert up >= base - 1e-12 and down >= base - 1e-12
+        assert up >= base - 1e-8 and down >= base - 1e-8  # optimiser tolerance: ftol 1e-8
     if mu > 0:
         bias_grad = [(_linear_objective(method.weights_, method.bias_ + step * e, feats, y, lam, mu)
                       - _linear_objective(method.weights_, method.bias_ - step * e, feats, y, lam, mu)) / (2 * step)

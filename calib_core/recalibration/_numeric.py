@@ -294,7 +294,7 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
 
     phi0 = np.concatenate([params0.ravel(), bias0]) / scale
     result = minimize(objective, phi0, jac=True, method="L-BFGS-B",
-                      options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-10})
+                      options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-8})
     theta = result.x * scale
     weights = to_weights(theta[:w_size].reshape(w_shape))
     return (np.ascontiguousarray(weights), np.ascontiguousarray(theta[w_size:]),
