@@ -97,6 +97,10 @@ with st.container(border=True):
         "Bootstrap resamples", list(cr.BOOT_CHOICES), key=default("keep:recal.n_boot", 200, list(cr.BOOT_CHOICES)),
         format_func=lambda n: "none" if n == 0 else f"{n:,}",
         help="Percentile intervals of every metric before and after, and of the change (paired resamples).")
+    if not any_split and any(m.predictions.split is not None for m in models):
+        st.caption("The rows shown hold one split only, so the file's calibration / test split cannot be used "
+                   "here: choose *All rows* in the sidebar to fit on the calibration rows and evaluate on the test "
+                   "rows.")
     in_sample = st.checkbox(
         "Evaluate on the fitting rows instead (in-sample: optimistic, for comparison only)",
         key=default("keep:recal.in_sample", False),

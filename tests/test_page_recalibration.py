@@ -1,0 +1,443 @@
+"""AppTest tests of the Recalibration page (pages/6_Recalibration.py), its cached helpers
+(studio/compute_recalibration.py) and its figures (studio/figures_recalibration.py).
+
+Each page test opens the page as a deep link in a fresh session (``switch_page``
+before the first run). Expected numbers are computed independently with
+calib_core on the same rows: fit on the calibration rows, evaluate on the test rows.
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import calib_core as cc
+from calib_core.io import Predictions, load_demo
+from calib_core.recalibration import RECALIBRATORS, Recalibrator, TemperatureScaling
+from studio import compute_recalibration as cr
+from studio import state
+from studio.figures_recalibration import (MINIMISER_PREFIX, change_figure, gce_rank_figure,
+                                          temperature_surface_figure)
+from studio.state import ModelView
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+PAGE = "pages/6_Recalibration.py"
+TIMEOUT = 60
+DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
+#: The registry function behind every metric key of the table, called directly.
+DIRECT = {"ece": cc.ece, "ace": cc.ace, "sce": cc.sce, "mce": cc.mce, "ks": cc.ks_error, "nll": cc.nll,
+          "brier": cc.brier_score, "accuracy": cc.accuracy}
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(demo_dir):
+    """st.cache_data is process-wide: clear it so that every test computes its own results."""
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if demo:
+        at.query_params["demo"] = demo
+    if n_boot is not None:
+        at.session_state["keep:recal.n_boot"] = n_boot
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def open_with_model(predictions: Predictions, *, n_boot: int = 0) -> AppTest:
+    """The page with one model given as arrays (as after an upload), in a fresh session."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
+    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
+    at.session_state["keep:recal.n_boot"] = n_boot
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def protocol_text(at: AppTest) -> str:
+    """The protocol sentence of the info box above the results."""
+    (box,) = [i.value for i in at.info if i.value.startswith("**Protocol:**")]
+    return box
+
+
+def summary(at: AppTest) -> pd.DataFrame:
+    return at.dataframe[0].value
+
+
+def details(at: AppTest) -> pd.DataFrame:
+    return at.dataframe[1].value
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def synthetic(n_rows: int = 300, n_classes: int = 4, *, seed: int = 0, logits: bool = False,
+              split: bool = False, name: str = "synthetic") -> Predictions:
+    """Over-confident predictions: logits of a calibrated model multiplied by 3."""
+    rng = np.random.default_rng(seed)
+    true_logits = rng.normal(size=(n_rows, n_classes)) * 1.5
+    labels = np.array([rng.choice(n_classes, p=p) for p in cc.softmax(true_logits)])
+    z = 3.0 * true_logits
+    split_column = np.where(np.arange(n_rows) % 2 == 0, "calibration", "test") if split else None
+    if logits:
+        return Predictions.from_arrays(logits=z, labels=labels, name=name, split=split_column)
+    return Predictions.from_arrays(probs=cc.softmax(z), labels=labels, name=name, split=split_column)
+
+
+# ----------------------------------------------------------------------------- the default demo
+
+def test_page_runs_on_the_default_demo_with_the_default_methods():
+    at = open_page()
+    assert_clean(at)
+    assert at.title[0].value.startswith("Recalibration")
+    assert at.multiselect(key="keep:recal.methods").value == list(cr.DEFAULT_METHODS)
+    assert at.radio(key="keep:recal.scheme").value == "split_column"
+    data = load_demo(DIGITS)
+    n_cal, n_test = int((data.split == "calibration").sum()), int((data.split == "test").sum())
+    sentence = protocol_text(at)
+    assert "Holdout" in sentence and f"{n_cal:,} calibration rows" in sentence and f"{n_test:,} disjoint test" in sentence
+    # The protocol is stated above every table and chart, not only once.
+    protocol_captions = [c.value for c in at.main.caption if "**Protocol:**" in c.value]
+    assert len(protocol_captions) >= 7 and all("Holdout" in c for c in protocol_captions)
+    assert list(summary(at).index) == [cr.BEFORE, *cr.DEFAULT_METHODS]
+    assert set(details(at)["method"]) == set(cr.DEFAULT_METHODS)
+    # change, reliability before/after, two simplex views, temperature surface, GCE ranks
+    assert len(at.get("plotly_chart")) == 6
+    assert "**digits_gaussian_nb**:" in markdown(at)
+    downloads = at.get("download_button")
+    assert [d.proto.label for d in downloads] == ["Recalibrated predictions (CSV)", "Fitted parameters (JSON)"]
+    # Progress per method: one line per fitted method in the status box.
+    for method in cr.DEFAULT_METHODS:
+        assert f"digits_gaussian_nb · {method}: fitted in" in markdown(at)
+
+
+def test_temperature_scaling_numbers_agree_with_calib_core():
+    at = open_page(n_boot=50)
+    assert_clean(at)
+    data = load_demo(DIGITS)
+    cal, test = data.split == "calibration", data.split == "test"
+    model = TemperatureScaling(input="probs").fit(data.probs[cal], data.labels[cal])
+    after = model.predict_proba(data.probs[test])
+    before, labels = data.probs[test], data.labels[test]
+    table = details(at)
+    rows = table[table["method"] == "Temperature scaling"].set_index("metric")
+    matrix = summary(at)
+    for key, function in DIRECT.items():
+        label = cr.metric_label(key)
+        expected_after, expected_before = function(after, labels), function(before, labels)
+        assert rows.loc[label, "after"] == pytest.approx(expected_after, rel=1e-9, abs=1e-12), key
+        assert rows.loc[label, "before"] == pytest.approx(expected_before, rel=1e-9, abs=1e-12), key
+        assert rows.loc[label, "delta"] == pytest.approx(expected_after - expected_before, rel=1e-9, abs=1e-12)
+        assert matrix.loc["Temperature scaling", label] == pytest.approx(expected_after, rel=1e-9, abs=1e-12)
+        assert matrix.loc[cr.BEFORE, label] == pytest.approx(expected_before, rel=1e-9, abs=1e-12)
+    # The SCE column is also the class-wise ECE (uniform bins).
+    assert rows.loc[cr.metric_label("sce"), "after"] == pytest.approx(cc.classwise_ece(after, labels), rel=1e-12)
+    # Paired bootstrap intervals: the same seed resamples the same rows before and after.
+    ece_before = cc.bootstrap_ci(cc.ece, before, labels, n_boot=50, seed=0)
+    ece_after = cc.bootstrap_ci(cc.ece, after, labels, n_boot=50, seed=0)
+    assert rows.loc["ECE", "after_low"] == pytest.approx(ece_after.low, rel=1e-9)
+    assert rows.loc["ECE", "after_high"] == pytest.approx(ece_after.high, rel=1e-9)
+    assert rows.loc["ECE", "before_low"] == pytest.approx(ece_before.low, rel=1e-9)
+    low, high = np.quantile(ece_after.samples - ece_before.samples, [0.025, 0.975])
+    assert (rows.loc["ECE", "delta_low"], rows.loc["ECE", "delta_high"]) == pytest.approx((low, high), rel=1e-9)
+    assert "50 resamples, seed 0" in " ".join(c.value for c in at.main.caption)
+
+
+def test_protocol_choices_random_split_and_cross_fitting():
+    at = open_page(n_boot=0)
+    at.radio(key="keep:recal.scheme").set_value("random").run()
+    assert_clean(at)
+    sentence = protocol_text(at)
+    assert "stratified random split (seed 0)" in sentence and "test fraction 0.5" in sentence
+    data = load_demo(DIGITS)
+    split = cc.stratified_split(data.labels, test_fraction=0.3, seed=4)
+    at.slider(key="keep:recal.test_fraction").set_value(0.3)
+    at.number_input(key="keep:recal.seed").set_value(4)
+    at.run()
+    assert_clean(at)
+    sentence = protocol_text(at)
+    assert f"evaluated on {split.eval_index.size:,} disjoint test rows" in sentence and "seed 4" in sentence
+    # The table follows the split: temperature scaling fitted on the random fitting rows.
+    model = TemperatureScaling(input="probs").fit(data.probs[split.fit_index], data.labels[split.fit_index])
+    expected = cc.ece(model.predict_proba(data.probs[split.eval_index]), data.labels[split.eval_index])
+    assert summary(at).loc["Temperature scaling", "ECE"] == pytest.approx(expected, rel=1e-9)
+
+    at.radio(key="keep:recal.scheme").set_value("cross_fit").run()
+    assert_clean(at)
+    assert "5-fold cross-fitting on 899 rows" in protocol_text(at)
+    at.selectbox(key="keep:recal.n_folds").set_value(3).run()
+    assert_clean(at)
+    assert "3-fold cross-fitting" in protocol_text(at)
+    oof = cc.cross_fit(TemperatureScaling(input="probs"), data.probs, data.labels, n_folds=3, seed=4)
+    assert summary(at).loc["Temperature scaling", "ECE"] == pytest.approx(cc.ece(oof, data.labels), rel=1e-9)
+
+
+def test_in_sample_only_behind_the_labelled_checkbox():
+    at = open_page(n_boot=0)
+    assert "IN-SAMPLE" not in protocol_text(at)
+    checkbox = at.checkbox(key="keep:recal.in_sample")
+    assert "in-sample" in checkbox.label and "optimistic" in checkbox.label
+    checkbox.check().run()
+    assert_clean(at)
+    sentence = protocol_text(at)
+    assert sentence.startswith("**Protocol:** IN-SAMPLE (optimistic)") and "449 rows" in sentence
+    assert any("In-sample evaluation is on" in w.value for w in at.warning)
+    data = load_demo(DIGITS)
+    cal = data.split == "calibration"
+    model = TemperatureScaling(input="probs").fit(data.probs[cal], data.labels[cal])
+    in_sample = cc.ece(model.predict_proba(data.probs[cal]), data.labels[cal])
+    assert summary(at).loc["Temperature scaling", "ECE"] == pytest.approx(in_sample, rel=1e-9)
+    at.checkbox(key="keep:recal.in_sample").uncheck().run()
+    assert "Holdout" in protocol_text(at)
+
+
+# ----------------------------------------------------------------------------- other models
+
+def test_binary_demo_with_every_method():
+    at = open_page(CANCER, n_boot=0)
+    at.multiselect(key="keep:recal.methods").set_value(list(RECALIBRATORS)).run()
+    assert_clean(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert list(summary(at).index) == [cr.BEFORE, *RECALIBRATORS]
+    assert "**breast_cancer_svc**:" in markdown(at)
+    # The cautionary baseline is offered, labelled, and never recommended.
+    assert any(cr.CAUTIONARY in i.value and "cautionary baseline" in i.value for i in at.info)
+    verdict = [m.value for m in at.markdown if m.value.startswith("**breast_cancer_svc**")][0]
+    assert cr.CAUTIONARY not in verdict
+
+
+def test_model_without_split_column_gets_a_random_split_and_downloads():
+    predictions = synthetic(240, 3, name="upload_no_split")
+    at = open_with_model(predictions)
+    assert_clean(at)
+    assert at.radio(key="keep:recal.scheme").options == ["Stratified random split", "K-fold cross-fitting"]
+    assert "stratified random split (seed 0)" in protocol_text(at)
+    assert len(at.get("download_button")) == 2
+    assert any("probabilities only" in c.value for c in at.main.caption)
+
+
+def test_a_model_with_logits_uses_them():
+    predictions = synthetic(300, 4, logits=True, split=True, name="with_logits")
+    at = open_with_model(predictions)
+    assert_clean(at)
+    cal, test = predictions.split == "calibration", predictions.split == "test"
+    model = TemperatureScaling().fit(predictions.logits[cal], predictions.labels[cal])
+    expected = cc.nll(model.predict_proba(predictions.logits[test]), predictions.labels[test])
+    assert summary(at).loc["Temperature scaling", "NLL"] == pytest.approx(expected, rel=1e-9)
+    assert model.temperature_ > 1.5, "the synthetic logits are over-confident"
+    assert not any("probabilities only" in c.value for c in at.main.caption)
+
+
+def test_two_models_each_get_their_own_fits():
+    at = open_page(f"{WINE},{CANCER}", n_boot=0)
+    assert_clean(at)
+    text = markdown(at)
+    assert "**wine_random_forest**:" in text and "**breast_cancer_svc**:" in text
+    assert at.selectbox(key="keep:recal.model").value == WINE
+    wine_ece = summary(at).loc[cr.BEFORE, "ECE"]
+    at.selectbox(key="keep:recal.model").set_value(CANCER).run()
+    assert_clean(at)
+    data = load_demo(CANCER)
+    test = data.split == "test"
+    assert summary(at).loc[cr.BEFORE, "ECE"] == pytest.approx(cc.ece(data.probs[test], data.labels[test]))
+    assert summary(at).loc[cr.BEFORE, "ECE"] != wine_ece
+
+
+def test_sidebar_split_with_one_split_falls_back_to_a_random_split_without_errors():
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["demo"] = WINE
+    at.query_params["split"] = "test"
+    at.session_state["keep:recal.n_boot"] = 0
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    assert "stratified random split" in protocol_text(at)
+    assert at.radio(key="keep:recal.scheme").options == ["Stratified random split", "K-fold cross-fitting"]
+    assert any("choose *All rows* in the sidebar" in c.value for c in at.main.caption)
+
+
+def test_impossible_protocol_and_failing_methods_end_in_messages_not_tracebacks():
+    tiny = synthetic(8, 2, name="tiny", seed=3)
+    at = open_with_model(tiny)
+    at.radio(key="keep:recal.scheme").set_value("cross_fit").run()
+    at.selectbox(key="keep:recal.n_folds").set_value(10).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "tiny" in error.value and "cannot be split" in error.value and "n_folds" in error.value
+
+
+def test_no_method_chosen_is_a_hint():
+    at = open_page(n_boot=0)
+    at.multiselect(key="keep:recal.methods").set_value([]).run()
+    assert_clean(at)
+    assert any("at least one method" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+# ----------------------------------------------------------------------------- compute helpers
+
+def view_of(predictions: Predictions) -> ModelView:
+    return ModelView(predictions.name, predictions, state.fingerprint(predictions), "all rows")
+
+
+def test_fit_methods_reports_progress_per_method_and_caches_per_method():
+    views = [view_of(synthetic(200, 3, name="a")), view_of(synthetic(200, 3, seed=1, name="b"))]
+    calls = []
+    fits = cr.fit_methods(views, ["Temperature scaling", "Isotonic regression"], cr.Protocol("random"),
+                          on_progress=lambda *args: calls.append(args))
+    assert calls == [("a", "Temperature scaling", 0, 4), ("a", "Isotonic regression", 1, 4),
+                     ("b", "Temperature scaling", 2, 4), ("b", "Isotonic regression", 3, 4), ("", "", 4, 4)]
+    assert set(fits) == {"a", "b"} and all(f.ok for model in fits.values() for f in model.values())
+    assert fits["a"]["Temperature scaling"].after != fits["b"]["Temperature scaling"].after
+
+
+def test_protocol_normalisation_shares_cache_keys():
+    assert cr.Protocol("split_column", 0.3, 7, 10).normalised() == cr.Protocol("split_column")
+    assert cr.Protocol("random", 0.3, 7, 10).normalised() == cr.Protocol("random", 0.3, 7, 5)
+    assert cr.Protocol("cross_fit", 0.3, 7, 10).normalised() == cr.Protocol("cross_fit", 0.5, 7, 10)
+    no_split = synthetic(50, 2)
+    used, note = cr.effective_protocol(no_split, cr.Protocol("split_column", 0.25, 3))
+    assert used == cr.Protocol("random", 0.25, 3) and "has no `split` column" in note
+    with_split = synthetic(50, 2, split=True)
+    assert cr.effective_protocol(with_split, cr.Protocol("split_column", 0.25, 3)) == (cr.Protocol(), None)
+
+
+def test_recalibrated_csv_and_json_round_trip():
+    predictions = synthetic(200, 3, split=True, name="m")
+    fingerprint = state.fingerprint(predictions)
+    protocol = cr.Protocol()
+    ev = cr.evaluation_set(predictions, fingerprint, protocol)
+    fit = cr.fit_method(predictions, fingerprint, "Vector scaling", protocol)
+    frame = pd.read_csv(io.BytesIO(cr.predictions_csv(predictions, ev, fit)))
+    assert list(frame.columns) == ["label", "split", "p_0", "p_1", "p_2"]
+    assert (frame["split"] == np.where(predictions.split == "calibration", "calibration", "test")).all()
+    np.testing.assert_array_equal(frame["label"], predictions.labels)
+    restored = Recalibrator.from_json(fit.params_json)
+    np.testing.assert_allclose(frame.loc[frame["split"] == "test", ["p_0", "p_1", "p_2"]], fit.probs, rtol=1e-9)
+    np.testing.assert_array_equal(restored.predict_proba(predictions.probs[ev.eval_index]), fit.probs)
+    # Cross-fitting: the out-of-fold predictions of every row.
+    cross = cr.Protocol("cross_fit", n_folds=4)
+    ev_cf = cr.evaluation_set(predictions, fingerprint, cross)
+    fit_cf = cr.fit_method(predictions, fingerprint, "Temperature scaling", cross)
+    frame_cf = cr.recalibrated_frame(predictions, ev_cf, fit_cf)
+    assert (frame_cf["split"] == "out-of-fold").all()
+    oof = cc.cross_fit(TemperatureScaling(input="probs"), predictions.probs, predictions.labels, n_folds=4, seed=0)
+    np.testing.assert_allclose(frame_cf[["p_0", "p_1", "p_2"]].to_numpy(), oof, rtol=1e-12)
+
+
+def test_a_failing_fit_is_returned_with_its_message():
+    predictions = synthetic(60, 3, name="m")
+    fit = cr.fit_method(predictions, state.fingerprint(predictions), "No such method", cr.Protocol("random"))
+    assert not fit.ok and fit.severity == "warning" and "unknown method" in fit.message
+
+
+def results_from(afters: dict[str, dict[str, float]], before: dict[str, float]) -> pd.DataFrame:
+    rows = []
+    for method, values in afters.items():
+        for key in cr.METRIC_KEYS:
+            rows.append({"method": method, "metric": cr.metric_label(key), "key": key, "before": before[key],
+                         "after": values[key], "delta": values[key] - before[key], "fit_seconds": 0.0,
+                         "delta_low": np.nan, "delta_high": np.nan})
+    return pd.DataFrame(rows)
+
+
+BEFORE_VALUES = {"ece": 0.2, "ace": 0.1, "sce": 0.1, "mce": 0.5, "ks": 0.2, "nll": 1.0, "brier": 0.5, "accuracy": 0.8}
+
+
+def test_verdict_recommends_the_lowest_brier_among_methods_that_lower_ece_and_never_the_baseline():
+    def values(ece, brier, accuracy=0.8):
+        return {**BEFORE_VALUES, "ece": ece, "brier": brier, "accuracy": accuracy}
+
+    table = results_from({"A": values(0.05, 0.45), "B": values(0.02, 0.48), "C": values(0.1, 0.55),
+                          cr.CAUTIONARY: values(0.0, 0.40)}, BEFORE_VALUES)
+    sentence = cr.verdict("m", table)
+    assert "**A** helps most" in sentence and "ECE 0.200 → 0.050" in sentence and "accuracy unchanged" in sentence
+    assert cr.best_methods(table)["ece"] == ["B"]  # the baseline (ECE 0) is not eligible
+    assert cr.best_methods(table, exclude=())["ece"] == [cr.CAUTIONARY]
+    worse = results_from({"C": values(0.1, 0.55), "D": values(0.3, 0.4)}, BEFORE_VALUES)
+    assert "no method lowers both" in cr.verdict("m", worse)
+
+
+def test_temperature_surface_minimisers_and_edges():
+    predictions = synthetic(400, 4, logits=True, name="m")
+    surface = cr.temperature_surface(predictions, state.fingerprint(predictions), cr.Protocol("random"))
+    ev = cr.evaluation_set(predictions, state.fingerprint(predictions), cr.Protocol("random"))
+    nll = surface.table[surface.table["metric"] == "NLL"]
+    temperatures = np.geomspace(cr.T_MIN, cr.T_MAX, cr.T_POINTS)
+    np.testing.assert_allclose(nll["temperature"], temperatures)
+    z, y = predictions.logits[ev.eval_index], predictions.labels[ev.eval_index]
+    direct = [cc.nll(cc.softmax(z / t), y) for t in temperatures]
+    np.testing.assert_allclose(nll["value"], direct, rtol=1e-12)
+    lowest = surface.minimisers.set_index("metric")
+    assert lowest.loc["NLL", "temperature"] == pytest.approx(temperatures[int(np.argmin(direct))])
+    assert 1.5 < lowest.loc["NLL", "temperature"] < 6, "the logits were multiplied by 3"
+    assert set(lowest.index) == {"NLL", "ECE", "ACE", "SCE", "CE_KL (kernel)"}
+    assert surface.kde_rows == ev.eval_index.size
+    # Near-uniform predictions (large T) are close to calibrated for balanced classes, so the kernel
+    # CE_KL keeps falling to the end of the grid; the page says so.
+    assert "NLL" not in surface.at_edge and set(surface.at_edge) <= {"CE_KL (kernel)"}
+    assert cr.surface_range([24.1]) == (0.05, 50.0) and cr.surface_range([0.01]) == (0.005, 20.0)
+    assert cr.kde_rows_for(50_000, 100) == 1_000
+
+
+def test_gce_ranking_matches_gce_and_spearman():
+    predictions = synthetic(300, 3, logits=True, name="m")
+    rng = np.random.default_rng(0)
+    probs = {"a": predictions.probs, "b": cc.softmax(predictions.logits / 3),
+             "c": cc.softmax(predictions.logits / 1.5 + rng.normal(size=predictions.probs.shape) * 0.1)}
+    ranking = cr.gce_ranking(probs, predictions.labels, ("test",))
+    for variant in (0, 4, 8, 21, 24, 31):
+        binning, max_prob, class_conditional, threshold, norm = cr.GCE_VARIANTS[variant]
+        for name, p in probs.items():
+            expected = cc.gce(p, predictions.labels, binning=binning, max_prob=max_prob,
+                              class_conditional=class_conditional, threshold=threshold, norm=norm)
+            assert ranking.values.loc[name, variant] == pytest.approx(expected, rel=1e-12)
+    assert (ranking.ranks.loc["a"] == 3).all(), "three times too confident is worst under every variant"
+    from scipy.stats import spearmanr
+
+    rho = spearmanr(ranking.values.to_numpy(), axis=0).statistic
+    assert ranking.mean_spearman == pytest.approx(np.nanmean(rho[np.triu_indices(32, 1)]))
+    assert list(ranking.variants.loc[[0, 4, 8, 24], "name"]) == ["CC-ECE", "ECE", "SCE", "ACE"]
+
+
+# ----------------------------------------------------------------------------- figures
+
+def test_figures_mark_minimisers_and_draw_every_method():
+    table = pd.DataFrame({"temperature": np.tile([0.5, 1.0, 2.0], 2), "metric": ["NLL"] * 3 + ["ECE"] * 3,
+                          "value": [2.0, 1.0, 1.5, 0.3, 0.2, 0.1]})
+    minimisers = pd.DataFrame({"metric": ["NLL", "ECE"], "temperature": [1.0, 2.0], "value": [1.0, 0.1]})
+    fig = temperature_surface_figure(table, minimisers, marks={"Temperature scaling": 1.2})
+    stars = {t.name: (t.x[0], t.y[0]) for t in fig.data if t.name and t.name.startswith(MINIMISER_PREFIX)}
+    assert stars == {f"{MINIMISER_PREFIX}NLL": (1.0, 1.0), f"{MINIMISER_PREFIX}ECE": (2.0, 1.0)}
+    ece = next(t for t in fig.data if t.name == "ECE")
+    np.testing.assert_allclose(ece.y, [3.0, 2.0, 1.0])  # relative to the minimum
+    assert any(t.name == "Temperature scaling: T = 1.2" for t in fig.data)
+    panels = temperature_surface_figure(table, minimisers, layout="panels")
+    np.testing.assert_allclose(next(t for t in panels.data if t.name == "ECE").y, [0.3, 0.2, 0.1])
+    with pytest.raises(ValueError, match="layout"):
+        temperature_surface_figure(table, minimisers, layout="grid")
+
+    results = results_from({"A": {**BEFORE_VALUES, "ece": 0.1}, "B": BEFORE_VALUES}, BEFORE_VALUES)
+    change = change_figure(results, keys=cr.PROBABILITY_SCALE_KEYS)
+    assert [t.name for t in change.data] == ["A", "B"]
+    np.testing.assert_allclose(change.data[0].y, [-0.1, 0.0, 0.0, 0.0])
+
+    ranks = pd.DataFrame([[1] * 32, [2] * 32], index=["A", cr.CAUTIONARY], columns=range(32))
+    heat = gce_rank_figure(ranks, ranks.astype(float) / 10, cr.variant_table(), highlight=(cr.CAUTIONARY,))
+    assert list(heat.data[0].y) == ["A", f"<i>{cr.CAUTIONARY}</i>"]
+    assert heat.data[0].x[4] == "4 ECE" and heat.data[0].x[1] == "1"
