@@ -260,7 +260,7 @@ diagram_method = picker_col.selectbox("Method", ok_methods, key=default("keep:re
 n_bins = bins_col.selectbox("Bins", [10, 15, 20, 30], key=default("keep:recal.n_bins", 15, [10, 15, 20, 30]))
 binning = binning_col.radio("Binning", ["uniform", "adaptive"], horizontal=True,
                             key=default("keep:recal.binning", "uniform"))
-key_base = (view.fingerprint, ev.protocol)
+key_base = (view.fingerprint, ev.input, ev.protocol)
 after_probs = fits[diagram_method].probs
 before_table = cr.reliability(ev.before, ev.labels, (*key_base, cr.BEFORE), int(n_bins), binning)
 after_table = cr.reliability(after_probs, ev.labels, (*key_base, diagram_method), int(n_bins), binning)

@@ -66,7 +66,7 @@ BOOT_CHOICES = (0, 50, 100, 200, 500, 1000)
 BOOT_BUDGET_SECONDS = 60.0
 #: Rows used by the temperature surface and the GCE ranking (a seeded random subset above).
 SURFACE_MAX_ROWS = 10_000
-GCE_MAX_ROWS = 20_000
+GCE_MAX_ROWS = 10_000
 #: The kernel estimate costs N^2 K; its subset keeps N^2 K under this (and N <= KDE_MAX_ROWS).
 KDE_BUDGET = 1e8
 KDE_MAX_ROWS = 2_000
@@ -232,9 +232,24 @@ def _class_notes(predictions: Predictions, fit_index: np.ndarray, eval_index: np
     return tuple(notes)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def evaluation_set(_predictions: Predictions, fingerprint: str, protocol: Protocol) -> EvaluationSet:
+def cache_key(predictions: Predictions, fingerprint: str) -> str:
+    """The model's fingerprint and what the methods receive (logits or probabilities).
+
+    :func:`studio.state.fingerprint` hashes the probabilities, not the logits; the
+    same probabilities read once as probabilities and once with their logits
+    give different fits (vector scaling is not invariant to a per-row shift of
+    the logits), so the input kind is part of every cache key here.
+    """
+    return f"{fingerprint}/{model_input(predictions)[1]}"
+
+
+def evaluation_set(predictions: Predictions, fingerprint: str, protocol: Protocol) -> EvaluationSet:
     """The fitting and evaluation rows of ``protocol`` (raises CalibrationInputError when it cannot split)."""
+    return _evaluation_set(predictions, cache_key(predictions, fingerprint), protocol)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> EvaluationSet:
     x, kind = model_input(_predictions)
     labels = _predictions.labels
     n_rows = labels.size
@@ -319,9 +334,17 @@ def _evaluate(method: str, x: np.ndarray, labels: np.ndarray, ev: EvaluationSet)
     return cc.evaluate_recalibration(methods, x_fit, y_fit, x[ev.eval_index], labels[ev.eval_index], **common)
 
 
+def fit_method(predictions: Predictions, fingerprint: str, method: str, protocol: Protocol) -> MethodFit:
+    """Fit ``method`` under ``protocol`` and evaluate it; failures are returned, not raised.
+
+    Cached by (fingerprint, input kind, method, protocol).
+    """
+    return _fit_method(predictions, cache_key(predictions, fingerprint), method, protocol)
+
+
 @st.cache_data(show_spinner=False, max_entries=1024)
-def fit_method(_predictions: Predictions, fingerprint: str, method: str, protocol: Protocol) -> MethodFit:
-    """Fit ``method`` under ``protocol`` and evaluate it; failures are returned, not raised."""
+def _fit_method(_predictions: Predictions, key: str, method: str, protocol: Protocol) -> MethodFit:
+    fingerprint = key.rsplit("/", 1)[0]
     if method not in RECALIBRATORS:
         return MethodFit(method, False, "warning", f"unknown method {method!r}; known: {', '.join(RECALIBRATORS)}.",
                          "", 0.0, {}, None, None)
@@ -420,7 +443,7 @@ def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit]
     done_methods = [name for name, fit in fits.items() if fit.ok]
     total = (len(done_methods) + 1) * len(METRIC_KEYS)
     done = 0
-    base_key = (fingerprint, ev.protocol)
+    base_key = (fingerprint, ev.input, ev.protocol)
     before = {}
     for key in METRIC_KEYS:
         before[key] = bootstrap_samples(ev.before, ev.labels, (*base_key, BEFORE), key, n_boot, seed)
@@ -642,8 +665,7 @@ def kde_rows_for(n_rows: int, n_classes: int) -> int:
     return int(min(n_rows, KDE_MAX_ROWS, math.isqrt(int(KDE_BUDGET / max(n_classes, 1)))))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
-def temperature_surface(_predictions: Predictions, fingerprint: str, protocol: Protocol, *,
+def temperature_surface(predictions: Predictions, fingerprint: str, protocol: Protocol, *,
                         t_range: tuple[float, float] = (T_MIN, T_MAX), with_kde: bool = True,
                         seed: int = 0) -> TemperatureSurface:
     """NLL, ECE, ACE, SCE and (``with_kde``) CE_KL of ``softmax(z / T)`` on the evaluation rows.
@@ -653,6 +675,14 @@ def temperature_surface(_predictions: Predictions, fingerprint: str, protocol: P
     rows are used (seeded subset), and the kernel estimate
     (:func:`calib_core.kde_ce`, KL, bandwidth 0.01) uses :func:`kde_rows_for` of them.
     """
+    return _temperature_surface(predictions, cache_key(predictions, fingerprint), protocol,
+                                (float(t_range[0]), float(t_range[1])), bool(with_kde), int(seed))
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _temperature_surface(_predictions: Predictions, key: str, protocol: Protocol, t_range: tuple[float, float],
+                         with_kde: bool, seed: int) -> TemperatureSurface:
+    fingerprint = key.rsplit("/", 1)[0]
     ev = evaluation_set(_predictions, fingerprint, protocol)
     rows = ev.eval_index[_subset(ev.eval_index.size, SURFACE_MAX_ROWS, seed)]
     scores = _log_scores(_predictions)[rows]

@@ -120,7 +120,7 @@ def temperature_surface_figure(table: pd.DataFrame, minimisers: pd.DataFrame, *,
             fig.add_vline(x=float(temperature), row=row, col=col, line=line)
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=line, name=f"{label}: T = {temperature:.3g}",
                                  hoverinfo="skip"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="★ lowest point of each curve",
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="each curve's lowest point",
                              marker=dict(symbol="star", size=12, color="#666666"), hoverinfo="skip"), row=1, col=1)
     temperatures = table["temperature"].to_numpy(dtype=float)
     t_low, t_high = (float(temperatures.min()), float(temperatures.max())) if temperatures.size else (0.1, 10.0)

@@ -441,3 +441,17 @@ def test_figures_mark_minimisers_and_draw_every_method():
     heat = gce_rank_figure(ranks, ranks.astype(float) / 10, cr.variant_table(), highlight=(cr.CAUTIONARY,))
     assert list(heat.data[0].y) == ["A", f"<i>{cr.CAUTIONARY}</i>"]
     assert heat.data[0].x[4] == "4 ECE" and heat.data[0].x[1] == "1"
+
+
+def test_the_same_probabilities_with_and_without_logits_are_fitted_separately():
+    with_logits = synthetic(200, 3, logits=True, name="m")
+    as_probs = Predictions.from_arrays(probs=with_logits.probs, labels=with_logits.labels, name="m")
+    fingerprint = state.fingerprint(with_logits)
+    assert fingerprint == state.fingerprint(as_probs), "the app's fingerprint hashes probabilities only"
+    protocol = cr.Protocol("random")
+    fit_logits = cr.fit_method(with_logits, fingerprint, "Vector scaling", protocol)
+    fit_probs = cr.fit_method(as_probs, fingerprint, "Vector scaling", protocol)
+    assert cr.evaluation_set(as_probs, fingerprint, protocol).input == "probs"
+    assert json.loads(fit_logits.params_json)["params"]["input"] == "logits"
+    assert json.loads(fit_probs.params_json)["params"]["input"] == "probs"
+    assert fit_logits.after != fit_probs.after
