@@ -170,8 +170,12 @@ for view in models:
     if n_boot and ok:
         predicted = cr.bootstrap_seconds(ev, n_boot, len(ok))
         if predicted > cr.BOOT_BUDGET_SECONDS:
+            affordable = [n for n in cr.BOOT_CHOICES
+                          if n and cr.bootstrap_seconds(ev, n, len(ok)) <= cr.BOOT_BUDGET_SECONDS]
+            advice = (f"Choose {max(affordable):,} resamples or fewer" if affordable
+                      else "Choose fewer methods, or no resamples")
             boot_note = (f"Bootstrap intervals for {view.name} skipped: {n_boot:,} resamples would take about "
-                         f"{predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. Choose fewer resamples.")
+                         f"{predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. {advice} to get them.")
         else:
             interval_table = layout.run_with_progress(
                 f"{view.name}: bootstrap intervals",

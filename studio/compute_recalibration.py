@@ -649,7 +649,9 @@ def _nice(value: float, up: bool) -> float:
     """The next 1-2-5 value at or above (``up``) or below ``value``."""
     exponent = math.floor(math.log10(value))
     steps = [m * 10.0**e for e in (exponent - 1, exponent, exponent + 1) for m in (1, 2, 5)]
-    return min(s for s in steps if s >= value * (1 - 1e-12)) if up else max(s for s in steps if s <= value * (1 + 1e-12))
+    if up:
+        return min(s for s in steps if s >= value * (1 - 1e-12))
+    return max(s for s in steps if s <= value * (1 + 1e-12))
 
 
 def surface_range(temperatures: Sequence[float] = ()) -> tuple[float, float]:
@@ -708,7 +710,8 @@ def _temperature_surface(_predictions: Predictions, key: str, protocol: Protocol
     for name, part in table.groupby("metric", sort=False):
         if part["value"].notna().any():
             best = part.loc[part["value"].idxmin()]
-            minimisers.append({"metric": name, "temperature": float(best["temperature"]), "value": float(best["value"])})
+            minimisers.append({"metric": name, "temperature": float(best["temperature"]),
+                               "value": float(best["value"])})
             if best["temperature"] in (temperatures[0], temperatures[-1]):
                 at_edge.append(name)
         else:

@@ -101,7 +101,8 @@ def temperature_surface_figure(table: pd.DataFrame, minimisers: pd.DataFrame, *,
         y = raw / scale
         fig.add_trace(go.Scatter(
             x=part["temperature"], y=y, mode="lines", name=name, legendgroup=name, line=dict(color=color, width=2),
-            customdata=raw, hovertemplate=f"<b>{name}</b><br>T = %{{x:.3g}}<br>value %{{customdata:.4g}}<extra></extra>",
+            customdata=raw,
+            hovertemplate=f"<b>{name}</b><br>T = %{{x:.3g}}<br>value %{{customdata:.4g}}<extra></extra>",
             showlegend=not panels,
         ), row=row, col=1)
         if name in best.index:

@@ -21,14 +21,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
-
 import calib_core as cc
 from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
 from studio import compute_recalibration as cr
 from studio.figures_recalibration import MINIMISER_PREFIX
 from studio.state import DEFAULT_DEMO
+from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
