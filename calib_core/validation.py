@@ -19,6 +19,7 @@ __all__ = [
     "check_labels",
     "check_n_bins",
     "check_probs",
+    "check_probs_with_row_sums",
     "check_probs_labels",
     "check_binning",
     "check_positive",
@@ -99,13 +100,28 @@ def check_probs(probs: ArrayLike, *, name: str = "probs") -> NDArray[np.float64]
     The matrix is scanned in row blocks that fit in cache, so the checks cost
     about one pass over memory even for ``N * K = 10**8`` entries.
     """
+    return check_probs_with_row_sums(probs, name=name)[0]
+
+
+def check_probs_with_row_sums(probs: ArrayLike, *, name: str = "probs") -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`check_probs`, also returning the row sums it computed on the way.
+
+    For callers that report how far rows are from summing to 1 (the loader)
+    without a second pass over the matrix.
+
+    Returns
+    -------
+    probs : ndarray of shape (N, K)
+    row_sums : ndarray of shape (N,)
+    """
     matrix = _as_float_matrix(probs, name)
     n_rows, n_classes = matrix.shape
+    all_row_sums = np.empty(n_rows)
     rows_per_block = max(1, _BLOCK_ELEMENTS // n_classes)
     for start in range(0, n_rows, rows_per_block):
         block = matrix[start : start + rows_per_block]
         # einsum is 2-3x faster than .sum(axis=1) on short rows; exactness is not needed here.
-        row_sums = np.einsum("ij->i", block)
+        row_sums = np.einsum("ij->i", block, out=all_row_sums[start : start + rows_per_block])
         # A NaN or inf anywhere in a row makes its sum non-finite.
         bad_value = ~np.isfinite(row_sums)
         if bad_value.any():
@@ -128,7 +144,7 @@ def check_probs(probs: ArrayLike, *, name: str = "probs") -> NDArray[np.float64]
                 f"row {row} sums to {row_sums[row - start]:.6g}: {_format_row(matrix[row])}. "
                 "Declare the values as logits, or renormalise them explicitly."
             )
-    return matrix
+    return matrix, all_row_sums
 
 
 def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None,
