@@ -205,6 +205,10 @@ def _class_name(predictions: Predictions, k: int) -> str:
     return repr(name) if name != str(k) else str(k)
 
 
+def _rows(count: int) -> str:
+    return f"{count:,} row" + ("" if count == 1 else "s")
+
+
 def _class_notes(predictions: Predictions, fit_index: np.ndarray, eval_index: np.ndarray,
                  protocol: Protocol) -> tuple[str, ...]:
     n_classes = predictions.n_classes
@@ -215,13 +219,13 @@ def _class_notes(predictions: Predictions, fit_index: np.ndarray, eval_index: np
     if protocol.scheme == "cross_fit" and not protocol.in_sample:
         thin = np.flatnonzero(fit_counts < protocol.n_folds)
         if thin.size:
-            shown = ", ".join(f"{_class_name(predictions, k)} ({fit_counts[k]} rows)" for k in thin[:6])
+            shown = ", ".join(f"{_class_name(predictions, k)} ({_rows(fit_counts[k])})" for k in thin[:6])
             notes.append(f"Class {shown} has fewer rows than the {protocol.n_folds} folds: some folds fit without "
                          "it. Use fewer folds, or read its numbers with care.")
         return tuple(notes)
     thin = np.flatnonzero(fit_counts < 2)
     if thin.size:
-        shown = ", ".join(f"{_class_name(predictions, k)} ({fit_counts[k]} rows)" for k in thin[:6])
+        shown = ", ".join(f"{_class_name(predictions, k)} ({_rows(fit_counts[k])})" for k in thin[:6])
         notes.append(f"Too few fitting rows of class {shown}: the maps learn almost nothing about "
                      "it. Give the fitting part more rows (a smaller test fraction) or use cross-fitting.")
     missing = np.flatnonzero(eval_counts == 0)

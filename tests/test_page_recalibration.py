@@ -455,3 +455,19 @@ def test_the_same_probabilities_with_and_without_logits_are_fitted_separately():
     assert json.loads(fit_logits.params_json)["params"]["input"] == "logits"
     assert json.loads(fit_probs.params_json)["params"]["input"] == "probs"
     assert fit_logits.after != fit_probs.after
+
+
+def test_thin_classes_are_reported_with_what_to_do():
+    labels = np.array([0] * 30 + [1] * 30 + [2])  # class 2: one row, so it cannot be in both parts
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=labels.size)
+    predictions = Predictions.from_arrays(probs=probs, labels=labels, name="thin")
+    fingerprint = state.fingerprint(predictions)
+    notes = cr.evaluation_set(predictions, fingerprint, cr.Protocol("random")).notes
+    assert any("Too few fitting rows of class 2 (1 row)" in n and "cross-fitting" in n for n in notes)
+    assert any("Class 2 does not occur among the evaluation rows" in n for n in notes)
+    cross = cr.evaluation_set(predictions, fingerprint, cr.Protocol("cross_fit", n_folds=5)).notes
+    assert any("fewer rows than the 5 folds" in n and "Use fewer folds" in n for n in cross)
+    at = open_with_model(predictions)
+    assert not at.exception
+    assert any("Too few fitting rows" in w.value for w in at.warning)
