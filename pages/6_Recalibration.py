@@ -328,11 +328,11 @@ ranking = cr.gce_ranking(ranked, ev.labels, (*key_base, tuple(ranked)))
 protocol_caption(sentence)
 metric_col, text_col = st.columns([1, 3])
 if len(ranked) >= 3:
-    metric_col.metric("Mean rank correlation between variants", f"{ranking.mean_spearman:.2f}",
+    metric_col.metric("Mean rank correlation", f"{ranking.mean_spearman:.2f}",
                       help="Spearman correlation of the methods' values under two variants, averaged over all "
                            "496 pairs of variants. 1: every variant orders the methods the same way.")
 else:
-    metric_col.metric("Mean rank correlation between variants", "—",
+    metric_col.metric("Mean rank correlation", "—",
                       help="Needs at least two methods (three rows with the uncalibrated predictions).")
 text_col.markdown(
     "Nixon et al. (2019, Table 5) rank recalibration methods under every combination of binning (uniform or "
