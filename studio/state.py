@@ -106,10 +106,15 @@ def _store() -> _Store:
 
 
 def fingerprint(predictions: Predictions) -> str:
-    """SHA-1 of the probabilities, labels and class names (the cache key of a model)."""
+    """SHA-1 of the probabilities, logits (when kept), labels and class names (the cache key of a model).
+
+    The logits count: methods such as vector scaling fit on them, so the same
+    probabilities loaded with and without logits must not share cached fits.
+    """
     digest = hashlib.sha1()
     digest.update(str(predictions.probs.shape).encode())
     digest.update(predictions.probs.tobytes())
+    digest.update(b"logits" + predictions.logits.tobytes() if predictions.logits is not None else b"no logits")
     digest.update(predictions.labels.astype("int64").tobytes())
     digest.update("\x1f".join(predictions.class_names).encode())
     return digest.hexdigest()
