@@ -447,8 +447,9 @@ def test_the_same_probabilities_with_and_without_logits_are_fitted_separately():
     with_logits = synthetic(200, 3, logits=True, name="m")
     as_probs = Predictions.from_arrays(probs=with_logits.probs, labels=with_logits.labels, name="m")
     fingerprint = state.fingerprint(with_logits)
-    assert fingerprint == state.fingerprint(as_probs), "the app's fingerprint hashes probabilities only"
+    assert fingerprint != state.fingerprint(as_probs), "the app's fingerprint must include the logits"
     protocol = cr.Protocol("random")
+    # Even under one fingerprint the input kind keeps the cached fits apart.
     fit_logits = cr.fit_method(with_logits, fingerprint, "Vector scaling", protocol)
     fit_probs = cr.fit_method(as_probs, fingerprint, "Vector scaling", protocol)
     assert cr.evaluation_set(as_probs, fingerprint, protocol).input == "probs"
