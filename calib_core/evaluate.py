@@ -856,23 +856,9 @@ class CalibrationSummary:
         observed_frequency, gap, ci_low, ci_high``; one row per non-empty bin;
         the interval is the ``1 - alpha`` Wilson score interval.
         """
-        from calib_core.reliability import RELIABILITY_COLUMNS, wilson_interval
+        from calib_core.reliability import reliability_frame
 
-        stats = self.bin_stats(target, n_bins, binning)
-        keep = np.asarray(stats.count) > 0
-        ci_low, ci_high = wilson_interval(stats.sum_target[keep], stats.count[keep], alpha)
-        return pd.DataFrame({
-            "bin": np.flatnonzero(keep),
-            "lower": np.asarray(stats.lower, dtype=np.float64)[keep],
-            "upper": np.asarray(stats.upper, dtype=np.float64)[keep],
-            "count": stats.count[keep].astype(np.int64),
-            "weight": stats.count[keep] / float(np.asarray(stats.n_total)),
-            "mean_confidence": stats.mean_value[keep],
-            "observed_frequency": stats.mean_target[keep],
-            "gap": stats.gap[keep],
-            "ci_low": ci_low,
-            "ci_high": ci_high,
-        }, columns=list(RELIABILITY_COLUMNS))
+        return reliability_frame(self.bin_stats(target, n_bins, binning), alpha=alpha)
 
     def classwise_ece(self, n_bins: int | None = None, binning: str = "uniform", norm: str = "l1") -> pd.Series:
         """Per-class ECE (``probs[:, k]`` against ``labels == k``), indexed by class name."""

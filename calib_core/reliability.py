@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import norm as normal
 
 from calib_core.binned import top_label
-from calib_core.binning import bin_statistics
+from calib_core.binning import BinStats, bin_statistics
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -15,7 +15,7 @@ from calib_core.validation import (
     check_probs_labels,
 )
 
-__all__ = ["RELIABILITY_COLUMNS", "reliability_table", "wilson_interval"]
+__all__ = ["RELIABILITY_COLUMNS", "reliability_frame", "reliability_table", "wilson_interval"]
 
 RELIABILITY_COLUMNS = (
     "bin", "lower", "upper", "count", "weight", "mean_confidence",
@@ -82,15 +82,35 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
         raise CalibrationInputError(
             f"`target` must be 'top_label' or a class index in 0..{probs.shape[1] - 1}, got {target!r}."
         )
-    stats = bin_statistics(values, targets, n_bins, binning)
-    keep = stats.nonempty
-    ci_low, ci_high = wilson_interval(stats.sum_target[keep], stats.count[keep], alpha)
+    return reliability_frame(bin_statistics(values, targets, n_bins, binning), alpha=alpha)
+
+
+def reliability_frame(stats: BinStats, *, alpha: float = 0.05) -> pd.DataFrame:
+    """The :func:`reliability_table` of per-bin sums of one set of values.
+
+    Shared by the in-memory table and the streamed summaries
+    (:class:`calib_core.evaluate.CalibrationSummary`), which keep sums, not rows.
+
+    Parameters
+    ----------
+    stats : BinStats
+        One set's per-bin sums (1-D arrays).
+    alpha : float, default 0.05
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`RELIABILITY_COLUMNS`, one row per non-empty bin.
+    """
+    count = np.asarray(stats.count, dtype=np.float64)
+    keep = count > 0
+    ci_low, ci_high = wilson_interval(np.asarray(stats.sum_target)[keep], count[keep], alpha)
     return pd.DataFrame({
         "bin": np.flatnonzero(keep),
-        "lower": stats.lower[keep],
-        "upper": stats.upper[keep],
-        "count": stats.count[keep].astype(np.int64),
-        "weight": stats.count[keep] / stats.n_total,
+        "lower": np.asarray(stats.lower, dtype=np.float64)[keep],
+        "upper": np.asarray(stats.upper, dtype=np.float64)[keep],
+        "count": count[keep].astype(np.int64),
+        "weight": count[keep] / float(np.asarray(stats.n_total)),
         "mean_confidence": stats.mean_value[keep],
         "observed_frequency": stats.mean_target[keep],
         "gap": stats.gap[keep],
