@@ -425,6 +425,40 @@ def _resampled_estimates(points: NDArray[np.float64], partition: Partition, outc
                          distances: Sequence[str]) -> NDArray[np.float64]:
     """Estimates for many outcome vectors on one partition of fixed points.
 
+    Cells holding a single prediction (most cells of a fine grid in many
+    dimensions) have a closed form per draw: with the prediction p and the
+    drawn outcome y, ``sum_k |h_k - p_k| = 2 (1 - p_y)`` and
+    ``sum_k (h_k - p_k)^2 = |p|^2 - 2 p_y + 1``. They are summed directly
+    from the draws; :func:`_resampled_cell_estimates` handles the other cells.
+
+    Returns
+    -------
+    ndarray of shape (len(distances), n_draws)
+    """
+    cells = partition.cell_index
+    n_rows = points.shape[0]
+    single = np.bincount(cells, minlength=partition.n_cells)[cells] == 1
+    if "euclidean" in distances or not single.any():
+        return _resampled_cell_estimates(points, cells, partition.n_cells, outcome_draws, distances)
+    single_points = points[single]
+    n_single = single_points.shape[0]
+    drawn_prob = single_points[np.arange(n_single), outcome_draws[:, single]].sum(axis=1)  # sum_i p_{i, y_i}
+    closed_form = {"tv": (n_single - drawn_prob) / n_rows,
+                   "sq_euclidean": ((single_points ** 2).sum() - 2.0 * drawn_prob + n_single) / n_rows}
+    out = np.array([closed_form[d] for d in distances])
+    rest = ~single
+    if rest.any():
+        _, rest_cells = np.unique(cells[rest], return_inverse=True)
+        share = rest.sum() / n_rows
+        out += share * _resampled_cell_estimates(points[rest], rest_cells.ravel(), int(rest_cells.max()) + 1,
+                                                 outcome_draws[:, rest], distances)
+    return out
+
+
+def _resampled_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
+                              outcome_draws: NDArray[np.integer], distances: Sequence[str]) -> NDArray[np.float64]:
+    """Estimates for many outcome vectors from per-cell outcome counts (see :func:`_resampled_estimates`).
+
     The predictions, hence the partition, the counts and the mean predictions
     do not change between draws; only the outcome counts do. For a cell with
     mean prediction g, size n and outcome counts h, both distances split into
@@ -441,7 +475,6 @@ def _resampled_estimates(points: NDArray[np.float64], partition: Partition, outc
     -------
     ndarray of shape (len(distances), n_draws)
     """
-    cells, n_cells = partition.cell_index, partition.n_cells
     n_rows, dim = points.shape
     n_draws = outcome_draws.shape[0]
     count = np.bincount(cells, minlength=n_cells).astype(np.float64)
