@@ -58,3 +58,15 @@ def page(browser, request):
     opened.set_default_timeout(getattr(request.module, "TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
     yield opened
     context.close()
+
+
+@pytest.fixture
+def fresh_streamlit_caches(demo_dir):
+    """st.cache_data and st.cache_resource are process-wide: clear them around each app test."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
@@ -23,6 +22,8 @@ from calib_core.io import load_demo
 from studio import figures
 from studio.nav import PAGES, available_pages
 from studio.state import APP_KEY, DEFAULT_DEMO
+
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -37,14 +38,6 @@ BAD_UPLOADS = {
     "garbage": b"\x00\x01\x02 not a table \xff\xfe\x00",
     "empty": b"",
 }
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    """The st.cache_data store is process-wide: clear it so tests do not share results."""
-    st.cache_data.clear()
-    yield
-    st.cache_data.clear()
 
 
 def open_page(page: str = "app.py", query: dict[str, str] | None = None) -> AppTest:

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from scipy import stats
 from streamlit.testing.v1 import AppTest
 
@@ -25,20 +24,14 @@ from studio import figures
 from studio import figures_estimators as fe
 from studio import state
 
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 PAGE = "pages/7_Estimators.py"
 TIMEOUT = 120
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
 ESTIMATES, DECOMPOSITION, CHAIN, SMOOTH = range(4)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    """st.cache_data is process-wide: clear it so that every test computes its own results."""
-    st.cache_data.clear()
-    yield
-    st.cache_data.clear()
 
 
 def open_page(demo: str | None = None) -> AppTest:

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
@@ -24,22 +23,14 @@ from studio import compute_lab as cl
 from studio import figures_lab as fl
 from studio import state
 
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 PAGE = "pages/8_Lab.py"
 TIMEOUT = 60
 TABS = ["Simulation lab", "Your data: test-set size", "Bin-count rank stability", "Pathology gallery"]
 TWO_DIGITS = "digits_gaussian_nb,digits_random_forest"
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    """st.cache_data and the store of finished chunks (st.cache_resource) are process-wide: clear both."""
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def open_page(demo: str | None = None, tab: str | None = None, **state_values) -> AppTest:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
@@ -14,15 +13,10 @@ from calib_core.evaluate import evaluate_arrays
 from calib_core.io import load_demo
 from studio.state import DEFAULT_DEMO
 
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/9_Large_tables.py"
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    st.cache_data.clear()
-    yield
-    st.cache_data.clear()
 
 
 def open_page() -> AppTest:

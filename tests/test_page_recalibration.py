@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
@@ -25,6 +24,8 @@ from studio import state
 from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
 from studio.state import ModelView
 
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 PAGE = "pages/6_Recalibration.py"
@@ -33,14 +34,6 @@ DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cance
 #: The registry function behind every metric key of the table, called directly.
 DIRECT = {"ece": cc.ece, "ace": cc.ace, "sce": cc.sce, "mce": cc.mce, "ks": cc.ks_error, "nll": cc.nll,
           "brier": cc.brier_score, "accuracy": cc.accuracy}
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    """st.cache_data is process-wide: clear it so that every test computes its own results."""
-    st.cache_data.clear()
-    yield
-    st.cache_data.clear()
 
 
 def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:

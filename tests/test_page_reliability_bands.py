@@ -6,22 +6,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
 from calib_core.io import load_demo
 from studio.state import DEFAULT_DEMO
 
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/2_Reliability.py"
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    st.cache_data.clear()
-    yield
-    st.cache_data.clear()
 
 
 def open_reliability() -> AppTest:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
@@ -21,19 +20,13 @@ from studio import compute_simplex as cs
 from studio import state
 from studio.figures_simplex import ARROW_TRACE_NAME
 
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 PAGE = "pages/5_Simplex.py"
 TIMEOUT = 60
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(demo_dir):
-    """st.cache_data is process-wide: clear it so that every test computes its own results."""
-    st.cache_data.clear()
-    yield
-    st.cache_data.clear()
 
 
 def open_page(demo: str | None = None) -> AppTest:
