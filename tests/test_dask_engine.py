@@ -12,11 +12,23 @@ from calib_core.streaming import STREAM_METRICS, CalibrationStats
 from calib_core.validation import CalibrationInputError
 
 
+def _local_cluster(attempts: int = 3) -> distributed.LocalCluster:
+    """An in-process LocalCluster; retried because distributed gives its IO-loop thread only
+    10 s to start, which a busy 2-core CI machine has been seen to miss."""
+    for attempt in range(attempts):
+        try:
+            return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                            dashboard_address=None)
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def client():
     # Threads, not processes: starts in well under a second and needs no pickling across processes.
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as connected:
+    with _local_cluster() as cluster, distributed.Client(cluster) as connected:
         yield connected
 
 
