@@ -57,7 +57,7 @@ class Settings:
     min_bin_size: int = 100
     arrow_scale: float = 1.0
     count_scale: str = "log"
-    n_resamples: int = 200
+    n_resamples: int = 100  # the page's default for models over 50,000 rows
     seed: int = 0
 
 
@@ -111,10 +111,10 @@ def changes(n_classes: int):
         ("distance tv -> squared Euclidean", {"distance": "sq_euclidean"},
          lambda at: at.radio(key=K + "distance").set_value("sq_euclidean")),
         ("seed 0 -> 1", {"seed": 1}, lambda at: at.number_input(key=K + "seed").set_value(1)),
-        ("resamples 200 -> 100", {"n_resamples": 100},
-         lambda at: at.selectbox(key=K + "n_resamples").set_value(100)),
-        ("resamples 100 -> 200 (cached)", {"n_resamples": 200},
+        ("resamples 100 -> 200 (on request)", {"n_resamples": 200},
          lambda at: at.selectbox(key=K + "n_resamples").set_value(200)),
+        ("resamples 200 -> 100 (cached)", {"n_resamples": 100},
+         lambda at: at.selectbox(key=K + "n_resamples").set_value(100)),
         ("lens canonical -> max", {"lens": "max"}, lambda at: at.radio(key=K + "lens").set_value("max")),
         ("lens max -> marginal (class 0)", {"lens": "marginal", "class_index": 0},
          lambda at: at.radio(key=K + "lens").set_value("marginal")),

@@ -12,6 +12,8 @@ DISTANCES = {"tv": "total variation", "sq_euclidean": "squared Euclidean"}
 PARTITIONS = {"uniform": "uniform triangles", "data_dependent": "data-dependent"}
 MODES = {"groups": "three groups of classes", "classes": "three classes"}
 RESAMPLES = [100, 200, 500, 1000]
+#: Above this many rows the band starts at 100 resamples, so a control change recomputes it in under 1 s.
+LARGE_MODEL_ROWS = 50_000
 VERTEX_LETTERS = "ABC"
 #: Values of the partition setting not in use (so that its cache entries are shared).
 UNUSED_N_BINS, UNUSED_MIN_BIN_SIZE = 10, 1000
@@ -238,10 +240,12 @@ with chart_col:
 with side_col:
     resample_col, seed_col = st.columns(2)
     n_resamples = int(resample_col.selectbox(
-        "Consistency resamples", RESAMPLES, key=default("keep:simplex.n_resamples", 200),
+        "Consistency resamples", RESAMPLES,
+        key=default("keep:simplex.n_resamples", 100 if model.predictions.n_samples > LARGE_MODEL_ROWS else 200),
         format_func=lambda n: f"{n:,}",
         help="Label vectors drawn from the predictions (a perfectly calibrated model). More: a steadier band, "
-             "slower."))
+             f"slower. Models over {LARGE_MODEL_ROWS:,} rows start at 100 so that the band follows each change "
+             "within a second."))
     seed = int(seed_col.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
                                      key=default("keep:simplex.seed", 0)))
     noun = ("all " + str(n_classes) + " classes" if canonical else

@@ -310,3 +310,13 @@ def test_whole_model_view_gives_the_same_estimate(n_classes):
     assert not cs.view_is_whole_model(cs.Vertices("groups", ((1,), (0,), (2,))), "canonical", 3)
     assert not cs.view_is_whole_model(cs.Vertices("groups", ((0, 1), (2,), (3,))), "canonical", 4)
     assert cs.view_is_whole_model(vertices, "max", n_classes)
+
+
+def test_large_models_start_with_100_resamples_so_the_band_keeps_up():
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet(np.ones(3), size=60_000)
+    labels = np.minimum((probs.cumsum(axis=1) < rng.uniform(size=(60_000, 1))).sum(axis=1), 2)
+    at = open_with_model(Predictions.from_arrays(probs=probs, labels=labels, name="large"))
+    assert not at.exception and not at.error
+    assert at.selectbox(key="keep:simplex.n_resamples").value == 100
+    assert "100 consistency resamples" in captions(at)
