@@ -7,7 +7,6 @@ Expected values are computed independently with calib_core on the same data.
 """
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
@@ -22,7 +21,9 @@ from calib_core.io import Predictions, load_demo
 from studio import compute_estimators as ce
 from studio import figures
 from studio import figures_estimators as fe
-from studio import state
+
+from tests import app_support
+from tests.app_support import assert_clean, plotly_specs as specs, trace_array as as_array
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
@@ -34,6 +35,11 @@ DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cance
 ESTIMATES, DECOMPOSITION, CHAIN, SMOOTH = range(4)
 
 
+def open_with_model(predictions: Predictions) -> AppTest:
+    """The page with one model given as arrays (as after an upload), in a fresh session."""
+    return app_support.open_with_model(PAGE, predictions, timeout=TIMEOUT)
+
+
 def open_page(demo: str | None = None) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     if demo:
@@ -42,29 +48,12 @@ def open_page(demo: str | None = None) -> AppTest:
     return at.run()
 
 
-def open_with_model(predictions: Predictions) -> AppTest:
-    """The page with one model given as arrays (as after an upload), in a fresh session."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
-    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
-    at.switch_page(PAGE)
-    return at.run()
 
 
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
-def specs(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
-def as_array(data) -> np.ndarray:
-    """A trace array from plotly JSON (a list with None gaps, or base64 "bdata")."""
-    if isinstance(data, dict) and "bdata" in data:
-        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).astype(float)
-    return np.array([np.nan if v is None else v for v in data], dtype=float)
 
 
 def traces(spec: dict, name: str) -> list[dict]:

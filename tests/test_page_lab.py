@@ -7,8 +7,6 @@ finished run. Expected values are computed independently with calib_core.
 """
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,8 @@ from calib_core.lab import DEFAULT_SIZES
 from studio import compute_lab as cl
 from studio import figures_lab as fl
 from studio import state
+
+from tests.app_support import assert_clean, plotly_specs as specs, trace_array as as_array
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
@@ -45,19 +45,10 @@ def open_page(demo: str | None = None, tab: str | None = None, **state_values) -
     return at.run()
 
 
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
-def specs(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
-def as_array(data) -> np.ndarray:
-    if isinstance(data, dict) and "bdata" in data:
-        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).astype(float)
-    return np.array([np.nan if v is None else v for v in data], dtype=float)
 
 
 def as_matrix(data) -> np.ndarray:

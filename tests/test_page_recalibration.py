@@ -24,6 +24,9 @@ from studio import state
 from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
 from studio.state import ModelView
 
+from tests import app_support
+from tests.app_support import assert_clean
+
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +39,12 @@ DIRECT = {"ece": cc.ece, "ace": cc.ace, "sce": cc.sce, "mce": cc.mce, "ks": cc.k
           "brier": cc.brier_score, "accuracy": cc.accuracy}
 
 
+def open_with_model(predictions: Predictions, *, n_boot: int = 0) -> AppTest:
+    """The page with one model given as arrays (as after an upload), in a fresh session."""
+    return app_support.open_with_model(PAGE, predictions, timeout=TIMEOUT,
+                                       session_values={"keep:recal.n_boot": n_boot})
+
+
 def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     if demo:
@@ -46,19 +55,8 @@ def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:
     return at.run()
 
 
-def open_with_model(predictions: Predictions, *, n_boot: int = 0) -> AppTest:
-    """The page with one model given as arrays (as after an upload), in a fresh session."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
-    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
-    at.session_state["keep:recal.n_boot"] = n_boot
-    at.switch_page(PAGE)
-    return at.run()
 
 
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def protocol_text(at: AppTest) -> str:

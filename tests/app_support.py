@@ -1,0 +1,45 @@
+"""Helpers shared by the AppTest tests of the pages (tests/test_app.py, tests/test_page_*.py)."""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from calib_core.io import Predictions
+from studio import state
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+
+
+def open_with_model(page: str, predictions: Predictions, *, timeout: float,
+                    session_values: dict[str, Any] | None = None) -> AppTest:
+    """Run ``page`` in a fresh session holding one model given as arrays (as after an upload)."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
+    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
+    for key, value in (session_values or {}).items():
+        at.session_state[key] = value
+    at.switch_page(page)
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no st.error on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def plotly_specs(at: AppTest) -> list[dict]:
+    """The figure JSON of every Plotly chart on the page, in order."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def trace_array(data) -> np.ndarray:
+    """A trace array from plotly JSON as floats (a list with None gaps, or base64 "bdata")."""
+    if isinstance(data, dict) and "bdata" in data:
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).astype(float)
+    return np.array([np.nan if v is None else v for v in data], dtype=float)
