@@ -12,6 +12,7 @@ that needs probabilities takes ``softmax(logits)`` when given logits.
 """
 from __future__ import annotations
 
+import abc
 import importlib
 import inspect
 import json
@@ -126,7 +127,7 @@ def _decode(value: Any) -> Any:
     return value
 
 
-class Recalibrator:
+class Recalibrator(abc.ABC):
     """Base class: maps model outputs ``x`` to recalibrated probabilities.
 
     Subclasses set the class attributes below and implement ``_fit`` and
@@ -295,11 +296,13 @@ class Recalibrator:
         return {name: getattr(self, name) for name in ("n_classes_", *self._fitted_attributes)}
 
     # -- subclass hooks -----------------------------------------------------
+    @abc.abstractmethod
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
-        raise NotImplementedError
+        """Set the fitted attributes from checked inputs (``x`` in the method's input space)."""
 
+    @abc.abstractmethod
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        raise NotImplementedError
+        """Recalibrated probabilities of checked inputs."""
 
     # -- JSON ---------------------------------------------------------------
     def _params_to_json(self) -> dict[str, Any]:
