@@ -36,15 +36,11 @@ def _import_dask():
 
 
 def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str) -> Any:
-    """Statistics of one partition (a pandas DataFrame): ``factory().update(probs, labels)``."""
-    from calib_core.evaluate import _SLICE_ROWS
+    """Statistics of one partition (a pandas DataFrame), added block by block as the streaming engine does."""
+    from calib_core.evaluate import add_batch
 
     stats = factory()
-    # Cache-sized slices, as the streaming engine does with record batches.
-    for start in range(0, max(len(frame), 1), _SLICE_ROWS):
-        probs, labels = plan.from_frame(frame.iloc[start:start + _SLICE_ROWS], first_row=start, display=display,
-                                        split=split)
-        stats.update(probs, labels)
+    add_batch(stats, plan.columns_of_frame(frame, display=display, split=split))
     return stats
 
 

@@ -40,7 +40,7 @@ from calib_core.streaming import (
     StreamResult,
     stream_metrics,
 )
-from calib_core.validation import CalibrationInputError, check_choice, softmax
+from calib_core.validation import CalibrationInputError, check_choice, check_probs_columns, softmax
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -304,9 +304,26 @@ class ColumnPlan:
             return np.column_stack([1.0 - scores[:, 0], scores[:, 0]])
         return softmax(scores) if self.input_kind == "logits" else scores
 
-    def from_batch(self, batch: Any, *, first_row: int = 0, display: str = "the data",
-                   split: str | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-        """``(probs, labels)`` of a :class:`pyarrow.RecordBatch`; numeric columns avoid pandas."""
+    def columns_of_frame(self, frame: pd.DataFrame, *, first_row: int = 0, display: str = "the data",
+                         split: str | None = None) -> "ColumnBatch":
+        """The rows of a pandas frame (a Dask partition), class-major; values are checked block by block later."""
+        if split is None and self.index_labels and self.input_kind == "probabilities" \
+                and all(c in frame.columns and frame[c].dtype == np.float64 for c in self.class_columns) \
+                and self.label_column in frame.columns and frame[self.label_column].dtype.kind in "iu":
+            columns = [frame[c].to_numpy() for c in self.class_columns]
+            return ColumnBatch(columns, frame[self.label_column].to_numpy().astype(np.intp, copy=False),
+                               first_row, display)
+        probs, labels = self.from_frame(frame, first_row=first_row, display=display, split=split)
+        return ColumnBatch(list(probs.T), labels, first_row, display)
+
+    def columns_of_batch(self, batch: Any, *, first_row: int = 0, display: str = "the data",
+                         split: str | None = None) -> "ColumnBatch":
+        """The rows of a :class:`pyarrow.RecordBatch`, class-major, without copying numeric columns.
+
+        Float class columns with integer class-index labels go straight from
+        Arrow's buffers; anything else (class names as labels, logits, other
+        types) takes the loader's rules through pandas.
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -317,26 +334,85 @@ class ColumnPlan:
                 f"{display} lacks the column(s) {', '.join(map(repr, missing))} that the first file has "
                 "(schema mismatch between files)."
             )
-        fast = self.index_labels and pa.types.is_integer(batch.schema.field(self.label_column).type) and all(
-            pa.types.is_floating(batch.schema.field(c).type) for c in self.class_columns)
+        fast = self.index_labels and self.input_kind == "probabilities" \
+            and pa.types.is_integer(batch.schema.field(self.label_column).type) \
+            and all(pa.types.is_float64(batch.schema.field(c).type) for c in self.class_columns)
         if not fast:
-            return self.from_frame(batch.select(self.columns).to_pandas(), first_row=first_row, display=display,
-                                   split=split)
+            probs, labels = self.from_frame(batch.select(self.columns).to_pandas(), first_row=first_row,
+                                            display=display, split=split)
+            return ColumnBatch(list(probs.T), labels, first_row, display)
         if split is not None:
             if self.split_column is None:
                 raise CalibrationInputError(f"split {split!r} requested but {display} has no split column.")
             column = pc.utf8_trim_whitespace(pc.cast(batch.column(self.split_column), pa.string()))
             batch = batch.filter(pc.fill_null(pc.equal(column, split), False))
-        if batch.num_rows == 0:
-            return np.empty((0, self.n_classes)), np.empty(0, dtype=np.intp)
         label = batch.column(self.label_column)
         if label.null_count:
             row = int(np.flatnonzero(label.is_null().to_numpy(zero_copy_only=False))[0])
             raise CalibrationInputError(f"{display}: the label is missing in row {first_row + row + 1}.")
-        scores = np.empty((batch.num_rows, len(self.class_columns)))
-        for k, name in enumerate(self.class_columns):
-            scores[:, k] = batch.column(name).to_numpy(zero_copy_only=False)
-        return self._to_probs(scores, display, first_row), label.to_numpy(zero_copy_only=False).astype(np.intp)
+        # Without nulls, float64 columns are zero-copy views of Arrow's buffers (nulls become NaN: caught later).
+        columns = [batch.column(c).to_numpy(zero_copy_only=False) for c in self.class_columns]
+        labels = label.to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+        return ColumnBatch(columns, labels, first_row, display)
+
+
+@dataclass(frozen=True)
+class ColumnBatch:
+    """Rows of one record batch or partition, class-major: what the engines add to the statistics.
+
+    Attributes
+    ----------
+    columns : list of ndarray
+        K float64 arrays of length n, one per class (views of Arrow's or
+        pandas' buffers where possible); not checked yet.
+    labels : ndarray of shape (n,), intp
+        Class indices (their range is checked with the values).
+    first_row : int
+        Number of the batch's first row in its file (0-based).
+    display : str
+        Where the rows come from, for error messages (``"file 'a.parquet'"``).
+    """
+
+    columns: list[NDArray[np.float64]]
+    labels: NDArray[np.intp]
+    first_row: int
+    display: str
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])
+
+    def block(self, start: int, stop: int, scratch: Any = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+        """Rows ``start:stop``, checked, as a ``(K, m)`` array (in ``scratch`` if given) and labels.
+
+        Raises
+        ------
+        CalibrationInputError
+            Naming the file and the row (counted from 1, as in the file).
+        """
+        parts = [column[start:stop] for column in self.columns]
+        values = scratch.load(parts) if scratch is not None else np.stack(parts)
+        try:
+            return check_probs_columns(values, self.labels[start:stop], row_offset=self.first_row + start + 1)
+        except CalibrationInputError as exc:
+            raise CalibrationInputError(f"{self.display}: {exc}") from None
+
+
+def add_batch(stats: Any, batch: ColumnBatch) -> None:
+    """Add a :class:`ColumnBatch` to any statistics object of :mod:`calib_core.streaming`, block by block.
+
+    Every engine adds its batches this way: the streaming engine, Dask and
+    Spark tasks, and the later passes of exact adaptive bins.
+    """
+    if isinstance(stats, CalibrationStats):
+        scratch = stats._scratch_space()
+        for start in range(0, batch.n_rows, stats.block_rows):
+            values, labels = batch.block(start, start + stats.block_rows, scratch)
+            stats._add_prepared(stats._prepare(values, labels, scratch))
+        return
+    for start in range(0, batch.n_rows, _SLICE_ROWS):
+        values, labels = batch.block(start, start + _SLICE_ROWS)
+        stats._add_checked(values.T, labels)
 
 
 # ---------------------------------------------------------------------------
@@ -439,22 +515,28 @@ class _Source:
         first = next(_array_batches(self.files[0], 1, self.label_column, self.input_kind))
         return first[0].shape[1]
 
-    def batches(self) -> Iterator[tuple[NDArray[np.float64], NDArray[np.intp]]]:
+    def batches(self) -> Iterator[ColumnBatch]:
+        """Every record batch of every file, class-major (values not yet checked)."""
         if self.arrays:
             if self.split is not None:
                 raise CalibrationInputError("`split` is supported for CSV and Parquet tables only.")
-            yield from _array_batches(self.files[0], self.batch_rows, self.label_column, self.input_kind)
+            first_row = 0
+            for probs, labels in _array_batches(self.files[0], self.batch_rows, self.label_column, self.input_kind):
+                yield ColumnBatch(list(probs.T), labels, first_row, f"file {self.files[0].name!r}")
+                first_row += labels.shape[0]
             return
         assert self.plan is not None
         for path in self.files:
-            first_row = 0
-            # The next record batch is read (pyarrow releases the GIL) while this one is added.
-            for batch in _read_ahead(_record_batches(path, self.plan.columns, self.batch_rows)):
-                for start in range(0, batch.num_rows, _SLICE_ROWS):
-                    piece = batch.slice(start, _SLICE_ROWS)
-                    yield self.plan.from_batch(piece, first_row=first_row + start, display=f"file {path.name!r}",
-                                               split=self.split)
-                first_row += batch.num_rows
+            # The next record batch is read and converted (pyarrow releases the GIL) while this one is added.
+            yield from _read_ahead(self._file_batches(path))
+
+    def _file_batches(self, path: Path) -> Iterator[ColumnBatch]:
+        assert self.plan is not None
+        first_row = 0
+        for batch in _record_batches(path, self.plan.columns, self.batch_rows):
+            yield self.plan.columns_of_batch(batch, first_row=first_row, display=f"file {path.name!r}",
+                                             split=self.split)
+            first_row += batch.num_rows
 
 
 def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | None, input_kind: str,
@@ -557,9 +639,10 @@ def _stream_runner(source: _Source, progress: Progress | None, total: int | None
         counter["pass"] += 1
         stats = factory()
         done = 0
-        for probs, labels in source.batches():
-            stats.update(probs, labels)
-            done += probs.shape[0]
+        # The read-ahead thread decodes the next record batch while this one is added.
+        for batch in source.batches():
+            add_batch(stats, batch)
+            done += batch.n_rows
             if progress is not None:
                 progress(done, total, counter["pass"])
         return stats
@@ -669,11 +752,11 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
 
 def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: dict[str, Any]) -> StreamResult:
     """Read every batch, concatenate, and compute with the in-memory metrics (the reference)."""
-    parts = list(source.batches())
-    probs = np.concatenate([p for p, _ in parts]) if parts else np.empty((0, n_classes))
-    labels = np.concatenate([y for _, y in parts]) if parts else np.empty(0, dtype=np.intp)
-    if probs.shape[0] == 0:
+    blocks = [batch.block(0, batch.n_rows) for batch in source.batches() if batch.n_rows]
+    if not blocks:
         raise CalibrationInputError("no rows to evaluate" + (f" with split {source.split!r}." if source.split else "."))
+    probs = np.concatenate([values.T for values, _ in blocks])
+    labels = np.concatenate([labels for _, labels in blocks])
     return _arrays_result(probs, labels, wanted, options)
 
 

@@ -30,12 +30,11 @@ def _partition_function(factory: Callable[[], Any], plan: Any, split: str | None
     def per_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from calib_core.evaluate import _SLICE_ROWS
+        from calib_core.evaluate import add_batch
 
         stats = factory()
         for batch in batches:
-            for start in range(0, batch.num_rows, _SLICE_ROWS):
-                stats.update(*plan.from_batch(batch.slice(start, _SLICE_ROWS), display="a Spark partition", split=split))
+            add_batch(stats, plan.columns_of_batch(batch, display="a Spark partition", split=split))
         yield pa.RecordBatch.from_pydict({"stats": [pickle.dumps(stats)]},
                                          schema=pa.schema([("stats", pa.binary())]))
 

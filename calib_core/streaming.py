@@ -43,6 +43,7 @@ References
 """
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ from calib_core.validation import (
     check_binning,
     check_n_bins,
     check_positive,
+    check_probs_columns,
     check_probs_labels,
 )
 
@@ -84,23 +86,81 @@ _NORM_OF = {"ece": "l1", "rmsce": "l2", "mce": "max"}
 _FORMAT = "calib_core.CalibrationStats/1"
 
 
-def _check_batch(probs: ArrayLike, labels: ArrayLike, n_classes: int) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
-    """Checked batch, or None for a batch without rows (shape ``(0, K)``)."""
+def _check_batch(probs: ArrayLike, labels: ArrayLike, n_classes: int, *,
+                 class_major: bool = False) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
+    """Checked batch in the layout given, or None for a batch without rows.
+
+    ``class_major=False``: ``probs`` has shape ``(n, K)``; True: ``(K, n)``.
+    """
     array = np.asarray(probs)
-    if array.ndim == 2 and array.shape[0] == 0:
-        if array.shape[1] != n_classes:
-            raise CalibrationInputError(
-                f"`probs` has {array.shape[1]} columns but the statistics are for {n_classes} classes."
-            )
+    rows_axis, what = (1, "rows") if class_major else (0, "columns")
+    if array.ndim == 2 and array.shape[rows_axis] == 0:
+        _check_class_count(array.shape[1 - rows_axis], n_classes, what)
         if np.asarray(labels).size:
             raise CalibrationInputError(f"`labels` has {np.asarray(labels).size} entries but `probs` has 0 rows.")
         return None
-    probs, labels = check_probs_labels(array, labels)
-    if probs.shape[1] != n_classes:
-        raise CalibrationInputError(
-            f"`probs` has {probs.shape[1]} columns but the statistics are for {n_classes} classes."
-        )
-    return probs, labels
+    if class_major:
+        array, labels = check_probs_columns(array, labels)
+    else:
+        array, labels = check_probs_labels(array, labels)
+    _check_class_count(array.shape[1 - rows_axis], n_classes, what)
+    return array, labels
+
+
+def _check_class_count(found: int, n_classes: int, what: str) -> None:
+    if found != n_classes:
+        raise CalibrationInputError(f"`probs` has {found} {what} but the statistics are for {n_classes} classes.")
+
+
+class _BatchUpdates(abc.ABC):
+    """``update`` (rows) and ``update_columns`` (class-major) for every statistics object.
+
+    Both check the batch with the shared validator and hand it to
+    ``_add_checked(probs, labels)`` as an ``(n, K)`` array (for class-major
+    input, a transposed view: no copy).
+    """
+
+    n_classes: int
+
+    def update(self, probs: ArrayLike, labels: ArrayLike):
+        """Add a batch of rows (in place); returns ``self``.
+
+        Parameters
+        ----------
+        probs : array_like of shape (n, K)
+            Probabilities of the batch; ``n`` may be 0.
+        labels : array_like of shape (n,)
+
+        Raises
+        ------
+        CalibrationInputError
+            Invalid batch, or a batch with another number of classes.
+        """
+        checked = _check_batch(probs, labels, self.n_classes)
+        if checked is not None:
+            self._add_checked(*checked)
+        return self
+
+    def update_columns(self, columns: ArrayLike, labels: ArrayLike):
+        """Add a batch stored class-major, shape ``(K, n)`` (in place); returns ``self``.
+
+        The layout in which columnar files (Parquet, Arrow) arrive: row k
+        holds the probabilities of class k. Same result as
+        ``update(columns.T, labels)``, without the transposed copy.
+
+        Raises
+        ------
+        CalibrationInputError
+            As :meth:`update`.
+        """
+        checked = _check_batch(columns, labels, self.n_classes, class_major=True)
+        if checked is not None:
+            self._add_checked(checked[0].T, checked[1])
+        return self
+
+    @abc.abstractmethod
+    def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+        """Add a checked batch of shape ``(n, K)`` (any memory layout)."""
 
 
 def _check_n_classes(n_classes: object) -> int:
@@ -124,7 +184,7 @@ def _check_same(a: Any, b: Any, what: str) -> None:
 # ---------------------------------------------------------------------------
 
 #: Values per block of rows processed at once by :meth:`CalibrationStats.update`.
-_BLOCK_VALUES = 1 << 16
+_BLOCK_VALUES = 1 << 17
 
 #: Resolution of the lookup table of :class:`_CellIndex` (a power of two, so ``v * G`` is exact).
 _LOOKUP_CELLS = 1 << 16
@@ -153,17 +213,86 @@ class _CellIndex:
         table[grid:] = upper.size - 1
         self.table = table
 
-    def __call__(self, values: NDArray[np.float64]) -> NDArray[np.intp]:
-        scaled = np.multiply(values, float(_LOOKUP_CELLS))
-        index = self.table.take(scaled.astype(np.intp))
-        unsure = np.flatnonzero((index < 0).ravel())
+    def __call__(self, values: NDArray[np.float64], out: NDArray[np.intp] | None = None) -> NDArray[np.intp]:
+        """Cell index of every value; ``out`` (C-contiguous, the shape of ``values``) is reused if given."""
+        index = np.multiply(values, float(_LOOKUP_CELLS), out=out if out is not None else np.empty(values.shape, np.intp),
+                            casting="unsafe")
+        # In place: each entry is read before it is overwritten. "wrap" skips the bounds check;
+        # checked values (at most 1 + 1e-4) stay inside the table.
+        self.table.take(index, out=index, mode="wrap")
+        flat = index.reshape(-1)
+        unsure = np.flatnonzero(flat < 0)
         if unsure.size:
-            flat = index.reshape(-1)
             flat[unsure] = upper_edge_index(values.reshape(-1)[unsure], self.upper)
         return index
 
 
-class CalibrationStats:
+#: Sub-histograms per sum: neighbouring rows add to different copies of a cell's counter,
+#: so a run of values in one cell does not wait on one memory location (merged after each block).
+_LANES = 4
+
+
+class _BlockScratch:
+    """Arrays reused from block to block by :meth:`CalibrationStats._prepare`.
+
+    Fresh arrays of a block's size cost a page fault per 4 KiB (about as
+    much as the arithmetic on them), so each block's class values and cell
+    indices are written into these instead.
+    """
+
+    def __init__(self, n_classes: int, n_rows: int) -> None:
+        self.n_classes = n_classes
+        self.n_rows = n_rows
+        self._values = np.empty(n_classes * n_rows)
+        self._cells = np.empty(n_classes * n_rows, dtype=np.intp)
+
+    def load(self, columns: NDArray[np.float64] | Sequence[NDArray[np.float64]]) -> NDArray[np.float64]:
+        """Copy a block (a ``(K, m)`` array in any layout, or K arrays of length m) in; return the ``(K, m)`` view."""
+        n_rows = len(columns[0])
+        if n_rows > self.n_rows:
+            raise ValueError(f"a block of {n_rows} rows does not fit scratch space for {self.n_rows}.")
+        values = self._values[:self.n_classes * n_rows].reshape(self.n_classes, n_rows)
+        if isinstance(columns, np.ndarray):
+            np.copyto(values, columns)
+        else:
+            for row, column in zip(values, columns):
+                row[:] = column
+        return values
+
+    def cells(self, size: int) -> NDArray[np.intp]:
+        """A flat array of ``size`` cell indices (at most K times the block's rows)."""
+        return self._cells[:size]
+
+
+@dataclass(frozen=True)
+class _PreparedBlock:
+    """One block of rows reduced to what :meth:`CalibrationStats._add_prepared` adds up.
+
+    ``binned_cells`` / ``binned_values``: the class values above the first
+    cell's upper edge, with their cells (offset by ``k * n_cells`` for class
+    k and by the lane, see :data:`_LANES`); every other value lies in cell 0
+    of its class, whose count and sum follow from ``class_totals``.
+    ``true_cell`` and ``top_cell`` are the (offset) cells of each row's
+    true-class value and top-label confidence. ``values`` is the whole
+    class-major block, flat.
+    """
+
+    n_rows: int
+    n_correct: int
+    sum_brier: float
+    sum_nll: float
+    labels: NDArray[np.intp]
+    values: NDArray[np.float64]
+    class_totals: NDArray[np.float64]
+    binned_cells: NDArray[np.intp]
+    binned_values: NDArray[np.float64]
+    true_cell: NDArray[np.intp]
+    top_cell: NDArray[np.intp]
+    confidence: NDArray[np.float64]
+    correct: NDArray[np.float64]
+
+
+class CalibrationStats(_BatchUpdates):
     """Mergeable sums from which the uniform-bin metrics follow exactly.
 
     Parameters
@@ -222,6 +351,11 @@ class CalibrationStats:
         self._index = _CellIndex(self.edges[1:])
         n_cells = self.edges.size - 1
         k = self.n_classes
+        # Cell offsets: class k's cells start at k * n_cells; lane j's (see _LANES) at j * n_cells
+        # for the top label and at j * K * n_cells for the class cells.
+        self._class_starts = np.arange(k) * n_cells
+        self._lane_offsets = (np.arange(k * self.block_rows) % _LANES) * n_cells
+        self._scratch: _BlockScratch | None = None
         self.n_rows = 0
         self.n_correct = 0
         self.sum_brier = 0.0
@@ -243,60 +377,115 @@ class CalibrationStats:
             self.sketches = {key: QuantileSketch(sketch_capacity) for key in _set_keys(k, self.sketch_sets)}
 
     # -- building ----------------------------------------------------------
-    def update(self, probs: ArrayLike, labels: ArrayLike) -> "CalibrationStats":
-        """Add a batch of rows (in place); returns ``self``.
-
-        Parameters
-        ----------
-        probs : array_like of shape (n, K)
-            Probabilities of the batch; ``n`` may be 0.
-        labels : array_like of shape (n,)
-
-        Raises
-        ------
-        CalibrationInputError
-            Invalid batch, or a batch with another number of classes.
-        """
-        checked = _check_batch(probs, labels, self.n_classes)
-        if checked is None:
-            return self
-        probs, labels = checked
-        # Blocks of rows small enough that every temporary stays in cache.
-        step = max(1, _BLOCK_VALUES // probs.shape[1])
+    def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+        scratch = self._scratch_space()
+        columns = probs.T
+        step = self.block_rows
         for start in range(0, probs.shape[0], step):
-            self._add_block(probs[start:start + step], labels[start:start + step])
-        return self
+            values = scratch.load(columns[:, start:start + step])
+            self._add_prepared(self._prepare(values, labels[start:start + step], scratch))
 
-    def _add_block(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
-        n_rows, k = probs.shape
-        rows = np.arange(n_rows)
-        predicted = probs.argmax(axis=1)
-        confidence = probs[rows, predicted]
-        correct = (predicted == labels).astype(np.float64)
-        true_value = probs[rows, labels]
-        self.n_rows += n_rows
-        self.n_correct += int(correct.sum())
-        self.sum_brier += float((np.einsum("ij,ij->i", probs, probs) - 2.0 * true_value + 1.0).sum())
-        self.sum_nll -= float(np.log(np.maximum(true_value, NLL_EPSILON)).sum())
-        self.label_count += np.bincount(labels, minlength=k)
+    def _scratch_space(self) -> _BlockScratch:
+        """This object's scratch arrays for :meth:`_prepare` (made on first use, never sent along)."""
+        if self._scratch is None:
+            self._scratch = _BlockScratch(self.n_classes, self.block_rows)
+        return self._scratch
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_scratch"] = None  # scratch space is not sent along (Dask, Spark)
+        return state
+
+    @property
+    def block_rows(self) -> int:
+        """Rows per block of :meth:`update` (about 2**17 values, so every temporary stays in cache)."""
+        return max(1, _BLOCK_VALUES // self.n_classes)
+
+    def _prepare(self, values: NDArray[np.float64], labels: NDArray[np.intp],
+                 scratch: _BlockScratch) -> _PreparedBlock:
+        """Everything about one checked block except the sums; changes no state.
+
+        ``values`` is the block, class-major ``(K, m)``, as loaded into
+        ``scratch`` (:meth:`_BlockScratch.load`); at most :attr:`block_rows`
+        rows.
+
+        Most class probabilities of a K-class model are small: every value
+        at or below the first cell's upper edge lies in cell 0 of its class,
+        so only the values above it get a cell index one by one; cell 0 gets
+        the rest of its class's count and sum (``class_totals``).
+        """
+        n_classes, n_rows = values.shape
         n_cells = self.edges.size - 1
-        size = k * n_cells
-        # One cell index per value; the top-label and true-class cells are read from it.
-        flat = self._index(probs)
-        flat += np.arange(k) * n_cells
-        flat = flat.reshape(-1)
-        start = rows * k
-        top_cell = flat[start + predicted] - predicted * n_cells
-        self.top_count += np.bincount(top_cell, minlength=n_cells)
-        self.top_sum_value += np.bincount(top_cell, weights=confidence, minlength=n_cells)
-        self.top_sum_target += np.bincount(top_cell, weights=correct, minlength=n_cells)
-        self.class_count += np.bincount(flat, minlength=size).reshape(k, n_cells)
-        self.class_sum_value += np.bincount(flat, weights=probs.reshape(-1), minlength=size).reshape(k, n_cells)
+        flat_values = values.reshape(-1)
+        above = np.flatnonzero(flat_values > self.edges[1])
+        binned_values = flat_values.take(above)
+        # ``above`` is sorted, so it holds class 0's positions first, then class 1's, ...
+        per_class = np.diff(np.searchsorted(above, np.arange(n_classes + 1) * n_rows))
+        binned_cells = self._index(binned_values, out=scratch.cells(above.size))
+        binned_cells += np.repeat(self._class_starts, per_class)
+        binned_cells += self._lane_offsets[:above.size] * n_classes
+        confidence = values.max(axis=0)
+        # Flat position of each row's true-class value.
+        true_at = labels * n_rows + np.arange(n_rows)
+        true_value = flat_values.take(true_at)
+        if np.count_nonzero(values == confidence) == n_rows:
+            # One maximum per row: the prediction is the label iff the true-class value is the maximum.
+            hit = true_value == confidence
+        else:
+            hit = values.argmax(axis=0) == labels  # ties: the first maximum, as argmax in memory
+        lanes = self._lane_offsets[:n_rows]
+        true_cell = self._index(true_value)
+        true_cell += labels * n_cells
+        true_cell += lanes * n_classes
+        top_cell = self._index(confidence)
+        top_cell += lanes
+        return _PreparedBlock(
+            n_rows=n_rows,
+            n_correct=int(np.count_nonzero(hit)),
+            # einsum, not vdot: BLAS would start its thread pool for every block.
+            sum_brier=float(np.einsum("i,i->", flat_values, flat_values) - 2.0 * true_value.sum() + n_rows),
+            sum_nll=-float(np.log(np.maximum(true_value, NLL_EPSILON)).sum()),
+            labels=labels,
+            values=flat_values,
+            class_totals=values.sum(axis=1),
+            binned_cells=binned_cells,
+            binned_values=binned_values,
+            true_cell=true_cell,
+            top_cell=top_cell,
+            confidence=confidence,
+            correct=hit.astype(np.float64),
+        )
+
+    def _add_prepared(self, block: _PreparedBlock) -> None:
+        """Add the sums of a block from :meth:`_prepare` (the bincounts; they hold the GIL)."""
+        n_cells = self.edges.size - 1
+        shape = (self.n_classes, n_cells)
+
+        def lanes_summed(index: NDArray[np.intp], n_out: int, weights: NDArray[np.float64] | None = None):
+            sums = np.bincount(index, weights=weights, minlength=_LANES * n_out).reshape(_LANES, n_out).sum(axis=0)
+            return sums.astype(np.float64, copy=False)  # bincount of no values gives integers
+
+        self.n_rows += block.n_rows
+        self.n_correct += block.n_correct
+        self.sum_brier += block.sum_brier
+        self.sum_nll += block.sum_nll
+        self.label_count += np.bincount(block.labels, minlength=self.n_classes)
+        self.top_count += lanes_summed(block.top_cell, n_cells)
+        self.top_sum_value += lanes_summed(block.top_cell, n_cells, block.confidence)
+        self.top_sum_target += lanes_summed(block.top_cell, n_cells, block.correct)
+        count = lanes_summed(block.binned_cells, self.n_classes * n_cells).reshape(shape)
+        total = lanes_summed(block.binned_cells, self.n_classes * n_cells, block.binned_values).reshape(shape)
+        # The values not binned one by one lie in cell 0 of their class.
+        count[:, 0] += block.n_rows - count.sum(axis=1)
+        total[:, 0] += block.class_totals - total.sum(axis=1)
+        self.class_count += count
+        self.class_sum_value += total
         # Only the true class of a row has target 1 (as in classwise_bin_statistics).
-        self.class_sum_target += np.bincount(flat[start + labels], minlength=size).reshape(k, n_cells)
+        self.class_sum_target += lanes_summed(block.true_cell, self.n_classes * n_cells).reshape(shape)
         if self.sketches is not None:
-            for key, values, targets in _value_sets(probs, labels, confidence, correct, self.threshold,
-                                                    self.sketch_sets):
+            probs = block.values.reshape(self.n_classes, block.n_rows).T
+            for key, values, targets in _value_sets(probs, block.labels, block.confidence, block.correct,
+                                                    self.threshold, self.sketch_sets):
                 self.sketches[key].update(values, targets)
 
     def copy(self) -> "CalibrationStats":
@@ -949,7 +1138,7 @@ def _stack_binstats(parts: Sequence[BinStats]) -> BinStats:
 # Pass 2 and 3 statistics (mergeable, picklable)
 # ---------------------------------------------------------------------------
 
-class SecondPass:
+class SecondPass(_BatchUpdates):
     """Pass-2 statistics: exact adaptive brackets per value set and KS region sums."""
 
     def __init__(self, n_classes: int, brackets: dict[str, _Slots], ks_regions: _Slots | None,
@@ -965,11 +1154,7 @@ class SecondPass:
         regions = None if self.ks_regions is None else _Slots(self.ks_regions.points, self.ks_regions.collect)
         return SecondPass(self.n_classes, empty, regions, self.threshold)
 
-    def update(self, probs: ArrayLike, labels: ArrayLike) -> "SecondPass":
-        checked = _check_batch(probs, labels, self.n_classes)
-        if checked is None:
-            return self
-        probs, labels = checked
+    def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         confidence, correct = _top_label(probs, labels)
         self.n_rows += probs.shape[0]
         if self.brackets:
@@ -978,7 +1163,6 @@ class SecondPass:
                 self.brackets[key].add(values, targets)
         if self.ks_regions is not None:
             self.ks_regions.add(confidence, correct)
-        return self
 
     def merge(self, other: "SecondPass") -> "SecondPass":
         merged = SecondPass(self.n_classes, {key: s.merge(other.brackets[key]) for key, s in self.brackets.items()},
@@ -988,7 +1172,7 @@ class SecondPass:
         return merged
 
 
-class KSCollect:
+class KSCollect(_BatchUpdates):
     """Pass-3 statistics: the rows whose top-label confidence lies in the candidate regions of the KS maximum."""
 
     def __init__(self, n_classes: int, regions: _Slots) -> None:
@@ -999,14 +1183,10 @@ class KSCollect:
     def fresh(self) -> "KSCollect":
         return KSCollect(self.n_classes, _Slots(self.regions.points, self.regions.collect))
 
-    def update(self, probs: ArrayLike, labels: ArrayLike) -> "KSCollect":
-        checked = _check_batch(probs, labels, self.n_classes)
-        if checked is None:
-            return self
-        confidence, correct = _top_label(*checked)
+    def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+        confidence, correct = _top_label(probs, labels)
         self.n_rows += confidence.size
         self.regions.add(confidence, correct)
-        return self
 
     def merge(self, other: "KSCollect") -> "KSCollect":
         merged = KSCollect(self.n_classes, self.regions.merge(other.regions))

@@ -19,6 +19,7 @@ __all__ = [
     "check_labels",
     "check_n_bins",
     "check_probs",
+    "check_probs_columns",
     "check_probs_with_row_sums",
     "check_probs_labels",
     "check_binning",
@@ -103,11 +104,21 @@ def check_probs(probs: ArrayLike, *, name: str = "probs") -> NDArray[np.float64]
     return check_probs_with_row_sums(probs, name=name)[0]
 
 
-def check_probs_with_row_sums(probs: ArrayLike, *, name: str = "probs") -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def check_probs_with_row_sums(probs: ArrayLike, *, name: str = "probs",
+                              row_offset: int = 0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:func:`check_probs`, also returning the row sums it computed on the way.
 
     For callers that report how far rows are from summing to 1 (the loader)
     without a second pass over the matrix.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    name : str
+        Argument name used in error messages.
+    row_offset : int, default 0
+        Added to the row numbers in error messages (for a block of a larger
+        table: the number of the block's first row).
 
     Returns
     -------
@@ -127,13 +138,13 @@ def check_probs_with_row_sums(probs: ArrayLike, *, name: str = "probs") -> tuple
         if bad_value.any():
             row = start + _first_bad_row(bad_value)
             raise CalibrationInputError(
-                f"`{name}` contains NaN or infinite values, e.g. row {row}: "
+                f"`{name}` contains NaN or infinite values, e.g. row {row_offset + row}: "
                 f"{_format_row(matrix[row])}. Remove or fix these rows."
             )
         if block.min() < 0.0:
             row = start + _first_bad_row((block < 0.0).any(axis=1))
             raise CalibrationInputError(
-                f"`{name}` contains negative values, e.g. row {row}: "
+                f"`{name}` contains negative values, e.g. row {row_offset + row}: "
                 f"{_format_row(matrix[row])}. If these are logits, declare them as logits."
             )
         off_simplex = np.abs(row_sums - 1.0) > ROW_SUM_TOLERANCE
@@ -141,14 +152,14 @@ def check_probs_with_row_sums(probs: ArrayLike, *, name: str = "probs") -> tuple
             row = start + _first_bad_row(off_simplex)
             raise CalibrationInputError(
                 f"rows of `{name}` must sum to 1 (tolerance {ROW_SUM_TOLERANCE:g}); "
-                f"row {row} sums to {row_sums[row - start]:.6g}: {_format_row(matrix[row])}. "
+                f"row {row_offset + row} sums to {row_sums[row - start]:.6g}: {_format_row(matrix[row])}. "
                 "Declare the values as logits, or renormalise them explicitly."
             )
     return matrix, all_row_sums
 
 
 def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None,
-                 name: str = "labels") -> NDArray[np.intp]:
+                 name: str = "labels", row_offset: int = 0) -> NDArray[np.intp]:
     """Check integer class labels.
 
     Parameters
@@ -160,6 +171,10 @@ def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None
         Number of classes K.
     n_rows : int, optional
         Expected N (the number of rows of ``probs``).
+    name : str
+        Argument name used in error messages.
+    row_offset : int, default 0
+        Added to the row numbers in error messages.
 
     Returns
     -------
@@ -185,12 +200,12 @@ def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None
         finite = np.isfinite(array)
         if not finite.all():
             row = _first_bad_row(~finite)
-            raise CalibrationInputError(f"`{name}` contains NaN or infinite values, e.g. row {row}.")
+            raise CalibrationInputError(f"`{name}` contains NaN or infinite values, e.g. row {row_offset + row}.")
         whole = array == np.round(array)
         if not whole.all():
             row = _first_bad_row(~whole)
             raise CalibrationInputError(
-                f"`{name}` must be integer class indices, row {row} is {array[row]!r}."
+                f"`{name}` must be integer class indices, row {row_offset + row} is {array[row]!r}."
             )
         array = array.astype(np.intp)
     elif not np.issubdtype(array.dtype, np.integer):
@@ -206,7 +221,7 @@ def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None
             row = _first_bad_row(out_of_range)
             raise CalibrationInputError(
                 f"`{name}` must lie in 0..{n_classes - 1} for {n_classes} classes; "
-                f"row {row} is {array[row]}."
+                f"row {row_offset + row} is {array[row]}."
             )
     return array
 
@@ -219,9 +234,58 @@ def check_probs_labels(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.
     probs : ndarray of shape (N, K), float64
     labels : ndarray of shape (N,), intp
     """
-    probs = check_probs(probs)
-    labels = check_labels(labels, probs.shape[1], n_rows=probs.shape[0])
-    return probs, labels
+    return _check_rows(probs, labels, 0)
+
+
+def check_probs_columns(columns: ArrayLike, labels: ArrayLike, *,
+                        row_offset: int = 0) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """:func:`check_probs_labels` for a matrix stored class-major (one row per class).
+
+    Streaming engines read tables column by column, so they hold the
+    probabilities transposed, with shape ``(K, N)``. This check reads that
+    layout as it is: per block of samples, the sum over the K class rows and
+    the minimum. Only when a block fails is it checked again row by row, so
+    the error message is exactly the one :func:`check_probs` gives.
+
+    Parameters
+    ----------
+    columns : array_like of shape (K, N)
+        ``columns[k, i]`` is the probability of class k for sample i.
+    labels : array_like of shape (N,)
+    row_offset : int, default 0
+        Added to the row numbers in error messages.
+
+    Returns
+    -------
+    columns : ndarray of shape (K, N), float64, C-contiguous
+    labels : ndarray of shape (N,), intp
+
+    Raises
+    ------
+    CalibrationInputError
+        As :func:`check_probs_labels` (rows are samples, i.e. columns here).
+    """
+    array = np.asarray(columns)
+    if array.ndim != 2 or array.dtype != np.float64 or array.shape[0] < 2 or array.shape[1] == 0:
+        probs, checked = _check_rows(array.T if array.ndim == 2 else array, labels, row_offset)
+        return np.ascontiguousarray(probs.T), checked
+    array = np.ascontiguousarray(array)
+    n_classes, n_rows = array.shape
+    step = max(1, _BLOCK_ELEMENTS // n_classes)
+    for start in range(0, n_rows, step):
+        block = array[:, start:start + step]
+        # A NaN makes both tests false; +inf makes the row sum fail; -inf the minimum.
+        low = block.min()
+        worst = np.abs(np.add.reduce(block, axis=0) - 1.0).max()
+        if not (low >= 0.0 and worst <= ROW_SUM_TOLERANCE):
+            # The row-by-row check names the first bad row (it is the authority at the tolerance's edge).
+            check_probs_with_row_sums(block.T, row_offset=row_offset + start)
+    return array, check_labels(labels, n_classes, n_rows=n_rows, row_offset=row_offset)
+
+
+def _check_rows(probs: ArrayLike, labels: ArrayLike, row_offset: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    matrix, _ = check_probs_with_row_sums(probs, row_offset=row_offset)
+    return matrix, check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0], row_offset=row_offset)
 
 
 def check_n_bins(n_bins: object, *, name: str = "n_bins") -> int:

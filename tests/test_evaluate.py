@@ -274,3 +274,16 @@ def test_two_million_rows_stream_in_small_batches_with_bounded_memory(tmp_path):
     assert found["arrow_peak"] < in_memory_bytes / 3  # about two row groups of 11 MB, decoded and raw
     assert found["peak_rss"] < in_memory_bytes / 2
     assert 0.0 <= found["ece"] <= 1.0
+
+
+def test_a_bad_row_in_a_later_batch_is_named_with_its_row_in_the_file(tmp_path):
+    frame, _, _ = _frame(8, 3_000)
+    frame.loc[2_345, "p_0"] += 0.3  # this row no longer sums to 1
+    frame.to_parquet(tmp_path / "sums.parquet")
+    with pytest.raises(CalibrationInputError, match=r"file 'sums.parquet': rows of `probs` must sum to 1.*row 2346 "):
+        evaluate(tmp_path / "sums.parquet", batch_rows=1_000)
+    frame, _, _ = _frame(8, 3_000)
+    frame.loc[2_345, "label"] = 7
+    frame.to_parquet(tmp_path / "labels.parquet")
+    with pytest.raises(CalibrationInputError, match=r"file 'labels.parquet': .*row 2346 is 7"):
+        evaluate(tmp_path / "labels.parquet", batch_rows=1_000)

@@ -159,6 +159,42 @@ def _assert_stats_close(a, b):
             np.testing.assert_allclose(left[part][name], right[part][name], rtol=1e-12, atol=1e-12)
 
 
+def test_class_major_update_equals_row_update_across_blocks():
+    # 30,000 rows of 10 classes span three blocks; rounded rows add ties and values on edges.
+    probs, labels = _data(11, 30_000, 10, ties=True, concentration=0.3)
+    by_rows = CalibrationStats(10, sweep_bins=(7, 50)).update(probs, labels)
+    by_columns = CalibrationStats(10, sweep_bins=(7, 50)).update_columns(probs.T.copy(), labels)
+    assert by_rows.block_rows < probs.shape[0] / 2
+    _assert_stats_close(by_rows, by_columns)
+    for n_bins in (7, 15, 50):
+        expected = compute_metrics(probs, labels, n_bins=n_bins, keys=["ece", "classwise_ece", "accuracy", "brier"])
+        found = by_columns.metrics(n_bins)
+        for key, value in expected.items():
+            assert found[key] == pytest.approx(value, rel=1e-12, abs=1e-12), (n_bins, key)
+
+
+def test_top_label_ties_count_the_first_maximum_as_the_prediction():
+    # Row 0: tie between classes 0 and 1, label 1 -> wrong (argmax picks 0); row 1: same tie, label 0 -> right.
+    probs = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    labels = np.array([1, 0, 2])
+    stats = CalibrationStats(3, n_bins=4).update_columns(probs.T.copy(), labels)
+    assert stats.n_correct == 2
+    assert stats.metrics()["ece"] == pytest.approx(cc.ece(probs, labels, n_bins=4), abs=1e-15)
+
+
+def test_values_at_the_first_edge_and_a_single_bin_are_binned_exactly():
+    # Values equal to the first upper edge belong to cell 0 ((lo, hi] bins); with one bin every value does.
+    edge = np.linspace(0, 1, 16)[1]
+    probs = np.array([[edge, 1 - edge], [1 - edge, edge], [np.nextafter(edge, 1), 1 - np.nextafter(edge, 1)]])
+    labels = np.array([0, 1, 1])
+    for n_bins in (1, 15):
+        stats = CalibrationStats(2, n_bins=n_bins).update(probs, labels)
+        expected = cc.classwise_bin_statistics(probs, labels, n_bins)
+        found = stats.bin_stats("classwise")
+        np.testing.assert_array_equal(found.count, expected.count)
+        np.testing.assert_allclose(found.sum_value, expected.sum_value, rtol=1e-15)
+
+
 def test_merge_is_commutative_and_associative_with_empty_identity():
     a_p, a_y = _data(1, 300, 3)
     b_p, b_y = _data(2, 17, 3, ties=True)

@@ -78,3 +78,39 @@ def test_inputs_are_never_modified():
     for metric in (cc.ece, cc.ace, cc.tace, cc.sce, cc.gce, cc.ks_error, cc.brier_score):
         metric(probs, np.array([0, 1, 1]))
     np.testing.assert_array_equal(probs, before)
+
+
+def test_class_major_check_accepts_what_the_row_check_accepts():
+    from calib_core.validation import check_probs_columns
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(4), size=50_000)  # more than one block of the column check
+    labels = rng.integers(0, 4, 50_000)
+    columns, checked = check_probs_columns(probs.T.copy(), labels)
+    np.testing.assert_array_equal(columns, probs.T)
+    np.testing.assert_array_equal(checked, labels)
+    # Lists and integer matrices take the row check's conversions.
+    columns, _ = check_probs_columns([[1, 0], [0, 1]], [0, 1])
+    assert columns.dtype == np.float64 and columns.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.nan, "NaN or infinite values, e.g. row 40007"),
+    (np.inf, "NaN or infinite values, e.g. row 40007"),
+    (-0.1, "negative values, e.g. row 40007"),
+    (0.9, "row 40007 sums to"),
+])
+def test_class_major_check_names_the_row_with_its_offset(bad, match):
+    from calib_core.validation import check_probs_columns
+
+    columns = np.full((2, 50_000), 0.5)
+    columns[1, 40_000] = bad
+    with pytest.raises(CalibrationInputError, match=match):
+        check_probs_columns(columns, np.zeros(50_000, dtype=int), row_offset=7)
+
+
+def test_class_major_check_names_a_label_row_with_its_offset():
+    from calib_core.validation import check_probs_columns
+
+    with pytest.raises(CalibrationInputError, match="row 12 is 2"):
+        check_probs_columns(np.full((2, 3), 0.5), [0, 1, 2], row_offset=10)
