@@ -482,17 +482,25 @@ def _total_rows(files: Sequence[Path]) -> int | None:
 _DONE = object()
 
 
-def _read_ahead(batches: Iterator[Any]) -> Iterator[Any]:
-    """Yield from ``batches`` while a background thread already reads the next item."""
+#: Record batches the read-ahead thread may hold ready (each about DEFAULT_BATCH_BYTES).
+_READ_AHEAD = 2
+
+
+def _read_ahead(batches: Iterator[Any], depth: int = _READ_AHEAD) -> Iterator[Any]:
+    """Yield from ``batches`` while a background thread already reads up to ``depth`` items ahead."""
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(next, batches, _DONE)
+        # One thread runs the next() calls in order, so the futures complete in order.
+        pending = deque(pool.submit(next, batches, _DONE) for _ in range(depth))
         while True:
-            item = pending.result()
+            item = pending.popleft().result()
             if item is _DONE:
+                for future in pending:
+                    future.cancel()
                 return
-            pending = pool.submit(next, batches, _DONE)
+            pending.append(pool.submit(next, batches, _DONE))
             yield item
 
 
