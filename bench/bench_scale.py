@@ -61,8 +61,8 @@ if task["kind"] == "evaluate":
     # run would teach the scheduler that these tasks are short, and it would then give all to one worker).
     if task["engine"] == "dask":
         import distributed
-        from calib_core.dask_engine import warm_up
-        cluster = distributed.LocalCluster(n_workers=task["workers"], threads_per_worker=1, dashboard_address=None)
+        from calib_core.dask_engine import local_cluster, warm_up
+        cluster = local_cluster(task["workers"])  # workers with glibc's allocator defaults, as this process
         scheduler = distributed.Client(cluster)
         warm_up(scheduler)
     else:

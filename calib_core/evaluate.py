@@ -364,38 +364,53 @@ class ColumnBatch:
     ----------
     columns : list of ndarray
         K float64 arrays of length n, one per class (views of Arrow's or
-        pandas' buffers where possible); not checked yet.
+        pandas' buffers where possible).
     labels : ndarray of shape (n,), intp
-        Class indices (their range is checked with the values).
+        Class indices.
     first_row : int
         Number of the batch's first row in its file (0-based).
     display : str
         Where the rows come from, for error messages (``"file 'a.parquet'"``).
+    checked : bool
+        Whether :meth:`check` has passed (values and label range).
     """
 
     columns: list[NDArray[np.float64]]
     labels: NDArray[np.intp]
     first_row: int
     display: str
+    checked: bool = False
 
     @property
     def n_rows(self) -> int:
         return int(self.labels.shape[0])
 
-    def block(self, start: int, stop: int, scratch: Any = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-        """Rows ``start:stop``, checked, as a ``(K, m)`` array (in ``scratch`` if given) and labels.
+    def check(self) -> "ColumnBatch":
+        """This batch with every value and label checked by the shared validator.
+
+        The streaming engine calls it in its read-ahead thread, so the check
+        runs while the previous batch is added.
 
         Raises
         ------
         CalibrationInputError
             Naming the file and the row (counted from 1, as in the file).
         """
-        parts = [column[start:stop] for column in self.columns]
-        values = scratch.load(parts) if scratch is not None else np.stack(parts)
+        if self.checked or self.n_rows == 0:
+            return ColumnBatch(self.columns, self.labels, self.first_row, self.display, True)
         try:
-            return check_probs_columns(values, self.labels[start:stop], row_offset=self.first_row + start + 1)
+            _, labels = check_probs_columns(self.columns, self.labels, row_offset=self.first_row + 1)
         except CalibrationInputError as exc:
             raise CalibrationInputError(f"{self.display}: {exc}") from None
+        return ColumnBatch(self.columns, labels, self.first_row, self.display, True)
+
+    def block(self, start: int, stop: int, scratch: Any = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+        """Rows ``start:stop`` of a checked batch as a ``(K, m)`` array (in ``scratch`` if given) and labels."""
+        if not self.checked:
+            raise ValueError("ColumnBatch.block needs a checked batch (call check() first).")
+        parts = [column[start:stop] for column in self.columns]
+        values = scratch.load(parts) if scratch is not None else np.stack(parts)
+        return values, self.labels[start:stop]
 
 
 def add_batch(stats: Any, batch: ColumnBatch) -> None:
@@ -404,6 +419,7 @@ def add_batch(stats: Any, batch: ColumnBatch) -> None:
     Every engine adds its batches this way: the streaming engine, Dask and
     Spark tasks, and the later passes of exact adaptive bins.
     """
+    batch = batch.check()
     if isinstance(stats, CalibrationStats):
         scratch = stats._scratch_space()
         for start in range(0, batch.n_rows, stats.block_rows):
@@ -542,8 +558,9 @@ class _Source:
         assert self.plan is not None
         first_row = 0
         for batch in _record_batches(path, self.plan.columns, self.batch_rows):
+            # Checked here, in the read-ahead thread, while the previous batch is added.
             yield self.plan.columns_of_batch(batch, first_row=first_row, display=f"file {path.name!r}",
-                                             split=self.split)
+                                             split=self.split).check()
             first_row += batch.num_rows
 
 
@@ -760,7 +777,7 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
 
 def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: dict[str, Any]) -> StreamResult:
     """Read every batch, concatenate, and compute with the in-memory metrics (the reference)."""
-    blocks = [batch.block(0, batch.n_rows) for batch in source.batches() if batch.n_rows]
+    blocks = [batch.check().block(0, batch.n_rows) for batch in source.batches() if batch.n_rows]
     if not blocks:
         raise CalibrationInputError("no rows to evaluate" + (f" with split {source.split!r}." if source.split else "."))
     probs = np.concatenate([values.T for values, _ in blocks])

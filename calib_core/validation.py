@@ -8,6 +8,8 @@ message that names the argument, the problem and an example row or value.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -237,27 +239,28 @@ def check_probs_labels(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.
     return _check_rows(probs, labels, 0)
 
 
-def check_probs_columns(columns: ArrayLike, labels: ArrayLike, *,
-                        row_offset: int = 0) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """:func:`check_probs_labels` for a matrix stored class-major (one row per class).
+def check_probs_columns(columns: ArrayLike | Sequence[NDArray[np.float64]], labels: ArrayLike, *,
+                        row_offset: int = 0) -> tuple[Any, NDArray[np.intp]]:
+    """:func:`check_probs_labels` for probabilities stored class-major (one array per class).
 
     Streaming engines read tables column by column, so they hold the
-    probabilities transposed, with shape ``(K, N)``. This check reads that
-    layout as it is: per block of samples, the sum over the K class rows and
-    the minimum. Only when a block fails is it checked again row by row, so
-    the error message is exactly the one :func:`check_probs` gives.
+    probabilities transposed: a ``(K, N)`` array, or the K columns as they
+    came from the file. This check reads that layout as it is: per chunk of
+    samples, the sum over the K classes and each class's minimum. Only when
+    a chunk fails is it checked again row by row, so the error message is
+    exactly the one :func:`check_probs` gives.
 
     Parameters
     ----------
-    columns : array_like of shape (K, N)
-        ``columns[k, i]`` is the probability of class k for sample i.
+    columns : array_like of shape (K, N), or a sequence of K float64 arrays of length N
+        ``columns[k][i]`` is the probability of class k for sample i.
     labels : array_like of shape (N,)
     row_offset : int, default 0
         Added to the row numbers in error messages.
 
     Returns
     -------
-    columns : ndarray of shape (K, N), float64, C-contiguous
+    columns : ndarray of shape (K, N), float64, C-contiguous; or the sequence as given
     labels : ndarray of shape (N,), intp
 
     Raises
@@ -265,22 +268,43 @@ def check_probs_columns(columns: ArrayLike, labels: ArrayLike, *,
     CalibrationInputError
         As :func:`check_probs_labels` (rows are samples, i.e. columns here).
     """
-    array = np.asarray(columns)
-    if array.ndim != 2 or array.dtype != np.float64 or array.shape[0] < 2 or array.shape[1] == 0:
-        probs, checked = _check_rows(array.T if array.ndim == 2 else array, labels, row_offset)
-        return np.ascontiguousarray(probs.T), checked
-    array = np.ascontiguousarray(array)
-    n_classes, n_rows = array.shape
-    step = max(1, _BLOCK_ELEMENTS // n_classes)
+    if _is_column_list(columns):
+        parts = list(columns)
+        checked: Any = columns
+    else:
+        array = np.asarray(columns)
+        if array.ndim != 2 or array.dtype != np.float64 or array.shape[0] < 2 or array.shape[1] == 0:
+            probs, labels_checked = _check_rows(array.T if array.ndim == 2 else array, labels, row_offset)
+            return np.ascontiguousarray(probs.T), labels_checked
+        checked = np.ascontiguousarray(array)
+        parts = list(checked)  # rows of a C-contiguous array: contiguous class columns
+    n_classes, n_rows = len(parts), parts[0].shape[0]
+    # Chunks of ~2 MiB per class column: each numpy call long enough to run beside other threads.
+    step = max(1024, (1 << 18))
+    row_sums = np.empty(min(step, n_rows))
     for start in range(0, n_rows, step):
-        block = array[:, start:start + step]
+        chunk = [part[start:start + step] for part in parts]
+        sums = row_sums[:chunk[0].shape[0]]
+        np.copyto(sums, chunk[0])
+        low = chunk[0].min()
+        for values in chunk[1:]:
+            np.add(sums, values, out=sums)
+            low = min(low, values.min())
         # A NaN makes both tests false; +inf makes the row sum fail; -inf the minimum.
-        low = block.min()
-        worst = np.abs(np.add.reduce(block, axis=0) - 1.0).max()
+        worst = np.abs(sums - 1.0).max()
         if not (low >= 0.0 and worst <= ROW_SUM_TOLERANCE):
             # The row-by-row check names the first bad row (it is the authority at the tolerance's edge).
-            check_probs_with_row_sums(block.T, row_offset=row_offset + start)
-    return array, check_labels(labels, n_classes, n_rows=n_rows, row_offset=row_offset)
+            check_probs_with_row_sums(np.column_stack(chunk), row_offset=row_offset + start)
+    return checked, check_labels(labels, n_classes, n_rows=n_rows, row_offset=row_offset)
+
+
+def _is_column_list(columns: object) -> bool:
+    """A list or tuple of at least two float64 1-D arrays of one non-zero length."""
+    if not isinstance(columns, (list, tuple)) or len(columns) < 2:
+        return False
+    first = columns[0]
+    return all(isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype == np.float64 for c in columns) \
+        and first.shape[0] > 0 and all(c.shape == first.shape for c in columns)
 
 
 def _check_rows(probs: ArrayLike, labels: ArrayLike, row_offset: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
