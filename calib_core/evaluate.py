@@ -65,8 +65,8 @@ DEFAULT_BATCH_BYTES = 64 << 20
 #: Rows per record batch for ``batch_rows=None`` with 10 classes (see :data:`DEFAULT_BATCH_BYTES`).
 DEFAULT_BATCH_ROWS = None
 
-#: Record batches are converted and added in slices of this many rows, so the
-#: temporaries of the arithmetic stay in the CPU cache.
+#: Rows per slice when a batch is added to the statistics of the later passes (exact adaptive
+#: bins, KS), so their temporaries stay in the CPU cache.
 _SLICE_ROWS = 16384
 
 #: Engines :func:`evaluate` offers.
@@ -306,7 +306,7 @@ class ColumnPlan:
 
     def columns_of_frame(self, frame: pd.DataFrame, *, first_row: int = 0, display: str = "the data",
                          split: str | None = None) -> "ColumnBatch":
-        """The rows of a pandas frame (a Dask partition), class-major; values are checked block by block later."""
+        """The rows of a pandas frame (a Dask partition), class-major (checked by :meth:`ColumnBatch.check`)."""
         if split is None and self.index_labels and self.input_kind == "probabilities" \
                 and all(c in frame.columns and frame[c].dtype == np.float64 for c in self.class_columns) \
                 and self.label_column in frame.columns and frame[self.label_column].dtype.kind in "iu":
@@ -540,7 +540,7 @@ class _Source:
         return first[0].shape[1]
 
     def batches(self) -> Iterator[ColumnBatch]:
-        """Every record batch of every file, class-major (values not yet checked)."""
+        """Every record batch of every file, class-major; table files' batches come checked (read-ahead thread)."""
         if self.arrays:
             if self.split is not None:
                 raise CalibrationInputError("`split` is supported for CSV and Parquet tables only.")

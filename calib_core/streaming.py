@@ -232,6 +232,12 @@ class _CellIndex:
 _LANES = 4
 
 
+def _lane_sums(index: NDArray[np.intp], n_out: int, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Per-cell sums of ``weights`` (counts without) for lane-offset cell indices, the lanes added up."""
+    sums = np.bincount(index, weights=weights, minlength=_LANES * n_out).reshape(_LANES, n_out).sum(axis=0)
+    return sums.astype(np.float64, copy=False)  # bincount of no values gives integers
+
+
 class _BlockScratch:
     """Arrays reused from block to block by :meth:`CalibrationStats._prepare`.
 
@@ -354,7 +360,9 @@ class CalibrationStats(_BatchUpdates):
         # Cell offsets: class k's cells start at k * n_cells; lane j's (see _LANES) at j * n_cells
         # for the top label and at j * K * n_cells for the class cells.
         self._class_starts = np.arange(k) * n_cells
-        self._lane_offsets = (np.arange(k * self.block_rows) % _LANES) * n_cells
+        lanes = np.arange(k * self.block_rows) % _LANES
+        self._top_lanes = lanes[:self.block_rows] * n_cells
+        self._class_lanes = lanes * (k * n_cells)
         self._scratch: _BlockScratch | None = None
         self.n_rows = 0
         self.n_correct = 0
@@ -423,7 +431,7 @@ class CalibrationStats(_BatchUpdates):
         per_class = np.diff(np.searchsorted(above, np.arange(n_classes + 1) * n_rows))
         binned_cells = self._index(binned_values, out=scratch.cells(above.size))
         binned_cells += np.repeat(self._class_starts, per_class)
-        binned_cells += self._lane_offsets[:above.size] * n_classes
+        binned_cells += self._class_lanes[:above.size]
         confidence = values.max(axis=0)
         # Flat position of each row's true-class value.
         true_at = labels * n_rows + np.arange(n_rows)
@@ -433,12 +441,11 @@ class CalibrationStats(_BatchUpdates):
             hit = true_value == confidence
         else:
             hit = values.argmax(axis=0) == labels  # ties: the first maximum, as argmax in memory
-        lanes = self._lane_offsets[:n_rows]
         true_cell = self._index(true_value)
         true_cell += labels * n_cells
-        true_cell += lanes * n_classes
+        true_cell += self._class_lanes[:n_rows]
         top_cell = self._index(confidence)
-        top_cell += lanes
+        top_cell += self._top_lanes[:n_rows]
         return _PreparedBlock(
             n_rows=n_rows,
             n_correct=int(np.count_nonzero(hit)),
@@ -461,27 +468,23 @@ class CalibrationStats(_BatchUpdates):
         n_cells = self.edges.size - 1
         shape = (self.n_classes, n_cells)
 
-        def lanes_summed(index: NDArray[np.intp], n_out: int, weights: NDArray[np.float64] | None = None):
-            sums = np.bincount(index, weights=weights, minlength=_LANES * n_out).reshape(_LANES, n_out).sum(axis=0)
-            return sums.astype(np.float64, copy=False)  # bincount of no values gives integers
-
         self.n_rows += block.n_rows
         self.n_correct += block.n_correct
         self.sum_brier += block.sum_brier
         self.sum_nll += block.sum_nll
         self.label_count += np.bincount(block.labels, minlength=self.n_classes)
-        self.top_count += lanes_summed(block.top_cell, n_cells)
-        self.top_sum_value += lanes_summed(block.top_cell, n_cells, block.confidence)
-        self.top_sum_target += lanes_summed(block.top_cell, n_cells, block.correct)
-        count = lanes_summed(block.binned_cells, self.n_classes * n_cells).reshape(shape)
-        total = lanes_summed(block.binned_cells, self.n_classes * n_cells, block.binned_values).reshape(shape)
+        self.top_count += _lane_sums(block.top_cell, n_cells)
+        self.top_sum_value += _lane_sums(block.top_cell, n_cells, block.confidence)
+        self.top_sum_target += _lane_sums(block.top_cell, n_cells, block.correct)
+        count = _lane_sums(block.binned_cells, self.n_classes * n_cells).reshape(shape)
+        total = _lane_sums(block.binned_cells, self.n_classes * n_cells, block.binned_values).reshape(shape)
         # The values not binned one by one lie in cell 0 of their class.
         count[:, 0] += block.n_rows - count.sum(axis=1)
         total[:, 0] += block.class_totals - total.sum(axis=1)
         self.class_count += count
         self.class_sum_value += total
         # Only the true class of a row has target 1 (as in classwise_bin_statistics).
-        self.class_sum_target += lanes_summed(block.true_cell, self.n_classes * n_cells).reshape(shape)
+        self.class_sum_target += _lane_sums(block.true_cell, self.n_classes * n_cells).reshape(shape)
         if self.sketches is not None:
             probs = block.values.reshape(self.n_classes, block.n_rows).T
             for key, values, targets in _value_sets(probs, block.labels, block.confidence, block.correct,
