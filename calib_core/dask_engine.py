@@ -72,7 +72,8 @@ def local_cluster(n_workers: int = 2, **options: Any) -> Any:
     n_workers : int, default 2
     **options
         Passed on to :class:`distributed.LocalCluster` (defaults:
-        ``threads_per_worker=1``, ``dashboard_address=None``).
+        ``threads_per_worker=1``, ``dashboard_address=":0"``: any free port, so a second cluster does not
+        collide with one on the default 8787).
 
     Notes
     -----
@@ -84,7 +85,7 @@ def local_cluster(n_workers: int = 2, **options: Any) -> Any:
     import dask
 
     _, _, distributed = _import_dask()
-    settings = {"threads_per_worker": 1, "dashboard_address": None, **options}
+    settings = {"threads_per_worker": 1, "dashboard_address": ":0", **options}
     with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environment()}):
         return distributed.LocalCluster(n_workers=n_workers, **settings)
 

@@ -18,7 +18,7 @@ def _local_cluster(attempts: int = 3) -> distributed.LocalCluster:
     for attempt in range(attempts):
         try:
             return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                            dashboard_address=None)
+                                            dashboard_address=":0")
         except AssertionError:
             if attempt == attempts - 1:
                 raise
