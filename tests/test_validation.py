@@ -1,6 +1,8 @@
 """One test per validation branch of calib_core.validation (and through a public metric)."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
@@ -114,3 +116,48 @@ def test_class_major_check_names_a_label_row_with_its_offset():
 
     with pytest.raises(CalibrationInputError, match="row 12 is 2"):
         check_probs_columns(np.full((2, 3), 0.5), [0, 1, 2], row_offset=10)
+
+
+@st.composite
+def _maybe_corrupted(draw):
+    """A probability matrix with labels, perhaps with one bad value or label somewhere."""
+    n = draw(st.integers(1, 300))
+    k = draw(st.integers(2, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    probs = rng.dirichlet(np.ones(k), size=n)
+    labels = rng.integers(0, k, n)
+    fault = draw(st.sampled_from(["none", "nan", "inf", "negative", "sum", "label", "tiny"]))
+    row, column = draw(st.integers(0, n - 1)), draw(st.integers(0, k - 1))
+    if fault == "nan":
+        probs[row, column] = np.nan
+    elif fault == "inf":
+        probs[row, column] = np.inf
+    elif fault == "negative":
+        probs[row, column] = -0.01
+    elif fault == "sum":
+        probs[row, column] += 0.01
+    elif fault == "tiny":
+        probs[row, column] += 5e-5  # within the row-sum tolerance
+    elif fault == "label":
+        labels[row] = k
+    return probs, labels
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=_maybe_corrupted())
+def test_class_major_check_accepts_and_rejects_exactly_as_the_row_check(data):
+    from calib_core.validation import check_probs_columns, check_probs_labels
+
+    probs, labels = data
+    try:
+        check_probs_labels(probs, labels)
+        expected = None
+    except CalibrationInputError as exc:
+        expected = str(exc)
+    for columns in (list(probs.T.copy()), probs.T.copy()):
+        try:
+            check_probs_columns(columns, labels)
+            found = None
+        except CalibrationInputError as exc:
+            found = str(exc)
+        assert found == expected
