@@ -103,20 +103,52 @@ def _import_dask():
     return dask, dd, distributed
 
 
-def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str) -> Any:
-    """Statistics of one partition (a pandas DataFrame), added block by block as the streaming engine does."""
+def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str,
+                    first_row: int = 0) -> Any:
+    """Statistics of one partition (a pandas DataFrame), added block by block as the streaming engine does.
+
+    ``display`` and ``first_row`` (the partition's first row in its file,
+    0-based) name the place of a bad row in error messages.
+    """
     from calib_core.evaluate import add_batch
 
     stats = factory()
-    add_batch(stats, plan.columns_of_frame(frame, display=display, split=split))
+    add_batch(stats, plan.columns_of_frame(frame, first_row=first_row, display=display, split=split))
     return stats
 
 
-def _stats_frame(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None, display: str) -> Any:
-    """One-row frame holding the statistics of a partition (so reading and adding fuse into one task)."""
+def _stats_frame(frame: Any, factory: Callable[[], Any], plan: Any, split: str | None,
+                 places: list[tuple[str, int]] | None, partition_info: dict[str, Any] | None = None) -> Any:
+    """One-row frame holding the statistics of a partition (so reading and adding fuse into one task).
+
+    ``places[i]`` is the file and first row of partition i, when known; Dask
+    passes the partition's number in ``partition_info``.
+    """
     import pandas as pd
 
-    return pd.DataFrame({"stats": pd.Series([partition_stats(frame, factory, plan, split, display)], dtype=object)})
+    display, first_row = "a partition of the table", 0
+    if places is not None and partition_info is not None and partition_info.get("number") is not None:
+        display, first_row = places[partition_info["number"]]
+    stats = partition_stats(frame, factory, plan, split, display, first_row)
+    return pd.DataFrame({"stats": pd.Series([stats], dtype=object)})
+
+
+def _partition_places(files: list[Any], n_partitions: int) -> list[tuple[str, int]] | None:
+    """File and first row of each partition of Parquet files read one partition per row group; else None."""
+    import pyarrow.parquet as pq
+
+    from calib_core.evaluate import _format_of
+
+    if any(_format_of(path) != "parquet" for path in files):
+        return None
+    places = []
+    for path in files:
+        metadata = pq.ParquetFile(path).metadata
+        row = 0
+        for group in range(metadata.num_row_groups):
+            places.append((f"file {path.name!r}", row))
+            row += metadata.row_group(group).num_rows
+    return places if len(places) == n_partitions else None
 
 
 def _unpack(frame: Any) -> Any:
@@ -204,10 +236,10 @@ def dask_runner(source: Any, *, scheduler: Any = None, progress: Any = None,
             import pandas as pd
 
             frame = _read_frame(source, dd)
-            display = f"a partition of {len(source.files)} file(s)"
+            places = _partition_places(source.files, frame.npartitions)
             meta = pd.DataFrame({"stats": pd.Series([], dtype=object)})
             # map_partitions fuses with the reader: each task reads its rows and returns only statistics.
-            stats_frames = frame.map_partitions(_stats_frame, factory, source.plan, source.split, display, meta=meta)
+            stats_frames = frame.map_partitions(_stats_frame, factory, source.plan, source.split, places, meta=meta)
             unpack = dask.delayed(_unpack, pure=True)
             parts = [unpack(part) for part in stats_frames.to_delayed()]
             try:

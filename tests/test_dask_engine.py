@@ -101,3 +101,11 @@ def test_default_local_cluster_of_worker_processes(folder):
     on_dask = evaluate(folder, engine="dask", metrics=["ece", "classwise_ece", "ace", "ks", "nll"])
     for key, value in memory.metrics.items():
         assert on_dask.metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+
+
+def test_dask_errors_name_the_file_and_row_of_a_parquet_partition(client, folder, tmp_path):
+    frame = pd.concat([pd.read_parquet(folder / f"part-{i}.parquet") for i in range(2)], ignore_index=True)
+    frame.loc[1_234, "p_2"] = np.nan  # row 1,235 of the file, in its third row group of 500
+    frame.to_parquet(tmp_path / "bad.parquet", row_group_size=500)
+    with pytest.raises(CalibrationInputError, match=r"file 'bad.parquet': .*NaN.* row 1235:"):
+        evaluate(tmp_path / "bad.parquet", engine="dask", scheduler=client)
