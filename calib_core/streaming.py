@@ -1079,7 +1079,7 @@ def _exact_adaptive(slots: _Slots, n_values: int, n_bins: int) -> BinStats:
     total = int(round(slots.count.sum()))
     if total != n_values:
         raise CalibrationInputError(
-            f"the data changed between passes: pass 1 saw {n_values} values, pass 2 saw {total}. "
+            f"the data changed between passes: pass 1 saw {n_values} values, a later pass {total}. "
             "Do not modify the input while it is being evaluated."
         )
     if n_values == 0:
@@ -1171,28 +1171,6 @@ class SecondPass(_BatchUpdates):
         merged = SecondPass(self.n_classes, {key: s.merge(other.brackets[key]) for key, s in self.brackets.items()},
                             None if self.ks_regions is None else self.ks_regions.merge(other.ks_regions),
                             self.threshold)
-        merged.n_rows = self.n_rows + other.n_rows
-        return merged
-
-
-class KSCollect(_BatchUpdates):
-    """Pass-3 statistics: the rows whose top-label confidence lies in the candidate regions of the KS maximum."""
-
-    def __init__(self, n_classes: int, regions: _Slots) -> None:
-        self.n_classes = n_classes
-        self.regions = regions
-        self.n_rows = 0
-
-    def fresh(self) -> "KSCollect":
-        return KSCollect(self.n_classes, _Slots(self.regions.points, self.regions.collect))
-
-    def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
-        confidence, correct = _top_label(probs, labels)
-        self.n_rows += confidence.size
-        self.regions.add(confidence, correct)
-
-    def merge(self, other: "KSCollect") -> "KSCollect":
-        merged = KSCollect(self.n_classes, self.regions.merge(other.regions))
         merged.n_rows = self.n_rows + other.n_rows
         return merged
 
@@ -1323,7 +1301,7 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
                    binning: str = "uniform", metrics: Sequence[str] | None = None, exact: bool = True,
                    threshold: float = 0.01, sweep_bins: Iterable[int] = (),
                    sketch_capacity: int = DEFAULT_SKETCH_CAPACITY, ks_regions: int = 8192,
-                   ks_collect_rows: int = 4_000_000) -> StreamResult:
+                   ks_collect_rows: int = 4_000_000, collect_rows: int = 4_000_000) -> StreamResult:
     """Compute calibration metrics in passes over data that never sits in memory at once.
 
     Parameters
@@ -1355,6 +1333,10 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
     ks_collect_rows : int
         At most this many rows are held to resolve the KS maximum; past it
         the regions are refined with another pass.
+    collect_rows : int
+        At most about this many values are held to find the exact adaptive
+        edges; past it the sketch's brackets are narrowed with counting
+        passes first, so memory does not grow with the number of rows.
 
     Returns
     -------
@@ -1369,7 +1351,12 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
     and, for ``ks``, sums the confidence and correctness between sketch
     quantiles; pass 3 collects the rows of the regions where the maximum
     of :math:`|D(q)| = |\\sum_{c_i \\le q} (c_i - a_i)|` can lie (bounded by
-    the region sums) and resolves it exactly.
+    the region sums) and resolves it exactly. When the sketch's brackets
+    may hold more than ``collect_rows`` values (large tables: the sketch's
+    rank error grows with the row count), pass 2 only counts them, and
+    counting passes over ever narrower slices of the brackets come before
+    the pass that collects, so the memory stays bounded; the same holds
+    for the KS regions and ``ks_collect_rows``.
 
     With ``exact=False`` the adaptive metrics and KS come from the pass-1
     sketches; ``error_bounds`` then holds, for ``ks``, a bound on
@@ -1426,8 +1413,18 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
             result["ks"] = estimate / n_rows
             bounds["ks"] = bound / n_rows
     elif kinds:
-        brackets = {key: _bracket_slots(sketches[key], n_bins)
-                    for key in _set_keys(n_classes, adaptive_kinds)}
+        keys = _set_keys(n_classes, adaptive_kinds)
+        ranks = {key: _run_end_ranks(sketches[key].n, n_bins) for key in keys}
+        brackets = {key: _bracket_slots(sketches[key], n_bins) for key in keys}
+        # Each bracket holds at most 4 rank errors of values. When together they may be more than
+        # `collect_rows`, pass 2 counts the brackets cut into fine pieces instead of collecting them.
+        bound = sum(4.0 * sketches[key].rank_error * ranks[key].size for key in keys)
+        collect_now = bound <= collect_rows
+        if not collect_now:
+            # Enough pieces that the pieces holding the edges fit the budget if values spread evenly.
+            pieces = int(min(1024, max(2, np.ceil(4.0 * bound / max(collect_rows, 1)))))
+            brackets = {key: _refine(value, value.collect & (np.arange(value.collect.size) % 2 == 0), pieces)
+                        for key, value in brackets.items()}
         regions = None
         if "ks" in wanted:
             top = sketches["top"]
@@ -1435,34 +1432,22 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
             regions = _Slots(cut, np.zeros(2 * cut.size + 1, dtype=bool))
         second: SecondPass = run_pass(partial(_fresh, SecondPass(n_classes, brackets, regions, threshold)))
         n_passes += 1
-        if second.n_rows != n_rows:
-            raise CalibrationInputError(
-                f"the data changed between passes: pass 1 saw {n_rows} rows, pass 2 saw {second.n_rows}."
-            )
+        _check_same_rows(n_rows, second.n_rows)
+        slots, regions = second.brackets, second.ks_regions
+        if not collect_now or regions is not None:
+            narrowed, regions, extra_passes = _narrow_and_collect(
+                run_pass, n_classes, None if collect_now else slots, ranks, regions, n_rows, threshold,
+                collect_rows, ks_collect_rows)
+            slots = slots if collect_now else narrowed
+            n_passes += extra_passes
         for kind in adaptive_kinds:
-            parts = [_exact_adaptive(second.brackets[key], sketches[key].n, n_bins)
-                     for key in _set_keys(n_classes, (kind,))]
+            parts = [_exact_adaptive(slots[key], sketches[key].n, n_bins) for key in _set_keys(n_classes, (kind,))]
             if kind == "top":
                 adaptive["top_label"] = parts[0]
             else:
                 adaptive["classwise" if kind == "class" else "classwise_above"] = _stack_binstats(parts)
-        if "ks" in wanted:
-            assert second.ks_regions is not None
-            regions = second.ks_regions
-            for _ in range(8):
-                candidate, _ = _ks_candidates(regions, n_rows)
-                if regions.count[candidate].sum() <= ks_collect_rows:
-                    break
-                refined: KSCollect = run_pass(partial(_fresh, KSCollect(n_classes, _refine(regions, candidate))))
-                n_passes += 1
-                regions = refined.regions
-            collected: KSCollect = run_pass(partial(_fresh, KSCollect(n_classes, _Slots(regions.points, candidate))))
-            n_passes += 1
-            if collected.n_rows != n_rows:
-                raise CalibrationInputError(
-                    f"the data changed between passes: pass 1 saw {n_rows} rows, a later pass {collected.n_rows}."
-                )
-            result["ks"] = _ks_from_collected(collected.regions, n_rows)
+        if regions is not None:
+            result["ks"] = _ks_from_collected(regions, n_rows)
     if "top_label" in adaptive and adaptive_bins:
         for key in _BINNED_TOP:
             if key in wanted:
@@ -1477,6 +1462,61 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
     bounds = {key: value for key, value in bounds.items() if key in wanted}
     ordered = {key: float(result[key]) for key in wanted}
     return StreamResult(ordered, stats, adaptive, exact or not kinds, bounds, n_passes, n_bins, binning, threshold)
+
+
+def _check_same_rows(first: int, later: int) -> None:
+    if later != first:
+        raise CalibrationInputError(f"the data changed between passes: pass 1 saw {first} rows, a later pass {later}.")
+
+
+def _slots_holding(slots: _Slots, ranks: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """The between-slots that hold the values of the given 1-based ranks (point slots need no values)."""
+    at = np.searchsorted(np.cumsum(slots.count), ranks, side="left")
+    holding = np.zeros(slots.count.size, dtype=bool)
+    holding[at[at % 2 == 0]] = True
+    return holding
+
+
+def _narrow_and_collect(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
+                        slots: dict[str, _Slots] | None, ranks: dict[str, NDArray[np.float64]],
+                        regions: _Slots | None, n_rows: int, threshold: float, collect_rows: int,
+                        ks_collect_rows: int) -> tuple[dict[str, _Slots], _Slots | None, int]:
+    """Narrow counted slots down to the few values that decide the results, then collect those.
+
+    ``slots``: per value set, counted slots around the adaptive edges (None
+    when pass 2 collected them already); ``regions``: counted KS regions
+    (None without KS). While the slots holding the target ranks hold more
+    than ``collect_rows`` values, or the candidate KS regions more than
+    ``ks_collect_rows`` rows, those are cut into 1024 equal-width pieces and
+    counted again (one pass each, at most 8); then one pass collects the
+    values of both. Returns the slots and regions of that pass and the
+    number of passes made.
+    """
+    slots = slots or {}
+    passes = 0
+    for _ in range(8):
+        holding = {key: _slots_holding(value, ranks[key]) for key, value in slots.items()}
+        candidate = _ks_candidates(regions, n_rows)[0] if regions is not None else None
+        narrow_slots = sum(value.count[holding[key]].sum() for key, value in slots.items()) > collect_rows
+        narrow_regions = regions is not None and regions.count[candidate].sum() > ks_collect_rows
+        if not (narrow_slots or narrow_regions):
+            break
+        counted: SecondPass = run_pass(partial(_fresh, SecondPass(
+            n_classes,
+            {key: _refine(value, holding[key]) if narrow_slots else _Slots(value.points, np.zeros_like(value.collect))
+             for key, value in slots.items()},
+            None if regions is None else _refine(regions, candidate) if narrow_regions else
+            _Slots(regions.points, np.zeros_like(regions.collect)),
+            threshold)))
+        passes += 1
+        _check_same_rows(n_rows, counted.n_rows)
+        slots, regions = counted.brackets, counted.ks_regions
+    holding = {key: _slots_holding(value, ranks[key]) for key, value in slots.items()}
+    flagged = {key: _Slots(value.points, holding[key]) for key, value in slots.items()}
+    flagged_regions = None if regions is None else _Slots(regions.points, _ks_candidates(regions, n_rows)[0])
+    collected: SecondPass = run_pass(partial(_fresh, SecondPass(n_classes, flagged, flagged_regions, threshold)))
+    _check_same_rows(n_rows, collected.n_rows)
+    return collected.brackets, collected.ks_regions, passes + 1
 
 
 def _refine(regions: _Slots, candidate: NDArray[np.bool_], pieces: int = 1024) -> _Slots:

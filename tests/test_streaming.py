@@ -15,6 +15,7 @@ from calib_core.streaming import (
     STREAM_METRICS,
     CalibrationStats,
     QuantileSketch,
+    SecondPass,
     _CellIndex,
     stream_metrics,
 )
@@ -83,13 +84,15 @@ def streams(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=streams(), binning=st.sampled_from(["uniform", "adaptive"]), n_bins=st.integers(1, 12))
-def test_streaming_equals_in_memory_for_every_metric(data, binning, n_bins):
+@given(data=streams(), binning=st.sampled_from(["uniform", "adaptive"]), n_bins=st.integers(1, 12),
+       collect_rows=st.sampled_from([0, 5, 4_000_000]))
+def test_streaming_equals_in_memory_for_every_metric(data, binning, n_bins, collect_rows):
     probs, labels, cuts = data
     expected = _reference(probs, labels, n_bins, binning)
-    # Tiny sketches and KS budgets force compactions, brackets and KS refinement passes.
+    # Tiny sketches and collection budgets force compactions, brackets, and the narrowing passes of the
+    # adaptive edges and of KS.
     result = stream_metrics(_batch_runner(probs, labels, cuts), probs.shape[1], n_bins=n_bins, binning=binning,
-                            sketch_capacity=4, ks_regions=3, ks_collect_rows=5)
+                            sketch_capacity=4, ks_regions=3, ks_collect_rows=5, collect_rows=collect_rows)
     assert result.exact
     for key in STREAM_METRICS:
         assert result.metrics[key] == pytest.approx(expected[key], rel=1e-12, abs=1e-12), key
@@ -103,6 +106,33 @@ def test_streaming_matches_on_larger_data_with_many_ties():
     for key in STREAM_METRICS:
         assert result.metrics[key] == pytest.approx(expected[key], rel=1e-12, abs=1e-12), key
     assert result.n_passes >= 3
+
+
+def test_adaptive_edges_of_a_large_table_are_found_with_bounded_collection():
+    # A small sketch on 20,000 rows: its brackets may hold far more than 200 values, so pass 2 only counts
+    # (in fine pieces) and pass 3 collects; the result is still exact.
+    probs, labels = _data(5, 20_000, 4, concentration=0.3)
+    expected = _reference(probs, labels, 10, "adaptive")
+    runner = _batch_runner(probs, labels, list(range(2_000, 20_000, 2_000)))
+    held = []
+
+    def run_pass(factory):
+        merged = runner(factory)
+        if isinstance(merged, SecondPass):
+            held.append(sum(values.size for slots in merged.brackets.values() for values in slots.values))
+        return merged
+
+    result = stream_metrics(run_pass, 4, n_bins=10, binning="adaptive", metrics=["ece", "ace", "tace", "classwise_ece"],
+                            sketch_capacity=16, collect_rows=200)
+    # Pass 2 counted the brackets cut into pieces (collecting nothing), pass 3 collected the pieces that
+    # hold the edges.
+    assert result.n_passes == 3 and held[0] == 0
+    for key in ("ece", "ace", "tace", "classwise_ece"):
+        assert result.metrics[key] == pytest.approx(expected[key], rel=1e-12, abs=1e-12), key
+    # The values held to find the edges: near the budget, not near the 20,000 x 9 values of the sets.
+    assert 0 < held[-1] <= 2_000
+    without_budget = stream_metrics(runner, 4, n_bins=10, binning="adaptive", metrics=["ace"], sketch_capacity=16)
+    assert without_budget.n_passes == 2 and without_budget.metrics["ace"] == pytest.approx(expected["ace"], rel=1e-12)
 
 
 def test_uniform_only_metrics_take_one_pass():
