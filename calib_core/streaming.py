@@ -767,7 +767,7 @@ class QuantileSketch:
         while level < len(self._levels):
             items = self._levels[level]
             if items.shape[1] > self.capacity:
-                items = items[:, np.argsort(items[_KEY], kind="stable")]
+                items = items[:, np.argsort(items[_KEY])]  # any order of equal keys keeps the rank bounds
                 paired = items.shape[1] // 2 * 2
                 first, second = items[:, 0:paired:2], items[:, 1:paired:2]
                 merged = np.empty((5, paired // 2))
