@@ -1022,13 +1022,39 @@ class _Slots:
         self.sum_target = np.zeros(size)
         self.values: list[NDArray[np.float64]] = []
         self.targets: list[NDArray[np.float64]] = []
+        self._table: NDArray[np.intp] | None = None
 
-    def slot(self, values: NDArray[np.float64]) -> NDArray[np.intp]:
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_table"] = None  # rebuilt where needed, not sent along
+        return state
+
+    def _exact_slot(self, values: NDArray[np.float64]) -> NDArray[np.intp]:
         at = np.searchsorted(self.points, values, side="left")
         if self.points.size == 0:
             return 2 * at
         equal = self.points[np.minimum(at, self.points.size - 1)] == values
         return 2 * at + equal
+
+    def slot(self, values: NDArray[np.float64]) -> NDArray[np.intp]:
+        """Slot of each value (checked probabilities), by a lookup table as :class:`_CellIndex` does.
+
+        A grid cell ``[c / G, (c + 1) / G)`` without a point in it has one
+        slot for all its values (``2 * #{points below it}``); the few values
+        in grid cells that hold a point are placed by ``searchsorted``.
+        """
+        if self._table is None:
+            cells = np.arange(_LOOKUP_CELLS + 64, dtype=np.float64)
+            table = 2 * np.searchsorted(self.points, (cells + 0.5) / _LOOKUP_CELLS, side="left")
+            touched = np.floor(self.points * _LOOKUP_CELLS).astype(np.int64)
+            table[touched[(touched >= 0) & (touched < table.size)]] = -1
+            self._table = table
+        scaled = np.multiply(values, float(_LOOKUP_CELLS), out=np.empty(values.shape, np.intp), casting="unsafe")
+        index = self._table.take(scaled, mode="clip")
+        unsure = np.flatnonzero(index < 0)
+        if unsure.size:
+            index[unsure] = self._exact_slot(values[unsure])
+        return index
 
     def add(self, values: NDArray[np.float64], targets: NDArray[np.float64]) -> None:
         if values.size == 0:

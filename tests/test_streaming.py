@@ -178,6 +178,19 @@ def test_cell_index_agrees_with_upper_edge_index_at_and_around_edges():
         np.testing.assert_array_equal(_CellIndex(upper)(values), upper_edge_index(values, upper))
 
 
+def test_slot_lookup_agrees_with_searchsorted_at_and_around_points():
+    from calib_core.streaming import _Slots
+
+    rng = np.random.default_rng(4)
+    for points in [np.empty(0), np.array([0.0]), np.array([1.0]), np.unique(rng.random(50)),
+                   np.unique(np.concatenate([np.linspace(0.3, 0.30001, 500), rng.random(20), [0.0, 1.0, 1.00005]]))]:
+        slots = _Slots(points, np.zeros(2 * points.size + 1, dtype=bool))
+        values = np.concatenate([rng.random(20_000), points, np.nextafter(points, 0), np.nextafter(points, 2),
+                                 [0.0, 5e-324, 1.0, 1.0001]])
+        values = values[(values >= 0) & (values <= 1.0001)]
+        np.testing.assert_array_equal(slots.slot(values), slots._exact_slot(values))
+
+
 def _assert_stats_close(a, b):
     left, right = a.to_dict(), b.to_dict()
     for key in ("n_rows", "n_correct", "label_count", "bin_counts"):
