@@ -594,8 +594,14 @@ def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | Non
         raise CalibrationInputError(
             f"{'the files hold' if len(files) > 1 else f'file {files[0].name!r} has'} a header but no data rows."
         )
-    plan = ColumnPlan.detect(first[1].to_pandas(), display=f"file {first[0].name!r}", label_column=label_column,
-                             input_kind=input_kind)
+    display = f"file {first[0].name!r}"
+    try:
+        plan = ColumnPlan.detect(first[1].to_pandas(), display=display, label_column=label_column,
+                                 input_kind=input_kind)
+    except CalibrationInputError as exc:
+        if first[0].name in str(exc):
+            raise
+        raise CalibrationInputError(f"{display}: {exc}") from None  # the loader's rules name the row only
     return _Source(files, plan, batch_rows, split, label_column, input_kind)
 
 

@@ -287,3 +287,11 @@ def test_a_bad_row_in_a_later_batch_is_named_with_its_row_in_the_file(tmp_path):
     frame.to_parquet(tmp_path / "labels.parquet")
     with pytest.raises(CalibrationInputError, match=r"file 'labels.parquet': .*row 2346 is 7"):
         evaluate(tmp_path / "labels.parquet", batch_rows=1_000)
+
+
+def test_a_bad_row_in_the_first_batch_is_named_with_its_file(tmp_path):
+    frame, _, _ = _frame(9, 500)
+    frame.loc[17, "p_1"] += 0.5
+    frame.to_csv(tmp_path / "first.csv", index=False)
+    with pytest.raises(CalibrationInputError, match=r"^file 'first.csv': .*row 18"):
+        evaluate(tmp_path / "first.csv")
