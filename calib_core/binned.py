@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binning import BinStats, bin_statistics, classwise_bin_statistics
+from calib_core.binning import BinStats, _check_right, bin_statistics, classwise_bin_statistics
 from calib_core.validation import (
     check_binning,
     check_choice,
@@ -81,7 +81,7 @@ def _unweighted_mean_gap(stats: BinStats) -> NDArray[np.float64]:
 
 
 def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
-        norm: str = "l1") -> float:
+        norm: str = "l1", *, right: bool = True) -> float:
     """Top-label expected calibration error (ECE), RMSCE or MCE.
 
     Parameters
@@ -91,11 +91,17 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
     labels : array_like of shape (N,)
         True classes in ``0..K-1``.
     n_bins : int, default 15
+        In ``1..MAX_N_BINS`` (10,000).
     binning : {"uniform", "adaptive"}, default "uniform"
         Uniform-width or uniform-mass bins over the top-label confidences.
     norm : {"l1", "l2", "max"}, default "l1"
         ``"l1"`` is the ECE, ``"l2"`` the root-mean-square calibration error
         (RMSCE), ``"max"`` the maximum calibration error (MCE).
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` with 0 in the first bin (True, Guo et al.'s
+        code, scikit-learn) or ``[lo, hi)`` with 1 in the last bin (False,
+        torchmetrics and netcal); no effect on adaptive bins. See
+        :mod:`calib_core.binning` and ``docs/peers.md``.
 
     Returns
     -------
@@ -116,28 +122,35 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
 
     ``l2`` takes :math:`\\sqrt{\\sum_b (n_b/N) (\\mathrm{acc}(b) - \\mathrm{conf}(b))^2}`
     (torchmetrics' ``norm="l2"``), ``max`` the largest gap over non-empty bins.
-    Bins are right-closed; see :mod:`calib_core.binning`.
 
     Examples
     --------
     >>> round(ece([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
     0.35
+
+    The two uniform-bin conventions differ when confidences sit on edges:
+
+    >>> p = [[.75, .15, .1], [.1, .8, .1], [.1, .3, .6], [.3, .3, .4]]
+    >>> round(ece(p, [0, 1, 1, 2], n_bins=4), 4), round(ece(p, [0, 1, 1, 2], n_bins=4, right=False), 4)
+    (0.2875, 0.4125)
     """
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", _NORMS)
+    right = _check_right(right)
     confidence, correct = top_label(probs, labels)
-    return float(_reduce(bin_statistics(confidence, correct, n_bins, binning), norm))
+    return float(_reduce(bin_statistics(confidence, correct, n_bins, binning, right=right), norm))
 
 
-def mce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform") -> float:
-    """Maximum calibration error: ``ece(probs, labels, n_bins, binning, norm="max")``.
+def mce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform", *,
+        right: bool = True) -> float:
+    """Maximum calibration error: ``ece(probs, labels, n_bins, binning, norm="max", right=right)``.
 
     The largest ``|acc(b) - conf(b)|`` over non-empty bins (Guo et al. 2017,
     eq. 5). Sensitive to sparsely populated bins: one sample can set it.
     """
-    return ece(probs, labels, n_bins=n_bins, binning=binning, norm="max")
+    return ece(probs, labels, n_bins=n_bins, binning=binning, norm="max", right=right)
 
 
 def accuracy(probs: ArrayLike, labels: ArrayLike) -> float:
@@ -147,7 +160,8 @@ def accuracy(probs: ArrayLike, labels: ArrayLike) -> float:
 
 
 def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
-                  norm: str = "l1", per_class: bool = False) -> float | NDArray[np.float64]:
+                  norm: str = "l1", per_class: bool = False, *,
+                  right: bool = True) -> float | NDArray[np.float64]:
     """Class-wise ECE: the ECE of each marginal ``probs[:, k]`` against ``labels == k``.
 
     Parameters
@@ -161,6 +175,8 @@ def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning
         Return the ``(K,)`` array of per-class errors instead of their mean
         (the API contract fixes this flag; the mean is always
         ``per_class_values.mean()``).
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see :func:`ece`.
 
     Returns
     -------
@@ -177,19 +193,22 @@ def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", _NORMS)
-    per_class_values = _reduce(classwise_bin_statistics(probs, labels, n_bins, binning), norm)
+    right = _check_right(right)
+    per_class_values = _reduce(classwise_bin_statistics(probs, labels, n_bins, binning, right=right), norm)
     return per_class_values if per_class else float(per_class_values.mean())
 
 
-def sce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> float:
+def sce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, *, right: bool = True) -> float:
     """Static calibration error (Nixon et al. 2019, eq. 2): class-wise ECE with uniform bins.
+
+    ``right`` chooses ``(lo, hi]`` (True) or ``[lo, hi)`` (False) bins, as in :func:`ece`.
 
     Examples
     --------
     >>> round(sce([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
     0.35
     """
-    return classwise_ece(probs, labels, n_bins=n_bins, binning="uniform")
+    return classwise_ece(probs, labels, n_bins=n_bins, binning="uniform", right=right)
 
 
 def _adaptive_classwise(probs: ArrayLike, labels: ArrayLike, n_bins: int, threshold: float | None,
@@ -265,7 +284,7 @@ def _part(stats: BinStats, norm: str) -> NDArray[np.float64]:
 
 def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
         max_prob: bool = True, class_conditional: bool = False, threshold: float = 0.0,
-        norm: str = "l1") -> float:
+        norm: str = "l1", right: bool = True) -> float:
     """General calibration error spanning the 32 variants of Nixon et al. appendix C.
 
     Parameters
@@ -283,6 +302,8 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
         Drop the values ``<= threshold`` before binning (the default 0 drops
         exact zeros, as the reference implementation does).
     norm : {"l1", "l2"}
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see :func:`ece`.
 
     Returns
     -------
@@ -312,12 +333,13 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", ("l1", "l2"))
     threshold = check_positive(threshold, "threshold", allow_zero=True)
+    right = _check_right(right)
     if class_conditional:
         keep = probs > threshold
         if max_prob:
             predicted = probs.argmax(axis=1)
             keep &= np.arange(probs.shape[1]) == predicted[:, None]
-        parts = _part(classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep), norm)
+        parts = _part(classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right), norm)
         value = float(parts.mean())
     else:
         if max_prob:
@@ -326,5 +348,5 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
             values = probs.ravel()
             targets = (np.arange(probs.shape[1]) == labels[:, None]).ravel().astype(np.float64)
         kept = values > threshold
-        value = float(_part(bin_statistics(values[kept], targets[kept], n_bins, binning), norm))
+        value = float(_part(bin_statistics(values[kept], targets[kept], n_bins, binning, right=right), norm))
     return float(np.sqrt(value)) if norm == "l2" else value

@@ -10,16 +10,27 @@ Notes
 Conventions (``calib_core_api.md``):
 
 * **Uniform** ("uniform-width") bins split [0, 1] into ``n_bins`` equal
-  intervals ``(lo, hi]`` with edges ``np.linspace(0, 1, n_bins + 1)``; the
-  first bin also holds exactly 0. This is torchmetrics' and netcal's
-  right-closed convention.
+  intervals on the edges ``e = np.linspace(0, 1, n_bins + 1)``. With
+  ``right=True`` (the default; Guo et al.'s original code and scikit-learn's
+  ``calibration_curve``) they are ``(lo, hi]`` and the first bin also holds
+  exactly 0: the bin of ``v`` is ``np.digitize(v, e, right=True) - 1``,
+  clipped to ``0..n_bins-1``. With ``right=False`` (torchmetrics, netcal,
+  ``pandas.cut(right=False)``) they are ``[lo, hi)`` and the last bin also
+  holds exactly 1: ``np.digitize(v, e) - 1``, clipped the same way. The
+  rule is applied to the float64 edges as they are, so a value such as 0.3
+  against the edge ``e[3] = 3 * 0.1 = 0.30000000000000004`` of 10 bins lies
+  below that edge under both rules. ``docs/peers.md`` says which convention
+  each peer library uses.
 * **Adaptive** ("uniform-mass") bins: sort the values, cut the sorted array
   into ``n_bins`` runs the way :func:`numpy.array_split` does (the first
   ``m % n_bins`` runs one longer), take each run's last value as the bin's
   upper edge and put every value in the first bin whose upper edge is >= it.
   Without ties this is exactly the ``array_split`` grouping; tied values
   always share a bin, so results never depend on row order. Bins left empty
-  by ties are reported with count 0.
+  by ties are reported with count 0. ``right`` does not apply to them (their
+  edges are data values).
+* ``n_bins`` is a whole number in ``1..MAX_N_BINS`` (10,000), checked by
+  :func:`calib_core.validation.check_n_bins`.
 * Empty bins contribute nothing to any metric and are not counted.
 """
 from __future__ import annotations
@@ -63,10 +74,15 @@ class BinStats:
         Sum of the 0/1 targets (correctness, or ``labels == k``) in each bin.
     lower, upper : ndarray of shape (..., B)
         Bin bounds: each bin holds the values in ``(lower, upper]`` (the first
-        bin also holds ``lower`` itself). For adaptive bins ``upper`` is the
-        largest value in the bin and bins emptied by ties have NaN bounds.
+        bin also holds ``lower`` itself), or in ``[lower, upper)`` (the last
+        bin also holds ``upper``) for uniform bins with ``right=False``. For
+        adaptive bins ``upper`` is the largest value in the bin and bins
+        emptied by ties have NaN bounds.
     n_total : int or ndarray of shape (...)
         Number of values that were binned (the denominator of the weights).
+    right : bool, default True
+        Which end of a uniform bin is closed (see the module notes); always
+        True for adaptive bins.
     """
 
     count: NDArray[np.float64]
@@ -75,6 +91,7 @@ class BinStats:
     lower: NDArray[np.float64]
     upper: NDArray[np.float64]
     n_total: NDArray[np.float64] | float
+    right: bool = True
 
     @property
     def nonempty(self) -> NDArray[np.bool_]:
@@ -107,12 +124,17 @@ def uniform_edges(n_bins: int) -> NDArray[np.float64]:
     return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
 
 
-def _uniform_index(values: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """Index of the right-closed uniform bin ``(lo, hi]`` holding each value."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    index = np.searchsorted(edges, values, side="left") - 1
-    # 0 belongs to the first bin; values a rounding error above 1 to the last.
-    return np.clip(index, 0, n_bins - 1)
+def _check_right(right: object) -> bool:
+    if not isinstance(right, (bool, np.bool_)):
+        raise CalibrationInputError(f"`right` must be True or False, got {right!r}.")
+    return bool(right)
+
+
+def _uniform_index(values: NDArray[np.float64], n_bins: int, right: bool = True) -> NDArray[np.intp]:
+    """Index of the uniform bin holding each value: ``(lo, hi]`` (``right``) or ``[lo, hi)``."""
+    # 0 and 1 are in the first and last bin under both rules; values a rounding error
+    # above 1 (accepted by the row-sum tolerance) are in the last bin.
+    return upper_edge_index(values, np.linspace(0.0, 1.0, n_bins + 1)[1:], right=right)
 
 
 def _array_split_ends(n_values: NDArray[np.intp] | int, n_bins: int) -> NDArray[np.intp]:
@@ -150,28 +172,47 @@ def adaptive_upper_edges(sorted_values: ArrayLike, n_bins: int) -> NDArray[np.fl
     return values[ends - 1]
 
 
-def upper_edge_index(values: ArrayLike, upper: ArrayLike) -> NDArray[np.intp]:
-    """Index of the first bin whose upper edge is >= each value, for precomputed edges.
+def upper_edge_index(values: ArrayLike, upper: ArrayLike, *, right: bool = True) -> NDArray[np.intp]:
+    """Bin index of each value for precomputed ascending upper edges.
 
-    Applies edges that are already known (adaptive edges found in an earlier
-    pass, or the union of several uniform grids) with the conventions of
-    this module: bin ``b`` holds ``(upper[b-1], upper[b]]``, the first bin
-    also everything below ``upper[0]`` and the last bin everything above
-    ``upper[-1]``. With ``upper = uniform_edges(n)[1:]`` this is exactly the
-    uniform index; with ``upper = adaptive_upper_edges(sorted_values, n)``
-    the adaptive one.
+    The one bin-assignment rule of calibration studio. Applies edges that
+    are already known (uniform edges, adaptive edges found in an earlier
+    pass, or the union of several uniform grids): with ``right=True`` bin
+    ``b`` holds ``(upper[b-1], upper[b]]`` (the first bin whose upper edge
+    is >= the value); with ``right=False`` it holds ``[upper[b-1], upper[b])``.
+    The first bin also holds everything below its bounds and the last bin
+    everything above them. With ``upper = uniform_edges(n)[1:]`` this is
+    ``np.digitize(values, uniform_edges(n), right=right) - 1`` clipped to
+    ``0..n-1``; with ``upper = adaptive_upper_edges(sorted_values, n)`` and
+    ``right=True`` it is the adaptive index.
+
+    Parameters
+    ----------
+    values : array_like
+    upper : array_like of shape (B,)
+        Ascending upper edges (ties allowed).
+    right : bool, default True
+        Closed upper ends (True) or closed lower ends (False).
+
+    Returns
+    -------
+    ndarray of the shape of ``values``, intp
+        Index in ``0..B-1``.
 
     Examples
     --------
     >>> upper_edge_index([0.0, 0.5, 0.51, 1.0], [0.5, 1.0]).tolist()
     [0, 0, 1, 1]
+    >>> upper_edge_index([0.0, 0.5, 0.51, 1.0], [0.5, 1.0], right=False).tolist()
+    [0, 1, 1, 1]
     """
     upper = np.asarray(upper, dtype=np.float64)
-    index = np.searchsorted(upper, values, side="left")
+    index = np.searchsorted(upper, values, side="left" if right else "right")
     return np.minimum(index, upper.shape[0] - 1)
 
 
-def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform") -> NDArray[np.intp]:
+def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform", *,
+              right: bool = True) -> NDArray[np.intp]:
     """Bin index of each value under the uniform or adaptive scheme.
 
     Parameters
@@ -179,23 +220,35 @@ def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform") -> NDArr
     values : array_like of shape (M,)
         Values in [0, 1].
     n_bins : int
+        In ``1..MAX_N_BINS``.
     binning : {"uniform", "adaptive"}
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` with 0 in the first bin (True) or
+        ``[lo, hi)`` with 1 in the last bin (False); no effect on adaptive bins.
 
     Returns
     -------
     ndarray of shape (M,), intp
         Index in ``0..n_bins-1``.
+
+    Examples
+    --------
+    >>> bin_index([0.0, 0.25, 0.5, 1.0], 4).tolist()
+    [0, 0, 1, 3]
+    >>> bin_index([0.0, 0.25, 0.5, 1.0], 4, right=False).tolist()
+    [0, 1, 2, 3]
     """
     values = np.asarray(values, dtype=np.float64)
     n_bins = check_n_bins(n_bins)
+    right = _check_right(right)
     if check_binning(binning) == "uniform":
-        return _uniform_index(values, n_bins)
+        return _uniform_index(values, n_bins, right)
     edges = adaptive_upper_edges(np.sort(values), n_bins)
     return np.searchsorted(edges, values, side="left")
 
 
 def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
-                   binning: str = "uniform") -> BinStats:
+                   binning: str = "uniform", *, right: bool = True) -> BinStats:
     """Per-bin count, sum of values and sum of targets of one set of values.
 
     Parameters
@@ -205,7 +258,11 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
     targets : array_like of shape (M,)
         0/1 outcomes (correctness, or ``labels == k``).
     n_bins : int, default 15
+        In ``1..MAX_N_BINS``.
     binning : {"uniform", "adaptive"}, default "uniform"
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see the
+        module notes. No effect on adaptive bins.
 
     Returns
     -------
@@ -225,11 +282,13 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
             f"`values` and `targets` must have the same length, got {values.size} and {targets.size}."
         )
     n_bins = check_n_bins(n_bins)
+    right = _check_right(right)
     if check_binning(binning) == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         lower, upper = edges[:-1], edges[1:]
-        index = _uniform_index(values, n_bins)
+        index = _uniform_index(values, n_bins, right)
     else:
+        right = True
         upper = adaptive_upper_edges(np.sort(values), n_bins)
         index = np.searchsorted(upper, values, side="left")
         lower = np.concatenate([[0.0], upper[:-1]])
@@ -241,12 +300,12 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
         tied_away = count == 0
         lower = np.where(tied_away, np.nan, lower)
         upper = np.where(tied_away, np.nan, upper)
-    return BinStats(count, sum_value, sum_target, lower, upper, float(values.size))
+    return BinStats(count, sum_value, sum_target, lower, upper, float(values.size), right)
 
 
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],
                              n_bins: int = 15, binning: str = "uniform", *,
-                             keep: NDArray[np.bool_] | None = None) -> BinStats:
+                             keep: NDArray[np.bool_] | None = None, right: bool = True) -> BinStats:
     """Bin every class column ``probs[:, k]`` against ``labels == k`` at once.
 
     Parameters
@@ -261,6 +320,9 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     keep : ndarray of shape (N, K), bool, optional
         Which entries to bin (e.g. ``probs > threshold`` for TACE, or only the
         predicted class of each row); ``None`` bins every entry.
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); no effect
+        on adaptive bins.
 
     Returns
     -------
@@ -278,30 +340,31 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     """
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
+    right = _check_right(right)
     n_rows, n_classes = probs.shape
     true_value = probs[np.arange(n_rows), labels]
     true_kept = np.ones(n_rows, dtype=bool) if keep is None else keep[np.arange(n_rows), labels]
     if binning == "uniform":
-        return _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept)
+        return _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right)
     return _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept)
 
 
-def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept) -> BinStats:
+def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right) -> BinStats:
     n_rows, n_classes = probs.shape
     offsets = np.arange(n_classes) * n_bins
-    flat_index = (_uniform_index(probs, n_bins) + offsets).ravel()
+    flat_index = (_uniform_index(probs, n_bins, right) + offsets).ravel()
     size = n_classes * n_bins
     weights = None if keep is None else keep.ravel().astype(np.float64)
     count = np.bincount(flat_index, weights=weights, minlength=size)
     value_weights = probs.ravel() if keep is None else np.where(keep, probs, 0.0).ravel()
     sum_value = np.bincount(flat_index, weights=value_weights, minlength=size)
-    true_index = _uniform_index(true_value, n_bins) + offsets[labels]
+    true_index = _uniform_index(true_value, n_bins, right) + offsets[labels]
     sum_target = np.bincount(true_index[true_kept], minlength=size).astype(np.float64)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     shape = (n_classes, n_bins)
     n_total = np.full(n_classes, float(n_rows)) if keep is None else keep.sum(axis=0).astype(np.float64)
     return BinStats(count.reshape(shape), sum_value.reshape(shape), sum_target.reshape(shape),
-                    np.broadcast_to(edges[:-1], shape), np.broadcast_to(edges[1:], shape), n_total)
+                    np.broadcast_to(edges[:-1], shape), np.broadcast_to(edges[1:], shape), n_total, right)
 
 
 def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> BinStats:

@@ -28,8 +28,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.binned import top_label
-from calib_core.binning import bin_statistics
+from calib_core.binning import _check_right, bin_statistics
 from calib_core.validation import (
+    MAX_N_BINS,
     CalibrationInputError,
     check_binning,
     check_choice,
@@ -59,7 +60,7 @@ def debiased_squared_terms(count: NDArray[np.float64], sum_value: NDArray[np.flo
 
 
 def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "adaptive", *,
-                 squared: bool = False) -> float:
+                 squared: bool = False, right: bool = True) -> float:
     """Debiased top-label l2 calibration error (Kumar et al. 2019).
 
     Parameters
@@ -67,11 +68,16 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     probs : array_like of shape (N, K)
     labels : array_like of shape (N,)
     n_bins : int, default 15
+        In ``1..MAX_N_BINS`` (10,000).
     binning : {"adaptive", "uniform"}, default "adaptive"
-        Kumar et al. use equal-mass bins.
+        Kumar et al. use equal-mass bins (their ``get_equal_bins``: the same
+        grouping as :mod:`calib_core.binning`'s adaptive bins).
     squared : bool, default False
         Return the debiased estimate of the *squared* error (unbiased per
         bin, may be negative) instead of ``sqrt(max(estimate, 0))``.
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); no effect on
+        adaptive bins.
 
     Returns
     -------
@@ -95,7 +101,10 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     bin's true accuracy :math:`a_b`. Bins with fewer than two predictions
     contribute 0 (as in the authors' code). The result estimates the binned
     l2 error, ``ece(..., norm="l2")`` in the large-sample limit, which for
-    many bins approaches the top-label :math:`\\mathrm{TCE}_2`.
+    many bins approaches the top-label :math:`\\mathrm{TCE}_2`. With the
+    default adaptive bins it equals ``calibration.lower_bound_scaling_ce(probs,
+    labels, p=2, debias=True, num_bins=n_bins, mode="top-label")`` of the
+    authors' package (``docs/peers.md``).
 
     Examples
     --------
@@ -108,8 +117,9 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     binning = check_binning(binning)
     if not isinstance(squared, (bool, np.bool_)):
         raise CalibrationInputError(f"`squared` must be True or False, got {squared!r}.")
+    right = _check_right(right)
     confidence, correct = top_label(probs, labels)
-    stats = bin_statistics(confidence, correct, n_bins, binning)
+    stats = bin_statistics(confidence, correct, n_bins, binning, right=right)
     value = float(debiased_squared_terms(stats.count, stats.sum_value, stats.sum_target, stats.n_total))
     return value if squared else float(np.sqrt(max(value, 0.0)))
 
@@ -134,7 +144,7 @@ class SweepResult:
     stopped_by: str
 
 
-def _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, n_bins, binning):
+def _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, n_bins, binning, right=True):
     """Counts and sums of the bins for b = n_bins on sorted confidences (ties share a bin)."""
     n = sorted_conf.shape[0]
     if binning == "adaptive":
@@ -142,8 +152,10 @@ def _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, n_bins, binni
         ends = run * (n // n_bins) + np.minimum(run, n % n_bins)
         ends = ends[ends > 0]
     else:
+        # A uniform bin ends after the last value <= its upper edge ((lo, hi]), or < it ([lo, hi)):
+        # the same rule as calib_core.binning.upper_edge_index, seen from the sorted values.
         edges = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
-        ends = np.concatenate([np.searchsorted(sorted_conf, edges, side="right"), [n]])
+        ends = np.concatenate([np.searchsorted(sorted_conf, edges, side="right" if right else "left"), [n]])
     # Drop empty bins, then move every end to the end of its tie group.
     ends = ends[ends > 0]
     ends = np.unique(distinct_ends[np.searchsorted(distinct_ends, ends, side="left")])
@@ -155,16 +167,19 @@ def _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, n_bins, binni
 
 
 def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive", norm: str = "l1",
-                      max_bins: int | None = None) -> SweepResult:
+                      max_bins: int | None = None, right: bool = True) -> SweepResult:
     """:func:`ece_sweep` with the chosen bin count and the reason the sweep stopped."""
     probs, labels = check_probs_labels(probs, labels)
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", ("l1", "l2"))
+    right = _check_right(right)
     n = probs.shape[0]
     if max_bins is None:
-        max_bins = n
-    elif isinstance(max_bins, bool) or not isinstance(max_bins, numbers.Integral) or max_bins < 1:
-        raise CalibrationInputError(f"`max_bins` must be a whole number >= 1 or None, got {max_bins!r}.")
+        max_bins = min(n, MAX_N_BINS)
+    else:
+        if isinstance(max_bins, bool) or not isinstance(max_bins, numbers.Integral) or max_bins < 1:
+            raise CalibrationInputError(f"`max_bins` must be a whole number >= 1 or None, got {max_bins!r}.")
+        max_bins = check_n_bins(max_bins, name="max_bins")  # the upper bound
     confidence, correct = top_label(probs, labels)
     order = np.argsort(confidence)  # tie order is irrelevant: bins always end at tie-group ends
     sorted_conf = confidence[order]
@@ -173,13 +188,13 @@ def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "ad
     distinct_ends = np.concatenate([np.flatnonzero(np.diff(sorted_conf) > 0) + 1, [n]])
     n_distinct = distinct_ends.shape[0]
 
-    chosen = _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, 1, binning)
+    chosen = _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, 1, binning, right)
     best, stopped_by = 1, "max_bins"
     for b in range(2, int(max_bins) + 1):
         if chosen[0].shape[0] >= n_distinct:
             stopped_by = "finest"
             break
-        candidate = _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, b, binning)
+        candidate = _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, b, binning, right)
         accuracy = candidate[2] / candidate[0]
         if np.any(np.diff(accuracy) < 0):
             stopped_by = "monotonicity"
@@ -195,7 +210,7 @@ def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "ad
 
 
 def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive", norm: str = "l1",
-              max_bins: int | None = None) -> float:
+              max_bins: int | None = None, right: bool = True) -> float:
     """Monotone-sweep ECE (Roelofs et al. 2022): the most bins that keep accuracy monotone.
 
     Parameters
@@ -206,7 +221,11 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
         Equal-mass ("EM sweep") or equal-width ("EW sweep") bins.
     norm : {"l1", "l2"}, default "l1"
     max_bins : int, optional
-        Largest bin count tried; ``None`` means N.
+        Largest bin count tried, in ``1..MAX_N_BINS`` (10,000); ``None``
+        means ``min(N, MAX_N_BINS)``.
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False), as in
+        :func:`calib_core.ece`; no effect on adaptive bins.
 
     Returns
     -------
@@ -220,7 +239,7 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     Notes
     -----
     For b = 1, 2, ... the top-label confidences are binned (same conventions
-    as :func:`calib_core.ece`: right-closed uniform bins, ``array_split``
+    as :func:`calib_core.ece`: uniform bins closed as ``right`` says, ``array_split``
     equal-mass bins with ties sharing a bin, empty bins dropped) until the
     accuracies of the non-empty bins, in order of confidence, first fail to
     be non-decreasing; b* is the last monotone count and
@@ -231,8 +250,9 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     The sweep also ends once every distinct confidence has its own bin. Each
     step reuses one sort and cumulative sums, so step b costs O(b) and the
     sweep O(b*^2); when the accuracy never stops being monotone (e.g. every
-    prediction correct) b* reaches N, so pass ``max_bins`` to bound the cost
-    on large, (nearly) separable test sets.
+    prediction correct) b* reaches ``min(N, MAX_N_BINS)`` (``stopped_by ==
+    "max_bins"``), which bounds the cost on large, (nearly) separable test
+    sets; a smaller ``max_bins`` bounds it further.
 
     Examples
     --------
@@ -240,4 +260,4 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     >>> ece_sweep(p, [0, 1, 1, 1]) == ece_sweep_details(p, [0, 1, 1, 1]).value
     True
     """
-    return ece_sweep_details(probs, labels, binning=binning, norm=norm, max_bins=max_bins).value
+    return ece_sweep_details(probs, labels, binning=binning, norm=norm, max_bins=max_bins, right=right).value

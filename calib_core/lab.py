@@ -313,7 +313,7 @@ def lab_estimators(model: object | None = None, *, lipschitz: float | None = Non
         model_l = getattr(model, "lipschitz", None)
         lipschitz = float(model_l) if model_l is not None and math.isfinite(model_l) else 1.0
     lipschitz = check_positive(lipschitz, "lipschitz", allow_zero=True)
-    quadratic_max_n = int(check_n_bins(quadratic_max_n, name="quadratic_max_n"))
+    quadratic_max_n = int(check_n_bins(quadratic_max_n, name="quadratic_max_n", maximum=None))
     found: dict[str, LabEstimator] = {}
     for estimator in (
         ece_estimator("optimal", "uniform", lipschitz=lipschitz, key="ece_uniform"),

@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import norm as normal
 
 from calib_core.binned import top_label
-from calib_core.binning import BinStats, bin_statistics
+from calib_core.binning import BinStats, _check_right, bin_statistics
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -45,7 +45,8 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05
 
 
 def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
-                      target: str | int = "top_label", *, alpha: float = 0.05) -> pd.DataFrame:
+                      target: str | int = "top_label", *, alpha: float = 0.05,
+                      right: bool = True) -> pd.DataFrame:
     """Per-bin reliability data for a reliability diagram.
 
     Parameters
@@ -53,6 +54,7 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
     probs : array_like of shape (N, K)
     labels : array_like of shape (N,)
     n_bins : int, default 15
+        In ``1..MAX_N_BINS`` (10,000).
     binning : {"uniform", "adaptive"}
     target : "top_label" or int
         ``"top_label"`` bins the arg-max confidence against correctness; a
@@ -60,6 +62,10 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
     alpha : float, default 0.05
         The per-bin interval is the ``1 - alpha`` Wilson score interval of
         the observed frequency.
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` with 0 in the first bin (True) or
+        ``[lo, hi)`` with 1 in the last bin (False); no effect on adaptive
+        bins. See :mod:`calib_core.binning`.
 
     Returns
     -------
@@ -70,10 +76,21 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
         (mean confidence minus observed frequency: positive means
         over-confident), ``ci_low``, ``ci_high``. ``sum(weight * |gap|)``
         is the (class-wise) ECE of that target.
+
+    Examples
+    --------
+    With ``target=1`` on two-class input and uniform bins, ``observed_frequency``
+    and ``mean_confidence`` are scikit-learn's ``calibration_curve(y, p,
+    n_bins=n_bins)`` (``docs/peers.md``):
+
+    >>> table = reliability_table([[0.8, 0.2], [0.3, 0.7], [0.2, 0.8]], [0, 1, 1], n_bins=2, target=1)
+    >>> table[["count", "mean_confidence", "observed_frequency"]].values.tolist()
+    [[1.0, 0.2, 0.0], [2.0, 0.75, 1.0]]
     """
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
+    right = _check_right(right)
     if isinstance(target, str) and target == "top_label":
         values, targets = top_label(probs, labels)
     elif isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < probs.shape[1]:
@@ -82,7 +99,7 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
         raise CalibrationInputError(
             f"`target` must be 'top_label' or a class index in 0..{probs.shape[1] - 1}, got {target!r}."
         )
-    return reliability_frame(bin_statistics(values, targets, n_bins, binning), alpha=alpha)
+    return reliability_frame(bin_statistics(values, targets, n_bins, binning, right=right), alpha=alpha)
 
 
 def reliability_frame(stats: BinStats, *, alpha: float = 0.05) -> pd.DataFrame:

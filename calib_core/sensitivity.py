@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -27,8 +28,9 @@ from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
 from calib_core.binned import _reduce, _unweighted_mean_gap, top_label
-from calib_core.binning import bin_statistics, classwise_bin_statistics
+from calib_core.binning import _check_right, bin_statistics, classwise_bin_statistics
 from calib_core.validation import (
+    MAX_N_BINS,
     CalibrationInputError,
     check_binning,
     check_choice,
@@ -52,13 +54,20 @@ CANONICAL_BINNING = {"ece": "uniform", "ace": "adaptive", "sce": "uniform", "tac
 
 def _check_bin_counts(bin_counts: Iterable[int]) -> list[int]:
     try:
-        counts = list(bin_counts)
+        # Distinct counts in 1..MAX_N_BINS: more than MAX_N_BINS entries cannot be valid,
+        # so a huge iterable (range(2, 10**9)) is refused without being read to its end.
+        counts = list(islice(bin_counts, MAX_N_BINS + 1))
     except TypeError as exc:
         raise CalibrationInputError(
             f"`bin_counts` must be an iterable of whole numbers, got {bin_counts!r}."
         ) from exc
     if not counts:
         raise CalibrationInputError("`bin_counts` is empty; give at least one bin count, e.g. range(2, 201).")
+    if len(counts) > MAX_N_BINS:
+        raise CalibrationInputError(
+            f"`bin_counts` holds more than {MAX_N_BINS:,} values; bin counts are distinct and at most "
+            f"{MAX_N_BINS:,}, e.g. range(2, 201)."
+        )
     checked = [check_n_bins(n, name="bin_counts") for n in counts]
     if len(set(checked)) != len(checked):
         raise CalibrationInputError(f"`bin_counts` holds repeated values: {checked!r}.")
@@ -77,7 +86,7 @@ def _check_names(values: Iterable[str], name: str, choices: tuple[str, ...]) -> 
 def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[int] = range(2, 201),
                     metrics: Iterable[str] = SENSITIVITY_METRICS,
                     binnings: Iterable[str] = ("uniform", "adaptive"), *,
-                    threshold: float = 0.01) -> pd.DataFrame:
+                    threshold: float = 0.01, right: bool = True) -> pd.DataFrame:
     """Binned calibration errors at every bin count, for uniform and adaptive bins.
 
     Parameters
@@ -87,13 +96,16 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
     labels : array_like of shape (N,)
         True classes in ``0..K-1``.
     bin_counts : iterable of int, default range(2, 201)
-        The bin counts to evaluate (distinct, each >= 1).
+        The bin counts to evaluate (distinct, each in ``1..MAX_N_BINS``, 10,000).
     metrics : iterable of {"ece", "ace", "sce", "tace"}
         Which errors to sweep.
     binnings : iterable of {"uniform", "adaptive"}
         Which bin placements to use for every metric.
     threshold : float, default 0.01
         The TACE threshold: only probabilities strictly above it are binned.
+    right : bool, default True
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False), as in
+        :func:`calib_core.ece`; no effect on adaptive bins.
 
     Returns
     -------
@@ -147,6 +159,7 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
     if not binnings:
         raise CalibrationInputError("`binnings` is empty; choose 'uniform', 'adaptive' or both.")
     threshold = check_positive(threshold, "threshold", allow_zero=True)
+    right = _check_right(right)
 
     confidence, correct = top_label(probs, labels)
     keep = probs > threshold if "tace" in metrics else None
@@ -156,13 +169,13 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
         for i, n_bins in enumerate(counts):
             found: dict[str, float] = {}
             if "ece" in metrics:
-                found["ece"] = float(_reduce(bin_statistics(confidence, correct, n_bins, binning), "l1"))
+                found["ece"] = float(_reduce(bin_statistics(confidence, correct, n_bins, binning, right=right), "l1"))
             if wants_classwise:
-                stats = classwise_bin_statistics(probs, labels, n_bins, binning)
+                stats = classwise_bin_statistics(probs, labels, n_bins, binning, right=right)
                 found["sce"] = float(_reduce(stats, "l1").mean())
                 found["ace"] = float(_unweighted_mean_gap(stats).mean())
             if keep is not None:
-                kept = classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep)
+                kept = classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right)
                 found["tace"] = float(_unweighted_mean_gap(kept).mean())
             values[b, i] = [found[m] for m in metrics]
     n_binnings, n_counts, n_metrics = values.shape

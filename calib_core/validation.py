@@ -18,6 +18,7 @@ __all__ = [
     "CalibrationInputError",
     "ROW_SUM_TOLERANCE",
     "as_probs",
+    "MAX_N_BINS",
     "check_labels",
     "check_n_bins",
     "check_probs",
@@ -32,6 +33,13 @@ __all__ = [
 #: Largest accepted deviation of a row sum from 1. Probabilities written as
 #: float32 or as 6-decimal CSV text sum to 1 only within ~1e-6 per entry.
 ROW_SUM_TOLERANCE = 1e-4
+
+#: Largest accepted bin count (:func:`check_n_bins`). Bounds the work and memory of
+#: every binned function: per-bin sums are arrays of ``n_bins`` (``K * n_bins`` for the
+#: class-wise metrics). It is far above any bin count a binned estimate can use: the
+#: count that balances binning and sampling bias (Futami & Fujisawa 2024, eq. 12,
+#: :func:`calib_core.binning.optimal_n_bins`) reaches 10,000 only at about 8.7e10 rows.
+MAX_N_BINS = 10_000
 
 #: Rows processed per block when scanning large matrices, so that the
 #: sum, min and finiteness checks read each block from cache, not memory.
@@ -314,12 +322,41 @@ def _check_rows(probs: ArrayLike, labels: ArrayLike, row_offset: int) -> tuple[N
     return matrix, check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0], row_offset=row_offset)
 
 
-def check_n_bins(n_bins: object, *, name: str = "n_bins") -> int:
-    """Check a bin count: a whole number >= 1."""
+def check_n_bins(n_bins: object, *, name: str = "n_bins", maximum: int | None = MAX_N_BINS) -> int:
+    """Check a bin count: a whole number in ``1..maximum``.
+
+    Parameters
+    ----------
+    n_bins : object
+        A Python or numpy integer (``bool`` and floats such as ``15.0`` are refused).
+    name : str
+        Argument name used in error messages.
+    maximum : int or None, default MAX_N_BINS
+        Largest accepted value; ``None`` for no upper bound (for counts that are
+        not bin counts).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    CalibrationInputError
+        Not a whole number, below 1, or above ``maximum`` (:data:`MAX_N_BINS`,
+        10,000, for bin counts). The check costs O(1), so absurd values such
+        as ``10**9`` or ``2**63`` fail before anything is allocated.
+    """
     if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
         raise CalibrationInputError(f"`{name}` must be a whole number >= 1, got {n_bins!r}.")
     if n_bins < 1:
         raise CalibrationInputError(f"`{name}` must be >= 1, got {n_bins}.")
+    if maximum is not None and n_bins > maximum:
+        raise CalibrationInputError(
+            f"`{name}` must be at most {maximum:,}, got {n_bins}: per-bin sums take memory in "
+            "proportion to the bin count, and no binned estimate needs more bins "
+            "(calib_core.optimal_n_bins(N), the count suited to N rows, stays below 10,000 "
+            "up to about 8.7e10 rows)."
+        )
     return int(n_bins)
 
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
+from calib_core.debiased import ece_sweep_details
 
 
 def nixon_figure4():
@@ -95,7 +96,7 @@ def test_gce_special_cases_match_named_metrics():
     assert cc.gce(probs, labels, binning="adaptive") == pytest.approx(cc.ece(probs, labels, binning="adaptive"))
 
 
-def naive_gce(probs, labels, n_bins, binning, max_prob, class_conditional, threshold, norm):
+def naive_gce(probs, labels, n_bins, binning, max_prob, class_conditional, threshold, norm, right=True):
     """Independent loop implementation of the contract's definition of gce."""
     n, k = probs.shape
     p = 1 if norm == "l1" else 2
@@ -107,7 +108,10 @@ def naive_gce(probs, labels, n_bins, binning, max_prob, class_conditional, thres
             return 0.0
         if binning == "uniform":
             edges = np.linspace(0, 1, n_bins + 1)
-            groups = [((v > lo) | ((lo == 0) & (v == 0))) & (v <= hi) for lo, hi in zip(edges[:-1], edges[1:])]
+            if right:  # (lo, hi], the first bin also holds 0
+                groups = [((v > lo) | ((lo == 0) & (v == 0))) & (v <= hi) for lo, hi in zip(edges[:-1], edges[1:])]
+            else:  # [lo, hi), the last bin also holds 1
+                groups = [(v >= lo) & ((v < hi) | ((hi == 1) & (v == 1))) for lo, hi in zip(edges[:-1], edges[1:])]
         else:
             order = np.sort(v)
             uppers = [run[-1] for run in np.array_split(order, n_bins) if run.size]
@@ -192,3 +196,147 @@ def test_gce_rejects_max_norm_and_negative_threshold():
         cc.gce([[0.5, 0.5]], [0], norm="max")
     with pytest.raises(CalibrationInputError, match="threshold"):
         cc.gce([[0.5, 0.5]], [0], threshold=-0.1)
+
+
+# --- right=False: [lo, hi) uniform bins (issue 11, item 9) ----------------------------------------
+
+ISSUE_PROBS = [[.75, .15, .1], [.1, .8, .1], [.1, .3, .6], [.3, .3, .4]]
+ISSUE_LABELS = [0, 1, 1, 2]
+
+
+def test_issue_example_under_both_conventions():
+    assert cc.ece(ISSUE_PROBS, ISSUE_LABELS, n_bins=4) == pytest.approx(0.2875, abs=1e-12)
+    assert cc.ece(ISSUE_PROBS, ISSUE_LABELS, n_bins=4, right=False) == pytest.approx(0.4125, abs=1e-12)
+
+
+def test_torchmetrics_docstring_example_with_left_closed_bins():
+    """torchmetrics' multiclass_calibration_error example (n_bins=3): 0.2000, 0.2082, 0.2333."""
+    preds = [[0.25, 0.20, 0.55], [0.55, 0.05, 0.40], [0.10, 0.30, 0.60], [0.90, 0.05, 0.05]]
+    target = [0, 1, 2, 0]
+    assert cc.ece(preds, target, n_bins=3, right=False) == pytest.approx(0.2000, abs=5e-5)
+    assert cc.ece(preds, target, n_bins=3, norm="l2", right=False) == pytest.approx(0.2082, abs=5e-5)
+    assert cc.mce(preds, target, n_bins=3, right=False) == pytest.approx(0.2333, abs=5e-5)
+
+
+def edge_predictions(seed, n=300):
+    """Rows whose entries are multiples of 1/20: many sit exactly on (or one ulp off) uniform edges."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 21, n)
+    b = rng.integers(0, 21, n) % (21 - a)
+    probs = np.column_stack([a / 20, b / 20, np.maximum(1.0 - a / 20 - b / 20, 0.0)])
+    # correct 60 % of the time: low confidences are under-, high ones over-confident, so where
+    # an edge value goes changes the error
+    labels = np.where(rng.random(n) < 0.6, probs.argmax(1), rng.integers(0, 3, n))
+    return probs, labels
+
+
+def digitize_bins(values, n_bins, right):
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return np.clip(np.digitize(values, edges, right=right) - 1, 0, n_bins - 1)
+
+
+def reference_errors(values, targets, n_bins, right):
+    """Per-bin (weight, gap, count, accuracy) on numpy.digitize bins, empty bins dropped."""
+    index = digitize_bins(values, n_bins, right)
+    rows = [(np.mean(index == b), values[index == b].mean() - targets[index == b].mean(),
+             np.sum(index == b), targets[index == b].mean()) for b in range(n_bins) if np.any(index == b)]
+    return np.array(rows).T
+
+
+def reference_ece(values, targets, n_bins, right, norm="l1"):
+    weight, gap, _, _ = reference_errors(values, targets, n_bins, right)
+    if norm == "max":
+        return np.abs(gap).max()
+    return np.sum(weight * np.abs(gap)) if norm == "l1" else np.sqrt(np.sum(weight * gap ** 2))
+
+
+def reference_top(probs, labels):
+    return probs.max(1), (probs.argmax(1) == labels).astype(float)
+
+
+def reference_classwise(probs, labels, n_bins, right):
+    return np.mean([reference_ece(probs[:, k], (labels == k).astype(float), n_bins, right)
+                    for k in range(probs.shape[1])])
+
+
+def reference_debiased(probs, labels, n_bins, right):
+    weight, gap, count, acc = reference_errors(*reference_top(probs, labels), n_bins, right)
+    terms = np.where(count >= 2, gap ** 2 - acc * (1 - acc) / np.maximum(count - 1, 1), 0.0)
+    return np.sqrt(max(np.sum(weight * terms), 0.0))
+
+
+RIGHT_CASES = {
+    "ece": (lambda p, y, n, r: cc.ece(p, y, n_bins=n, right=r),
+            lambda p, y, n, r: reference_ece(*reference_top(p, y), n, r)),
+    "rmsce": (lambda p, y, n, r: cc.ece(p, y, n_bins=n, norm="l2", right=r),
+              lambda p, y, n, r: reference_ece(*reference_top(p, y), n, r, "l2")),
+    "mce": (lambda p, y, n, r: cc.mce(p, y, n_bins=n, right=r),
+            lambda p, y, n, r: reference_ece(*reference_top(p, y), n, r, "max")),
+    "classwise_ece": (lambda p, y, n, r: cc.classwise_ece(p, y, n_bins=n, right=r), reference_classwise),
+    "sce": (lambda p, y, n, r: cc.sce(p, y, n_bins=n, right=r), reference_classwise),
+    "gce_top": (lambda p, y, n, r: cc.gce(p, y, n_bins=n, threshold=0.0, right=r),
+                lambda p, y, n, r: naive_gce(p, y, n, "uniform", True, False, 0.0, "l1", right=r)),
+    "gce_cc_all_l2": (lambda p, y, n, r: cc.gce(p, y, n_bins=n, max_prob=False, class_conditional=True,
+                                                norm="l2", right=r),
+                      lambda p, y, n, r: naive_gce(p, y, n, "uniform", False, True, 0.0, "l2", right=r)),
+    "reliability_table": (lambda p, y, n, r: float((lambda t: np.sum(t["weight"] * t["gap"].abs()))(
+                              cc.reliability_table(p, y, n_bins=n, right=r))),
+                          lambda p, y, n, r: reference_ece(*reference_top(p, y), n, r)),
+    "reliability_table_class": (lambda p, y, n, r: float((lambda t: np.sum(t["weight"] * t["gap"].abs()))(
+                                    cc.reliability_table(p, y, n_bins=n, target=1, right=r))),
+                                lambda p, y, n, r: reference_ece(p[:, 1], (y == 1).astype(float), n, r)),
+    "bin_sensitivity_ece": (lambda p, y, n, r: float(cc.bin_sensitivity(p, y, [n], ["ece"], ["uniform"],
+                                                                         right=r)["value"].iloc[0]),
+                            lambda p, y, n, r: reference_ece(*reference_top(p, y), n, r)),
+    "bin_sensitivity_sce": (lambda p, y, n, r: float(cc.bin_sensitivity(p, y, [n], ["sce"], ["uniform"],
+                                                                         right=r)["value"].iloc[0]),
+                            reference_classwise),
+    "debiased_ece": (lambda p, y, n, r: cc.debiased_ece(p, y, n_bins=n, binning="uniform", right=r),
+                     reference_debiased),
+}
+
+
+@pytest.mark.parametrize("n_bins", [4, 10])
+@pytest.mark.parametrize("right", [True, False])
+@pytest.mark.parametrize("name", sorted(RIGHT_CASES))
+def test_every_uniform_binned_function_follows_numpy_digitize(name, right, n_bins):
+    ours, reference = RIGHT_CASES[name]
+    for seed in range(3):
+        probs, labels = edge_predictions(seed)
+        assert ours(probs, labels, n_bins, right) == pytest.approx(reference(probs, labels, n_bins, right),
+                                                                   abs=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_CASES))
+def test_the_two_conventions_differ_on_edge_values(name):
+    ours, _ = RIGHT_CASES[name]
+    probs, labels = edge_predictions(0)
+    assert ours(probs, labels, 4, True) != pytest.approx(ours(probs, labels, 4, False), abs=1e-9)
+
+
+def reference_sweep(probs, labels, right, max_bins):
+    """Roelofs et al.'s equal-width sweep on numpy.digitize bins: the last b with monotone accuracy."""
+    values, correct = reference_top(probs, labels)
+    best, nonempty = 1, 1
+    for b in range(2, max_bins + 1):
+        if nonempty >= np.unique(values).size:  # every distinct confidence has its own bin
+            break
+        index = digitize_bins(values, b, right)
+        acc = [correct[index == i].mean() for i in range(b) if np.any(index == i)]
+        if np.any(np.diff(acc) < 0):
+            break
+        best, nonempty = b, np.unique(index).size
+    return reference_ece(values, correct, best, right), best
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_equal_width_sweep_honours_right(right):
+    probs, labels = edge_predictions(5, n=60)
+    # wrong below confidence 0.5 (one wrong above): accuracy rises with confidence for many bin counts
+    confident = probs.max(1) >= 0.5
+    confident[np.flatnonzero(probs.max(1) > 0.8)[:1]] = False
+    labels = np.where(confident, probs.argmax(1), (probs.argmax(1) + 1) % 3)
+    details = ece_sweep_details(probs, labels, binning="uniform", right=right, max_bins=40)
+    value, best = reference_sweep(probs, labels, right, 40)
+    assert details.n_bins == best > 2
+    assert details.value == pytest.approx(value, abs=1e-12)

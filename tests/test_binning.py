@@ -12,6 +12,7 @@ from calib_core.binning import (
     bin_statistics,
     classwise_bin_statistics,
     uniform_edges,
+    upper_edge_index,
 )
 
 unit_values = arrays(np.float64, st.integers(1, 60), elements=st.floats(0, 1))
@@ -142,3 +143,66 @@ def test_classwise_adaptive_keeps_the_last_value_when_ties_empty_trailing_bins()
         one = bin_statistics(probs[:, c], labels == c, 7, "adaptive")
         np.testing.assert_allclose(stats.sum_value[c, :one.count.size], one.sum_value, atol=1e-12)
     np.testing.assert_allclose(stats.sum_value.sum(axis=1), probs.sum(axis=0))
+
+
+# --- right=False: [lo, hi) bins (issue 11, item 9) -------------------------------------------------
+
+def edge_values(n_bins):
+    """Values on and next to every float edge of n bins, and k / n computed by division."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    divided = np.arange(n_bins + 1) / n_bins
+    near = np.concatenate([np.nextafter(edges, -1.0), np.nextafter(edges, 2.0)])
+    return np.clip(np.concatenate([edges, divided, near, [0.3, 0.7, 0.1, 0.9]]), 0.0, 1.0)
+
+
+def test_left_closed_bins_hold_their_lower_edge_and_the_last_holds_one():
+    values = np.array([0.0, 0.1, 0.1000001, 0.2, 0.3, 0.95, 1.0])
+    # 0.3 is below the float edge 3 * 0.1 = 0.30000000000000004 of 10 bins under both rules
+    assert bin_index(values, 10, right=False).tolist() == [0, 1, 1, 2, 2, 9, 9]
+    assert bin_index(values, 10, right=True).tolist() == [0, 0, 1, 1, 2, 9, 9]
+
+
+@pytest.mark.parametrize("n_bins", [1, 2, 3, 4, 7, 10, 15, 49, 100, 1000])
+@pytest.mark.parametrize("right", [True, False])
+def test_uniform_index_is_numpy_digitize_on_the_linspace_edges(n_bins, right):
+    values = edge_values(n_bins)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    expected = np.clip(np.digitize(values, edges, right=right) - 1, 0, n_bins - 1)
+    np.testing.assert_array_equal(bin_index(values, n_bins, right=right), expected)
+    np.testing.assert_array_equal(upper_edge_index(values, edges[1:], right=right), expected)
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_every_uniform_path_bins_edge_values_alike(right):
+    """bin_statistics, classwise_bin_statistics and bin_index put each value in one bin."""
+    values = edge_values(10)
+    targets = (np.arange(values.size) % 3 == 0).astype(float)
+    index = bin_index(values, 10, right=right)
+    stats = bin_statistics(values, targets, 10, right=right)
+    np.testing.assert_array_equal(stats.count, np.bincount(index, minlength=10))
+    np.testing.assert_allclose(stats.sum_value, np.bincount(index, weights=values, minlength=10))
+    assert stats.right is right
+    probs = np.column_stack([values, 1.0 - values])
+    labels = (targets == 0).astype(np.intp)
+    both = classwise_bin_statistics(probs, labels, 10, right=right)
+    for k in range(2):
+        one = bin_statistics(probs[:, k], labels == k, 10, right=right)
+        np.testing.assert_array_equal(both.count[k], one.count)
+        np.testing.assert_allclose(both.sum_target[k], one.sum_target)
+    assert both.right is right
+
+
+def test_right_does_not_change_adaptive_bins():
+    values = np.array([0.1, 0.25, 0.25, 0.5, 0.75, 1.0])
+    targets = np.array([0, 1, 0, 1, 1, 0.0])
+    a = bin_statistics(values, targets, 3, "adaptive", right=False)
+    b = bin_statistics(values, targets, 3, "adaptive")
+    np.testing.assert_array_equal(a.count, b.count)
+    np.testing.assert_array_equal(bin_index(values, 3, "adaptive", right=False), bin_index(values, 3, "adaptive"))
+    assert a.right is True
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None, 0.0])
+def test_right_must_be_a_bool(bad):
+    with pytest.raises(CalibrationInputError, match="`right` must be True or False"):
+        bin_statistics([0.5], [1.0], 4, right=bad)

@@ -47,9 +47,12 @@ def test_smece_with_residuals_of_one_sign_is_the_mean_absolute_residual():
     labels = [1, 1, 0, 0]  # all wrong: residuals -0.9, -0.8, -0.7, -0.6
     for sigma in (0.01, 0.1, 0.7):
         assert smooth_ece(probs, labels, bandwidth=sigma, method="exact") == pytest.approx(0.75, rel=1e-6)
-    # relplot truncates its kernel at distance 1/2, which loses mass for wide kernels
-    assert smooth_ece(probs, labels, bandwidth=0.05) == pytest.approx(0.75, rel=2e-3)
-    assert smooth_ece(probs, labels, bandwidth=0.7) < 0.75 * 0.9
+    # relplot truncates its kernel at distance 1/2; since 1.0.2 it divides by the summed
+    # density, which cancels the lost mass; 1.0.1 divided by the grid size and lost it.
+    for sigma in (0.05, 0.3, 0.7):
+        assert smooth_ece(probs, labels, bandwidth=sigma) == pytest.approx(0.75, rel=2e-3)
+    assert smooth_ece(probs, labels, bandwidth=0.05, method="relplot_1.0.1") == pytest.approx(0.75, rel=2e-3)
+    assert smooth_ece(probs, labels, bandwidth=0.7, method="relplot_1.0.1") < 0.75 * 0.9
 
 
 @pytest.mark.parametrize("sigma", [0.03, 0.1, 0.4])
@@ -66,7 +69,7 @@ def test_relplot_discretisation_is_close_to_exact_for_narrow_kernels():
     assert smooth_ece(probs, labels, bandwidth=0.05) == pytest.approx(exact, rel=5e-3)
 
 
-@pytest.mark.parametrize("method", ["relplot", "exact"])
+@pytest.mark.parametrize("method", ["relplot", "relplot_1.0.1", "exact"])
 def test_automatic_bandwidth_is_the_fixed_point(method):
     probs, labels = tempered(2000, 2.0, seed=3)
     curve = smooth_reliability_curve(probs, labels, n_boot=0, method=method)
@@ -131,10 +134,90 @@ def test_validation_errors():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), method=st.sampled_from(["relplot", "exact"]))
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60),
+       method=st.sampled_from(["relplot", "relplot_1.0.1", "exact"]))
 def test_permutation_invariance_and_range(seed, n, method):
     probs, labels = tempered(n, 0.7, seed=seed, k=3)
     order = np.random.default_rng(seed).permutation(n)
     value = smooth_ece(probs, labels, method=method)
     assert 0.0 <= value <= 1.0
     assert smooth_ece(probs[order], labels[order], method=method) == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+# --- relplot 1.0.3 (issue 11, item 8) -------------------------------------------------------------
+
+def relplot_103_smooth_ece(f, y, sigma):
+    """A line-by-line numpy transcription of relplot 1.0.3's ``metrics.smooth_ece`` (no FFT)."""
+    t = np.linspace(0, 1, max(round(10 / sigma), 200))
+
+    def apply(weights):
+        points = max(2000, round(20 / sigma)) // 2 + 1
+        values = np.zeros(points)  # kernels.smooth_round_to_grid
+        bins = (f * (points - 1)).astype(int).clip(0, points - 2)
+        frac = f * (points - 1) - bins
+        np.add.at(values, bins, (1 - frac) * weights)
+        np.add.at(values, bins + 1, frac * weights)
+        grid = np.linspace(0, 1, points)  # ReflectedGaussianKernel.convolve
+        ker = np.exp(-(grid - 0.5) * (grid - 0.5) / (2 * sigma ** 2)) / (np.sqrt(2 * np.pi) * sigma)
+        ext = np.concatenate([np.flip(values)[:-1], values, np.flip(values)[1:]])
+        smoothed = np.convolve(ext, ker, "valid")[points // 2: points // 2 + points]
+        inds = (t * (points - 1)).astype(int).clip(0, points - 2)  # kernels.interpolate
+        residual = (t - inds / (points - 1)) * (points - 1)
+        return smoothed[inds] * (1 - residual) + smoothed[inds + 1] * residual
+
+    dens = apply(np.ones_like(y)) + 0.0001
+    rs = apply(f - y) / dens
+    return np.sum(np.abs(rs) * dens) / np.sum(dens)
+
+
+def relplot_103_smece(f, y):
+    """relplot 1.0.3's ``smECE``: ``search_param`` over ``alpha < 0.001 or alpha < smooth_ece(alpha)``."""
+    def too_small(alpha):
+        return alpha < 0.001 or alpha < relplot_103_smooth_ece(f, y, alpha)
+
+    if too_small(1):
+        return relplot_103_smooth_ece(f, y, 1)
+    start, end = 1, 0
+    for _ in range(10):
+        midpoint = (start + end) / 2
+        if too_small(midpoint):
+            end = midpoint
+        else:
+            start = midpoint
+    return relplot_103_smooth_ece(f, y, start)
+
+
+CASES = [(500, 7, 0.5, 0), (2000, 3, 1.0, 1), (50, 2, 0.3, 2), (3000, 10, 2.0, 3), (15, 4, 1.0, 4)]
+
+
+@pytest.mark.parametrize("n, k, temperature, seed", CASES)
+def test_default_equals_a_transcription_of_relplot_103(n, k, temperature, seed):
+    probs, labels = tempered(n, temperature, seed=seed, k=k)
+    f, y = top(probs, labels)
+    assert smooth_ece(probs, labels) == pytest.approx(relplot_103_smece(f, y), rel=1e-12, abs=1e-15)
+    for sigma in (0.003, 0.05, 0.4):
+        assert smooth_ece(probs, labels, bandwidth=sigma) == pytest.approx(
+            relplot_103_smooth_ece(f, y, sigma), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("n, k, temperature, seed", CASES)
+def test_default_equals_relplot_103(n, k, temperature, seed):
+    relplot = pytest.importorskip("relplot")  # requirements-dev.txt pins relplot==1.0.3
+    assert relplot.metrics.config.smECE_mesh_pts == 200 and not relplot.metrics.config.use_logit_scaling
+    probs, labels = tempered(n, temperature, seed=seed, k=k)
+    f, y = relplot.multiclass_logits_to_confidences(probs, labels, probs=True)
+    assert smooth_ece(probs, labels) == pytest.approx(relplot.smECE(f, y), rel=1e-12, abs=1e-15)
+    assert smooth_ece(probs, labels, bandwidth=0.02) == pytest.approx(relplot.smECE_sigma(f, y, 0.02),
+                                                                        rel=1e-12, abs=1e-15)
+    curve = smooth_reliability_curve(probs, labels, n_boot=0)
+    assert curve.bandwidth == relplot.smECE(f, y, return_width=True)[1]
+
+
+def test_old_relplot_rule_is_kept_as_an_explicit_option_and_is_lower_when_miscalibrated():
+    """relplot 1.0.1 divided by the grid size: lower than 1.0.3 for a strongly miscalibrated 7-class model."""
+    probs, labels = tempered(3000, 0.3, seed=8, k=7)
+    f, y = top(probs, labels)
+    current = smooth_ece(probs, labels)
+    old = smooth_ece(probs, labels, method="relplot_1.0.1")
+    assert current == pytest.approx(relplot_103_smece(f, y), rel=1e-12)
+    assert old < current - 0.005

@@ -1,4 +1,6 @@
 """One test per validation branch of calib_core.validation (and through a public metric)."""
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -161,3 +163,76 @@ def test_class_major_check_accepts_and_rejects_exactly_as_the_row_check(data):
         except CalibrationInputError as exc:
             found = str(exc)
         assert found == expected
+
+
+# --- the n_bins bound (issue 12, item 9) ----------------------------------------------------------
+
+from calib_core.debiased import ece_sweep_details  # noqa: E402
+from calib_core.validation import MAX_N_BINS, check_n_bins  # noqa: E402
+
+_rng = np.random.default_rng(0)
+ROWS_300 = _rng.dirichlet(np.ones(4), 300)
+LABELS_300 = _rng.integers(0, 4, 300)
+
+#: Every public function that bins, called with one bin count.
+BINNED = {
+    "ece": lambda n: cc.ece(ROWS_300, LABELS_300, n_bins=n),
+    "ece_adaptive": lambda n: cc.ece(ROWS_300, LABELS_300, n_bins=n, binning="adaptive"),
+    "mce": lambda n: cc.mce(ROWS_300, LABELS_300, n_bins=n),
+    "classwise_ece": lambda n: cc.classwise_ece(ROWS_300, LABELS_300, n_bins=n),
+    "sce": lambda n: cc.sce(ROWS_300, LABELS_300, n_bins=n),
+    "ace": lambda n: cc.ace(ROWS_300, LABELS_300, n_bins=n),
+    "tace": lambda n: cc.tace(ROWS_300, LABELS_300, n_bins=n),
+    "gce": lambda n: cc.gce(ROWS_300, LABELS_300, n_bins=n, max_prob=False, class_conditional=True),
+    "reliability_table": lambda n: cc.reliability_table(ROWS_300, LABELS_300, n_bins=n),
+    "bin_sensitivity": lambda n: cc.bin_sensitivity(ROWS_300, LABELS_300, bin_counts=[n]),
+    "debiased_ece": lambda n: cc.debiased_ece(ROWS_300, LABELS_300, n_bins=n),
+    "ece_sweep": lambda n: ece_sweep_details(ROWS_300, LABELS_300, binning="uniform", max_bins=n),
+    "bin_index": lambda n: cc.bin_index(ROWS_300[:, 0], n),
+    "bin_statistics": lambda n: cc.bin_statistics(ROWS_300[:, 0], LABELS_300 == 0, n),
+    "classwise_bin_statistics": lambda n: cc.classwise_bin_statistics(ROWS_300, LABELS_300, n),
+    "compute_metrics": lambda n: cc.compute_metrics(ROWS_300, LABELS_300, n_bins=n, keys=["ece", "sce"]),
+    "histogram_binning": lambda n: cc.HistogramBinning(n_bins=n).fit(ROWS_300, LABELS_300),
+}
+
+
+@pytest.mark.parametrize("n_bins", [10**7, 10**9, 2**63, MAX_N_BINS + 1, np.int64(10**9)])
+@pytest.mark.parametrize("name", sorted(BINNED))
+def test_absurd_bin_counts_are_refused_at_once(name, n_bins):
+    start = time.perf_counter()
+    with pytest.raises(CalibrationInputError, match=r"`(n_bins|bin_counts|max_bins)` must be at most 10,000"):
+        BINNED[name](n_bins)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("n_bins", [True, 15.0, "15", np.float64(15)])  # None: "optimal" where allowed
+@pytest.mark.parametrize("name", sorted(BINNED))
+def test_bin_counts_must_be_whole_numbers(name, n_bins):
+    with pytest.raises(CalibrationInputError, match=r"`(n_bins|bin_counts|max_bins)` must be a whole number"):
+        BINNED[name](n_bins)
+
+
+@pytest.mark.parametrize("name", sorted(set(BINNED) - {"ece_sweep"}))  # ece_sweep: "whole number >= 1"
+@pytest.mark.parametrize("n_bins", [0, -1, -(2**63)])
+def test_bin_counts_must_be_positive(name, n_bins):
+    with pytest.raises(CalibrationInputError, match=r"`(n_bins|bin_counts)` must be >= 1"):
+        BINNED[name](n_bins)
+
+
+@pytest.mark.parametrize("name", sorted(BINNED))
+def test_the_largest_bin_count_and_numpy_integers_are_accepted(name):
+    BINNED[name](np.int32(7))
+    BINNED[name](MAX_N_BINS)
+
+
+def test_the_bound_is_documented_and_optional_for_other_counts():
+    assert MAX_N_BINS == 10_000
+    assert check_n_bins(10**7, name="rows", maximum=None) == 10**7
+    assert cc.optimal_n_bins(8 * 10**10) < MAX_N_BINS
+
+
+def test_a_huge_iterable_of_bin_counts_is_not_read_to_its_end():
+    start = time.perf_counter()
+    with pytest.raises(CalibrationInputError, match="`bin_counts` holds more than 10,000 values"):
+        cc.bin_sensitivity(ROWS_300, LABELS_300, bin_counts=range(1, 10**12))
+    assert time.perf_counter() - start < 1.0
