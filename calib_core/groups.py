@@ -1,0 +1,545 @@
+"""Calibration by subgroup: a metric per group with intervals, group-wise reliability, multicalibration.
+
+A model can be calibrated on average and miscalibrated for every group of
+users taken alone (the groups' errors cancel in the overall bins). This
+module answers "which group is worst, and by how much" for any metric of
+``(probs, labels)``:
+
+- :func:`by_group`: the metric on each group's rows, a seeded percentile
+  bootstrap interval per group (:func:`calib_core.bootstrap_ci`), the overall
+  value, the worst group and its gap to the overall value with a stratified
+  bootstrap interval;
+- :func:`group_reliability`: one reliability table per group, stacked;
+- :func:`multicalibration`: the largest ``|confidence - accuracy|`` over all
+  (group, bin) cells holding at least ``min_count`` rows.
+
+Groups are the distinct values of any label column (strings, integers,
+booleans, categories). More than ``max_groups`` (50) groups: the largest
+``max_groups - 1`` are kept and the rest merged into one group "other", and
+the result's ``notes`` say so.
+
+References
+----------
+.. [Hebert2018] Hebert-Johnson, U., Kim, M. P., Reingold, O. & Rothblum, G.
+   N. "Multicalibration: calibration for the (computationally-identifiable)
+   masses", ICML 2018, Definition 2.1 (alpha-calibration on every set of a
+   collection, over the level sets of the predictor).
+.. [Efron1993] Efron, B. & Tibshirani, R. J. "An Introduction to the
+   Bootstrap", Chapman & Hall 1993, chapter 13 (percentile intervals) and
+   section 6.6 (stratified resampling).
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from calib_core.bootstrap import bootstrap_ci
+from calib_core.registry import metric_function
+from calib_core.reliability import reliability_table
+from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, \
+    check_probs_labels
+
+__all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "GroupResult", "MulticalibrationResult", "by_group",
+           "group_reliability", "multicalibration"]
+
+#: At most this many groups are reported; beyond it the smallest are merged into "other".
+MAX_GROUPS = 50
+#: Groups with fewer rows are flagged as too small to say anything.
+MIN_GROUP_ROWS = 30
+#: The first five columns of :attr:`GroupResult.table` (the contract).
+GROUP_COLUMNS = ("group", "value", "ci_low", "ci_high", "n")
+_OTHER = "other"
+
+
+# ----------------------------------------------------------------------------- group codes
+
+@dataclass(frozen=True)
+class _Groups:
+    labels: list            # one label per code (the merged group last)
+    codes: NDArray[np.intp]  # (N,) code of each row
+    rows: list               # row indices of each code, in the input order
+    merged: bool             # whether the last label is the merged "other" group
+    notes: list
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise CalibrationInputError(f"`{name}` must be a whole number >= {low}, got {value!r}.")
+    return int(value)
+
+
+def _group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> _Groups:
+    """Validate ``groups`` and number its distinct values (merging the smallest beyond ``max_groups``)."""
+    if isinstance(groups, pd.DataFrame):
+        raise CalibrationInputError(f"`groups` must be 1-D (one label per row), got a table of shape {groups.shape}.")
+    if isinstance(groups, (pd.Series, pd.Categorical, pd.Index)):
+        series = pd.Series(groups)
+    else:
+        try:
+            array = groups if isinstance(groups, np.ndarray) else np.asarray(groups, dtype=object)
+        except ValueError as exc:  # ragged nested lists
+            raise CalibrationInputError(f"`groups` must be 1-D (one label per row): {exc}") from exc
+        if array.ndim != 1:
+            raise CalibrationInputError(f"`groups` must be 1-D (one label per row), got shape {array.shape}.")
+        series = pd.Series(array)
+    if len(series) != n_rows:
+        raise CalibrationInputError(f"`groups` has {len(series)} entries but `probs` has {n_rows} rows.")
+    missing = series.isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise CalibrationInputError(
+            f"`groups` has {int(missing.sum())} missing values (NaN/None), e.g. row {row}; "
+            "give those rows a group of their own (e.g. 'unknown') or drop them."
+        )
+    try:
+        try:
+            codes, uniques = pd.factorize(series, sort=True)
+        except TypeError:  # labels of mixed types cannot be ordered: keep first-appearance order
+            codes, uniques = pd.factorize(series, sort=False)
+    except TypeError as exc:
+        raise CalibrationInputError(f"`groups` must hold hashable labels (strings, numbers): {exc}") from exc
+    labels = list(uniques)
+    counts = np.bincount(codes, minlength=len(labels))
+    notes: list[str] = []
+    merged = False
+    if len(labels) > max_groups:
+        by_size = np.lexsort((np.arange(len(labels)), -counts))
+        kept = np.sort(by_size[: max_groups - 1])
+        mapping = np.full(len(labels), max_groups - 1, dtype=np.intp)
+        mapping[kept] = np.arange(kept.size)
+        other = _OTHER if _OTHER not in [labels[k] for k in kept] else f"{_OTHER} (merged)"
+        merged_rows = int(counts.sum() - counts[kept].sum())
+        notes.append(f"{len(labels)} groups: the {max_groups - 1} largest are shown and the other "
+                     f"{len(labels) - kept.size} ({merged_rows} rows) are merged into '{other}'.")
+        labels = [labels[k] for k in kept] + [other]
+        codes = mapping[codes]
+        merged = True
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(labels)))[:-1]
+    rows = np.split(order, bounds)
+    return _Groups(labels, codes.astype(np.intp), rows, merged, notes)
+
+
+def _resolve_metric(metric: Callable | str, n_bins: int, binning: str) -> tuple[Callable, str]:
+    if isinstance(metric, str):
+        return metric_function(metric, n_bins=n_bins, binning=binning), metric
+    if not callable(metric):
+        raise CalibrationInputError(
+            f"`metric` must be a function metric(probs, labels) -> float or a registered metric key, got {metric!r}."
+        )
+    name = getattr(metric, "__name__", None) or getattr(getattr(metric, "func", None), "__name__", None)
+    return metric, name or repr(metric)
+
+
+# ----------------------------------------------------------------------------- by_group
+
+@dataclass(frozen=True)
+class GroupResult:
+    """A metric per group, with intervals, and the worst group.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per group (sorted labels; the merged group last), columns
+        ``group, value, ci_low, ci_high, n`` (:data:`GROUP_COLUMNS`), then
+        ``gap`` (``value - overall``), ``too_small`` (bool) and ``note``
+        (why a group is flagged or has no value; ``""`` otherwise).
+    metric : str
+        The metric's key or function name.
+    overall : float
+        The metric on all rows.
+    overall_low, overall_high : float
+        Stratified bootstrap interval of the overall value (NaN with ``n_boot=0``).
+    worst_group : object
+        Label of the worst group (see ``worst`` in :func:`by_group`), chosen
+        among the groups that are not too small and not the merged group;
+        ``None`` when no group has a value.
+    worst_value, worst_gap : float
+        Its value, and ``worst_value - overall``.
+    gap_low, gap_high : float
+        Stratified bootstrap interval of ``worst_gap`` (NaN with ``n_boot=0``).
+    notes : tuple of str
+        Merged groups, flagged groups, how the worst group was chosen.
+    n_boot : int
+    alpha : float
+    """
+
+    table: pd.DataFrame
+    metric: str
+    overall: float
+    overall_low: float
+    overall_high: float
+    worst_group: object
+    worst_value: float
+    worst_gap: float
+    gap_low: float
+    gap_high: float
+    notes: tuple[str, ...]
+    n_boot: int
+    alpha: float
+
+
+def _safe_value(metric: Callable, probs: NDArray, labels: NDArray) -> tuple[float, str]:
+    try:
+        return float(metric(probs, labels)), ""
+    except CalibrationInputError as exc:
+        return float("nan"), f"not computable: {exc}"
+
+
+def _choose_worst(values: NDArray[np.float64], overall: float, eligible: NDArray[np.bool_], worst: str) -> int | None:
+    finite = np.isfinite(values)
+    pool = eligible & finite
+    if not pool.any():
+        pool = finite
+    if not pool.any():
+        return None
+    score = {"max": values, "min": -values, "farthest": np.abs(values - overall)}[worst]
+    candidates = np.flatnonzero(pool)
+    return int(candidates[np.argmax(score[candidates])])
+
+
+def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *,
+             n_boot: int = 200, seed: int | None = 0, alpha: float = 0.05, n_bins: int = 15,
+             binning: str = "uniform", min_rows: int = MIN_GROUP_ROWS, max_groups: int = MAX_GROUPS,
+             worst: str = "max") -> GroupResult:
+    """A metric on each group's rows, with percentile bootstrap intervals, and the worst group.
+
+    Parameters
+    ----------
+    metric : callable or str
+        ``metric(probs, labels) -> float`` such as :func:`calib_core.ece`, or a
+        registry key (``"ece"``, ``"ace"``, ...) resolved with
+        :func:`calib_core.metric_function` and ``n_bins`` / ``binning``.
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    groups : array_like of shape (N,)
+        The group of each row: any hashable labels, no missing values.
+    n_boot : int, default 200
+        Bootstrap resamples per group (0: no intervals, NaN bounds).
+    seed : int or None, default 0
+        Seeds every resampling: group g uses the g-th child of
+        ``numpy.random.SeedSequence(seed)``, the overall/gap bootstrap the last.
+    alpha : float, default 0.05
+        Intervals cover ``1 - alpha``.
+    n_bins : int, default 15
+        Bin count for a registry key, and the "fewer rows than bins" flag.
+    binning : {"uniform", "adaptive"}
+        Binning for a registry key.
+    min_rows : int, default 30
+        Groups with fewer rows (or fewer rows than ``n_bins``) are flagged
+        ``too_small`` and not chosen as the worst group.
+    max_groups : int, default 50
+        More distinct groups: the ``max_groups - 1`` largest are kept and the
+        others merged into "other" (said in ``notes``).
+    worst : {"max", "min", "farthest"}, default "max"
+        Which value is worst: the largest (calibration errors, Brier, NLL),
+        the smallest (accuracy), or the farthest from the overall value
+        (signed quantities such as Cox's slope).
+
+    Returns
+    -------
+    GroupResult
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid ``probs``, ``labels``, options, an unknown metric key, or
+        ``groups`` not 1-D, of another length than ``probs`` or with missing
+        values.
+
+    Notes
+    -----
+    For group g with rows ``I_g``, ``value_g = metric(probs[I_g], labels[I_g])``
+    (rows in their input order) and its interval is
+    ``bootstrap_ci(metric, probs[I_g], labels[I_g], n_boot, alpha, seed=child_g)``:
+    the ``alpha/2`` and ``1 - alpha/2`` percentiles of the metric over
+    resamples of ``|I_g|`` rows drawn with replacement within the group
+    (Efron & Tibshirani 1993, ch. 13). ``gap_g = value_g - overall``.
+
+    The overall value's and the worst group's gap's intervals come from one
+    stratified bootstrap (each group resampled within itself, sizes kept,
+    the overall metric on the union): ``gap* = value*_worst - overall*``. The
+    worst group is picked on the data before resampling, so the gap interval
+    does not account for the choice among groups (it is optimistic when many
+    groups have similar values).
+
+    References
+    ----------
+    Efron & Tibshirani (1993), chapter 13 and section 6.6. Subgroup
+    calibration as in Hebert-Johnson et al. (2018), Definition 2.1, with the
+    metric in place of the per-level-set gap.
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=3000); g = np.where(rng.uniform(size=3000) < 0.5, "a", "b")
+    >>> y = (rng.uniform(size=3000) < np.where(g == "a", p, p ** 3)).astype(int)
+    >>> r = cc.by_group(cc.ece, cc.as_probs(p), y, g, n_boot=50, seed=0)
+    >>> list(r.table.columns[:5]), r.worst_group
+    (['group', 'value', 'ci_low', 'ci_high', 'n'], 'b')
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    binning = check_binning(binning)
+    worst = check_choice(worst, "worst", ("max", "min", "farthest"))
+    n_boot = _check_int(n_boot, "n_boot", 0)
+    if n_boot == 1:
+        raise CalibrationInputError("`n_boot` must be 0 (no intervals) or at least 2, got 1.")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
+        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
+    min_rows = _check_int(min_rows, "min_rows", 0)
+    max_groups = _check_int(max_groups, "max_groups", 2)
+    function, name = _resolve_metric(metric, n_bins, binning)
+    grouped = _group_codes(groups, probs.shape[0], max_groups)
+    n_groups = len(grouped.labels)
+    children = np.random.SeedSequence(seed).spawn(n_groups + 1)
+
+    values = np.full(n_groups, np.nan)
+    low = np.full(n_groups, np.nan)
+    high = np.full(n_groups, np.nan)
+    sizes = np.array([rows.size for rows in grouped.rows], dtype=np.int64)
+    notes_per_group = [""] * n_groups
+    for g, rows in enumerate(grouped.rows):
+        p_g, y_g = probs[rows], labels[rows]
+        values[g], notes_per_group[g] = _safe_value(function, p_g, y_g)
+        if n_boot and np.isfinite(values[g]):
+            try:
+                result = bootstrap_ci(function, p_g, y_g, n_boot=n_boot, alpha=float(alpha),
+                                      seed=np.random.default_rng(children[g]))
+                low[g], high[g] = result.low, result.high
+            except CalibrationInputError as exc:
+                notes_per_group[g] = f"no interval: {exc}"
+    overall, overall_note = _safe_value(function, probs, labels)
+    if overall_note:
+        raise CalibrationInputError(f"`metric` cannot be computed on all rows: {overall_note}")
+
+    too_small = (sizes < min_rows) | (sizes < n_bins)
+    for g in np.flatnonzero(too_small):
+        reason = f"fewer than {min_rows} rows" if sizes[g] < min_rows else f"fewer rows than bins ({n_bins})"
+        notes_per_group[g] = "; ".join(filter(None, [f"too small to say much: {reason}", notes_per_group[g]]))
+    notes = list(grouped.notes)
+    if too_small.any():
+        notes.append(f"{int(too_small.sum())} of {n_groups} groups have fewer than {min_rows} rows or fewer "
+                     f"rows than bins ({n_bins}): flagged `too_small`, their values are mostly noise.")
+    eligible = ~too_small
+    if grouped.merged:
+        eligible[-1] = False
+    worst_index = _choose_worst(values, overall, eligible, worst)
+    if worst_index is not None and not eligible[worst_index]:
+        notes.append("no group is large enough to be compared: the worst group was chosen among all groups.")
+
+    overall_low = overall_high = gap_low = gap_high = float("nan")
+    if n_boot and worst_index is not None:
+        overall_samples, worst_samples = _stratified_bootstrap(function, probs, labels, grouped.rows,
+                                                               worst_index, n_boot, children[-1])
+        q = [alpha / 2.0, 1.0 - alpha / 2.0]
+        overall_low, overall_high = (float(v) for v in np.quantile(overall_samples, q))
+        gap_low, gap_high = (float(v) for v in np.quantile(worst_samples - overall_samples, q))
+
+    table = pd.DataFrame({
+        "group": pd.Series(grouped.labels, dtype=object),
+        "value": values, "ci_low": low, "ci_high": high, "n": sizes,
+        "gap": values - overall, "too_small": too_small, "note": notes_per_group,
+    })
+    worst_value = float(values[worst_index]) if worst_index is not None else float("nan")
+    return GroupResult(
+        table=table, metric=name, overall=overall, overall_low=overall_low, overall_high=overall_high,
+        worst_group=grouped.labels[worst_index] if worst_index is not None else None,
+        worst_value=worst_value, worst_gap=worst_value - overall, gap_low=gap_low, gap_high=gap_high,
+        notes=tuple(notes), n_boot=n_boot, alpha=float(alpha),
+    )
+
+
+def _stratified_bootstrap(metric: Callable, probs: NDArray, labels: NDArray, rows: list, worst: int,
+                          n_boot: int, seed: np.random.SeedSequence) -> tuple[NDArray, NDArray]:
+    """Metric on the union of within-group resamples, and on the worst group's resample."""
+    rng = np.random.default_rng(seed)
+    order = np.concatenate(rows)
+    sizes = np.array([r.size for r in rows])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    size_of_row = np.repeat(sizes, sizes)
+    start_of_row = np.repeat(starts, sizes)
+    worst_slice = slice(int(starts[worst]), int(starts[worst] + sizes[worst]))
+    overall = np.empty(n_boot)
+    worst_values = np.empty(n_boot)
+    for b in range(n_boot):
+        # Position i of the concatenated groups draws uniformly within its own group.
+        draw = start_of_row + np.floor(rng.random(order.size) * size_of_row).astype(np.intp)
+        picked = order[draw]
+        overall[b] = metric(probs[picked], labels[picked])
+        mine = picked[worst_slice]
+        worst_values[b] = metric(probs[mine], labels[mine])
+    return overall, worst_values
+
+
+# ----------------------------------------------------------------------------- reliability per group
+
+def group_reliability(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, n_bins: int = 15,
+                      binning: str = "uniform", target: str | int = "top_label", alpha: float = 0.05,
+                      max_groups: int = MAX_GROUPS) -> pd.DataFrame:
+    """Reliability tables of every group, stacked.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    groups : array_like of shape (N,)
+    n_bins, binning, target, alpha
+        As :func:`calib_core.reliability_table`. Uniform bins are the same
+        for every group; adaptive bins are cut within each group.
+    max_groups : int, default 50
+        As :func:`by_group`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty (group, bin), columns ``group, bin, count,
+        confidence, accuracy, gap`` then ``lower, upper, weight, ci_low,
+        ci_high`` (``weight`` = count / group size; ``accuracy`` is the
+        observed frequency of the target; ``gap = confidence - accuracy``,
+        positive when over-confident; Wilson intervals of ``accuracy``).
+
+    Raises
+    ------
+    CalibrationInputError
+        As :func:`by_group`.
+
+    Notes
+    -----
+    For group g and bin b, ``confidence = mean(v_i)`` and
+    ``accuracy = mean(t_i)`` over the rows of g whose value ``v_i`` (top-label
+    confidence, or ``probs[:, k]``) falls in b, ``t_i`` the correctness (or
+    ``labels == k``); ``sum_b weight * |gap|`` is group g's ECE (Nixon et al.
+    2019, eq. 1).
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> t = cc.group_reliability([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], [0, 1, 1], ["a", "a", "b"], n_bins=2)
+    >>> t[["group", "bin", "count", "confidence", "accuracy"]].values.tolist()
+    [['a', 1, 2, 0.75, 1.0], ['b', 1, 1, 0.6, 0.0]]
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    max_groups = _check_int(max_groups, "max_groups", 2)
+    grouped = _group_codes(groups, probs.shape[0], max_groups)
+    frames = []
+    for label, rows in zip(grouped.labels, grouped.rows):
+        frame = reliability_table(probs[rows], labels[rows], n_bins=n_bins, binning=binning, target=target,
+                                  alpha=alpha)
+        frame.insert(0, "group", pd.Series([label] * len(frame), dtype=object))
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True)
+    table = table.rename(columns={"mean_confidence": "confidence", "observed_frequency": "accuracy"})
+    first = ["group", "bin", "count", "confidence", "accuracy", "gap"]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+@dataclass(frozen=True)
+class MulticalibrationResult:
+    """The largest calibration gap over (group, bin) cells with enough rows.
+
+    Attributes
+    ----------
+    max_gap : float
+        ``max |confidence - accuracy|`` over the cells with ``count >=
+        min_count`` (NaN when there is none, see ``reason``).
+    gap : float
+        That cell's signed gap (positive: over-confident).
+    group : object
+        The cell's group (``None`` when there is no cell).
+    bin : int
+        The cell's bin index (-1 when there is no cell); ``lower``, ``upper``
+        its bounds, ``count``, ``confidence``, ``accuracy`` its statistics.
+    n_cells, n_cells_used : int
+        Non-empty cells, and those with at least ``min_count`` rows.
+    min_count : int
+    reason : str
+        ``""``, or why there is no value.
+    table : pandas.DataFrame
+        :func:`group_reliability` with a boolean column ``used``.
+    """
+
+    max_gap: float
+    gap: float
+    group: object
+    bin: int
+    lower: float
+    upper: float
+    count: int
+    confidence: float
+    accuracy: float
+    n_cells: int
+    n_cells_used: int
+    min_count: int
+    reason: str
+    table: pd.DataFrame
+
+
+def multicalibration(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, n_bins: int = 15,
+                     binning: str = "uniform", target: str | int = "top_label", min_count: int = MIN_GROUP_ROWS,
+                     max_groups: int = MAX_GROUPS) -> MulticalibrationResult:
+    """Multicalibration-style summary: the worst (group, bin) calibration gap.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    groups : array_like of shape (N,)
+    n_bins, binning, target
+        As :func:`group_reliability` (uniform bins: the same level sets in
+        every group, as in the definition).
+    min_count : int, default 30
+        Cells with fewer rows are ignored (their gaps are mostly noise).
+    max_groups : int, default 50
+
+    Returns
+    -------
+    MulticalibrationResult
+
+    Raises
+    ------
+    CalibrationInputError
+        As :func:`group_reliability`, or a negative ``min_count``.
+
+    Notes
+    -----
+    ``max over groups g and bins b with n_gb >= min_count of
+    |mean_{i in g, v_i in b} v_i - mean_{i in g, v_i in b} t_i|``: the
+    empirical version of alpha-multicalibration over the collection of groups
+    with the bins as level sets (Hebert-Johnson et al. 2018, Definition 2.1,
+    without the ``gamma``-fraction exemption, replaced by ``min_count``).
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=4000); g = np.where(rng.uniform(size=4000) < 0.5, "a", "b")
+    >>> y = (rng.uniform(size=4000) < np.where(g == "a", p, p ** 3)).astype(int)
+    >>> r = cc.multicalibration(cc.as_probs(p), y, g, target=1, n_bins=10)
+    >>> r.group, bool(r.max_gap > 0.2)
+    ('b', True)
+    """
+    min_count = _check_int(min_count, "min_count", 0)
+    table = group_reliability(probs, labels, groups, n_bins=n_bins, binning=binning, target=target,
+                              max_groups=max_groups)
+    used = table["count"].to_numpy() >= min_count
+    table = table.assign(used=used)
+    if not used.any():
+        nan = float("nan")
+        return MulticalibrationResult(nan, nan, None, -1, nan, nan, 0, nan, nan, len(table), 0, min_count,
+                                      f"no (group, bin) cell has at least {min_count} rows.", table)
+    candidates = np.flatnonzero(used)
+    best = int(candidates[np.argmax(np.abs(table["gap"].to_numpy()[candidates]))])
+    row = table.iloc[best]
+    return MulticalibrationResult(
+        max_gap=float(abs(row["gap"])), gap=float(row["gap"]), group=row["group"], bin=int(row["bin"]),
+        lower=float(row["lower"]), upper=float(row["upper"]), count=int(row["count"]),
+        confidence=float(row["confidence"]), accuracy=float(row["accuracy"]), n_cells=len(table),
+        n_cells_used=int(used.sum()), min_count=min_count, reason="", table=table,
+    )
