@@ -10,6 +10,7 @@ import streamlit as st
 from calib_core import CalibrationInputError
 from calib_core.io import demo_datasets
 from studio import compute, layout, state
+from studio.text import md
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy"]
 UPLOADS = "data:uploads"
@@ -19,15 +20,29 @@ NO_SCORE = "(none)"
 KINDS = {"auto": "Detect", "probabilities": "Probabilities", "logits": "Logits"}
 FIX_HINT = ("Fix the file (or save it as a CSV with a `label` column and one `p_<class>` column per class) "
             "and upload it again. The models already loaded are unchanged.")
+FIX_BUTTONS_HINT = "Or load it with one of these fixes (the model's card will say which):"
 
 
-def _load_upload(file) -> tuple[str | None, str | None]:
+def _load_upload(file, options: tuple = ()) -> tuple[str | None, state.LoadProblem | None]:
+    """Load one uploaded file; any failure becomes a LoadProblem (never a traceback)."""
     try:
-        return state.add_upload(file.name, file.getvalue()), None
-    except CalibrationInputError as exc:
-        return None, str(exc)
-    except Exception as exc:  # a reader failing in a way the loader did not foresee
-        return None, f"the file could not be read ({type(exc).__name__}: {exc})."
+        return state.add_upload(file.name, file.getvalue(), options), None
+    except Exception as exc:  # noqa: BLE001 -- the boundary where user files enter the app
+        return None, state.load_problem(exc)
+
+
+def _uploaded_file(file_id: str):
+    return next((f for f in st.session_state.get(UPLOADS) or [] if f.file_id == file_id), None)
+
+
+def _apply_fix(file_id: str, fix_key: str) -> None:
+    """Load a rejected upload again with the overrides of the fix the user chose."""
+    file, record = _uploaded_file(file_id), state.upload_record(file_id)
+    if file is None or record is None or record[1] is None:
+        return
+    fix = next((f for f in record[1].fixes if f.key == fix_key), None)
+    if fix is not None:
+        state.remember_upload(file_id, *_load_upload(file, fix.overrides))
 
 
 def _handle_uploads() -> None:
@@ -47,7 +62,8 @@ def _demos_changed() -> None:
             try:
                 state.add_demo(demo)
             except CalibrationInputError as exc:
-                st.session_state["data:demo_error"] = f"The demo {demo!r} could not be loaded: {exc}"
+                st.session_state["data:demo_error"] = (f"The demo {demo!r} could not be loaded: "
+                                                       f"{state.load_problem(exc).message}")
 
 
 def _mapping_key(name: str, field: str) -> str:
@@ -63,14 +79,29 @@ def _reload(name: str) -> None:
         "score_column": None if score == NO_SCORE else score,
         "input_kind": st.session_state[_mapping_key(name, "kind")],
         "renormalize": bool(st.session_state[_mapping_key(name, "renormalize")]),
+        "percentages": bool(st.session_state[_mapping_key(name, "percentages")]),
     }
-    error_key = _mapping_key(name, "error")
+    entry = state.get_entries().get(name)
+    if entry is not None and dict(entry.options).get("class_names"):
+        options["class_names"] = dict(entry.options)["class_names"]  # a confirmed mapping stays
+    _reload_with(name, options)
+
+
+def _reload_with(name: str, options: dict, *, slot: str = "error") -> None:
+    error_key = _mapping_key(name, slot)
     try:
         state.reload_model(name, options)
         st.session_state[error_key] = None
         st.session_state[_mapping_key(name, "done")] = True
-    except CalibrationInputError as exc:
-        st.session_state[error_key] = str(exc)
+    except Exception as exc:  # noqa: BLE001 -- user files enter here too: a clean message, models stay
+        st.session_state[error_key] = state.load_problem(exc).message
+
+
+def _refuse_logits(name: str) -> None:
+    """The card's "read as probabilities instead": reload with the values taken as written."""
+    entry = state.get_entries().get(name)
+    if entry is not None:
+        _reload_with(name, {**dict(entry.options), "input_kind": "probabilities"}, slot="refuse_error")
 
 
 def _mapping_form(name: str, entry: state.LoadedModel) -> None:
@@ -102,12 +133,19 @@ def _mapping_form(name: str, entry: state.LoadedModel) -> None:
         right.checkbox("Renormalise rows that do not sum to 1", value=bool(current.get("renormalize", False)),
                        key=_mapping_key(name, "renormalize"),
                        help="Divide each row by its sum (a warning lists how far off the rows were).")
+        right.checkbox("Values are percentages (divide by 100)", value=bool(current.get("percentages", False)),
+                       key=_mapping_key(name, "percentages"),
+                       help="For files whose rows sum to 100.")
         st.form_submit_button("Reload with these settings", on_click=_reload, args=(name,),
                               icon=":material/refresh:", key=_mapping_key(name, "submit"))
+    _reload_feedback(name)
+
+
+def _reload_feedback(name: str) -> None:
     error = st.session_state.get(_mapping_key(name, "error"))
     if error:
-        st.error(f"{name} could not be read with these settings: {error} Choose other columns or settings; "
-                 "the model shown above is unchanged.")
+        st.error(md(f"{name} could not be read with these settings: {error} Choose other columns or "
+                    "settings; the model shown is unchanged."))
     elif st.session_state.pop(_mapping_key(name, "done"), False):
         st.success("Reloaded with these settings.")
 
@@ -115,10 +153,20 @@ def _mapping_form(name: str, entry: state.LoadedModel) -> None:
 def _model_card(name: str, entry: state.LoadedModel) -> None:
     predictions = entry.predictions
     with st.container(border=True):
+        if predictions.logit_reason is not None:
+            # First line: the values were read as logits without being told; one click refuses.
+            told, refuse = st.columns([3, 1], vertical_alignment="center")
+            told.warning(md(f"Read as logits, not probabilities, because {predictions.logit_reason}."),
+                         icon=":material/swap_horiz:")
+            refuse.button("Read as probabilities instead", key=f"data:refuse:{name}", on_click=_refuse_logits,
+                          args=(name,), width="stretch")
+        refused = st.session_state.pop(_mapping_key(name, "refuse_error"), None)
+        if refused:
+            st.error(md(f"{name} cannot be read as probabilities: {refused} It stays read as logits."))
         head, button = st.columns([5, 1], vertical_alignment="center")
         origin = "demo" if entry.origin == "demo" else "uploaded file"
-        head.markdown(f"#### {name}")
-        head.caption(f"{origin} `{entry.file_name}` · read as {predictions.source_format}")
+        head.markdown(f"#### {md(name)}")
+        head.caption(f"{origin} {md(entry.file_name)} · read as {predictions.source_format}")
         button.button("Remove", key=f"data:remove:{name}", on_click=state.remove_model, args=(name,),
                       icon=":material/delete:", width="stretch")
         cells = st.columns(4)
@@ -131,13 +179,15 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
             counts = {s: int((predictions.split == s).sum()) for s in predictions.split_names}
             split_text = " · ".join(f"{s}: {n:,} rows" for s, n in counts.items())
         else:
-            split_text = "none (no `split` column: every row is analysed together)"
+            split_text = "none (no split column: every row is analysed together)"
         kind = ("logits, turned into probabilities with a softmax" if predictions.input_kind == "logits"
                 else "probabilities")
         shown = ", ".join(predictions.class_names[:20]) + (" …" if predictions.n_classes > 20 else "")
-        st.markdown(f"**Classes:** {shown}  \n**Input:** {kind}  \n**Splits:** {split_text}")
+        for fix in entry.fixes:
+            st.info(f"Fix applied: {fix}.", icon=":material/build:")
+        st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}")
         for warning in predictions.warnings:
-            st.warning(warning, icon=":material/info:")
+            st.warning(md(state.app_message(warning)), icon=":material/info:")
         with st.expander("Correct the column mapping"):
             _mapping_form(name, entry)
 
@@ -158,8 +208,11 @@ with st.expander("Which files work?"):
         "- **NPZ**: arrays `probs` (or `logits`) of shape (N, K) and `labels` of shape (N,), optional `class_names`.\n"
         "- **NPY**: one (N, K+1) array whose first or last column holds the labels.\n"
         "- An optional `split` column (e.g. `calibration` / `test`) lets you analyse one split at a time.\n"
-        "- Rows of probabilities must sum to 1; logits are detected from `logit_*` names or from values "
-        "outside [0, 1], or set under *Correct the column mapping*.\n"
+        "- Rows of probabilities must sum to 1. Values are read as logits when the columns are named "
+        "`logit_*`, when you choose *Logits* under *Correct the column mapping*, or when most values are far "
+        "outside [0, 1] and the rows do not sum to one constant; the model's card then says so first. A file "
+        "with a few bad values, rows summing to 100 or to another constant is not guessed at: you get the "
+        "offending rows and buttons for the fixes (renormalise rows, divide by 100, read as logits).\n"
         f"- Uploads are limited to {int(st.get_option('server.maxUploadSize'))} MB per file. For larger tables, "
         "run `calib-core report PATH --engine stream --json > summary.json` and view the summary on the "
         "*Large tables* page (no rows leave your machine)."
@@ -187,8 +240,22 @@ if demo_error:
 _handle_uploads()  # also covers uploads whose change callback did not run
 for file in st.session_state.get(UPLOADS) or []:
     record = state.upload_record(file.file_id)
-    if record is not None and record[1]:
-        st.error(f"**{file.name}** was not loaded: {record[1]}\n\n{FIX_HINT}", icon=":material/error:")
+    if record is None or record[1] is None:
+        continue
+    problem = record[1]
+    # With fix buttons below, the buttons are the advice; otherwise say how to mend the file.
+    st.error(f"**{md(file.name)}** was not loaded: {md(problem.message)}"
+             + ("" if problem.fixes else f"\n\n{FIX_HINT}"), icon=":material/error:")
+    if problem.mapping:
+        st.caption("Proposed mapping of labels to class columns (check it before accepting):")
+        st.dataframe({"label": [a for a, _ in problem.mapping], "class column": [b for _, b in problem.mapping]},
+                     hide_index=True)
+    if problem.fixes:
+        st.caption(FIX_BUTTONS_HINT)
+        buttons = st.columns(max(3, len(problem.fixes)))  # same button width for one fix or three
+        for column, fix in zip(buttons, problem.fixes):
+            column.button(fix.label, key=f"data:fix:{file.file_id}:{fix.key}", help=fix.description,
+                          on_click=_apply_fix, args=(file.file_id, fix.key), width="stretch")
 
 entries = state.get_entries()
 st.subheader(f"Loaded models ({len(entries)})")

@@ -47,7 +47,8 @@ from calib_core.validation import (
     softmax,
 )
 
-__all__ = ["Predictions", "load_predictions", "demo_datasets", "load_demo"]
+__all__ = ["Predictions", "LoadFix", "PredictionsFileError", "load_predictions", "demo_datasets",
+           "load_demo", "MAX_CLASSES"]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
@@ -96,6 +97,107 @@ SILENT_ROW_SUM_DEVIATION = 1e-6
 
 _SNIFF_BYTES = 1 << 16
 
+#: Largest number of classes (class columns) a file may have. Loading is linear in
+#: the number of columns, but every page draws per-class views; ImageNet-21k's
+#: 21,841 classes fit. A file with more class columns is refused with a message.
+MAX_CLASSES = 25_000
+
+#: Values read as logits without being told only when at least this share of
+#: the cells lies outside [0, 1] (and the rows do not sum to one constant).
+AUTO_LOGIT_MIN_SHARE = 0.25
+
+
+# ---------------------------------------------------------------------------
+# Errors that carry their fixes
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadFix:
+    """One way to load a rejected file: the :func:`load_predictions` keywords that apply it.
+
+    Attributes
+    ----------
+    key : str
+        ``"renormalize"``, ``"percentages"``, ``"logits"``, ``"probabilities"``
+        or ``"class_names"`` (accept a proposed label-to-column mapping).
+    label : str
+        A short button label in plain words ("Renormalise rows").
+    overrides : tuple of (str, value) pairs
+        Keyword arguments of :func:`load_predictions` that apply the fix,
+        e.g. ``(("renormalize", True),)``.
+    description : str
+        One plain sentence saying what the fix does to the values.
+
+    Examples
+    --------
+    >>> fix = LoadFix("percentages", "Divide by 100", (("percentages", True),), "Divides every value by 100.")
+    >>> fix.kwargs
+    {'percentages': True}
+    """
+
+    key: str
+    label: str
+    overrides: tuple[tuple[str, Any], ...]
+    description: str
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The overrides as a dict, ready for ``load_predictions(source, **fix.kwargs)``."""
+        return dict(self.overrides)
+
+
+class PredictionsFileError(CalibrationInputError):
+    """A :class:`CalibrationInputError` that also says how the file could be loaded.
+
+    Attributes
+    ----------
+    fixes : tuple of LoadFix
+        The fixes that would load this file (best first); empty when the file
+        itself must change.
+    rows : tuple of int
+        0-based rows showing the problem (the first few).
+    plain : str
+        The message without Python argument names, for an app (it names
+        what the fix does instead).
+    proposed_mapping : tuple of (str, str) pairs, optional
+        For labels that match no class column: ``(label, column)`` pairs of
+        the mapping a fix would apply (shown for confirmation, never applied
+        silently).
+    """
+
+    def __init__(self, message: str, *, fixes: Sequence[LoadFix] = (), rows: Sequence[int] = (),
+                 plain: str | None = None,
+                 proposed_mapping: Sequence[tuple[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.fixes = tuple(fixes)
+        self.rows = tuple(int(r) for r in rows)
+        self.plain = plain if plain is not None else message
+        self.proposed_mapping = None if proposed_mapping is None else tuple(
+            (str(a), str(b)) for a, b in proposed_mapping)
+
+
+_FIX_RENORMALIZE = LoadFix("renormalize", "Renormalise rows", (("renormalize", True),),
+                           "Divides each row by its sum so that it sums to 1.")
+_FIX_PERCENTAGES = LoadFix("percentages", "Divide by 100", (("percentages", True),),
+                           "Reads the values as percentages and divides them by 100.")
+_FIX_LOGITS = LoadFix("logits", "Read as logits", (("input_kind", "logits"),),
+                      "Reads the values as logits and turns each row into probabilities with a softmax.")
+_FIX_PROBABILITIES = LoadFix("probabilities", "Read as probabilities instead",
+                             (("input_kind", "probabilities"),),
+                             "Reads the values as probabilities, as written.")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a 200,000-digit cell stays readable)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 5]}...({len(text):,} characters)"
+
+
+def _shown(items: Sequence[Any], limit: int = 6, *, quote: bool = True) -> str:
+    """At most ``limit`` items joined by commas, then "..." (messages stay short for huge files)."""
+    head = [_short(x) if quote else str(x)[:60] for x in list(items[:limit])]
+    return ", ".join(head) + (", ..." if len(items) > limit else "")
+
 
 # ---------------------------------------------------------------------------
 # The result object
@@ -132,7 +234,15 @@ class Predictions:
     source_format : str
         ``"csv"``, ``"parquet"``, ``"npz"``, ``"npy"``, ``"arrays"``.
     warnings : tuple of str
-        Everything the loader assumed or changed, in plain words.
+        Everything the loader assumed or changed, in plain words (also
+        :attr:`notes`): a fix applied on request (renormalised rows, values
+        divided by 100) is stated here.
+    logit_reason : str, optional
+        Why the values were read as logits *without being told* (class
+        columns named ``logit_*``, or values that cannot be probabilities);
+        None when they were read as probabilities or the caller asked for
+        logits. An app shows it first, with a way to refuse
+        (``input_kind="probabilities"``).
 
     Notes
     -----
@@ -156,6 +266,7 @@ class Predictions:
     name: str = "model"
     source_format: str = "arrays"
     warnings: tuple[str, ...] = field(default=())
+    logit_reason: str | None = None
 
     def __post_init__(self) -> None:
         self._normalise(check=True)
@@ -170,6 +281,7 @@ class Predictions:
         fields.setdefault("name", "model")
         fields.setdefault("source_format", "arrays")
         fields.setdefault("warnings", ())
+        fields.setdefault("logit_reason", None)
         for key, value in fields.items():
             object.__setattr__(self, key, value)
         self._normalise(check=False)
@@ -203,7 +315,9 @@ class Predictions:
         if split is not None:
             split = np.asarray(split)
             if split.dtype == object:
-                split = pd.Series(split).fillna("").astype(str).to_numpy(dtype=str)
+                split = _as_text(pd.Series(split).fillna("")).to_numpy(dtype=str)
+            elif split.dtype.kind == "S":
+                split = np.char.decode(split, "utf-8", errors="replace")
             else:
                 split = split.astype(str)
             if split.shape != (n_rows,):
@@ -219,6 +333,8 @@ class Predictions:
         object.__setattr__(self, "name", str(self.name))
         object.__setattr__(self, "source_format", str(self.source_format))
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
+        if self.logit_reason is not None:
+            object.__setattr__(self, "logit_reason", str(self.logit_reason) if logits is not None else None)
 
     @classmethod
     def from_arrays(
@@ -310,6 +426,11 @@ class Predictions:
         return float(np.mean(np.argmax(self.probs, axis=1) == self.labels))
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """The loader's notes: the same sentences as :attr:`warnings`."""
+        return self.warnings
+
+    @property
     def input_kind(self) -> str:
         """``"logits"`` when the source held logits, else ``"probabilities"``."""
         return "logits" if self.logits is not None else "probabilities"
@@ -364,6 +485,7 @@ class Predictions:
             logits=None if self.logits is None else self.logits[index],
             split=None if self.split is None else self.split[index],
             name=self.name, source_format=self.source_format, warnings=self.warnings,
+            logit_reason=self.logit_reason,
         )
 
     def select_split(self, value: str) -> "Predictions":
@@ -532,6 +654,8 @@ def _detect_format(raw: _Raw, file_format: str | None, head: bytes) -> str:
             f"unknown file format {('.' + ext)!r} ({raw.display}); supported are .csv, .tsv, .txt, "
             ".parquet, .npz and .npy. Export the predictions in one of these, or pass `file_format=`."
         )
+    if _utf16_codec(raw.head(4096)) is not None:
+        return "csv"
     if b"\x00" in head[:4096]:
         raise CalibrationInputError(
             f"cannot tell the format of {raw.display}: it is binary but not Parquet, NPZ or NPY. "
@@ -564,6 +688,42 @@ def _maybe_gunzip(raw: _Raw, max_bytes: int | None) -> _Raw:
 class _Table:
     frame: pd.DataFrame
     row_label: Callable[[int], str]  # 0-based row -> "row 5 (file line 6)"
+    # column name -> its cells as written (no NA parsing), when the reader can give them
+    raw_text: Callable[[str], NDArray[Any]] | None = None
+    nested: dict[str, str] = field(default_factory=dict)  # column -> nested type (Parquet)
+
+
+def _utf16_codec(head: bytes) -> str | None:
+    """``"utf-16"`` (with a byte-order mark), ``"utf-16-le"``/``"-be"`` (NUL-interleaved text), or None."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    sample = head[:4096]
+    if len(sample) < 8:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    if odd.count(0) > 0.8 * len(odd) and even.count(0) < 0.05 * len(even):
+        return "utf-16-le"
+    if even.count(0) > 0.8 * len(even) and odd.count(0) < 0.05 * len(odd):
+        return "utf-16-be"
+    return None
+
+
+def _transcode_utf16(raw: _Raw) -> tuple[_Raw, str | None]:
+    """UTF-16 text (Excel's "Unicode text") re-encoded as UTF-8, with a note; other data unchanged."""
+    codec = _utf16_codec(raw.head(4096))
+    if codec is None:
+        return raw, None
+    with raw.open_binary() as handle:
+        data = handle.read()
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise CalibrationInputError(
+            f"{raw.display} looks like UTF-16 text but cannot be decoded as UTF-16 ({exc.reason} at "
+            f"byte {exc.start}). UTF-16: save it as UTF-8 (in Excel: CSV UTF-8) and load it again."
+        ) from exc
+    return (_Raw(path=None, data=text.lstrip("\ufeff").encode("utf-8"), hint=raw.hint, display=raw.display),
+            f"{raw.display} is UTF-16 text; it was decoded as UTF-16.")
 
 
 def _plain_row_label(i: int) -> str:
@@ -597,11 +757,31 @@ def _sniff_csv(head: bytes, encoding: str, hint: str, display: str) -> tuple[str
     header = [f.strip() for f in next(csv.reader([lines[0]], delimiter=best))]
     decimal = "."
     if best != "," and len(lines) > 1:
-        row = next(csv.reader([lines[1]], delimiter=best))
-        if any(re.fullmatch(r"\s*-?\d+,\d+(?:[eE][-+]?\d+)?\s*", v) for v in row) and not any(
-                re.fullmatch(r"\s*-?\d+\.\d+(?:[eE][-+]?\d+)?\s*", v) for v in row):
+        # Look past rows of whole numbers ("0;1;0"): any decimal comma and no decimal point.
+        comma = dot = False
+        for row in csv.reader(lines[1:201], delimiter=best):
+            comma = comma or any(_COMMA_DECIMAL.fullmatch(v) for v in row)
+            dot = dot or any(_DOT_DECIMAL.fullmatch(v) for v in row)
+        if comma and not dot:
             decimal = ","
     return best, decimal, header
+
+
+_COMMA_DECIMAL = re.compile(r"\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*")
+_DOT_DECIMAL = re.compile(r"\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*")
+
+
+def _has_comma_decimals(frame: pd.DataFrame) -> bool:
+    """A text column whose values are numbers written with decimal commas (seen past the sniffed rows)."""
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object and not pd.api.types.is_string_dtype(values.dtype):
+            continue
+        text = _as_text(values.dropna())
+        if len(text) and text.str.fullmatch(_COMMA_DECIMAL.pattern).any() and text.str.fullmatch(
+                r"\s*[-+]?(?:\d*,\d+|\d+)(?:[eE][-+]?\d+)?\s*").all():
+            return True
+    return False
 
 
 def _looks_numeric(text: str) -> bool:
@@ -640,23 +820,29 @@ def _csv_line_finder(raw: _Raw, delimiter: str, encoding: str) -> Callable[[int]
     """
     def label(row: int) -> str:
         handle = io.TextIOWrapper(raw.open_binary(), encoding=encoding, errors="replace", newline="")
-        with handle:
-            reader = csv.reader(handle, delimiter=delimiter)
-            previous_end, record = 0, -1  # record -1 is the header
-            for fields in reader:
-                start = previous_end + 1
-                previous_end = reader.line_num
-                if not fields or all(not f.strip() for f in fields) and len(fields) == 1:
-                    continue
-                if record == row:
-                    return f"row {row + 1} (file line {start})"
-                record += 1
+        try:
+            with handle:
+                reader = csv.reader(handle, delimiter=delimiter)
+                previous_end, record = 0, -1  # record -1 is the header
+                for fields in reader:
+                    start = previous_end + 1
+                    previous_end = reader.line_num
+                    if not fields or all(not f.strip() for f in fields) and len(fields) == 1:
+                        continue
+                    if record == row:
+                        return f"row {row + 1} (file line {start})"
+                    record += 1
+        except (csv.Error, OSError, UnicodeError):
+            pass  # e.g. a field over the csv module's size limit: the row number alone still helps
         return f"row {row + 1}"
     return label
 
 
 def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
     notes: list[str] = []
+    raw, utf16_note = _transcode_utf16(raw)
+    if utf16_note:
+        notes.append(utf16_note)
     head = raw.head()
     if not head.strip():
         raise CalibrationInputError(
@@ -670,17 +856,24 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
         if exc.start < len(head) - 4:  # not merely a character cut at the sample's end
             encoding = "latin-1"
 
+    def source() -> Any:
+        return str(raw.path) if raw.path is not None else io.BytesIO(raw.data or b"")
+
     def read(encoding: str) -> tuple[pd.DataFrame, str, str, list[str]]:
         delimiter, decimal, header = _sniff_csv(head, encoding, raw.hint, raw.display)
         _check_header_is_names(header, raw.display)
         _check_duplicates(header, raw.display)
-        source = str(raw.path) if raw.path is not None else io.BytesIO(raw.data or b"")
+        _check_column_count(len(header), raw.display)
         with _warnings.catch_warnings():
             # A first row longer than the header makes pandas drop data with only a warning.
             _warnings.simplefilter("error", pd.errors.ParserWarning)
             _warnings.simplefilter("ignore", pd.errors.DtypeWarning)
-            frame = pd.read_csv(source, sep=delimiter, decimal=decimal, index_col=False,
+            frame = pd.read_csv(source(), sep=delimiter, decimal=decimal, index_col=False,
                                 engine="c", encoding=encoding)
+            if delimiter != "," and decimal == "." and _has_comma_decimals(frame):
+                decimal = ","
+                frame = pd.read_csv(source(), sep=delimiter, decimal=decimal, index_col=False,
+                                    engine="c", encoding=encoding)
         return frame, delimiter, decimal, header
 
     try:
@@ -698,10 +891,10 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
             f"the first data row of {raw.display} has more values than the header has column "
             "names; every row needs one value per column."
         ) from exc
-    except (pd.errors.ParserError, ValueError, OSError) as exc:
+    except (pd.errors.ParserError, ValueError, OSError, OverflowError, csv.Error) as exc:
         if isinstance(exc, CalibrationInputError):
             raise
-        message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        message = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         raise CalibrationInputError(
             f"could not read {raw.display} as a delimited table ({message}). Every row must "
             "have one value per header column, separated by a comma, tab or semicolon."
@@ -716,30 +909,71 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
         frame.columns = header
     else:
         frame.columns = [str(c).strip() for c in frame.columns]
-    return _Table(frame=frame, row_label=_csv_line_finder(raw, delimiter, encoding)), notes
+    positions = {c: k for k, c in enumerate(frame.columns)}
+
+    def raw_text(column: str) -> NDArray[Any]:
+        """The column's cells as written: "NA", "none" or "null" may be class names."""
+        cells = pd.read_csv(source(), sep=delimiter, decimal=decimal, index_col=False, engine="c",
+                            encoding=encoding, usecols=[positions[column]], dtype=str,
+                            keep_default_na=False, na_filter=False)
+        return cells.iloc[:, 0].to_numpy(dtype=object)
+
+    return _Table(frame=frame, row_label=_csv_line_finder(raw, delimiter, encoding),
+                  raw_text=raw_text), notes
+
+
+def _check_column_count(n_columns: int, display: str) -> None:
+    """Refuse more columns than :data:`MAX_CLASSES` allows before any parsing work."""
+    if n_columns > MAX_CLASSES + 64:
+        raise CalibrationInputError(
+            f"{display} has {n_columns:,} columns; at most {MAX_CLASSES:,} classes are supported. "
+            "Keep one column per class you want to analyse (or group rare classes), then load it again."
+        )
 
 
 def _read_parquet(raw: _Raw) -> _Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    def damaged(exc: BaseException) -> CalibrationInputError:
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        return CalibrationInputError(
+            f"could not read {raw.display} as Parquet ({detail}). The file may be damaged or "
+            "not Parquet; re-export it, or save the predictions as CSV."
+        )
+
     try:
         with raw.open_binary() as handle:
             parquet = pq.ParquetFile(handle)
-            _check_duplicates([str(c).strip() for c in parquet.schema_arrow.names], raw.display)
+            names = [str(c).strip() for c in parquet.schema_arrow.names]
+            _check_column_count(len(names), raw.display)
+            _check_duplicates(names, raw.display)
             table = parquet.read()
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        if isinstance(exc, CalibrationInputError):
-            raise
-        raise CalibrationInputError(
-            f"could not read {raw.display} as Parquet ({exc}). The file may be damaged or "
-            "not Parquet; re-export it, or save the predictions as CSV."
-        ) from exc
+    except CalibrationInputError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # damaged files raise ArrowException, OSError, UnicodeDecodeError, ...
+        raise damaged(exc) from exc
     names = [str(c).strip() for c in table.column_names]
     _check_duplicates(names, raw.display)
-    frame = table.to_pandas()
+    # Nested columns (struct, list, map) can hold neither labels nor probabilities: they are
+    # replaced by nulls here and refused by name if the mapping asks for them.
+    nested: dict[str, str] = {}
+    for position, (column, column_type) in enumerate(zip(names, table.schema.types)):
+        value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
+        if pa.types.is_nested(value_type):
+            nested[column] = str(column_type)
+            table = table.set_column(position, table.schema.field(position).name, pa.nulls(table.num_rows))
+    try:
+        # The pandas metadata (a stored index, its column names) is not needed and may lie.
+        frame = table.to_pandas(ignore_metadata=True)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise damaged(exc) from exc
     frame.columns = names
-    return _Table(frame=frame, row_label=_plain_row_label)
+    return _Table(frame=frame, row_label=_plain_row_label, nested=nested)
 
 
 # ---------------------------------------------------------------------------
@@ -754,24 +988,88 @@ def _pickle_refused(display: str, what: str) -> CalibrationInputError:
     )
 
 
+def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: str,
+                        max_bytes: int | None) -> None:
+    """Check an ``.npy`` header before numpy allocates what it declares.
+
+    A 192-byte file may declare shape ``(10**12, 2)``; numpy would try to
+    allocate 16 TB before noticing the data is missing. The declared size
+    ``prod(shape) * itemsize`` (exact Python integers) must fit in the bytes
+    that follow the header and in ``max_bytes``.
+    """
+    try:
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+        header_end = stream.tell()
+    except MemoryError:
+        raise
+    except Exception as exc:  # ValueError, SyntaxError, tokenize errors from a damaged header
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise CalibrationInputError(
+            f"could not read {what} of {display} as NPY: damaged .npy header ({detail})."
+        ) from exc
+    if dtype.hasobject:
+        raise _pickle_refused(display, f"{what} has dtype object")
+    count = 1
+    for extent in shape:
+        count *= int(extent)
+    declared = count * int(dtype.itemsize)
+    present = available - header_end
+    if declared > present:
+        raise CalibrationInputError(
+            f"{what} of {display} declares shape {tuple(shape)} ({declared:,} bytes) but holds only "
+            f"{max(present, 0):,} bytes of data; the file is damaged or truncated. Save it again with np.save."
+        )
+    if max_bytes is not None and declared > max_bytes:
+        raise _too_big(f"{what} of {display}", declared, max_bytes)
+
+
 def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
     fmt_name = "NPZ" if raw.head(4) == b"PK\x03\x04" else "NPY"
-    if fmt_name == "NPZ":
-        try:
-            with raw.open_binary() as handle, zipfile.ZipFile(handle) as archive:
-                unpacked = sum(info.file_size for info in archive.infolist())
-        except zipfile.BadZipFile as exc:
-            raise CalibrationInputError(f"{raw.display} is a damaged NPZ (zip) archive: {exc}.") from exc
-        if max_bytes is not None and unpacked > max_bytes:
-            raise _too_big(f"{raw.display} (unpacked)", unpacked, max_bytes)
     try:
+        if fmt_name == "NPZ":
+            with raw.open_binary() as handle, zipfile.ZipFile(handle) as archive:
+                members = archive.infolist()
+                unpacked = sum(info.file_size for info in members)
+                if max_bytes is not None and unpacked > max_bytes:
+                    raise _too_big(f"{raw.display} (unpacked)", unpacked, max_bytes)
+                for info in members:
+                    if info.filename.endswith(".npy"):
+                        with archive.open(info) as member:
+                            _npy_declared_bytes(member, info.file_size, f"array {info.filename[:-4]!r}",
+                                                raw.display, max_bytes)
+        else:
+            head = raw.head(8)
+            if not head.startswith(b"\x93NUMPY"):
+                if head[:1] == b"\x80":  # a pickle's protocol opcode
+                    raise _pickle_refused(raw.display, "a pickle, not an .npy array")
+                raise CalibrationInputError(
+                    f"could not read {raw.display} as NPY: it does not start with the .npy magic string. "
+                    "Save the array with np.save, or the predictions as CSV."
+                )
+            with raw.open_binary() as handle:
+                _npy_declared_bytes(handle, raw.size(), "the array", raw.display, max_bytes)
         loaded = np.load(raw.open_binary() if raw.data is not None else raw.path, allow_pickle=False)
+    except CalibrationInputError:
+        raise
+    except MemoryError:
+        raise
+    except zipfile.BadZipFile as exc:
+        raise CalibrationInputError(f"{raw.display} is a damaged NPZ (zip) archive: {exc}.") from exc
     except ValueError as exc:
         if "pickle" in str(exc).lower() or "object arrays" in str(exc).lower():
             raise _pickle_refused(raw.display, "pickled data or an object array") from exc
-        raise CalibrationInputError(f"could not read {raw.display} as {fmt_name}: {exc}.") from exc
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise CalibrationInputError(f"could not read {raw.display} as {fmt_name}: {exc}.") from exc
+        raise CalibrationInputError(f"could not read {raw.display} as {fmt_name}: {str(exc)[:300]}.") from exc
+    except Exception as exc:  # zlib.error, EOFError, NotImplementedError (zip features), ...
+        raise CalibrationInputError(
+            f"could not read {raw.display} as {fmt_name} ({type(exc).__name__}: {str(exc)[:300]}); the "
+            "file is damaged. Save it again with np.savez (or np.save)."
+        ) from exc
     return loaded
 
 
@@ -785,8 +1083,13 @@ def _npz_arrays(loaded: Any, display: str) -> dict[str, NDArray[Any]]:
                 if "pickle" in str(exc).lower() or "object arrays" in str(exc).lower():
                     raise _pickle_refused(display, f"array {key!r} has dtype object") from exc
                 raise CalibrationInputError(f"could not read array {key!r} of {display}: {exc}.") from exc
-            except (OSError, EOFError, zipfile.BadZipFile) as exc:
-                raise CalibrationInputError(f"could not read array {key!r} of {display}: {exc}.") from exc
+            except MemoryError:
+                raise
+            except Exception as exc:  # zlib.error, EOFError, BadZipFile, NotImplementedError, ...
+                raise CalibrationInputError(
+                    f"could not read array {key!r} of {display} ({type(exc).__name__}: {str(exc)[:300]}); "
+                    "the archive is damaged. Save it again with np.savez."
+                ) from exc
             if not isinstance(value, np.ndarray):
                 raise CalibrationInputError(
                     f"{display} is a zip archive but not an NPZ of arrays (member {key!r} is not "
@@ -837,6 +1140,10 @@ class _Parts:
     row_label: Callable[[int], str]
     notes: list[str]
     extra_logits: NDArray[np.float64] | None = None  # NPZ logits stored next to probabilities
+    # The label cells as written (CSV), read only when pandas found missing labels: "NA",
+    # "none", "null" may be class names.
+    raw_label_text: Callable[[], NDArray[Any]] | None = None
+    inferred_logit_reason: str | None = None  # set by _interpret_scores when it read logits untold
 
 
 def _find_column(columns: Sequence[str], wanted: str, what: str, override_name: str) -> str:
@@ -877,13 +1184,43 @@ def _strip_common_prefix(columns: Sequence[str]) -> tuple[list[str], str | None]
     return [c[len(prefix):] for c in columns], prefix
 
 
+def _too_many_classes(n_classes: int, display: str) -> CalibrationInputError:
+    return CalibrationInputError(
+        f"{display} has {n_classes:,} class columns; at most {MAX_CLASSES:,} classes are supported. "
+        "Keep one column per class you want to analyse (or group rare classes), then load it again."
+    )
+
+
+def _to_numeric(values: pd.Series) -> pd.Series:
+    """``pd.to_numeric(errors="coerce")`` that also survives numbers too long for a float.
+
+    pandas raises OverflowError on a cell of 400 digits; Python's ``float``
+    reads it as infinity, which the finiteness check then reports by row.
+    """
+    try:
+        return pd.to_numeric(values, errors="coerce")
+    except (OverflowError, TypeError, ValueError):
+        def one(value: Any) -> float:
+            try:
+                return float(value)
+            except (TypeError, ValueError, OverflowError):
+                return float("nan")
+        return pd.Series([one(v) for v in values], index=values.index, dtype=np.float64)
+
+
+def _as_text(values: pd.Series) -> pd.Series:
+    """The cells as text; bytes are decoded as UTF-8 with replacement (never an error)."""
+    return pd.Series([_label_text(v) if isinstance(v, (bytes, bytearray)) else str(v) for v in values],
+                     index=values.index, dtype=object)
+
+
 def _bad_numeric_value(values: pd.Series) -> tuple[int, Any] | None:
     """First row whose value is present but not a number."""
-    as_number = pd.to_numeric(values, errors="coerce")
+    as_number = _to_numeric(values)
     bad = as_number.isna().to_numpy() & values.notna().to_numpy()
     if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
         # Strings such as "NaN" or "" count as missing, not as bad text.
-        bad &= ~values.astype(str).str.strip().str.lower().isin(
+        bad &= ~_as_text(values).str.strip().str.lower().isin(
             ["", "nan", "na", "n/a", "null", "none"]).to_numpy()
     rows = np.flatnonzero(bad)
     return (int(rows[0]), values.iloc[int(rows[0])]) if rows.size else None
@@ -944,7 +1281,12 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
             raise CalibrationInputError("`class_columns` names the same column twice.")
     else:
         candidates = [c for c in columns if c not in taken and c.lower() not in NON_CLASS_NAMES
-                      and c.lower() not in LABEL_NAMES and c != "" and not c.lower().startswith("unnamed:")]
+                      and c.lower() not in LABEL_NAMES and c != "" and not c.lower().startswith("unnamed:")
+                      and not c.startswith("__index_level_")]
+        for c in [c for c in candidates if c in table.nested]:
+            notes.append(f"ignored column {c!r}: it holds nested values ({table.nested[c][:80]}), "
+                         "not probabilities.")
+        candidates = [c for c in candidates if c not in table.nested]
         best = _best_prefix(candidates)
         if best is not None:
             chosen = [c for c in candidates if _has_prefix(c, best[0])]
@@ -958,24 +1300,34 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
                     chosen.append(c)
                 elif values.dtype == bool:
                     notes.append(f"ignored column {c!r}: it holds true/false values, not probabilities.")
-                elif _bad_numeric_value(values) is not None and pd.to_numeric(
-                        values, errors="coerce").notna().any():
+                elif _bad_numeric_value(values) is not None and _to_numeric(values).notna().any():
                     chosen.append(c)  # mostly numbers with some text: reported as an error below
                 else:
                     notes.append(f"ignored column {c!r}: it holds text, not probabilities.")
-        unused = [c for c in candidates if c not in chosen]
+        chosen_set = set(chosen)
+        unused = [c for c in candidates if c not in chosen_set]
         if best is not None and unused:
-            notes.append(f"ignored columns without a class prefix: {', '.join(map(repr, unused))}.")
+            notes.append(f"ignored columns without a class prefix: {_shown(unused, 10)}.")
     if not chosen:
         raise CalibrationInputError(
             f"{display} has no probability or logit columns besides the label {label!r}, so it "
-            f"has fewer than 2 classes (columns: {', '.join(repr(c) for c in columns)}). Add one "
+            f"has fewer than 2 classes (columns: {_shown(columns, 10)}). Add one "
             "column per class (p_<class>) or one score column for a binary problem, or pass "
             "`class_columns=`."
         )
-    if label in chosen:
+    if label in set(chosen):
         raise CalibrationInputError(f"column {label!r} cannot be both the label and a class column.")
+    if len(chosen) > MAX_CLASSES:
+        raise _too_many_classes(len(chosen), display)
+    for what, column in [("label", label), ("split", split_name), *(("class", c) for c in chosen)]:
+        if column is not None and column in table.nested:
+            raise CalibrationInputError(
+                f"the {what} column {column!r} of {display} holds nested values "
+                f"({table.nested[column][:80]}); a {what} column must hold plain "
+                + ("numbers." if what == "class" else "class indices or names.")
+            )
     names, prefix = _strip_common_prefix(chosen)
+    names = [n.strip() for n in names]  # "p_ cat" is class "cat", as labels are stripped too
     logit_reason = None
     if prefix in _LOGIT_PREFIXES:
         shown = ", ".join(chosen[:3]) + (", ..." if len(chosen) > 3 else "")
@@ -988,14 +1340,14 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
             if bad is not None or values.dtype == bool:
                 row, value = bad if bad is not None else (0, values.iloc[0])
                 raise CalibrationInputError(
-                    f"class column {c!r} is not numeric: {row_label(row)} holds {value!r}. "
+                    f"class column {c!r} is not numeric: {row_label(row)} holds {_short(value)}. "
                     "Every class column must hold numbers; fix that value, or pass "
                     "`class_columns=` to choose the probability columns."
                 )
     if all(_is_number_column(frame[c]) for c in chosen):
         scores = np.ascontiguousarray(frame[chosen].to_numpy(dtype=np.float64, na_value=np.nan))
     else:  # text columns whose only non-numbers are spellings of NaN
-        scores = np.column_stack([pd.to_numeric(frame[c], errors="coerce").to_numpy(
+        scores = np.column_stack([_to_numeric(frame[c]).to_numpy(
             dtype=np.float64, na_value=np.nan) for c in chosen])
     split = None
     if split_name is not None:
@@ -1004,11 +1356,15 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
         if missing:
             notes.append(f"{missing} rows have no value in the split column {split_name!r}; "
                          "their split is ''.")
-        split = split_values.fillna("").astype(str).str.strip().to_numpy(dtype=str)
-    return _Parts(scores=scores, raw_labels=frame[label].to_numpy(), score_names=chosen,
+        split = _as_text(split_values.fillna("")).str.strip().to_numpy(dtype=str)
+    raw_labels = frame[label].to_numpy()
+    raw_text = None
+    if table.raw_text is not None and pd.isna(frame[label]).any():
+        raw_text = lambda: table.raw_text(label)  # noqa: E731 -- read only when needed
+    return _Parts(scores=scores, raw_labels=raw_labels, score_names=chosen,
                   class_names=names if (prefix is not None or len(chosen) > 1) else None,
                   label_name=label, logit_reason=logit_reason, split=split, row_label=row_label,
-                  notes=notes)
+                  notes=notes, raw_label_text=raw_text)
 
 
 def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: str | None,
@@ -1060,9 +1416,16 @@ def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: s
         raise CalibrationInputError(
             f"array {key!r} of {display} must have shape (N, K), got {scores.shape}."
         )
+    if scores.shape[1] > MAX_CLASSES:
+        raise _too_many_classes(scores.shape[1], display)
     if prob_key is not None and logit_key is not None:
         logits_kept = logit_key
     labels = arrays[label_key]
+    if labels.dtype.names or labels.dtype.kind == "V":
+        raise CalibrationInputError(
+            f"label array {label_key!r} of {display} is a structured array (dtype {labels.dtype}); "
+            "store the labels as one plain array of class indices or names."
+        )
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1:
@@ -1079,12 +1442,18 @@ def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: s
     name_key = _pick_key(arrays, None, _NPZ_NAME_KEYS, "class-name", display)
     class_names = None
     if name_key is not None:
-        class_names = [str(v) for v in np.asarray(arrays[name_key]).ravel()]
+        class_names = [_label_text(v) for v in np.asarray(arrays[name_key]).ravel()]
     split = None
     split_key = _pick_key(arrays, None, (str(split_column).lower(),), "split", display) \
         if split_column is not None else None
     if split_key is not None:
-        split = np.asarray(arrays[split_key]).astype(str)
+        split = np.asarray(arrays[split_key])
+        if split.dtype.names or split.dtype.kind not in "OUSiub":
+            raise CalibrationInputError(
+                f"split array {split_key!r} of {display} has dtype {split.dtype}; store the split "
+                "names as strings (e.g. 'calibration', 'test')."
+            )
+        split = np.char.decode(split, "utf-8", errors="replace") if split.dtype.kind == "S" else split.astype(str)
         if split.shape != (scores.shape[0],):
             raise CalibrationInputError(
                 f"split array {split_key!r} of {display} has shape {split.shape}, expected ({scores.shape[0]},)."
@@ -1107,6 +1476,13 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
                class_columns: Sequence[str] | None, score_column: str | None,
                split_column: str | None, notes: list[str]) -> _Parts:
     if array.dtype.names:
+        if array.ndim != 1 or any(array.dtype[name].shape or array.dtype[name].names
+                                  for name in array.dtype.names):
+            raise CalibrationInputError(
+                f"{display} is a structured array of shape {array.shape} with nested fields "
+                f"({array.dtype}); save one field per column (label, p_0, p_1, ...) or an NPZ."
+            )
+        _check_column_count(len(array.dtype.names), display)
         frame = pd.DataFrame({name: array[name] for name in array.dtype.names})
         return _table_parts(_Table(frame=frame, row_label=_plain_row_label), display=display,
                             label_column=label_column, class_columns=class_columns,
@@ -1119,6 +1495,8 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
         )
     if array.dtype.kind not in "fiub":
         raise CalibrationInputError(f"{display} is not numeric (dtype {array.dtype}).")
+    if array.shape[1] - 1 > MAX_CLASSES:
+        raise _too_many_classes(array.shape[1] - 1, display)
     if array.shape[0] == 0:
         raise CalibrationInputError(f"{display} has no rows (shape {array.shape}).")
     n_cols = array.shape[1]
@@ -1164,24 +1542,61 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
 # Interpretation: labels, probabilities or logits
 # ---------------------------------------------------------------------------
 
-_MISSING_STRINGS = frozenset({"", "nan", "na", "n/a", "null", "none"})
+_MISSING_STRINGS = frozenset({"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"})
 
 
-def _factorize_text_labels(labels: NDArray[Any],
-                           row_label: Callable[[int], str]) -> tuple[NDArray[np.intp], list[str]]:
+def _label_text(value: Any) -> str:
+    """The text of one label value: ``True`` -> "True", ``2.0`` -> "2", ``b"cat"`` -> "cat"."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace").strip()
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
+    """Sort key that orders "c2" before "c10" (ASCII digit runs compare as numbers).
+
+    A digit run compares by its length without leading zeros, then as text:
+    the numeric order, without converting a 5,000-digit run to an int.
+    """
+    key = []
+    for part in re.split(r"([0-9]+)", text):
+        if part.isascii() and part.isdigit():
+            digits = part.lstrip("0") or "0"
+            key.append((0, len(digits), digits))
+        elif part:
+            key.append((1, 0, part))
+    return tuple(key)
+
+
+def _factorize_text_labels(labels: NDArray[Any], row_label: Callable[[int], str],
+                           class_names: Sequence[str] | None = None) -> tuple[NDArray[np.intp], list[str]]:
     """Codes into the distinct label texts (whitespace stripped), refusing missing labels.
 
-    Hash-based (pandas.factorize), so a million string labels cost one pass.
+    Hash-based (pandas.factorize plus one dict), so a million string labels
+    over many classes cost one pass. A text such as "NA", "none" or "null"
+    is a missing label unless it is one of ``class_names``.
     """
-    codes, uniques = pd.factorize(np.asarray(labels, dtype=object), use_na_sentinel=True)
-    texts = [str(u).strip() for u in uniques]
-    distinct = list(dict.fromkeys(texts))
-    remap = np.array([distinct.index(t) for t in texts] + [-1], dtype=np.intp)
+    try:
+        codes, uniques = pd.factorize(np.asarray(labels, dtype=object), use_na_sentinel=True)
+    except TypeError as exc:  # unhashable cells: lists, dicts
+        raise CalibrationInputError(
+            "the label column holds nested values (lists or records); labels must be class indices or names."
+        ) from exc
+    texts = [_label_text(u) for u in uniques]
+    position: dict[str, int] = {}
+    remap = np.empty(len(texts) + 1, dtype=np.intp)
+    for k, text in enumerate(texts):
+        remap[k] = position.setdefault(text, len(position))
+    remap[-1] = -1
     codes = remap[codes]  # -1 (missing) picks the appended -1
-    missing_codes = [k for k, t in enumerate(distinct) if t.lower() in _MISSING_STRINGS]
+    distinct = list(position)
+    names = set(class_names or ())
     bad = codes < 0
-    for k in missing_codes:
-        bad |= codes == k
+    for k, text in enumerate(distinct):
+        if text.lower() in _MISSING_STRINGS and text not in names:
+            bad |= codes == k
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise CalibrationInputError(
@@ -1194,16 +1609,15 @@ def _factorize_text_labels(labels: NDArray[Any],
 def _map_string_labels(labels: NDArray[Any], class_names: Sequence[str],
                        row_label: Callable[[int], str]) -> NDArray[np.intp]:
     """Class indices of label texts matched exactly (after stripping) to ``class_names``."""
-    codes, distinct = _factorize_text_labels(labels, row_label)
+    codes, distinct = _factorize_text_labels(labels, row_label, class_names)
     index = {str(c): k for k, c in enumerate(class_names)}
     unknown = [k for k, t in enumerate(distinct) if t not in index]
     if unknown:
         row = int(np.flatnonzero(codes == unknown[0])[0])
-        shown = ", ".join(map(repr, class_names[:10])) + (", ..." if len(class_names) > 10 else "")
         raise CalibrationInputError(
-            f"label {distinct[unknown[0]]!r} in {row_label(row)} is not one of the classes "
-            f"({shown}). Name the class columns after the labels (p_<label>) or store class "
-            "indices 0..K-1."
+            f"label {_short(distinct[unknown[0]])} in {row_label(row)} is not one of the classes "
+            f"({_shown(list(class_names), 10)}). Name the class columns after the labels (p_<label>) "
+            "or store class indices 0..K-1."
         )
     lookup = np.array([index[t] for t in distinct], dtype=np.intp)
     return lookup[codes]
@@ -1213,14 +1627,63 @@ def _generic(names: Sequence[str] | None) -> bool:
     return names is None or all(re.fullmatch(r"-?\d+", n.strip()) for n in names)
 
 
+def _propose_mapping(parts: _Parts, texts: Sequence[str], n_classes: int,
+                     class_names: Sequence[str] | None) -> CalibrationInputError:
+    """Text labels that match no class column: refuse, showing the mapping a fix would apply."""
+    columns = parts.score_names
+    ordered = sorted(texts, key=_natural_key)
+    what = (f"the {n_classes} class columns ({_shown(columns)})" if class_names is None or _generic(class_names)
+            else f"the class names of the columns ({_shown(list(class_names))})")
+    core = (f"the labels are names ({_shown(ordered)}: {len(ordered)} distinct) that match none of "
+            f"{what}.")
+    if len(ordered) != n_classes:
+        return CalibrationInputError(
+            f"{core} With {len(ordered)} distinct labels and {n_classes} class columns no mapping can be "
+            "proposed. Name each class column p_<label>, or store labels as indices 0..K-1."
+        )
+    pairs = list(zip(ordered, columns))
+    shown = ", ".join(f"{a!r} -> {b!r}" for a, b in pairs[:8]) + (", ..." if len(pairs) > 8 else "")
+    fix = LoadFix("class_names", "Use this mapping", (("class_names", tuple(ordered)),),
+                  "Maps the labels, in natural order, to the class columns in file order.")
+    proposal = f"Proposed mapping (labels in natural order to the columns in file order): {shown}."
+    return PredictionsFileError(
+        f"{core} {proposal} Nothing was guessed: pass `class_names=` with the class of each column "
+        "(in column order) to accept it, or name each class column p_<label>.",
+        fixes=(fix,), proposed_mapping=pairs,
+        plain=f"{core} {proposal} Nothing was guessed: accept the proposed mapping if it is right, "
+              "or name each class column p_<label> and load the file again.")
+
+
 def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | None,
                        notes: list[str]) -> tuple[NDArray[np.intp], list[str]]:
-    """Integer labels and the final class names."""
+    """Integer labels and the final class names.
+
+    Labels are mapped by *name* whenever the class columns carry names: a
+    label equal to a class's name is that class, whatever its type (``True``
+    with ``p_True``, ``2`` with ``p_2`` among ``p_cat``, ``c10`` with
+    ``p_c10``). Integer labels ``0..K-1`` that do not all name a column are
+    class indices. Text labels that match no column name stop the load with
+    a proposed mapping (:class:`PredictionsFileError`), never a guess.
+    """
     raw, row_label, column = parts.raw_labels, parts.row_label, parts.label_name
+    names = [str(c) for c in class_names] if class_names is not None else None
+    name_set = set(names or ())
+    if parts.raw_label_text is not None and names is not None:
+        missing = pd.isna(pd.Series(raw)).to_numpy()
+        if missing.any():
+            # pandas reads "NA", "null", "None" as missing; they may be class names here.
+            written = parts.raw_label_text()
+            if written.shape == raw.shape and all(
+                    str(t).strip() in name_set for t in pd.unique(written[missing])):
+                raw = written
     if raw.dtype == bool:
-        raw = raw.astype(np.intp)
-        if class_names is None and n_classes == 2:
-            class_names = ["False", "True"]
+        if names is not None and {"True", "False"} & name_set and {
+                _label_text(v) for v in np.unique(raw)} <= name_set:
+            raw = raw.astype(object)  # mapped by name below
+        else:
+            raw = raw.astype(np.intp)
+            if names is None and n_classes == 2:
+                names = ["False", "True"]
     if raw.dtype.kind == "f":
         finite = np.isfinite(raw)
         if not finite.all():
@@ -1237,31 +1700,37 @@ def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | N
                 f"label {float(raw[row]):g} in {row_label(row)} (column {column!r}) is not a class index; "
                 "labels must be whole numbers 0..K-1 or class names."
             )
+        if np.abs(raw).max() > 2.0 ** 62:
+            row = int(np.argmax(np.abs(raw)))
+            raise CalibrationInputError(
+                f"label {float(raw[row]):g} in {row_label(row)} (column {column!r}) is not a class index; "
+                "labels must be whole numbers 0..K-1 or class names."
+            )
         raw = raw.astype(np.intp)
     if raw.dtype.kind in "iu":
+        if raw.dtype.kind == "u" and raw.size and int(raw.max()) > np.iinfo(np.intp).max:
+            raise CalibrationInputError(
+                f"label {int(raw.max())} (column {column!r}) is outside the classes 0..{n_classes - 1}."
+            )
         values = raw.astype(np.intp, copy=False)
-        names = class_names or [str(k) for k in range(n_classes)]
         low, high = int(values.min()), int(values.max())
-        if class_names is not None and _generic(class_names) and [int(n) for n in class_names] != list(
-                range(n_classes)):
-            # Columns named after the label values (p_1, p_2, p_3 with labels 1..3).
-            by_name = {int(n): k for k, n in enumerate(class_names)}
+        if names is not None and names != [str(k) for k in range(n_classes)]:
             present = np.unique(values)
-            if all(int(v) in by_name for v in present):
-                lookup = np.full(high - low + 1, -1, dtype=np.intp)
-                for v in present:
-                    lookup[int(v) - low] = by_name[int(v)]
+            by_name = {n: k for k, n in enumerate(names)}
+            if all(str(int(v)) in by_name for v in present):
+                # Columns named after the label values (p_1, p_2, p_3 with labels 1..3; p_2 among p_cat).
+                lookup = np.array([by_name[str(int(v))] for v in present], dtype=np.intp)
                 notes.append(f"labels were matched to the class columns by name "
-                             f"({', '.join(parts.score_names[:4])}{'...' if n_classes > 4 else ''}).")
-                return lookup[values - low], names
+                             f"({_shown(parts.score_names, 4, quote=False)}).")
+                return lookup[np.searchsorted(present, values)], names
+        names = names or [str(k) for k in range(n_classes)]
         if low < 0 or high >= n_classes:
             bad = (values < 0) | (values >= n_classes)
             row = int(np.flatnonzero(bad)[0])
             raise CalibrationInputError(
                 f"label {int(values[row])} in {row_label(row)} is outside the classes: with "
-                f"{n_classes} class columns ({', '.join(parts.score_names[:6])}"
-                f"{', ...' if n_classes > 6 else ''}) labels must be 0..{n_classes - 1}. Check "
-                "that every class has a column and that labels count from 0."
+                f"{n_classes} class columns ({_shown(parts.score_names, 6, quote=False)}) labels must be "
+                f"0..{n_classes - 1}. Check that every class has a column and that labels count from 0."
             )
         return values, names
     if raw.dtype.kind not in "OUS" and not pd.api.types.is_string_dtype(raw.dtype):
@@ -1269,25 +1738,26 @@ def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | N
             f"the label column {column!r} has unsupported values of type {raw.dtype}; use class "
             "indices 0..K-1 or class names."
         )
-    if class_names is not None and not _generic(class_names):
-        return _map_string_labels(raw, class_names, row_label), class_names
-    # Generic or no class names: the sorted distinct labels name the classes.
-    codes, texts = _factorize_text_labels(raw, row_label)
-    distinct = sorted(texts)
-    if class_names is not None and set(distinct) <= set(class_names):
-        return _map_string_labels(raw, class_names, row_label), class_names
-    if len(distinct) != n_classes:
+    codes, texts = _factorize_text_labels(raw, row_label, names)
+    if names is not None:
+        index = {n: k for k, n in enumerate(names)}
+        if all(t in index for t in texts):
+            lookup = np.array([index[t] for t in texts], dtype=np.intp)
+            return lookup[codes], names
+    if all(re.fullmatch(r"[-+]?[0-9]{1,18}", t) for t in texts) and not any(t in name_set for t in texts):
+        # Integer labels stored as text ("0", "1") with no column named by them: class indices.
+        values = np.array([int(t) for t in texts], dtype=object)
+        if all(0 <= v < n_classes for v in values):
+            return values.astype(np.intp)[codes], names or [str(k) for k in range(n_classes)]
+    if names is not None and not _generic(names) and any(t in name_set for t in texts):
+        unknown = next(t for t in texts if t not in name_set)
+        row = int(np.flatnonzero(codes == texts.index(unknown))[0])
         raise CalibrationInputError(
-            f"the labels are names ({', '.join(map(repr, distinct[:6]))}"
-            f"{', ...' if len(distinct) > 6 else ''}: {len(distinct)} distinct) but the "
-            f"{n_classes} class columns ({', '.join(parts.score_names[:6])}) are not named after "
-            "them. Name each class column p_<label>, or store labels as indices 0..K-1."
+            f"label {_short(unknown)} in {row_label(row)} is not one of the classes "
+            f"({_shown(names, 10)}). Name the class columns after the labels (p_<label>) "
+            "or store class indices 0..K-1."
         )
-    notes.append(f"class columns {', '.join(parts.score_names[:6])} have generic names; "
-                 f"assumed they follow the sorted label names {', '.join(map(repr, distinct[:6]))}"
-                 f"{', ...' if n_classes > 6 else ''}.")
-    lookup = np.array([distinct.index(t) for t in texts], dtype=np.intp)
-    return lookup[codes], distinct
+    raise _propose_mapping(parts, texts, n_classes, names)
 
 
 def _nonfinite_error(parts: _Parts, scores: NDArray[np.float64]) -> CalibrationInputError:
@@ -1309,15 +1779,135 @@ def _describe_row(parts: _Parts, scores: NDArray[np.float64], row: int, limit: i
     return shown + (", ..." if scores.shape[1] > limit else "")
 
 
-def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
-                      notes: list[str]) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
-    """Checked probabilities (N, K) and the logits they came from (or None)."""
-    scores = parts.scores
+def _row_list(parts: _Parts, rows: NDArray[np.intp], limit: int = 5) -> str:
+    shown = ", ".join(parts.row_label(int(r)) for r in rows[:limit])
+    return shown + (f" and {rows.size - limit:,} more" if rows.size > limit else "")
+
+
+def _constant_sum(row_sums: NDArray[np.float64]) -> float | None:
+    """The common row sum when every row sums to one constant, else None.
+
+    "One constant" allows 1 % relative spread (plus ``ROW_SUM_TOLERANCE``):
+    rounded percentages (33.3 + 33.3 + 33.3) still count; logits' row sums
+    spread far more.
+    """
+    middle = float(np.median(row_sums))
+    spread = float(row_sums.max() - row_sums.min())
+    return middle if spread <= ROW_SUM_TOLERANCE + 1e-2 * abs(middle) else None
+
+
+def _score_error(core: str, python_hint: str, fixes: Sequence[LoadFix], rows: NDArray[np.intp],
+                 app_hint: str = "") -> PredictionsFileError:
+    return PredictionsFileError(f"{core} {python_hint}".strip(), fixes=fixes, rows=rows[:20].tolist(),
+                                plain=f"{core} {app_hint}".strip())
+
+
+def _diagnose_scores(parts: _Parts, scores: NDArray[np.float64], input_kind: str,
+                     percentages: bool) -> PredictionsFileError:
+    """Why these values are not probabilities, with the fixes that would load them."""
     binary = scores.shape[1] == 1
+    row_sums = scores.sum(axis=1)
+    low, high = float(scores.min()), float(scores.max())
+    outside = (scores < 0.0) | (scores > 1.0)
+    share = float(outside.mean())
+    logits_fix = () if input_kind == "logits" else (_FIX_LOGITS,)
+    # Rows summing to ~100 with values in [0, 100]: percentages.
+    if not percentages and low >= 0.0 and high <= 100.0 and high > 1.0 and (
+            (high >= 5.0 and share >= AUTO_LOGIT_MIN_SHARE) if binary
+            else bool(np.all(np.abs(row_sums - 100.0) <= 1.0))):
+        off = np.abs(row_sums / 100.0 - 1.0) > ROW_SUM_TOLERANCE
+        fix = _FIX_PERCENTAGES if binary or not off.any() else LoadFix(
+            "percentages", "Divide by 100", (("percentages", True), ("renormalize", True)),
+            "Reads the values as percentages, divides them by 100 and renormalises each row to sum to 1.")
+        what = (f"the values lie in [0, 100] (max {high:.6g})" if binary
+                else f"every row sums to about 100 ({parts.row_label(0)}: {row_sums[0]:.6g})")
+        return _score_error(
+            f"{what}: percentages? Divide by 100 to read them as probabilities.",
+            "Pass `percentages=True` to divide every value by 100"
+            + (" (with `renormalize=True` for rows not summing to exactly 100)." if fix is not _FIX_PERCENTAGES
+               else "."), (fix,), np.arange(min(scores.shape[0], 5)))
+    if binary:
+        rows = np.flatnonzero(outside[:, 0])
+        value = float(scores[rows[0], 0])
+        kind = "a negative probability" if value < 0.0 else "a probability above 1"
+        return _score_error(
+            f"the score column {parts.score_names[0]!r} holds {kind} ({value:.6g}) in "
+            f"{parts.row_label(int(rows[0]))}; values outside [0, 1] appear in {_row_list(parts, rows)} "
+            f"({rows.size:,} of {scores.shape[0]:,} rows). A probability must lie in [0, 1]: fix those values.",
+            "If the column holds logits, pass `input_kind='logits'`.", logits_fix, rows,
+            "If the column holds logits, read it as logits.")
+    constant = _constant_sum(row_sums)
+    if scores.shape[0] > 1 and low >= 0.0 and constant is not None and constant > 0.0 \
+            and abs(constant - 1.0) > ROW_SUM_TOLERANCE:
+        rows = np.arange(min(scores.shape[0], 5))
+        return _score_error(
+            f"every row sums to {constant:.6g}, not 1 ({parts.row_label(0)}: {_describe_row(parts, scores, 0)}). "
+            "The values look like probabilities on another scale; renormalise the rows to read them as "
+            "probabilities.",
+            "Pass `renormalize=True` to divide each row by its sum.",
+            (_FIX_RENORMALIZE, *(logits_fix if high > 1.0 else ())), rows)
+    if outside.any():
+        rows = np.flatnonzero(outside.any(axis=1))
+        row = int(rows[0])
+        col = int(np.flatnonzero(outside[row])[0])
+        kind = "a negative probability" if scores[row, col] < 0.0 else "a probability above 1"
+        core = (f"column {parts.score_names[col]!r} holds {kind} ({scores[row, col]:.6g}) in "
+                f"{parts.row_label(row)}; values outside [0, 1] appear in {_row_list(parts, rows)} "
+                f"({rows.size:,} of {scores.shape[0]:,} rows). Probabilities must lie in [0, 1]: fix those "
+                "values.")
+        many = share >= 0.05
+        return _score_error(
+            core, "If the values are logits, pass `input_kind='logits'`." if many and logits_fix else "",
+            logits_fix if many else (), rows,
+            # In the app a user who just chose "probabilities" is not told to read them as logits again.
+            "If the values are logits, read them as logits." if many and logits_fix
+            and input_kind != "probabilities" else "")
+    deviation = np.abs(row_sums - 1.0)
+    rows = np.flatnonzero(deviation > ROW_SUM_TOLERANCE)
+    worst = int(np.argmax(deviation))
+    fixes = (_FIX_RENORMALIZE, *logits_fix) if row_sums.min() > 0.0 else logits_fix
+    return _score_error(
+        f"the class probabilities of {parts.row_label(worst)} sum to {row_sums[worst]:.6g}, not 1 "
+        f"({_describe_row(parts, scores, worst)}); {rows.size:,} of {scores.shape[0]:,} rows are off by "
+        f"more than {ROW_SUM_TOLERANCE:g} ({_row_list(parts, rows)}).",
+        "Pass `renormalize=True` to divide each row by its sum, or `input_kind='logits'` if the values "
+        "are logits.", fixes, rows)
+
+
+def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
+                      notes: list[str], *, percentages: bool = False,
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+    """Checked probabilities (N, K) and the logits they came from (or None).
+
+    Values are read as logits only when the caller says so
+    (``input_kind="logits"``), when the class columns are named ``logit_*``,
+    or (``input_kind="auto"``) when they cannot be probabilities by a wide
+    margin: at least :data:`AUTO_LOGIT_MIN_SHARE` of the cells lie outside
+    [0, 1] *and* the rows do not sum to one constant (for a single binary
+    score column: some values are negative). Anything else that is not a
+    probability matrix raises :class:`PredictionsFileError` naming the rows,
+    with the fixes that would load it. The reason for reading logits without
+    being told is stored in ``parts.inferred_logit_reason``.
+    """
+    scores = parts.scores
+    if scores.ndim != 2 or scores.size == 0:
+        raise CalibrationInputError(
+            f"the scores ({_shown(parts.score_names, 4)}) have shape {scores.shape}: no rows or no class "
+            "columns. Store one row per prediction and one column per class (or one binary score)."
+        )
+    binary = scores.shape[1] == 1
+    if percentages:
+        if input_kind == "logits":
+            raise CalibrationInputError("`percentages=True` divides probabilities by 100; it cannot be "
+                                        "combined with `input_kind='logits'`.")
+        scores = scores / 100.0
+        notes.append("the values were read as percentages and divided by 100 (on request).")
     read_as_logits = input_kind == "logits" or (input_kind == "auto" and parts.logit_reason is not None)
-    if not binary and not read_as_logits:
-        # Fast path: valid probabilities pass the shared validator in one blocked pass;
-        # anything else is diagnosed below with file rows and column names.
+    if read_as_logits and input_kind == "auto":
+        parts.inferred_logit_reason = f"{parts.logit_reason}"
+    if not read_as_logits and not binary:
+        # Fast path: valid probabilities pass the shared validator in one blocked pass
+        # (and can never be logits under the rule above: no value lies outside [0, 1]).
         try:
             probs, row_sums = check_probs_with_row_sums(scores)
         except CalibrationInputError:
@@ -1325,102 +1915,108 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
         else:
             deviation = np.abs(row_sums - 1.0)
             worst = int(np.argmax(deviation))
-            if renormalize and deviation[worst] > 0.0:
+            if renormalize and deviation[worst] > 1e-12:
                 changed = int((deviation > 1e-12).sum())
-                if changed:
-                    notes.append(f"renormalised {changed} row(s) to sum to 1; the largest deviation "
-                                 f"was {deviation[worst]:.3g} ({parts.row_label(worst)}).")
+                notes.append(f"renormalised {changed} row(s) to sum to 1 (on request); the largest "
+                             f"deviation was {deviation[worst]:.3g} ({parts.row_label(worst)}).")
                 return check_probs(probs / row_sums[:, None]), None
             if deviation[worst] > SILENT_ROW_SUM_DEVIATION:
                 notes.append(f"rows sum to 1 only within {deviation[worst]:.3g} "
-                             f"({parts.row_label(worst)}); the values were kept as they are. "
-                             "Pass renormalize=True to renormalise them.")
+                             f"({parts.row_label(worst)}); the values were kept as they are "
+                             "(renormalising is available on request).")
             return probs, None
-    row_sums = scores.sum(axis=1)
-    if not np.isfinite(row_sums).all() and not np.isfinite(scores).all():
+    if not np.isfinite(scores).all():
         raise _nonfinite_error(parts, scores)
-    low, high = float(scores.min()), float(scores.max())
-    deviation = np.abs(row_sums - 1.0)
+    if not read_as_logits and input_kind == "auto" and not percentages:
+        outside = (scores < 0.0) | (scores > 1.0)
+        share = float(outside.mean())
+        constant = None if binary else _constant_sum(scores.sum(axis=1))
+        # A constant row sum <= 0 is no probability scale (centred logits, e.g. scikit-learn's
+        # multinomial decision_function, sum to 0), so it does not stop the logit reading.
+        if share >= AUTO_LOGIT_MIN_SHARE and (
+                bool((scores < 0.0).any()) if binary else constant is None or constant <= ROW_SUM_TOLERANCE):
+            read_as_logits = True
+            parts.inferred_logit_reason = (
+                f"{share:.0%} of the values lie outside [0, 1] (min {float(scores.min()):.4g}, max "
+                f"{float(scores.max()):.4g})" + ("" if binary else " and the rows do not sum to one positive "
+                                                  "constant"))
     if read_as_logits:
-        if input_kind == "auto":
-            notes.append(f"{parts.logit_reason}: read as logits and converted to probabilities with "
-                         + ("a sigmoid" if binary else "a softmax") + "; the logits are kept.")
-    elif input_kind == "auto" and not (low >= 0.0 and high <= 1.0) and (
-            binary or deviation.max() > ROW_SUM_TOLERANCE):
-        # Rows that sum to 1 are probabilities with a bad value, not logits.
-        read_as_logits = True
-        notes.append(f"values outside [0, 1] (min {low:.4g}, max {high:.4g}) were read as logits and "
-                     "converted to probabilities with " + ("a sigmoid" if binary else "a softmax")
-                     + "; the logits are kept. Pass input_kind='probabilities' to refuse this.")
-    if read_as_logits:
+        if parts.inferred_logit_reason is not None:
+            notes.append(f"read as logits because {parts.inferred_logit_reason}; converted to probabilities "
+                         "with " + ("a sigmoid" if binary else "a softmax") + " (the logits are kept).")
         logits = np.column_stack([np.zeros(scores.shape[0]), scores[:, 0]]) if binary else scores
         return softmax(logits), logits
-    if low < 0.0:
-        row = int(np.flatnonzero((scores < 0.0).any(axis=1))[0])
-        col = int(np.argmin(scores[row]))
-        raise CalibrationInputError(
-            f"column {parts.score_names[col]!r} holds a negative probability ({scores[row, col]:.6g}) "
-            f"in {parts.row_label(row)}. Probabilities must lie in [0, 1]; if the values are "
-            "logits, pass input_kind='logits'."
-        )
-    if high > 1.0:
-        row = int(np.flatnonzero((scores > 1.0).any(axis=1))[0])
-        col = int(np.argmax(scores[row]))
-        raise CalibrationInputError(
-            f"column {parts.score_names[col]!r} holds a probability above 1 ({scores[row, col]:.6g}) "
-            f"in {parts.row_label(row)}. Probabilities must lie in [0, 1]; if the values are "
-            "logits, pass input_kind='logits'."
-        )
     if binary:
+        if bool(((scores < 0.0) | (scores > 1.0)).any()):
+            raise _diagnose_scores(parts, scores, input_kind, percentages)
         return check_probs(np.column_stack([1.0 - scores[:, 0], scores[:, 0]])), None
-    worst = int(np.argmax(deviation))
     if renormalize:
+        if scores.min() < 0.0:
+            raise _diagnose_scores(parts, scores, input_kind, percentages)
+        row_sums = scores.sum(axis=1)
         if row_sums.min() <= 0.0:
             row = int(np.flatnonzero(row_sums <= 0.0)[0])
             raise CalibrationInputError(
                 f"{parts.row_label(row)} sums to 0 ({_describe_row(parts, scores, row)}), so it "
                 "cannot be renormalised; fix or remove it."
             )
+        deviation = np.abs(row_sums - 1.0)
+        worst = int(np.argmax(deviation))
         changed = int((deviation > 1e-12).sum())
-        notes.append(f"renormalised {changed} row(s) to sum to 1; the largest deviation was "
-                     f"{deviation[worst]:.3g} ({parts.row_label(worst)}).")
+        if changed:
+            notes.append(f"renormalised {changed} row(s) to sum to 1 (on request); the largest deviation was "
+                         f"{deviation[worst]:.3g} ({parts.row_label(worst)}).")
         return check_probs(scores / row_sums[:, None]), None
-    off = int((deviation > ROW_SUM_TOLERANCE).sum())
-    raise CalibrationInputError(
-        f"the class probabilities of {parts.row_label(worst)} sum to {row_sums[worst]:.6g}, not 1 "
-        f"({_describe_row(parts, scores, worst)}); {off} of {scores.shape[0]} rows are off by "
-        f"more than {ROW_SUM_TOLERANCE:g}. Pass renormalize=True to divide each row by its sum, "
-        "or input_kind='logits' if the values are logits."
-    )
+    raise _diagnose_scores(parts, scores, input_kind, percentages)
 
 
 def _binary_class_names(parts: _Parts, notes: list[str]) -> list[str] | None:
-    """Class names for one score column (it gives P(class 1))."""
+    """Class names for one score column (it gives P(class 1)).
+
+    Text labels are matched by name: a score column named after one of the
+    two labels (``p_dog``) gives that class's probability. A column whose
+    name is not a label stops the load with a proposed mapping (the labels
+    in natural order: the second is class 1), never a guess.
+    """
     raw = parts.raw_labels
     if raw.dtype.kind in "fiub":
         return None
     _, texts = _factorize_text_labels(raw, parts.row_label)
-    distinct = sorted(texts)
-    positive = parts.class_names[0] if parts.class_names else None
-    if positive is not None and positive not in distinct and not _generic([positive]):
+    distinct = sorted(texts, key=_natural_key)
+    if set(distinct) <= {"0", "1"}:
+        return None  # 0/1 written as text: class indices
+    positive = parts.class_names[0].strip() if parts.class_names else None
+    if positive is not None and positive not in distinct and not _generic([positive]) and parts.class_names \
+            and parts.score_names[0] != positive:
         raise CalibrationInputError(
             f"the score column {parts.score_names[0]!r} is named after class {positive!r}, but the "
-            f"labels are {', '.join(map(repr, distinct[:6]))}. Rename the column after the class "
-            "whose probability it holds, or store labels as 0/1."
+            f"labels are {_shown(distinct)}. Rename the column after the class whose probability it "
+            "holds, or store labels as 0/1."
         )
     if positive is not None and positive in distinct and len(distinct) == 2:
         other = distinct[0] if distinct[1] == positive else distinct[1]
         return [other, positive]
-    if len(distinct) == 2:
-        notes.append(f"the score column {parts.score_names[0]!r} was read as P(label == "
-                     f"{distinct[1]!r}) (the second label in sorted order).")
-        return distinct
     if len(distinct) > 2:
         raise CalibrationInputError(
             f"one score column ({parts.score_names[0]!r}) means a binary problem, but the labels "
-            f"have {len(distinct)} values ({', '.join(map(repr, distinct[:6]))}). Add one column "
-            "per class (p_<label>)."
+            f"have {len(distinct)} values ({_shown(distinct)}). Add one column per class (p_<label>)."
         )
+    if len(distinct) == 2:
+        negative, positive_label = distinct
+        core = (f"the score column {parts.score_names[0]!r} is not named after either label "
+                f"({negative!r}, {positive_label!r}), so which class it gives the probability of is unknown.")
+        proposal = (f"Proposed mapping: the column holds P({positive_label!r}) and 1 minus it is "
+                    f"P({negative!r}) (labels in natural order).")
+        fix = LoadFix("class_names", "Use this mapping", (("class_names", (negative, positive_label)),),
+                      f"Reads the score column as the probability of {positive_label!r}.")
+        return_error = PredictionsFileError(
+            f"{core} {proposal} Nothing was guessed: pass `class_names=({negative!r}, {positive_label!r})` "
+            "to accept it, or name the column p_<label> after its class.",
+            fixes=(fix,), proposed_mapping=[(negative, f"1 - {parts.score_names[0]}"),
+                                            (positive_label, parts.score_names[0])],
+            plain=f"{core} {proposal} Nothing was guessed: accept the proposed mapping if it is right, or "
+                  "name the column p_<label> after its class and load the file again.")
+        raise return_error
     raise CalibrationInputError(
         f"all labels are {distinct[0]!r}, so the name of the other class of the binary score "
         f"column {parts.score_names[0]!r} is unknown; store labels as 0/1."
@@ -1435,6 +2031,8 @@ def load_predictions(
     score_column: str | None = None,
     input_kind: str = "auto",
     renormalize: bool = False,
+    percentages: bool = False,
+    class_names: Sequence[str] | None = None,
     split_column: str | None = "split",
     name: str | None = None,
     max_bytes: int | None = 500_000_000,
@@ -1463,12 +2061,28 @@ def load_predictions(
     score_column : str, optional
         One column holding P(class 1) (or a logit) of a binary problem.
     input_kind : {"auto", "probabilities", "logits"}
-        ``"auto"`` reads the values as logits when the class columns are
-        named ``logit_*``/``logits_*`` or a value lies outside [0, 1] while
-        the rows do not sum to 1.
+        ``"logits"`` reads the values as logits. ``"auto"`` reads them as
+        logits only when the class columns are named ``logit_*``/``logits_*``
+        or when they cannot be probabilities by a wide margin: at least
+        :data:`AUTO_LOGIT_MIN_SHARE` (a quarter) of the values lie outside
+        [0, 1] *and* the rows do not sum to one constant (one binary score
+        column: some values are negative); :attr:`Predictions.logit_reason`
+        then says why. A probability-like file with a few bad values, rows
+        summing to 100 or to another constant is refused
+        (:class:`PredictionsFileError` with its fixes), never reinterpreted.
     renormalize : bool
-        Divide each row by its sum (with a warning) instead of refusing
-        probability rows that do not sum to 1.
+        Divide each row by its sum (stated in :attr:`Predictions.notes`)
+        instead of refusing probability rows that do not sum to 1.
+    percentages : bool
+        The values are percentages: divide every value by 100 before the
+        checks (stated in :attr:`Predictions.notes`). Combine with
+        ``renormalize=True`` for rounded percentages.
+    class_names : sequence of str, optional
+        The class of each class column, in column order (for one binary
+        score column: the negative then the positive class). Labels are
+        matched to these names; use it to accept the mapping a
+        :class:`PredictionsFileError` proposes for text labels that match no
+        column name.
     split_column : str or None
         Name of the optional column with per-row split names; None ignores it.
     name : str, optional
@@ -1485,17 +2099,32 @@ def load_predictions(
 
     Raises
     ------
+    PredictionsFileError
+        (a :class:`CalibrationInputError`) for values that are not
+        probabilities and labels that match no column name: ``exc.fixes``
+        holds :class:`LoadFix` objects whose ``kwargs`` load the file
+        (renormalise rows, divide by 100, read as logits, accept a proposed
+        label mapping), ``exc.rows`` the offending rows, ``exc.plain`` the
+        message without argument names, ``exc.proposed_mapping`` the mapping.
     CalibrationInputError
         Empty file or no rows, no label column, labels outside the classes,
         NaN/inf values, negative probabilities, rows not summing to 1
         (beyond ``ROW_SUM_TOLERANCE``), fewer than 2 classes, non-numeric
         class columns, duplicate column names, a file over ``max_bytes``,
-        an unknown format, pickled NPY/NPZ data, an unreadable file. The
-        message names the column and the row (1-based, with its file line
-        for CSV).
+        an unknown format, pickled NPY/NPZ data, an unreadable or damaged
+        file (any reader failure ends here, never in another exception
+        type), more than :data:`MAX_CLASSES` classes. The message names the
+        column and the row (1-based, with its file line for CSV).
 
     Notes
     -----
+    Labels are mapped to classes by name whenever the class columns carry
+    names (a label equal to a class's name is that class, whatever its type:
+    ``True`` with ``p_True``; ``2`` with ``p_2`` among ``p_cat``); integer
+    labels 0..K-1 that do not all name a column are class indices; "NA",
+    "none", "null" and "nan" are class names when a column is named so.
+    Loading is linear in the number of class columns.
+
     Logits ``z`` become probabilities with the stable softmax
     ``p_k = exp(z_k - max_j z_j) / sum_i exp(z_i - max_j z_j)``; a single
     binary logit with the sigmoid ``1 / (1 + exp(-z))`` (kept as the logit
@@ -1512,10 +2141,47 @@ def load_predictions(
     input_kind = {"probs": "probabilities", "proba": "probabilities", "logit": "logits"}.get(
         input_kind, input_kind) if isinstance(input_kind, str) else input_kind
     input_kind = check_choice(input_kind, "input_kind", _INPUT_KINDS)
+    for flag, value in (("renormalize", renormalize), ("percentages", percentages)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise CalibrationInputError(f"`{flag}` must be True or False, got {value!r}.")
     if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
                                   or max_bytes <= 0):
         raise CalibrationInputError(f"`max_bytes` must be a positive whole number or None, got {max_bytes!r}.")
-    raw = _resolve_source(source, name, max_bytes)
+    if class_names is not None:
+        if isinstance(class_names, str):
+            raise CalibrationInputError("`class_names` must be a sequence of names, not one string.")
+        class_names = [str(c).strip() for c in class_names]
+        if len(set(class_names)) != len(class_names):
+            raise CalibrationInputError("`class_names` must be unique.")
+    display = "the file"
+    try:
+        raw = _resolve_source(source, name, max_bytes)
+        display = raw.display
+        return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
+                     input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
+                     class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
+                     file_format=file_format)
+    except CalibrationInputError:
+        raise
+    except MemoryError as exc:
+        raise CalibrationInputError(
+            f"{display} needs more memory than is available to load; load a sample of its rows."
+        ) from exc
+    except RecursionError as exc:
+        raise CalibrationInputError(f"{display} is nested too deeply to read.") from exc
+    except Exception as exc:  # the one boundary where files enter: no other exception type leaves
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise CalibrationInputError(
+            f"{display} could not be read ({type(exc).__name__}{': ' + detail if detail else ''}). "
+            "Check that it is a CSV, Parquet, NPZ or NPY file of predictions, or re-export it."
+        ) from exc
+
+
+def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[str] | None,
+          score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
+          class_names: list[str] | None, split_column: str | None, name: str | None,
+          max_bytes: int | None, file_format: str | None) -> Predictions:
+    """The body of :func:`load_predictions` once the arguments are checked."""
     if raw.size() == 0:
         raise CalibrationInputError(
             f"{raw.display} is empty (0 bytes). Provide a table with a header row, e.g. "
@@ -1542,23 +2208,34 @@ def load_predictions(
         else:
             fmt = "npz"
             parts = _npz_parts(_npz_arrays(loaded, raw.display), **options)
-    probs, logits = _interpret_scores(parts, input_kind, renormalize, notes)
+    probs, logits = _interpret_scores(parts, input_kind, renormalize, notes, percentages=percentages)
     n_classes = probs.shape[1]
-    class_names = parts.class_names
-    if parts.scores.shape[1] == 1:
-        class_names = _binary_class_names(parts, notes)
-    elif class_names is not None and len(class_names) != n_classes:
+    names = parts.class_names
+    if class_names is not None:
+        if len(class_names) != n_classes:
+            raise CalibrationInputError(
+                f"`class_names` gives {len(class_names)} names but {raw.display} has {n_classes} classes "
+                f"(columns {_shown(parts.score_names)})."
+            )
+        names = class_names
+        notes.append(f"the classes were named on request: {_shown(class_names, 8)}.")
+    elif parts.scores.shape[1] == 1:
+        names = _binary_class_names(parts, notes)
+    elif names is not None and len(names) != n_classes:
         raise CalibrationInputError(
-            f"{raw.display} gives {len(class_names)} class names but its scores have {n_classes} "
+            f"{raw.display} gives {len(names)} class names but its scores have {n_classes} "
             "columns; store one name per class."
         )
-    if class_names is not None and len(set(class_names)) != len(class_names):
-        dup = next(c for c in class_names if class_names.count(c) > 1)
+    if names is not None and len(set(names)) != len(names):
+        counts: dict[str, int] = {}
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+        dup = next(n for n in names if counts[n] > 1)
         raise CalibrationInputError(
-            f"two class columns give the same class name {dup!r} ({', '.join(parts.score_names)}); "
+            f"two class columns give the same class name {dup!r} ({_shown(parts.score_names)}); "
             "rename them so each class has one column."
         )
-    labels, class_names = _labels_to_indices(parts, n_classes, class_names, notes)
+    labels, names = _labels_to_indices(parts, n_classes, names, notes)
     extra_logits = parts.extra_logits
     if extra_logits is not None and logits is None:
         if extra_logits.shape == probs.shape and np.isfinite(extra_logits).all() and np.allclose(
@@ -1568,9 +2245,9 @@ def load_predictions(
             notes.append("the archive's logits are not the logits of its probabilities "
                          "(softmax differs by more than 1e-6); they were ignored.")
     return Predictions._from_checked(
-        probs=probs, labels=labels, class_names=tuple(class_names), logits=logits,
+        probs=probs, labels=labels, class_names=tuple(names), logits=logits,
         split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
-        warnings=tuple(notes))
+        warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None)
 
 
 # ---------------------------------------------------------------------------

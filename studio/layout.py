@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from studio import nav, state
+from studio.text import md
 
 #: Prefix of the widget keys whose values survive a page change (see :func:`keep_widget_values`).
 KEEP_PREFIX = "keep:"
@@ -88,15 +89,15 @@ def _sidebar(current: str) -> None:
             st.multiselect("Models shown", names, key=state.SHOWN_WIDGET, on_change=_shown_changed,
                            help="Hide models from the analysis pages without unloading them.")
         else:
-            st.markdown(f"**Model:** {names[0]}")
+            st.markdown(f"**Model:** {md(names[0])}")
         options = state.split_options()
         if len(options) > 1:
             st.session_state[state.SPLIT_WIDGET] = state.get_split()
             st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed,
                      help="Analyse every row, or only the rows of one split (the files' `split` column).")
         for view in state.active_models():
-            st.caption(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), "
-                       f"{view.predictions.n_classes} classes")
+            st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), "
+                          f"{view.predictions.n_classes} classes"))
 
 
 def _shown_changed() -> None:

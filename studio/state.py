@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import streamlit as st
 
 from calib_core import CalibrationInputError
-from calib_core.io import Predictions, demo_datasets
+from calib_core.io import LoadFix, Predictions, demo_datasets
 from studio import compute
 
 #: The one ``st.session_state`` key owned by the app.
@@ -61,6 +62,9 @@ class LoadedModel:
         The demo name, for ``?demo=`` links.
     options : tuple of (str, value) pairs
         The ``load_predictions`` overrides used (empty: everything detected).
+    fixes : tuple of str
+        The fixes the user applied to load the file (plain sentences, shown
+        on the model's card).
     """
 
     predictions: Predictions
@@ -70,6 +74,7 @@ class LoadedModel:
     raw: bytes | None = None
     demo: str | None = None
     options: tuple[tuple[str, Any], ...] = ()
+    fixes: tuple[str, ...] = ()
 
     def source_bytes(self) -> bytes:
         """The file's bytes (read from disk for demos)."""
@@ -88,14 +93,96 @@ class ModelView:
     rows: str
 
 
+@dataclass(frozen=True)
+class LoadProblem:
+    """Why a file was not loaded, in the app's words, and the fixes it can offer as buttons.
+
+    Attributes
+    ----------
+    message : str
+        Plain language; names the app's controls, never a Python argument.
+    fixes : tuple of calib_core.io.LoadFix
+        One button each (renormalise rows, divide by 100, read as logits,
+        accept a proposed label mapping).
+    mapping : tuple of (label, column) pairs, optional
+        A proposed label-to-column mapping to show for confirmation.
+    """
+
+    message: str
+    fixes: tuple[LoadFix, ...] = ()
+    mapping: tuple[tuple[str, str], ...] | None = None
+
+
+#: Python argument mentions in calib_core messages -> the control of the app that does it.
+_CONTROLS = (
+    (r"[Pp]ass a larger `max_bytes=`[^,.]*(?:\([^)]*\))?,? or ", ""),
+    (r"`max_bytes=`", "a smaller file"),
+    (r"[Pp]ass `file_format=` or a `name=` with the file's extension\.?",
+     "Give the file its extension (.csv, .tsv, .parquet, .npz or .npy) and upload it again."),
+    (r"`file_format=`", "the file's extension"),
+    (r"`label_column=(?:0|-1)?`", "‘Label column’ under ‘Correct the column mapping’"),
+    (r"`class_columns=`", "‘Class columns’ under ‘Correct the column mapping’"),
+    (r"`score_column=(?:'[^']*')?`", "‘Binary score column’ under ‘Correct the column mapping’"),
+    (r"`split_column=`|split_column=None", "a column named ‘split’"),
+    (r"`input_kind='logits'`|input_kind='logits'", "‘Read as logits’ (or ‘Logits’ under ‘Correct the column mapping’)"),
+    (r"`input_kind='probabilities'`|input_kind='probabilities'",
+     "‘Probabilities’ under ‘Correct the column mapping’"),
+    (r"`renormalize=True`|renormalize=True", "‘Renormalise rows’"),
+    (r"`percentages=True`|percentages=True", "‘Divide by 100’"),
+    (r"`class_names=[^`]*`", "‘Use this mapping’"),
+    (r"`name=`", "the file name"),
+    (r"\b[Pp]ass (?=‘|a smaller|the file|a column)", "use "),
+    (r"`(\w+)=[^`]*`", "the matching setting under ‘Correct the column mapping’"),
+)
+
+
+def app_message(text: str) -> str:
+    """A calib_core message in the app's words: controls instead of Python arguments.
+
+    ``"Pass `renormalize=True` to ..."`` becomes ``"use ‘Renormalise rows’
+    to ..."``. Messages carried by :class:`calib_core.io.PredictionsFileError`
+    have a ``plain`` form already; this handles every other message.
+    """
+    for pattern, replacement in _CONTROLS:
+        text = re.sub(pattern, replacement, text)
+    return re.sub(r"(^|[.!?]\s+)use ", lambda m: m.group(1) + "Use ", text)
+
+
+def load_problem(exc: BaseException) -> LoadProblem:
+    """The :class:`LoadProblem` of a loading failure (any exception, never shown raw)."""
+    if isinstance(exc, CalibrationInputError):
+        fixes = tuple(getattr(exc, "fixes", ()) or ())
+        mapping = getattr(exc, "proposed_mapping", None)
+        return LoadProblem(app_message(str(getattr(exc, "plain", None) or exc)), fixes, mapping)
+    return LoadProblem("the file could not be read: it is damaged or not a predictions table in a "
+                       "supported format (CSV, TSV, Parquet, NPZ or NPY).")
+
+
+def fix_sentence(options: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple[str, ...]:
+    """Plain sentences for the value fixes among ``load_predictions`` overrides (for model cards)."""
+    chosen = dict(options)
+    sentences = []
+    if chosen.get("percentages"):
+        sentences.append("values divided by 100 (read as percentages)")
+    if chosen.get("renormalize"):
+        sentences.append("rows renormalised to sum to 1")
+    if chosen.get("input_kind") == "logits":
+        sentences.append("values read as logits and turned into probabilities with a softmax")
+    if chosen.get("input_kind") == "probabilities":
+        sentences.append("values read as probabilities (not as logits)")
+    if chosen.get("class_names"):
+        sentences.append("labels mapped to the class columns as confirmed")
+    return tuple(sentences)
+
+
 @dataclass
 class _Store:
     models: dict[str, LoadedModel] = field(default_factory=dict)
     split: str = ALL_ROWS
     hidden: set[str] = field(default_factory=set)
     started: bool = False
-    # file_id of every upload already handled -> (model name or None, error message or None)
-    uploads: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # file_id of every upload already handled -> (model name or None, LoadProblem or None)
+    uploads: dict[str, tuple[str | None, LoadProblem | None]] = field(default_factory=dict)
     views: dict[tuple[str, str, str], ModelView] = field(default_factory=dict)
 
 
@@ -223,7 +310,28 @@ def add_model(predictions: Predictions, *, origin: str = "upload", file_name: st
               options: tuple[tuple[str, Any], ...] = ()) -> str:
     """Add already loaded predictions; returns the (possibly de-duplicated) model name."""
     return _add(LoadedModel(predictions, fingerprint(predictions), origin,
-                            file_name or predictions.name, raw, demo, options))
+                            file_name or predictions.name, raw, demo, options, fix_sentence(options)))
+
+
+def _freeze(options: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in dict(options).items()
+                        if _is_override(v)))
+
+
+def read_user_file(raw: bytes, file_name: str, options: tuple[tuple[str, Any], ...] = ()) -> Predictions:
+    """The one boundary where user files enter the app.
+
+    Every failure, whatever its type, leaves as a CalibrationInputError with
+    a clean message (the loader already does this; this is the app's own
+    guarantee), so no traceback or server path reaches a visitor and the
+    loaded models stay as they are.
+    """
+    try:
+        return compute.load_file(raw, file_name, options)
+    except CalibrationInputError:
+        raise
+    except Exception as exc:
+        raise CalibrationInputError(load_problem(exc).message) from exc
 
 
 def add_demo(name: str) -> str:
@@ -232,10 +340,14 @@ def add_demo(name: str) -> str:
     return add_model(predictions, origin="demo", file_name=demo_datasets()[name].name, demo=name)
 
 
-def add_upload(file_name: str, raw: bytes) -> str:
-    """Load an uploaded file (one model); raises CalibrationInputError for a bad file."""
-    predictions = compute.load_file(raw, file_name, ())
-    return add_model(predictions, origin="upload", file_name=file_name, raw=raw)
+def add_upload(file_name: str, raw: bytes, options: dict[str, Any] | tuple[tuple[str, Any], ...] = ()) -> str:
+    """Load an uploaded file (one model), with ``load_predictions`` overrides such as a fix's.
+
+    Raises CalibrationInputError for a bad file (see :func:`read_user_file`).
+    """
+    frozen = _freeze(options)
+    predictions = read_user_file(raw, file_name, frozen)
+    return add_model(predictions, origin="upload", file_name=file_name, raw=raw, options=frozen)
 
 
 def reload_model(name: str, options: dict[str, Any]) -> None:
@@ -246,12 +358,12 @@ def reload_model(name: str, options: dict[str, Any]) -> None:
     """
     store = _store()
     model = store.models[name]
-    frozen = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in options.items()
-                          if _is_override(v)))
-    predictions = compute.load_file(model.source_bytes(), model.file_name, frozen)
+    frozen = _freeze(options)
+    predictions = read_user_file(model.source_bytes(), model.file_name, frozen)
     predictions = dataclasses.replace(predictions, name=name)
     store.models[name] = dataclasses.replace(model, predictions=predictions,
-                                             fingerprint=fingerprint(predictions), options=frozen)
+                                             fingerprint=fingerprint(predictions), options=frozen,
+                                             fixes=fix_sentence(frozen))
 
 
 def _is_override(value: Any) -> bool:
@@ -273,13 +385,13 @@ def remove_model(name: str) -> None:
     sync_query_params()
 
 
-def remember_upload(file_id: str, model_name: str | None, error: str | None) -> None:
+def remember_upload(file_id: str, model_name: str | None, problem: LoadProblem | None) -> None:
     """Record that an uploaded file was handled (so a rerun does not load it twice)."""
-    _store().uploads[file_id] = (model_name, error)
+    _store().uploads[file_id] = (model_name, problem)
 
 
-def upload_record(file_id: str) -> tuple[str | None, str | None] | None:
-    """``(model name, error)`` for an upload already handled, else None."""
+def upload_record(file_id: str) -> tuple[str | None, LoadProblem | None] | None:
+    """``(model name, problem)`` for an upload already handled, else None."""
     return _store().uploads.get(file_id)
 
 

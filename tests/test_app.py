@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,11 @@ def open_page(page: str = "app.py", query: dict[str, str] | None = None) -> AppT
 
 def loaded(at: AppTest) -> list[str]:
     return list(at.session_state[APP_KEY].models)
+
+
+def unescape(markdown: str) -> str:
+    """The text a reader sees of Markdown whose special characters were backslash-escaped."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def assert_clean(at: AppTest) -> None:
@@ -109,7 +115,7 @@ def test_pages_with_a_binary_and_a_three_class_model_on_one_split(page):
     assert loaded(at) == ["breast_cancer_svc", "iris_mlp"]
     assert at.session_state[APP_KEY].split == "test"
     if page == "pages/3_Per-class.py":
-        assert "iris_mlp has other classes" in at.info[0].value
+        assert "iris\\_mlp has other classes" in at.info[0].value  # names are Markdown-escaped (plain text)
 
 
 def test_hidden_models_leave_the_pages_but_stay_loaded():
@@ -131,7 +137,9 @@ def test_deep_link_loads_the_demo_and_draws_the_diagram():
     (spec,) = plotly_specs(at)
     (trace,) = traces_named(spec, DEFAULT_DEMO)
     expected = cc.reliability_table(load_demo(DEFAULT_DEMO).probs, load_demo(DEFAULT_DEMO).labels, 15)
-    np.testing.assert_allclose(values(trace["y"]), expected["observed_frequency"])
+    # Bins under MIN_BIN_COUNT rows leave the line (a gap) and are drawn faded in a trace of their own.
+    np.testing.assert_allclose(values(trace["y"]), expected["observed_frequency"].where(
+        expected["count"] >= figures.MIN_BIN_COUNT))
     assert at.metric[0].value == f"{cc.ece(load_demo(DEFAULT_DEMO).probs, load_demo(DEFAULT_DEMO).labels):.4f}"
 
 
@@ -172,10 +180,10 @@ def test_split_link_and_split_selector():
     assert_clean(at)
     store = at.session_state[APP_KEY]
     assert store.split == "test"
-    assert "450 rows (test rows)" in " ".join(c.value for c in at.sidebar.caption)
+    assert "450 rows (test rows)" in " ".join(unescape(c.value) for c in at.sidebar.caption)
     at.sidebar.radio(key="studio:split").set_value("calibration").run()
     assert at.query_params["split"] == "calibration"
-    assert "449 rows (calibration rows)" in " ".join(c.value for c in at.sidebar.caption)
+    assert "449 rows (calibration rows)" in " ".join(unescape(c.value) for c in at.sidebar.caption)
     at.sidebar.radio(key="studio:split").set_value("All rows").run()
     assert "split" not in at.query_params
 
@@ -238,8 +246,11 @@ def test_bad_upload_shows_an_error_and_keeps_the_loaded_models(case):
                                    (f"{case}.csv", BAD_UPLOADS[case], "text/csv")]).run()
     assert not at.exception
     assert len(at.error) == 1
-    message = at.error[0].value
-    assert f"{case}.csv" in message and "upload it again" in message
+    message = unescape(at.error[0].value)
+    assert f"{case}.csv" in message
+    # Either fix buttons are offered (they are the advice) or the message says how to mend the file.
+    fix_buttons = [b for b in at.button if b.key and b.key.startswith("data:fix:")]
+    assert bool(fix_buttons) != ("upload it again" in message)
     assert "Traceback" not in message
     assert loaded(at) == [DEFAULT_DEMO, "pets"]
 
@@ -424,3 +435,142 @@ def test_per_class_and_sensitivity_figures():
     heatmap = fig.data[0]
     assert list(heatmap.y) == ["m", "n"] and heatmap.z.shape == (2, 29)
     assert (heatmap.z[0] == 1).all() and (heatmap.z[1] == 2).all()
+
+
+# ----------------------------------------------------------------------------- Data page: fixes, plain text
+
+PYTHON_ARGUMENTS = re.compile(r"\w+=(True|False|None|'|\"|`|\[)|input_kind|renormalize|class_columns|"
+                              r"label_column|score_column|max_bytes|file_format|percentages=|class_names")
+
+
+def texts(at: AppTest) -> list[str]:
+    """Everything the Data page shows in Markdown-like elements, as the reader sees it."""
+    elements = [*at.markdown, *at.caption, *at.error, *at.warning, *at.info, *at.success]
+    return [unescape(str(e.value)) for e in elements]
+
+
+@pytest.mark.parametrize("case, data, button, sentence, probs", [
+    ("percent", b"label,p_a,p_b\n0,90,10\n1,20,80\n", "Divide by 100", "values divided by 100",
+     [[0.9, 0.1], [0.2, 0.8]]),
+    ("scaled", b"label,p_a,p_b\n0,0.7,0.1\n1,0.2,0.6\n", "Renormalise rows", "rows renormalised",
+     [[0.875, 0.125], [0.25, 0.75]]),
+    ("centred", b"label,a,b,c\n0,2,-2,1\n1,-1.5,1.5,1\n2,-3,3,1\n", "Read as logits", "read as logits", None),
+])
+def test_rejected_upload_offers_its_fix_as_a_button_and_the_card_states_it(case, data, button, sentence, probs):
+    at = open_page("app.py")
+    at.file_uploader[0].set_value((f"{case}.csv", data, "text/csv")).run()
+    assert not at.exception and len(at.error) == 1
+    assert not PYTHON_ARGUMENTS.search(unescape(at.error[0].value)), at.error[0].value
+    labels = [b.label for b in at.button if b.key and b.key.startswith("data:fix:")]
+    assert button in labels
+    next(b for b in at.button if b.label == button).click().run()
+    assert_clean(at)
+    assert loaded(at) == [DEFAULT_DEMO, case]
+    model = at.session_state[APP_KEY].models[case]
+    if probs is not None:
+        np.testing.assert_allclose(model.predictions.probs, probs)
+    assert any(t.startswith("Fix applied") and sentence in t for t in texts(at))
+
+
+def test_error_texts_name_controls_not_python_arguments():
+    bad = {"neg": b"label,p_a,p_b\n0,0.5,0.5\n1,-0.1,1.1\n0,0.4,0.6\n1,0.3,0.7\n", "sum": b"label,p_a,p_b\n0,0.5,0.6\n1,0.2,0.3\n",
+           "nolabel": b"a,p_a,p_b\n0,0.5,0.5\n", "big": b"label,score\n0,0.5\n1,1.5\n",
+           "names": b"label,p_0,p_1\ncat,0.5,0.5\ndog,0.5,0.5\n", "bad.parquet": b"label,p_a\n"}
+    at = open_page("app.py")
+    at.file_uploader[0].set_value([(name if "." in name else f"{name}.csv", data, "text/csv")
+                                   for name, data in bad.items()]).run()
+    assert not at.exception and len(at.error) == len(bad)
+    for element in at.error:
+        assert not PYTHON_ARGUMENTS.search(unescape(element.value)), element.value
+
+
+def test_logits_read_without_being_told_say_so_first_and_can_be_refused():
+    data = b"label,logit_a,logit_b\n0,0.6,0.4\n1,0.3,0.7\n"  # valid probabilities, named logit_*
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("named.csv", data, "text/csv")).run()
+    assert_clean(at)
+    card_warnings = [unescape(w.value) for w in at.warning]
+    assert card_warnings[0].startswith("Read as logits, not probabilities, because the class columns")
+    assert at.session_state[APP_KEY].models["named"].predictions.input_kind == "logits"
+    at.button(key="data:refuse:named").click().run()
+    assert_clean(at)
+    model = at.session_state[APP_KEY].models["named"]
+    assert model.predictions.input_kind == "probabilities"
+    np.testing.assert_array_equal(model.predictions.probs, [[0.6, 0.4], [0.3, 0.7]])
+    assert not any(w.startswith("Read as logits") for w in (unescape(x.value) for x in at.warning))
+    assert any("read as probabilities" in t for t in texts(at))
+    # A refusal that cannot work keeps the model and says why in plain words.
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("real.csv", b"label,logit_a,logit_b\n0,2,-1\n1,-3,4\n", "text/csv")).run()
+    at.button(key="data:refuse:real").click().run()
+    assert not at.exception and len(at.error) == 1
+    assert not PYTHON_ARGUMENTS.search(unescape(at.error[0].value))
+    assert at.session_state[APP_KEY].models["real"].predictions.input_kind == "logits"
+
+
+def test_text_labels_matching_no_column_show_the_mapping_for_confirmation():
+    rows = "\n".join(f"c{k + 1}," + ",".join("0.9" if j == k else "0.01" for j in range(11)) for k in range(11))
+    data = ("label," + ",".join(f"p_{j}" for j in range(11)) + "\n" + rows + "\n").encode()
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("c.csv", data, "text/csv")).run()
+    assert not at.exception and loaded(at) == [DEFAULT_DEMO]
+    mapping = at.dataframe[0].value
+    assert list(mapping["label"])[:3] == ["c1", "c2", "c3"] and list(mapping["class column"])[9] == "p_9"
+    next(b for b in at.button if b.label == "Use this mapping").click().run()
+    assert_clean(at)
+    assert at.session_state[APP_KEY].models["c"].predictions.accuracy == 1.0
+    assert any("labels mapped to the class columns as confirmed" in t for t in texts(at))
+
+
+def test_user_strings_are_plain_text_never_markdown():
+    image = "![t](http://127.0.0.1:9/t.png)"
+    data = f"label,p_{image},p_<b>x</b>\n{image},0.9,0.1\n<b>x</b>,0.2,0.8\n".encode()
+    at = open_page("app.py")
+    at.file_uploader[0].set_value((f"{image}.csv", data, "text/csv")).run()
+    assert_clean(at)
+    for element in [*at.markdown, *at.caption, *at.warning, *at.info, *at.error, *at.sidebar.markdown]:
+        raw = str(element.value)
+        assert "![t](" not in raw and "<b>" not in raw, raw
+    assert any(image in t for t in texts(at))  # shown, literally
+    at.file_uploader[0].set_value((f"{image}.csv", b"label,p_a\n" + image.encode() + b",x\n", "text/csv")).run()
+    for element in at.error:
+        assert "![t](" not in str(element.value)
+
+
+def test_reload_with_a_struct_label_column_keeps_the_models_and_shows_no_traceback():
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"label": [0, 1], "p_a": [0.9, 0.2], "p_b": [0.1, 0.8],
+                             "meta": pa.array([{"x": 1}, {"x": 2}])}), buffer)
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("s.parquet", buffer.getvalue(), "application/octet-stream")).run()
+    assert loaded(at) == [DEFAULT_DEMO, "s"]
+    at.selectbox(key="data:map:s:label").set_value("meta")
+    at.button(key="data:map:s:submit").click().run()
+    assert not at.exception and len(at.error) == 1
+    message = unescape(at.error[0].value)
+    assert "nested values" in message and "Traceback" not in message and "/work" not in message
+    assert loaded(at) == [DEFAULT_DEMO, "s"]
+
+
+def test_unexpected_reader_failures_become_a_clean_message(monkeypatch):
+    from studio import compute
+
+    def broken(*args, **kwargs):
+        raise TypeError("internal detail /srv/app/secret.py line 3")
+
+    monkeypatch.setattr(compute, "load_file", broken)
+    at = open_page("app.py")
+    at.file_uploader[0].set_value(("x.csv", GOOD_CSV, "text/csv")).run()
+    assert not at.exception and len(at.error) == 1
+    assert "secret" not in at.error[0].value and "TypeError" not in at.error[0].value
+    assert loaded(at) == [DEFAULT_DEMO]
+
+
+def test_no_traceback_reaches_a_visitor():
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["showErrorDetails"] == "none"

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calib_core.io import Predictions, demo_datasets, load_demo, load_predictions
+from calib_core.io import MAX_CLASSES, LoadFix, Predictions, PredictionsFileError, demo_datasets, load_demo, load_predictions
 from calib_core.validation import CalibrationInputError, softmax
 
 PROBS = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.25, 0.5, 0.25], [0.05, 0.05, 0.9]])
@@ -301,11 +301,18 @@ def test_string_labels_match_class_column_names() -> None:
     np.testing.assert_array_equal(pred.labels, [1, 2, 0])
 
 
-def test_string_labels_with_generic_columns_use_sorted_names() -> None:
-    pred = load_text("label,p_0,p_1,p_2\nfox,0.2,0.1,0.7\ncat,0.5,0.3,0.2\ndog,0.1,0.8,0.1\n")
+def test_string_labels_with_generic_columns_stop_with_a_proposed_mapping() -> None:
+    # Issue 12 item 3: never a guess; the mapping is proposed and applied only on request.
+    text = "label,p_0,p_1,p_2\nfox,0.2,0.1,0.7\ncat,0.5,0.3,0.2\ndog,0.1,0.8,0.1\n"
+    with pytest.raises(PredictionsFileError, match=r"'cat' -> 'p_0', 'dog' -> 'p_1', 'fox' -> 'p_2'") as info:
+        load_text(text)
+    assert info.value.proposed_mapping == (("cat", "p_0"), ("dog", "p_1"), ("fox", "p_2"))
+    (fix,) = info.value.fixes
+    assert fix.key == "class_names" and "class_names" not in info.value.plain
+    pred = load_text(text, **fix.kwargs)
     assert pred.class_names == ("cat", "dog", "fox")
     np.testing.assert_array_equal(pred.labels, [2, 0, 1])
-    assert any("generic names" in w for w in pred.warnings)
+    assert any("named on request" in w for w in pred.warnings)
 
 
 def test_string_labels_with_generic_columns_and_wrong_count() -> None:
@@ -344,10 +351,12 @@ def test_binary_score_column_named_after_a_string_label() -> None:
     np.testing.assert_array_equal(pred.labels, [1, 0])
 
 
-def test_binary_generic_score_with_string_labels_warns() -> None:
-    pred = load_text("label,score\nno,0.3\nyes,0.9\n")
+def test_binary_generic_score_with_string_labels_proposes_a_mapping() -> None:
+    with pytest.raises(PredictionsFileError, match=r"holds P\('yes'\)") as info:
+        load_text("label,score\nno,0.3\nyes,0.9\n")
+    pred = load_text("label,score\nno,0.3\nyes,0.9\n", **info.value.fixes[0].kwargs)
     assert pred.class_names == ("no", "yes")
-    assert any("P(label == 'yes')" in w for w in pred.warnings)
+    np.testing.assert_allclose(pred.probs[:, 1], [0.3, 0.9])
 
 
 def test_binary_score_with_three_string_labels_is_refused() -> None:
@@ -889,7 +898,10 @@ def test_npz_class_columns_override_and_name_count() -> None:
 
 @pytest.mark.parametrize("column", ["prob", "proba", "probability", "score", "y_score"])
 def test_single_unprefixed_score_column_names(column: str) -> None:
-    pred = load_text(f"label,{column}\nno,0.3\nyes,0.9\n")
+    text = f"label,{column}\nno,0.3\nyes,0.9\n"
+    with pytest.raises(PredictionsFileError, match=f"score column '{column}' is not named after either label"):
+        load_text(text)
+    pred = load_text(text, class_names=["no", "yes"])
     assert pred.class_names == ("no", "yes")
     np.testing.assert_allclose(pred.probs[:, 1], [0.3, 0.9])
 
@@ -902,3 +914,340 @@ def test_numbered_prob_columns_without_underscore() -> None:
 def test_text_mode_stream() -> None:
     pred = load_predictions(io.StringIO("label,p_a,p_b\n1,0.3,0.7\n"), name="m.csv")
     np.testing.assert_array_equal(pred.labels, [1])
+
+
+# ---------------------------------------------------------------------------
+# Issue 11 item 1: no silent reinterpretation; fixes carried by the exception
+# ---------------------------------------------------------------------------
+
+def _digits_probability_csv() -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """A real 10-class probability file: scikit-learn digits + logistic regression."""
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = load_digits(return_X_y=True)
+    model = LogisticRegression(max_iter=2000).fit(x[::2] / 16.0, y[::2])
+    probs = model.predict_proba(x[1::2] / 16.0)
+    logits = model.decision_function(x[1::2] / 16.0)
+    frame = pd.DataFrame(probs, columns=[f"p_{k}" for k in range(10)])
+    frame.insert(0, "label", y[1::2])
+    return frame.to_csv(index=False, float_format="%.17g").encode(), probs, y[1::2], logits
+
+
+def _csv_of(values: np.ndarray, labels: np.ndarray, prefix: str = "p_") -> bytes:
+    frame = pd.DataFrame(values, columns=[f"{prefix}{k}" for k in range(values.shape[1])])
+    frame.insert(0, "label", labels)
+    return frame.to_csv(index=False, float_format="%.17g").encode()
+
+
+def test_digits_file_with_one_negative_cell_is_refused_naming_the_row_not_softmaxed() -> None:
+    data, probs, labels, _ = _digits_probability_csv()
+    ok = load_predictions(data, name="digits.csv")
+    np.testing.assert_array_equal(ok.probs, probs)
+    bad = probs.copy()
+    bad[41, 3] = -0.001  # the issue's reproduction: one cell changed
+    with pytest.raises(PredictionsFileError, match=r"negative probability \(-0.001\) in row 42 \(file line 43\)") \
+            as info:
+        load_predictions(_csv_of(bad, labels), name="digits.csv")
+    assert info.value.rows[0] == 41
+    assert all(fix.key != "renormalize" for fix in info.value.fixes)  # a negative cannot be renormalised
+
+
+def test_rows_scaled_by_1_3_are_refused_with_a_renormalise_fix() -> None:
+    data, probs, labels, _ = _digits_probability_csv()
+    with pytest.raises(PredictionsFileError, match=r"every row sums to 1.3, not 1") as info:
+        load_predictions(_csv_of(probs * 1.3, labels), name="scaled.csv")
+    keys = [fix.key for fix in info.value.fixes]
+    assert keys[0] == "renormalize" and "logits" in keys
+    assert "renormalize" not in info.value.plain and "input_kind" not in info.value.plain
+    fixed = load_predictions(_csv_of(probs * 1.3, labels), name="scaled.csv", **info.value.fixes[0].kwargs)
+    np.testing.assert_allclose(fixed.probs, probs, atol=1e-12)
+    assert fixed.input_kind == "probabilities" and any("renormalised" in n for n in fixed.notes)
+
+
+def test_percentages_are_refused_with_divide_by_100_and_the_option_states_itself() -> None:
+    _, probs, labels, _ = _digits_probability_csv()
+    data = _csv_of(np.round(probs * 100.0, 10), labels)
+    with pytest.raises(PredictionsFileError, match=r"percentages\? Divide by 100") as info:
+        load_predictions(data, name="pct.csv")
+    assert info.value.fixes[0].key == "percentages"
+    fixed = load_predictions(data, name="pct.csv", **info.value.fixes[0].kwargs)
+    np.testing.assert_allclose(fixed.probs, probs, atol=1e-9)
+    assert any("divided by 100" in n for n in fixed.notes)
+    with pytest.raises(PredictionsFileError) as rounded_info:
+        load_text("label,p_a,p_b,p_c\n0,33.3,33.3,33.3\n1,10,80,10\n2,0,0.5,99.5\n")
+    assert rounded_info.value.fixes[0].kwargs == {"percentages": True, "renormalize": True}
+    pred = load_text("label,p_a,p_b,p_c\n0,33.3,33.3,33.3\n1,10,80,10\n2,0,0.5,99.5\n",
+                     **rounded_info.value.fixes[0].kwargs)
+    np.testing.assert_allclose(pred.probs[0], [1 / 3] * 3)
+
+
+def test_rows_summing_to_0_8_offer_renormalising() -> None:
+    with pytest.raises(PredictionsFileError, match="every row sums to 0.8") as info:
+        load_text("label,p_a,p_b\n0,0.7,0.1\n1,0.2,0.6\n")
+    assert info.value.fixes[0].key == "renormalize"
+
+
+def test_real_logits_are_read_as_logits_with_the_reason_and_can_be_refused() -> None:
+    _, _, labels, logits = _digits_probability_csv()
+    pred = load_predictions(_csv_of(logits, labels, prefix="score_"), name="svc.csv")
+    assert pred.input_kind == "logits" and "outside [0, 1]" in pred.logit_reason
+    np.testing.assert_allclose(pred.probs, softmax(logits), atol=1e-12)
+    named = load_text("label,logit_a,logit_b\n0,0.2,0.1\n1,0.1,0.3\n")
+    assert "logit_" in named.logit_reason
+    told = load_text("label,logit_a,logit_b\n0,0.2,0.1\n1,0.1,0.3\n", input_kind="logits")
+    assert told.input_kind == "logits" and told.logit_reason is None
+    with pytest.raises(PredictionsFileError, match="sum to 0.3"):  # "read as probabilities instead"
+        load_text("label,logit_a,logit_b\n0,0.2,0.1\n1,0.1,0.3\n", input_kind="probabilities")
+    assert load_text("label,p_a,p_b\n0,0.2,0.8\n1,0.1,0.9\n").logit_reason is None
+
+
+def test_values_summing_to_a_positive_constant_are_not_guessed_to_be_logits() -> None:
+    text = "label,a,b,c\n0,2,-2,1\n1,-1.5,1.5,1\n1,-3,3,1\n"  # every row sums to 1: not logits
+    with pytest.raises(PredictionsFileError, match="outside") as info:
+        load_text(text)
+    assert [fix.key for fix in info.value.fixes] == ["logits"]
+    assert load_text(text, **info.value.fixes[0].kwargs).input_kind == "logits"
+    centred = load_text("label,a,b\n0,2,-2\n1,-1.5,1.5\n1,-3,3\n")  # sums to 0: no probability scale
+    assert centred.input_kind == "logits" and "outside [0, 1]" in centred.logit_reason
+
+
+def test_every_offered_fix_loads_the_file() -> None:
+    cases = ["label,p_a,p_b\n0,0.7,0.1\n1,0.2,0.6\n", "label,p_a,p_b\n0,70,30\n1,20,80\n",
+             "label,p_a,p_b\n0,1.17,0.13\n1,0.26,1.04\n", "label,p_0,p_1\ncat,0.9,0.1\ndog,0.2,0.8\n"]
+    for text in cases:
+        with pytest.raises(PredictionsFileError) as info:
+            load_text(text)
+        assert info.value.fixes, text
+        for fix in info.value.fixes:
+            assert isinstance(fix, LoadFix) and fix.label and fix.description
+            assert load_text(text, **fix.kwargs).n_samples == 2
+
+
+# ---------------------------------------------------------------------------
+# Issue 12 items 1-6, 8
+# ---------------------------------------------------------------------------
+
+def test_true_false_labels_map_to_columns_by_name() -> None:
+    pred = load_text("label,p_True,p_False\nTrue,0.9,0.1\nFalse,0.2,0.8\n")
+    assert pred.class_names == ("True", "False") and pred.accuracy == 1.0
+    mixed = load_text("label,p_cat,p_False,p_True\nTrue,0.1,0.1,0.8\nFalse,0.1,0.8,0.1\ncat,0.8,0.1,0.1\n")
+    np.testing.assert_array_equal(mixed.labels, [2, 1, 0])
+
+
+def test_a_number_used_as_a_class_name_among_text_names() -> None:
+    pred = load_text("label,p_2,p_cat,p_dog\n2,0.8,0.1,0.1\n")
+    assert pred.labels.tolist() == [0] and pred.accuracy == 1.0
+    mixed = load_text("label,p_2,p_cat,p_dog\n2,0.8,0.1,0.1\ndog,0.1,0.1,0.8\n")
+    assert mixed.labels.tolist() == [0, 2]
+
+
+def test_c1_to_c12_are_mapped_by_name_not_sorted_as_text() -> None:
+    probs = np.full((12, 12), 0.1 / 11) + np.eye(12) * (0.9 - 0.1 / 11)
+    labels = [f"c{k + 1}" for k in range(12)]
+    frame = pd.DataFrame(probs, columns=[f"p_c{k + 1}" for k in range(12)])
+    frame.insert(0, "label", labels)
+    assert load_predictions(frame.to_csv(index=False).encode(), name="m.csv").accuracy == 1.0
+    generic = _csv_of(probs, np.array(labels))
+    with pytest.raises(PredictionsFileError, match=r"'c1' -> 'p_0', 'c2' -> 'p_1', 'c3' -> 'p_2'") as info:
+        load_predictions(generic, name="m.csv")
+    assert info.value.proposed_mapping[9] == ("c10", "p_9")
+    assert load_predictions(generic, name="m.csv", **info.value.fixes[0].kwargs).accuracy == 1.0
+
+
+def test_integer_labels_without_named_columns_stay_indices() -> None:
+    pred = load_text("label,p_cat,p_dog\n1,0.2,0.8\n0,0.9,0.1\n")
+    assert pred.labels.tolist() == [1, 0] and pred.class_names == ("cat", "dog")
+
+
+def test_na_none_null_nan_are_class_names_when_columns_say_so() -> None:
+    pred = load_text("label,p_NA,p_none,p_null,p_nan\nNA,0.7,0.1,0.1,0.1\nnone,0.1,0.7,0.1,0.1\n"
+                     "null,0.1,0.1,0.7,0.1\nnan,0.1,0.1,0.1,0.7\n")
+    assert pred.labels.tolist() == [0, 1, 2, 3] and pred.accuracy == 1.0
+    with pytest.raises(CalibrationInputError, match="label is missing in row 2"):
+        load_text("label,p_a,p_b\na,0.7,0.3\nNA,0.1,0.9\n")
+
+
+def test_semicolon_decimal_comma_file_whose_first_row_is_integers() -> None:
+    pred = load_text("label;p_a;p_b\n0;1;0\n1;0,2;0,8\n")
+    np.testing.assert_array_equal(pred.probs, [[1.0, 0.0], [0.2, 0.8]])
+    far = "label;p_a;p_b\n" + "0;1;0\n" * 300 + "1;0,25;0,75\n"
+    assert load_text(far).probs[-1].tolist() == [0.25, 0.75]
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_csv_is_read(codec: str) -> None:
+    pred = load_predictions("label,p_a,p_b\n0,0.9,0.1\n1,0.2,0.8\n".encode(codec), name="excel.txt")
+    np.testing.assert_array_equal(pred.probs, [[0.9, 0.1], [0.2, 0.8]])
+    assert any("UTF-16" in n for n in pred.notes)
+    with pytest.raises(CalibrationInputError, match="UTF-16: save it as UTF-8"):
+        load_predictions(b"\xff\xfe" + "label,p_a\n".encode("utf-16-le") + b"\x00\xd8", name="x.csv")
+
+
+def test_class_names_with_leading_spaces_match_their_labels() -> None:
+    pred = load_text("label,p_ cat,p_ dog\ncat,0.9,0.1\n dog,0.2,0.8\n")
+    assert pred.class_names == ("cat", "dog") and pred.accuracy == 1.0
+
+
+def test_parquet_with_a_pandas_index_and_lying_metadata(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"sample_id": ["a", "b"], "label": [0, 1], "p_a": [0.9, 0.2], "p_b": [0.1, 0.8]})
+    frame.set_index("sample_id").to_parquet(tmp_path / "m.parquet")
+    pred = load_predictions(tmp_path / "m.parquet")
+    np.testing.assert_array_equal(pred.probs, [[0.9, 0.1], [0.2, 0.8]])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame.set_index("sample_id"))
+    meta = dict(table.schema.metadata)
+    meta[b"pandas"] = meta[b"pandas"].replace(b'"sample_id"', b'"missing_id"')
+    pq.write_table(table.replace_schema_metadata(meta), tmp_path / "lie.parquet")
+    assert load_predictions(tmp_path / "lie.parquet").n_samples == 2
+
+
+def test_parquet_nested_columns_are_clean_errors(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"label": pa.array([{"x": 1}, {"x": 0}]), "p_a": [0.9, 0.2], "p_b": [0.1, 0.8],
+                      "tags": pa.array([[1, 2], [3]]),
+                      "m": pa.array([[("k", 1)], [("k", 2)]], type=pa.map_(pa.string(), pa.int64()))})
+    pq.write_table(table, tmp_path / "n.parquet")
+    with pytest.raises(CalibrationInputError, match="label column 'label'.*nested values"):
+        load_predictions(tmp_path / "n.parquet")
+    for column in ("tags", "m"):
+        with pytest.raises(CalibrationInputError, match=f"'{column}'.*nested values"):
+            load_predictions(tmp_path / "n.parquet", label_column=column)
+    good = pa.table({"label": [0, 1], "p_a": [0.9, 0.2], "p_b": [0.1, 0.8], "tags": pa.array([[1], [2]])})
+    pq.write_table(good, tmp_path / "g.parquet")
+    assert load_predictions(tmp_path / "g.parquet", class_columns=["p_a", "p_b"]).n_samples == 2
+
+
+def test_corrupted_parquet_metadata_is_a_clean_error(tmp_path: Path) -> None:
+    pd.DataFrame({"label": [0, 1], "p_a": [0.9, 0.2], "p_b": [0.1, 0.8]}).to_parquet(tmp_path / "m.parquet")
+    data = bytearray((tmp_path / "m.parquet").read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    for offset in range(len(data) - 8 - footer, len(data) - 8, 7):
+        broken = bytearray(data)
+        broken[offset] ^= 0xFF
+        try:
+            load_predictions(bytes(broken), name="m.parquet")
+        except CalibrationInputError as exc:
+            assert str(exc)
+
+
+def test_huge_numbers_and_cells_are_clean_errors() -> None:
+    with pytest.raises(CalibrationInputError):
+        load_text("label,p_a,p_b\n0," + "9" * 400 + ",0.5\n")
+    with pytest.raises(CalibrationInputError, match="infinite value.*row 2"):
+        load_text("label,p_a,p_b\n0,0.5,0.5\n1,0.5," + "1" * 200_000 + "\n")
+    with pytest.raises(CalibrationInputError):
+        load_text("label,p_a,p_b\n" + "9" * 400 + ",0.5,0.5\n")
+
+
+def _lying_npy(shape: tuple[int, ...]) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buffer.getvalue() + b"\x00" * 64
+
+
+def test_npy_and_npz_headers_declaring_huge_shapes_are_refused_before_allocating() -> None:
+    with pytest.raises(CalibrationInputError, match=r"declares shape \(1000000000000, 2\)"):
+        load_predictions(_lying_npy((10 ** 12, 2)), name="m.npy")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("probs.npy", _lying_npy((10 ** 12, 2)))
+        archive.writestr("labels.npy", _lying_npy((3,)))
+    with pytest.raises(CalibrationInputError, match="declares shape"):
+        load_predictions(buffer.getvalue(), name="m.npz")
+
+
+def test_damaged_npz_members_and_structured_arrays_are_clean_errors() -> None:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, probs=PROBS, labels=LABELS)
+    data = bytearray(buffer.getvalue())
+    for offset in range(40, len(data) - 30, 5):
+        broken = bytearray(data)
+        broken[offset] ^= 0x5A
+        try:
+            load_predictions(bytes(broken), name="m.npz")
+        except CalibrationInputError as exc:
+            assert str(exc)
+    structured = np.zeros(3, dtype=[("a", "i4"), ("b", "f8")])
+    buffer = io.BytesIO()
+    np.savez(buffer, probs=PROBS, labels=LABELS, split=structured)
+    with pytest.raises(CalibrationInputError, match="split array 'split'"):
+        load_predictions(buffer.getvalue(), name="m.npz")
+    buffer = io.BytesIO()
+    np.savez(buffer, probs=PROBS, labels=structured)
+    with pytest.raises(CalibrationInputError, match="structured"):
+        load_predictions(buffer.getvalue(), name="m.npz")
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(3, dtype=[("label", "i4"), ("p", "f8", (2,))]))
+    with pytest.raises(CalibrationInputError, match="nested fields"):
+        load_predictions(buffer.getvalue(), name="m.npy")
+
+
+def test_loading_is_linear_in_the_class_count_and_capped() -> None:
+    import time
+
+    def one_row(k: int) -> bytes:
+        return ("label," + ",".join(f"p_{j}" for j in range(k)) + "\n0," + ",".join(
+            ["1"] + ["0"] * (k - 1)) + "\n").encode()
+
+    start = time.perf_counter()
+    small = load_predictions(one_row(2_000), name="m.csv")
+    t_small = time.perf_counter() - start
+    start = time.perf_counter()
+    big = load_predictions(one_row(20_000), name="m.csv")
+    t_big = time.perf_counter() - start
+    assert small.n_classes == 2_000 and big.n_classes == 20_000
+    assert t_big < 25 * t_small + 1.0  # quadratic work would take ~100x
+    with pytest.raises(CalibrationInputError, match=f"at most {MAX_CLASSES:,} classes"):
+        load_predictions(one_row(MAX_CLASSES + 100), name="m.csv")
+    with pytest.raises(CalibrationInputError, match=f"at most {MAX_CLASSES:,} classes"):
+        load_predictions(one_row(MAX_CLASSES + 1), name="m.csv")
+
+
+def test_cli_loader_options_divide_by_100_and_renormalise(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "pct.csv"
+    path.write_text("label,p_a,p_b\n0,90,10\n1,20,80\n0,60,40\n")
+    command = [sys.executable, "-m", "calib_core", "report", str(path), "--json"]
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    assert refused.returncode == 2 and "percentages?" in refused.stderr
+    loaded = subprocess.run(command + ["--percentages"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent.parent)
+    assert loaded.returncode == 0, loaded.stderr
+    report = json.loads(loaded.stdout)
+    assert report["n_samples"] == 3 and any("divided by 100" in w for w in report["warnings"])
+    path.write_text("label,p_a,p_b\n0,0.7,0.1\n1,0.2,0.6\n")
+    assert subprocess.run(command + ["--renormalize"], capture_output=True, cwd=Path(__file__).parent.parent
+                          ).returncode == 0
+
+
+def test_scores_without_class_columns_are_refused_without_warnings() -> None:
+    import warnings
+
+    buffer = io.BytesIO()
+    np.savez(buffer, probs=np.zeros((3, 0)), labels=np.zeros(3, dtype=int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once "Mean of empty slice" on the way to the error
+        with pytest.raises(CalibrationInputError, match=r"shape \(3, 0\)"):
+            load_predictions(buffer.getvalue(), name="m.npz")
+
+
+def test_fuzz_findings_long_digit_labels_and_binary_parquet_cells(tmp_path: Path) -> None:
+    # Found by bench/fuzz_loader.py: int() of a 5,000-digit label while proposing a mapping,
+    # and str() of non-UTF-8 bytes in a Parquet binary column: both once escaped as ValueError.
+    with pytest.raises(PredictionsFileError, match="Proposed mapping"):
+        load_text("label,p_0,p_1\n" + "1" * 5000 + ",0.5,0.5\nx²,0.5,0.5\n")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"label": [0, 1], "p_a": pa.array([b"\x86", b"\xff"]), "p_b": [0.5, 0.5]}),
+                   tmp_path / "b.parquet")
+    with pytest.raises(CalibrationInputError, match="not numeric"):
+        load_predictions(tmp_path / "b.parquet", class_columns=["p_a", "p_b"])
