@@ -2,11 +2,16 @@
 
 Prints every registered metric for a predictions file as a table, or as JSON
 for CI pipelines. Bad input gives a one-line error on stderr and exit status 2.
+A metric that cannot be computed on valid input (e.g. SKCE on a one-row file)
+is "n/a -- reason" in the table and ``null`` with an entry in ``reasons`` in
+the JSON; the rest of the report comes out and the exit status is 0.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
 from collections.abc import Sequence
 
@@ -27,8 +32,13 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--label-column", default=None, help="name of the label column (default: detected)")
     report.add_argument("--input-kind", choices=("auto", "probabilities", "logits"), default="auto",
                         help="whether the class columns hold probabilities or logits (default: detected)")
+    report.add_argument("--renormalize", action="store_true",
+                        help="divide each probability row by its sum instead of refusing rows not summing to 1")
+    report.add_argument("--percentages", action="store_true",
+                        help="the values are percentages (rows sum to 100): divide them by 100")
     report.add_argument("--max-quadratic-rows", type=int, default=20_000, metavar="N",
-                        help="leave out the O(N^2) kernel metrics above N rows (default 20000; 0: no limit)")
+                        help="leave out the O(N^2) kernel metrics above N rows (default 20000; 0: no limit; "
+                             "negative values are refused)")
     report.add_argument("--split", default=None, help="evaluate only the rows of this split (e.g. test)")
     report.add_argument("--json", action="store_true",
                         help="print JSON instead of a table, with the per-bin summary statistics (no rows)")
@@ -45,12 +55,30 @@ def _build_parser() -> argparse.ArgumentParser:
 def _report(args: argparse.Namespace) -> dict:
     from calib_core.evaluate import choose_engine
     from calib_core.io import load_predictions
-    from calib_core.registry import METRICS, compute_metrics, skipped_quadratic
+    from calib_core.registry import METRICS, metric_report
 
-    engine = choose_engine(args.path, args.engine)
-    if engine != "memory" or args.scheduler is not None or args.batch_rows is not None:
+    if args.max_quadratic_rows < 0:
+        raise CalibrationInputError(
+            f"--max-quadratic-rows must be 0 (no limit) or a positive number of rows, got {args.max_quadratic_rows}."
+        )
+    pipe = _pipe_kind(args.path)
+    engine = "memory" if pipe and args.engine == "auto" else choose_engine(args.path, args.engine)
+    scaled = engine != "memory" or args.scheduler is not None or args.batch_rows is not None
+    if pipe and scaled:
+        raise CalibrationInputError(
+            f"{args.path} is a {pipe}, which can be read only once, but the {engine} engine reads its input in "
+            "several passes; use --engine memory (the default for a pipe), or save the data to a file first."
+        )
+    if scaled:
         return _report_scaled(args, engine)
-    predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind)
+    if pipe:
+        with open(args.path, "rb") as handle:  # read once, as the bytes of an upload
+            predictions = load_predictions(handle, name=os.path.basename(args.path), label_column=args.label_column,
+                                           input_kind=args.input_kind, renormalize=args.renormalize,
+                                           percentages=args.percentages)
+    else:
+        predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind,
+                                       renormalize=args.renormalize, percentages=args.percentages)
     if args.split is not None:
         if predictions.split is None:
             raise CalibrationInputError(f"--split {args.split!r} given but {args.path} has no split column.")
@@ -60,11 +88,12 @@ def _report(args: argparse.Namespace) -> dict:
             raise CalibrationInputError(f"no rows with split {args.split!r}; the file has: {known}.")
         predictions = predictions.subset(mask)
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
-    values = compute_metrics(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
-                             max_quadratic_rows=limit)
-    skipped = skipped_quadratic(predictions.n_samples, max_quadratic_rows=limit)
+    report = metric_report(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
+                           max_quadratic_rows=limit)
+    skipped = report.skipped
     notes = [f"left out the O(N^2) metrics {', '.join(skipped)}: {predictions.n_samples:,} rows > "
              f"--max-quadratic-rows {limit:,} (0 computes them anyway)"] if skipped else []
+    values = report.values
     labels = {spec.key: spec.label for spec in METRICS}
     return {
         "file": str(args.path),
@@ -76,7 +105,9 @@ def _report(args: argparse.Namespace) -> dict:
         "split": args.split,
         "warnings": list(predictions.warnings) + notes,
         "metrics": values,
+        "reasons": report.reasons,
         "metric_labels": {key: labels[key] for key in values},
+        "metric_names": _names(values, args),
         "engine": "memory",
         **({"statistics": _summary_of(predictions, args)} if args.json else {}),
     }
@@ -109,10 +140,43 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
         "split": args.split,
         "warnings": list(result.warnings),
         "metrics": result.metrics,
+        "reasons": {},
         "metric_labels": {key: labels.get(key, key) for key in result.metrics},
+        "metric_names": _names(result.metrics, args),
         "engine": engine,
         **({"statistics": result.summary()} if args.json else {}),
     }
+
+
+def _pipe_kind(path: str) -> str | None:
+    """``"pipe (FIFO)"``, ``"character device"`` or ``"socket"`` for such a path (e.g. from ``mkfifo`` or
+    ``<(...)``), None for regular files, folders, patterns and paths that do not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return None
+
+
+def _names(values: dict, args: argparse.Namespace) -> dict[str, str]:
+    """Each metric's name with its settings (:func:`calib_core.registry.metric_name`)."""
+    from calib_core.registry import get_metric, metric_name
+
+    names = {}
+    for key in values:
+        try:
+            get_metric(key)
+        except CalibrationInputError:  # a key only the scaled engines know
+            names[key] = key
+            continue
+        names[key] = metric_name(key, n_bins=args.n_bins, binning=args.binning)
+    return names
 
 
 def _progress_bar():
@@ -134,9 +198,11 @@ def _format_table(result: dict) -> str:
         f"{result['n_bins']} {result['binning']} bins" + (f", split={result['split']}" if result["split"] else ""),
     ]
     lines += [f"warning: {w}" for w in result["warnings"]]
-    width = max(len(label) for label in result["metric_labels"].values())
+    names = result["metric_names"]
+    width = max((len(name) for name in names.values()), default=0)
     for key, value in result["metrics"].items():
-        lines.append(f"{result['metric_labels'][key]:<{width}}  {value:.6f}")
+        shown = f"{value:.6f}" if value is not None else f"n/a -- {result['reasons'].get(key, 'not available')}"
+        lines.append(f"{names[key]:<{width}}  {shown}")
     return "\n".join(lines)
 
 

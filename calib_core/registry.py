@@ -1,23 +1,57 @@
 """One registry of every scalar metric, shared by the CLI, the app and the tests.
 
 Each :class:`MetricSpec` says how to compute the metric from ``(probs,
-labels)`` and the shared bin settings, and carries a short plain-language
-note on what it measures and its pitfalls (Nixon et al. 2019, section 3).
+labels)`` and the shared bin settings, which kernel bandwidth it uses by
+default, how its interval is made, and carries a short plain-language note
+on what it measures and its pitfalls (Nixon et al. 2019, section 3).
+
+Every number shown under a metric's name comes from here:
+
+* :func:`metric_value` -- the value, at the registry's default settings or
+  at a bandwidth the caller chose;
+* :func:`metric_name` -- the name with its settings ("CE_KL (kernel),
+  h = 0.01"), so that one name always means one computation;
+* :func:`metric_interval` -- the interval the metric declares
+  (:attr:`MetricSpec.interval`);
+* :func:`metric_report` -- every metric, with a reason for each one that
+  cannot be computed on valid input (:func:`compute_metrics` keeps its
+  ``{key: float}`` form, NaN for those).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
 
 from calib_core import binned, kernel, proper, scores, smooth
-from calib_core.validation import CalibrationInputError, check_probs_labels
+from calib_core.bootstrap import bootstrap_ci
+from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
+                                   check_probs_labels)
 
-__all__ = ["MAX_QUADRATIC_ROWS", "METRICS", "MetricSpec", "compute_metrics", "get_metric", "metric_function",
+__all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH", "MetricInterval",
+           "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function",
+           "metric_interval", "metric_name", "metric_report", "metric_value", "skce_bandwidth", "skce_pair_order",
            "skipped_quadratic"]
+
+#: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
+MMCE_BANDWIDTH = 0.4
+#: Default bandwidth of the Dirichlet kernel of CE_KL and CE_2^2 (``kde_ce``'s own default).
+KDE_BANDWIDTH = 0.01
+#: The SKCE bandwidth is the median pairwise distance of at most this many rows (all pairs below it).
+SKCE_MEDIAN_ROWS = kernel.MEDIAN_MAX_ROWS
+
+#: How an interval can be made (:attr:`MetricSpec.interval`).
+INTERVAL_METHODS = {
+    "percentile": "percentile bootstrap",
+    "bootstrap_se": "normal, bootstrap standard error",
+    "variance": "normal, variance formula",
+    "none": "none",
+}
 
 
 @dataclass(frozen=True)
@@ -29,9 +63,9 @@ class MetricSpec:
     key : str
         Identifier used in tables, JSON and the CLI.
     label : str
-        Display name.
+        Display name without settings (:func:`metric_name` adds them).
     compute : callable
-        ``compute(probs, labels, n_bins, binning) -> float``.
+        ``compute(probs, labels, n_bins, binning) -> float`` at the default settings.
     summary, pitfalls : str
         What it measures and how it misleads, in one or two sentences each.
     uses_bins, uses_binning : bool
@@ -46,6 +80,17 @@ class MetricSpec:
     probability_scale : bool
         The value is a gap between probabilities, on ECE's [0, 1] scale
         (False for squared errors and divergences, which charts keep apart).
+    interval : {"percentile", "bootstrap_se", "variance", "none"}
+        How :func:`metric_interval` makes its interval (see there).
+    bandwidth : float, "median", "auto" or None
+        Default kernel bandwidth: a number; ``"median"`` for the median
+        heuristic (:func:`skce_bandwidth`); ``"auto"`` for smECE's fixed
+        point; None for metrics without a kernel.
+    fixed_binning : {"uniform", "adaptive"} or None
+        The binning of a binned metric whose binning cannot be chosen.
+    with_bandwidth : callable or None
+        ``with_bandwidth(probs, labels, bandwidth) -> float`` for kernel
+        metrics, ``bandwidth=None`` meaning the default.
     """
 
     key: str
@@ -59,13 +104,84 @@ class MetricSpec:
     calibration_error: bool = True
     signed: bool = False
     probability_scale: bool = True
+    interval: str = "bootstrap_se"
+    bandwidth: float | str | None = None
+    fixed_binning: str | None = None
+    with_bandwidth: Callable[[np.ndarray, np.ndarray, float | None], float] | None = field(default=None, repr=False)
+
+
+# ----------------------------------------------------------------------------- kernel defaults
+
+def skce_pair_order(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.intp]:
+    """A row order that depends on the rows only, not on their order in the file.
+
+    The rows are sorted (by label, then by the probabilities) and shuffled
+    with a fixed seed. The linear-time SKCE pairs rows ``(0, 1), (2, 3), ...``
+    of this order -- a random pairing that is the same for every order of the
+    same rows -- and the median heuristic draws its subset from it.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    order = np.lexsort((*probs.T[::-1], labels))
+    return order[np.random.default_rng(0).permutation(order.size)]
+
+
+def skce_bandwidth(probs: ArrayLike, labels: ArrayLike) -> float:
+    """The default SKCE bandwidth: :func:`calib_core.kernel.median_heuristic` of the rows.
+
+    All pairs up to :data:`SKCE_MEDIAN_ROWS` rows (then it equals the
+    bandwidth ``skce(..., bandwidth=None)`` uses), else the pairs of that many
+    rows of :func:`skce_pair_order` (seed 0), so the value does not depend on
+    the row order. A zero median falls back to the median distance between
+    distinct predictions, and constant predictions (where the kernel is 1
+    for every bandwidth) to 1.0.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    if probs.shape[0] < 2:
+        raise CalibrationInputError(f"`skce` needs at least 2 rows, `probs` has {probs.shape[0]}.")
+    return kernel.median_heuristic(probs[skce_pair_order(probs, labels)], max_rows=SKCE_MEDIAN_ROWS, seed=0)
+
+
+def _check_bandwidth(bandwidth: float | None) -> float | None:
+    return None if bandwidth is None else check_positive(bandwidth, "bandwidth")
+
+
+def _mmce(probs, labels, bandwidth=None):
+    return kernel.mmce(probs, labels, bandwidth=MMCE_BANDWIDTH if bandwidth is None else bandwidth)
+
+
+def _skce_unbiased(probs, labels, bandwidth=None):
+    bandwidth = skce_bandwidth(probs, labels) if bandwidth is None else _check_bandwidth(bandwidth)
+    return kernel.skce(probs, labels, bandwidth=bandwidth)
+
+
+def _skce_block(probs, labels, bandwidth=None):
+    """``skce(..., estimator="block")`` on the pairs of :func:`skce_pair_order`."""
+    probs, labels = check_probs_labels(probs, labels)
+    bandwidth = skce_bandwidth(probs, labels) if bandwidth is None else _check_bandwidth(bandwidth)
+    order = skce_pair_order(probs, labels)
+    return kernel.skce(probs[order], labels[order], bandwidth=bandwidth, estimator="block")
+
+
+def _kde(divergence):
+    def value(probs, labels, bandwidth=None):
+        return proper.kde_ce(probs, labels, divergence, KDE_BANDWIDTH if bandwidth is None else bandwidth)
+    return value
+
+
+def _smooth_ece(probs, labels, bandwidth=None):
+    return smooth.smooth_ece(probs, labels, bandwidth=bandwidth)
+
+
+def _default(function):
+    """``compute(probs, labels, n_bins, binning)`` of a kernel metric at its default bandwidth."""
+    return lambda p, y, b, s: function(p, y)
 
 
 METRICS: list[MetricSpec] = [
     MetricSpec("accuracy", "Accuracy", lambda p, y, b, s: binned.accuracy(p, y),
                "Share of rows whose most probable class is the true class.",
                "Says nothing about calibration; shown for context.",
-               uses_bins=False, calibration_error=False),
+               uses_bins=False, calibration_error=False, interval="percentile"),
     MetricSpec("ece", "ECE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s),
                "Top-label expected calibration error: count-weighted mean gap between confidence and accuracy per bin.",
                "Looks only at the top class; over- and under-confidence inside a bin cancel; value depends on the bins "
@@ -81,13 +197,13 @@ METRICS: list[MetricSpec] = [
                "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True),
     MetricSpec("sce", "SCE", lambda p, y, b, s: binned.sce(p, y, n_bins=b),
                "Static calibration error: class-wise ECE with uniform bins (Nixon et al. eq. 2).",
-               "Dominated by the many near-zero probabilities of a K-class model."),
+               "Dominated by the many near-zero probabilities of a K-class model.", fixed_binning="uniform"),
     MetricSpec("ace", "ACE", lambda p, y, b, s: binned.ace(p, y, n_bins=b),
                "Adaptive calibration error: class-wise, with equal-mass ranges, unweighted mean over ranges.",
-               "Equal-mass ranges of a rare class can be all near 0; see TACE."),
+               "Equal-mass ranges of a rare class can be all near 0; see TACE.", fixed_binning="adaptive"),
     MetricSpec("tace", "TACE", lambda p, y, b, s: binned.tace(p, y, n_bins=b),
                "Thresholded ACE: ACE over the probabilities above 0.01 only.",
-               "The threshold is a choice; results move with it."),
+               "The threshold is a choice; results move with it.", fixed_binning="adaptive"),
     MetricSpec("ks", "KS error", lambda p, y, b, s: scores.ks_error(p, y),
                "Kolmogorov-Smirnov calibration error: largest gap between cumulative confidence and cumulative accuracy.",
                "Bin-free, but top-label only, and gaps of opposite sign at different confidences can offset.",
@@ -95,68 +211,62 @@ METRICS: list[MetricSpec] = [
     MetricSpec("brier", "Brier score", lambda p, y, b, s: scores.brier_score(p, y),
                "Mean squared distance between the predicted distribution and the one-hot label (proper score, 0 to 2).",
                "Mixes calibration and sharpness (refinement): a lower score is not necessarily better calibrated.",
-               uses_bins=False, calibration_error=False),
+               uses_bins=False, calibration_error=False, interval="percentile"),
     MetricSpec("nll", "NLL", lambda p, y, b, s: scores.nll(p, y),
                "Mean negative log-likelihood of the true class (proper score).",
                "Unbounded: a few confident mistakes dominate it; mixes calibration and sharpness.",
-               uses_bins=False, calibration_error=False),
-    MetricSpec("mmce", "MMCE", lambda p, y, b, s: kernel.mmce(p, y),
+               uses_bins=False, calibration_error=False, interval="percentile"),
+    MetricSpec("mmce", "MMCE", _default(_mmce),
                "Maximum mean calibration error (Kumar et al. 2018, eq. 2): a kernel distance between confidence "
-               "and correctness over all pairs of rows (Laplacian kernel of width 0.4), without bins.",
+               "and correctness over all pairs of rows (Laplacian kernel of width h), without bins.",
                "Top-label only; a V-statistic, so biased upwards for small N; the value depends on the kernel "
-               "width.", uses_bins=False),
-    MetricSpec("skce", "SKCE (unbiased)", lambda p, y, b, s: kernel.skce(p, y),
+               "width.", uses_bins=False, bandwidth=MMCE_BANDWIDTH, with_bandwidth=_mmce),
+    MetricSpec("skce", "SKCE (unbiased)", _default(_skce_unbiased),
                "Squared kernel calibration error (Widmann et al. 2019): unbiased U-statistic over all pairs of "
                "rows comparing the whole predicted distribution with the labels (Laplacian kernel, median-distance "
                "width).",
                "Squared, so on another scale than ECE; O(N^2) time; the unbiased estimate is negative for many "
-               "calibrated samples (shown raw: clipping at 0 would bias it and its intervals).",
-               uses_bins=False, quadratic=True, signed=True, probability_scale=False),
-    MetricSpec("skce_block", "SKCE (linear-time)", lambda p, y, b, s: _skce_block(p, y),
+               "calibrated samples (shown raw: clipping at 0 would bias it and its intervals); for a calibrated "
+               "model the normal interval is only a rough guide (the statistic is degenerate there).",
+               uses_bins=False, quadratic=True, signed=True, probability_scale=False, interval="variance",
+               bandwidth="median", with_bandwidth=_skce_unbiased),
+    MetricSpec("skce_block", "SKCE (linear-time)", _default(_skce_block),
                "Linear-time SKCE estimator of Widmann et al. (2019): the mean kernel term over disjoint pairs of "
                "rows, O(N) instead of O(N^2).",
                "Uses N/2 of the N(N-1)/2 pairs, so it is far noisier than the unbiased estimate; the pairs are "
                "drawn with a fixed seed after sorting the rows (the value does not depend on the row order); "
-               "can be negative, like SKCE.", uses_bins=False, signed=True, probability_scale=False),
-    MetricSpec("kde_ce_kl", "CE_KL (kernel)", lambda p, y, b, s: proper.kde_ce(p, y, "kl"),
+               "can be negative, like SKCE.", uses_bins=False, signed=True, probability_scale=False,
+               interval="variance", bandwidth="median", with_bandwidth=_skce_block),
+    MetricSpec("kde_ce_kl", "CE_KL (kernel)", _default(_kde("kl")),
                "Proper calibration error of the log score (Popordanoska et al. 2024, eq. 9): mean KL divergence "
                "between a leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the prediction, over "
                "the whole distribution.",
-               "Kernel bandwidth fixed at 0.01 here (the Estimators page can choose it by leave-one-out "
+               "The value depends on the kernel bandwidth h (the Estimators page can choose it by leave-one-out "
                "likelihood); a small positive bias even for calibrated models; a class predicted with "
-               "probability 0 that occurs nearby makes it very large; O(N^2) time.",
-               uses_bins=False, quadratic=True, probability_scale=False),
-    MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", lambda p, y, b, s: proper.kde_ce(p, y, "l2"),
+               "probability 0 that occurs nearby makes it very large; O(N^2) time; no interval here (a bootstrap "
+               "repeats rows, which a leave-one-out estimate cannot take: the Estimators page gives block "
+               "intervals).", uses_bins=False, quadratic=True, probability_scale=False, interval="none",
+               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl")),
+    MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", _default(_kde("l2")),
                "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
                "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
                "prediction.",
-               "Squared, so on another scale than ECE; bandwidth fixed at 0.01 here; a small positive bias even "
-               "for calibrated models; O(N^2) time.", uses_bins=False, quadratic=True, probability_scale=False),
-    MetricSpec("smooth_ece", "smECE", lambda p, y, b, s: smooth.smooth_ece(p, y),
+               "Squared, so on another scale than ECE; depends on the bandwidth h; a small positive bias even "
+               "for calibrated models; O(N^2) time; no interval here (see CE_KL).", uses_bins=False,
+               quadratic=True, probability_scale=False, interval="none", bandwidth=KDE_BANDWIDTH,
+               with_bandwidth=_kde("l2")),
+    MetricSpec("smooth_ece", "smECE", _default(_smooth_ece),
                "Smooth ECE (Blasiok & Nakkiran 2023): the residuals correctness - confidence smoothed with a "
                "reflected Gaussian kernel whose width is chosen automatically, integrated in absolute value; "
                "consistent, without bins.",
                "Top-label only; smoothing can hide narrow regions of miscalibration; the automatic width is "
-               "coarse for small N.", uses_bins=False),
+               "coarse for small N.", uses_bins=False, bandwidth="auto", with_bandwidth=_smooth_ece),
     MetricSpec("calibration_upper_bound", "sqrt(Brier) bound", lambda p, y, b, s: proper.calibration_upper_bound(p, y),
                "Root Brier score: an upper bound of the canonical calibration error CE_2 that needs no estimate "
                "of P(Y | prediction) (Gruber & Buettner 2022, Theorem 4.3).",
                "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
-               "the accuracy is close to 1.", uses_bins=False, calibration_error=False),
+               "the accuracy is close to 1.", uses_bins=False, calibration_error=False, interval="percentile"),
 ]
-
-
-def _skce_block(probs: ArrayLike, labels: ArrayLike) -> float:
-    """``skce(..., estimator="block")`` on the rows in an order that does not depend on the input order.
-
-    The linear-time estimator pairs rows (0, 1), (2, 3), ...; sorting the rows
-    (by label, then by the probabilities) and shuffling them with a fixed seed
-    gives a random pairing that is the same for every order of the same rows.
-    """
-    probs, labels = check_probs_labels(probs, labels)
-    order = np.lexsort((*probs.T[::-1], labels))
-    order = order[np.random.default_rng(0).permutation(order.size)]
-    return kernel.skce(probs[order], labels[order], estimator="block", seed=0)
 
 
 def get_metric(key: str) -> MetricSpec:
@@ -168,19 +278,351 @@ def get_metric(key: str) -> MetricSpec:
     raise CalibrationInputError(f"unknown metric {key!r}; known metrics: {known}.")
 
 
-def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform") -> Callable[[ArrayLike, ArrayLike], float]:
-    """``metric(probs, labels) -> float`` with the bin settings fixed (for :func:`bootstrap_ci`)."""
+# ----------------------------------------------------------------------------- values and names
+
+def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
+                 bandwidth: float | None = None) -> float:
+    """The metric ``key`` at the registry's default settings, or at the kernel ``bandwidth`` given.
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`METRICS`.
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    n_bins, binning : bin settings of the binned metrics (ignored by the others).
+    bandwidth : float, optional
+        Kernel bandwidth of a kernel metric (``MetricSpec.bandwidth`` not None);
+        None uses the default. Other metrics refuse a bandwidth.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid input, or a metric that cannot be computed on it (e.g. SKCE on one row).
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> p, y = [[0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], [0, 1, 1]
+    >>> metric_value("mmce", p, y) == cc.mmce(p, y, bandwidth=MMCE_BANDWIDTH)
+    True
+    """
     spec = get_metric(key)
-    return partial(_call, spec.compute, n_bins=n_bins, binning=binning)
+    if bandwidth is None:
+        return float(spec.compute(probs, labels, n_bins, binning))
+    if spec.with_bandwidth is None:
+        raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+    return float(spec.with_bandwidth(probs, labels, check_positive(bandwidth, "bandwidth")))
 
 
-def _call(compute, probs, labels, *, n_bins, binning):
-    return compute(probs, labels, n_bins, binning)
+def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
+                    bandwidth: float | None = None) -> Callable[[ArrayLike, ArrayLike], float]:
+    """``metric(probs, labels) -> float`` with the settings fixed (for :func:`bootstrap_ci`)."""
+    get_metric(key)
+    return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
 
+
+def _call(key, probs, labels, *, n_bins, binning, bandwidth):
+    return metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def metric_name(key: str, *, n_bins: int = 15, binning: str = "uniform", bandwidth: float | None = None,
+                bandwidth_rule: str | None = None) -> str:
+    """The metric's display name with the settings that change its value.
+
+    One name is one computation: two tables that show the same name show the
+    value of :func:`metric_value` with the same settings.
+
+    Parameters
+    ----------
+    key : str
+    n_bins, binning : the bin settings (binned metrics only).
+    bandwidth : float, optional
+        A kernel bandwidth other than the default (kernel metrics only).
+    bandwidth_rule : str, optional
+        How that bandwidth was chosen, added in parentheses (e.g.
+        ``"leave-one-out"``).
+
+    Examples
+    --------
+    >>> metric_name("ece", n_bins=10)
+    'ECE, 10 uniform bins'
+    >>> metric_name("kde_ce_kl")
+    'CE_KL (kernel), h = 0.01'
+    >>> metric_name("skce")
+    'SKCE (unbiased), h = median distance'
+    >>> metric_name("kde_ce_kl", bandwidth=0.000356, bandwidth_rule="leave-one-out")
+    'CE_KL (kernel), h = 0.000356 (leave-one-out)'
+    """
+    spec = get_metric(key)
+    if spec.uses_bins:
+        return f"{spec.label}, {n_bins} {spec.fixed_binning or binning} bins"
+    if spec.bandwidth is None:
+        if bandwidth is not None:
+            raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+        return spec.label
+    if bandwidth is None:
+        text = {"median": "median distance", "auto": "auto"}.get(spec.bandwidth) if isinstance(spec.bandwidth, str) \
+            else _number(spec.bandwidth)
+    else:
+        text = _number(check_positive(bandwidth, "bandwidth"))
+    if bandwidth_rule:
+        text += f" ({bandwidth_rule})"
+    return f"{spec.label}, h = {text}"
+
+
+def metric_bandwidth(key: str, probs: ArrayLike, labels: ArrayLike) -> float:
+    """The default bandwidth of a kernel metric on this data (NaN for metrics without one and for smECE's auto)."""
+    spec = get_metric(key)
+    if spec.bandwidth == "median":
+        return skce_bandwidth(probs, labels)
+    return float(spec.bandwidth) if isinstance(spec.bandwidth, (int, float)) else math.nan
+
+
+# ----------------------------------------------------------------------------- intervals
+
+@dataclass(frozen=True)
+class MetricInterval:
+    """A metric's value and its interval, made as the metric declares.
+
+    Attributes
+    ----------
+    key : str
+    estimate : float
+        :func:`metric_value` on all rows.
+    low, high : float
+        The interval; NaN when there is none (``method == "none"``).
+    std : float
+        Standard error (bootstrap or formula); NaN when there is none.
+    method : str
+        A key of :data:`INTERVAL_METHODS` (``"none"`` also when an interval
+        could not be made; ``note`` says why).
+    alpha : float
+        The interval covers ``1 - alpha``.
+    n_boot : int
+        Resamples used (0 without a bootstrap).
+    bandwidth : float
+        Kernel bandwidth used (NaN where none or automatic).
+    note : str
+        How the interval was made, in words.
+    """
+
+    key: str
+    estimate: float
+    low: float
+    high: float
+    std: float
+    method: str
+    alpha: float
+    n_boot: int
+    bandwidth: float
+    note: str
+
+
+def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
+                    bandwidth: float | None = None, n_boot: int = 1000, alpha: float = 0.05,
+                    seed: int | np.random.Generator | None = 0) -> MetricInterval:
+    """The metric ``key`` with the interval its :attr:`MetricSpec.interval` declares.
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`METRICS`.
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    n_bins, binning, bandwidth
+        As :func:`metric_value`.
+    n_boot : int, default 1000
+        Resamples of the bootstrap methods; below 2 no bootstrap interval.
+    alpha : float, default 0.05
+    seed : int or numpy.random.Generator, default 0
+        The same seed resamples the same rows for every metric.
+
+    Returns
+    -------
+    MetricInterval
+        Every interval contains its estimate.
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid input, or a metric that cannot be computed on it.
+
+    Notes
+    -----
+    * ``"percentile"`` (accuracy, Brier score, NLL, root Brier): smooth
+      functions of row means, for which the percentile bootstrap
+      ``[q_{alpha/2}, q_{1-alpha/2}]`` of the resampled values is valid
+      (Efron & Tibshirani 1993, section 13.3).
+    * ``"bootstrap_se"`` (binned errors, KS, MMCE, smECE): these estimators
+      are biased upwards, and more so on a resample (repeated rows add
+      noise that reads as miscalibration), so the resampled values can lie
+      wholly above the estimate and a percentile interval can miss it. The
+      interval is ``estimate +- z_{1-alpha/2} * se`` with the bootstrap
+      standard error ``se`` (Efron & Tibshirani 1993, eq. 13.5), cut at 0
+      where the metric cannot go. It describes the noise of the estimate,
+      not its bias.
+    * ``"variance"`` (SKCE): ``estimate +- z * se`` with the standard error
+      of :func:`calib_core.kernel.skce_estimate`: ``sd(h) / sqrt(N // 2)``
+      of the independent block terms of the linear-time estimator (Widmann
+      et al. 2019, section 4; Gretton et al. 2012, Corollary 16), Hoeffding's
+      variance of the U-statistic for the unbiased one.
+    * ``"none"`` (CE_KL, CE_2^2): a resample repeats rows, and a repeated row
+      is its own nearest neighbour in the leave-one-out kernel estimate.
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> rng = np.random.default_rng(0)
+    >>> p = cc.as_probs(rng.uniform(size=400)); y = (rng.uniform(size=400) < p[:, 1]).astype(int)
+    >>> r = metric_interval("skce_block", p, y)
+    >>> r.method, r.low <= r.estimate <= r.high
+    ('variance', True)
+    """
+    spec = get_metric(key)
+    probs, labels = check_probs_labels(probs, labels)
+    if not (isinstance(alpha, (float, int)) and not isinstance(alpha, bool) and 0 < alpha < 1):
+        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise CalibrationInputError(f"`n_boot` must be a whole number >= 0, got {n_boot!r}.")
+    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    used_bandwidth = metric_bandwidth(key, probs, labels) if bandwidth is None else float(bandwidth)
+
+    def result(estimate, low=math.nan, high=math.nan, std=math.nan, method="none", boots=0, note=""):
+        return MetricInterval(key, float(estimate), float(low), float(high), float(std), method, float(alpha),
+                              int(boots), used_bandwidth, note)
+
+    if spec.interval == "variance":
+        estimator = "block" if key == "skce_block" else "unbiased"
+        h = used_bandwidth
+        if estimator == "block":
+            order = skce_pair_order(probs, labels)
+            found = kernel.skce_estimate(probs[order], labels[order], bandwidth=h, estimator="block")
+        else:
+            found = kernel.skce_estimate(probs, labels, bandwidth=h)
+        if not np.isfinite(found.std_error):
+            return result(found.estimate, note=f"none: the variance needs more rows than {probs.shape[0]}")
+        half = z * found.std_error
+        pairs = "independent pairs of rows" if estimator == "block" else "pairs (U-statistic variance)"
+        return result(found.estimate, found.estimate - half, found.estimate + half, found.std_error, "variance",
+                      note=f"normal interval from the variance formula over {found.n_terms:,} {pairs}")
+    estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+    if spec.interval == "none":
+        return result(estimate, note="none: " + ("a bootstrap repeats rows, which a leave-one-out kernel estimate "
+                                                 "cannot take" if spec.quadratic else "not defined for this metric"))
+    if n_boot < 2:
+        return result(estimate, note="none: no bootstrap resamples")
+    metric = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+    try:
+        boot = bootstrap_ci(metric, probs, labels, n_boot=int(n_boot), alpha=alpha, seed=seed)
+    except CalibrationInputError as exc:
+        return result(estimate, note=f"none: a resample could not be evaluated ({' '.join(str(exc).split())})")
+    if spec.interval == "percentile":
+        return result(estimate, boot.low, boot.high, boot.std, "percentile", n_boot,
+                      f"percentile bootstrap, {n_boot:,} resamples")
+    low = estimate - z * boot.std
+    if not spec.signed:
+        low = max(low, 0.0)
+    return result(estimate, low, estimate + z * boot.std, boot.std, "bootstrap_se", n_boot,
+                  f"estimate +- {z:.2f} bootstrap standard errors ({n_boot:,} resamples)")
+
+
+# ----------------------------------------------------------------------------- reports
 
 #: Above this many rows the O(N^2) metrics are left out of :func:`compute_metrics`
 #: by default (about 10 s each here at 20,000 rows; the Estimators page subsamples).
 MAX_QUADRATIC_ROWS = 20_000
+
+
+@dataclass(frozen=True)
+class MetricReport:
+    """Every requested metric, with a reason for each one that is not available.
+
+    Attributes
+    ----------
+    values : dict
+        ``{key: float or None}`` in registry order; None when the metric
+        cannot be computed on this (valid) input. Metrics left out for size
+        (``skipped``) are not keys.
+    reasons : dict
+        ``{key: reason}`` for the keys whose value is None.
+    skipped : tuple of str
+        O(N^2) metrics left out because of ``max_quadratic_rows`` or
+        ``include_quadratic=False``.
+    """
+
+    values: dict[str, float | None]
+    reasons: dict[str, str]
+    skipped: tuple[str, ...]
+
+
+def _check_max_quadratic_rows(max_quadratic_rows: object) -> int | None:
+    if max_quadratic_rows is None:
+        return None
+    if (isinstance(max_quadratic_rows, bool) or not isinstance(max_quadratic_rows, (int, np.integer))
+            or max_quadratic_rows < 1):
+        raise CalibrationInputError(
+            f"`max_quadratic_rows` must be a positive number of rows or None (no limit), got {max_quadratic_rows!r}."
+        )
+    return int(max_quadratic_rows)
+
+
+def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
+                  keys: list[str] | None = None, include_quadratic: bool = True,
+                  max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> MetricReport:
+    """Every registered metric (or those in ``keys``); one that fails is reported, not raised.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    n_bins, binning : bin settings of the binned metrics.
+    keys : list of str, optional
+        Keys of :data:`METRICS`; default all.
+    include_quadratic : bool, default True
+    max_quadratic_rows : int or None, default MAX_QUADRATIC_ROWS
+        The O(N^2) metrics are left out above this many rows (None: no limit).
+
+    Returns
+    -------
+    MetricReport
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid input (predictions, labels, bin settings, keys): then no
+        metric means anything. A metric that cannot be computed on valid input
+        (SKCE on one row, a non-finite value) is None with its reason instead.
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    check_n_bins(n_bins)
+    check_binning(binning)
+    specs = METRICS if keys is None else [get_metric(k) for k in keys]
+    skipped = set(skipped_quadratic(probs.shape[0], include_quadratic=include_quadratic,
+                                    max_quadratic_rows=max_quadratic_rows))
+    values: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    for spec in specs:
+        if spec.key in skipped:
+            continue
+        try:
+            value = float(spec.compute(probs, labels, n_bins, binning))
+        except CalibrationInputError as exc:
+            values[spec.key], reasons[spec.key] = None, " ".join(str(exc).split())
+            continue
+        if not math.isfinite(value):
+            values[spec.key], reasons[spec.key] = None, f"the estimate is not finite ({value})."
+            continue
+        values[spec.key] = value
+    return MetricReport(values, reasons, tuple(spec.key for spec in specs if spec.key in skipped))
 
 
 def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
@@ -190,18 +632,18 @@ def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, bi
 
     The O(N^2) metrics are left out when ``include_quadratic`` is false or
     when N exceeds ``max_quadratic_rows`` (``None``: no limit); use
-    :func:`skipped_quadratic` to say which were left out.
+    :func:`skipped_quadratic` to say which were left out. A metric that
+    cannot be computed on valid input is NaN; :func:`metric_report` gives
+    the reason.
     """
-    probs, labels = check_probs_labels(probs, labels)
-    specs = METRICS if keys is None else [get_metric(k) for k in keys]
-    skipped = set(skipped_quadratic(probs.shape[0], include_quadratic=include_quadratic,
-                                    max_quadratic_rows=max_quadratic_rows))
-    return {spec.key: float(spec.compute(probs, labels, n_bins, binning))
-            for spec in specs if spec.key not in skipped}
+    report = metric_report(probs, labels, n_bins=n_bins, binning=binning, keys=keys,
+                           include_quadratic=include_quadratic, max_quadratic_rows=max_quadratic_rows)
+    return {key: math.nan if value is None else value for key, value in report.values.items()}
 
 
 def skipped_quadratic(n_rows: int, *, include_quadratic: bool = True,
                       max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> list[str]:
     """Keys of the O(N^2) metrics :func:`compute_metrics` leaves out for ``n_rows`` rows."""
-    too_many = max_quadratic_rows is not None and n_rows > max_quadratic_rows
+    limit = _check_max_quadratic_rows(max_quadratic_rows)
+    too_many = limit is not None and n_rows > limit
     return [spec.key for spec in METRICS if spec.quadratic and (too_many or not include_quadratic)]

@@ -4,12 +4,14 @@ import time
 import pandas as pd
 import streamlit as st
 
+import calib_core as cc
 from calib_core import CalibrationInputError
 from studio import compute_estimators as ce
 from studio import layout, state
 from studio.figures_estimators import (CHAIN_LABELS, bound_chain_figure, decomposition_figure, estimates_figure,
                                        smooth_reliability_figure)
 from studio.layout import default
+from studio.text import md
 
 ALPHA = 0.05
 DIRICHLET_MODES = {"auto": "leave-one-out likelihood", "fixed": "fixed"}
@@ -54,7 +56,7 @@ class Steps:
 
     def run(self, text: str, function, *args, **kwargs):
         if self.bar is not None or self.slow or time.perf_counter() - self.start > 0.15:
-            label = f"{text} (step {self.done + 1} of {self.total})"
+            label = md(f"{text} (step {self.done + 1} of {self.total})")
             if self.bar is None:
                 self.bar = self.slot.progress(self.done / self.total, text=label)
             else:
@@ -74,7 +76,9 @@ st.markdown(
     "need no bins: **kernel** calibration errors (MMCE, SKCE), **proper** calibration errors whose kernel "
     "estimates are consistent (CE_KL and CE₂², Popordanoska et al. 2024), and the **smooth ECE** (Blasiok & "
     "Nakkiran 2023). Below them: how the Brier and the log score split into calibration and refinement, and "
-    "the chain of inequalities that orders the calibration errors (Gruber & Buettner 2022)."
+    "the chain of inequalities that orders the calibration errors (Gruber & Buettner 2022). At the default "
+    "settings every estimator has the name, the value and the interval it has on the **Metrics** page; a setting "
+    "changed here becomes part of its name."
 )
 layout.require_models(models)
 
@@ -94,22 +98,25 @@ boot_choice = boot_col.selectbox(
     key=default("keep:estimators.n_boot", ce.AUTO),
     format_func=lambda n: (f"auto (200 if under ~{ce.BUDGET_SECONDS:.0f} s)" if n == ce.AUTO
                            else "none (no intervals)" if n == 0 else f"{n:,}"),
-    help="Percentile bootstrap of MMCE, the linear-time SKCE, smECE and √Brier, and the band of the smoothed "
-         "reliability curve.")
+    help="Bootstrap intervals of MMCE, smECE and √Brier (as on the Metrics page), and the band of the smoothed "
+         "reliability curve. The linear-time SKCE's interval comes from its variance formula.")
 seed = int(seed_col.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
                                  key=default("keep:estimators.seed", 0),
-                                 help="Draws the blocks, the bootstrap resamples and the SKCE pairs."))
+                                 help="Draws the blocks and the bootstrap resamples. The pairs of the "
+                                      "linear-time SKCE are fixed by the data, as on the Metrics page."))
 
 with st.container(border=True):
     st.markdown("**Kernel bandwidths**")
     dir_col, skce_col, mmce_col, smece_col = st.columns(4)
     dirichlet_mode = dir_col.radio(
         "Dirichlet kernel (kde_ce, decompositions, chain)", list(DIRICHLET_MODES), format_func=DIRICHLET_MODES.get,
-        horizontal=True, key=default("keep:estimators.dirichlet_mode", "auto"),
+        horizontal=True, key=default("keep:estimators.dirichlet_mode", "fixed"),
         help="Leave-one-out likelihood: the bandwidth that best predicts each prediction from the others "
-             "(Popordanoska et al. 2024, section 7), chosen per model (on the first block with blocks).")
+             "(Popordanoska et al. 2024, section 7), chosen per model (on the first block with blocks). "
+             f"Fixed: the registry's default h = {cc.registry.KDE_BANDWIDTH:g} unless changed.")
     dirichlet_h = dir_col.number_input("Dirichlet bandwidth h", min_value=1e-5, max_value=10.0, step=0.001,
-                                       format="%.5f", key=default("keep:estimators.dirichlet_h", 0.01),
+                                       format="%.5f",
+                                       key=default("keep:estimators.dirichlet_h", cc.registry.KDE_BANDWIDTH),
                                        disabled=dirichlet_mode != "fixed")
     skce_mode = skce_col.radio("SKCE (Laplacian kernel)", list(SKCE_MODES), format_func=SKCE_MODES.get,
                                horizontal=True, key=default("keep:estimators.skce_mode", "median"),
@@ -118,7 +125,7 @@ with st.container(border=True):
     skce_h = skce_col.number_input("SKCE bandwidth", min_value=1e-3, max_value=10.0, step=0.05, format="%.3f",
                                    key=default("keep:estimators.skce_h", 0.5), disabled=skce_mode != "fixed")
     mmce_h = mmce_col.number_input("MMCE bandwidth (Laplacian kernel)", min_value=1e-3, max_value=10.0, step=0.05,
-                                   format="%.3f", key=default("keep:estimators.mmce_h", 0.4),
+                                   format="%.3f", key=default("keep:estimators.mmce_h", cc.registry.MMCE_BANDWIDTH),
                                    help="Kumar et al. (2018) use 0.4.")
     smece_mode = smece_col.radio("smECE (Gaussian kernel)", list(SMECE_MODES), format_func=SMECE_MODES.get,
                                  horizontal=True, key=default("keep:estimators.smece_mode", "auto"),
@@ -145,20 +152,20 @@ bands = {m.name: ce.resolve_band_boot(boot_choice, m.predictions.n_samples) for 
 for model in models:
     plan, n_rows = plans[model.name], model.predictions.n_samples
     if plan.uses_blocks and block_choice == ce.AUTO:
-        st.info(f"**{model.name}** has {n_rows:,} rows: the O(N²) estimators on all of them would take "
-                f"{seconds_text(plan.all_rows_seconds)}, so they run on **{plan.describe()}** (the mean over the "
+        st.info(f"**{md(model.name)}** has {n_rows:,} rows: the O(N²) estimators on all of them would "
+                f"take {seconds_text(plan.all_rows_seconds)}, so they run on **{plan.describe()}** (the mean over the "
                 f"blocks, with a 95% t-interval). Choose *all rows* above to use every row, or read the "
                 "linear-time SKCE, which uses all rows.", icon=":material/speed:")
     elif not plan.uses_blocks and plan.all_rows_seconds > ce.BUDGET_SECONDS:
-        st.warning(f"**{model.name}**: the O(N²) estimators on all {n_rows:,} rows take "
+        st.warning(f"**{md(model.name)}**: the O(N²) estimators on all {n_rows:,} rows take "
                    f"{seconds_text(plan.all_rows_seconds)}. A block size above gives a faster estimate with an "
                    "interval; the linear-time SKCE uses every row in a fraction of the time.",
                    icon=":material/hourglass_top:")
     if boot_choice == ce.AUTO and boots[model.name] == 0:
-        st.info(f"**{model.name}**: bootstrap intervals of the linear-time estimators on {n_rows:,} rows would take "
-                f"{seconds_text(ce.bootstrap_seconds(n_rows, model.predictions.n_classes, 100))} (100 resamples), "
-                "so the automatic setting leaves them out to keep the page quick. Choose a number of resamples "
-                "above to compute them.", icon=":material/speed:")
+        st.info(f"**{md(model.name)}**: bootstrap intervals of the linear-time estimators on {n_rows:,} "
+                f"rows would take {seconds_text(ce.bootstrap_seconds(n_rows, model.predictions.n_classes, 100))} "
+                "(100 resamples), so the automatic setting leaves them out to keep the page quick. Choose a number "
+                "of resamples above to compute them.", icon=":material/speed:")
 
 # ----------------------------------------------------------------------------- computations
 quadratic_keys = ["skce", "kde_ce_kl", "kde_ce_l2"] + (["kde_ce_kl_classwise", "kde_ce_l2_classwise"]
@@ -175,32 +182,36 @@ for model in models:
     predictions, fingerprint, plan = model.predictions, model.fingerprint, plans[model.name]
     where = f"{model.name}, {plan.describe()}"
     try:
+        # The registry's median heuristic (never 0: it falls back to the distance between distinct predictions).
         skce_bandwidth = (steps.run(f"SKCE bandwidth of {model.name}", ce.skce_median_bandwidth, predictions,
                                     fingerprint) if skce_mode == "median" else float(skce_h))
-        if skce_bandwidth <= 0:
-            raise CalibrationInputError("more than half of the pairs of predictions are identical, so the median "
-                                        "distance is 0; set a fixed SKCE bandwidth.")
         dirichlet_bandwidth = (steps.run(f"Dirichlet bandwidth of {model.name}", ce.dirichlet_bandwidth,
                                          predictions, fingerprint, plan.block_rows, seed)
                                if auto_bandwidth else float(dirichlet_h))
         bandwidths[model.name] = {"skce": skce_bandwidth, "dirichlet": dirichlet_bandwidth,
                                   "smece": None if smece_mode == "auto" else float(smece_h)}
+        # What the names carry: None is the registry's default (the Metrics page's setting).
+        skce_setting = None if skce_mode == "median" else skce_bandwidth
+        kde_setting = dirichlet_bandwidth if auto_bandwidth else float(dirichlet_h)
+        kde_rule = "leave-one-out" if auto_bandwidth else None
         rows = []
         for key in ESTIMATOR_ORDER:
             if key in ce.LINEAR:
-                bandwidth = {"mmce": float(mmce_h), "skce_block": skce_bandwidth,
+                bandwidth = {"mmce": float(mmce_h), "skce_block": skce_setting,
                              "smooth_ece": bandwidths[model.name]["smece"]}.get(key)
-                estimate = steps.run(f"{ce.LINEAR[key]}, {model.name}, all rows", ce.linear_estimate, predictions,
+                label = ce.estimator_name(key, bandwidth=bandwidth)
+                estimate = steps.run(f"{label}, {model.name}, all rows", ce.linear_estimate, predictions,
                                      fingerprint, key, bandwidth, boots[model.name], seed, ALPHA)
-                rows.append((ce.LINEAR[key], "linear", estimate))
+                rows.append((label, "linear", estimate))
             elif key in quadratic_keys:
-                label = ce.QUADRATIC[key]
-                if key != "skce" and kde_estimator == "refinement":
-                    label += ", refinement-based"
-                bandwidth = skce_bandwidth if key == "skce" else dirichlet_bandwidth
+                is_skce = key == "skce"
+                label = ce.estimator_name(key, bandwidth=skce_setting if is_skce else kde_setting,
+                                          bandwidth_rule=None if is_skce else kde_rule,
+                                          kde_estimator="direct" if is_skce else kde_estimator, plan=plan)
+                bandwidth = skce_bandwidth if is_skce else dirichlet_bandwidth
                 estimate = steps.run(f"{label}, {where}", ce.quadratic_estimate, predictions, fingerprint, key,
                                      bandwidth, plan.block_rows, plan.n_blocks, seed,
-                                     "direct" if key == "skce" else kde_estimator, ALPHA)
+                                     "direct" if is_skce else kde_estimator, ALPHA)
                 rows.append((label, "O(N²)", estimate))
         for label, cost, estimate in rows:
             estimates.append({
@@ -214,17 +225,17 @@ for model in models:
 # ----------------------------------------------------------------------------- estimates
 st.subheader("Calibration errors without bins")
 for name, message in failures.items():
-    st.error(f"The estimators could not be computed for **{name}**: {message} Change the bandwidth settings "
-             "above, or check the model on the Data page.", icon=":material/error:")
+    st.error(f"The estimators could not be computed for **{md(name)}**: {md(message)} Change "
+             "the bandwidth settings above, or check the model on the Data page.", icon=":material/error:")
 table = pd.DataFrame(estimates, columns=["model", "estimator", "estimate", "ci_low", "ci_high", "std", "interval",
                                          "rows", "bandwidth", "cost", "seconds"])
 if not table.empty:
     st.plotly_chart(estimates_figure(table, colors=state.model_colors()), theme=None, key="estimators_estimates")
     st.dataframe(
-        table, hide_index=True, width="stretch",
+        table, hide_index=True, width="stretch", placeholder="–",
         column_config={
             "model": st.column_config.TextColumn("Model"),
-            "estimator": st.column_config.TextColumn("Estimator"),
+            "estimator": st.column_config.TextColumn("Estimator", width="large"),
             "estimate": st.column_config.NumberColumn("Estimate", format="%.5f"),
             "ci_low": st.column_config.NumberColumn("95% low", format="%.5f"),
             "ci_high": st.column_config.NumberColumn("95% high", format="%.5f"),
@@ -237,7 +248,7 @@ if not table.empty:
                                                      help="Wall time when it was computed (then cached)."),
         },
     )
-    st.download_button("Download the estimates as CSV", table.to_csv(index=False).encode("utf-8"),
+    st.download_button("Download the estimates as CSV", cc.csv_bytes(table),
                        file_name="calibration_estimators.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:")
     st.caption("SKCE and CE₂² are squared errors and CE_KL is in nats, so their scale differs from the ECE's. The "
@@ -305,7 +316,8 @@ for model in usable:
                                        model.fingerprint, bandwidths[model.name]["dirichlet"], plan.block_rows, seed,
                                        chain_bins, chain_binning, chain_estimator, float(mmce_h))
     except CalibrationInputError as exc:
-        st.error(f"The chain could not be estimated for **{model.name}**: {exc} Change the settings above.",
+        st.error(f"The chain could not be estimated for **{md(model.name)}**: {md(exc)} "
+                 "Change the settings above.",
                  icon=":material/error:")
 if chains:
     st.plotly_chart(bound_chain_figure(chains, colors=state.model_colors(), log_x=log_x), theme=None,
@@ -321,14 +333,15 @@ if chains:
         plan = plans[name]
         where = "all rows" if not plan.uses_blocks else f"a random block of {plan.block_rows:,} rows"
         if chain.all_hold:
-            st.success(f"**{name}** ({where}): every estimated inequality holds.", icon=":material/check:")
+            st.success(f"**{md(name)}** ({where}): every estimated inequality holds.",
+                       icon=":material/check:")
         else:
             broken = "; ".join(
                 f"{CHAIN_LABELS[link.lower]} = {link.lower_value:.4f} exceeds {CHAIN_LABELS[link.upper]} = "
                 f"{link.upper_value:.4f}"
                 for link in chain.broken)
-            st.warning(f"**{name}** ({where}): the estimates break {len(chain.broken)} of {len(chain.links)} "
-                       f"inequalities: {broken}.", icon=":material/warning:")
+            st.warning(f"**{md(name)}** ({where}): the estimates break {len(chain.broken)} of "
+                       f"{len(chain.links)} inequalities: {broken}.", icon=":material/warning:")
 
 # ----------------------------------------------------------------------------- smoothed reliability
 st.subheader("Smoothed reliability curve")
@@ -349,7 +362,7 @@ if curves:
     cells = st.columns(min(len(curves), 4))
     for i, (name, curve) in enumerate(curves.items()):
         band = (f"band: {bands[name]} resamples" if bands[name] else "no band (choose bootstrap resamples above)")
-        cells[i % len(cells)].metric(f"{name}: smECE", f"{curve.smece:.4f}",
+        cells[i % len(cells)].metric(f"{md(name)}: smECE", f"{curve.smece:.4f}",
                                      help=f"Bandwidth σ = {curve.bandwidth:.4g}; {band}.")
 
 # ----------------------------------------------------------------------------- notes
@@ -361,10 +374,14 @@ st.markdown("""
 - **SKCE** (Widmann et al. 2019): the squared kernel calibration error of the whole predicted distribution. The
   unbiased estimator averages over all N(N−1)/2 pairs; the linear-time one over N/2 disjoint pairs (much
   noisier, but O(N)). *Pitfalls:* squared, so not on the ECE's scale; can be negative; the value depends on the
-  kernel width (median heuristic by default).
+  kernel width (median heuristic by default; when most predictions are identical, the median distance between
+  distinct predictions). *Intervals:* the linear-time estimate is a mean of independent pair terms, so it has a
+  normal interval from their spread; on all rows the unbiased one has one from the U-statistic's variance (a
+  rough guide for a calibrated model, where the statistic is degenerate).
 - **CE_KL and CE₂²** (Popordanoska et al. 2024, eq. 9-15): proper calibration errors of the log and the Brier
   score, with P(Y | prediction) estimated by a leave-one-out Dirichlet kernel. Consistent, with a bias that
-  shrinks as 1/N. *Pitfalls:* O(N²); the bandwidth matters (chosen by leave-one-out likelihood here); a class
+  shrinks as 1/N. *Pitfalls:* O(N²); the bandwidth matters (h = 0.01 by default, as on the Metrics page; the
+  leave-one-out likelihood of the predictions can choose it above); a class
   predicted with probability 0 that occurs nearby makes CE_KL very large; on blocks the bias is that of the
   block size.
 - **smECE** (Blasiok & Nakkiran 2023): the smoothed residuals integrated in absolute value, at the bandwidth

@@ -29,19 +29,19 @@ from calib_core.sensitivity import BinRanking
 Progress = Callable[[int, int], None] | None
 
 #: Columns of :func:`metrics_table`.
-METRIC_COLUMNS = ("model", "rows", "metric", "key", "estimate", "ci_low", "ci_high", "std",
-                  "n_bins", "binning", "n_boot", "calibration_error", "probability_scale")
+METRIC_COLUMNS = ("model", "rows", "metric", "name", "key", "estimate", "ci_low", "ci_high", "std", "interval",
+                  "n_bins", "binning", "n_boot", "calibration_error", "probability_scale", "reason")
 
 
 # ----------------------------------------------------------------------------- loading
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, ttl="24h")
 def load_demo(name: str) -> Predictions:
     """A bundled demo model (raises CalibrationInputError for unknown names)."""
     return cio.load_demo(name)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=4, ttl="15m", scope="session")
 def load_file(raw: bytes, file_name: str, options: tuple[tuple[str, Any], ...]) -> Predictions:
     """``load_predictions`` on uploaded bytes; ``options`` are its keyword overrides."""
     return cio.load_predictions(raw, name=file_name, **dict(options))
@@ -54,7 +54,7 @@ def _suffix(file_name: str) -> str:
     return suffixes[-1].lstrip(".") if suffixes else ""
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=16, ttl="15m", scope="session")
 def file_columns(raw: bytes, file_name: str) -> list[str]:
     """Column (or NPZ array) names of a predictions file, for the column-mapping form.
 
@@ -85,32 +85,32 @@ def file_columns(raw: bytes, file_name: str) -> list[str]:
 
 # ----------------------------------------------------------------------------- metrics
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def metric_estimates(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> dict[str, float]:
-    """Every registered metric on all rows of the model."""
-    return cc.compute_metrics(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning)
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+def metric_estimates(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> cc.MetricReport:
+    """Every registered metric on all rows of the model, with a reason for each one that is not available."""
+    return cc.metric_report(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning)
 
 
-@st.cache_data(show_spinner=False, max_entries=4096)
+@st.cache_data(show_spinner=False, max_entries=4096, ttl="1h")
 def metric_interval(_predictions: Predictions, fingerprint: str, key: str, n_bins: int, binning: str,
-                    n_boot: int, seed: int, alpha: float) -> tuple[float, float, float]:
-    """Percentile bootstrap ``(low, high, std)`` of one metric (seeded, so reproducible)."""
-    metric = cc.metric_function(key, n_bins=n_bins, binning=binning)
-    result = cc.bootstrap_ci(metric, _predictions.probs, _predictions.labels,
-                             n_boot=n_boot, alpha=alpha, seed=seed)
-    return result.low, result.high, result.std
+                    n_boot: int, seed: int, alpha: float) -> cc.MetricInterval:
+    """:func:`calib_core.metric_interval` of one metric: the interval the registry declares for it (seeded)."""
+    return cc.metric_interval(key, _predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning,
+                              n_boot=n_boot, alpha=alpha, seed=seed)
 
 
 def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
                   alpha: float = 0.05, on_progress: Progress = None) -> pd.DataFrame:
-    """Every metric of every model, with bootstrap intervals when ``n_boot >= 2``.
+    """Every metric of every model, with the interval each metric declares.
 
     Parameters
     ----------
     models : sequence of studio.state.ModelView
     n_bins, binning : bin settings of the binned metrics
     n_boot : int
-        Bootstrap resamples; 0 skips the intervals.
+        Bootstrap resamples of the metrics whose interval is a bootstrap;
+        0 leaves those intervals out (the variance-formula intervals of
+        SKCE need no resamples and are always given).
     seed : int
         The same seed resamples the same rows for every metric (paired intervals).
     alpha : float
@@ -121,34 +121,44 @@ def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: i
     Returns
     -------
     pandas.DataFrame
-        One row per (model, metric), columns :data:`METRIC_COLUMNS`.
+        One row per (model, metric), columns :data:`METRIC_COLUMNS`: ``metric``
+        is the registry label, ``name`` the label with its settings
+        (:func:`calib_core.metric_name`), ``interval`` how the interval was
+        made, ``reason`` why a metric is not available (its estimate is then
+        NaN). O(N^2) metrics left out on many rows have no row.
     """
     specs = cc.METRICS
     total = len(models) * len(specs)
     rows = []
     done = 0
     for model in models:
-        estimates = metric_estimates(model.predictions, model.fingerprint, n_bins, binning)
+        report = metric_estimates(model.predictions, model.fingerprint, n_bins, binning)
         for spec in specs:
+            done += 1
+            if spec.key not in report.values:  # an O(N^2) metric left out on many rows
+                continue
             # Settings a metric ignores are normalised so that its cache entry is shared.
             spec_bins = n_bins if spec.uses_bins else 15
             spec_binning = binning if spec.uses_binning else "uniform"
+            estimate = report.values[spec.key]
             low = high = std = np.nan
-            if spec.key not in estimates:  # an O(N^2) metric left out on many rows
-                continue
-            if n_boot >= 2 and not spec.quadratic:
-                low, high, std = metric_interval(model.predictions, model.fingerprint, spec.key, spec_bins,
-                                                 spec_binning, n_boot, seed, alpha)
+            interval, reason, boots = "", report.reasons.get(spec.key, ""), 0
+            if estimate is not None:
+                found = metric_interval(model.predictions, model.fingerprint, spec.key, spec_bins, spec_binning,
+                                        n_boot, seed, alpha)
+                low, high, std, interval, boots = found.low, found.high, found.std, found.note, found.n_boot
             rows.append({
-                "model": model.name, "rows": model.rows, "metric": spec.label, "key": spec.key,
-                "estimate": estimates[spec.key], "ci_low": low, "ci_high": high, "std": std,
+                "model": model.name, "rows": model.rows, "metric": spec.label,
+                "name": cc.metric_name(spec.key, n_bins=n_bins, binning=binning), "key": spec.key,
+                "estimate": np.nan if estimate is None else estimate, "ci_low": low, "ci_high": high, "std": std,
+                "interval": interval,
                 "n_bins": n_bins if spec.uses_bins else None,
-                "binning": binning if spec.uses_binning else None,
-                "n_boot": n_boot if n_boot >= 2 and not spec.quadratic else 0,
+                "binning": (spec.fixed_binning or binning) if spec.uses_bins else None,
+                "n_boot": boots,
                 "calibration_error": spec.calibration_error,
                 "probability_scale": spec.probability_scale,
+                "reason": reason,
             })
-            done += 1
             if on_progress is not None:
                 on_progress(done, total)
     table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
@@ -160,13 +170,14 @@ def metric_notes() -> pd.DataFrame:
     """What each registered metric measures and how it misleads (from the registry)."""
     return pd.DataFrame([{
         "metric": spec.label, "key": spec.key, "what it measures": spec.summary, "pitfalls": spec.pitfalls,
+        "interval": cc.registry.INTERVAL_METHODS[spec.interval],
         "uses the bin count": spec.uses_bins, "uses the binning": spec.uses_binning,
     } for spec in cc.METRICS])
 
 
 # ----------------------------------------------------------------------------- reliability and classes
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
 def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                 target: str | int = "top_label", alpha: float = 0.05) -> pd.DataFrame:
     """``calib_core.reliability_table`` for one model (Wilson intervals per bin)."""
@@ -174,7 +185,7 @@ def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binnin
                                 target=target, alpha=alpha)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
     """Per-class ACE, TACE and class-wise ECE of one model.
 
@@ -203,7 +214,7 @@ def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning:
 
 # ----------------------------------------------------------------------------- bin sensitivity
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl="1h")
 def sensitivity(_predictions: Predictions, fingerprint: str, bin_counts: tuple[int, ...],
                 metrics: tuple[str, ...], binnings: tuple[str, ...]) -> pd.DataFrame:
     """``calib_core.bin_sensitivity`` for one model."""
@@ -222,7 +233,7 @@ def sensitivity_tables(models: Sequence[Any], *, bin_counts: tuple[int, ...], me
     return tables
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl="1h")
 def ranking(_tables: dict[str, pd.DataFrame], key: tuple, reference_n_bins: int) -> BinRanking:
     """``calib_core.rank_by_bins``; ``key`` identifies the tables (names, fingerprints, settings)."""
     return cc.rank_by_bins(_tables, reference_n_bins=reference_n_bins)
@@ -237,3 +248,4 @@ def bin_marks(n_samples: int) -> dict[str, float]:
     """Reference bin counts for N rows: ``optimal_n_bins(N)`` (Futami & Fujisawa 2024) and N^(1/3)."""
     return {"optimal_n_bins(N)": float(cc.optimal_n_bins(int(n_samples))),
             "N^(1/3)": round(float(n_samples) ** (1.0 / 3.0), 2)}
+

@@ -7,10 +7,12 @@ fingerprint and the small, hashable options form the cache key.
 Two kinds of estimators:
 
 * **linear-time** ones (MMCE, the linear-time SKCE, smECE, the root-Brier
-  bound): computed on all rows, with a percentile bootstrap interval
-  (:func:`calib_core.bootstrap_ci`).
+  bound): computed on all rows by :func:`calib_core.metric_interval`, with
+  the interval the registry declares for each (bootstrap or, for the
+  linear-time SKCE, the normal interval of its independent block terms).
 * **O(N^2)** ones (the unbiased SKCE, ``kde_ce``, the score decompositions,
-  the bound chain): on all rows when that is quick, otherwise on ``R``
+  the bound chain): on all rows when that is quick (the unbiased SKCE then
+  with its variance-formula interval), otherwise on ``R``
   disjoint random *blocks* of ``m`` rows. A bootstrap does not suit them: a
   resample repeats rows, and a repeated row is its own nearest neighbour in
   a leave-one-out kernel estimate or a U-statistic. Disjoint blocks are
@@ -26,13 +28,17 @@ choices into concrete settings with a cost model (:func:`quadratic_seconds`,
 :func:`bootstrap_seconds`) measured on the 2-core reference machine, so
 that the page stays within about :data:`BUDGET_SECONDS` per model and says
 how long anything slower would take.
+
+Names and default settings come from :mod:`calib_core.registry`: at the
+page's default settings an estimator has the same name and the same value as
+on the Metrics page and in the command line; a changed setting (bandwidth,
+estimator, blocks) is part of the name (:func:`estimator_name`).
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, fields, replace
-from functools import partial
 
 import numpy as np
 import streamlit as st
@@ -55,9 +61,9 @@ AUTO = "auto"
 ALL_ROWS = "all"
 #: What the page aims to stay under, per model, when choosing automatically.
 BUDGET_SECONDS = 2.0
-#: Rows used by the median heuristic of the SKCE bandwidth (exact for smaller N): the
-#: median of their 2 million pairwise distances is found by sorting, in about 0.1 s.
-MEDIAN_ROWS = 2_000
+#: Rows used by the median heuristic of the SKCE bandwidth (exact for smaller N), the
+#: registry's rule (:func:`calib_core.registry.skce_bandwidth`): about 0.5 s at 5,000 rows.
+MEDIAN_ROWS = cc.registry.SKCE_MEDIAN_ROWS
 #: Candidate bandwidths evaluated by a coarse-to-fine ``kde_bandwidth`` search (19 coarse + 4 fine).
 _BANDWIDTH_CANDIDATES = 23
 
@@ -276,13 +282,13 @@ def block_estimate(values: np.ndarray | list[float], *, block_rows: int | None, 
 
 # ----------------------------------------------------------------------------- bandwidths
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def skce_median_bandwidth(_predictions: Predictions, fingerprint: str) -> float:
-    """Median heuristic of the SKCE kernel: median pairwise distance (of MEDIAN_ROWS random rows when N is larger)."""
-    return cc.median_pairwise_distance(_predictions.probs, max_rows=MEDIAN_ROWS, seed=0)
+    """The registry's SKCE bandwidth (:func:`calib_core.registry.skce_bandwidth`): the median heuristic."""
+    return cc.registry.skce_bandwidth(_predictions.probs, _predictions.labels)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def dirichlet_bandwidth(_predictions: Predictions, fingerprint: str, block_rows: int | None, seed: int) -> float:
     """``kde_bandwidth`` (leave-one-out likelihood) on all rows, or on the first block of ``block_rows`` rows.
 
@@ -295,14 +301,34 @@ def dirichlet_bandwidth(_predictions: Predictions, fingerprint: str, block_rows:
 
 # ----------------------------------------------------------------------------- O(N^2) estimators
 
-#: The O(N^2) estimators of the table: key -> label.
+#: The O(N^2) estimators of the table: key -> label without settings (registry labels where registered).
 QUADRATIC = {
-    "skce": "SKCE (unbiased)",
-    "kde_ce_kl": "CE_KL (kernel)",
-    "kde_ce_l2": "CE₂² (kernel)",
+    "skce": cc.get_metric("skce").label,
+    "kde_ce_kl": cc.get_metric("kde_ce_kl").label,
+    "kde_ce_l2": cc.get_metric("kde_ce_l2").label,
     "kde_ce_kl_classwise": "CE_KL class-wise (kernel)",
-    "kde_ce_l2_classwise": "CE₂² class-wise (kernel)",
+    "kde_ce_l2_classwise": "CE_2^2 class-wise (kernel)",
 }
+
+
+def estimator_name(key: str, *, bandwidth: float | None = None, bandwidth_rule: str | None = None,
+                   kde_estimator: str = "direct", plan: Plan | None = None) -> str:
+    """The table's name of an estimator: the registry's :func:`calib_core.metric_name` plus what the page changed.
+
+    ``bandwidth=None`` is the registry's default bandwidth; a refinement-based
+    ``kde_ce`` and an estimate over blocks say so. At the page's default
+    settings the name equals the Metrics page's, and so does the value.
+    """
+    if key.endswith("_classwise"):
+        base = cc.metric_name(key.removesuffix("_classwise"), bandwidth=bandwidth, bandwidth_rule=bandwidth_rule)
+        name = base.replace(cc.get_metric(key.removesuffix("_classwise")).label, QUADRATIC[key], 1)
+    else:
+        name = cc.metric_name(key, bandwidth=bandwidth, bandwidth_rule=bandwidth_rule)
+    if key.startswith("kde_ce") and kde_estimator == "refinement":
+        name += ", refinement-based"
+    if plan is not None and plan.uses_blocks:
+        name += f", mean of {plan.describe()}"
+    return name
 
 
 def _quadratic_value(key: str, probs: np.ndarray, labels: np.ndarray, bandwidth: float, estimator: str) -> float:
@@ -312,23 +338,29 @@ def _quadratic_value(key: str, probs: np.ndarray, labels: np.ndarray, bandwidth:
     return cc.kde_ce(probs, labels, divergence, bandwidth, key.endswith("classwise"), estimator=estimator)
 
 
-@st.cache_data(show_spinner=False, max_entries=1024)
+@st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
 def quadratic_estimate(_predictions: Predictions, fingerprint: str, key: str, bandwidth: float,
                        block_rows: int | None, n_blocks: int, seed: int, estimator: str = "direct",
                        alpha: float = 0.05) -> Estimate:
     """An O(N^2) estimator (:data:`QUADRATIC`) on all rows or as the mean over disjoint blocks.
 
-    ``estimator`` ("direct" or "refinement") applies to ``kde_ce`` only.
+    ``estimator`` ("direct" or "refinement") applies to ``kde_ce`` only. On
+    all rows the unbiased SKCE comes with the registry's variance-formula
+    interval (:func:`calib_core.metric_interval`).
     """
     start = time.perf_counter()
     probs, labels = _predictions.probs, _predictions.labels
+    if key == "skce" and block_rows is None:
+        found = cc.metric_interval("skce", probs, labels, bandwidth=bandwidth, alpha=alpha)
+        return Estimate(found.estimate, found.low, found.high, found.std, found.note, _predictions.n_samples,
+                        bandwidth, time.perf_counter() - start)
     values = [_quadratic_value(key, probs[rows], labels[rows], bandwidth, estimator)
               for rows in block_indices(_predictions.n_samples, block_rows, n_blocks, seed)]
     return block_estimate(values, block_rows=block_rows, n_rows=_predictions.n_samples, alpha=alpha,
                           bandwidth=bandwidth, seconds=time.perf_counter() - start)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
 def decomposition(_predictions: Predictions, fingerprint: str, score: str, bandwidth: float,
                   block_rows: int | None, n_blocks: int, seed: int) -> ScoreDecomposition:
     """:func:`calib_core.score_decomposition`, or the mean of its terms over disjoint blocks.
@@ -346,7 +378,7 @@ def decomposition(_predictions: Predictions, fingerprint: str, score: str, bandw
     return replace(parts[0], **means)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
 def bound_chain(_predictions: Predictions, fingerprint: str, bandwidth: float, block_rows: int | None, seed: int,
                 n_bins: int, binning: str, estimator: str, mmce_bandwidth: float) -> BoundChain:
     """:func:`calib_core.bound_chain` on all rows, or on the first block of ``block_rows`` rows."""
@@ -357,57 +389,32 @@ def bound_chain(_predictions: Predictions, fingerprint: str, bandwidth: float, b
 
 # ----------------------------------------------------------------------------- linear-time estimators
 
-#: The linear-time estimators of the table: key -> label.
-LINEAR = {
-    "mmce": "MMCE",
-    "skce_block": "SKCE (linear-time)",
-    "smooth_ece": "smECE",
-    "calibration_upper_bound": "√Brier (bound of CE₂)",
-}
+#: The linear-time estimators of the table: key -> registry label (without settings).
+LINEAR = {key: cc.get_metric(key).label for key in ("mmce", "skce_block", "smooth_ece", "calibration_upper_bound")}
 
 
-def _linear_metric(key: str, bandwidth: float | None):
-    if key == "mmce":
-        return partial(cc.mmce, bandwidth=bandwidth)
-    if key == "skce_block":
-        return partial(cc.skce, bandwidth=bandwidth, estimator="block")
-    if key == "smooth_ece":
-        return partial(cc.smooth_ece, bandwidth=bandwidth)
-    if key == "calibration_upper_bound":
-        return cc.calibration_upper_bound
-    raise ValueError(f"unknown linear-time estimator {key!r}")
-
-
-@st.cache_data(show_spinner=False, max_entries=2048)
+@st.cache_data(show_spinner=False, max_entries=2048, ttl="1h")
 def linear_estimate(_predictions: Predictions, fingerprint: str, key: str, bandwidth: float | None, n_boot: int,
                     seed: int, alpha: float = 0.05) -> Estimate:
-    """A linear-time estimator (:data:`LINEAR`) on all rows with a percentile bootstrap interval.
+    """A linear-time estimator (:data:`LINEAR`) on all rows, by :func:`calib_core.metric_interval`.
 
-    The linear-time SKCE pairs rows (0, 1), (2, 3), ...: the rows are put in
-    a random order (``seed``) first, so that a file sorted by label or score
-    does not pair similar rows. ``bandwidth=None`` for smECE is its automatic
-    width, chosen again on every resample.
+    The value and the interval are the registry's: the Metrics page shows the
+    same ones under the same name. ``bandwidth=None`` is the registry's
+    default (the median heuristic for the linear-time SKCE, whose pairs do
+    not depend on ``seed`` or the row order; the automatic width for smECE,
+    chosen again on every resample).
     """
     start = time.perf_counter()
     probs, labels = _predictions.probs, _predictions.labels
-    if key == "skce_block":
-        order = np.random.default_rng(seed).permutation(probs.shape[0])
-        probs, labels = probs[order], labels[order]
-    metric = _linear_metric(key, bandwidth)
-    if n_boot >= 2:
-        result = cc.bootstrap_ci(metric, probs, labels, n_boot=n_boot, alpha=alpha, seed=seed)
-        value, low, high, std = result.estimate, result.low, result.high, result.std
-        interval = f"percentile bootstrap, {n_boot} resamples"
-    else:
-        value, low, high, std = float(metric(probs, labels)), np.nan, np.nan, np.nan
-        interval = "none (no bootstrap resamples)"
+    found = cc.metric_interval(key, probs, labels, bandwidth=bandwidth, n_boot=n_boot, alpha=alpha, seed=seed)
+    used = found.bandwidth
     if key == "smooth_ece" and bandwidth is None:
-        bandwidth = cc.smooth_reliability_curve(probs, labels, n_boot=0).bandwidth
-    return Estimate(float(value), float(low), float(high), float(std), interval, probs.shape[0],
-                    np.nan if bandwidth is None else float(bandwidth), time.perf_counter() - start)
+        used = cc.smooth_reliability_curve(probs, labels, n_boot=0).bandwidth
+    return Estimate(found.estimate, found.low, found.high, found.std, found.note, probs.shape[0], float(used),
+                    time.perf_counter() - start)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def smooth_curve(_predictions: Predictions, fingerprint: str, bandwidth: float | None, n_boot: int,
                  seed: int) -> SmoothReliabilityCurve:
     """:func:`calib_core.smooth_reliability_curve` with a ``n_boot``-resample band (none for 0)."""

@@ -14,7 +14,9 @@
   reliability diagram (:func:`studio.figures.reliability_figure`).
 
 Colours follow :mod:`studio.figures`: a model keeps its palette colour
-(its loading position) on every page.
+(its loading position) on every page. Model names are user-supplied: every
+figure shows them as plain text (:func:`studio.text.plot_text`), in trace
+names, categories, panel titles and hover labels alike.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from plotly.subplots import make_subplots
 from calib_core.proper import BoundChain, ScoreDecomposition
 from calib_core.smooth import SmoothReliabilityCurve
 from studio.figures import DIAGONAL_COLOR, FONT, color_for
+from studio.text import plot_text
 
 #: Colours of the decomposition's parts (Okabe-Ito).
 REFINEMENT_COLOR = "#56B4E9"
@@ -122,13 +125,13 @@ def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = 
             has_ci = bool(np.isfinite(low) and np.isfinite(high))
             ends += [value, low, high] if has_ci else [value]
             fig.add_trace(go.Scatter(
-                x=[value], y=[str(name)], mode="markers", name=str(name), legendgroup=str(name),
+                x=[value], y=[plot_text(name)], mode="markers", name=plot_text(name), legendgroup=str(name),
                 showlegend=index == 0, marker=dict(color=palette[name], size=10, symbol="diamond"),
                 error_x=dict(type="data", array=[high - value if has_ci else 0.0],
                              arrayminus=[value - low if has_ci else 0.0], visible=has_ci,
                              color=palette[name], thickness=1.5, width=5),
                 customdata=[[low, high, str(rows["interval"].iloc[0])]],
-                hovertemplate=(f"<b>{name}</b><br>{label}: %{{x:.5f}}"
+                hovertemplate=(f"<b>{plot_text(name)}</b><br>{label}: %{{x:.5f}}"
                                + ("<br>interval [%{customdata[0]:.5f}, %{customdata[1]:.5f}]" if has_ci else "")
                                + "<br>%{customdata[2]}<extra></extra>"),
             ), row=row, col=col)
@@ -174,7 +177,7 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
                         horizontal_spacing=0.1)
     for col, score in enumerate(scores, start=1):
         parts = {n: decompositions[n][score] for n in names if score in decompositions[n]}
-        models = [str(n) for n in parts]
+        models = [plot_text(n) for n in parts]  # the x categories: model names as plain text
         both = [[m for m in models for _ in (0, 1)], ["score", "entropy"] * len(models)]
         first = col == 1
         hover = "<b>%{x}</b><br>%{fullData.name}: %{y:.4f}<extra></extra>"
@@ -245,7 +248,7 @@ def bound_chain_figure(chains: Mapping[str, BoundChain], *, colors: Mapping[str,
     palette = _palette(names, colors)
     n_cols = max(1, min(n_columns, len(names)))
     n_rows = max(1, math.ceil(len(names) / n_cols))
-    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=[str(n) for n in names], shared_yaxes=True,
+    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=[plot_text(n) for n in names], shared_yaxes=True,
                         horizontal_spacing=0.04, vertical_spacing=min(0.3 / n_rows, 0.12))
     held_shown = broken_shown = False
     for index, name in enumerate(names):
@@ -280,10 +283,11 @@ def bound_chain_figure(chains: Mapping[str, BoundChain], *, colors: Mapping[str,
                 broken_shown = True
         terms = list(chain.terms)
         fig.add_trace(go.Scatter(
-            x=[shown[t.key] for t in terms], y=[labels[t.key] for t in terms], mode="markers", name=str(name),
+            x=[shown[t.key] for t in terms], y=[labels[t.key] for t in terms], mode="markers", name=plot_text(name),
             showlegend=False, marker=dict(color=palette[name], size=11, line=dict(color="white", width=1)),
             customdata=[[t.value, t.estimator] for t in terms],
-            hovertemplate=f"<b>{name}</b><br>%{{y}} = %{{customdata[0]:.4f}}<br>%{{customdata[1]}}<extra></extra>",
+            hovertemplate=(f"<b>{plot_text(name)}</b><br>%{{y}} = %{{customdata[0]:.4f}}<br>%{{customdata[1]}}"
+                           "<extra></extra>"),
         ), row=row, col=col)
         if log_x:
             fig.update_xaxes(type="log", tickvals=_LOG_TICKS, ticktext=[f"{v:.3g}" for v in _LOG_TICKS],
@@ -297,10 +301,14 @@ def bound_chain_figure(chains: Mapping[str, BoundChain], *, colors: Mapping[str,
 # ----------------------------------------------------------------------------- smoothed reliability
 
 def _band_traces(name: str, curve: SmoothReliabilityCurve, color: str, legendgroup: str) -> list[go.Scatter]:
-    """The bootstrap band (clipped to [0, 1]) as an invisible upper edge and a lower edge filled up to it."""
+    """The bootstrap band (clipped to [0, 1]) as an invisible upper edge and a lower edge filled up to it.
+
+    ``name`` is the model's name as given (user text); the traces show it as plain text.
+    """
     if not (np.all(np.isfinite(curve.lower)) and np.all(np.isfinite(curve.upper))):
         return []
-    band_name = f"{name}: {SMOOTH_SUFFIX} {BAND_SUFFIX}"
+    label = plot_text(name)
+    band_name = f"{label}: {SMOOTH_SUFFIX} {BAND_SUFFIX}"
     level = f"{1 - curve.alpha:.0%}"
     return [
         go.Scatter(x=curve.mesh, y=np.clip(curve.upper, 0.0, 1.0), mode="lines", line=dict(width=0),
@@ -309,7 +317,7 @@ def _band_traces(name: str, curve: SmoothReliabilityCurve, color: str, legendgro
                    fill="tonexty", fillcolor=_rgba(color, 0.2), showlegend=False, legendgroup=legendgroup,
                    name=band_name, customdata=np.clip(curve.upper, 0.0, 1.0),
                    hovertemplate=(f"{level} band at %{{x:.2f}}: [%{{y:.3f}}, %{{customdata:.3f}}]"
-                                  f"<extra>{name}</extra>")),
+                                  f"<extra>{label}</extra>")),
     ]
 
 
@@ -319,22 +327,24 @@ def _curve_traces(name: str, curve: SmoothReliabilityCurve, color: str, legendgr
 
     Where almost no prediction falls, the smoothed accuracy is a ratio of two
     tiny numbers and swings far outside [0, 1]; that part is drawn thin and
-    dotted so that it does not read as evidence.
+    dotted so that it does not read as evidence. ``name`` is the model's name
+    as given (user text); the traces show it as plain text.
     """
+    label = plot_text(name)
     dense = curve.density >= SPARSE_DENSITY
     # Widen the sparse part by one mesh point each side so that the two parts meet.
     sparse = np.convolve((~dense).astype(np.float64), np.ones(3), mode="same") > 0
-    hover = (f"<b>{name}</b> (smoothed, bandwidth {curve.bandwidth:.3g})<br>confidence %{{x:.3f}}"
+    hover = (f"<b>{label}</b> (smoothed, bandwidth {curve.bandwidth:.3g})<br>confidence %{{x:.3f}}"
              "<br>smoothed accuracy %{y:.3f}<br>density %{customdata:.3f}<extra></extra>")
     traces = [go.Scatter(
         x=curve.mesh, y=np.where(dense, curve.accuracy, np.nan), mode="lines", customdata=curve.density,
-        name=f"{name}: {SMOOTH_SUFFIX} (smECE {curve.smece:.4f})", legendgroup=legendgroup,
+        name=f"{label}: {SMOOTH_SUFFIX} (smECE {curve.smece:.4f})", legendgroup=legendgroup,
         line=dict(color=color, width=2.5, dash=dash), hovertemplate=hover,
     )]
     if sparse.any():
         traces.append(go.Scatter(
             x=curve.mesh, y=np.where(sparse, curve.accuracy, np.nan), mode="lines", customdata=curve.density,
-            name=f"{name}: {SMOOTH_SUFFIX}, {SPARSE_SUFFIX}", legendgroup=legendgroup, showlegend=False,
+            name=f"{label}: {SMOOTH_SUFFIX}, {SPARSE_SUFFIX}", legendgroup=legendgroup, showlegend=False,
             line=dict(color=_rgba(color, 0.45), width=1, dash="dot"), hovertemplate=hover,
         ))
     return traces
@@ -368,9 +378,9 @@ def smooth_reliability_figure(curves: Mapping[str, SmoothReliabilityCurve], *,
         for trace in _curve_traces(str(name), curve, color, group):
             fig.add_trace(trace, row=1, col=1)
         fig.add_trace(go.Scatter(
-            x=curve.mesh, y=curve.density, mode="lines", name=f"{name}: density", legendgroup=group,
+            x=curve.mesh, y=curve.density, mode="lines", name=f"{plot_text(name)}: density", legendgroup=group,
             showlegend=False, line=dict(color=color, width=1.5), fill="tozeroy", fillcolor=_rgba(color, 0.12),
-            hovertemplate=f"<b>{name}</b><br>confidence %{{x:.3f}}<br>density %{{y:.2f}}<extra></extra>",
+            hovertemplate=f"<b>{plot_text(name)}</b><br>confidence %{{x:.3f}}<br>density %{{y:.2f}}<extra></extra>",
         ), row=2, col=1)
     fig.update_xaxes(range=[0, 1], row=1, col=1, showticklabels=False)
     fig.update_xaxes(range=[0, 1], row=2, col=1, title_text="Top-label confidence")
@@ -379,10 +389,15 @@ def smooth_reliability_figure(curves: Mapping[str, SmoothReliabilityCurve], *,
     return _layout(fig, height=600)
 
 
-def _axes_of(fig: go.Figure, name: str) -> tuple[str, str, str | None, str | None]:
-    """``(xaxis, yaxis, colour, legendgroup)`` of the reliability trace called ``name`` (defaults: first axes)."""
+def _axes_of(fig: go.Figure, name: object) -> tuple[str, str, str | None, str | None]:
+    """``(xaxis, yaxis, colour, legendgroup)`` of model ``name``'s reliability trace (defaults: first axes).
+
+    The diagram names that trace ``plot_text(name)`` (:func:`studio.figures.reliability_figure`), so
+    that is what is looked for: a name with ``&``, ``<``, ``>``, ``%`` or ``$`` is found too.
+    """
+    label = plot_text(name)
     for trace in fig.data:
-        if trace.name == name and trace.type in ("scatter", "bar") and trace.showlegend is not False:
+        if trace.name == label and trace.type in ("scatter", "bar") and trace.showlegend is not False:
             color = None
             if trace.type == "scatter" and trace.line is not None and trace.line.color:
                 color = trace.line.color
@@ -401,8 +416,9 @@ def add_smooth_overlay(fig: go.Figure, curves: Mapping[str, SmoothReliabilityCur
     fig : plotly.graph_objects.Figure
         A reliability diagram, e.g. :func:`studio.figures.reliability_figure`
         (overlaid or side by side). Each model's curve goes onto the axes of
-        the trace named after the model, in that trace's colour and legend
-        group; a model without such a trace goes onto the first axes.
+        the trace named after the model (``plot_text(name)``, as that figure names
+        it), in that trace's colour and legend group; a model without such a
+        trace goes onto the first axes.
     curves : mapping of model name to :class:`calib_core.SmoothReliabilityCurve`
         Top-label curves (the smoothed curve is of the top-label confidence).
     colors : mapping of model name to colour index, optional
@@ -421,7 +437,7 @@ def add_smooth_overlay(fig: go.Figure, curves: Mapping[str, SmoothReliabilityCur
     names = list(curves)
     fallback = _palette(names, colors)
     for name in names:
-        xaxis, yaxis, color, group = _axes_of(fig, str(name))
+        xaxis, yaxis, color, group = _axes_of(fig, name)
         if (colors and name in colors) or color is None:
             color = fallback[name]
         group = group or f"smooth-{name}"

@@ -1,7 +1,9 @@
 """Tests for the command line (`python -m calib_core report`)."""
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +57,7 @@ def test_split_option_restricts_rows(predictions_csv, capsys):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("label,p_a,p_b\n0,0.5,0.6\n", "sum to 1"),
+    ("label,p_a,p_b\n0,0.5,0.6\n", "not 1"),
     ("label,p_a,p_b\n0,0.5,nan\n", "NaN"),
     ("", "empty"),
 ])
@@ -96,3 +98,84 @@ def test_quadratic_metrics_are_left_out_above_the_row_limit(predictions_csv, cap
     assert main(["report", str(path), "--json", "--max-quadratic-rows", "0"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["metrics"]["skce"] == pytest.approx(cc.skce(probs, labels), rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- one failing metric, limits, pipes
+
+def test_one_row_file_reports_the_kernel_metrics_as_not_available(tmp_path, capsys):
+    """`skce` needs 2 rows; the report used to stop with exit 2 instead of giving the other metrics."""
+    path = tmp_path / "one.csv"
+    path.write_text("label,p_a,p_b\n0,0.7,0.3\n")
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["metrics"]["skce"] is None and result["metrics"]["kde_ce_kl"] is None
+    assert "at least 2 rows" in result["reasons"]["skce"]
+    assert set(result["reasons"]) == {k for k, v in result["metrics"].items() if v is None}
+    assert result["metrics"]["ece"] == pytest.approx(0.3)
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    (line,) = [row for row in out.splitlines() if row.startswith("SKCE (unbiased)")]
+    assert "n/a -- `skce` needs at least 2 rows" in line
+    assert "ECE, 15 uniform bins" in out
+
+
+def test_constant_predictions_give_a_full_report(tmp_path, capsys):
+    """Issue: all-equal predictions exited 2 with "the median pairwise distance of probs is 0 ... pass bandwidth"."""
+    path = tmp_path / "constant.csv"
+    pd.DataFrame({"label": [0, 1, 1, 0, 1], "p_a": [0.2] * 5, "p_b": [0.8] * 5}).to_csv(path, index=False)
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert not result["reasons"] and None not in result["metrics"].values()
+    probs, labels = np.tile([0.2, 0.8], (5, 1)), np.array([0, 1, 1, 0, 1])
+    assert result["metrics"]["skce"] == pytest.approx(cc.skce(probs, labels, bandwidth=1.0), abs=1e-15)
+
+
+def test_negative_max_quadratic_rows_is_refused(predictions_csv, capsys):
+    """It was accepted and silently dropped the kernel metrics."""
+    path, _, _ = predictions_csv
+    assert main(["report", str(path), "--max-quadratic-rows", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-quadratic-rows must be 0 (no limit) or a positive number of rows, got -1" in err
+
+
+def test_names_in_the_json_carry_the_settings(predictions_csv, capsys):
+    path, _, _ = predictions_csv
+    assert main(["report", str(path), "--json", "--n-bins", "7"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["metric_names"]["ece"] == "ECE, 7 uniform bins"
+    assert result["metric_names"]["kde_ce_kl"] == cc.metric_name("kde_ce_kl") == "CE_KL (kernel), h = 0.01"
+    assert result["metric_labels"]["ece"] == "ECE"
+
+
+def _feed_fifo(path: Path, text: str) -> threading.Thread:
+    def write():
+        with open(path, "w") as handle:
+            handle.write(text)
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_a_named_pipe_is_read_once_in_memory(tmp_path, capsys):
+    """`report` on a FIFO said the file was empty (memory) or "file not found" (stream)."""
+    fifo = tmp_path / "preds.csv"
+    os.mkfifo(fifo)
+    writer = _feed_fifo(fifo, "label,p_a,p_b\n0,0.8,0.2\n1,0.3,0.7\n1,0.4,0.6\n")
+    assert main(["report", str(fifo), "--json"]) == 0
+    writer.join(5)
+    result = json.loads(capsys.readouterr().out)
+    assert result["n_samples"] == 3
+    probs, labels = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]), np.array([0, 1, 1])
+    assert result["metrics"]["ece"] == pytest.approx(cc.ece(probs, labels))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+@pytest.mark.parametrize("engine", ["stream", "dask"])
+def test_a_named_pipe_and_a_multi_pass_engine_give_a_clear_message(tmp_path, capsys, engine):
+    fifo = tmp_path / "preds.csv"
+    os.mkfifo(fifo)
+    assert main(["report", str(fifo), "--engine", engine]) == 2  # refused before the pipe is opened
+    err = capsys.readouterr().err
+    assert "is a pipe (FIFO), which can be read only once" in err and "--engine memory" in err
+    assert "not found" not in err

@@ -67,7 +67,7 @@ def by_name(traces: list[dict], name: str) -> list[dict]:
 def test_estimators_deep_link_draws_every_chart(server, page):
     """The first visit of the fresh server opens /Estimators on the default demo (10 classes)."""
     data = load_demo(DEFAULT_DEMO)
-    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.kde_bandwidth(data.probs))
+    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.registry.KDE_BANDWIDTH)  # the page's default
     page.goto(f"{server}/Estimators")
     wait_for_app(page)
     estimates, decomposition, chain_traces, smooth = wait_for_charts(page, 4)
@@ -147,7 +147,7 @@ def test_large_upload_shows_progress_and_runs_on_blocks(server, page, tmp_path):
     frame[["p_0"]] = 1.0 - frame[[f"p_{k}" for k in range(1, 5)]].sum(axis=1).to_frame()
     frame.insert(0, "label", labels)
     frame.to_csv(upload, index=False)
-    plan = ce.plan_quadratic(30_000, 5, ce.AUTO, 10, auto_bandwidth=True, classwise=False)
+    plan = ce.plan_quadratic(30_000, 5, ce.AUTO, 10, auto_bandwidth=False, classwise=False)
     assert plan.uses_blocks
 
     page.goto(server)

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import pdist, squareform
 
 from calib_core import CalibrationInputError
+import calib_core as cc
 from calib_core import kernel
 from calib_core.kernel import median_pairwise_distance, mmce, skce
 
@@ -221,3 +222,80 @@ def test_permutation_invariance_and_signs(seed, n, k):
         assert skce(probs[order], labels[order]) == pytest.approx(skce(probs, labels), rel=1e-9, abs=1e-12)
     assert skce(probs[order], labels[order], bandwidth=0.3) == pytest.approx(
         skce(probs, labels, bandwidth=0.3), rel=1e-9, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- median heuristic and standard errors
+
+def test_median_heuristic_is_the_median_distance_when_that_is_positive():
+    probs = np.random.default_rng(0).dirichlet([1, 1, 1], 200)
+    assert cc.median_heuristic(probs) == cc.median_pairwise_distance(probs)
+
+
+def test_median_heuristic_falls_back_to_the_distinct_predictions():
+    # 30 copies of one row: 435 of the 528 pairs are identical, the median distance is 0 (and skce raised).
+    rest = np.array([[0.1, 0.9], [0.5, 0.5], [0.9, 0.1]])
+    probs = np.vstack([np.tile([0.7, 0.3], (30, 1)), rest])
+    assert cc.median_pairwise_distance(probs) == 0.0
+    distinct = np.unique(probs, axis=0)
+    pairs = [np.linalg.norm(a - b) for i, a in enumerate(distinct) for b in distinct[i + 1:]]
+    assert cc.median_heuristic(probs) == pytest.approx(np.median(pairs))
+    assert cc.median_heuristic(np.tile([0.2, 0.8], (5, 1))) == 1.0
+
+
+def brute_force_terms(probs, labels, h):
+    residual = np.eye(probs.shape[1])[labels] - probs
+    distance = np.linalg.norm(probs[:, None] - probs[None], axis=2)
+    return np.exp(-distance / h) * (residual @ residual.T)
+
+
+def test_unbiased_standard_error_follows_hoeffdings_formula():
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet([1, 2, 1], 40)
+    labels = rng.integers(0, 3, 40)
+    found = cc.skce_estimate(probs, labels, bandwidth=0.4)
+    terms = brute_force_terms(probs, labels, 0.4)
+    n = 40
+    off = ~np.eye(n, dtype=bool)
+    u = terms[off].sum() / (n * (n - 1))
+    zeta2 = (terms[off] ** 2).sum() / (n * (n - 1)) - u ** 2
+    row_means = (terms.sum(1) - np.diag(terms)) / (n - 1)
+    spread = np.sum((row_means - u) ** 2) / (n - 1)
+    zeta1 = max(((n - 1) * spread - zeta2) / (n - 2), 0.0)
+    variance = 2 / (n * (n - 1)) * (2 * (n - 2) * zeta1 + zeta2)
+    assert found.estimate == pytest.approx(u, rel=1e-12) == cc.skce(probs, labels, bandwidth=0.4)
+    assert found.std_error == pytest.approx(np.sqrt(variance), rel=1e-10)
+    assert found.n_terms == 780 and found.bandwidth == 0.4
+
+
+def test_block_standard_error_is_the_spread_of_the_pair_terms():
+    rng = np.random.default_rng(4)
+    probs = rng.dirichlet([1, 1], 51)
+    labels = rng.integers(0, 2, 51)
+    terms = cc.kernel.skce_block_terms(probs, labels, bandwidth=0.3)
+    assert terms.size == 25
+    found = cc.skce_estimate(probs, labels, bandwidth=0.3, estimator="block")
+    assert found.estimate == pytest.approx(terms.mean()) == cc.skce(probs, labels, 0.3, "block")
+    assert found.std_error == pytest.approx(terms.std(ddof=1) / 5)
+    np.testing.assert_allclose(terms, np.diag(brute_force_terms(probs, labels, 0.3)[0::2, 1::2])[:25])
+
+
+@pytest.mark.parametrize("estimator", ["unbiased", "block"])
+def test_standard_errors_match_the_spread_over_samples(estimator):
+    """Over 200 independent samples of a miscalibrated model the estimated standard error is close to the
+    standard deviation of the estimates (so the normal interval covers about 95 %)."""
+    rng = np.random.default_rng(0)
+    values, errors = [], []
+    for _ in range(200):
+        logits = rng.normal(size=(150, 3)) * 1.5
+        probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+        truth = np.exp(logits / 2) / np.exp(logits / 2).sum(1, keepdims=True)
+        labels = (rng.uniform(size=(150, 1)) > truth.cumsum(1)).sum(1).clip(0, 2)
+        found = cc.skce_estimate(probs, labels, bandwidth=0.5, estimator=estimator)
+        values.append(found.estimate)
+        errors.append(found.std_error)
+    assert np.mean(errors) == pytest.approx(np.std(values, ddof=1), rel=0.2)
+
+
+def test_standard_error_needs_enough_rows():
+    assert np.isnan(cc.skce_estimate([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]], [0, 1, 1], bandwidth=1.0).std_error)
+    assert np.isnan(cc.skce_estimate([[0.7, 0.3], [0.2, 0.8]], [0, 1], 1.0, "block").std_error)

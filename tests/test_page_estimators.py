@@ -33,6 +33,13 @@ PAGE = "pages/7_Estimators.py"
 TIMEOUT = 120
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
 ESTIMATES, DECOMPOSITION, CHAIN, SMOOTH = range(4)
+#: The registry's default Dirichlet bandwidth, the page's default too.
+H = cc.registry.KDE_BANDWIDTH
+#: The estimates table's names at the default settings: the registry's (the Metrics page's) names.
+MMCE, SKCE, SKCE_LINEAR = "MMCE, h = 0.4", "SKCE (unbiased), h = median distance", \
+    "SKCE (linear-time), h = median distance"
+CE_KL, CE_L2, SMECE, ROOT_BRIER = "CE_KL (kernel), h = 0.01", "CE_2^2 (kernel), h = 0.01", "smECE, h = auto", \
+    "sqrt(Brier) bound"
 
 
 def open_with_model(predictions: Predictions) -> AppTest:
@@ -117,25 +124,28 @@ def test_default_demo_matches_calib_core_and_draws_every_view():
     assert at.title[0].value == "Estimators beyond binning"
     data = load_demo(DIGITS)
     probs, labels = data.probs, data.labels
-    h = cc.kde_bandwidth(probs)
+    h = H
     skce_h = cc.median_pairwise_distance(probs)  # 899 rows: the exact median of all pairs
 
     table = estimates(at)
-    assert list(table.index) == ["MMCE", "SKCE (unbiased)", "SKCE (linear-time)", "CE_KL (kernel)", "CE₂² (kernel)",
-                                 "smECE", "√Brier (bound of CE₂)"]
-    assert table.loc["MMCE", "estimate"] == pytest.approx(cc.mmce(probs, labels), abs=1e-12)
-    assert table.loc["SKCE (unbiased)", "estimate"] == pytest.approx(cc.skce(probs, labels), abs=1e-12)
-    assert table.loc["SKCE (unbiased)", "bandwidth"] == pytest.approx(skce_h)
-    assert table.loc["CE_KL (kernel)", "estimate"] == pytest.approx(cc.kde_ce(probs, labels, "kl", h), rel=1e-10)
-    assert table.loc["CE₂² (kernel)", "estimate"] == pytest.approx(cc.kde_ce(probs, labels, "l2", h), rel=1e-10)
-    assert table.loc["smECE", "estimate"] == pytest.approx(cc.smooth_ece(probs, labels), abs=1e-12)
-    bound = table.loc["√Brier (bound of CE₂)"]
+    assert list(table.index) == [MMCE, SKCE, SKCE_LINEAR, CE_KL, CE_L2, SMECE, ROOT_BRIER]
+    assert table.loc[MMCE, "estimate"] == pytest.approx(cc.mmce(probs, labels), abs=1e-12)
+    assert table.loc[SKCE, "estimate"] == pytest.approx(cc.skce(probs, labels), abs=1e-12)
+    assert table.loc[SKCE, "bandwidth"] == pytest.approx(skce_h)
+    assert table.loc[CE_KL, "estimate"] == pytest.approx(cc.kde_ce(probs, labels, "kl", h), rel=1e-10)
+    assert table.loc[CE_L2, "estimate"] == pytest.approx(cc.kde_ce(probs, labels, "l2", h), rel=1e-10)
+    assert table.loc[SMECE, "estimate"] == pytest.approx(cc.smooth_ece(probs, labels), abs=1e-12)
+    bound = table.loc[ROOT_BRIER]
     assert bound["estimate"] == pytest.approx(np.sqrt(cc.brier_score(probs, labels)), abs=1e-12)
-    # Linear-time estimators: a seeded percentile bootstrap (200 resamples), reproduced here.
+    # The root Brier score's interval: a seeded percentile bootstrap (200 resamples), reproduced here.
     expected = cc.bootstrap_ci(cc.calibration_upper_bound, probs, labels, n_boot=200, seed=0)
     assert (bound["ci_low"], bound["ci_high"]) == pytest.approx((expected.low, expected.high), abs=1e-12)
-    # 899 rows: every O(N^2) estimator on all rows, so no interval.
-    assert np.isnan(table.loc["SKCE (unbiased)", "ci_low"]) and (table["rows"] == 899).all()
+    # 899 rows: every O(N^2) estimator on all rows; the unbiased SKCE has its variance-formula interval.
+    found = cc.skce_estimate(probs, labels)
+    assert table.loc[SKCE, "ci_high"] - table.loc[SKCE, "estimate"] == pytest.approx(1.959963984540054
+                                                                                      * found.std_error)
+    assert np.isnan(table.loc[CE_KL, "ci_low"]) and (table["rows"] == 899).all()
+    assert (table["ci_low"].dropna() <= table["estimate"][table["ci_low"].notna()]).all()
     assert not at.info, "no subsample for 899 rows"
 
     charts = specs(at)
@@ -163,10 +173,10 @@ def test_binary_demo():
     data = load_demo(CANCER)
     table = estimates(at)
     assert len(table) == 7
-    assert table.loc["SKCE (unbiased)", "estimate"] == pytest.approx(cc.skce(data.probs, data.labels), abs=1e-12)
+    assert table.loc[SKCE, "estimate"] == pytest.approx(cc.skce(data.probs, data.labels), abs=1e-12)
     charts = specs(at)
-    check_decomposition(charts[DECOMPOSITION], {CANCER: data}, {CANCER: cc.kde_bandwidth(data.probs)})
-    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.kde_bandwidth(data.probs))
+    check_decomposition(charts[DECOMPOSITION], {CANCER: data}, {CANCER: H})
+    chain = cc.bound_chain(data.probs, data.labels, bandwidth=H)
     assert chain.all_hold
     assert chain_segments(charts[CHAIN], fe.HELD_NAME) == 8 and not traces(charts[CHAIN], fe.BROKEN_NAME)
     assert "every estimated inequality holds" in at.success[0].value
@@ -175,7 +185,7 @@ def test_binary_demo():
 @pytest.mark.slow
 def test_large_upload_runs_the_quadratic_estimators_on_blocks():
     data = synthetic(12_000, 4, name="big_upload")
-    plan = ce.plan_quadratic(12_000, 4, ce.AUTO, 10, auto_bandwidth=True, classwise=False)
+    plan = ce.plan_quadratic(12_000, 4, ce.AUTO, 10, auto_bandwidth=False, classwise=False)
     assert plan.uses_blocks and plan.all_rows_seconds > ce.BUDGET_SECONDS >= plan.seconds
     at = open_with_model(data)
     assert_clean(at)
@@ -183,18 +193,18 @@ def test_large_upload_runs_the_quadratic_estimators_on_blocks():
     assert f"run on **{plan.describe()}**" in notes and "all rows" in notes
     assert "bootstrap intervals of the linear-time estimators" in notes  # 12,000 rows: left out by "auto"
     table = estimates(at)
-    row = table.loc["SKCE (unbiased)"]
+    row = table.loc[f"{SKCE}, mean of {plan.describe()}"]
     assert row["interval"] == f"t-interval over {plan.n_blocks} blocks of {plan.block_rows:,} rows"
     assert row["rows"] == plan.rows_used
     # Independently: the same disjoint blocks, the U-statistic on each, their mean and t-interval.
-    h = cc.median_pairwise_distance(data.probs, max_rows=ce.MEDIAN_ROWS, seed=0)
+    h = cc.registry.skce_bandwidth(data.probs, data.labels)
     blocks = ce.block_indices(12_000, plan.block_rows, plan.n_blocks, seed=0)
     values = np.array([cc.skce(data.probs[b], data.labels[b], bandwidth=h) for b in blocks])
     assert row["estimate"] == pytest.approx(values.mean(), abs=1e-14)
     half = row["ci_high"] - row["estimate"]
     assert half == pytest.approx(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size))
     # The linear-time SKCE uses every row.
-    assert table.loc["SKCE (linear-time)", "rows"] == 12_000
+    assert table.loc[SKCE_LINEAR, "rows"] == 12_000
     bars = decomposition_bars(specs(at)[DECOMPOSITION])
     for parts in bars.values():
         assert parts["refinement under score"] + parts["calibration"] == pytest.approx(parts["score"], abs=1e-10)
@@ -207,7 +217,6 @@ def test_settings_recompute_the_estimates():
     data = load_demo(WINE)
     probs, labels = data.probs, data.labels
 
-    at.radio(key="keep:estimators.dirichlet_mode").set_value("fixed").run()
     at.number_input(key="keep:estimators.dirichlet_h").set_value(0.05)
     at.radio(key="keep:estimators.kde_estimator").set_value("refinement")
     at.toggle(key="keep:estimators.classwise").set_value(True)
@@ -216,12 +225,12 @@ def test_settings_recompute_the_estimates():
     at.run()
     assert_clean(at)
     table = estimates(at)
-    assert table.loc["CE_KL (kernel), refinement-based", "estimate"] == pytest.approx(
+    assert table.loc["CE_KL (kernel), h = 0.05, refinement-based", "estimate"] == pytest.approx(
         cc.kde_ce(probs, labels, "kl", 0.05, estimator="refinement"), rel=1e-10)
-    assert table.loc["CE₂² class-wise (kernel), refinement-based", "estimate"] == pytest.approx(
+    assert table.loc["CE_2^2 class-wise (kernel), h = 0.05, refinement-based", "estimate"] == pytest.approx(
         cc.kde_ce(probs, labels, "l2", 0.05, True, estimator="refinement"), rel=1e-10)
-    assert table.loc["MMCE", "estimate"] == pytest.approx(cc.mmce(probs, labels, bandwidth=0.2), abs=1e-12)
-    assert table["ci_low"].isna().all()
+    assert table.loc["MMCE, h = 0.2", "estimate"] == pytest.approx(cc.mmce(probs, labels, bandwidth=0.2), abs=1e-12)
+    assert table.drop(index=[SKCE, SKCE_LINEAR])["ci_low"].isna().all(), "no bootstrap; SKCE needs none"
     check_decomposition(specs(at)[DECOMPOSITION], {WINE: data}, {WINE: 0.05})
 
     # Blocks of 500 rows do not fit into 89 rows: all rows are used.
@@ -253,19 +262,68 @@ def test_slow_settings_are_announced_and_blocks_offered(monkeypatch):
     (warning,) = [w.value for w in at.warning if "O(N²) estimators on all 285 rows take" in w.value]
     assert "A block size above gives a faster estimate with an interval" in warning
     assert any("bootstrap intervals of the linear-time estimators" in i.value for i in at.info)
-    assert estimates(at)["ci_low"].isna().all(), "auto left the bootstrap out"
+    assert estimates(at).loc[[MMCE, SMECE, ROOT_BRIER], "ci_low"].isna().all(), "auto left the bootstrap out"
     at.selectbox(key="keep:estimators.n_boot").set_value(100).run()
     table = estimates(at)
-    assert table.loc["MMCE", "interval"] == "percentile bootstrap, 100 resamples"
+    assert table.loc[MMCE, "interval"] == "estimate +- 1.96 bootstrap standard errors (100 resamples)"
+    assert table.loc[ROOT_BRIER, "interval"] == "percentile bootstrap, 100 resamples"
     assert not any("bootstrap intervals" in i.value for i in at.info)
 
 
-def test_identical_predictions_give_an_error_not_a_traceback():
+def test_identical_predictions_get_every_estimate():
+    """Constant predictions: every pairwise distance is 0, so the SKCE kernel is 1 whatever the bandwidth.
+
+    The page used to stop with "median distance is 0; set a fixed SKCE bandwidth"; the registry's median
+    heuristic now falls back to 1.0, where any bandwidth gives the same SKCE.
+    """
     probs = np.tile([0.7, 0.3], (40, 1))
     labels = np.array([0, 1] * 20)
     at = open_with_model(Predictions(probs, labels, ("a", "b"), name="constant"))
-    assert not at.exception
-    assert any("median distance is 0" in e.value and "fixed SKCE bandwidth" in e.value for e in at.error)
+    assert_clean(at)
+    table = estimates(at)
+    assert table.loc[SKCE, "bandwidth"] == 1.0
+    assert table.loc[SKCE, "estimate"] == pytest.approx(cc.skce(probs, labels, bandwidth=0.3), abs=1e-15)
+    pairs = cc.registry.skce_pair_order(probs, labels)
+    assert table.loc[SKCE_LINEAR, "estimate"] == pytest.approx(
+        cc.skce(probs[pairs], labels[pairs], bandwidth=7.0, estimator="block"), abs=1e-15)
+
+
+def test_same_name_same_number_on_the_metrics_and_the_estimators_page():
+    """Issue: the Metrics page showed SKCE (linear-time) 0.0162, CE_KL 16.80, CE_2^2 0.0291 on the default demo,
+    the Estimators page 0.00477, 14.79, 0.0719 under the same names. Every name both pages show at their
+    default settings must have one value and one interval."""
+    metrics = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    metrics.switch_page("pages/1_Metrics.py")
+    metrics.run()
+    assert_clean(metrics)
+    on_metrics = metrics.dataframe[1].value.set_index("name")
+    on_estimators = estimates(open_page())
+    shared = sorted(set(on_metrics.index) & set(on_estimators.index))
+    assert shared == sorted([MMCE, SKCE, SKCE_LINEAR, CE_KL, CE_L2, SMECE, ROOT_BRIER]), "every estimator shared"
+    for name in shared:
+        assert on_estimators.loc[name, "estimate"] == pytest.approx(on_metrics.loc[name, "estimate"],
+                                                                    rel=1e-12, abs=1e-15), name
+        for end in ("ci_low", "ci_high"):
+            assert on_estimators.loc[name, end] == pytest.approx(on_metrics.loc[name, end], rel=1e-12,
+                                                                 abs=1e-15, nan_ok=True), (name, end)
+    data = load_demo(DIGITS)
+    assert on_metrics.loc[CE_KL, "estimate"] == pytest.approx(cc.kde_ce(data.probs, data.labels, "kl"), rel=1e-12)
+
+
+def test_a_changed_setting_is_part_of_the_name():
+    at = open_page(WINE)
+    at.radio(key="keep:estimators.dirichlet_mode").set_value("auto")
+    at.radio(key="keep:estimators.skce_mode").set_value("fixed").run()
+    at.number_input(key="keep:estimators.skce_h").set_value(0.25).run()
+    assert_clean(at)
+    data = load_demo(WINE)
+    h = cc.kde_bandwidth(data.probs)
+    table = estimates(at)
+    assert table.loc[f"CE_KL (kernel), h = {h:.3g} (leave-one-out)", "estimate"] == pytest.approx(
+        cc.kde_ce(data.probs, data.labels, "kl", h), rel=1e-10)
+    assert table.loc["SKCE (unbiased), h = 0.25", "estimate"] == pytest.approx(
+        cc.skce(data.probs, data.labels, bandwidth=0.25), abs=1e-14)
+    assert CE_KL not in table.index and SKCE not in table.index
 
 
 # ----------------------------------------------------------------------------- planning helpers
@@ -414,3 +472,12 @@ def test_smooth_reliability_figure_splits_sparse_regions():
     (density,) = traces(spec, f"{DIGITS}: density")
     assert density["yaxis"] == "y2"
     np.testing.assert_allclose(as_array(density["y"]), curve.density)
+
+
+def test_model_names_in_hover_text_are_not_markup():
+    name = '<a href="http://127.0.0.1:9/">x</a> 100%{x}'
+    table = pd.DataFrame({"model": [name], "estimator": ["MMCE, h = 0.4"], "estimate": [0.1], "ci_low": [0.05],
+                          "ci_high": [0.15], "interval": ["boot"]})
+    template = json.loads(fe.estimates_figure(table).to_json())["data"][0]["hovertemplate"]
+    assert "<a href" not in template and "%{x}</b>" not in template
+    assert "&lt;a href=\"http://127.0.0.1:9/\"&gt;x&lt;/a&gt; 100&#37;{x}" in template
