@@ -94,6 +94,15 @@ __all__ += ["median_pairwise_distance", "mmce", "skce", "BoundChain", "ChainLink
             "kde_conditional_expectation", "score_decomposition", "SmoothReliabilityCurve", "smooth_ece",
             "smooth_reliability_curve"]
 
+from calib_core.kernel import SKCEEstimate, median_heuristic, skce_estimate  # noqa: E402
+from calib_core.registry import (MetricInterval, MetricReport, metric_interval, metric_name,  # noqa: E402
+                                 metric_report, metric_value)
+from calib_core.export import csv_bytes, escape_csv_cell, escape_csv_frame  # noqa: E402
+
+__all__ += ["SKCEEstimate", "median_heuristic", "skce_estimate", "MetricInterval", "MetricReport",
+            "metric_interval", "metric_name", "metric_report", "metric_value", "csv_bytes", "escape_csv_cell",
+            "escape_csv_frame"]
+
 from calib_core.generators import (GroundTruth, LogisticModel, LogisticNormalModel, SimulatedData,  # noqa: E402
                                    TRUTH_KEYS, UniformSimplexModel, binned_truth, futami_logistic, gaussian_mixture)
 from calib_core.debiased import debiased_ece, ece_sweep  # noqa: E402
@@ -126,3 +135,19 @@ __all__ += ["RECALIBRATORS", "AccuracyPreservingCalibratedMap", "BetaCalibration
             "MetricOptimizedTemperature", "NotFittedError", "PlattScaling", "Recalibrator", "TemperatureScaling",
             "VectorScaling", "all_recalibrators", "check_logits", "PredictionSplit", "RecalibrationReport",
             "cross_fit", "evaluate_recalibration", "split_predictions", "stratified_folds", "stratified_split"]
+
+from calib_core.verdicts import VERDICTS, CellOccupancy, Verdict, read_test  # noqa: E402
+from calib_core.calibration_tests import (TEST_METHODS, CalibrationTestResult, UnbiasedSKCE,  # noqa: E402
+                                          calibration_test, holm_adjust, hosmer_lemeshow, spiegelhalter_z)
+
+__all__ += ["VERDICTS", "CellOccupancy", "Verdict", "read_test", "TEST_METHODS", "CalibrationTestResult",
+            "UnbiasedSKCE", "calibration_test", "holm_adjust", "hosmer_lemeshow", "spiegelhalter_z"]
+
+from calib_core.clinical import (COX_EPSILON, CoxCalibration, ICIResult, PrevalenceAdjustment,  # noqa: E402
+                                 adjust_prevalence, cox_calibration, ici, loess_smooth, one_vs_rest)
+from calib_core.groups import (MAX_GROUPS, GroupResult, MulticalibrationResult, by_group,  # noqa: E402
+                               group_reliability, multicalibration)
+
+__all__ += ["COX_EPSILON", "CoxCalibration", "ICIResult", "PrevalenceAdjustment", "adjust_prevalence",
+            "cox_calibration", "ici", "loess_smooth", "one_vs_rest", "MAX_GROUPS", "GroupResult",
+            "MulticalibrationResult", "by_group", "group_reliability", "multicalibration"]

@@ -60,9 +60,11 @@ from calib_core.validation import (
     check_probs,
     check_probs_labels,
 )
+from calib_core.verdicts import DEFAULT_ALPHA, CellOccupancy, Verdict, cell_occupancy, check_alpha, read_test
 
 __all__ = [
     "LENSES",
+    "CellOccupancy",
     "CanonicalCE",
     "ConsistencyBands",
     "ConsistencyResult",
@@ -515,6 +517,51 @@ def _resampled_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.int
     return out
 
 
+# ----------------------------------------------------------------------------
+# Cell occupancy: does a partition leave the test any power?
+# ----------------------------------------------------------------------------
+
+#: Minimum cell sizes tried when advising a data-dependent partition.
+_ADVICE_MIN_SIZES = (20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
+
+
+def _occupancy(points: NDArray[np.float64], partition: Partition, options: _Options) -> CellOccupancy:
+    """Occupancy of ``partition``; when it is sparse, with settings of the same estimator that are not."""
+    counts = np.bincount(partition.cell_index, minlength=partition.n_cells)
+    found = cell_occupancy(counts)
+    if not found.sparse:
+        return found
+    return cell_occupancy(counts, _power_advice(points, options))
+
+
+def _sparse(partition: Partition) -> bool:
+    return cell_occupancy(np.bincount(partition.cell_index, minlength=partition.n_cells)).sparse
+
+
+def _power_advice(points: NDArray[np.float64], options: _Options) -> str:
+    """Settings that leave at most half of the rows in cells of fewer than 5 rows (a readable list)."""
+    n_rows, dim = points.shape
+    advice = []
+    # A data-dependent partition: the smallest tried minimum cell size whose cells are full enough.
+    larger = [m for m in _ADVICE_MIN_SIZES if m < n_rows and
+              (options.partition != "data_dependent" or m > options.min_bin_size)]
+    for size in larger:
+        if not _sparse(data_dependent_partition(points, size)):
+            advice.append(f"a data-dependent partition with a minimum cell size of {size:,} "
+                          f"(partition='data_dependent', min_bin_size={size})")
+            break
+    if options.partition == "uniform":
+        for n in range(options.n_bins - 1, 1, -1):
+            if not _sparse(uniform_partition(points, n)):
+                advice.append(f"{n} subdivisions per coordinate (n_bins={n})")
+                break
+    if options.lens == "canonical" and dim > 2:
+        advice.append("the max lens, whose cells are confidence bins (lens='max')")
+    if not advice:
+        advice.append("more rows")
+    return ", ".join(advice[:-1]) + (" or " if len(advice) > 1 else "") + advice[-1]
+
+
 @dataclass(frozen=True)
 class CanonicalCE:
     """:func:`canonical_ce` with fixed options, as an estimator object.
@@ -597,6 +644,33 @@ class CanonicalCE:
 
         return evaluate
 
+    def cell_occupancy(self, probs: ArrayLike) -> CellOccupancy:
+        """How full the cells of this estimator's partition are on ``probs``.
+
+        Parameters
+        ----------
+        probs : array_like of shape (N, K)
+
+        Returns
+        -------
+        CellOccupancy
+            With ``advice`` (settings that leave at most half of the rows in
+            cells of fewer than 5 rows) when the cells are sparse.
+            :func:`consistency_resampling` calls this to read its result
+            (:attr:`ConsistencyResult.verdict`).
+
+        Examples
+        --------
+        >>> occ = CanonicalCE(n_bins=10).cell_occupancy(np.eye(3)[[0, 0, 1, 1, 2, 2]] * 0.7 + 0.1)
+        >>> occ.n_cells, occ.median_rows
+        (3, 2.0)
+        """
+        probs = check_probs(probs)
+        options = _check_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                 self.class_index, probs.shape[1])
+        view = _lens(probs, options.lens, options.class_index)
+        return _occupancy(view.points, _partition(view.points, options), options)
+
 
 # ----------------------------------------------------------------------------
 # Consistency resampling
@@ -624,6 +698,12 @@ class ConsistencyResult:
     resampled : ndarray of shape (B,)
         The resampled values.
     quantiles : tuple of float
+    alpha : float, default 0.05
+        Significance level of :attr:`verdict`.
+    occupancy : CellOccupancy or None
+        Cell occupancy of a partitioned estimator (one with a
+        ``cell_occupancy(probs)`` method, as :class:`CanonicalCE`); ``None``
+        for other estimators.
     """
 
     observed: float
@@ -634,11 +714,47 @@ class ConsistencyResult:
     p_value: float
     resampled: NDArray[np.float64]
     quantiles: tuple[float, float]
+    alpha: float = DEFAULT_ALPHA
+    occupancy: CellOccupancy | None = None
 
     @property
     def n_resamples(self) -> int:
         """Number of consistency resamples B."""
         return int(self.resampled.shape[0])
+
+    @property
+    def below_band(self) -> bool:
+        """True when the observed estimate lies below the band (``observed < lower``)."""
+        return self.observed < self.lower
+
+    @property
+    def reading(self) -> Verdict:
+        """:attr:`verdict` and :attr:`verdict_reason` together (:func:`calib_core.verdicts.read_test`)."""
+        below = None
+        if self.below_band:
+            low, high = self.quantiles
+            below = (f"the estimate {self.observed:.4f} lies below its band {self.lower:.4f}-{self.upper:.4f} "
+                     f"({low:.0%}-{high:.0%} of {self.n_resamples:,} consistency resamples; "
+                     f"{self.resampled_mean:.4f} on average for a calibrated model)")
+        return read_test(self.p_value, self.alpha, test="consistency resampling", below_null=below,
+                         occupancy=self.occupancy)
+
+    @property
+    def verdict(self) -> str:
+        """``"miscalibrated"``, ``"consistent"`` or ``"inconclusive"``.
+
+        ``p_value < alpha``: miscalibrated. Otherwise inconclusive when the
+        observed estimate lies below the band (the estimator's bias
+        dominates) or when more than half of the rows sit in cells of fewer
+        than 5 rows (:attr:`occupancy`); consistent else. See
+        :func:`calib_core.verdicts.read_test`.
+        """
+        return self.reading.verdict
+
+    @property
+    def verdict_reason(self) -> str:
+        """Why :attr:`verdict` reads as it does, and for ``"inconclusive"`` what would give the test power."""
+        return self.reading.reason
 
     @property
     def excess(self) -> float:
@@ -648,7 +764,7 @@ class ConsistencyResult:
 
 def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Callable[[NDArray, NDArray], float],
                            n_resamples: int = 1000, seed: Seed = None, *,
-                           quantiles: tuple[float, float] = (0.05, 0.95),
+                           quantiles: tuple[float, float] = (0.05, 0.95), alpha: float = DEFAULT_ALPHA,
                            on_progress: Callable[[int, int], None] | None = None) -> ConsistencyResult:
     """Distribution of a calibration estimator when the model is perfectly calibrated.
 
@@ -669,6 +785,8 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
     seed : int or numpy.random.Generator, optional
     quantiles : (float, float), default (0.05, 0.95)
         Levels of ``lower`` and ``upper``.
+    alpha : float, default 0.05
+        Significance level of the result's ``verdict``.
     on_progress : callable, optional
         ``on_progress(done, total)`` after each block of draws.
 
@@ -694,6 +812,14 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
     a relative 1e-12 of the observed one as ties (>=), and adds 1 to
     numerator and denominator so that it is never 0.
 
+    The result's ``verdict`` reads the p-value (:func:`calib_core.verdicts.read_test`):
+    an estimate below the band, or (for an estimator with a
+    ``cell_occupancy(probs)`` method, as :class:`CanonicalCE`) a partition
+    whose cells mostly hold fewer than 5 rows, makes a non-significant
+    result ``"inconclusive"`` rather than ``"consistent"``: with 10 classes
+    and 10 bins per coordinate most cells hold one row, the estimate is
+    its bias, and the test cannot see miscalibration.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -708,8 +834,11 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
         raise CalibrationInputError(f"`estimator` must be callable as estimator(probs, labels), got {estimator!r}.")
     n_resamples = _check_count(n_resamples, "n_resamples")
     low_q, high_q = _check_quantiles(quantiles)
+    alpha = check_alpha(alpha)
     rng = np.random.default_rng(seed)
     observed = float(estimator(probs, labels))
+    occupancy_of = getattr(estimator, "cell_occupancy", None)
+    occupancy = occupancy_of(probs) if callable(occupancy_of) else None
     make_batched = getattr(estimator, "draw_evaluator", None)
     batched = make_batched(probs) if callable(make_batched) else None
     values = np.empty(n_resamples)
@@ -722,18 +851,18 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
                 values[start + offset] = estimator(probs, draw)
         if on_progress is not None:
             on_progress(stop, n_resamples)
-    return _consistency_result(observed, values, (low_q, high_q))
+    return _consistency_result(observed, values, (low_q, high_q), alpha, occupancy)
 
 
-def _consistency_result(observed: float, values: NDArray[np.float64],
-                        quantiles: tuple[float, float]) -> ConsistencyResult:
+def _consistency_result(observed: float, values: NDArray[np.float64], quantiles: tuple[float, float],
+                        alpha: float = DEFAULT_ALPHA, occupancy: CellOccupancy | None = None) -> ConsistencyResult:
     lower, upper = np.quantile(values, quantiles)
     tolerance = _TIE_TOLERANCE * max(1.0, abs(observed))
     exceed = int(np.count_nonzero(values >= observed - tolerance))
     p_value = (1.0 + exceed) / (1.0 + values.shape[0])
     std = float(values.std(ddof=1)) if values.shape[0] > 1 else 0.0
     return ConsistencyResult(observed, float(lower), float(upper), float(values.mean()), std, p_value,
-                             values, quantiles)
+                             values, quantiles, alpha, occupancy)
 
 
 @dataclass(frozen=True)
@@ -913,6 +1042,11 @@ class LensEstimate:
         (its noise for a perfectly calibrated model with these predictions).
     p_value : float
         Consistency-resampling p-value of ``estimate``.
+    verdict : str
+        ``"miscalibrated"``, ``"consistent"`` or ``"inconclusive"`` at
+        alpha = 0.05, read as :attr:`ConsistencyResult.verdict` (the same
+        rule, with this partition's cell occupancy).
+    verdict_reason : str
     """
 
     lens: str
@@ -923,6 +1057,8 @@ class LensEstimate:
     resampled_mean: float
     resampled_sd: float
     p_value: float
+    verdict: str
+    verdict_reason: str
 
 
 @dataclass(frozen=True)
@@ -1068,7 +1204,11 @@ def lens_estimates(probs: ArrayLike, labels: ArrayLike, *, n_resamples: int = 10
         for distance in distances:
             for part in _PARTITIONS:
                 key = (lens, part, distance)
-                summary = _consistency_result(estimates[key], resampled[key], (0.05, 0.95))
+                options = _Options(distance, part, n_bins, min_bin_size, lens, None)
+                occupancy = _occupancy(views[lens].points, partitions[lens, part], options)
+                summary = _consistency_result(estimates[key], resampled[key], (0.05, 0.95), DEFAULT_ALPHA,
+                                              occupancy)
                 rows_out.append(LensEstimate(lens, distance, part, estimates[key], float(boot[key].std(ddof=1)),
-                                             summary.resampled_mean, summary.resampled_std, summary.p_value))
+                                             summary.resampled_mean, summary.resampled_std, summary.p_value,
+                                             summary.verdict, summary.verdict_reason))
     return LensEstimates(tuple(rows_out), n_resamples, n_bootstrap, n_bins, min_bin_size)

@@ -2,8 +2,10 @@
 import pandas as pd
 import streamlit as st
 
+from calib_core.export import csv_bytes
 from studio import compute, compute_estimators, compute_simplex, figures, figures_estimators, layout, state
 from studio.layout import default
+from studio.text import md
 
 models = layout.setup_page("Reliability", ":material/show_chart:")
 st.title("Reliability diagram")
@@ -46,7 +48,7 @@ if skipped:
     st.info(f"{', '.join(skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
             "choose another event to include them.")
 tables = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, target) for m in usable}
-event = "top-label confidence" if target == "top_label" else f"predicted probability of class {class_names[target]}"
+event = "top-label confidence" if target == "top_label" else f"predicted probability of class {figures.plot_text(class_names[target])}"
 figure = figures.reliability_figure(
     tables, layout=arrangement if len(tables) > 1 else "overlay", style=style, colors=state.model_colors(),
     x_title=f"Mean {event} in the bin", n_rows={m.name: m.predictions.n_samples for m in usable},
@@ -77,27 +79,28 @@ if show_bands:
     figures.add_consistency_bands(figure, bands, layout=arrangement if len(tables) > 1 else "overlay")
 st.plotly_chart(figure, theme=None, key="reliability_chart")
 if show_bands:
-    outside = {name: int(((band.observed_frequency < band.frequency_low)
-                          | (band.observed_frequency > band.frequency_high)).sum()) for name, band in bands.items()}
+    outside = {name: int(band.outside.sum()) for name, band in bands.items()}
     st.caption("Bins outside their consistency band: "
                + ", ".join(f"{name}: {count} of {len(bands[name].count)}" for name, count in outside.items())
-               + f" ({band_draws} label draws from the predictions, seed 0).")
+               + f" ({band_draws} label draws from the predictions, seed 0). Each band holds 90% of a calibrated "
+               "model's frequencies, so about 1 bin in 10 falls outside by chance; for a verdict on the whole "
+               "model see the lens estimates below or the Simplex page.")
 
 summary = st.columns(min(len(tables), 4) or 1)
 for i, (name, table) in enumerate(tables.items()):
-    label = "ECE" if target == "top_label" else f"Class-{class_names[target]} ECE"
-    summary[i % len(summary)].metric(f"{name}: {label} ({n_bins} {binning} bins)",
+    label = "ECE" if target == "top_label" else f"Class-{md(class_names[target])} ECE"
+    summary[i % len(summary)].metric(f"{md(name)}: {label} ({n_bins} {binning} bins)",
                                      f"{compute.table_error(table):.4f}",
                                      help="Sum over bins of (share of rows) × |confidence − frequency|.")
 
 with st.expander("Per-bin table"):
     for name, table in tables.items():
-        st.markdown(f"**{name}**")
+        st.markdown(f"**{md(name)}**")
         st.dataframe(table, hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.4f") for c in
                                     ("lower", "upper", "weight", "mean_confidence", "observed_frequency", "gap",
                                      "ci_low", "ci_high")})
-        st.download_button(f"Download {name} bins as CSV", table.to_csv(index=False).encode("utf-8"),
+        st.download_button(f"Download {md(name)} bins as CSV", csv_bytes(table),
                            file_name=f"reliability_{name}.csv", mime="text/csv", on_click="ignore",
                            key=f"reliability_download:{name}", icon=":material/download:")
 
@@ -107,7 +110,8 @@ if show_lenses:
         "Expected miscalibration over a partition of the simplex: the **canonical** lens looks at the whole "
         "predicted distribution, the **max** lens at the top label only. *Under calibration* is the value the "
         "estimator gives when labels are drawn from the predictions (its bias for a perfectly calibrated "
-        "model); an estimate well above it points to real miscalibration. Bootstrap s.d.: 50 resamples."
+        "model); the p-value says how unusual the estimate is for a calibrated model, and the verdict reads it. "
+        "Bootstrap s.d.: 50 resamples."
     )
     lens_bins_col, lens_size_col = st.columns(2)
     lens_bins = lens_bins_col.slider("Bins per coordinate (uniform partition)", 2, 20,
@@ -120,12 +124,17 @@ if show_lenses:
                                            200, 50, 0)
         rows.append(frame.assign(model=model.name))
     lens_frame = pd.concat(rows, ignore_index=True)[
-        ["model", "lens", "distance", "partition", "estimate", "estimate_sd", "resampled_mean", "resampled_sd",
-         "p_value"]]
+        ["model", "lens", "distance", "partition", "verdict", "estimate", "p_value", "resampled_mean", "estimate_sd",
+         "resampled_sd", "verdict_reason"]]
     st.dataframe(lens_frame, hide_index=True, width="stretch", column_config={
         "estimate_sd": st.column_config.NumberColumn("bootstrap s.d.", format="%.4f"),
         "resampled_mean": st.column_config.NumberColumn("under calibration", format="%.4f"),
         "resampled_sd": st.column_config.NumberColumn("s.d. under calibration", format="%.4f"),
         "estimate": st.column_config.NumberColumn(format="%.4f"),
         "p_value": st.column_config.NumberColumn("p-value", format="%.3f"),
+        "verdict": st.column_config.TextColumn("verdict (α = 0.05)"),
+        "verdict_reason": st.column_config.TextColumn("why", width="large"),
     })
+    st.caption("Verdicts from calib_core (ConsistencyResult.verdict): an estimate below its calibrated band, or "
+               "cells that mostly hold fewer than 5 rows, is inconclusive rather than a pass; hover a reason to "
+               "read it whole.")

@@ -1,11 +1,12 @@
 """Simplex: the two-dimensional reliability diagram (arrows on a triangle), canonical_ce and its consistency band."""
 import streamlit as st
 
-from calib_core import CalibrationInputError, default_groups
+from calib_core import CalibrationInputError, csv_bytes, default_groups
 from studio import compute_simplex as cs
 from studio import layout
 from studio.figures_simplex import simplex_figure
 from studio.layout import default
+from studio.text import md
 
 LENSES = {"canonical": "canonical", "max": "max (top label)", "marginal": "marginal (one class)"}
 DISTANCES = {"tv": "total variation", "sq_euclidean": "squared Euclidean"}
@@ -15,6 +16,8 @@ RESAMPLES = [100, 200, 500, 1000]
 #: Above this many rows the band starts at 100 resamples, so a control change recomputes it in under 1 s.
 LARGE_MODEL_ROWS = 50_000
 VERTEX_LETTERS = "ABC"
+#: Height of the chart (px): the triangle is about as wide as the chart is tall.
+CHART_HEIGHT = 720
 #: Values of the partition setting not in use (so that its cache entries are shared).
 UNUSED_N_BINS, UNUSED_MIN_BIN_SIZE = 10, 1000
 TWO_OUTCOMES = cs.Vertices("groups", ((0,), (1,), ()))
@@ -37,6 +40,14 @@ def plural(items: list[int], names: tuple[str, ...]) -> str:
     return f"class {shown} is" if len(items) == 1 else f"classes {shown} are"
 
 
+#: How each verdict of calib_core (ConsistencyResult.verdict) is shown; the text is its verdict_reason.
+VERDICT_BOX = {
+    "miscalibrated": (st.warning, "Miscalibrated", ":material/warning:"),
+    "consistent": (st.success, "Consistent with calibration", ":material/check_circle:"),
+    "inconclusive": (st.info, "Inconclusive", ":material/help:"),
+}
+
+
 def band_caption(result, what: str) -> str:
     return (f"{what}: for a perfectly calibrated model with these predictions ({result.n_resamples:,} "
             f"consistency resamples) the estimate falls between **{result.lower:.4f}** and **{result.upper:.4f}** "
@@ -44,19 +55,14 @@ def band_caption(result, what: str) -> str:
             f"η̂_id). p-value **{result.p_value:.3f}**.")
 
 
-def verdict(result) -> str:
-    if result.observed > result.upper:
-        return ("Above the band: more miscalibration than a calibrated model shows by chance "
-                f"(p = {result.p_value:.3f}).")
-    if result.observed < result.lower:
-        return ("Below the band: the estimate is smaller than a calibrated model's usually is; no sign of "
-                f"miscalibration in this view (p = {result.p_value:.3f}).")
-    return ("Inside the band: at this sample size the estimate is consistent with a calibrated model "
-            f"(p = {result.p_value:.3f}).")
+def show_verdict(result) -> None:
+    """The verdict and its reason, both from calib_core (this page computes no verdict)."""
+    box, title, icon = VERDICT_BOX[result.verdict]
+    box(f"**{title}.** {md(result.verdict_reason)}", icon=icon)
 
 
 class EstimateSlot:
-    """An estimate shown at once; its consistency band is filled in when the resampling is done."""
+    """An estimate shown at once; its consistency band and verdict are filled in when the resampling is done."""
 
     def __init__(self, label: str, value: float, help_text: str, what: str) -> None:
         self.label, self.help, self.what = label, help_text, what
@@ -66,11 +72,12 @@ class EstimateSlot:
         self.band.caption("Consistency band: drawing labels from the predictions …")
 
     def fill(self, result) -> None:
+        # No green arrow for an estimate below its band: the verdict (inconclusive) says why.
         self.metric.metric(self.label, f"{result.observed:.4f}", delta=f"{result.excess:+.4f} vs. calibrated mean",
-                           delta_color="inverse", help=self.help)
+                           delta_color="off" if result.verdict == "inconclusive" else "inverse", help=self.help)
         with self.band.container():
             st.caption(band_caption(result, self.what))
-            (st.warning if result.observed > result.upper else st.success)(verdict(result))
+            show_verdict(result)
 
 
 models = layout.setup_page("Simplex", ":material/change_history:")
@@ -196,7 +203,7 @@ arrow_scale = float(scale_col.slider(
     "Arrow scale", 0.25, 5.0, step=0.25, key=default("keep:simplex.arrow_scale", 1.0),
     help="Draws the head at tail + scale × (observed − mean), to make short arrows visible. The hover "
          "shows the true values."))
-count_scale = count_col.radio("Cell colours", ["log", "linear"], horizontal=True, disabled=partition != "uniform",
+count_scale = count_col.radio("Cell colours", ["log", "linear"], horizontal=True,
                               key=default("keep:simplex.count_scale", "log"),
                               help="Colour scale of the number of rows per cell.")
 
@@ -215,10 +222,10 @@ elif lens == "max":
 else:
     titles = (f"class {class_names[class_index]}", f"not class {class_names[class_index]}", "")
 
-chart_col, side_col = st.columns([8, 5], gap="medium")
+chart_col = st.container()
 with chart_col:
     figure = simplex_figure(view, arrow_scale=arrow_scale, class_names=titles, count_scale=count_scale)
-    figure.update_layout(height=540)
+    figure.update_layout(height=CHART_HEIGHT)
     st.plotly_chart(figure, theme=None, key="simplex_chart")
     table = view.table
     kept = int(view.projection.kept.sum())
@@ -230,24 +237,25 @@ with chart_col:
         cells_text = (f"{n_bins}² = {n_bins * n_bins} triangles, {table.n_cells} of them non-empty, one arrow "
                       "each; cell colour = number of rows")
     else:
-        cells_text = (f"{table.n_cells} cells of at most {min_bin_size:,} rows, one arrow each; dots are "
-                      "predictions coloured by cell")
+        cells_text = (f"{table.n_cells} cells of at most {min_bin_size:,} rows (each the region its splits cut "
+                      "out of the triangle), one arrow each; cell colour = number of rows, dots = predictions")
     scale_text = "" if arrow_scale == 1.0 else f" Arrows drawn {arrow_scale:g}× their length."
-    st.caption(f"{model.name}: {rows_text}; {cells_text}. Hover an arrow for its count, mean prediction and "
+    st.caption(f"{md(model.name)}: {rows_text}; {cells_text}. Hover an arrow for its count, mean prediction and "
                f"observed frequency.{scale_text}")
 
 # ----------------------------------------------------------------------------- estimates
-with side_col:
-    resample_col, seed_col = st.columns(2)
-    n_resamples = int(resample_col.selectbox(
+st.subheader("Is the miscalibration real? Consistency resampling")
+settings_col, whole_col, arrows_col = st.columns([2, 4, 4], gap="medium")
+with settings_col:
+    n_resamples = int(st.selectbox(
         "Consistency resamples", RESAMPLES,
         key=default("keep:simplex.n_resamples", 100 if model.predictions.n_samples > LARGE_MODEL_ROWS else 200),
         format_func=lambda n: f"{n:,}",
         help="Label vectors drawn from the predictions (a perfectly calibrated model). More: a steadier band, "
              f"slower. Models over {LARGE_MODEL_ROWS:,} rows start at 100 so that the band follows each change "
              "within a second."))
-    seed = int(seed_col.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
-                                     key=default("keep:simplex.seed", 0)))
+    seed = int(st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
+                               key=default("keep:simplex.seed", 0)))
     noun = ("all " + str(n_classes) + " classes" if canonical else
             "top label" if lens == "max" else f"class {class_names[class_index]}")
     distance_text = DISTANCES[distance]
@@ -260,26 +268,40 @@ with side_col:
     except CalibrationInputError as exc:
         st.error(f"The estimate could not be computed: {exc} Pick other settings.", icon=":material/error:")
         st.stop()
-    # The numbers first, the bands (consistency resampling, the slow part) when they are ready.
+# The numbers first, the bands (consistency resampling, the slow part) when they are ready.
+with whole_col:
     whole_slot = EstimateSlot(
         f"canonical_ce, {LENSES[lens]} lens ({noun})", value,
         f"Σ over cells of (share of rows) × {distance_text} between observed frequencies and mean "
         f"prediction, on the model's {noun} ({settings}); Vaicenavicius et al. 2019, eq. 6.", "Band")
-    arrows_slot = None
-    if not same_view:
-        st.divider()
+    if canonical and n_classes > 3:
+        st.caption(f"canonical_ce partitions all {n_classes} dimensions with the same setting; there most "
+                   "cells hold few rows, which inflates the estimate: compare it with the band, not with 0.")
+arrows_slot = None
+if not same_view:
+    with arrows_col:
         arrows_slot = EstimateSlot(
             "The arrows: estimate on this triangle", view.estimate,
             "The same estimate on the three-vertex view the chart shows: Σ over cells of (share of rows) × "
             f"{distance_text} between arrow head and tail.", "Band of the triangle view")
-    whole_slot.fill(cs.lens_consistency(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size,
-                                        lens, class_index, n_resamples, seed))
-    if arrows_slot is not None:
-        arrows_slot.fill(cs.view_consistency(predictions, model.fingerprint, vertices, partition, n_bins,
-                                             min_bin_size, distance, n_resamples, seed))
-    if canonical and n_classes > 3:
-        st.caption(f"canonical_ce partitions all {n_classes} dimensions with the same setting; there most "
-                   "cells hold few rows, which inflates the estimate: compare it with the band, not with 0.")
+whole = cs.lens_consistency(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size, lens,
+                            class_index, n_resamples, seed)
+whole_slot.fill(whole)
+if arrows_slot is not None:
+    arrows = cs.view_consistency(predictions, model.fingerprint, vertices, partition, n_bins, min_bin_size,
+                                 distance, n_resamples, seed)
+    arrows_slot.fill(arrows)
+    if arrows.verdict != whole.verdict:
+        # Both verdicts come from calib_core; say why two tests of one model can read differently.
+        st.info(
+            f"**The two tests read differently** (whole model: {whole.verdict}; triangle view: "
+            f"{arrows.verdict}). They test different things: the whole model's {n_classes}-class predictions on "
+            f"{whole.occupancy.n_cells if whole.occupancy else 'its'} cells, and the three-vertex view on "
+            f"{arrows.occupancy.n_cells if arrows.occupancy else 'its'} cells. A test that finds miscalibration "
+            "is evidence whatever the other says (grouping classes keeps a calibrated model calibrated, so "
+            "miscalibration of the view is miscalibration of the model); an inconclusive test is not evidence "
+            "of calibration. Each verdict above says why it reads as it does.",
+            icon=":material/compare_arrows:")
 
 with st.expander("Per-cell table"):
     frame = table.to_frame()
@@ -292,6 +314,6 @@ with st.expander("Per-cell table"):
     st.dataframe(frame, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns
                                 if c not in ("count",) and not c.startswith("key_")})
-    st.download_button("Download the cells as CSV", frame.to_csv(index=False).encode("utf-8"),
+    st.download_button("Download the cells as CSV", csv_bytes(frame),
                        file_name=f"simplex_cells_{model.name}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:")

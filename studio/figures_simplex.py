@@ -19,6 +19,7 @@ from plotly.colors import qualitative, sample_colorscale
 
 from calib_core.simplex import CellTable, SimplexReliability, triangle_keys, triangle_vertices
 from calib_core.validation import CalibrationInputError
+from studio.text import plot_text
 
 __all__ = ["ARROW_TRACE_NAME", "simplex_figure"]
 
@@ -64,7 +65,7 @@ def _count_colour_values(count: np.ndarray, count_scale: str) -> tuple[np.ndarra
     if count_scale == "linear":
         return count.astype(float), {"title": {"text": "count"}}
     values = np.log10(np.maximum(count, 1.0))
-    low = float(values.min()) if values.size else 0.0
+    low = 0.0  # the colour scale starts at a count of 1 (see _cell_traces)
     candidates = np.array([m * 10.0 ** d for d in range(0, math.floor(math.log10(max(top, 1.0))) + 1)
                            for m in (1, 2, 5)])
     shown = candidates[(np.log10(candidates) >= low - 1e-9) & (candidates <= top)]
@@ -78,39 +79,105 @@ def _count_colour_values(count: np.ndarray, count_scale: str) -> tuple[np.ndarra
     return values, ticks
 
 
-def _polygon_coordinates(corners: np.ndarray) -> tuple[list, list, list]:
-    """a, b, c lists of closed triangles separated by None."""
+def _polygon_coordinates(polygons: Sequence[np.ndarray]) -> tuple[list, list, list]:
+    """a, b, c lists of closed polygons (each (M, 3) barycentric corners) separated by None."""
     a, b, c = [], [], []
-    for tri in corners:
-        for vertex in (0, 1, 2, 0):
-            a.append(float(tri[vertex, 0]))
-            b.append(float(tri[vertex, 1]))
-            c.append(float(tri[vertex, 2]))
+    for polygon in polygons:
+        for vertex in [*range(len(polygon)), 0]:
+            a.append(float(polygon[vertex, 0]))
+            b.append(float(polygon[vertex, 1]))
+            c.append(float(polygon[vertex, 2]))
         a.append(None)
         b.append(None)
         c.append(None)
     return a, b, c
 
 
-def _cell_traces(table: CellTable, n_bins: int, colorscale: str, count_scale: str) -> list[go.Scatterternary]:
+_TRIANGLE = np.eye(3)
+
+
+def _clip(polygon: np.ndarray, coordinate: int, threshold: float, keep_lower: bool) -> np.ndarray:
+    """The part of a convex polygon (barycentric corners) with ``p[coordinate] <= threshold`` (or ``>``)."""
+    sign = 1.0 if keep_lower else -1.0
+    value = sign * (polygon[:, coordinate] - threshold)
+    out = []
+    for i in range(len(polygon)):
+        j = (i + 1) % len(polygon)
+        if value[i] <= 0:
+            out.append(polygon[i])
+        if (value[i] <= 0) != (value[j] <= 0):
+            t = value[i] / (value[i] - value[j])
+            out.append(polygon[i] + t * (polygon[j] - polygon[i]))
+    return np.array(out) if out else np.empty((0, 3))
+
+
+def _data_dependent_regions(points: np.ndarray, cell_index: np.ndarray, n_cells: int,
+                            min_bin_size: int) -> list[np.ndarray] | None:
+    """The region of the 2-simplex of each data-dependent cell, in cell order; None if they cannot be matched.
+
+    Replays the recursive split of :func:`calib_core.data_dependent_partition`
+    (split at the cell mean of its highest-variance coordinate while it holds
+    more than ``min_bin_size`` rows; means and variances summed in row order as
+    there) and clips the triangle with each split's half-plane. Each region
+    must hold exactly the rows of one cell of ``cell_index``; if not, None.
+    """
+    regions: list[np.ndarray | None] = [None] * n_cells
+    stack = [(np.arange(points.shape[0]), _TRIANGLE)]
+    while stack:
+        rows, polygon = stack.pop()
+        x = points[rows]
+        count = float(rows.size)
+        split = None
+        if rows.size > min_bin_size:
+            group = np.zeros(rows.size, dtype=np.intp)
+            mean = np.array([np.bincount(group, weights=x[:, k], minlength=1)[0] for k in range(3)]) / count
+            centred = x - mean
+            variance = np.array([np.bincount(group, weights=centred[:, k] ** 2, minlength=1)[0]
+                                 for k in range(3)]) / count
+            widest = int(variance.argmax())
+            lower = centred[:, widest] <= 0.0
+            if variance[widest] > 0 and 0 < lower.sum() < rows.size:
+                split = (widest, float(mean[widest]), lower)
+        if split is None:
+            cells = np.unique(cell_index[rows])
+            if cells.size != 1 or regions[cells[0]] is not None or np.count_nonzero(cell_index == cells[0]) != rows.size:
+                return None
+            regions[cells[0]] = polygon
+            continue
+        widest, threshold, lower = split
+        stack.append((rows[~lower], _clip(polygon, widest, threshold, keep_lower=False)))
+        stack.append((rows[lower], _clip(polygon, widest, threshold, keep_lower=True)))
+    if any(region is None or len(region) < 3 for region in regions):
+        return None
+    return regions  # type: ignore[return-value]
+
+
+def _cell_traces(table: CellTable, polygons: Sequence[np.ndarray], colorscale: str, count_scale: str,
+                 grid: Sequence[np.ndarray] | None) -> list[go.Scatterternary]:
+    """Cells filled by count (one trace per colour level), optional grid lines and the colour bar."""
     traces = []
-    grid = triangle_vertices(triangle_keys(n_bins), n_bins)
-    a, b, c = _polygon_coordinates(grid)
-    traces.append(go.Scatterternary(a=a, b=b, c=c, mode="lines", name="grid",
-                                    line={"color": "rgba(120,120,120,0.35)", "width": 0.6},
-                                    hoverinfo="skip", showlegend=False))
-    corners = triangle_vertices(table.partition.keys, n_bins)
+    if grid is not None:
+        a, b, c = _polygon_coordinates(grid)
+        traces.append(go.Scatterternary(a=a, b=b, c=c, mode="lines", name="grid",
+                                        line={"color": "rgba(120,120,120,0.35)", "width": 0.6},
+                                        hoverinfo="skip", showlegend=False))
+    corners = list(polygons)
     colour_value, ticks = _count_colour_values(table.count, count_scale)
-    low, high = (float(colour_value.min()), float(colour_value.max())) if colour_value.size else (0.0, 1.0)
+    # The scale starts at a count of 1 (log) or 0 (linear), not at the smallest cell: data-dependent cells
+    # hold similar counts, and a cell of 87 rows must not look empty beside one of 91.
+    low = 0.0
+    high = float(colour_value.max()) if colour_value.size else 1.0
     span = high - low if high > low else 1.0
     level = np.minimum(((colour_value - low) / span * _COLOUR_LEVELS).astype(int), _COLOUR_LEVELS - 1)
     palette = sample_colorscale(colorscale, [(i + 0.5) / _COLOUR_LEVELS for i in range(_COLOUR_LEVELS)])
     # One filled trace per colour level: each triangle is a gap-separated segment,
     # which fill="toself" closes on its own.
+    # Data-dependent cells have no grid: white outlines show where one cell ends and the next begins.
+    outline = {"width": 0} if grid is not None else {"width": 2.0, "color": "white"}
     for lev in np.unique(level):
-        a, b, c = _polygon_coordinates(corners[level == lev])
+        a, b, c = _polygon_coordinates([corners[i] for i in np.flatnonzero(level == lev)])
         traces.append(go.Scatterternary(a=a, b=b, c=c, mode="lines", fill="toself", name="cells",
-                                        fillcolor=palette[lev], line={"width": 0, "color": palette[lev]},
+                                        fillcolor=palette[lev], line={"color": palette[lev], **outline},
                                         hoverinfo="skip", showlegend=False, opacity=0.85))
     traces.append(go.Scatterternary(
         a=[1.0 / 3.0, 1.0 / 3.0], b=[1.0 / 3.0, 1.0 / 3.0], c=[1.0 / 3.0, 1.0 / 3.0], mode="markers",
@@ -120,6 +187,17 @@ def _cell_traces(table: CellTable, n_bins: int, colorscale: str, count_scale: st
                                          "thickness": 16}},
     ))
     return traces
+
+
+def _prediction_dots(result: SimplexReliability, max_points: int, seed: int) -> go.Scatterternary:
+    """The predictions as small outlined white dots over the cells (a seeded subset of at most ``max_points``)."""
+    points = result.projection.points
+    if points.shape[0] > max_points:
+        points = points[np.sort(np.random.default_rng(seed).choice(points.shape[0], max_points, replace=False))]
+    return go.Scatterternary(a=points[:, 0], b=points[:, 1], c=points[:, 2], mode="markers", name="predictions",
+                             marker={"color": "rgba(255,255,255,0.85)", "size": 4,
+                                     "line": {"width": 0.6, "color": "rgba(40,40,40,0.8)"}}, hoverinfo="skip",
+                             showlegend=False)
 
 
 def _point_traces(result: SimplexReliability | CellTable, max_points: int, seed: int) -> list[go.Scatterternary]:
@@ -196,14 +274,17 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     class_names : sequence of str, optional
         Names of every original class (the vertex titles join each group's
         names with "+") or exactly three vertex titles. Default: class indices.
+        Shown as plain text (escaped with :func:`studio.text.plot_text` here:
+        pass them raw).
     title : str, optional
+        Plotly text: escape user-supplied parts with :func:`studio.text.plot_text`.
     count_scale : {"log", "linear"}, default "log"
         Colour scale of the cell counts.
     colorscale : str, default "Blues"
         Plotly colour scale of the counts.
     max_points : int, default 5000
         For the data-dependent partition, at most this many predictions
-        (a seeded random subset) are drawn as points coloured by cell.
+        (a seeded random subset) are drawn as dots.
     seed : int, default 0
         Seed of that subset.
 
@@ -213,7 +294,11 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
         Traces: for the uniform partition the triangle grid, the filled
         non-empty cells (one trace per colour level) and an invisible marker
         trace carrying the count colour bar; for the data-dependent partition
-        the predictions coloured by cell; then one trace named ``"arrows"``
+        of a :class:`SimplexReliability` the same filled cells (each the
+        region its recursive splits cut out of the triangle, outlined), the
+        colour bar and the predictions as white dots (a bare :class:`CellTable`
+        has no points: its cells are marked at their mean prediction); then
+        one trace named ``"arrows"``
         holding every arrow as ``tail, head, None`` with an ``"arrow"``
         marker (``angleref="previous"``) on each head.
 
@@ -252,19 +337,33 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
         raise CalibrationInputError(f"`count_scale` must be 'log' or 'linear', got {count_scale!r}.")
     if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral) or max_points < 1:
         raise CalibrationInputError(f"`max_points` must be a whole number >= 1, got {max_points!r}.")
-    names = _vertex_names(table_or_result, class_names)
+    # Vertex titles and the arrows' hover show user-supplied class names: plain text, never markup.
+    names = tuple(plot_text(name) for name in _vertex_names(table_or_result, class_names))
 
     partition = table.partition
+    regions = None
+    if (partition.kind == "data_dependent" and isinstance(table_or_result, SimplexReliability)
+            and partition.min_bin_size is not None):
+        regions = _data_dependent_regions(table_or_result.projection.points, partition.cell_index,
+                                          partition.n_cells, partition.min_bin_size)
     colour_bar = partition.kind == "uniform" and partition.keys is not None and partition.n_bins is not None
     if colour_bar:
-        traces = _cell_traces(table, partition.n_bins, colorscale, count_scale)
+        grid = triangle_vertices(triangle_keys(partition.n_bins), partition.n_bins)
+        corners = triangle_vertices(partition.keys, partition.n_bins)
+        traces = _cell_traces(table, list(corners), colorscale, count_scale, grid=list(grid))
+    elif regions is not None:
+        # Data-dependent cells drawn as the regions the recursive splits cut out, coloured by count.
+        colour_bar = True
+        traces = _cell_traces(table, regions, colorscale, count_scale, grid=None)
+        traces.append(_prediction_dots(table_or_result, int(max_points), seed))
     else:
         traces = _point_traces(table_or_result, int(max_points), seed)
     traces.append(_arrow_trace(table, float(arrow_scale), names))
 
     fig = go.Figure(traces)
-    axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickformat": ".1f",
-            "layer": "below traces"}  # arrows along an edge (binary views) stay visible
+    # No tick labels at 0 and 1: those sit on the vertices, under the vertex titles.
+    axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickvals": [0.2, 0.4, 0.6, 0.8],
+            "tickformat": ".1f", "layer": "below traces"}  # arrows along an edge (binary views) stay visible
     fig.update_layout(
         ternary={
             "sum": 1.0,
@@ -275,7 +374,7 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
             "domain": {"x": [0.0, _TERNARY_WIDTH] if colour_bar else [0.05, 0.95], "y": [0.0, 1.0]},
         },
         title={"text": title} if title else None,
-        margin={"l": 60, "r": 40, "t": 70 if title else 40, "b": 50},
+        margin={"l": 70, "r": 40, "t": 80 if title else 50, "b": 60},
         showlegend=False,
     )
     return fig

@@ -405,7 +405,7 @@ def test_lens_estimates_rows_and_values():
     # The overconfident model is far outside its calibrated spread on the max lens.
     assert table.get("max", "tv", "uniform").p_value < 0.02
     frame = table.to_frame()
-    assert frame.shape == (8, 8) and set(frame["lens"]) == {"canonical", "max"}
+    assert frame.shape == (8, 10) and set(frame["lens"]) == {"canonical", "max"}
     with pytest.raises(CIE, match="no row"):
         table.get("marginal", "tv", "uniform")
 
@@ -442,3 +442,91 @@ def test_batched_draws_match_one_call_per_draw_with_single_prediction_cells(dist
     evaluate = cc.CanonicalCE(distance, partition, 6, 100).draw_evaluator(probs)
     direct = [cc.canonical_ce(probs, labels, distance, partition, 6, 100) for labels in draws]
     np.testing.assert_allclose(evaluate(draws), direct, rtol=1e-12, atol=1e-14)
+
+
+# ----------------------------------------------------------------------------
+# Verdicts (issue 11, item 2): ConsistencyResult.verdict and verdict_reason
+# ----------------------------------------------------------------------------
+
+def test_verdict_below_the_band_is_inconclusive_digits_random_forest():
+    """The reported case: canonical_ce 0.2608 below its band 0.28-0.30 was shown as 'no sign of miscalibration'."""
+    demo = cc.load_demo("digits_random_forest")
+    res = cc.consistency_resampling(demo.probs, demo.labels, cc.CanonicalCE(), n_resamples=200, seed=0)
+    assert res.observed < res.lower and res.below_band
+    assert res.p_value > 0.95
+    assert res.verdict == "inconclusive"
+    reason = res.verdict_reason
+    assert "below its band" in reason and "not evidence of calibration" in reason
+    assert res.occupancy is not None and res.occupancy.sparse and res.occupancy.median_rows == 1.0
+    # The advice names settings that do give the test power, and they do on this model.
+    assert "min_bin_size=" in reason and "n_bins=" in reason and "lens='max'" in reason
+    size = int(reason.split("min_bin_size=")[1].split(")")[0])
+    n_bins = int(reason.split("n_bins=")[1].split(")")[0])
+    for estimator in (cc.CanonicalCE(partition="data_dependent", min_bin_size=size), cc.CanonicalCE(n_bins=n_bins),
+                      cc.CanonicalCE(lens="max")):
+        better = cc.consistency_resampling(demo.probs, demo.labels, estimator, n_resamples=200, seed=0)
+        assert not better.occupancy.sparse
+        assert better.verdict == "miscalibrated", better.verdict_reason
+
+
+def test_verdict_sparse_cells_inside_the_band_is_inconclusive():
+    probs, labels = calibrated(300, 10, 5)
+    res = cc.consistency_resampling(probs, labels, cc.CanonicalCE(n_bins=10), n_resamples=200, seed=1)
+    assert not res.below_band and res.p_value >= 0.05  # neither of the other rules applies
+    assert res.occupancy.sparse
+    assert res.verdict == "inconclusive"
+    assert "fewer than 5 rows" in res.verdict_reason and "To give the test power" in res.verdict_reason
+
+
+def test_verdict_miscalibrated_and_consistent():
+    probs, labels = overconfident(1500, 3, 2)
+    bad = cc.consistency_resampling(probs, labels, cc.CanonicalCE(lens="max", n_bins=10), n_resamples=200, seed=0)
+    assert bad.p_value < 0.05 and bad.verdict == "miscalibrated"
+    assert "α = 0.05" in bad.verdict_reason
+    probs, labels = calibrated(3000, 3, 3)
+    good = cc.consistency_resampling(probs, labels, cc.CanonicalCE(lens="max", n_bins=10), n_resamples=200, seed=0)
+    assert good.p_value >= 0.05 and not good.below_band and not good.occupancy.sparse
+    assert good.verdict == "consistent"
+
+
+def test_verdict_rejection_in_sparse_cells_stays_miscalibrated():
+    probs, labels = overconfident(400, 10, 4, factor=4.0)
+    res = cc.consistency_resampling(probs, labels, cc.CanonicalCE(n_bins=10), n_resamples=200, seed=0)
+    assert res.occupancy.sparse and res.p_value < 0.05
+    assert res.verdict == "miscalibrated" and "valid at any power" in res.verdict_reason
+
+
+def test_verdict_alpha_and_estimators_without_cells():
+    probs, labels = calibrated(500, 3, 6)
+    res = cc.consistency_resampling(probs, labels, functools.partial(cc.ece, n_bins=10), n_resamples=100, seed=0)
+    assert res.occupancy is None  # a plain function: only the band and the p-value are read
+    loose = cc.consistency_resampling(probs, labels, functools.partial(cc.ece, n_bins=10), n_resamples=100,
+                                      seed=0, alpha=0.5)
+    assert loose.alpha == 0.5 and f"α = 0.5" in loose.verdict_reason
+    assert loose.verdict == ("miscalibrated" if loose.p_value < 0.5 else res.verdict)
+    with pytest.raises(CIE, match="alpha"):
+        cc.consistency_resampling(probs, labels, cc.ece, n_resamples=10, alpha=0.0)
+
+
+def test_cell_occupancy_matches_the_cell_table():
+    probs, labels = calibrated(400, 4, 7)
+    for est in (cc.CanonicalCE(n_bins=4), cc.CanonicalCE(partition="data_dependent", min_bin_size=50),
+                cc.CanonicalCE(lens="max", n_bins=15)):
+        table = cc.canonical_ce_table(probs, labels, est.distance, est.partition, est.n_bins, est.min_bin_size,
+                                      est.lens)
+        occ = est.cell_occupancy(probs)
+        assert occ.n_cells == table.n_cells and occ.n_rows == 400
+        assert occ.median_rows == np.median(table.count)
+        assert occ.sparse_share == pytest.approx(table.count[table.count < 5].sum() / 400)
+
+
+def test_lens_estimates_rows_carry_the_verdict():
+    demo = cc.load_demo("digits_random_forest")
+    tab = cc.lens_estimates(demo.probs, demo.labels, n_resamples=100, n_bootstrap=5, seed=0, n_bins=10,
+                            min_bin_size=100)
+    row = tab.get("canonical", "tv", "uniform")
+    assert row.verdict == "inconclusive" and "below its band" in row.verdict_reason
+    assert tab.get("max", "tv", "uniform").verdict == "miscalibrated"
+    frame = tab.to_frame()
+    assert {"verdict", "verdict_reason"} <= set(frame.columns)
+    assert set(frame["verdict"]) <= set(cc.VERDICTS)

@@ -115,3 +115,54 @@ def test_simplex_three_classes_and_lens_change_redraws(server, page):
     top_label_ece = cc.ece(data.probs, data.labels, n_bins=10)
     assert page.locator("[data-testid='stMetricValue']").first.inner_text() == f"{top_label_ece:.4f}"
     chart.screenshot(path=str(ARTIFACTS / "simplex-wine-max-lens.png"))
+
+
+#: Bounding boxes of the ternary chart's tick labels and vertex titles, in page pixels.
+TERNARY_TEXT = """() => {
+  const plot = document.querySelector("[data-testid='stPlotlyChart'] .js-plotly-plot");
+  const box = t => { const r = t.getBoundingClientRect(); return {x: r.x, y: r.y, w: r.width, h: r.height,
+                                                                    text: t.textContent}; };
+  return {
+    ticks: [...plot.querySelectorAll('.ternary g.xtick text, .ternary g.ytick text')].map(box),
+    titles: [...plot.querySelectorAll('.g-atitle text, .g-btitle text, .g-ctitle text')].map(box),
+  };
+}"""
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
+
+
+def test_simplex_verdicts_of_digits_random_forest(server, page):
+    """Issue 11 item 2: no green pass for a test without power; both verdicts from calib_core, the difference said."""
+    data = load_demo("digits_random_forest")
+    whole = cc.consistency_resampling(data.probs, data.labels, cc.CanonicalCE(), 200, seed=0)
+    view = cc.simplex_reliability(data.probs, data.labels, groups=cc.default_groups(10))
+    arrows_band = cc.consistency_resampling(view.projection.points, view.projection.labels, cc.CanonicalCE(), 200,
+                                            seed=0)
+    page.goto(f"{server}/Simplex?demo=digits_random_forest")
+    wait_for_app(page)
+    wait_for_arrows(page, view.table.n_cells)
+    assert_no_exception(page)
+    alerts = [a.inner_text() for a in page.locator("[data-testid='stAlert']").all()]
+    inconclusive = [a for a in alerts if "Inconclusive." in a]
+    assert len(inconclusive) == 1 and whole.verdict == "inconclusive"
+    assert f"the estimate {whole.observed:.4f} lies below its band" in inconclusive[0]
+    assert "To give the test power" in inconclusive[0]
+    assert any("Miscalibrated." in a and f"p = {arrows_band.p_value:.3f}" in a for a in alerts)
+    assert any("The two tests read differently" in a for a in alerts)
+    assert not any("no sign of miscalibration" in a for a in alerts)
+    assert page.locator("[data-testid='stAlertContentSuccess']").count() == 0
+
+    # The triangle is large and its vertex titles clear the tick labels (issue 11 item 10).
+    text = page.evaluate(TERNARY_TEXT)
+    ticks = {t["text"]: t for t in text["ticks"]}
+    assert set(ticks) == {"0.2", "0.4", "0.6", "0.8"}, "no 0 / 1 labels on the vertices"
+    bottom = sorted((t for t in text["ticks"] if abs(t["y"] - max(u["y"] for u in text["ticks"])) < 2),
+                    key=lambda t: t["x"])
+    side = (bottom[-1]["x"] - bottom[0]["x"]) / 0.6  # labels 0.8 ... 0.2 span 0.6 of an edge
+    assert side > 560, f"the triangle is only {side:.0f} px wide"
+    for title in text["titles"]:
+        assert not any(overlap(title, tick) for tick in text["ticks"]), title
+    page.locator("[data-testid='stPlotlyChart']").first.screenshot(path=str(ARTIFACTS / "simplex-digits-rf.png"))
+    page.screenshot(path=str(ARTIFACTS / "simplex-digits-rf-page.png"), full_page=True)

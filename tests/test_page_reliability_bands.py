@@ -74,3 +74,25 @@ def test_smoothed_curve_overlay_draws_each_models_curve_with_its_smece():
     demo = load_demo(DEFAULT_DEMO)
     smece = cc.smooth_ece(demo.probs, demo.labels)
     assert any(name.startswith(f"{DEFAULT_DEMO}: smoothed") and f"{smece:.3f}" in name for name in names), names
+
+
+def test_lens_table_shows_calib_core_verdicts():
+    """Issue 11 item 2: the canonical lens on a uniform grid of digits_random_forest is inconclusive, not a pass."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["demo"] = "digits_random_forest"
+    at.switch_page(PAGE)
+    at.run()
+    toggle(at, "Canonical / max lens").set_value(True)
+    at.run()
+    assert not at.exception and not at.error
+    frame = at.dataframe[-1].value
+    demo = load_demo("digits_random_forest")
+    expected = cc.lens_estimates(demo.probs, demo.labels, n_resamples=200, n_bootstrap=50, seed=0, n_bins=10,
+                                 min_bin_size=100)
+    for row in expected.rows:
+        shown = frame[(frame.lens == row.lens) & (frame.distance == row.distance)
+                      & (frame.partition == row.partition)].iloc[0]
+        assert (shown["verdict"], shown["verdict_reason"]) == (row.verdict, row.verdict_reason)
+    canonical = frame[(frame.lens == "canonical") & (frame.distance == "tv") & (frame.partition == "uniform")].iloc[0]
+    assert canonical["verdict"] == "inconclusive"
+    assert set(frame["verdict"]) <= set(cc.VERDICTS)

@@ -108,9 +108,11 @@ def test_digits_defaults_show_the_groups_of_the_paper_and_an_overconfident_model
     assert titles(at) == ["0 + 1 + 2", "3 + 4 + 5", "6 + 7 + 8 + 9"]
     assert [w.value for w in at.multiselect] == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
     # Gaussian naive Bayes on digits is far too confident: far above its band.
-    assert "Above the band" in at.warning[0].value
     data = load_demo(state.DEFAULT_DEMO)
     band = cc.consistency_resampling(data.probs, data.labels, cc.CanonicalCE(), 200, seed=0)
+    assert band.verdict == "miscalibrated"
+    shown = unescape(at.warning[0].value)
+    assert shown == f"**Miscalibrated.** {band.verdict_reason}" and "α = 0.05" in shown
     assert f"**{band.lower:.4f}** and **{band.upper:.4f}**" in captions(at)
     assert f"p-value **{band.p_value:.3f}**" in captions(at)
 
@@ -312,3 +314,61 @@ def test_large_models_start_with_100_resamples_so_the_band_keeps_up():
     assert not at.exception and not at.error
     assert at.selectbox(key="keep:simplex.n_resamples").value == 100
     assert "100 consistency resamples" in captions(at)
+
+
+# ----------------------------------------------------------------------------- verdicts (issue 11, item 2)
+
+def unescape(text: str) -> str:
+    return text.replace("\\", "")
+
+
+def test_digits_random_forest_whole_model_is_inconclusive_not_a_pass():
+    """The reported case: canonical_ce 0.2608 below its band showed a green 'no sign of miscalibration'."""
+    at = open_page("digits_random_forest")
+    assert_clean(at)
+    data = load_demo("digits_random_forest")
+    whole = cc.consistency_resampling(data.probs, data.labels, cc.CanonicalCE(), 200, seed=0)
+    view = cc.simplex_reliability(data.probs, data.labels, groups=cc.default_groups(10))
+    arrows_band = cc.consistency_resampling(view.projection.points, view.projection.labels, cc.CanonicalCE(), 200,
+                                            seed=0)
+    assert (whole.verdict, arrows_band.verdict) == ("inconclusive", "miscalibrated")
+    assert not at.success, "no green pass for a test without power"
+    texts = [unescape(box.value) for box in at.info]
+    assert any(t == f"**Inconclusive.** {whole.verdict_reason}" for t in texts), texts
+    assert unescape(at.warning[0].value) == f"**Miscalibrated.** {arrows_band.verdict_reason}"
+    # The two verdicts differ, and the page says so next to them.
+    assert any("The two tests read differently" in t and "inconclusive" in t and "miscalibrated" in t
+               for t in texts)
+    assert "no sign of miscalibration" not in " ".join(texts + captions(at).split())
+
+
+def test_consistent_model_shows_a_consistent_verdict():
+    # A calibrated three-class model: labels drawn from its own predictions.
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet([2, 2, 2], size=3000)
+    labels = cc.sample_labels(probs, seed=2)[0]
+    at = open_with_model(Predictions(probs=probs, labels=labels, class_names=("a", "b", "c")))
+    assert_clean(at)
+    band = cc.consistency_resampling(probs, labels, cc.CanonicalCE(), 200, seed=0)
+    assert band.verdict == "consistent"
+    assert len(at.success) == 1 and unescape(at.success[0].value) == f"**Consistent with calibration.** {band.verdict_reason}"
+
+
+def test_data_dependent_partition_on_three_classes_fills_its_cells():
+    at = open_page("digits_random_forest")
+    next(r for r in at.radio if r.label == "Vertices of the triangle").set_value("classes").run()
+    next(r for r in at.radio if r.label == "Partition").set_value("data_dependent").run()
+    assert_clean(at)
+    data = load_demo("digits_random_forest")
+    rel = cc.simplex_reliability(data.probs, data.labels, classes=(0, 1, 2), partition="data_dependent",
+                                 min_bin_size=100)
+    spec = chart_spec(at)
+    cells = [t for t in spec["data"] if t.get("name") == "cells"]
+    assert cells and all(t["fill"] == "toself" for t in cells)
+    n_polygons = sum(sum(v is None for v in t["a"]) for t in cells)
+    assert n_polygons == rel.table.n_cells
+    (bar,) = [t for t in spec["data"] if t.get("marker", {}).get("showscale")]
+    # The colour scale starts at one row: cells of similar counts (87-91 rows here) must not look empty.
+    assert bar["marker"]["cmin"] == 0.0 and bar["marker"]["cmax"] == pytest.approx(np.log10(rel.table.count.max()))
+    tails, _ = arrows(at)
+    assert tails.shape[0] == rel.table.n_cells

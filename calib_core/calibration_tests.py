@@ -1,0 +1,685 @@
+"""Calibration tests: a p-value for "is this miscalibration real, or noise?".
+
+:func:`calibration_test` runs one of four tests of the null hypothesis that
+the model is calibrated and reads its p-value with the package's single
+verdict rule (:func:`calib_core.verdicts.read_test`, the same rule as
+:attr:`calib_core.ConsistencyResult.verdict`):
+
+``"consistency"``
+    Consistency resampling of any calibration estimator (Vaicenavicius et
+    al. 2019, Section 4.2): labels drawn from the predictions themselves
+    give the estimator's distribution under perfect calibration. Default
+    estimator: the top-label ECE with 15 uniform bins.
+``"skce"``
+    The squared kernel calibration error tests of Widmann, Lindsten &
+    Zachariah (2019): the asymptotic test of the linear-time (block)
+    estimator, normal null with estimated variance (default, O(N)); or the
+    unbiased U-statistic with a consistency-resampled null (O(N^2) per
+    resample, more power).
+``"hosmer_lemeshow"``
+    Hosmer & Lemeshow (1980): 10 groups by deciles of predicted risk,
+    chi-square with g - 2 degrees of freedom (``dof_offset=0``: g, for
+    predictions not fitted on these data; g - 2 then rejects too often).
+``"spiegelhalter"``
+    Spiegelhalter (1986): a standardised Brier-score test, two-sided normal.
+
+The last two are binary tests. A binary problem is tested on P(class 1);
+with K > 2 classes each class is tested one-vs-rest and the K p-values
+are combined by Holm's step-down method (the combined p-value is the
+smallest Holm-adjusted p-value, which equals the Bonferroni bound
+``min(1, K * min_k p_k)``).
+
+References
+----------
+.. [Vaicenavicius2019] Vaicenavicius, J., Widmann, D., Andersson, C., Lindsten, F.,
+   Roll, J. & Schon, T. B. "Evaluating model calibration in classification",
+   AISTATS 2019. Section 4.2 (consistency resampling), eq. (6).
+.. [Widmann2019] Widmann, D., Lindsten, F. & Zachariah, D. "Calibration tests in
+   multi-class classification: A unifying framework", NeurIPS 2019. Section 3
+   (SKCE, its unbiased quadratic and linear estimators), Section 4 (calibration
+   tests: asymptotic normality of the linear estimator, consistency
+   resampling of the quadratic one).
+.. [HosmerLemeshow1980] Hosmer, D. W. & Lemeshow, S. "Goodness of fit tests for the
+   multiple logistic regression model", Communications in Statistics - Theory
+   and Methods 9(10), 1980; Hosmer, Lemeshow & Sturdivant, *Applied Logistic
+   Regression*, 3rd ed. 2013, Section 5.2.2, eq. (5.10).
+.. [Spiegelhalter1986] Spiegelhalter, D. J. "Probabilistic prediction in patient
+   management and clinical trials", Statistics in Medicine 5(5), 1986,
+   eq. (6)-(8) (the standardised Brier score).
+.. [Holm1979] Holm, S. "A simple sequentially rejective multiple test procedure",
+   Scandinavian Journal of Statistics 6(2), 1979.
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from calib_core import kernel
+from calib_core.binning import bin_index
+from calib_core.canonical import CanonicalCE, ConsistencyResult, consistency_resampling
+from calib_core.validation import CalibrationInputError, check_choice, check_positive, check_probs, check_probs_labels
+from calib_core.verdicts import DEFAULT_ALPHA, check_alpha, read_test
+
+__all__ = ["TEST_METHODS", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust",
+           "hosmer_lemeshow", "spiegelhalter_z"]
+
+#: The methods of :func:`calibration_test`.
+TEST_METHODS = ("consistency", "skce", "hosmer_lemeshow", "spiegelhalter")
+
+#: Null distributions of the SKCE test.
+SKCE_NULLS = ("asymptotic", "resampled")
+
+#: Entries of the float64 working arrays of the resampled SKCE null held at once.
+_BLOCK_ELEMENTS = 1 << 21
+
+Seed = int | np.random.Generator | None
+
+
+@dataclass(frozen=True)
+class CalibrationTestResult:
+    """Outcome of :func:`calibration_test`.
+
+    Attributes
+    ----------
+    method : str
+        One of :data:`TEST_METHODS`.
+    statistic : float
+        The test statistic: the estimator's value (``"consistency"``), the
+        SKCE estimate (``"skce"``), the chi-square statistic
+        (``"hosmer_lemeshow"``) or Z (``"spiegelhalter"``). One-vs-rest
+        (K > 2): the statistic of the class with the smallest p-value.
+    p_value : float
+        Small values are evidence of miscalibration. One-vs-rest: the
+        smallest Holm-adjusted p-value of the classes.
+    null_distribution : str
+        How the p-value was obtained (distribution and its parameters).
+    verdict : str
+        ``"miscalibrated"``, ``"consistent"`` or ``"inconclusive"``
+        (:func:`calib_core.verdicts.read_test`).
+    verdict_reason : str
+        One or two sentences saying why.
+    alpha : float
+        Significance level of the verdict.
+    n_samples : int
+        Rows tested.
+    reference : str
+        Paper and equation of the test.
+    classes : tuple of int
+        Classes tested one-vs-rest (``(1,)`` for a binary problem, ``0..K-1``
+        otherwise); empty for the multi-class tests (consistency, SKCE).
+    class_statistics, class_p_values, class_adjusted_p_values : ndarray of shape (len(classes),)
+        Per-class statistic, raw p-value and Holm-adjusted p-value (NaN for
+        a class the test cannot be computed on, which is left out of the
+        adjustment).
+    class_dof : ndarray of shape (len(classes),)
+        Hosmer-Lemeshow degrees of freedom per class (groups formed - 2);
+        empty for the other methods.
+    std_error : float
+        Standard error of the SKCE estimate under the asymptotic test; NaN otherwise.
+    bandwidth : float
+        SKCE kernel bandwidth; NaN for the other methods.
+    consistency : ConsistencyResult or None
+        The resampled null of ``"consistency"`` and of ``"skce"`` with
+        ``null="resampled"`` (band, resampled values, cell occupancy).
+    """
+
+    method: str
+    statistic: float
+    p_value: float
+    null_distribution: str
+    verdict: str
+    verdict_reason: str
+    alpha: float
+    n_samples: int
+    reference: str
+    classes: tuple[int, ...] = ()
+    class_statistics: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    class_p_values: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    class_adjusted_p_values: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    class_dof: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    std_error: float = float("nan")
+    bandwidth: float = float("nan")
+    consistency: ConsistencyResult | None = None
+
+
+# ----------------------------------------------------------------------------
+# Multiple testing
+# ----------------------------------------------------------------------------
+
+def holm_adjust(p_values: ArrayLike) -> NDArray[np.float64]:
+    """Holm's step-down adjusted p-values (NaN entries stay NaN and do not count).
+
+    Parameters
+    ----------
+    p_values : array_like of shape (m,)
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        With the m' finite p-values sorted, :math:`p_{(1)} \\le \\dots \\le p_{(m')}`,
+        :math:`\\tilde p_{(i)} = \\max_{j \\le i} \\min(1, (m' - j + 1) p_{(j)})`
+        (Holm 1979). The smallest equals the Bonferroni bound :math:`\\min(1, m' p_{(1)})`.
+
+    Examples
+    --------
+    >>> holm_adjust([0.01, 0.04, 0.03]).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p_values, dtype=np.float64).ravel()
+    out = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    m = finite.size
+    if m == 0:
+        return out
+    order = finite[np.argsort(p[finite], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Binary tests, vectorised over one-vs-rest columns
+# ----------------------------------------------------------------------------
+
+def _check_binary(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    p = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(labels)
+    if p.ndim != 1 or y.ndim != 1 or p.shape != y.shape or p.size == 0:
+        raise CalibrationInputError(
+            f"`probs` and `labels` must be 1-D arrays of the same length, got shapes {p.shape} and {y.shape}."
+        )
+    if not np.all(np.isfinite(p)) or p.min() < 0 or p.max() > 1:
+        raise CalibrationInputError("`probs` must hold probabilities in [0, 1] (no NaN).")
+    if not np.all((y == 0) | (y == 1)):
+        raise CalibrationInputError("`labels` must be 0 or 1 for a binary test.")
+    return p, y.astype(np.float64)
+
+
+def hosmer_lemeshow(probs: ArrayLike, labels: ArrayLike, n_groups: int = 10,
+                    dof_offset: int = 2) -> tuple[float, float, int]:
+    """Hosmer-Lemeshow statistic, p-value and degrees of freedom of one binary problem.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N,)
+        Predicted probability of the event.
+    labels : array_like of shape (N,)
+        1 for the event, 0 otherwise.
+    n_groups : int, default 10
+        Number g of groups ("deciles of risk").
+    dof_offset : {2, 0}, default 2
+        Degrees of freedom = groups formed - ``dof_offset``.
+
+    Returns
+    -------
+    statistic : float
+    p_value : float
+        ``scipy.stats.chi2.sf(statistic, dof)``; NaN when ``dof < 1``.
+    dof : int
+        Groups formed minus ``dof_offset``.
+
+    Notes
+    -----
+    The rows are sorted by predicted risk and cut into g groups of (as
+    nearly as possible) equal size, the package's equal-mass bins
+    (:func:`calib_core.bin_index` with ``binning="adaptive"``: the runs of
+    ``np.array_split`` of the sorted values, tied values always sharing a
+    group, so fewer than g groups may form). With :math:`n_j` rows,
+    :math:`O_j` observed events and :math:`E_j = \\sum_{i \\in j} p_i`
+    expected events in group j (Hosmer, Lemeshow & Sturdivant 2013, eq. 5.10):
+
+    .. math:: \\hat C = \\sum_{j=1}^{g} \\frac{(O_j - E_j)^2}{E_j (1 - E_j / n_j)}
+              \\sim \\chi^2_{g-2}.
+
+    A group with :math:`E_j \\in \\{0, n_j\\}` adds 0 if :math:`O_j = E_j`
+    and makes the statistic infinite otherwise (an event predicted
+    impossible happened). The g - 2 degrees of freedom are the convention of
+    the original paper for a logistic model fitted on the same data. For
+    predictions evaluated on data they were not fitted on, g degrees of
+    freedom (``dof_offset=0``) are the reference (Hosmer, Lemeshow &
+    Sturdivant 2013, Section 5.2.2, on validation samples): with g - 2 the
+    test rejects too often there (measured in ``tests/test_calibration_tests.py``:
+    about 0.10-0.12 at alpha = 0.05 for N = 300-1000 calibrated rows, against
+    about 0.05 with g).
+
+    Examples
+    --------
+    Ten groups of 20 rows whose events match their expected counts exactly:
+
+    >>> p = np.repeat(np.linspace(0.05, 0.95, 10), 20)
+    >>> y = (np.arange(200) % 20 < np.round(p * 20)).astype(int)
+    >>> stat, pv, dof = hosmer_lemeshow(p, y)
+    >>> round(stat, 6), dof
+    (0.0, 8)
+    """
+    p, y = _check_binary(probs, labels)
+    n_groups, dof_offset = _check_groups(n_groups, dof_offset)
+    stat, pv, dof = _hosmer_lemeshow_columns(p[:, None], y[:, None], n_groups, dof_offset)
+    return float(stat[0]), float(pv[0]), int(dof[0])
+
+
+def _check_groups(n_groups: object, dof_offset: object) -> tuple[int, int]:
+    if isinstance(n_groups, bool) or not isinstance(n_groups, numbers.Integral) or n_groups < 3:
+        raise CalibrationInputError(f"`n_groups` must be a whole number >= 3, got {n_groups!r}.")
+    if isinstance(dof_offset, bool) or dof_offset not in (0, 2):
+        raise CalibrationInputError(f"`dof_offset` must be 2 (model fitted on these data) or 0, got {dof_offset!r}.")
+    return int(n_groups), int(dof_offset)
+
+
+def _hosmer_lemeshow_columns(p: NDArray[np.float64], y: NDArray[np.float64], n_groups: int,
+                             dof_offset: int = 2) -> tuple[NDArray, NDArray, NDArray]:
+    """Hosmer-Lemeshow for each column of (N, C) risks and 0/1 outcomes."""
+    n_cols = p.shape[1]
+    statistic, p_value, dof = np.empty(n_cols), np.empty(n_cols), np.empty(n_cols)
+    for c in range(n_cols):
+        group = bin_index(p[:, c], n_groups, "adaptive")
+        size = np.bincount(group, minlength=n_groups).astype(np.float64)
+        observed = np.bincount(group, weights=y[:, c], minlength=n_groups)
+        expected = np.bincount(group, weights=p[:, c], minlength=n_groups)
+        keep = size > 0
+        size, observed, expected = size[keep], observed[keep], expected[keep]
+        denominator = expected * (1.0 - expected / size)
+        gap = (observed - expected) ** 2
+        degenerate = denominator <= 1e-12 * size
+        terms = np.where(degenerate, np.where(gap <= 1e-18, 0.0, np.inf), gap / np.where(degenerate, 1.0, denominator))
+        statistic[c] = float(terms.sum())
+        dof[c] = keep.sum() - dof_offset
+        p_value[c] = float(stats.chi2.sf(statistic[c], dof[c])) if dof[c] >= 1 else np.nan
+    return statistic, p_value, dof
+
+
+def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike) -> tuple[float, float]:
+    """Spiegelhalter's Z statistic and its two-sided p-value for one binary problem.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N,)
+        Predicted probability of the event.
+    labels : array_like of shape (N,)
+        1 for the event, 0 otherwise.
+
+    Returns
+    -------
+    z : float
+    p_value : float
+        ``2 * scipy.stats.norm.sf(abs(z))``; NaN when the variance is 0
+        (every prediction 0, 1/2 or 1).
+
+    Notes
+    -----
+    Under calibration the Brier score :math:`B = \\frac1N \\sum_i (y_i - p_i)^2`
+    has mean :math:`\\frac1N \\sum_i p_i(1 - p_i)` and variance
+    :math:`\\frac1{N^2} \\sum_i (1 - 2p_i)^2 p_i (1 - p_i)`; standardising
+    gives (Spiegelhalter 1986, eq. 6-8)
+
+    .. math:: Z = \\frac{\\sum_i (y_i - p_i)(1 - 2 p_i)}
+                       {\\sqrt{\\sum_i (1 - 2 p_i)^2\\, p_i (1 - p_i)}} \\sim N(0, 1).
+
+    Examples
+    --------
+    >>> z, p = spiegelhalter_z([0.2, 0.7, 0.9], [0, 1, 0])
+    >>> round(z, 4)
+    1.2443
+    """
+    p, y = _check_binary(probs, labels)
+    z, pv = _spiegelhalter_columns(p[:, None], y[:, None])
+    return float(z[0]), float(pv[0])
+
+
+def _spiegelhalter_columns(p: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[NDArray, NDArray]:
+    slope = 1.0 - 2.0 * p
+    numerator = np.sum((y - p) * slope, axis=0)
+    variance = np.sum(slope ** 2 * p * (1.0 - p), axis=0)
+    positive = variance > 0
+    z = np.full(p.shape[1], np.nan)
+    z[positive] = numerator[positive] / np.sqrt(variance[positive])
+    p_value = np.where(positive, 2.0 * stats.norm.sf(np.abs(np.nan_to_num(z))), np.nan)
+    return z, p_value
+
+
+# ----------------------------------------------------------------------------
+# SKCE: linear-time asymptotic test and the resampled U-statistic
+# ----------------------------------------------------------------------------
+
+def _skce_bandwidth(probs: NDArray[np.float64], bandwidth: float | None) -> float:
+    if bandwidth is None:
+        return float(kernel.median_heuristic(probs))
+    return check_positive(bandwidth, "bandwidth")
+
+
+@dataclass(frozen=True)
+class UnbiasedSKCE:
+    """The unbiased (quadratic) SKCE estimator with a fixed bandwidth, as an estimator object.
+
+    Calling it is ``calib_core.skce(probs, labels, bandwidth, "unbiased")``;
+    :meth:`draw_evaluator` evaluates it for whole blocks of label vectors
+    of fixed predictions, which :func:`calib_core.consistency_resampling`
+    uses for the resampled null of :func:`calibration_test`.
+
+    Parameters
+    ----------
+    bandwidth : float
+        Width of the kernel ``exp(-||p - q||_2 / bandwidth) * I``.
+
+    Examples
+    --------
+    >>> est = UnbiasedSKCE(1.0)
+    >>> p = [[0.8, 0.2], [0.3, 0.7], [0.5, 0.5]]
+    >>> bool(np.isclose(est.evaluate_draws(p, [[1, 0, 0]])[0], est(p, [1, 0, 0])))
+    True
+    """
+
+    bandwidth: float
+
+    def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
+        from calib_core.kernel import skce
+
+        return skce(probs, labels, self.bandwidth, "unbiased")
+
+    def evaluate_draws(self, probs: ArrayLike, label_draws: ArrayLike) -> NDArray[np.float64]:
+        """The estimate for each row of ``label_draws`` (shape (B, N))."""
+        return self.draw_evaluator(probs)(label_draws)
+
+    def draw_evaluator(self, probs: ArrayLike) -> Callable[[ArrayLike], NDArray[np.float64]]:
+        """A function of label draws (B, N) -> (B,) estimates for fixed predictions.
+
+        Notes
+        -----
+        With the kernel matrix :math:`W` (zero diagonal) and residuals
+        :math:`R = \\mathrm{onehot}(y) - P`,
+        :math:`\\sum_{i \\ne j} W_{ij} \\langle R_i, R_j \\rangle
+        = \\sum_{i \\ne j} W_{ij} [y_i = y_j] - 2 \\sum_i (WP)_{i, y_i} + \\sum_{i \\ne j} W_{ij} \\langle P_i, P_j\\rangle`.
+        Only the first term needs the draws in a product with :math:`W`:
+        one (rows x N) @ (N x draws*K) matrix product per row block and
+        block of draws, O(N^2 K) per draw.
+        """
+        probs = check_probs(probs)
+        n, k = probs.shape
+        if n < 2:
+            raise CalibrationInputError(f"the SKCE needs at least 2 rows, `probs` has {n}.")
+        bandwidth = check_positive(self.bandwidth, "bandwidth")
+        row_block = max(1, _BLOCK_ELEMENTS // n)
+        blocks = [(s, min(n, s + row_block)) for s in range(0, n, row_block)]
+        squared_norms = np.sum(probs ** 2, axis=1)
+
+        def weights(start: int, stop: int) -> NDArray[np.float64]:
+            sq = squared_norms[start:stop, None] + squared_norms[None, :] - 2.0 * probs[start:stop] @ probs.T
+            w = np.exp(np.maximum(-np.sqrt(np.maximum(sq, 0.0)) / bandwidth, kernel.EXP_FLOOR))
+            w[np.arange(stop - start), np.arange(start, stop)] = 0.0
+            return w
+
+        wp = np.empty((n, k))
+        constant = 0.0
+        for start, stop in blocks:
+            w = weights(start, stop)
+            wp[start:stop] = w @ probs
+            constant += float(np.sum(probs[start:stop] * wp[start:stop]))
+        scale = 1.0 / (n * (n - 1))
+
+        def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
+            draws = np.asarray(label_draws)
+            if draws.ndim != 2 or draws.shape[1] != n:
+                raise CalibrationInputError(f"`label_draws` must have shape (B, {n}), got {draws.shape}.")
+            if not np.issubdtype(draws.dtype, np.integer) or (draws.size and (draws.min() < 0 or draws.max() >= k)):
+                raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{k - 1}.")
+            draws = draws.astype(np.intp)
+            n_draws = draws.shape[0]
+            rows = np.arange(n)
+            cross = wp[rows[None, :], draws].sum(axis=1)  # sum_i (WP)_{i, y_i} per draw
+            same = np.zeros(n_draws)
+            draw_block = max(1, _BLOCK_ELEMENTS // (n * k))
+            for d0 in range(0, n_draws, draw_block):
+                chunk = draws[d0:d0 + draw_block]
+                b = chunk.shape[0]
+                onehot = np.zeros((n, b * k))
+                onehot[rows[:, None], np.arange(b)[None, :] * k + chunk.T] = 1.0
+                for start, stop in blocks:
+                    product = (weights(start, stop) @ onehot).reshape(stop - start, b, k)
+                    picked = np.take_along_axis(product, chunk.T[start:stop, :, None], axis=2)[..., 0]
+                    same[d0:d0 + b] += picked.sum(axis=0)
+            return scale * (same - 2.0 * cross + constant)
+
+        return evaluate
+
+
+def _skce_asymptotic(probs: NDArray[np.float64], labels: NDArray[np.intp], bandwidth: float,
+                     rng: np.random.Generator) -> tuple[float, float, float, int]:
+    """Linear-time SKCE on randomly paired rows: estimate, standard error, one-sided p-value, pairs."""
+    n = probs.shape[0]
+    order = rng.permutation(n)
+    m = n // 2
+    first, second = order[0:2 * m:2], order[1:2 * m:2]
+    residual = -probs.copy()
+    residual[np.arange(n), labels] += 1.0
+    distance = np.sqrt(np.sum((probs[first] - probs[second]) ** 2, axis=1))
+    terms = np.exp(-distance / bandwidth) * np.einsum("ij,ij->i", residual[first], residual[second])
+    estimate = float(terms.mean())
+    std_error = float(terms.std(ddof=1) / np.sqrt(m))
+    if std_error > 0:
+        p_value = float(stats.norm.sf(estimate / std_error))
+    else:
+        p_value = 1.0 if estimate <= 0 else 0.0
+    return estimate, std_error, p_value, m
+
+
+# ----------------------------------------------------------------------------
+# calibration_test
+# ----------------------------------------------------------------------------
+
+_REFERENCES = {
+    "consistency": "Vaicenavicius et al. 2019, Section 4.2 (consistency resampling)",
+    "skce": "Widmann, Lindsten & Zachariah 2019, Sections 3-4",
+    "hosmer_lemeshow": "Hosmer & Lemeshow 1980; Hosmer, Lemeshow & Sturdivant 2013, eq. (5.10)",
+    "spiegelhalter": "Spiegelhalter 1986, eq. (6)-(8)",
+}
+
+_TEST_NAMES = {
+    "hosmer_lemeshow": "Hosmer-Lemeshow test",
+    "spiegelhalter": "Spiegelhalter's Z test",
+}
+
+
+def _estimator_name(estimator: object) -> str:
+    name = getattr(estimator, "__name__", None)
+    if name:
+        return str(name)
+    func = getattr(estimator, "func", None)  # functools.partial
+    if func is not None:
+        keywords = ", ".join(f"{k}={v!r}" for k, v in getattr(estimator, "keywords", {}).items())
+        return f"{getattr(func, '__name__', repr(func))}({keywords})"
+    return repr(estimator)
+
+
+def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consistency", *,
+                     alpha: float = DEFAULT_ALPHA, seed: Seed = None, n_resamples: int = 1000,
+                     estimator: Callable[[NDArray, NDArray], float] | None = None, null: str | None = None,
+                     bandwidth: float | None = None, n_groups: int = 10,
+                     dof_offset: int = 2) -> CalibrationTestResult:
+    """Test the hypothesis that the model is calibrated; a p-value and a verdict.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    method : {"consistency", "skce", "hosmer_lemeshow", "spiegelhalter"}, default "consistency"
+    alpha : float, default 0.05
+        Significance level of the verdict, in (0, 0.5].
+    seed : int or numpy.random.Generator, optional
+        Randomness of the resampled nulls and of the SKCE pairing.
+    n_resamples : int, default 1000
+        Consistency resamples (``"consistency"``, ``"skce"`` with ``null="resampled"``).
+    estimator : callable, optional
+        ``"consistency"`` only: ``estimator(probs, labels) -> float``, any
+        calibration estimator (e.g. ``functools.partial(cc.ece, n_bins=10)``
+        or a :class:`calib_core.CanonicalCE`). Default: the top-label ECE
+        with 15 uniform bins, as ``CanonicalCE(lens="max", n_bins=15)``,
+        which equals ``cc.ece(probs, labels, n_bins=15)`` and also reports
+        its bins' occupancy.
+    null : {"asymptotic", "resampled"}, optional
+        ``"skce"`` only. ``"asymptotic"`` (default): the linear-time block
+        estimator on randomly paired rows, normal null with estimated
+        variance, O(N). ``"resampled"``: the unbiased U-statistic with a
+        consistency-resampled null, O(N^2 K) per resample.
+    bandwidth : float, optional
+        ``"skce"`` only: kernel width; default the median heuristic
+        (:func:`calib_core.kernel.median_heuristic`, which depends on the
+        predictions only, so it is the same under every resample).
+    n_groups : int, default 10
+        ``"hosmer_lemeshow"`` only: the number of risk groups g.
+    dof_offset : {2, 0}, default 2
+        ``"hosmer_lemeshow"`` only: degrees of freedom = g - ``dof_offset``.
+        2 is Hosmer & Lemeshow's convention (a model fitted on these data);
+        0 suits predictions evaluated on new data, where g - 2 rejects too
+        often (:func:`hosmer_lemeshow`).
+
+    Returns
+    -------
+    CalibrationTestResult
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid predictions, labels or options, an option given to a method
+        that does not use it, or a binary test that cannot be computed for
+        any class.
+
+    Notes
+    -----
+    **consistency** (Vaicenavicius et al. 2019, Section 4.2): labels are drawn
+    from the predictions, :math:`\\tilde y_i \\sim g(x_i)`, and the
+    estimator recomputed; ``p = (1 + #{b: T_b >= T}) / (1 + B)``. The verdict
+    is :attr:`calib_core.ConsistencyResult.verdict` (an estimate below its
+    band, or bins that mostly hold fewer than 5 rows, is inconclusive).
+
+    **skce** (Widmann et al. 2019). With residuals
+    :math:`e_i = \\mathrm{onehot}(y_i) - p_i` and
+    :math:`h_{ij} = \\exp(-\\|p_i - p_j\\|/\\nu) \\langle e_i, e_j \\rangle`,
+    :math:`\\mathrm{SKCE} = E[h_{ij}] = 0` iff the model is calibrated
+    (for this characteristic kernel). The linear estimator
+    :math:`\\widehat{\\mathrm{SKCE}}_{ul} = \\frac1m \\sum_{i=1}^m h_{2i-1, 2i}`
+    averages :math:`m = \\lfloor N/2 \\rfloor` independent terms, so
+    :math:`\\sqrt m\\, \\widehat{\\mathrm{SKCE}}_{ul} / \\hat\\sigma \\to N(0, 1)`
+    under calibration, and the test rejects for large values
+    (one-sided; ``p = norm.sf(estimate / std_error)``,
+    ``std_error = sd(h, ddof=1) / sqrt(m)``). The rows are paired after a
+    seeded random permutation: under calibration the labels are independent
+    given the predictions, so any pairing gives mean-zero terms, but a
+    pairing of neighbouring rows in a file sorted by label would not. The
+    quadratic U-statistic :math:`\\widehat{\\mathrm{SKCE}}_{uq}` is
+    degenerate under the null (not normal), so its null distribution is
+    obtained by consistency resampling (:class:`UnbiasedSKCE`).
+
+    **hosmer_lemeshow** and **spiegelhalter**: see :func:`hosmer_lemeshow`
+    and :func:`spiegelhalter_z`. Binary problems (K = 2) are tested on
+    P(class 1) (testing class 0 gives the same statistic). For K > 2 each
+    class k is tested on ``probs[:, k]`` against ``labels == k`` and the K
+    p-values are adjusted by Holm's method (:func:`holm_adjust`); the
+    reported p-value, the smallest adjusted one, controls the family-wise
+    error rate at ``alpha`` without assuming the K tests independent.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> p1 = rng.uniform(0.05, 0.95, 2000)
+    >>> y = (rng.uniform(size=2000) < p1).astype(int)
+    >>> res = calibration_test(np.column_stack([1 - p1, p1]), y, "spiegelhalter")
+    >>> res.verdict
+    'consistent'
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    method = check_choice(method, "method", TEST_METHODS)
+    alpha = check_alpha(alpha)
+    n_rows, n_classes = probs.shape
+    if estimator is not None and method != "consistency":
+        raise CalibrationInputError(f"`estimator` is only used with method='consistency', not {method!r}.")
+    if null is not None and method != "skce":
+        raise CalibrationInputError(f"`null` is only used with method='skce', not {method!r}.")
+    if bandwidth is not None and method != "skce":
+        raise CalibrationInputError(f"`bandwidth` is only used with method='skce', not {method!r}.")
+    if (n_groups != 10 or dof_offset != 2) and method != "hosmer_lemeshow":
+        raise CalibrationInputError(
+            f"`n_groups` and `dof_offset` are only used with method='hosmer_lemeshow', not {method!r}.")
+    reference = _REFERENCES[method]
+
+    if method == "consistency":
+        if estimator is None:
+            estimator, name = CanonicalCE(lens="max", n_bins=15), "top-label ECE (15 uniform bins)"
+        else:
+            name = _estimator_name(estimator)
+        result = consistency_resampling(probs, labels, estimator, n_resamples, seed, alpha=alpha)
+        null_text = (f"consistency resampling of {name}: {result.n_resamples:,} label vectors drawn from the "
+                     f"predictions; 5%-95% band {result.lower:.4g}-{result.upper:.4g}, mean "
+                     f"{result.resampled_mean:.4g}")
+        return CalibrationTestResult(method, result.observed, result.p_value, null_text, result.verdict,
+                                     result.verdict_reason, alpha, n_rows, reference, consistency=result)
+
+    if method == "skce":
+        null = "asymptotic" if null is None else check_choice(null, "null", SKCE_NULLS)
+        if n_rows < 4:
+            raise CalibrationInputError(f"the SKCE test needs at least 4 rows, got {n_rows}.")
+        width = _skce_bandwidth(probs, bandwidth)
+        rng = np.random.default_rng(seed)
+        if null == "asymptotic":
+            estimate, std_error, p_value, m = _skce_asymptotic(probs, labels, width, rng)
+            null_text = (f"normal with mean 0 and standard deviation {std_error:.3g} (asymptotic null of the "
+                         f"linear-time SKCE estimator over {m:,} random pairs of rows, bandwidth {width:.3g})")
+            reading = read_test(p_value, alpha, test="SKCE test (linear-time, asymptotic)")
+            return CalibrationTestResult(method, estimate, p_value, null_text, reading.verdict, reading.reason,
+                                         alpha, n_rows, reference, std_error=std_error, bandwidth=width)
+        result = consistency_resampling(probs, labels, UnbiasedSKCE(width), n_resamples, rng, alpha=alpha)
+        null_text = (f"consistency resampling of the unbiased SKCE U-statistic: {result.n_resamples:,} label "
+                     f"vectors drawn from the predictions (bandwidth {width:.3g}); 5%-95% band "
+                     f"{result.lower:.3g}-{result.upper:.3g}")
+        return CalibrationTestResult(method, result.observed, result.p_value, null_text, result.verdict,
+                                     result.verdict_reason.replace("consistency resampling",
+                                                                   "SKCE test (U-statistic, resampled)", 1),
+                                     alpha, n_rows, reference, bandwidth=width, consistency=result)
+
+    # Binary tests: P(class 1) for K = 2, one-vs-rest for K > 2.
+    classes = (1,) if n_classes == 2 else tuple(range(n_classes))
+    columns = probs[:, list(classes)]
+    outcomes = (labels[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
+    dof = np.empty(0)
+    if method == "hosmer_lemeshow":
+        n_groups, dof_offset = _check_groups(n_groups, dof_offset)
+        statistic, raw, dof = _hosmer_lemeshow_columns(columns, outcomes, n_groups, dof_offset)
+        if np.all(dof == n_groups - dof_offset):
+            null_text = (f"chi-square with g - {dof_offset} = {n_groups - dof_offset} degrees of freedom "
+                         f"(g = {n_groups} groups by predicted risk)")
+        else:
+            low, high = int(np.min(dof)), int(np.max(dof))
+            span = str(high) if low == high else f"{low}-{high} by class"
+            null_text = (f"chi-square with (groups formed - {dof_offset}) = {span} degrees of freedom ({n_groups} groups "
+                         "by predicted risk requested; tied risks share a group, so fewer formed)")
+    else:
+        statistic, raw = _spiegelhalter_columns(columns, outcomes)
+        null_text = "standard normal, two-sided"
+    computable = np.isfinite(raw)
+    if not computable.any():
+        why = ("fewer than 3 distinct predicted risks" if method == "hosmer_lemeshow"
+               else "every prediction is 0, 1/2 or 1, so Z has no variance")
+        raise CalibrationInputError(f"the {_TEST_NAMES[method]} cannot be computed here: {why}.")
+    adjusted = holm_adjust(raw)
+    best = int(np.nanargmin(adjusted))
+    p_value = float(adjusted[best])
+    note = ""
+    if len(classes) > 1:
+        m = int(computable.sum())
+        flagged = [classes[i] for i in np.flatnonzero(adjusted < alpha)]
+        null_text += f"; one-vs-rest for each of {m} classes, Holm-adjusted (the smallest adjusted p-value)"
+        note = (f"One test per class ({m} one-vs-rest tests): the p-value is the smallest Holm-adjusted one "
+                f"(= Bonferroni, min(1, {m} × smallest p)), so the chance of a false alarm over all classes "
+                f"stays at α")
+        note += (f"; classes with adjusted p < α: {', '.join(map(str, flagged))}." if flagged else ".")
+        skipped = [classes[i] for i in np.flatnonzero(~computable)]
+        if skipped:
+            note += f" Not testable (left out): class {', '.join(map(str, skipped))}."
+    reading = read_test(p_value, alpha, test=_TEST_NAMES[method], note=note)
+    return CalibrationTestResult(method, float(statistic[best]), p_value, null_text, reading.verdict,
+                                 reading.reason, alpha, n_rows, reference, classes, statistic, raw, adjusted,
+                                 dof)
