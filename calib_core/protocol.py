@@ -503,7 +503,7 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
                     f"recalibrated prediction comes from a map fitted on the other {n_folds - 1} folds "
                     f"(about {n_fit - n_fit // n_folds:,} rows); metrics use all {n_fit:,} out-of-fold predictions.")
     if split_description:
-        protocol += f" Sets: {split_description}."
+        protocol += f" How the rows were split: {split_description}."
 
     before_values = {key: float(function(before, labels_eval)) for key, _, function in resolved_metrics}
     rows, after, models = [], {}, {}

@@ -2,7 +2,6 @@
 import re
 import time
 
-import pandas as pd
 import streamlit as st
 
 from calib_core import CalibrationInputError
@@ -13,6 +12,7 @@ from studio.figures import reliability_figure
 from studio.figures_recalibration import change_figure, gce_rank_figure, temperature_surface_figure
 from studio.figures_simplex import simplex_figure
 from studio.layout import default
+from studio.text import literal
 
 SCHEME_LABELS = {
     "split_column": "Calibration / test split (the file's split column)",
@@ -21,7 +21,6 @@ SCHEME_LABELS = {
 }
 FOLD_CHOICES = [2, 3, 5, 10]
 SURFACE_LAYOUTS = {"relative": "one chart (each curve ÷ its minimum)", "panels": "one panel per metric"}
-BEST_STYLE = "background-color: #c7e9c0; color: #00441b"
 ALPHA = 0.05
 
 
@@ -31,19 +30,6 @@ def method_label(name: str) -> str:
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
-
-
-def protocol_caption(sentence: str) -> None:
-    st.caption(f":material/rule: **Protocol:** {sentence}")
-
-
-def styled_summary(matrix: pd.DataFrame, best: dict[str, list[str]]):
-    """The summary matrix with the best method per metric highlighted."""
-    styler = matrix.style.format("{:.4f}").format("{:+.1%}", subset=["Δ accuracy"])
-    for key, winners in best.items():
-        label = cr.metric_label(key)
-        styler = styler.map(lambda _: BEST_STYLE, subset=pd.IndexSlice[winners, [label]])
-    return styler
 
 
 def interval_text(n_boot: int, seed: int, n_rows: int) -> str:
@@ -117,7 +103,8 @@ if cr.CAUTIONARY in methods:
     st.info(f"**{cr.CAUTIONARY}** is a cautionary baseline (Gruber & Buettner 2022, appendix E.1): it replaces "
             "every prediction by the label frequencies of its predicted class, so it is calibrated by construction "
             "while all sharpness within a predicted class is lost. It wins on calibration errors and loses on the "
-            "Brier score and NLL; it is never recommended below.", icon=":material/science:")
+            "Brier score and NLL; it is shown for comparison, never recommended or marked best below.",
+            icon=":material/science:")
 
 protocol = cr.Protocol(scheme, float(test_fraction), seed, int(n_folds), bool(in_sample))
 
@@ -138,7 +125,7 @@ with status:
 
     def on_progress(model_name: str, method: str, index: int, total: int) -> None:
         if index < total:
-            bar.progress(index / total, text=f"{model_name}: fitting {method} ({index + 1} of {total})")
+            bar.progress(index / total, text=f"{literal(model_name)}: fitting {method} ({index + 1} of {total})")
         else:
             bar.progress(1.0, text=f"All {total} fits done.")
 
@@ -148,9 +135,9 @@ with status:
     for model_name, fits in all_fits.items():
         for method, fit in fits.items():
             if fit.ok:
-                st.markdown(f":material/check: {model_name} · {method}: fitted in {fit.fit_seconds:.2f} s")
+                st.markdown(f":material/check: {literal(model_name)} · {method}: fitted in {fit.fit_seconds:.2f} s")
             else:
-                st.markdown(f":material/warning: {model_name} · {method}: could not be fitted")
+                st.markdown(f":material/warning: {literal(model_name)} · {method}: could not be fitted")
 n_failed = sum(not f.ok for fits in all_fits.values() for f in fits.values())
 status.update(label=f"Fitted {len(methods)} method(s) on {len(all_fits)} model(s) in {elapsed:.2f} s"
               + (f" ({n_failed} failed, see below)" if n_failed else "") + " · per-method times inside",
@@ -159,7 +146,7 @@ status.update(label=f"Fitted {len(methods)} method(s) on {len(all_fits)} model(s
 results = {}
 for view in models:
     if view.name in problems:
-        st.error(f"**{view.name}**: the rows cannot be split for this protocol: {problems[view.name]} "
+        st.error(f"{literal(view.name)}: the rows cannot be split for this protocol: {problems[view.name]} "
                  "Choose another protocol above (a random split, or fewer folds).", icon=":material/error:")
         continue
     used, _ = cr.effective_protocol(view.predictions, protocol)
@@ -174,11 +161,12 @@ for view in models:
                           if n and cr.bootstrap_seconds(ev, n, len(ok)) <= cr.BOOT_BUDGET_SECONDS]
             advice = (f"Choose {max(affordable):,} resamples or fewer" if affordable
                       else "Choose fewer methods, or no resamples")
-            boot_note = (f"Bootstrap intervals for {view.name} skipped: {n_boot:,} resamples would take about "
-                         f"{predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. {advice} to get them.")
+            boot_note = (f"Bootstrap intervals for {literal(view.name)} skipped: {n_boot:,} resamples would take "
+                         f"about {predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. {advice} to get "
+                         "them.")
         else:
             interval_table = layout.run_with_progress(
-                f"{view.name}: bootstrap intervals",
+                f"{literal(view.name)}: bootstrap intervals",
                 lambda report, ev=ev, view=view, ok=ok: cr.intervals(view.fingerprint, ev, ok, n_boot=int(n_boot),
                                                                      seed=seed, alpha=ALPHA, on_progress=report))
     table = cr.results_table(ev, fits, interval_table)
@@ -189,13 +177,18 @@ if not results:
     st.stop()
 
 # ----------------------------------------------------------------------------- verdicts
+# Each model's protocol is stated once, here; every table and chart below is on its evaluation rows.
 st.subheader("Verdict")
 for name, (view, ev, fits, table, sentence, boot_note) in results.items():
     st.markdown(cr.verdict(name, table))
     if sentence:
-        protocol_caption(sentence)
+        st.info(f"**Protocol:** {sentence} Every number and chart below is on these evaluation rows.",
+                icon=":material/rule:")
+    for note in notes.get(name, []):
+        st.info(note, icon=":material/shuffle:")
 st.caption("Recommended: among the methods that lower the ECE without raising the Brier score (a proper score, "
-           "so sharpness counts too), the one with the lowest Brier score on the evaluation rows.")
+           "so sharpness counts too), the one with the lowest Brier score on the evaluation rows"
+           + (f"; never {cr.CAUTIONARY}, a baseline." if cr.CAUTIONARY in methods else "."))
 
 # ----------------------------------------------------------------------------- one model in detail
 names = list(results)
@@ -208,48 +201,38 @@ view, ev, fits, table, sentence, boot_note = results[chosen]
 predictions = view.predictions
 ok_methods = [name for name, fit in fits.items() if fit.ok]
 
-for note in notes.get(chosen, []):
-    st.info(note, icon=":material/shuffle:")
 for note in ev.notes:
     st.warning(note, icon=":material/warning:")
 for name, fit in fits.items():
     if not fit.ok:
         (st.warning if fit.severity == "warning" else st.error)(
-            f"**{name}** could not be fitted on {chosen}: {fit.message} Remove it from the methods or change the "
-            "protocol.", icon=":material/warning:")
+            f"**{name}** could not be fitted on {literal(chosen)}: {fit.message} Remove it from the methods or "
+            "change the protocol.", icon=":material/warning:")
 if boot_note:
     st.warning(boot_note, icon=":material/timer:")
 if not ok_methods:
-    st.error(f"No method could be fitted on {chosen}. Choose other methods or another protocol.",
+    st.error(f"No method could be fitted on {literal(chosen)}. Choose other methods or another protocol.",
              icon=":material/error:")
     st.stop()
 if ev.input == "probs":
-    st.caption(f"{chosen} has probabilities only (no logits): methods that work on logits use log-probabilities, "
-               "the logits up to a constant per row (exact zeros count as log(tiny) ≈ −708).")
+    st.caption(f"{literal(chosen)} has probabilities only (no logits): methods that work on logits use "
+               "log(p + 10⁻¹²), the logits up to a constant per row; an exact zero counts as log(10⁻¹²) ≈ −27.6, "
+               "as in scikit-learn's temperature scaling.")
 
-st.subheader(f"Before and after: {chosen}")
-st.info(f"**Protocol:** {sentence}", icon=":material/rule:")
+st.subheader(f"Before and after: {literal(chosen)}")
 matrix = cr.summary_matrix(ev, table)
 best = cr.best_methods(table)
-st.dataframe(styled_summary(matrix, best), width="stretch")
-st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows (15 uniform bins for the binned errors). "
-           "Green: the best method per metric (lowest; highest accuracy); the cautionary baseline is not eligible. "
-           f"First row: {cr.BEFORE.lower()}.")
+st.dataframe(cr.styled_summary(matrix, best), width="stretch")
+st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows (15 uniform bins for the binned errors); first "
+           f"row: {cr.BEFORE.lower()}. {cr.best_note(ok_methods)}"
+           + (f" {cr.MISSING}: could not be computed." if matrix.isna().any().any() else ""))
 
-protocol_caption(sentence)
-details = table.drop(columns=["key"])
-number = st.column_config.NumberColumn
-st.dataframe(details, hide_index=True, width="stretch", column_config={
-    "method": "Method", "metric": "Metric",
-    "before": number("Before", format="%.4f"), "before_low": number("low", format="%.4f"),
-    "before_high": number("high", format="%.4f"), "after": number("After", format="%.4f"),
-    "after_low": number("low", format="%.4f"), "after_high": number("high", format="%.4f"),
-    "delta": number("Change", format="%+.4f"), "delta_low": number("low", format="%+.4f"),
-    "delta_high": number("high", format="%+.4f"), "fit_seconds": number("Fit s", format="%.2f"),
-})
-st.caption(interval_text(int(n_boot) if not boot_note else 0, seed, ev.labels.size))
+st.dataframe(cr.styled_details(table), hide_index=True, width="stretch", column_config=cr.DETAIL_LABELS)
+intervals_missing = table[cr.INTERVAL_COLUMNS].isna()
+st.caption(interval_text(int(n_boot) if not boot_note else 0, seed, ev.labels.size)
+           + (f" {cr.MISSING}: no interval (the resampled values were not finite)."
+              if intervals_missing.any().any() and not intervals_missing.all().all() else ""))
 
-protocol_caption(sentence)
 st.plotly_chart(change_figure(table, keys=cr.PROBABILITY_SCALE_KEYS,
                               colors={m: i for i, m in enumerate(ok_methods)},
                               title="Change of each calibration error (after − before)"),
@@ -269,7 +252,6 @@ after_probs = fits[diagram_method].probs
 before_table = cr.reliability(ev.before, ev.labels, (*key_base, cr.BEFORE), int(n_bins), binning)
 after_table = cr.reliability(after_probs, ev.labels, (*key_base, diagram_method), int(n_bins), binning)
 after_name = f"After: {diagram_method}"
-protocol_caption(sentence)
 st.plotly_chart(reliability_figure({"Before": before_table, after_name: after_table}, layout="side_by_side",
                                    colors={"Before": 0, after_name: 2}),
                 theme=None, key="recal_reliability")
@@ -278,7 +260,6 @@ st.caption("Top-label reliability: each point is a bin's mean confidence against
 
 # ----------------------------------------------------------------------------- simplex
 st.subheader("Simplex view, before and after")
-protocol_caption(sentence)
 class_names = tuple(predictions.class_names) or tuple(str(k) for k in range(predictions.n_classes))
 left, right = st.columns(2)
 for column, label, probs, key in ((left, "Before", ev.before, cr.BEFORE), (right, after_name, after_probs,
@@ -292,9 +273,9 @@ for column, label, probs, key in ((left, "Before", ev.before, cr.BEFORE), (right
         figure = simplex_figure(simplex_view, class_names=class_names, title=label)
         figure.update_layout(height=430)
         st.plotly_chart(figure, theme=None, key=f"recal_simplex_{slug(label)}")
-st.caption("Canonical calibration of the whole distribution (Vaicenavicius et al. 2019): the classes summed into "
-           "three groups, one arrow per cell from the mean prediction to the observed frequencies. Short arrows: "
-           "calibrated. More on the Simplex page.")
+st.caption(f"Canonical calibration of the whole distribution (Vaicenavicius et al. 2019) on the {ev.labels.size:,} "
+           "evaluation rows: the classes summed into three groups, one arrow per cell from the mean prediction to "
+           "the observed frequencies. Short arrows: calibrated. More on the Simplex page.")
 
 # ----------------------------------------------------------------------------- temperature surface
 st.subheader("Temperature surface")
@@ -304,7 +285,6 @@ t_range = cr.surface_range(list(marks.values()))
 surface = cr.temperature_surface(predictions, view.fingerprint, ev.protocol, t_range=t_range)
 surface_layout = st.radio("Layout", list(SURFACE_LAYOUTS), format_func=SURFACE_LAYOUTS.get, horizontal=True,
                           key=default("keep:recal.surface_layout", "relative"))
-protocol_caption(sentence)
 st.plotly_chart(temperature_surface_figure(surface.table, surface.minimisers, layout=surface_layout, marks=marks),
                 theme=None, key="recal_surface")
 kde_text = (f"; CE_KL (Dirichlet kernel, bandwidth 0.01) on a random {surface.kde_rows:,} of them"
@@ -325,7 +305,6 @@ st.dataframe(lowest, hide_index=True, column_config={"Lowest at T": st.column_co
 st.subheader("Ranking under the 32 GCE variants")
 ranked = {cr.BEFORE: ev.before, **{name: fits[name].probs for name in ok_methods}}
 ranking = cr.gce_ranking(ranked, ev.labels, (*key_base, tuple(ranked)))
-protocol_caption(sentence)
 metric_col, text_col = st.columns([1, 3])
 if len(ranked) >= 3:
     metric_col.metric("Mean rank correlation", f"{ranking.mean_spearman:.2f}",
@@ -336,9 +315,10 @@ else:
                       help="Needs at least two methods (three rows with the uncalibrated predictions).")
 text_col.markdown(
     "Nixon et al. (2019, Table 5) rank recalibration methods under every combination of binning (uniform or "
-    "adaptive), top-label or all probabilities, per class or pooled, threshold 0 or 0.01, and L1 or L2 norm, "
-    "and find that the ranking changes with the variant. Named columns: 4 = ECE, 0 = class-conditional ECE, "
-    "8 = SCE, 24 = ACE, 21 = RMSCE (adaptive).")
+    "adaptive), top-label or all probabilities, per class or pooled, keeping values above 0 or above 0.01, and "
+    "L1 or L2 norm (the general calibration error, `calib_core.gce`), and find that the ranking changes with the "
+    "variant.")
+text_col.caption(cr.variant_note(ranking, ev))
 st.plotly_chart(gce_rank_figure(ranking.ranks, ranking.values, ranking.variants, highlight=(cr.CAUTIONARY,)),
                 theme=None, key="recal_gce")
 st.caption(f"Rank 1 = lowest error under that variant (15 bins, {ranking.n_rows:,} evaluation rows); "
@@ -346,7 +326,6 @@ st.caption(f"Rank 1 = lowest error under that variant (15 bins, {ranking.n_rows:
 
 # ----------------------------------------------------------------------------- downloads
 st.subheader("Downloads")
-protocol_caption(sentence)
 download_method = st.selectbox("Method to download", ok_methods,
                                key=default("keep:recal.download_method", ok_methods[0], ok_methods))
 fit = fits[download_method]

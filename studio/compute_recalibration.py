@@ -13,8 +13,13 @@ cross-fitting. Evaluating on the fitting rows happens only with
 ``Protocol.in_sample`` and the protocol sentence then says "IN-SAMPLE".
 
 Model input: the logits when the file held them, else the probabilities
-(``input="probs"``: methods that work on logits take ``log(probs)``, floored
-at ``log(tiny)`` for exact zeros; see :class:`calib_core.Recalibrator`).
+(``input="probs"``: methods that work on logits take ``log(probs + 1e-12)``,
+:func:`calib_core.recalibration.log_probabilities`, scikit-learn's rule, so exact
+zeros stay finite; the temperature surface uses the same logarithm).
+
+User-supplied strings (model names, class names, split values) enter the
+Markdown this module returns only through :func:`studio.text.literal`, so they are shown
+as typed.
 """
 from __future__ import annotations
 
@@ -34,8 +39,14 @@ import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.lab import GCE_VARIANTS
 from calib_core.protocol import EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES
-from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator
+from calib_core.recalibration import (
+    RECALIBRATORS,
+    AccuracyPreservingCalibratedMap,
+    Recalibrator,
+    log_probabilities,
+)
 from calib_core.simplex import SimplexReliability
+from studio.text import literal
 
 #: Metrics of the results table (registry keys), in display order. The class-wise ECE with uniform
 #: bins is the SCE (Nixon et al. 2019, eq. 2), so it appears once, labelled as both.
@@ -72,8 +83,23 @@ KDE_BUDGET = 1e8
 KDE_MAX_ROWS = 2_000
 #: Temperatures of the surface: log-spaced over [T_MIN, T_MAX].
 T_MIN, T_MAX, T_POINTS = 0.05, 20.0, 41
-#: Named GCE variants (Nixon et al. 2019, section 5.4: ECE is variant 4, class-conditional ECE 0, ...).
-NAMED_VARIANTS = {4: "ECE", 0: "CC-ECE", 8: "SCE", 24: "ACE", 21: "RMSCE"}
+#: The GCE variants that equal a named calib_core metric exactly, for any data and bin count
+#: (tests/test_page_recalibration.py checks each): variant -> (label, function, keyword arguments).
+#: Only these carry a metric's name on the page; every other variant is labelled by its settings.
+#: Nixon et al. (2019, section 5.4) also call variant 0 class-conditional ECE, 8 SCE and 24 ACE,
+#: but :func:`calib_core.gce` drops values ``<= threshold`` (threshold 0: exact zeros) and weights
+#: each range by its count, while :func:`calib_core.sce` keeps every value and :func:`calib_core.ace`
+#: takes the unweighted mean over ranges: variant 8 differs from the SCE whenever a model outputs
+#: exact zeros (0.042 against 0.030 on the default demo), variant 24 from the ACE also when the
+#: ranges differ in size (see :data:`PAPER_NAMES`).
+NAMED_VARIANTS: dict[int, tuple[str, Callable, dict]] = {
+    4: ("ECE", cc.ece, {}),
+    5: ("RMSCE", cc.ece, {"norm": "l2"}),
+    20: ("ECE (adaptive)", cc.ece, {"binning": "adaptive"}),
+    21: ("RMSCE (adaptive)", cc.ece, {"binning": "adaptive", "norm": "l2"}),
+}
+#: What Nixon et al. call the variants that are *not* those metrics here, and why (page text only).
+PAPER_NAMES = {0: "class-conditional ECE", 8: "SCE", 24: "ACE"}
 
 ProgressCallback = Callable[[str, str, int, int], None]
 
@@ -132,11 +158,11 @@ def effective_protocol(predictions: Predictions, protocol: Protocol) -> tuple[Pr
         if predictions.split is None:
             reason = "has no `split` column"
         else:
-            shown = ", ".join(repr(str(v)) for v in predictions.split_names[:4])
+            shown = ", ".join(literal(v) for v in predictions.split_names[:4])
             reason = f"has no calibration and test rows to tell apart (split values here: {shown})"
         used = replace(protocol, scheme="random").normalised()
-        return used, (f"{predictions.name} {reason}: it is split at random instead (stratified, test fraction "
-                      f"{used.test_fraction:g}, seed {used.seed}).")
+        return used, (f"{literal(predictions.name)} {reason}: it is split at random instead (stratified, test "
+                      f"fraction {used.test_fraction:g}, seed {used.seed}).")
     return protocol.normalised(), None
 
 
@@ -148,10 +174,15 @@ def model_input(predictions: Predictions) -> tuple[np.ndarray, str]:
 
 
 def _log_scores(predictions: Predictions) -> np.ndarray:
-    """Scores whose softmax is the model's probabilities: logits, or log-probabilities floored at log(tiny)."""
+    """The scores temperature scaling divides by T: the logits, or ``log(probs + 1e-12)``.
+
+    The same logarithm as :class:`calib_core.TemperatureScaling` with ``input="probs"``
+    (:func:`calib_core.recalibration.log_probabilities`), so the fitted temperature
+    marked on the surface is a temperature of these very curves.
+    """
     if predictions.logits is not None:
         return np.asarray(predictions.logits, dtype=np.float64)
-    return np.log(np.maximum(predictions.probs, np.finfo(np.float64).tiny))
+    return log_probabilities(predictions.probs)
 
 
 @dataclass(frozen=True)
@@ -202,7 +233,7 @@ def metric_values(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
 def _class_name(predictions: Predictions, k: int) -> str:
     name = predictions.class_names[k] if predictions.class_names else str(k)
-    return repr(name) if name != str(k) else str(k)
+    return literal(name) if name != str(k) else str(k)
 
 
 def _rows(count: int) -> str:
@@ -252,7 +283,7 @@ def evaluation_set(predictions: Predictions, fingerprint: str, protocol: Protoco
     return _evaluation_set(predictions, cache_key(predictions, fingerprint), protocol)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> EvaluationSet:
     x, kind = model_input(_predictions)
     labels = _predictions.labels
@@ -346,7 +377,7 @@ def fit_method(predictions: Predictions, fingerprint: str, method: str, protocol
     return _fit_method(predictions, cache_key(predictions, fingerprint), method, protocol)
 
 
-@st.cache_data(show_spinner=False, max_entries=1024)
+@st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
 def _fit_method(_predictions: Predictions, key: str, method: str, protocol: Protocol) -> MethodFit:
     fingerprint = key.rsplit("/", 1)[0]
     if method not in RECALIBRATORS:
@@ -417,7 +448,7 @@ def fitted_temperatures(fits: Mapping[str, MethodFit]) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------- bootstrap and tables
 
-@st.cache_data(show_spinner=False, max_entries=8192)
+@st.cache_data(show_spinner=False, max_entries=8192, ttl="1h")
 def bootstrap_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, metric: str, n_boot: int,
                       seed: int) -> np.ndarray:
     """Resampled values of ``metric`` (:func:`calib_core.bootstrap_ci`); ``key`` names the arrays.
@@ -514,6 +545,17 @@ def best_methods(table: pd.DataFrame, *, exclude: Sequence[str] = (CAUTIONARY,))
     return best
 
 
+def best_note(methods: Sequence[str], *, cautionary: str = CAUTIONARY) -> str:
+    """How the best method per metric is marked, and why the cautionary baseline never is (when shown)."""
+    text = "Green: the best method per metric (lowest error; highest accuracy)."
+    if cautionary in methods:
+        text += (f" **{cautionary}** is never marked: it replaces each prediction by the label frequencies of its "
+                 "predicted class, so it is calibrated by construction and wins calibration errors by design while "
+                 "discarding every difference between rows of one predicted class (its Brier score and NLL show "
+                 "the cost). It is a yardstick, not a candidate.")
+    return text
+
+
 def summary_matrix(ev: EvaluationSet, table: pd.DataFrame) -> pd.DataFrame:
     """Rows: no recalibration, then each method; columns: every metric after recalibration and Δ accuracy."""
     labels = [metric_label(key) for key in METRIC_KEYS]
@@ -525,6 +567,45 @@ def summary_matrix(ev: EvaluationSet, table: pd.DataFrame) -> pd.DataFrame:
         values["Δ accuracy"] = float(part.loc[part["key"] == "accuracy", "delta"].iloc[0])
         rows[name] = values
     return pd.DataFrame.from_dict(rows, orient="index", dtype=float)[[*labels, "Δ accuracy"]]
+
+
+#: Highlight of the best method per metric in the summary table.
+BEST_STYLE = "background-color: #c7e9c0; color: #00441b"
+#: Shown for a value that is not available (no interval, a metric that could not be computed).
+MISSING = "—"
+#: Interval columns of :func:`results_table`, and the formats and headers of its display.
+INTERVAL_COLUMNS = ["before_low", "before_high", "after_low", "after_high", "delta_low", "delta_high"]
+DETAIL_FORMATS = {"before": "{:.4f}", "after": "{:.4f}", "delta": "{:+.4f}", "fit_seconds": "{:.2f}",
+                  "before_low": "{:.4f}", "before_high": "{:.4f}", "after_low": "{:.4f}", "after_high": "{:.4f}",
+                  "delta_low": "{:+.4f}", "delta_high": "{:+.4f}"}
+DETAIL_LABELS = {"method": "Method", "metric": "Metric", "before": "Before", "before_low": "low",
+                 "before_high": "high", "after": "After", "after_low": "low", "after_high": "high",
+                 "delta": "Change", "delta_low": "low", "delta_high": "high", "fit_seconds": "Fit s"}
+
+
+def styled_summary(matrix: pd.DataFrame, best: Mapping[str, Sequence[str]]) -> pd.io.formats.style.Styler:
+    """:func:`summary_matrix` for ``st.dataframe``: the best per metric in green, dashes for gaps.
+
+    ``best`` is :func:`best_methods` of the results table.
+    """
+    styler = matrix.style.format("{:.4f}", na_rep=MISSING).format("{:+.1%}", subset=["Δ accuracy"], na_rep=MISSING)
+    for key, winners in best.items():
+        label = metric_label(key)
+        styler = styler.map(lambda _: BEST_STYLE, subset=pd.IndexSlice[winners, [label]])
+    return styler
+
+
+def styled_details(table: pd.DataFrame) -> pd.io.formats.style.Styler:
+    """:func:`results_table` for ``st.dataframe``: interval columns only when some interval exists.
+
+    A value that is not available (an interval the bootstrap could not give, a
+    metric that could not be computed) shows :data:`MISSING`, never "None" or "nan".
+    """
+    details = table.drop(columns=["key"])
+    if details[INTERVAL_COLUMNS].isna().all().all():
+        details = details.drop(columns=INTERVAL_COLUMNS)
+    formats = {column: fmt for column, fmt in DETAIL_FORMATS.items() if column in details.columns}
+    return details.style.format(formats, na_rep=MISSING)
 
 
 def _fmt(value: float) -> str:
@@ -540,7 +621,7 @@ def _excludes_zero(table: pd.DataFrame, method: str, key: str) -> bool | None:
 
 
 def verdict(model_name: str, table: pd.DataFrame, *, cautionary: str = CAUTIONARY) -> str:
-    """Which fix helps, in one sentence (markdown).
+    """Which fix helps, in one sentence (markdown; the model name as a :func:`literal`).
 
     The recommended method is, among the methods that lower the ECE without
     raising the Brier score (a proper score: calibration and sharpness
@@ -548,14 +629,15 @@ def verdict(model_name: str, table: pd.DataFrame, *, cautionary: str = CAUTIONAR
     cautionary baseline is never recommended. With intervals, the sentence
     says whether the Brier change is beyond bootstrap noise.
     """
+    model_name = literal(model_name)
     if table.empty:
-        return f"**{model_name}**: no method could be fitted, so there is no verdict."
+        return f"{model_name}: no method could be fitted, so there is no verdict."
     wide = table.pivot(index="method", columns="key", values="delta")
     after = table.pivot(index="method", columns="key", values="after")
     before = table.drop_duplicates("key").set_index("key")["before"]
     candidates = [m for m in wide.index if m != cautionary and wide.loc[m, "ece"] < 0 and wide.loc[m, "brier"] <= 0]
     if not candidates:
-        return (f"**{model_name}**: no method lowers both the ECE and the Brier score on the evaluation rows; "
+        return (f"{model_name}: no method lowers both the ECE and the Brier score on the evaluation rows; "
                 "keep the model as it is, or collect more calibration rows and try again.")
     best = min(candidates, key=lambda m: (after.loc[m, "brier"], after.loc[m, "ece"]))
     accuracy_change = wide.loc[best, "accuracy"]
@@ -564,7 +646,7 @@ def verdict(model_name: str, table: pd.DataFrame, *, cautionary: str = CAUTIONAR
     noise = _excludes_zero(table, best, "brier")
     noise_text = ("" if noise is None else "; the Brier improvement is beyond bootstrap noise" if noise
                   else "; but the Brier change is within bootstrap noise")
-    return (f"**{model_name}**: **{best}** helps most: ECE {_fmt(before['ece'])} → {_fmt(after.loc[best, 'ece'])}, "
+    return (f"{model_name}: **{best}** helps most: ECE {_fmt(before['ece'])} → {_fmt(after.loc[best, 'ece'])}, "
             f"Brier score {_fmt(before['brier'])} → {_fmt(after.loc[best, 'brier'])}, {accuracy_text}{noise_text}.")
 
 
@@ -595,18 +677,18 @@ def recalibrated_frame(predictions: Predictions, ev: EvaluationSet, fit: MethodF
 
 def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit) -> bytes:
     """:func:`recalibrated_frame` as CSV bytes."""
-    return recalibrated_frame(predictions, ev, fit).to_csv(index=False, float_format="%.10g").encode("utf-8")
+    return cc.csv_bytes(recalibrated_frame(predictions, ev, fit), float_format="%.10g")
 
 
 # ----------------------------------------------------------------------------- diagrams
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
 def reliability(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int, binning: str) -> pd.DataFrame:
     """``calib_core.reliability_table`` of an evaluation set; ``key`` names the arrays."""
     return cc.reliability_table(_probs, _labels, n_bins, binning)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def simplex(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int) -> SimplexReliability:
     """``calib_core.simplex_reliability`` with the default three groups of classes."""
     groups = cc.default_groups(_probs.shape[1])
@@ -685,7 +767,7 @@ def temperature_surface(predictions: Predictions, fingerprint: str, protocol: Pr
                                 (float(t_range[0]), float(t_range[1])), bool(with_kde), int(seed))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@st.cache_data(show_spinner=False, max_entries=128, ttl="1h")
 def _temperature_surface(_predictions: Predictions, key: str, protocol: Protocol, t_range: tuple[float, float],
                          with_kde: bool, seed: int) -> TemperatureSurface:
     fingerprint = key.rsplit("/", 1)[0]
@@ -756,19 +838,60 @@ class GceRanking:
     n_rows: int
 
 
+def variant_settings(binning: str, max_prob: bool, class_conditional: bool, threshold: float, norm: str) -> str:
+    """A GCE variant's settings in words, e.g. ``"uniform bins · all probabilities · per class · p > 0 · L1"``.
+
+    ``p > t`` says which values are kept (:func:`calib_core.gce` drops ``v <= threshold``,
+    so threshold 0 drops exact zeros).
+    """
+    return " · ".join([f"{binning} bins", "top label" if max_prob else "all probabilities",
+                       "per class" if class_conditional else "pooled", f"p > {threshold:g}", norm.upper()])
+
+
+def variant_note(ranking: GceRanking | None = None, ev: EvaluationSet | None = None) -> str:
+    """Which heatmap columns carry a metric's name, and why Nixon et al.'s SCE and ACE columns do not (markdown).
+
+    With ``ranking`` and ``ev`` (and the ranking on all evaluation rows), the
+    uncalibrated values of variants 8 and 24 are set beside the SCE and ACE of
+    the results table.
+    """
+    named = ", ".join(f"{v} = {label}" for v, (label, _, _) in NAMED_VARIANTS.items())
+    paper = ", ".join(f"{v} {name}" for v, name in PAPER_NAMES.items())
+    text = (f"Named columns equal the metric of that name exactly: {named}. Nixon et al. also call variants "
+            f"{paper}; here they are labelled by their settings, because the general calibration error keeps "
+            "only values above the threshold (threshold 0: exact zeros dropped) and weights each bin by its count, "
+            "while the SCE keeps every value and the ACE averages its ranges unweighted.")
+    # Only when the ranking used every evaluation row (above GCE_MAX_ROWS it uses a subset).
+    if ranking is not None and ev is not None and BEFORE in ranking.values.index and \
+            ranking.n_rows == ev.labels.size:
+        v8, v24 = ranking.values.loc[BEFORE, 8], ranking.values.loc[BEFORE, 24]
+        text += (f" Before recalibration here: variant 8 = {_fmt4(v8)} against SCE = {_fmt4(ev.before_values['sce'])}, "
+                 f"variant 24 = {_fmt4(v24)} against ACE = {_fmt4(ev.before_values['ace'])}.")
+    return text
+
+
+def _fmt4(value: float) -> str:
+    return f"{value:.4f}"
+
+
 def variant_table() -> pd.DataFrame:
-    """The 32 variants in Nixon et al.'s order, each with a short label."""
+    """The 32 variants in Nixon et al.'s order (appendix C).
+
+    Columns ``variant``, ``binning``, ``max_prob``, ``class_conditional``,
+    ``threshold``, ``norm``, ``label`` (:func:`variant_settings`) and ``name``:
+    a metric's name only for the variants of :data:`NAMED_VARIANTS`, which equal
+    that metric exactly, else ``""``.
+    """
     rows = []
     for index, (binning, max_prob, class_conditional, threshold, norm) in enumerate(GCE_VARIANTS):
-        parts = [binning, "top label" if max_prob else "all probabilities",
-                 "per class" if class_conditional else "pooled", f"threshold {threshold:g}", norm.upper()]
         rows.append({"variant": index, "binning": binning, "max_prob": max_prob,
                      "class_conditional": class_conditional, "threshold": threshold, "norm": norm,
-                     "label": " · ".join(parts), "name": NAMED_VARIANTS.get(index, "")})
+                     "label": variant_settings(binning, max_prob, class_conditional, threshold, norm),
+                     "name": NAMED_VARIANTS[index][0] if index in NAMED_VARIANTS else ""})
     return pd.DataFrame(rows)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@st.cache_data(show_spinner=False, max_entries=128, ttl="1h")
 def gce_ranking(_probs: Mapping[str, np.ndarray], _labels: np.ndarray, key: tuple, n_bins: int = 15,
                 seed: int = 0) -> GceRanking:
     """Every method's :func:`calib_core.gce` under the 32 variants, ranks and rank correlations.

@@ -12,6 +12,10 @@
 The before/after reliability diagrams and simplex views reuse
 :func:`studio.figures.reliability_figure` and
 :func:`studio.figures_simplex.simplex_figure`.
+
+Metric and method names are shown as plain text (:func:`studio.text.plot_text`)
+in trace names, panel titles, tick labels and hover labels; titles passed in
+are Plotly text (escape user-supplied parts).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from studio.figures import DIAGONAL_COLOR, FONT, PALETTE
+from studio.text import plot_text
 
 __all__ = ["change_figure", "gce_rank_figure", "temperature_surface_figure"]
 
@@ -90,8 +95,9 @@ def temperature_surface_figure(table: pd.DataFrame, minimisers: pd.DataFrame, *,
     panels = layout == "panels" and len(names) > 1
     n_rows = len(names) if panels else 1
     fig = make_subplots(rows=n_rows, cols=1, shared_xaxes=True, vertical_spacing=0.035 if panels else 0.02,
-                        subplot_titles=names if panels else None)
+                        subplot_titles=[plot_text(n) for n in names] if panels else None)
     for i, name in enumerate(names):
+        shown = plot_text(name)
         part = table[table["metric"] == name].sort_values("temperature")
         row = i + 1 if panels else 1
         color = _metric_color(name, i)
@@ -100,17 +106,17 @@ def temperature_surface_figure(table: pd.DataFrame, minimisers: pd.DataFrame, *,
         scale = max(low, 1e-12) if layout == "relative" else 1.0
         y = raw / scale
         fig.add_trace(go.Scatter(
-            x=part["temperature"], y=y, mode="lines", name=name, legendgroup=name, line=dict(color=color, width=2),
+            x=part["temperature"], y=y, mode="lines", name=shown, legendgroup=name, line=dict(color=color, width=2),
             customdata=raw,
-            hovertemplate=f"<b>{name}</b><br>T = %{{x:.3g}}<br>value %{{customdata:.4g}}<extra></extra>",
+            hovertemplate=f"<b>{shown}</b><br>T = %{{x:.3g}}<br>value %{{customdata:.4g}}<extra></extra>",
             showlegend=not panels,
         ), row=row, col=1)
         if name in best.index:
             t_best = float(best.loc[name, "temperature"])
             fig.add_trace(go.Scatter(
-                x=[t_best], y=[low / scale], mode="markers", name=f"{MINIMISER_PREFIX}{name}", legendgroup=name,
+                x=[t_best], y=[low / scale], mode="markers", name=f"{MINIMISER_PREFIX}{shown}", legendgroup=name,
                 showlegend=False, marker=dict(symbol="star", size=15, color=color, line=dict(color="white", width=1)),
-                hovertemplate=f"<b>{name}</b> is lowest at T = {t_best:.3g}<br>value {low:.4g}<extra></extra>",
+                hovertemplate=f"<b>{shown}</b> is lowest at T = {t_best:.3g}<br>value {low:.4g}<extra></extra>",
             ), row=row, col=1)
     cells = [(r, 1) for r in range(1, n_rows + 1)]
     for row, col in cells:
@@ -119,7 +125,8 @@ def temperature_surface_figure(table: pd.DataFrame, minimisers: pd.DataFrame, *,
         line = dict(color="#333333", dash=MARK_DASHES[j % len(MARK_DASHES)], width=1.3)
         for row, col in cells:
             fig.add_vline(x=float(temperature), row=row, col=col, line=line)
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=line, name=f"{label}: T = {temperature:.3g}",
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=line,
+                                 name=f"{plot_text(label)}: T = {temperature:.3g}",
                                  hoverinfo="skip"), row=1, col=1)
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="each curve's lowest point",
                              marker=dict(symbol="star", size=12, color="#666666"), hoverinfo="skip"), row=1, col=1)
@@ -133,7 +140,8 @@ def temperature_surface_figure(table: pd.DataFrame, minimisers: pd.DataFrame, *,
             fig.update_yaxes(row=row, col=1, nticks=4)
         height = 150 * n_rows + 120
     else:
-        ratios = [trace.y for trace in fig.data if trace.name in names]
+        curves = {plot_text(n) for n in names}
+        ratios = [trace.y for trace in fig.data if trace.name in curves]
         top = max((float(np.nanmax(np.asarray(y, dtype=float))) for y in ratios if len(y)), default=10.0)
         top = max(top, 2.0) if math.isfinite(top) else 10.0
         fig.update_yaxes(type="log", range=[-0.03, math.log10(top) + 0.05], tickvals=_ticks_125(1.0, top),
@@ -151,7 +159,8 @@ def gce_rank_figure(ranks: pd.DataFrame, values: pd.DataFrame, variants: pd.Data
     ranks, values : pandas.DataFrame
         Index: methods; columns: variant numbers 0-31 (``GceRanking``).
     variants : pandas.DataFrame
-        ``variant``, ``label`` (the settings in words), ``name`` (e.g. "ECE" or "").
+        ``variant``, ``label`` (the settings in words), ``name``: a metric's name
+        (e.g. "ECE") only where the variant equals that metric, else "".
     highlight : sequence of str
         Methods whose row label is set in italics (e.g. the cautionary baseline).
     title : str, optional
@@ -166,7 +175,7 @@ def gce_rank_figure(ranks: pd.DataFrame, values: pd.DataFrame, variants: pd.Data
     columns = list(ranks.columns)
     info = variants.set_index("variant")
     x = [f"{v} {info.loc[v, 'name']}".strip() for v in columns]
-    y = [f"<i>{m}</i>" if m in highlight else m for m in methods]
+    y = [f"<i>{plot_text(m)}</i>" if m in highlight else plot_text(m) for m in methods]
     labels = np.array([[info.loc[v, "label"] for v in columns] for _ in methods])
     z = ranks.to_numpy(dtype=float)
     customdata = np.dstack([values.to_numpy(dtype=float), labels.astype(object)])
@@ -180,7 +189,8 @@ def gce_rank_figure(ranks: pd.DataFrame, values: pd.DataFrame, variants: pd.Data
                        "<br>rank %{z:.0f}<extra></extra>"),
     ))
     fig.update_yaxes(autorange="reversed", ticksuffix="  ")
-    fig.update_xaxes(title_text="GCE variant (Nixon et al. 2019, appendix C order; named ones labelled)",
+    fig.update_xaxes(title_text="GCE variant (Nixon et al. 2019, appendix C order; a name only where the variant "
+                                "equals that metric)",
                      tickangle=-60, type="category")
     return _layout(fig, height=max(300, 38 * len(methods) + 200), title=title)
 
@@ -215,13 +225,13 @@ def change_figure(table: pd.DataFrame, *, keys: Sequence[str], colors: Mapping[s
         has_ci = np.isfinite(low) & np.isfinite(high)
         color = PALETTE[(colors or {}).get(method, i) % len(PALETTE)]
         fig.add_trace(go.Scatter(
-            x=rows["metric"], y=delta, mode="markers", name=str(method),
+            x=rows["metric"].map(plot_text, na_action="ignore"), y=delta, mode="markers", name=plot_text(method),
             marker=dict(color=color, size=10, symbol="diamond"),
             error_y=dict(type="data", array=np.where(has_ci, high - delta, 0),
                          arrayminus=np.where(has_ci, delta - low, 0), visible=bool(has_ci.any()), color=color,
                          thickness=1.5, width=4),
             customdata=np.column_stack([low, high]),
-            hovertemplate=(f"<b>{method}</b><br>%{{x}}: change %{{y:+.4f}}"
+            hovertemplate=(f"<b>{plot_text(method)}</b><br>%{{x}}: change %{{y:+.4f}}"
                            "<br>interval [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<extra></extra>"),
         ))
     fig.add_hline(y=0, line=dict(color=DIAGONAL_COLOR, width=1.2))

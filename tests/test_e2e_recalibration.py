@@ -86,6 +86,8 @@ def test_recalibration_deep_link_draws_the_table_and_the_before_after_charts(ser
     assert_no_exception(page)
     assert "Recalibration" in page.locator("h1").first.inner_text()
     assert "Holdout" in protocol_box(page) and "449 calibration rows" in protocol_box(page)
+    # The protocol is stated once on the page (it was repeated about eight times).
+    assert page.get_by_text("Holdout: each method was fitted", exact=False).count() == 1
     # The results table, the detailed table with intervals and the minimisers are drawn (canvas grids).
     tables = page.locator("[data-testid='stDataFrame']")
     assert tables.count() == 3 and tables.first.bounding_box()["height"] > 150
@@ -104,6 +106,11 @@ def test_recalibration_deep_link_draws_the_table_and_the_before_after_charts(ser
         assert named(charts[SURFACE], f"{MINIMISER_PREFIX}{metric}")["markers"] == 1
     assert any(name.startswith("Temperature scaling: T = ") for name in surface_names)
     assert any(t["type"] == "heatmap" for t in charts[RANKS])
+    # Heatmap columns carry a metric's name only where they equal it: "4 ECE", but "8", not "8 SCE".
+    ticks = page.locator("[data-testid='stPlotlyChart']").nth(RANKS).locator("g.xtick text").evaluate_all(
+        "texts => texts.map(t => t.textContent)")
+    assert "4 ECE" in ticks and "8" in ticks and "24" in ticks
+    assert not any(tick.split()[-1] in ("SCE", "ACE") for tick in ticks)
     assert len([t for t in charts[CHANGE] if t["markers"]]) == len(cr.DEFAULT_METHODS)
 
     page.screenshot(path=str(ARTIFACTS / "recalibration.png"), full_page=True)

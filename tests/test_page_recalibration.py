@@ -23,6 +23,7 @@ from studio import compute_recalibration as cr
 from studio import state
 from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
 from studio.state import ModelView
+from studio.text import literal, plot_text
 
 from tests import app_support
 from tests.app_support import assert_clean
@@ -77,6 +78,12 @@ def markdown(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
+def all_text(at: AppTest) -> str:
+    """Every text element of the main area: markdown, captions, alerts, headings."""
+    kinds = ("markdown", "caption", "info", "warning", "error", "success", "subheader", "title")
+    return "\n".join(str(element.value) for kind in kinds for element in at.main.get(kind))
+
+
 def synthetic(n_rows: int = 300, n_classes: int = 4, *, seed: int = 0, logits: bool = False,
               split: bool = False, name: str = "synthetic") -> Predictions:
     """Over-confident predictions: logits of a calibrated model multiplied by 3."""
@@ -103,19 +110,18 @@ def test_page_runs_on_the_default_demo_with_the_default_methods():
     sentence = protocol_text(at)
     assert "Holdout" in sentence and f"{n_cal:,} calibration rows" in sentence
     assert f"{n_test:,} disjoint test rows" in sentence
-    # The protocol is stated above every table and chart, not only once.
-    protocol_captions = [c.value for c in at.main.caption if "**Protocol:**" in c.value]
-    assert len(protocol_captions) >= 7 and all("Holdout" in c for c in protocol_captions)
+    # The protocol is stated once (issue 11, item 10: it used to be repeated about eight times).
+    assert all_text(at).count("Protocol:") == 1 and all_text(at).count("Holdout:") == 1
     assert list(summary(at).index) == [cr.BEFORE, *cr.DEFAULT_METHODS]
     assert set(details(at)["method"]) == set(cr.DEFAULT_METHODS)
     # change, reliability before/after, two simplex views, temperature surface, GCE ranks
     assert len(at.get("plotly_chart")) == 6
-    assert "**digits_gaussian_nb**:" in markdown(at)
+    assert "`digits_gaussian_nb`:" in markdown(at)
     downloads = at.get("download_button")
     assert [d.proto.label for d in downloads] == ["Recalibrated predictions (CSV)", "Fitted parameters (JSON)"]
     # Progress per method: one line per fitted method in the status box.
     for method in cr.DEFAULT_METHODS:
-        assert f"digits_gaussian_nb · {method}: fitted in" in markdown(at)
+        assert f"`digits_gaussian_nb` · {method}: fitted in" in markdown(at)
 
 
 def test_temperature_scaling_numbers_agree_with_calib_core():
@@ -206,10 +212,10 @@ def test_binary_demo_with_every_method():
     assert_clean(at)
     assert not at.warning, [w.value for w in at.warning]
     assert list(summary(at).index) == [cr.BEFORE, *RECALIBRATORS]
-    assert "**breast_cancer_svc**:" in markdown(at)
+    assert "`breast_cancer_svc`:" in markdown(at)
     # The cautionary baseline is offered, labelled, and never recommended.
     assert any(cr.CAUTIONARY in i.value and "cautionary baseline" in i.value for i in at.info)
-    verdict = next(m.value for m in at.markdown if m.value.startswith("**breast_cancer_svc**"))
+    verdict = next(m.value for m in at.markdown if m.value.startswith("`breast_cancer_svc`"))
     assert cr.CAUTIONARY not in verdict
 
 
@@ -239,7 +245,7 @@ def test_two_models_each_get_their_own_fits():
     at = open_page(f"{WINE},{CANCER}", n_boot=0)
     assert_clean(at)
     text = markdown(at)
-    assert "**wine_random_forest**:" in text and "**breast_cancer_svc**:" in text
+    assert "`wine_random_forest`:" in text and "`breast_cancer_svc`:" in text
     assert at.selectbox(key="keep:recal.model").value == WINE
     wine_ece = summary(at).loc[cr.BEFORE, "ECE"]
     at.selectbox(key="keep:recal.model").set_value(CANCER).run()
@@ -403,7 +409,8 @@ def test_gce_ranking_matches_gce_and_spearman():
 
     rho = spearmanr(ranking.values.to_numpy(), axis=0).statistic
     assert ranking.mean_spearman == pytest.approx(np.nanmean(rho[np.triu_indices(32, 1)]))
-    assert list(ranking.variants.loc[[0, 4, 8, 24], "name"]) == ["CC-ECE", "ECE", "SCE", "ACE"]
+    assert list(ranking.variants.loc[[0, 4, 5, 8, 20, 21, 24], "name"]) == [
+        "", "ECE", "RMSCE", "", "ECE (adaptive)", "RMSCE (adaptive)", ""]
 
 
 # ----------------------------------------------------------------------------- figures
@@ -430,7 +437,7 @@ def test_figures_mark_minimisers_and_draw_every_method():
 
     ranks = pd.DataFrame([[1] * 32, [2] * 32], index=["A", cr.CAUTIONARY], columns=range(32))
     heat = gce_rank_figure(ranks, ranks.astype(float) / 10, cr.variant_table(), highlight=(cr.CAUTIONARY,))
-    assert list(heat.data[0].y) == ["A", f"<i>{cr.CAUTIONARY}</i>"]
+    assert list(heat.data[0].y) == ["A", f"<i>{plot_text(cr.CAUTIONARY)}</i>"]  # its "&" as plain text
     assert heat.data[0].x[4] == "4 ECE" and heat.data[0].x[1] == "1"
 
 
@@ -463,3 +470,135 @@ def test_thin_classes_are_reported_with_what_to_do():
     at = open_with_model(predictions)
     assert not at.exception
     assert any("Too few fitting rows" in w.value for w in at.warning)
+
+
+# ----------------------------------------------------------------------------- issue 11: names, texts, exact zeros
+
+def _with_exact_zeros(n_rows: int = 400, n_classes: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Vote shares of 5 'trees' (many exact zeros), labels drawn near the votes."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, n_classes, n_rows)
+    votes = np.where(rng.uniform(size=(n_rows, 5)) < 0.7, labels[:, None], rng.integers(0, n_classes, (n_rows, 5)))
+    probs = np.stack([(votes == k).mean(axis=1) for k in range(n_classes)], axis=1)
+    return probs, labels
+
+
+@pytest.mark.parametrize("n_bins", [5, 15])
+def test_every_named_gce_variant_equals_its_metric_exactly(n_bins):
+    """Issue 11, item 3: a variant labelled with a metric's name must be that metric, on any data."""
+    demo = load_demo(DIGITS)
+    test = demo.split == "test"
+    rng = np.random.default_rng(1)
+    cases = [(demo.probs[test], demo.labels[test]), _with_exact_zeros(),
+             (cc.softmax(rng.normal(size=(300, 3)) * 2), rng.integers(0, 3, 300))]
+    table = cr.variant_table()
+    named = table[table["name"] != ""]
+    assert set(named["variant"]) == set(cr.NAMED_VARIANTS) and len(named) == 4
+    for probs, labels in cases:
+        for row in named.itertuples():
+            _, function, kwargs = cr.NAMED_VARIANTS[row.variant]
+            value = cc.gce(probs, labels, n_bins=n_bins, binning=row.binning, max_prob=row.max_prob,
+                           class_conditional=row.class_conditional, threshold=row.threshold, norm=row.norm)
+            assert value == pytest.approx(function(probs, labels, n_bins=n_bins, **kwargs), rel=1e-12, abs=1e-15), \
+                row.name
+    # Every other variant is labelled by its settings only, never by a metric's name.
+    for row in table[table["name"] == ""].itertuples():
+        assert row.label == cr.variant_settings(row.binning, row.max_prob, row.class_conditional, row.threshold,
+                                                row.norm)
+        assert not {"ECE", "SCE", "ACE", "TACE", "MCE", "RMSCE"} & set(row.label.replace("·", " ").split())
+    # Why 8 and 24 carry no name: with exact zeros they are not the SCE and the ACE (the issue's numbers).
+    probs, labels = cases[0]
+    assert cc.gce(probs, labels, max_prob=False, class_conditional=True) == pytest.approx(0.0424, abs=5e-5)
+    assert cc.sce(probs, labels) == pytest.approx(0.0299, abs=5e-5)
+    assert cc.gce(probs, labels, binning="adaptive", max_prob=False, class_conditional=True) == pytest.approx(
+        0.0374, abs=5e-5)
+    assert cc.ace(probs, labels) == pytest.approx(0.0280, abs=5e-5)
+
+
+def test_heatmap_names_only_variants_equal_to_the_table_metric_on_the_default_demo():
+    at = open_page(n_boot=0)
+    assert_clean(at)
+    heat = app_support.plotly_specs(at)[-1]["data"][0]
+    assert heat["type"] == "heatmap"
+    x = list(heat["x"])
+    assert x[4] == "4 ECE" and x[8] == "8" and x[24] == "24"
+    assert not {"SCE", "ACE", "TACE"} & {token for v in x for token in v.replace(",", " ").split()}
+    values = np.asarray(heat["customdata"], dtype=object)[..., 0].astype(float)
+    methods = [y.replace("<i>", "").replace("</i>", "") for y in heat["y"]]
+    matrix = summary(at)
+    for i, method in enumerate(methods):  # the ECE column of the heatmap is the ECE of the table above
+        assert values[i, 4] == pytest.approx(matrix.loc[method, "ECE"], rel=1e-12)
+    note = next(c.value for c in at.main.caption if "Named columns" in c.value)
+    assert "4 = ECE" in note and "8 SCE" in note
+    assert "variant 8 = 0.0424 against SCE = 0.0299" in note and "variant 24 = 0.0374 against ACE = 0.0280" in note
+
+
+def test_cautionary_baseline_is_explained_where_it_is_left_unmarked():
+    """Issue 11, item 10: "the cautionary baseline is not eligible" was said without saying why."""
+    at = open_page(n_boot=0)
+    assert "not eligible" not in all_text(at) and cr.CAUTIONARY not in all_text(at)  # not chosen: not mentioned
+    at.multiselect(key="keep:recal.methods").set_value(["Temperature scaling", cr.CAUTIONARY]).run()
+    assert_clean(at)
+    assert "not eligible" not in all_text(at)
+    note = next(c.value for c in at.main.caption if "Green: the best method" in c.value)
+    assert f"**{cr.CAUTIONARY}** is never marked" in note and "calibrated by construction" in note
+    # It has the lowest ECE in the table, yet the ECE winner marked green is temperature scaling.
+    matrix = summary(at)
+    assert matrix.loc[cr.CAUTIONARY, "ECE"] < matrix.loc["Temperature scaling", "ECE"]
+    table = details(at).rename(columns={"metric": "key"})
+    table["key"] = table["key"].map({cr.metric_label(k): k for k in cr.METRIC_KEYS})
+    assert cr.best_methods(table)["ece"] == ["Temperature scaling"]
+
+
+def test_tables_show_a_dash_not_none_for_missing_values():
+    """Issue 11, item 10: without intervals the table printed a literal "None" in six columns."""
+    predictions = synthetic(200, 3, split=True, name="m")
+    fingerprint = state.fingerprint(predictions)
+    ev = cr.evaluation_set(predictions, fingerprint, cr.Protocol())
+    fits = {"Temperature scaling": cr.fit_method(predictions, fingerprint, "Temperature scaling", cr.Protocol())}
+    table = cr.results_table(ev, fits)
+    assert table[cr.INTERVAL_COLUMNS].isna().all().all()
+    shown = cr.styled_details(table)
+    assert not set(cr.INTERVAL_COLUMNS) & set(shown.data.columns)  # no intervals: no interval columns
+    partial = table.copy()
+    partial.loc[0, cr.INTERVAL_COLUMNS] = 0.1  # intervals for one metric only
+    html = cr.styled_details(partial).to_html()
+    assert cr.MISSING in html and "None" not in html and "nan" not in html
+    matrix = cr.summary_matrix(ev, table)
+    matrix.iloc[1, 0] = np.nan
+    html = cr.styled_summary(matrix, cr.best_methods(table)).to_html()
+    assert cr.MISSING in html and "nan" not in html
+    at = open_page(n_boot=0)
+    assert not set(cr.INTERVAL_COLUMNS) & set(details(at).columns)
+    assert "None" not in details(at).astype(str).to_numpy().ravel().tolist()
+
+
+def test_user_supplied_names_are_plain_text_everywhere_on_the_page():
+    name = "**bold** [x](http://y) $z$ <b>h</b> :red[r]"
+    predictions = synthetic(240, 3, name=name)
+    at = open_with_model(predictions)
+    assert not at.exception
+    text = all_text(at)
+    assert literal(name) in text and f"{literal(name)}:" in markdown(at)
+    # Outside its code span the name never appears, so no part of it is read as Markdown or HTML.
+    stripped = text.replace(literal(name), "")
+    for part in ("**bold**", "[x](http://y)", "$z$", "<b>h</b>", ":red[r]"):
+        assert part not in stripped, part
+
+
+def test_temperature_surface_takes_the_same_logarithm_as_temperature_scaling():
+    """Probabilities with exact zeros: softmax(log(p + 1e-12) / T), so the fitted T mark belongs to the curves."""
+    probs, labels = _with_exact_zeros(600, 4, seed=5)
+    predictions = Predictions.from_arrays(probs=probs, labels=labels, name="votes")
+    fingerprint = state.fingerprint(predictions)
+    protocol = cr.Protocol("random")
+    surface = cr.temperature_surface(predictions, fingerprint, protocol, with_kde=False)
+    ev = cr.evaluation_set(predictions, fingerprint, protocol)
+    p, y = probs[ev.eval_index], labels[ev.eval_index]
+    nll = surface.table[surface.table["metric"] == "NLL"]
+    expected = [cc.nll(cc.softmax(np.log(p + 1e-12) / t), y) for t in nll["temperature"]]
+    np.testing.assert_allclose(nll["value"], expected, rtol=1e-12)
+    fit = cr.fit_method(predictions, fingerprint, "Temperature scaling", protocol)
+    fitted_t = cr.fitted_temperatures({"Temperature scaling": fit})["Temperature scaling"]
+    direct = TemperatureScaling().fit(np.log(probs[ev.fit_index] + 1e-12), labels[ev.fit_index]).temperature_
+    assert fitted_t == pytest.approx(direct, rel=1e-9) and fitted_t < 20

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from calib_core.binning import optimal_n_bins
 from calib_core.recalibration import (
+    LOG_PROBS_EPS,
     RECALIBRATORS,
     AccuracyPreservingCalibratedMap,
     BetaCalibration,
@@ -27,6 +28,7 @@ from calib_core.recalibration import (
     VectorScaling,
     all_recalibrators,
     check_logits,
+    log_probabilities,
 )
 from calib_core.validation import CalibrationInputError, softmax
 
@@ -550,3 +552,140 @@ def test_check_logits():
         check_logits([[1.0, 2.0], [np.nan, 0.0]])
     with pytest.raises(CalibrationInputError, match="numbers"):
         check_logits([["a", "b"]])
+
+
+# -- exact zeros: one logarithm of probabilities for every method (issue 11, item 6) -------------
+#: The methods that take logarithms of probabilities when given ``input="probs"``.
+LOG_TAKING = [cls for cls in ALL if cls.works_on == "logits"]
+
+
+@pytest.fixture(scope="module")
+def forest():
+    """A 5-tree random forest on scikit-learn's digits: vote shares, about 80 % exact zeros.
+
+    Stratified 50 / 25 / 25 train / calibration / test split (seed 0).
+    """
+    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import train_test_split
+
+    features, labels = datasets.load_digits(return_X_y=True)
+    x_train, x_held, y_train, y_held = train_test_split(features, labels, test_size=0.5, stratify=labels,
+                                                        random_state=0)
+    x_cal, x_test, y_cal, y_test = train_test_split(x_held, y_held, test_size=0.5, stratify=y_held, random_state=0)
+    model = RandomForestClassifier(n_estimators=5, random_state=0).fit(x_train, y_train)
+    p_cal, p_test = model.predict_proba(x_cal), model.predict_proba(x_test)
+    assert (p_cal == 0).mean() > 0.7 and (p_cal[np.arange(y_cal.size), y_cal] == 0).any()
+    return model, x_cal, y_cal, x_test, y_test, p_cal, p_test
+
+
+def test_log_probabilities_is_scikit_learns_rule():
+    p = np.array([[0.0, 0.25, 0.75], [1.0, 0.0, 0.0]])
+    out = log_probabilities(p)
+    np.testing.assert_array_equal(out, np.log(p + 1e-12))
+    assert LOG_PROBS_EPS == 1e-12 and np.isfinite(out).all()
+    assert out[0, 0] == pytest.approx(np.log(1e-12))
+
+
+@pytest.mark.parametrize("cls", LOG_TAKING, ids=[c.__name__ for c in LOG_TAKING])
+def test_every_log_taking_method_reads_probabilities_through_the_shared_logarithm(cls, forest):
+    """Fitting on probabilities equals fitting on ``log_probabilities(probs)`` given as logits, exactly.
+
+    Before the fix the probabilities were floored at log(tiny) ~ -708, so on forest
+    outputs (exact zeros) the two fits differed.
+    """
+    *_, p_cal, p_test = forest
+    y_cal = forest[2]
+    from_probs = cls(input="probs").fit(p_cal, y_cal).predict_proba(p_test)
+    from_logs = cls(input="logits").fit(log_probabilities(p_cal), y_cal).predict_proba(log_probabilities(p_test))
+    np.testing.assert_allclose(from_probs, from_logs, rtol=1e-9, atol=1e-12)
+
+
+def test_beta_calibration_takes_both_logarithms_through_the_shared_helper():
+    p = np.array([0.0, 0.2, 0.5, 0.9, 1.0, 0.0, 1.0, 0.3])
+    y = np.array([0, 0, 1, 1, 1, 1, 0, 0])
+    beta = BetaCalibration().fit(np.column_stack([1 - p, p]), y)
+    eta = beta.a_[0] * log_probabilities(p) - beta.b_[0] * log_probabilities(1 - p) + beta.c_[0]
+    np.testing.assert_allclose(beta.predict_proba(np.column_stack([1 - p, p]))[:, 1], 1 / (1 + np.exp(-eta)),
+                               rtol=1e-12)
+
+
+def _temperature_by_grid(p, y):
+    """The NLL-minimising T of softmax(log(p + 1e-12) / T), by bounded scalar search (independent of calib_core)."""
+    from scipy.optimize import minimize_scalar
+
+    z = np.log(p + 1e-12)
+
+    def nll(log_t):
+        s = z / np.exp(log_t)
+        s = s - s.max(axis=1, keepdims=True)
+        return float(np.mean(np.log(np.exp(s).sum(axis=1)) - s[np.arange(y.size), y]))
+
+    return float(np.exp(minimize_scalar(nll, bounds=(np.log(1e-3), np.log(1e3)), method="bounded",
+                                        options={"xatol": 1e-10}).x))
+
+
+def test_temperature_on_forest_probabilities_is_sane_and_matches_scikit_learn(forest):
+    """Regression (issue 11, item 6): exact zeros read as log(tiny) drove T past 100."""
+    model, x_cal, y_cal, x_test, y_test, p_cal, p_test = forest
+    fitted = TemperatureScaling(input="probs").fit(p_cal, y_cal)
+    # The rule before the fix, reproduced: log(p) floored at log(tiny) ~ -708.
+    floored = np.maximum(np.log(np.maximum(p_cal, np.finfo(float).tiny)), np.log(np.finfo(float).tiny))
+    old_t = TemperatureScaling().fit(floored, y_cal).temperature_
+    assert old_t > 100, old_t
+    assert 1.0 < fitted.temperature_ < 20.0, fitted.temperature_
+    assert fitted.temperature_ == pytest.approx(_temperature_by_grid(p_cal, y_cal), rel=1e-6)
+    calibration = pytest.importorskip("sklearn.calibration")
+    from sklearn.frozen import FrozenEstimator
+
+    try:
+        theirs = calibration.CalibratedClassifierCV(FrozenEstimator(model), method="temperature").fit(x_cal, y_cal)
+    except ValueError:
+        pytest.skip("this scikit-learn has no method='temperature' (added in 1.8)")
+    (calibrator,) = theirs.calibrated_classifiers_[0].calibrators
+    assert fitted.temperature_ == pytest.approx(1.0 / calibrator.beta_, rel=1e-4)
+    np.testing.assert_allclose(fitted.predict_proba(p_test), theirs.predict_proba(x_test), atol=1e-4)
+
+
+@pytest.mark.parametrize("cls", [*LOG_TAKING, BetaCalibration],
+                         ids=[c.__name__ for c in [*LOG_TAKING, BetaCalibration]])
+def test_log_taking_methods_on_forest_probabilities_are_not_absurd(cls, forest):
+    """Fit on the calibration rows of a 5-tree forest, evaluate on the test rows.
+
+    A temperature above 20 or a test ECE beyond 2.5 times the uncalibrated one would mean
+    the zeros dominate the fit. (Temperature scaling itself stays worse than no
+    recalibration here, 0.28 against 0.14: one temperature cannot fix vote shares
+    whose true class often got no vote; scikit-learn's fit gives the same.)
+    """
+    *_, y_cal, _, y_test, p_cal, p_test = forest
+    before = _ece_top(p_test, y_test)
+    method = cls(input="probs").fit(p_cal, y_cal)
+    after = method.predict_proba(p_test)
+    assert np.isfinite(after).all() and np.allclose(after.sum(axis=1), 1.0)
+    assert _ece_top(after, y_test) < 2.5 * before, (_ece_top(after, y_test), before)
+    temperature = getattr(method, "temperature_", None)
+    if temperature is not None:
+        assert 0.05 < temperature < 20.0, temperature
+
+
+def test_top_class_log_odds_keep_full_precision_beyond_the_underflow_of_exp():
+    """Platt's log-odds of softmax(z): ``z_1 - z_0`` even when exp(-800) underflows (was capped near 708)."""
+    from calib_core.recalibration._numeric import class_log_probs
+
+    log_p, log_not_p = class_log_probs(np.array([[800.0, 0.0], [0.0, -1000.0], [1.0, 2.0]]))
+    np.testing.assert_allclose(log_p - log_not_p, [[800.0, -800.0], [1000.0, -1000.0], [-1.0, 1.0]], rtol=1e-12)
+
+
+def test_version_1_documents_of_maps_fitted_on_probabilities_are_refused():
+    p = _softmax(_synthetic(n=200, k=3)[0])
+    y = _synthetic(n=200, k=3)[1]
+    payload = json.loads(TemperatureScaling(input="probs").fit(p, y).to_json())
+    assert payload["version"] == 2
+    payload["version"] = 1
+    with pytest.raises(CalibrationInputError, match="older calib_core.*fit it again"):
+        Recalibrator.from_json(json.dumps(payload))
+    # A version-1 map fitted on logits predicts as before and is still read.
+    x, y = _synthetic(n=200, k=3)
+    payload = json.loads(TemperatureScaling().fit(x, y).to_json())
+    payload["version"] = 1
+    assert Recalibrator.from_json(json.dumps(payload)).temperature_ == payload["fitted"]["temperature_"]

@@ -21,10 +21,17 @@ IsotonicCalibration                probs, one-vs-rest          no
 HistogramBinning                   probs, uniform-mass bins    no
 AccuracyPreservingCalibratedMap    predicted class only        usually (see doc)
 =================================  ==========================  ===================
+
+Every method that takes logarithms of probabilities (those fitting on logits
+or log-probabilities when given ``input="probs"``, and Beta calibration) takes
+them through one function, :func:`log_probabilities` (``log(p + 1e-12)``, as
+scikit-learn's temperature scaling does), so an exact zero means the same to
+all of them.
 """
 from __future__ import annotations
 
 from calib_core.recalibration._base import NotFittedError, Recalibrator, check_logits
+from calib_core.recalibration._numeric import LOG_PROBS_EPS, log_probabilities
 from calib_core.recalibration.histogram import AccuracyPreservingCalibratedMap, HistogramBinning
 from calib_core.recalibration.one_vs_rest import BetaCalibration, IsotonicCalibration, PlattScaling
 from calib_core.recalibration.scaling import (
@@ -38,6 +45,7 @@ from calib_core.recalibration.scaling import (
 from calib_core.validation import check_choice
 
 __all__ = [
+    "LOG_PROBS_EPS",
     "RECALIBRATORS",
     "AccuracyPreservingCalibratedMap",
     "BetaCalibration",
@@ -54,6 +62,7 @@ __all__ = [
     "VectorScaling",
     "all_recalibrators",
     "check_logits",
+    "log_probabilities",
 ]
 
 #: Display name -> class, in the order the app lists them.

@@ -6,9 +6,11 @@ returns ``self``, ``predict_proba(x)`` refuses to run before ``fit``.
 
 ``x`` is either logits (any finite ``(N, K)`` matrix) or probabilities (rows
 on the simplex), as declared by the ``input`` hyper-parameter. A method
-whose maths needs logits takes ``log(probs)`` when given probabilities (the
-log is floored at ``log(tiny) ~ -708`` so exact zeros stay finite); a method
-that needs probabilities takes ``softmax(logits)`` when given logits.
+whose maths needs logits takes ``log(probs + 1e-12)`` when given
+probabilities (:func:`~calib_core.recalibration._numeric.log_probabilities`,
+scikit-learn's rule, so exact zeros stay finite and mean the same to every
+method); a method that needs probabilities takes ``softmax(logits)`` when
+given logits.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.recalibration._numeric import log_probabilities
 from calib_core.validation import (
     CalibrationInputError,
     _as_float_matrix,
@@ -36,10 +39,12 @@ __all__ = ["NotFittedError", "Recalibrator", "check_logits"]
 
 #: Tag written in every JSON document produced by :meth:`Recalibrator.to_json`.
 JSON_FORMAT = "calib_core.recalibrator"
-JSON_VERSION = 1
+#: Version 2: probabilities are turned into ``log(p + 1e-12)`` (version 1 floored ``log(p)`` at
+#: ``log(tiny)`` and Beta calibration clipped at machine epsilon), so a version-1 document of a map
+#: fitted on probabilities would predict differently now and is refused with a request to refit.
+JSON_VERSION = 2
 
 _INPUTS = ("logits", "probs")
-_LOG_FLOOR = float(np.log(np.finfo(np.float64).tiny))
 
 
 class NotFittedError(CalibrationInputError):
@@ -84,13 +89,6 @@ def _softmax_unchecked(scores: NDArray[np.float64]) -> NDArray[np.float64]:
     out = scores - scores.max(axis=1, keepdims=True)
     np.exp(out, out=out)
     out /= out.sum(axis=1, keepdims=True)
-    return out
-
-
-def _log_floored(probs: NDArray[np.float64]) -> NDArray[np.float64]:
-    with np.errstate(divide="ignore"):
-        out = np.log(probs)
-    np.maximum(out, _LOG_FLOOR, out=out)
     return out
 
 
@@ -210,7 +208,7 @@ class Recalibrator(abc.ABC):
             else:
                 matrix, checked = check_probs_labels(x, labels)
             if self.works_on == "logits":
-                matrix = _log_floored(matrix)
+                matrix = log_probabilities(matrix)
         else:
             matrix = check_logits(x)
             checked = None if labels is None else check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
@@ -342,8 +340,10 @@ class Recalibrator(abc.ABC):
         Raises
         ------
         CalibrationInputError
-            Not JSON, not a recalibrator document, unknown method, or a
-            method other than ``cls``.
+            Not JSON, not a recalibrator document, unknown method, a method
+            other than ``cls``, or a version-1 document of a map that took
+            logarithms of probabilities (fitted on ``input="probs"``, or Beta
+            calibration): those would now predict differently, so refit.
         """
         try:
             payload = json.loads(text)
@@ -353,20 +353,28 @@ class Recalibrator(abc.ABC):
             raise CalibrationInputError(
                 f"`text` is not a calib_core recalibrator document (expected \"format\": {JSON_FORMAT!r})."
             )
-        if payload.get("version") != JSON_VERSION:
+        version = payload.get("version")
+        if version not in (1, JSON_VERSION):
             raise CalibrationInputError(
-                f"unsupported recalibrator document version {payload.get('version')!r} (expected {JSON_VERSION})."
+                f"unsupported recalibrator document version {version!r} (expected {JSON_VERSION})."
             )
         method = payload.get("method")
         target = Recalibrator._registry.get(method)
         if target is None:
             known = ", ".join(sorted(Recalibrator._registry))
             raise CalibrationInputError(f"unknown recalibration method {method!r}; known methods: {known}.")
+        params = dict(payload.get("params") or {})
+        if version == 1 and (params.get("input") == "probs" or method == "beta_calibration"):
+            raise CalibrationInputError(
+                f"this {target.__name__} document was written by an older calib_core (version 1) that took "
+                "logarithms of exact-zero probabilities differently, so its map would now predict other "
+                "probabilities; fit it again and export a new document."
+            )
         if not issubclass(target, cls):
             raise CalibrationInputError(
                 f"the document holds a {target.__name__} ({method!r}), not a {cls.__name__}."
             )
-        instance = target(**target._params_from_json(dict(payload.get("params") or {})))
+        instance = target(**target._params_from_json(params))
         fitted = payload.get("fitted")
         if fitted is not None:
             for name, value in fitted.items():

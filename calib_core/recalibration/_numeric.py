@@ -8,15 +8,60 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq, isotonic_regression, minimize
+from scipy.special import logsumexp
 
 #: Bounds on log T for every temperature fit: T in [1e-3, 1e3].
 LOG_T_BOUNDS = (float(np.log(1e-3)), float(np.log(1e3)))
-#: Probabilities are clipped to [EPS, 1 - EPS] before taking logs in Beta calibration (as betacal does).
-EPS = float(np.finfo(np.float64).eps)
-#: Floor of every log taken here: log of the smallest normal float64 (about -708).
-LOG_FLOOR = float(np.log(np.finfo(np.float64).tiny))
+#: The constant added to probabilities before every logarithm of them (see :func:`log_probabilities`).
+LOG_PROBS_EPS = 1e-12
+
+
+def log_probabilities(probs: ArrayLike, *, eps: float = LOG_PROBS_EPS) -> NDArray[np.float64]:
+    """``log(probs + eps)``: the one logarithm of probabilities used by every recalibrator.
+
+    Every method whose maths needs logarithms of predicted probabilities
+    (temperature, vector, matrix and Dirichlet scaling, ensemble and
+    metric-optimised temperature and Platt scaling given ``input="probs"``,
+    and Beta calibration's ``ln p`` and ``ln(1 - p)``) takes them here, so an
+    exact zero means the same thing to all of them.
+
+    Parameters
+    ----------
+    probs : array_like
+        Probabilities in [0, 1] (already validated), any shape.
+    eps : float, default :data:`LOG_PROBS_EPS` (1e-12)
+
+    Returns
+    -------
+    ndarray
+        ``log(probs + eps)``, finite: an exact 0 becomes ``log(1e-12) ~ -27.6``.
+
+    Notes
+    -----
+    This is scikit-learn's rule for temperature scaling on ``predict_proba``
+    output (``sklearn.calibration._convert_to_logits``, scikit-learn 1.8+:
+    ``log(p + 1e-12)``), so a :class:`TemperatureScaling` fitted here on
+    probabilities agrees with ``CalibratedClassifierCV(method="temperature")``.
+
+    Why 1e-12 and not the floor ``log(tiny) ~ -708`` used before: models such
+    as random forests output exact zeros (no tree voted for the class). A
+    zero for the true class then costs ``708 / T`` nats in the NLL, and a
+    handful of such rows drive the fitted temperature to hundreds (T = 312
+    on a 5-tree forest, which flattens every other row). At ``log(1e-12)`` the
+    zeros stay far below any vote share (``log(0.01) = -4.6``) yet the NLL
+    they add is of the order of a confident mistake under the clipped NLL of
+    :func:`calib_core.nll` (which clips at the same 1e-12). The added ``eps``
+    changes a positive probability by a relative 1e-12 / p, far below what
+    any fit can resolve for p >= 1e-6.
+
+    Examples
+    --------
+    >>> log_probabilities([[0.0, 1.0]]).round(2).tolist()
+    [[-27.63, 0.0]]
+    """
+    return np.log(np.asarray(probs, dtype=np.float64) + eps)
 
 
 def log_softmax(scores: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -29,9 +74,13 @@ def log_softmax(scores: NDArray[np.float64]) -> NDArray[np.float64]:
 def class_log_probs(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``log p_k`` and ``log(1 - p_k)`` for every entry of ``p = softmax(scores)``.
 
-    ``1 - p_k`` is computed as the sum of the other classes' shares, with the
-    row maximum excluded exactly, so ``log(1 - p_k)`` keeps full relative
-    precision even when ``p_k`` rounds to 1.
+    ``1 - p_k`` is the sum of the other classes' shares. For a class other
+    than the row's top class that sum includes the top share (exactly 1
+    after shifting), so it cannot underflow; for the top class it is the sum
+    of the other shares, and where that sum underflows (score gaps beyond
+    about 708) its logarithm is taken as a log-sum-exp of the shifted scores,
+    so ``log(1 - p_top)`` keeps full relative precision even when ``p_top``
+    rounds to 1 (no floor: the log-odds of ``softmax([800, 0])`` are 800).
     """
     n_rows = scores.shape[0]
     rows = np.arange(n_rows)
@@ -48,8 +97,12 @@ def class_log_probs(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], N
     others[rows, top] = rest_of_top
     with np.errstate(divide="ignore"):
         log_not_p = np.log(others)
-    # A share that underflows to 0 would give -inf; the floor keeps every log finite.
-    np.maximum(log_not_p, LOG_FLOOR, out=log_not_p)
+    # Where the other shares' sum is not a normal float (it underflowed), take it in log space.
+    underflow = np.flatnonzero(rest_of_top < np.finfo(np.float64).tiny)
+    if underflow.size:
+        masked = shifted[underflow]
+        masked[np.arange(underflow.size), top[underflow]] = -np.inf
+        log_not_p[underflow, top[underflow]] = logsumexp(masked, axis=1)
     log_not_p -= log_total
     return log_p, log_not_p
 

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.recalibration._numeric import EPS, class_log_probs, fit_logistic, isotonic_fit
+from calib_core.recalibration._numeric import class_log_probs, fit_logistic, isotonic_fit, log_probabilities
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["BetaCalibration", "IsotonicCalibration", "PlattScaling"]
@@ -56,7 +56,10 @@ class PlattScaling(Recalibrator):
     ----------
     input : {"logits", "probs"}, default "logits"
         For logits, ``s_k`` is the log-odds of ``softmax(logits)`` computed
-        stably (``z_1 - z_0`` for K = 2).
+        stably (``z_1 - z_0`` for K = 2). Probabilities are first turned into
+        ``log(p + 1e-12)`` (the helper every recalibrator shares), so an
+        exact 0 or 1 gives a log-odds of about -27.6 or 27.6 - log(K - 1)
+        instead of an infinity.
     smooth_targets : bool, default True
         Platt's targets ``(N+ + 1) / (N+ + 2)`` for positives and
         ``1 / (N- + 2)`` for negatives (as scikit-learn's
@@ -141,9 +144,12 @@ class BetaCalibration(Recalibrator):
 
     Notes
     -----
-    As in [Kull2017]_ (and the ``betacal`` package): ``p`` is clipped to
-    ``[eps, 1 - eps]``, a logistic regression is fitted on the features
-    ``(ln p, -ln(1 - p))``; if the fitted ``a < 0`` it is refitted with
+    As in [Kull2017]_ (and the ``betacal`` package) a logistic regression is
+    fitted on the features ``(ln p, -ln(1 - p))``, both logarithms taken as
+    ``log(v + 1e-12)`` by the helper every recalibrator shares
+    (:func:`~calib_core.recalibration._numeric.log_probabilities`;
+    ``betacal`` clips at machine epsilon instead, which differs only for
+    ``p`` within about 1e-12 of 0 or 1); if the fitted ``a < 0`` it is refitted with
     ``a = 0``, else if ``b < 0`` with ``b = 0``; if the remaining
     coefficient is still negative (where ``betacal`` would keep it), both
     are set to 0 and only ``c`` is fitted, so the map is never decreasing.
@@ -168,8 +174,8 @@ class BetaCalibration(Recalibrator):
 
     @staticmethod
     def _features(x: NDArray[np.float64], classes: list[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        clipped = np.clip(x[:, classes], EPS, 1.0 - EPS)
-        return np.log(clipped), -np.log1p(-clipped)
+        p = x[:, classes]
+        return log_probabilities(p), -log_probabilities(1.0 - p)
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         classes = _target_classes(x.shape[1])
@@ -199,8 +205,7 @@ class BetaCalibration(Recalibrator):
         low, high = np.zeros_like(a), np.ones_like(a)
         for _ in range(60):
             mid = 0.5 * (low + high)
-            clipped = np.clip(mid, EPS, 1.0 - EPS)
-            value = a * np.log(clipped) - b * np.log1p(-clipped) + c
+            value = a * log_probabilities(mid) - b * log_probabilities(1.0 - mid) + c
             low = np.where(value < 0, mid, low)
             high = np.where(value < 0, high, mid)
         return np.where((a == 0) & (b == 0), np.nan, 0.5 * (low + high))
