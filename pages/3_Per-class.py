@@ -3,6 +3,7 @@ import streamlit as st
 
 from studio import compute, figures, layout, state
 from studio.layout import default
+from studio.text import md, plot_text
 
 SORTS = {"class": "class order", "ace": "ACE (largest first)", "classwise_ece": "class-wise ECE (largest first)"}
 
@@ -20,8 +21,9 @@ same = [m for m in models if m.predictions.class_names == reference]
 others = [m.name for m in models if m not in same]
 if others:
     one = len(others) == 1
-    st.info(f"{', '.join(others)} {'has' if one else 'have'} other classes than {models[0].name} and "
-            f"{'is' if one else 'are'} not shown; hide {models[0].name} under *Models shown* in the sidebar "
+    st.info(f"{', '.join(md(o) for o in others)} {'has' if one else 'have'} other classes than "
+            f"{md(models[0].name)} and {'is' if one else 'are'} not shown; hide {md(models[0].name)} under "
+            f"*Models shown* in the sidebar "
             f"to see {'it' if one else 'them'}.")
 
 bins_col, binning_col, sort_col = st.columns([3, 2, 3])
@@ -38,7 +40,7 @@ st.plotly_chart(figures.per_class_figure(tables, sort_by=sort_by, colors=state.m
 
 with st.expander("Per-class table"):
     for name, table in tables.items():
-        st.markdown(f"**{name}**")
+        st.markdown(f"**{md(name)}**")
         st.dataframe(table, hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.4f") for c in
                                     ("frequency", "mean_probability", "ace", "tace", "classwise_ece")})
@@ -50,13 +52,16 @@ chosen = int(st.selectbox(
     format_func=lambda k: reference[k] if reference[k] == str(k) else f"{k}: {reference[k]}",
     help="Its reliability diagram: the predicted probability of this class against whether the row is of "
          "this class (one-vs-rest), with the bins chosen above."))
-lines = [f"**{name}**: ACE {table['ace'].iloc[chosen]:.4f} · TACE {table['tace'].iloc[chosen]:.4f} · class-wise "
+lines = [f"**{md(name)}**: ACE {table['ace'].iloc[chosen]:.4f} · TACE {table['tace'].iloc[chosen]:.4f} · class-wise "
          f"ECE {table['classwise_ece'].iloc[chosen]:.4f} · {int(table['support'].iloc[chosen]):,} rows of this class"
          for name, table in tables.items()]
 st.markdown("  \n".join(lines))
 diagrams = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, chosen) for m in same}
 st.plotly_chart(
     figures.reliability_figure(diagrams, layout="overlay", colors=state.model_colors(), histogram_log=True,
-                               x_title=f"Mean predicted probability of class {reference[chosen]} in the bin",
+                               x_title=f"Mean predicted probability of class {plot_text(reference[chosen])} in the bin",
                                n_rows={m.name: m.predictions.n_samples for m in same}),
     theme=None, key="perclass_reliability_chart")
+st.caption(f"Faded, hollow points labelled n=…: bins with fewer than {figures.MIN_BIN_COUNT} rows. Their observed "
+           "frequency is too uncertain to read a gap from (see the wide intervals), so they get no line and no "
+           "shading. One-vs-rest probabilities put almost every row near 0 or 1, so most middle bins are sparse.")

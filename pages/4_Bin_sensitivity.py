@@ -6,6 +6,7 @@ from calib_core.io import demo_datasets
 from calib_core.sensitivity import SENSITIVITY_METRICS
 from studio import compute, figures, layout, state
 from studio.layout import default
+from studio.text import md
 
 BIN_COUNTS = tuple(range(2, 201))
 BINNINGS = ("uniform", "adaptive")
@@ -102,9 +103,9 @@ spearman = result.spearman[(result.spearman["metric"] == metric) & (result.spear
 changes = flips[(flips["metric"] == metric) & (flips["binning"] == binning)]
 if changes.empty:
     st.success(f"By {TITLES[metric]} with {binning} bins the models keep the same order at every bin count "
-               f"from 2 to 200: {result.ranks[chosen].sort_values(['n_bins', 'rank']).head(len(models))['model'].str.cat(sep=' < ')}.")
+               f"from 2 to 200: {result.ranks[chosen].sort_values(['n_bins', 'rank']).head(len(models))['model'].map(md).str.cat(sep=' < ')}.")
 else:
-    listed = "; ".join(f"at {row.n_bins} bins: {row.order}" for row in changes.head(6).itertuples())
+    listed = "; ".join(f"at {row.n_bins} bins: {md(row.order)}" for row in changes.head(6).itertuples())
     more = f" and {len(changes) - 6} more" if len(changes) > 6 else ""
     st.warning(f"By {TITLES[metric]} with {binning} bins the ranking flips {len(changes)} "
                f"time{'s' if len(changes) > 1 else ''} between 2 and 200 bins ({listed}{more}). "

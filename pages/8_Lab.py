@@ -8,12 +8,13 @@ chunk per script run with a progress bar and a Stop button (see
 import pandas as pd
 import streamlit as st
 
-from calib_core import METRICS, CalibrationInputError
+from calib_core import METRICS, CalibrationInputError, csv_bytes
 from calib_core.lab import DEFAULT_SIZES
 from studio import compute_lab as cl
 from studio import layout, state
 from studio.figures_lab import correlation_heatmap, futami_figure, lab_figure, subset_figure, variant_heatmap
 from studio.layout import default
+from studio.text import md
 
 TABS = ["Simulation lab", "Your data: test-set size", "Bin-count rank stability", "Pathology gallery"]
 LAB_JOB, STUDY_JOB = "lab:job", "lab:study_job"
@@ -205,7 +206,7 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.4f")
                                 for c in ("truth", "mean", "bias", "std", "q05", "q95", "mean |error|", "rmse")})
-    st.download_button("Download every estimate as CSV", view.estimates.to_csv(index=False).encode("utf-8"),
+    st.download_button("Download every estimate as CSV", csv_bytes(view.estimates),
                        file_name="lab_estimates.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:")
 
@@ -274,7 +275,7 @@ def simulation_lab() -> None:
                        "take minutes; stop it at any time and the finished sizes are kept.")
         bar = progress_row(LAB_JOB, job, lab_status(job))
     elif job.error:
-        st.error(f"The run stopped with an error: {job.error} Change the estimators, sizes or model and press Run; "
+        st.error(f"The run stopped with an error: {md(job.error)} Change the estimators, sizes or model and press Run; "
                  "the sizes finished before are shown below.", icon=":material/error:")
     elif job.stopped:
         done = sum(1 for n in params.sizes if n in job.done)
@@ -321,9 +322,9 @@ def study_results(job: cl.Job, models, tolerance: float) -> None:
                     for m, se, d in part.loc[~part["stable"], ["metric", "relative_se", "drift"]].itertuples(
                         index=False)]
         if not unstable:
-            st.markdown(f"**{model}** (N = {rows[model]:,}): every metric is stable: {', '.join(stable)}.")
+            st.markdown(f"**{md(model)}** (N = {rows[model]:,}): every metric is stable: {', '.join(stable)}.")
         else:
-            st.markdown(f"**{model}** (N = {rows[model]:,}): stable: {', '.join(stable) or 'none'}; "
+            st.markdown(f"**{md(model)}** (N = {rows[model]:,}): stable: {', '.join(stable) or 'none'}; "
                         f"not stable: {', '.join(unstable)}.")
     shown = table.assign(metric=table["metric"].map(lambda m: METRIC_NAMES.get(m, m)))
     st.dataframe(shown.rename(columns={"value": "value at N", "half": "N/2", "std_half": "std at N/2",
@@ -337,7 +338,7 @@ def study_results(job: cl.Job, models, tolerance: float) -> None:
                "mean, σ²/n·(1 − n/N) = σ²/N at n = N/2), so their spread is taken as the standard error at N. "
                "The drift is how much the mean still changes from N/2 to N: an estimate biased at small sizes, "
                "like the binned ECE, keeps moving (Gruber & Buettner 2022, appendix G.2-G.3).")
-    st.download_button("Download the study as CSV", summary.to_csv(index=False).encode("utf-8"),
+    st.download_button("Download the study as CSV", csv_bytes(summary),
                        file_name="test_set_size_study.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:")
 
@@ -373,7 +374,7 @@ def your_data(models) -> None:
     eligible = [m for m in models if m.predictions.n_samples >= cl.MIN_STUDY_ROWS]
     for m in models:
         if m not in eligible:
-            st.warning(f"{m.name} has {m.predictions.n_samples:,} rows ({m.rows}); the study needs at least "
+            st.warning(f"{md(m.name)} has {m.predictions.n_samples:,} rows ({md(m.rows)}); the study needs at least "
                        f"{cl.MIN_STUDY_ROWS} (subsets from 100 rows up, and half of all rows). Load a larger "
                        "test set to include it.", icon=":material/info:")
     if not eligible:
@@ -391,7 +392,7 @@ def your_data(models) -> None:
     if job.running:
         bar = progress_row(STUDY_JOB, job, study_status(job))
     elif job.error:
-        st.error(f"The study stopped with an error: {job.error} Change the metrics or bins and run it again.",
+        st.error(f"The study stopped with an error: {md(job.error)} Change the metrics or bins and run it again.",
                  icon=":material/error:")
     elif job.stopped:
         st.warning("Stopped. Press **Run the study** to continue; the finished sizes are kept.",
@@ -430,7 +431,7 @@ def rank_stability(models) -> None:
             (lambda done, total: bar.progress(done / total, text=f"GCE variant {done} of {total} …"))
             if bar is not None else None))
     except CalibrationInputError as exc:
-        st.error(f"The rank stability could not be computed: {exc} Check the loaded models on the Data page.",
+        st.error(f"The rank stability could not be computed: {md(exc)} Check the loaded models on the Data page.",
                  icon=":material/error:")
         return
     if bar is not None:

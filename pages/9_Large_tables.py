@@ -4,8 +4,10 @@ import json
 import pandas as pd
 import streamlit as st
 
+from calib_core.export import csv_bytes
 from studio import compute_summary, figures, layout
 from studio.layout import default
+from studio.text import md
 
 layout.setup_page("Large tables", ":material/dataset:")
 st.title("Tables too large to upload")
@@ -38,7 +40,7 @@ if uploaded is not None:
     try:
         summary = compute_summary.read_summary(uploaded.getvalue())
     except compute_summary.SUMMARY_ERRORS as exc:
-        st.error(f"**{uploaded.name}** could not be read: {exc} Upload the file that "
+        st.error(f"**{md(uploaded.name)}** could not be read: {md(exc)} Upload the file that "
                  "`calib-core report PATH --json` printed (or its `statistics` entry).")
 elif use_demo:
     summary = compute_summary.demo_summary()
@@ -46,19 +48,20 @@ if summary is None:
     st.info("Upload a summary JSON, or switch on the demo model's summary, to see the diagrams.")
     st.stop()
 
-source = ", ".join(summary.files) or "demo predictions"
+# Everything read from the JSON (file names, engine, warnings) was written by someone else: plain text.
+source = ", ".join(md(f) for f in summary.files) or "demo predictions"
 st.markdown(f"**{source}**: N = {summary.n_samples:,} rows, K = {summary.n_classes} classes, "
-            f"{summary.input_kind or 'probabilities'}; engine `{summary.engine or 'memory'}`; "
+            f"{md(summary.input_kind or 'probabilities')}; engine {md(summary.engine or 'memory')}; "
             f"{'exact' if summary.exact else 'approximate (quantile sketch)'} statistics.")
 for warning in summary.warnings:
-    st.warning(warning)
+    st.warning(md(warning))
 if not summary.exact and summary.error_bounds:
     st.caption("Error bounds of the one-pass estimates: "
-               + ", ".join(f"{k} ± {v:.2g}" for k, v in summary.error_bounds.items()))
+               + ", ".join(f"{md(k)} ± {v:.2g}" for k, v in summary.error_bounds.items()))
 
 metrics = pd.DataFrame({"metric": list(summary.metrics), "value": list(summary.metrics.values())})
 st.dataframe(metrics, hide_index=True, column_config={"value": st.column_config.NumberColumn(format="%.6f")})
-st.download_button("Download metrics as CSV", metrics.to_csv(index=False).encode("utf-8"), file_name="summary_metrics.csv",
+st.download_button("Download metrics as CSV", csv_bytes(metrics), file_name="summary_metrics.csv",
                    mime="text/csv", on_click="ignore", icon=":material/download:")
 
 st.subheader("Reliability")

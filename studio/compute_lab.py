@@ -49,40 +49,65 @@ from calib_core.validation import CalibrationInputError
 Progress = Callable[[int, int], None] | None
 
 # ============================================================================ store
-class ResultStore:
-    """A bounded, thread-safe mapping from a chunk's parameters to its result (least recently used goes first)."""
+#: How long a finished chunk stays in the store. Chunks on a visitor's data (the test-set-size study,
+#: rank stability) are keyed by a hash of that data, so only the same visitor can reuse them; an hour
+#: covers a working session, and memory is given back after the visitors leave.
+RESULT_TTL_SECONDS = 3600.0
 
-    def __init__(self, max_entries: int = 512) -> None:
+
+class ResultStore:
+    """A bounded, thread-safe mapping from a chunk's parameters to its result.
+
+    Holds at most ``max_entries`` results (the least recently used goes first)
+    and drops a result ``ttl_seconds`` after it was stored, as ``st.cache_data``
+    does with ``max_entries`` and ``ttl``.
+    """
+
+    def __init__(self, max_entries: int = 512, ttl_seconds: float = RESULT_TTL_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_entries = max_entries
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._items: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _expire(self) -> None:
+        """Drop the results stored more than ``ttl_seconds`` ago (call with the lock held)."""
+        deadline = self._clock() - self.ttl_seconds
+        for key in [k for k, (stored, _) in self._items.items() if stored <= deadline]:
+            del self._items[key]
 
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
+            self._expire()
             if key not in self._items:
                 return None
             self._items.move_to_end(key)
-            return self._items[key]
+            return self._items[key][1]
 
     def put(self, key: Hashable, value: Any) -> None:
         with self._lock:
-            self._items[key] = value
+            self._expire()
+            self._items[key] = (self._clock(), value)
             self._items.move_to_end(key)
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
+            self._expire()
             return key in self._items
 
     def __len__(self) -> int:
         with self._lock:
+            self._expire()
             return len(self._items)
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=1, ttl="24h")
 def result_store() -> ResultStore:
-    """The store shared by every session of this server process."""
+    """The store shared by every session of this server process (its entries expire after an hour;
+    the store itself is renewed daily)."""
     return ResultStore()
 
 
@@ -274,7 +299,7 @@ FIXED_ECE = {"ece_uniform_fixed": "uniform", "ece_adaptive_fixed": "adaptive"}
 _REPLACED = ("ece_uniform_15", "ece_adaptive_15")
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=1, ttl="24h")
 def estimator_options() -> dict[str, str]:
     """Estimator key -> label, in lab_estimators' order, the fixed-B ECEs after the optimal-B ones."""
     options: dict[str, str] = {}
@@ -627,13 +652,13 @@ def variant_name(row: Mapping[str, Any]) -> str:
 
 
 # ============================================================================ pathology gallery
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=1, ttl="24h")
 def gallery() -> tuple[Pathology, ...]:
     """The gallery's cases (:func:`calib_core.pathologies`)."""
     return cc.pathologies()
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, ttl="24h")
 def pathology_numbers(key: str) -> dict[str, float]:
     """``case.compute()`` of the case ``key``, computed live once per server process."""
     case = next((c for c in gallery() if c.key == key), None)

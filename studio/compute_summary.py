@@ -1,7 +1,9 @@
 """The Large tables page's calls: summaries of ``calib-core report --json``, cached.
 
 A summary holds per-bin sums, never rows (:func:`calib_core.load_summary`),
-so it is keyed by the uploaded bytes themselves.
+so it is keyed by the uploaded bytes themselves. An uploaded summary is
+cached for its session only (``scope="session"``): it is dropped when the
+visitor leaves, and one visitor's file never answers another's.
 """
 from __future__ import annotations
 
@@ -17,13 +19,13 @@ from studio import state
 SUMMARY_ERRORS = (cc.CalibrationInputError,)
 
 
-@st.cache_data(show_spinner="Reading the summary ...", max_entries=16)
+@st.cache_data(show_spinner="Reading the summary ...", max_entries=16, ttl="1h", scope="session")
 def read_summary(raw: bytes) -> CalibrationSummary:
     """:func:`calib_core.load_summary` of an uploaded JSON file."""
     return cc.load_summary(raw)
 
 
-@st.cache_data(show_spinner="Summarising the demo model ...", max_entries=4)
+@st.cache_data(show_spinner="Summarising the demo model ...", max_entries=4, ttl="24h")
 def demo_summary(name: str = state.DEFAULT_DEMO) -> CalibrationSummary:
     """The summary the command line writes for the demo ``name`` (every metric, so adaptive bins too)."""
     predictions = cc.load_demo(name)

@@ -20,6 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from studio.text import plot_text
+
 #: Okabe & Ito (2008) colour-blind-safe palette (black moved last).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DIAGONAL_COLOR = "#7f7f7f"
@@ -28,6 +30,14 @@ GAP_UNDER = "rgba(255, 255, 255, 0.45)"  # under-confident: a lighter, hatched p
 FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
 _BINNING_DASH = {"uniform": "solid", "adaptive": "dot"}
 _METRIC_TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}
+
+#: Reliability-diagram bins holding fewer rows than this are drawn faded, with their row count, and
+#: get no gap shading and no connecting line. With fewer than 10 rows the 95% Wilson interval of the
+#: observed frequency is about +-0.26 wide or wider (at a frequency of 0.5), so the gap of such a bin
+#: says little; shading it drew a large triangle for a class whose class-wise ECE is 0.003.
+MIN_BIN_COUNT = 10
+#: Marker opacity of a bin with one row and with ``MIN_BIN_COUNT - 1`` rows (linear in between).
+SPARSE_OPACITY = (0.25, 0.65)
 
 
 def color_for(index: int) -> str:
@@ -59,12 +69,71 @@ def _base_layout(fig: go.Figure, *, height: int, title: str | None, panel_titles
     return fig
 
 
+def count_opacity(count: np.ndarray, min_count: int = MIN_BIN_COUNT) -> np.ndarray:
+    """Marker opacity of each bin: 1 from ``min_count`` rows on, fading linearly to
+    ``SPARSE_OPACITY[0]`` for a bin of one row (``SPARSE_OPACITY[1]`` at ``min_count - 1``)."""
+    count = np.asarray(count, dtype=float)
+    low, high = SPARSE_OPACITY
+    ramp = low + (high - low) * (count - 1) / max(min_count - 2, 1)
+    return np.where(count >= min_count, 1.0, np.clip(ramp, low, high))
+
+
+def _runs(mask: np.ndarray) -> list[np.ndarray]:
+    """Index arrays of the maximal runs of consecutive True values of ``mask``."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return []
+    return np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
+
+
+def _gap_polygons(conf: np.ndarray, obs: np.ndarray, mask: np.ndarray) -> tuple[list, list]:
+    """Closed outlines of the area between the diagonal and the observed frequencies, one per run
+    of consecutive bins in ``mask`` (separated by ``None``, for a ``fill="toself"`` trace)."""
+    xs: list = []
+    ys: list = []
+    for run in _runs(mask):
+        if run.size < 2:
+            continue  # a single bin encloses no area
+        xs += [*conf[run], *conf[run][::-1], conf[run][0], None]
+        ys += [*obs[run], *conf[run][::-1], obs[run][0], None]
+    return xs, ys
+
+
+def percent_text(value: float) -> str:
+    """A share as a percentage with the digits it needs: 0.001 -> "0.1%", 0.5 -> "50%", 1 -> "100%"."""
+    return f"{round(100.0 * float(value), 10):g}%"
+
+
+def share_log_axis(shares: np.ndarray) -> dict:
+    """Range and ticks of a log-scale axis of shares in (0, 1] (Plotly's ``tickformat=".0%"`` on a log
+    axis wrote 0.1% as "0%" and put ticks at 1000%).
+
+    Returns
+    -------
+    dict
+        ``type="log"``, a ``range`` (log10 units) from a little below the smallest positive share, at
+        least one decade, to just above 100%, and ``tickvals``/``ticktext`` at 1, 2 and 5 x 10^k (only
+        10^k when the range spans more than two decades) written by :func:`percent_text`.
+    """
+    shares = np.asarray(shares, dtype=float)
+    positive = shares[np.isfinite(shares) & (shares > 0)]
+    smallest = float(positive.min()) if positive.size else 0.1
+    low = min(np.log10(smallest) - 0.15, -1.0)
+    high = 0.05
+    steps = (1, 2, 5) if high - low <= 2.2 else (1,)
+    values = [m * 10.0 ** e for e in range(int(np.floor(low)), 1) for m in steps]
+    values = [v for v in values if low <= np.log10(v) <= high]
+    return dict(type="log", range=[low, high], tickmode="array", tickvals=values,
+                ticktext=[percent_text(v) for v in values])
+
+
 # ----------------------------------------------------------------------------- reliability
 
 def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "overlay", style: str = "points",
                        colors: Mapping[str, int] | None = None, title: str | None = None,
                        x_title: str = "Confidence (mean predicted probability in the bin)",
-                       n_rows: Mapping[str, int] | None = None, histogram_log: bool = False) -> go.Figure:
+                       n_rows: Mapping[str, int] | None = None, histogram_log: bool = False,
+                       min_count: int = MIN_BIN_COUNT) -> go.Figure:
     """Reliability diagram(s) with per-bin Wilson intervals and a confidence histogram below.
 
     Parameters
@@ -82,11 +151,18 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
     colors : mapping of model name to colour index, optional
     title : str, optional
     x_title : str
+        Plotly text: escape user-supplied parts with :func:`studio.text.plot_text`.
     n_rows : mapping of model name to N, optional
         Shown in the hover of the histogram.
     histogram_log : bool, default False
         Log-scale the histogram's y axis (one-vs-rest probabilities and
-        confident models pile almost every row into one bin).
+        confident models pile almost every row into one bin); ticks at
+        1, 2, 5 x 10^k percent (:func:`share_log_axis`).
+    min_count : int, default MIN_BIN_COUNT
+        Bins with fewer rows are de-emphasised: faded markers (bars) whose
+        opacity grows with the count (:func:`count_opacity`), labelled
+        ``n=<count>``, not joined by the line and not shaded; their Wilson
+        interval is still drawn (faded), since it shows how little such a bin says.
 
     Returns
     -------
@@ -94,7 +170,7 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
         Row 1: the diagonal, the per-model reliability traces with Wilson
         error bars (hover: bin range, count, confidence, frequency, gap,
         interval). Row 2: share of rows per bin (bars as wide as the bins)
-        on the same x axis.
+        on the same x axis. Model names are shown as plain text.
     """
     if layout not in ("overlay", "side_by_side"):
         raise ValueError(f"`layout` must be 'overlay' or 'side_by_side', got {layout!r}.")
@@ -106,7 +182,7 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
     fig = make_subplots(
         rows=2, cols=n_cols, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05,
         horizontal_spacing=0.05 if n_cols > 1 else 0.02,
-        subplot_titles=[str(n) for n in names] + [""] * n_cols if n_cols > 1 else None,
+        subplot_titles=[plot_text(n) for n in names] + [""] * n_cols if n_cols > 1 else None,
     )
     for col in range(1, n_cols + 1):
         fig.add_trace(go.Scatter(
@@ -114,64 +190,91 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
             showlegend=col == 1, hoverinfo="skip", line=dict(color=DIAGONAL_COLOR, dash="dash", width=1.5),
         ), row=1, col=col)
     gap_legend_shown = False
+    shares = []
+    sparse_note = (f"<br><i>fewer than {min_count} rows: too few to read the gap</i>")
     for i, name in enumerate(names):
         table = tables[name]
+        label = plot_text(name)
         col = i + 1 if n_cols > 1 else 1
         color = palette[name]
-        conf = table["mean_confidence"].to_numpy()
-        obs = table["observed_frequency"].to_numpy()
+        conf = table["mean_confidence"].to_numpy(dtype=float)
+        obs = table["observed_frequency"].to_numpy(dtype=float)
+        count = table["count"].to_numpy()
         low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
         lower, upper = table["lower"].to_numpy(), table["upper"].to_numpy()
-        customdata = np.column_stack([lower, upper, table["count"].to_numpy(), table["gap"].to_numpy(),
+        solid = count >= min_count
+        opacity = count_opacity(count, min_count)
+        customdata = np.column_stack([lower, upper, count, table["gap"].to_numpy(),
                                       low, high, conf, obs])
-        hover = (f"<b>{name}</b><br>bin (%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+        hover = (f"<b>{label}</b><br>bin (%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
                  "<br>rows: %{customdata[2]:,}<br>mean confidence: %{customdata[6]:.3f}"
                  "<br>observed frequency: %{customdata[7]:.3f}"
                  "<br>gap (conf. - freq.): %{customdata[3]:+.3f}"
-                 "<br>95% interval: [%{customdata[4]:.3f}, %{customdata[5]:.3f}]<extra></extra>")
-        error = dict(type="data", array=np.clip(high - obs, 0, None), arrayminus=np.clip(obs - low, 0, None),
+                 "<br>95% interval: [%{customdata[4]:.3f}, %{customdata[5]:.3f}]")
+        error_plus, error_minus = np.clip(high - obs, 0, None), np.clip(obs - low, 0, None)
+        error = dict(type="data", array=error_plus, arrayminus=error_minus,
                      visible=True, color=color, thickness=1.2, width=3)
+        sparse_text = [f"n={c:,}" if c < min_count else "" for c in count]
         group = f"model-{i}"
         if style == "points":
-            # Shade between the diagonal (y = confidence) and the observed frequency.
-            fig.add_trace(go.Scatter(x=conf, y=conf, mode="lines", line=dict(width=0), showlegend=False,
-                                     hoverinfo="skip", legendgroup=group), row=1, col=col)
-            fig.add_trace(go.Scatter(x=conf, y=obs, mode="lines", line=dict(width=0), fill="tonexty",
+            # Shade between the diagonal (y = confidence) and the observed frequency, bins with enough rows only.
+            gap_x, gap_y = _gap_polygons(conf, obs, solid)
+            fig.add_trace(go.Scatter(x=gap_x, y=gap_y, mode="lines", line=dict(width=0), fill="toself",
                                      fillcolor=_rgba(color, 0.18), showlegend=False, hoverinfo="skip",
-                                     legendgroup=group, name=f"{name} gap"), row=1, col=col)
+                                     legendgroup=group, name=f"{label} gap"), row=1, col=col)
+            # The model's line joins consecutive bins with enough rows (None breaks it at the others).
             fig.add_trace(go.Scatter(
-                x=conf, y=obs, mode="lines+markers", name=str(name), legendgroup=group,
+                x=conf, y=np.where(solid, obs, np.nan), mode="lines+markers", name=label,
+                legendgroup=group, connectgaps=False,
                 line=dict(color=color, width=2), marker=dict(color=color, size=8, line=dict(color="white", width=1)),
-                error_y=error, customdata=customdata, hovertemplate=hover,
+                error_y=error, customdata=customdata, hovertemplate=hover + "<extra></extra>",
             ), row=1, col=col)
+            if (~solid).any():
+                few = ~solid
+                fig.add_trace(go.Scatter(
+                    x=conf[few], y=obs[few], mode="markers+text", name=f"{label}: bins under {min_count} rows",
+                    legendgroup=group, showlegend=False, text=[t for t, f in zip(sparse_text, few) if f],
+                    textposition="top center", textfont=dict(size=10, color=_rgba(color, 0.8)),
+                    marker=dict(color=color, size=8, opacity=opacity[few], symbol="circle-open",
+                                line=dict(color=color, width=1.5)),
+                    error_y=dict(type="data", array=error_plus[few], arrayminus=error_minus[few], visible=True,
+                                 color=_rgba(color, 0.35), thickness=1, width=2),
+                    customdata=customdata[few], hovertemplate=hover + sparse_note + "<extra></extra>",
+                    cliponaxis=False,
+                ), row=1, col=col)
         else:
             mid, width = (lower + upper) / 2, upper - lower
             fig.add_trace(go.Bar(
-                x=mid, y=obs, width=width, name=str(name), legendgroup=group,
-                marker=dict(color=_rgba(color, 0.75), line=dict(color=color, width=1)),
-                error_y=error, customdata=customdata, hovertemplate=hover,
+                x=mid, y=obs, width=width, name=label, legendgroup=group,
+                marker=dict(color=_rgba(color, 0.75), line=dict(color=color, width=1), opacity=opacity),
+                text=sparse_text, textposition="outside", textfont=dict(size=10), cliponaxis=False,
+                error_y=error, customdata=customdata,
+                hovertemplate=[hover + ("" if s else sparse_note) + "<extra></extra>" for s in solid],
             ), row=1, col=col)
             gap = conf - obs
             fig.add_trace(go.Bar(
                 x=mid, y=gap, base=obs, width=width, name="Gap (confidence - frequency)",
                 legendgroup="gap", showlegend=not gap_legend_shown,
-                marker=dict(color=np.where(gap > 0, GAP_OVER, GAP_UNDER).tolist(),
+                marker=dict(color=np.where(gap > 0, GAP_OVER, GAP_UNDER).tolist(), opacity=opacity,
                             line=dict(color="rgba(120, 40, 0, 0.8)", width=1), pattern=dict(shape="/")),
-                customdata=customdata, hovertemplate=hover,
+                customdata=customdata, hovertemplate=hover + "<extra></extra>",
             ), row=1, col=col)
             gap_legend_shown = True
         n_total = (n_rows or {}).get(name)
+        weight = table["weight"].to_numpy(dtype=float)
+        shares.append(weight)
         fig.add_trace(go.Bar(
-            x=(lower + upper) / 2, y=table["weight"].to_numpy(), width=upper - lower,
-            name=f"{name} rows per bin", legendgroup=group, showlegend=False,
+            x=(lower + upper) / 2, y=weight, width=upper - lower,
+            name=f"{label} rows per bin", legendgroup=group, showlegend=False,
             marker=dict(color=_rgba(color, 0.55 if n_cols == 1 and len(names) > 1 else 0.8),
                         line=dict(color=color, width=0.5)),
-            customdata=np.column_stack([lower, upper, table["count"].to_numpy()]),
-            hovertemplate=(f"<b>{name}</b><br>bin (%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+            customdata=np.column_stack([lower, upper, count]),
+            hovertemplate=(f"<b>{label}</b><br>bin (%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
                            "<br>rows: %{customdata[2]:,}" + (f" of {n_total:,}" if n_total else "")
-                           + "<br>share: %{y:.1%}<extra></extra>"),
+                           + "<br>share: %{y:.2%}<extra></extra>"),
         ), row=2, col=col)
     fig.update_layout(barmode="overlay", bargap=0)
+    share_axis = share_log_axis(np.concatenate(shares) if shares else np.array([]))
     for col in range(1, n_cols + 1):
         # A little room beyond [0, 1] so that markers at confidence 1 are not cut in half.
         fig.update_xaxes(range=[-0.01, 1.015], row=1, col=col, showticklabels=False)
@@ -180,7 +283,7 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
         fig.update_yaxes(range=[-0.03, 1.03], row=1, col=col,
                          title_text="Observed frequency" if col == 1 else None)
         if histogram_log:
-            fig.update_yaxes(row=2, col=col, type="log", tickformat=".0%", dtick=1,
+            fig.update_yaxes(row=2, col=col, **share_axis,
                              title_text="Share of rows (log)" if col == 1 else None)
         else:
             fig.update_yaxes(row=2, col=col, tickformat=".0%", rangemode="tozero",
@@ -222,11 +325,12 @@ def add_consistency_bands(fig: go.Figure, bands: Mapping[str, object], *, layout
         x[2::3] = None
         y[2::3] = None
         q_low, q_high = (100 * q for q in band.quantiles)
+        label = plot_text(name)
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=f"{name}: {q_low:g}-{q_high:g}% if calibrated",
+            x=x, y=y, mode="lines+markers", name=f"{label}: {q_low:g}-{q_high:g}% if calibrated",
             legendgroup=f"consistency-{i}", line=dict(color=CONSISTENCY_COLOR, width=5),
             marker=dict(symbol="line-ew", size=10, color=CONSISTENCY_COLOR, line=dict(width=2, color=CONSISTENCY_COLOR)),
-            opacity=0.75, hovertemplate=(f"<b>{name}</b><br>{q_low:g}-{q_high:g}% of a calibrated model's"
+            opacity=0.75, hovertemplate=(f"<b>{label}</b><br>{q_low:g}-{q_high:g}% of a calibrated model's"
                                          " frequencies<br>%{y:.3f}<extra></extra>"),
         ), row=1, col=col)
     return fig
@@ -259,22 +363,25 @@ def per_class_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "clas
     names = list(tables)
     palette = _colors(names, colors)
     first = tables[names[0]] if names else pd.DataFrame(columns=["class", "ace", "classwise_ece"])
-    order = [str(c) for c in first["class"]]
+    # Class names are categories of the x axis: shown as plain text (escaping is one-to-one, so they stay distinct).
+    order = [plot_text(c) for c in first["class"]]
     if sort_by != "class" and names:
-        mean = pd.concat([t.set_index(t["class"].astype(str))[sort_by] for t in tables.values()], axis=1).mean(axis=1)
+        mean = pd.concat([t.set_index(t["class"].map(plot_text))[sort_by] for t in tables.values()],
+                         axis=1).mean(axis=1)
         order = mean.sort_values(ascending=False, kind="stable").index.tolist()
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
                         subplot_titles=["ACE per class (adaptive ranges)", "Class-wise ECE per class"])
     for i, name in enumerate(names):
-        table = tables[name].assign(**{"class": lambda t: t["class"].astype(str)}).set_index("class").reindex(order)
+        table = tables[name].assign(**{"class": lambda t: t["class"].map(plot_text)}).set_index("class").reindex(order)
+        label = plot_text(name)
         for col, column in ((1, "ace"), (2, "classwise_ece")):
             customdata = np.column_stack([table["support"].to_numpy(), table["mean_probability"].to_numpy(),
                                           table["tace"].to_numpy() if "tace" in table else np.full(len(table), np.nan)])
             fig.add_trace(go.Bar(
-                x=order, y=table[column].to_numpy(), name=str(name), legendgroup=f"model-{i}",
+                x=order, y=table[column].to_numpy(), name=label, legendgroup=f"model-{i}",
                 showlegend=col == 1 and len(names) > 1, marker=dict(color=palette[name]),
                 customdata=customdata,
-                hovertemplate=(f"<b>{name}</b><br>class %{{x}}<br>{'ACE' if col == 1 else 'class-wise ECE'}: "
+                hovertemplate=(f"<b>{label}</b><br>class %{{x}}<br>{'ACE' if col == 1 else 'class-wise ECE'}: "
                                "%{y:.4f}<br>rows of this class: %{customdata[0]:,}"
                                "<br>mean predicted probability: %{customdata[1]:.3f}<extra></extra>"),
             ), row=1, col=col)
@@ -318,14 +425,15 @@ def sensitivity_figure(table: pd.DataFrame, *, marks: Mapping[str, float] | None
     for j, metric in enumerate(metrics):
         row, col = j // n_cols + 1, j % n_cols + 1
         part = table[table["metric"] == metric]
-        for name in names:
+        for k, name in enumerate(names):
+            label = plot_text(name)
             for binning, lines in part[part["model"] == name].groupby("binning", sort=False):
                 legend = (name, binning)
                 fig.add_trace(go.Scatter(
-                    x=lines["n_bins"], y=lines["value"], mode="lines", name=f"{name} · {binning}",
-                    legendgroup=f"{name}-{binning}", showlegend=legend not in shown,
+                    x=lines["n_bins"], y=lines["value"], mode="lines", name=f"{label} · {binning}",
+                    legendgroup=f"model-{k}-{binning}", showlegend=legend not in shown,
                     line=dict(color=palette[name], dash=_BINNING_DASH.get(binning, "dash"), width=1.8),
-                    hovertemplate=(f"<b>{name}</b> · {binning}<br>{_METRIC_TITLES.get(metric, metric)} "
+                    hovertemplate=(f"<b>{label}</b> · {binning}<br>{_METRIC_TITLES.get(metric, metric)} "
                                    "with %{x} bins: %{y:.4f}<extra></extra>"),
                 ), row=row, col=col)
                 shown.add(legend)
@@ -373,7 +481,7 @@ def rank_figure(ranks: pd.DataFrame, spearman: pd.DataFrame | None = None, *,
                         row_heights=[0.68, 0.32] if with_rho else None)
     n_models = max(len(names), 1)
     fig.add_trace(go.Heatmap(
-        x=bins, y=names, z=z.to_numpy(dtype=float), zmin=1, zmax=max(n_models, 2),
+        x=bins, y=[plot_text(n) for n in names], z=z.to_numpy(dtype=float), zmin=1, zmax=max(n_models, 2),
         colorscale=[[0.0, "#1a9850"], [0.5, "#fee08b"], [1.0, "#d73027"]],
         customdata=values.to_numpy(dtype=float), xgap=0, ygap=2,
         colorbar=dict(title="Rank", tickvals=list(range(1, n_models + 1)), len=0.6 if with_rho else 1,
@@ -426,13 +534,14 @@ def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | N
         est = rows["estimate"].to_numpy(dtype=float)
         low, high = rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float)
         has_ci = np.isfinite(low) & np.isfinite(high)
+        label = plot_text(name)
         fig.add_trace(go.Scatter(
-            x=rows["metric"], y=est, mode="markers", name=str(name),
+            x=rows["metric"], y=est, mode="markers", name=label,
             marker=dict(color=palette[name], size=10, symbol="diamond"),
             error_y=dict(type="data", array=np.where(has_ci, high - est, 0), arrayminus=np.where(has_ci, est - low, 0),
                          visible=bool(has_ci.any()), color=palette[name], thickness=1.5, width=5),
             customdata=np.column_stack([low, high]),
-            hovertemplate=(f"<b>{name}</b><br>%{{x}}: %{{y:.4f}}"
+            hovertemplate=(f"<b>{label}</b><br>%{{x}}: %{{y:.4f}}"
                            "<br>interval [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>"),
         ))
     fig.update_layout(scattermode="group", scattergap=0.6)

@@ -20,6 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from studio.text import plot_text
+
 __all__ = ["TRUTH_TRACE_PREFIX", "correlation_heatmap", "futami_figure", "lab_figure", "subset_figure",
            "variant_heatmap"]
 
@@ -48,10 +50,17 @@ def _compact(value: float) -> str:
     return f"{value:g}"
 
 
-def log_ticks(low: float, high: float, steps: Sequence[int] = (1, 2, 5)) -> dict:
-    """Tick values ``steps`` x 10^k between ``low`` and ``high`` for a log axis (Plotly's own crowd a short range)."""
+def log_ticks(low: float, high: float, steps: Sequence[int] | None = (1, 2, 5)) -> dict:
+    """Tick values ``steps`` x 10^k between ``low`` and ``high`` for a log axis.
+
+    Plotly's own ticks crowd a short range and label the minor ticks with
+    bare digits ("2", "5" between 0.1 and 1). ``steps=None`` picks
+    (1, 2, 5) for a range of at most two decades and (1,) above.
+    """
     if not (low > 0 and high > 0):
         return {}
+    if steps is None:
+        steps = (1, 2, 5) if math.log10(high / low) <= 2.0 else (1,)
     values = [m * 10.0**e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
               for m in steps]
     values = [v for v in values if low / 1.001 <= v <= high * 1.001]
@@ -158,9 +167,11 @@ def futami_figure(optimal, observed: pd.DataFrame, *, fixed=None, fixed_bins: in
         Total bound at the fixed bin count, and ``fixed_bins`` for the right panel.
     """
     source = "the model's" if lipschitz_known else "assumed"
+    # Subplot titles are centred over their panel and not wrapped: a title wider than its panel is cut
+    # at the figure's edge, so the right one stays short and L goes to its axis title.
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.1,
                         subplot_titles=("Bias bound on E|TCE − ECE| and the observed error",
-                                        f"Optimal number of bins B* (L = {lipschitz:.3g}, {source})"))
+                                        "Optimal number of bins B*"))
     n = np.asarray(optimal.n, dtype=float)
     for values, name, dash, color in (
         (optimal.statistical, "statistical bound √(2B log2 / n)", "dot", "#0072B2"),
@@ -192,8 +203,15 @@ def futami_figure(optimal, observed: pd.DataFrame, *, fixed=None, fixed_bins: in
                                  hovertemplate=f"fixed B = {fixed_bins}<extra></extra>"), row=1, col=2)
     fig.update_xaxes(type="log", title_text="n (log scale)", **log_ticks(n.min(), n.max()), row=1, col=1)
     fig.update_xaxes(type="log", title_text="n (log scale)", **log_ticks(n.min(), n.max(), steps=(1,)), row=1, col=2)
-    fig.update_yaxes(type="log", title_text="bias (log scale)", row=1, col=1)
-    fig.update_yaxes(title_text="bins", rangemode="tozero", row=1, col=2)
+    left = [np.asarray(v, dtype=float) for v in (optimal.statistical, optimal.binning, optimal.total)]
+    if fixed is not None:
+        left.append(np.asarray(fixed.total, dtype=float))
+    left.append(observed["mean_abs_error"].to_numpy(dtype=float) if len(observed) else np.array([]))
+    values = np.concatenate(left)
+    values = values[np.isfinite(values) & (values > 0)]
+    y_ticks = log_ticks(float(values.min()), float(values.max()), steps=None) if values.size else {}
+    fig.update_yaxes(type="log", title_text="bias (log scale)", **y_ticks, row=1, col=1)
+    fig.update_yaxes(title_text=f"bins (L = {lipschitz:.3g}, {source})", rangemode="tozero", row=1, col=2)
     return _layout(fig, height=460)
 
 
@@ -221,13 +239,14 @@ def subset_figure(summary: pd.DataFrame, metric_names: Mapping[str, str], *, col
                 continue
             color = _color(i)
             x = part["size"].to_numpy(dtype=float)
-            _band(fig, x, part["q05"].to_numpy(dtype=float), part["q95"].to_numpy(dtype=float), color, model,
-                  model, **where)
+            label = plot_text(model)
+            _band(fig, x, part["q05"].to_numpy(dtype=float), part["q95"].to_numpy(dtype=float), color, label,
+                  f"model-{i}", **where)
             fig.add_trace(go.Scatter(
-                x=x, y=part["mean"], mode="lines+markers", name=model, legendgroup=model, showlegend=k == 0,
+                x=x, y=part["mean"], mode="lines+markers", name=label, legendgroup=f"model-{i}", showlegend=k == 0,
                 line=dict(color=color, width=2), marker=dict(size=5),
                 customdata=part[["std", "q05", "q95"]].to_numpy(dtype=float),
-                hovertemplate=(f"<b>{model}</b><br>{metric_names.get(metric, metric)}<br>n = %{{x:,}}"
+                hovertemplate=(f"<b>{label}</b><br>{metric_names.get(metric, metric)}<br>n = %{{x:,}}"
                                "<br>mean = %{y:.4f}<br>5-95%: %{customdata[1]:.4f} to %{customdata[2]:.4f}"
                                "<br>std = %{customdata[0]:.4f}<extra></extra>")), **where)
     if len(summary):

@@ -20,6 +20,7 @@ from calib_core.lab import DEFAULT_SIZES
 from studio import compute_lab as cl
 from studio import figures_lab as fl
 from studio import state
+from studio.text import md
 
 from tests.app_support import assert_clean, plotly_specs as specs, trace_array as as_array
 
@@ -260,7 +261,7 @@ def test_test_set_size_study_on_the_default_demo():
     np.testing.assert_allclose(as_array(ece_line["x"]), rows["size"])
     np.testing.assert_allclose(as_array(ece_line["y"]), rows["mean"], rtol=1e-12)
     verdict = " ".join(m.value for m in at.markdown)
-    assert f"**{state.DEFAULT_DEMO}** (N = {data.n_samples:,})" in verdict
+    assert f"**{md(state.DEFAULT_DEMO)}** (N = {data.n_samples:,})" in verdict  # names shown as plain text
     (table,) = [d.value for d in at.dataframe if "verdict" in d.value.columns]
     expected = cl.stability_table(study.summary.assign(model=state.DEFAULT_DEMO), {state.DEFAULT_DEMO:
                                                                                    data.n_samples}, 0.1)
@@ -271,7 +272,7 @@ def test_test_set_size_study_on_the_default_demo():
 def test_study_warns_about_models_too_small():
     at = open_page("iris_svc", tab=TABS[1])
     assert not at.exception
-    assert "iris_svc has 75 rows" in at.warning[0].value and "at least 200" in at.warning[0].value
+    assert f"{md('iris_svc')} has 75 rows" in at.warning[0].value and "at least 200" in at.warning[0].value
     assert not at.get("plotly_chart")
 
 
