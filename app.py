@@ -9,7 +9,7 @@ import streamlit as st
 
 from calib_core import CalibrationInputError
 from calib_core.io import demo_datasets
-from studio import compute, layout, state
+from studio import compute, downloads, layout, state
 from studio.text import md
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy"]
@@ -263,3 +263,4 @@ if not entries:
     st.info("No model loaded. Upload a file above or pick a demo model.")
 for model_name, model_entry in entries.items():
     _model_card(model_name, model_entry)
+downloads.report_button("everything", state.active_models())

@@ -48,7 +48,7 @@ from calib_core.validation import (
 )
 
 __all__ = ["Predictions", "LoadFix", "PredictionsFileError", "load_predictions", "demo_datasets",
-           "load_demo", "MAX_CLASSES"]
+           "load_demo", "MAX_CLASSES", "MISSING_GROUP", "DEMO_GROUP_COLUMNS"]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
@@ -105,6 +105,13 @@ MAX_CLASSES = 25_000
 #: Values read as logits without being told only when at least this share of
 #: the cells lies outside [0, 1] (and the rows do not sum to one constant).
 AUTO_LOGIT_MIN_SHARE = 0.25
+
+#: The group of rows whose group column is empty (NaN, "", "NA", ...): they are
+#: kept, as a group of their own, and a note says how many there are.
+MISSING_GROUP = "(missing)"
+
+#: The group column :func:`load_demo` reads for demos that have one.
+DEMO_GROUP_COLUMNS = {"fair_logistic_regression": "occupation"}
 
 
 # ---------------------------------------------------------------------------
@@ -243,6 +250,17 @@ class Predictions:
         None when they were read as probabilities or the caller asked for
         logits. An app shows it first, with a way to refuse
         (``input_kind="probabilities"``).
+    groups : ndarray of shape (N,), str, optional
+        Per-row group (a sensitive attribute, a site, a device ...) for the
+        subgroup analysis of :func:`calib_core.by_group`; None unless a group
+        column was asked for (``load_predictions(..., group=COL)``). Rows
+        with no value form the group :data:`MISSING_GROUP`.
+    group_column : str, optional
+        The column ``groups`` came from (None without groups).
+    attribute_columns : tuple of str
+        Columns of the file that could serve as the group: text, true/false
+        and integer columns that are not the label, the split or a class
+        column (an app offers them as choices).
 
     Notes
     -----
@@ -267,6 +285,9 @@ class Predictions:
     source_format: str = "arrays"
     warnings: tuple[str, ...] = field(default=())
     logit_reason: str | None = None
+    groups: NDArray[np.str_] | None = None
+    group_column: str | None = None
+    attribute_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._normalise(check=True)
@@ -282,6 +303,9 @@ class Predictions:
         fields.setdefault("source_format", "arrays")
         fields.setdefault("warnings", ())
         fields.setdefault("logit_reason", None)
+        fields.setdefault("groups", None)
+        fields.setdefault("group_column", None)
+        fields.setdefault("attribute_columns", ())
         for key, value in fields.items():
             object.__setattr__(self, key, value)
         self._normalise(check=False)
@@ -325,6 +349,21 @@ class Predictions:
                     f"`split` must have shape ({n_rows},) to match `probs`, got {split.shape}."
                 )
             split = _readonly(split)
+        groups = self.groups
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != n_rows:
+                raise CalibrationInputError(
+                    f"`groups` must have shape ({n_rows},) to match `probs`, got {groups.shape}."
+                )
+            if groups.dtype.kind != "U":
+                groups = _group_text(pd.Series(groups.astype(object)))[0]
+            elif check:
+                groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
+            groups = _readonly(groups)
+        object.__setattr__(self, "groups", groups)
+        object.__setattr__(self, "group_column", None if groups is None else str(self.group_column or "group"))
+        object.__setattr__(self, "attribute_columns", tuple(str(c) for c in self.attribute_columns))
         object.__setattr__(self, "probs", _readonly(probs))
         object.__setattr__(self, "labels", _readonly(labels))
         object.__setattr__(self, "class_names", names)
@@ -348,6 +387,8 @@ class Predictions:
         split: ArrayLike | None = None,
         source_format: str = "arrays",
         warnings: Sequence[str] = (),
+        groups: ArrayLike | None = None,
+        group_column: str | None = None,
     ) -> "Predictions":
         """Build validated predictions from in-memory arrays.
 
@@ -365,6 +406,9 @@ class Predictions:
             Defaults to ``"0" .. "K-1"``.
         name, split, source_format, warnings
             Stored as they are (see :class:`Predictions`).
+        groups : array_like of shape (N,), optional
+            Per-row group, stored as text (missing values become
+            :data:`MISSING_GROUP`); ``group_column`` names it (default "group").
 
         Raises
         ------
@@ -408,7 +452,8 @@ class Predictions:
         if label_array.dtype.kind in "OUS":
             label_array = _map_string_labels(label_array, names, lambda i: f"row {i}")
         return cls(probs=probs_array, labels=label_array, class_names=names, logits=logit_matrix,
-                   split=split, name=name, source_format=source_format, warnings=tuple(warnings))
+                   split=split, name=name, source_format=source_format, warnings=tuple(warnings),
+                   groups=groups, group_column=group_column)
 
     @property
     def n_samples(self) -> int:
@@ -454,7 +499,8 @@ class Predictions:
         Returns
         -------
         Predictions
-            Same class names, name, format and warnings; the rows selected.
+            Same class names, name, format, warnings, group column and
+            attribute columns; the rows selected (of ``groups`` too).
 
         Raises
         ------
@@ -485,7 +531,8 @@ class Predictions:
             logits=None if self.logits is None else self.logits[index],
             split=None if self.split is None else self.split[index],
             name=self.name, source_format=self.source_format, warnings=self.warnings,
-            logit_reason=self.logit_reason,
+            logit_reason=self.logit_reason, groups=None if self.groups is None else self.groups[index],
+            group_column=self.group_column, attribute_columns=self.attribute_columns,
         )
 
     def select_split(self, value: str) -> "Predictions":
@@ -503,12 +550,14 @@ class Predictions:
         return self.subset(mask)
 
     def to_frame(self) -> pd.DataFrame:
-        """The predictions as a table ``label, p_<class>..., [split]`` that
-        :func:`load_predictions` reads back unchanged."""
+        """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` that
+        :func:`load_predictions` reads back unchanged (with ``group=`` for the groups)."""
         frame = pd.DataFrame(self.probs, columns=[f"p_{c}" for c in self.class_names])
         frame.insert(0, "label", self.labels)
         if self.split is not None:
             frame["split"] = self.split
+        if self.groups is not None and self.group_column not in frame.columns:
+            frame[self.group_column] = self.groups
         return frame
 
     def __repr__(self) -> str:
@@ -1144,6 +1193,9 @@ class _Parts:
     # "none", "null" may be class names.
     raw_label_text: Callable[[], NDArray[Any]] | None = None
     inferred_logit_reason: str | None = None  # set by _interpret_scores when it read logits untold
+    groups: NDArray[np.str_] | None = None  # the group column's values as text (group=)
+    group_name: str | None = None
+    attributes: list[str] = field(default_factory=list)  # candidate group columns
 
 
 def _find_column(columns: Sequence[str], wanted: str, what: str, override_name: str) -> str:
@@ -1214,6 +1266,39 @@ def _as_text(values: pd.Series) -> pd.Series:
                      index=values.index, dtype=object)
 
 
+def _group_text(values: pd.Series) -> tuple[NDArray[np.str_], int]:
+    """A group column as text, and how many rows had no value (they become :data:`MISSING_GROUP`).
+
+    Whole floats are written as integers (a column of integers with a gap is
+    read as floats: group ``3``, not ``3.0``); text is stripped; NaN, None
+    and blank cells are missing.
+    """
+    missing = values.isna().to_numpy()
+    present = values[~missing].infer_objects()
+    if present.dtype.kind == "f" and present.size and bool((present == np.round(present)).all()):
+        present = present.astype(np.int64)
+    text = _as_text(present).str.strip()
+    blank = (text == "").to_numpy()
+    out = np.full(values.shape[0], MISSING_GROUP, dtype=object)
+    out[np.flatnonzero(~missing)[~blank]] = text[~blank].to_numpy()
+    n_missing = int(missing.sum() + blank.sum())
+    return out.astype(str), n_missing
+
+
+def _note_missing_groups(n_missing: int, column: str, notes: list[str]) -> None:
+    if n_missing:
+        notes.append(f"{n_missing} rows have no value in the group column {column!r}; they form the group "
+                     f"{MISSING_GROUP!r}.")
+
+
+def _is_attribute(values: pd.Series) -> bool:
+    """Whether a column could be a group: text, true/false, categories or integers, not all empty."""
+    kind = values.dtype.kind
+    if kind == "f" or kind == "c" or kind == "M" or kind == "m":
+        return False
+    return not bool(values.isna().all())
+
+
 def _bad_numeric_value(values: pd.Series) -> tuple[int, Any] | None:
     """First row whose value is present but not a number."""
     as_number = _to_numeric(values)
@@ -1232,7 +1317,7 @@ def _is_number_column(values: pd.Series) -> bool:
 
 def _table_parts(table: _Table, *, display: str, label_column: str | None,
                  class_columns: Sequence[str] | None, score_column: str | None,
-                 split_column: str | None, notes: list[str]) -> _Parts:
+                 split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
     frame, row_label = table.frame, table.row_label
     columns = [str(c) for c in frame.columns]
     if frame.shape[0] == 0:
@@ -1268,6 +1353,20 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
                 "to ignore splits."
             )
     taken = {label} | ({split_name} if split_name else set())
+    group_name = None
+    if group_column is not None:
+        group_name = _find_column(columns, group_column, "group column", "group")
+        if group_name in taken:
+            what = "label" if group_name == label else "split"
+            raise CalibrationInputError(
+                f"column {group_name!r} is the {what} column; choose another column as the group (`group=`)."
+            )
+        if group_name in table.nested:
+            raise CalibrationInputError(
+                f"the group column {group_name!r} of {display} holds nested values "
+                f"({table.nested[group_name][:80]}); a group column must hold plain text or numbers."
+            )
+        taken.add(group_name)
     # Class columns.
     if score_column is not None and class_columns is not None:
         raise CalibrationInputError("pass either `score_column=` (binary) or `class_columns=`, not both.")
@@ -1317,6 +1416,8 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
         )
     if label in set(chosen):
         raise CalibrationInputError(f"column {label!r} cannot be both the label and a class column.")
+    if group_name is not None and group_name in set(chosen):
+        raise CalibrationInputError(f"column {group_name!r} cannot be both the group and a class column.")
     if len(chosen) > MAX_CLASSES:
         raise _too_many_classes(len(chosen), display)
     for what, column in [("label", label), ("split", split_name), *(("class", c) for c in chosen)]:
@@ -1361,15 +1462,23 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
     raw_text = None
     if table.raw_text is not None and pd.isna(frame[label]).any():
         raw_text = lambda: table.raw_text(label)  # noqa: E731 -- read only when needed
+    groups = None
+    if group_name is not None:
+        groups, n_missing = _group_text(frame[group_name])
+        _note_missing_groups(n_missing, group_name, notes)
+    not_attributes = set(chosen) | {label, split_name}
+    attributes = [c for c in columns if c not in not_attributes and c != "" and c not in table.nested
+                  and not c.startswith("__index_level_") and _is_attribute(frame[c])]
     return _Parts(scores=scores, raw_labels=raw_labels, score_names=chosen,
                   class_names=names if (prefix is not None or len(chosen) > 1) else None,
                   label_name=label, logit_reason=logit_reason, split=split, row_label=row_label,
-                  notes=notes, raw_label_text=raw_text)
+                  notes=notes, raw_label_text=raw_text, groups=groups, group_name=group_name,
+                  attributes=attributes)
 
 
 def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: str | None,
                class_columns: Sequence[str] | None, score_column: str | None,
-               split_column: str | None, notes: list[str]) -> _Parts:
+               split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
     key_override = score_column
     if class_columns is not None:
         cols = [class_columns] if isinstance(class_columns, str) else list(class_columns)
@@ -1458,7 +1567,27 @@ def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: s
             raise CalibrationInputError(
                 f"split array {split_key!r} of {display} has shape {split.shape}, expected ({scores.shape[0]},)."
             )
-    used = {label_key, key, name_key, split_key, logits_kept}
+    group_key = _pick_key(arrays, group_column, (), "group", display) if group_column is not None else None
+    groups = None
+    if group_key is not None:
+        if group_key in {label_key, key, split_key, name_key, logits_kept}:
+            raise CalibrationInputError(
+                f"array {group_key!r} of {display} already holds the labels, scores, split or class names; "
+                "choose another array as the group (`group=`)."
+            )
+        group_array = np.asarray(arrays[group_key])
+        if group_array.dtype.names or group_array.ndim != 1 or group_array.shape[0] != scores.shape[0]:
+            raise CalibrationInputError(
+                f"group array {group_key!r} of {display} has shape {group_array.shape} (dtype {group_array.dtype}); "
+                f"it must be a plain 1-D array of {scores.shape[0]} group names."
+            )
+        if group_array.dtype.kind == "S":
+            group_array = np.char.decode(group_array, "utf-8", errors="replace")
+        groups, n_missing = _group_text(pd.Series(group_array))
+        _note_missing_groups(n_missing, group_key, notes)
+    used = {label_key, key, name_key, split_key, logits_kept, group_key}
+    attributes = [k for k, a in arrays.items() if k not in used and a.ndim == 1 and not a.dtype.names
+                  and a.shape[0] == scores.shape[0] and a.dtype.kind in "iubOUS"]
     unused = [k for k in arrays if k not in used]
     if unused:
         notes.append(f"ignored arrays in {display}: {', '.join(map(repr, unused))}.")
@@ -1469,12 +1598,13 @@ def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: s
     return _Parts(scores=np.ascontiguousarray(scores, dtype=np.float64), raw_labels=labels,
                   score_names=[f"{key}[:, {k}]" for k in range(scores.shape[1])],
                   class_names=class_names, label_name=label_key, logit_reason=logit_reason,
-                  split=split, row_label=_plain_row_label, notes=notes, extra_logits=extra)
+                  split=split, row_label=_plain_row_label, notes=notes, extra_logits=extra,
+                  groups=groups, group_name=group_key, attributes=attributes)
 
 
 def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
                class_columns: Sequence[str] | None, score_column: str | None,
-               split_column: str | None, notes: list[str]) -> _Parts:
+               split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
     if array.dtype.names:
         if array.ndim != 1 or any(array.dtype[name].shape or array.dtype[name].names
                                   for name in array.dtype.names):
@@ -1486,7 +1616,13 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
         frame = pd.DataFrame({name: array[name] for name in array.dtype.names})
         return _table_parts(_Table(frame=frame, row_label=_plain_row_label), display=display,
                             label_column=label_column, class_columns=class_columns,
-                            score_column=score_column, split_column=split_column, notes=notes)
+                            score_column=score_column, split_column=split_column, notes=notes,
+                            group_column=group_column)
+    if group_column is not None:
+        raise CalibrationInputError(
+            f"{display} is a plain array without column names, so it has no group column {group_column!r}; "
+            "save a CSV, Parquet or NPZ file with the group as a named column (or array)."
+        )
     if array.ndim != 2 or array.shape[1] < 2:
         raise CalibrationInputError(
             f"{display} holds one array of shape {array.shape} without labels. Save an NPZ with "
@@ -2037,6 +2173,7 @@ def load_predictions(
     name: str | None = None,
     max_bytes: int | None = 500_000_000,
     file_format: str | None = None,
+    group: str | None = None,
 ) -> Predictions:
     """Read a file of predictions into validated :class:`Predictions`.
 
@@ -2092,6 +2229,16 @@ def load_predictions(
         Refuse files larger than this (also after unpacking gzip/NPZ).
     file_format : {"csv", "tsv", "parquet", "npz", "npy"}, optional
         Force a reader.
+    group : str, optional
+        Column (NPZ: array) holding each row's group, kept as text in
+        :attr:`Predictions.groups` for :func:`calib_core.by_group` (whole
+        numbers as integers: ``3``, not ``3.0``). Rows without a value are
+        not refused: they form the group :data:`MISSING_GROUP`
+        (``"(missing)"``) and a note says how many there are. The column is
+        never read as a class column. Whether or not it is given, the
+        candidate columns (text, true/false and integer columns that are not
+        the label, split or classes) are listed in
+        :attr:`Predictions.attribute_columns`.
 
     Returns
     -------
@@ -2160,7 +2307,7 @@ def load_predictions(
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
-                     file_format=file_format)
+                     file_format=file_format, group=group)
     except CalibrationInputError:
         raise
     except MemoryError as exc:
@@ -2180,7 +2327,7 @@ def load_predictions(
 def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[str] | None,
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
-          max_bytes: int | None, file_format: str | None) -> Predictions:
+          max_bytes: int | None, file_format: str | None, group: str | None = None) -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
     if raw.size() == 0:
         raise CalibrationInputError(
@@ -2191,7 +2338,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
     fmt = _detect_format(raw, file_format, raw.head(16))
     notes: list[str] = []
     options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
-                   score_column=score_column, split_column=split_column, notes=notes)
+                   score_column=score_column, split_column=split_column, notes=notes, group_column=group)
     if fmt == "csv":
         table, read_notes = _read_csv(raw)
         notes.extend(read_notes)
@@ -2247,7 +2394,8 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
     return Predictions._from_checked(
         probs=probs, labels=labels, class_names=tuple(names), logits=logits,
         split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
-        warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None)
+        warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None,
+        groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))
 
 
 # ---------------------------------------------------------------------------
@@ -2276,6 +2424,10 @@ def demo_datasets() -> dict[str, Path]:
 def load_demo(name: str) -> Predictions:
     """Load one bundled demo file by name (see :func:`demo_datasets`).
 
+    Demos with a real group attribute (:data:`DEMO_GROUP_COLUMNS`, e.g.
+    ``fair_logistic_regression`` grouped by ``occupation``) are loaded with
+    that column as :attr:`Predictions.groups`.
+
     Raises
     ------
     CalibrationInputError
@@ -2291,4 +2443,4 @@ def load_demo(name: str) -> Predictions:
     if name not in available:
         listing = ", ".join(available) if available else "none (the data/demo folder is missing)"
         raise CalibrationInputError(f"unknown demo {name!r}; available demos: {listing}.")
-    return load_predictions(available[name], name=name)
+    return load_predictions(available[name], name=name, group=DEMO_GROUP_COLUMNS.get(name))

@@ -110,8 +110,9 @@ def card(page, model: str):
 
 
 def text_of(locator) -> str:
-    """Visible text without Material icon names (``error``, ``build``, ...) and without blank lines."""
-    return re.sub(r"\n\s*\n", "\n", _inner_text_without_icons(locator)).strip()
+    """Visible text without Material icon names (``error``, ``build``, ...), blank lines and the invisible
+    word joiners that keep URLs in names from becoming links."""
+    return re.sub(r"\n\s*\n", "\n", _inner_text_without_icons(locator)).replace("\u2060", "").strip()
 
 
 def _inner_text_without_icons(locator) -> str:

@@ -73,7 +73,7 @@ def test_smoothed_curve_overlay_draws_each_models_curve_with_its_smece():
     names = [str(t.get("name", "")) for t in spec["data"]]
     demo = load_demo(DEFAULT_DEMO)
     smece = cc.smooth_ece(demo.probs, demo.labels)
-    assert any(name.startswith(f"{DEFAULT_DEMO}: smoothed") and f"{smece:.3f}" in name for name in names), names
+    assert any(name.startswith(f"{DEFAULT_DEMO}: smoothed") and f"{smece:.4f}" in name for name in names), names
 
 
 def test_lens_table_shows_calib_core_verdicts():
