@@ -8,7 +8,7 @@ from calib_core.validation import CalibrationInputError, as_probs, softmax
 from calib_core.binning import BinStats, bin_index, bin_statistics, classwise_bin_statistics, optimal_n_bins
 from calib_core.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
 from calib_core.scores import brier_score, ks_error, nll
-from calib_core.bootstrap import BootstrapResult, bootstrap_ci
+from calib_core.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics
 from calib_core.reliability import reliability_table, wilson_interval
 from calib_core.registry import (MAX_QUADRATIC_ROWS, METRICS, MetricSpec, compute_metrics, get_metric,
                                  metric_function, skipped_quadratic)
@@ -43,6 +43,7 @@ __all__ = [
     "nll",
     "BootstrapResult",
     "bootstrap_ci",
+    "bootstrap_metrics",
     "reliability_table",
     "wilson_interval",
     "METRICS",
@@ -151,3 +152,9 @@ from calib_core.groups import (MAX_GROUPS, GroupResult, MulticalibrationResult, 
 __all__ += ["COX_EPSILON", "CoxCalibration", "ICIResult", "PrevalenceAdjustment", "adjust_prevalence",
             "cox_calibration", "ici", "loess_smooth", "one_vs_rest", "MAX_GROUPS", "GroupResult",
             "MulticalibrationResult", "by_group", "group_reliability", "multicalibration"]
+
+from calib_core.size_power import (SIZE_BAND, SizePowerResult, binomial_interval, simulate_p_values,  # noqa: E402
+                                   size_and_power, summarise_size_power)
+
+__all__ += ["SIZE_BAND", "SizePowerResult", "binomial_interval", "simulate_p_values", "size_and_power",
+            "summarise_size_power"]

@@ -50,3 +50,145 @@ def test_works_with_partial_metrics_and_reports_progress():
 def test_option_errors(kwargs, match):
     with pytest.raises(CalibrationInputError, match=match):
         cc.bootstrap_ci(cc.ece, [[0.5, 0.5]], [0], **kwargs)
+
+
+# ----------------------------------------------------------------------------- shared-work engine (issue 15)
+
+from calib_core import resample  # noqa: E402
+from calib_core.bootstrap import bootstrap_metrics  # noqa: E402
+
+P = functools.partial
+SUPPORTED = {
+    "ece": cc.ece,
+    "ece_right_false": P(cc.ece, n_bins=4, right=False),
+    "rmsce": P(cc.ece, norm="l2"),
+    "mce": cc.mce,
+    "ece_adaptive": P(cc.ece, binning="adaptive"),
+    "rmsce_adaptive": P(cc.ece, n_bins=7, binning="adaptive", norm="l2"),
+    "mce_adaptive_many_bins": P(cc.mce, n_bins=60, binning="adaptive"),
+    "classwise_ece": cc.classwise_ece,
+    "classwise_ece_l2_right_false": P(cc.classwise_ece, n_bins=5, norm="l2", right=False),
+    "classwise_ece_adaptive_max": P(cc.classwise_ece, binning="adaptive", norm="max"),
+    "sce": cc.sce,
+    "sce_right_false": P(cc.sce, n_bins=10, right=False),
+    "ace": cc.ace,
+    "ace_many_bins": P(cc.ace, n_bins=80),
+    "tace": cc.tace,
+    "tace_high_threshold": P(cc.tace, n_bins=4, threshold=0.6),
+    "positional_settings": P(cc.ece, n_bins=8),
+}
+
+
+def tied_predictions(n, k, seed, decimals=1):
+    """Probabilities on a coarse grid (many ties, values on uniform bin edges), renormalised."""
+    rng = np.random.default_rng(seed)
+    probs = np.round(rng.dirichlet(np.full(k, 0.6), size=n), decimals)
+    probs[probs.sum(axis=1) == 0, 0] = 1.0
+    probs /= probs.sum(axis=1, keepdims=True)
+    return probs, rng.integers(0, k, size=n)
+
+
+@pytest.mark.parametrize("name", sorted(SUPPORTED))
+@pytest.mark.parametrize("n, k, decimals", [(37, 3, 1), (250, 4, 1), (400, 5, 3)])
+def test_engine_equals_metric_on_materialised_resamples(monkeypatch, name, n, k, decimals):
+    # Small pieces and blocks, so the chunk gathers and weight blocks are split.
+    monkeypatch.setattr(resample, "_PAIRS", 7)
+    monkeypatch.setattr(resample, "MAX_WEIGHT_BLOCK", 3 * n)
+    metric = SUPPORTED[name]
+    probs, labels = tied_predictions(n, k, seed=n + k)
+    spec = resample.binned_spec(metric)
+    assert spec is not None
+    indices = np.random.default_rng(1).integers(0, n, size=(25, n))
+    got = resample.resampled_binned_values(resample.BinnedResampler(probs, labels), [spec], indices)[0]
+    expected = [metric(probs[rows], labels[rows]) for rows in indices]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_engine_adaptive_bins_with_heavy_ties_and_empty_thresholded_sets():
+    # Two distinct values per column: most adaptive runs collapse onto a tie; with
+    # threshold 0.5 some resamples keep nothing in a class.
+    rng = np.random.default_rng(4)
+    probs = cc.as_probs(rng.choice([0.3, 0.7], size=60))
+    labels = rng.integers(0, 2, size=60)
+    indices = rng.integers(0, 60, size=(40, 60))
+    indices[0] = 0  # one resample of a single repeated row
+    metrics = [P(cc.ece, binning="adaptive"), cc.ace, P(cc.tace, threshold=0.5), P(cc.tace, threshold=0.99)]
+    got = resample.resampled_binned_values(resample.BinnedResampler(probs, labels),
+                                           [resample.binned_spec(m) for m in metrics], indices)
+    for values, metric in zip(got, metrics):
+        np.testing.assert_allclose(values, [metric(probs[r], labels[r]) for r in indices], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["ece", "rmsce_adaptive", "sce_right_false", "ace", "tace", "classwise_ece"])
+def test_bootstrap_ci_fast_path_gives_the_generic_interval(name):
+    metric = SUPPORTED[name]
+    probs, labels = tied_predictions(300, 4, seed=9, decimals=2)
+    fast = cc.bootstrap_ci(metric, probs, labels, n_boot=60, seed=11)
+    generic = cc.bootstrap_ci(lambda p, y: metric(p, y), probs, labels, n_boot=60, seed=11)
+    assert resample.binned_spec(lambda p, y: metric(p, y)) is None
+    assert fast.estimate == generic.estimate
+    np.testing.assert_allclose(fast.samples, generic.samples, rtol=1e-12, atol=1e-13)
+    assert fast.low == pytest.approx(generic.low, abs=1e-12)
+    assert fast.high == pytest.approx(generic.high, abs=1e-12)
+
+
+def test_resamples_are_one_draw_whatever_the_block_size(monkeypatch):
+    # The resamples of every path are the rows of one rng.integers(0, N, (n_boot, N)) call,
+    # as before the engine, even when drawn in blocks of an odd number of indices.
+    monkeypatch.setattr(resample, "MAX_INDEX_BLOCK", 3 * 101)
+    probs, labels = tied_predictions(101, 3, seed=2, decimals=3)
+    all_rows = np.random.default_rng(7).integers(0, 101, size=(20, 101))
+    expected = [cc.ece(probs[rows], labels[rows]) for rows in all_rows]
+    generic = cc.bootstrap_ci(lambda p, y: cc.ece(p, y), probs, labels, n_boot=20, seed=7)
+    fast = cc.bootstrap_ci(cc.ece, probs, labels, n_boot=20, seed=7)
+    np.testing.assert_array_equal(generic.samples, expected)
+    np.testing.assert_allclose(fast.samples, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_bootstrap_metrics_shares_the_resamples_of_bootstrap_ci():
+    probs, labels = tied_predictions(200, 3, seed=5, decimals=2)
+    metrics = {"ece": cc.ece, "ace": cc.ace, "brier": cc.brier_score, "tace": P(cc.tace, threshold=0.05)}
+    progress = []
+    together = bootstrap_metrics(metrics, probs, labels, n_boot=30, seed=3,
+                                 on_progress=lambda done, total: progress.append((done, total)))
+    assert list(together) == list(metrics)
+    assert progress[-1] == (30, 30)
+    for name, metric in metrics.items():
+        alone = cc.bootstrap_ci(metric, probs, labels, n_boot=30, seed=3)
+        assert together[name].estimate == alone.estimate
+        np.testing.assert_allclose(together[name].samples, alone.samples, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("metric", [
+    P(cc.ece, n_bins=0),  # invalid: the metric itself raises
+    P(cc.ace, per_class=True),  # array-valued
+    P(cc.ece, 15, "uniform", "l1", True),  # too many positional arguments
+    lambda p, y: cc.ece(p, y),
+    cc.brier_score,
+])
+def test_binned_spec_refuses_what_it_cannot_reproduce(metric):
+    assert resample.binned_spec(metric) is None
+
+
+def test_binned_spec_reads_positional_partials():
+    spec = resample.binned_spec(P(cc.classwise_ece, n_bins=12, binning="adaptive", norm="l2"))
+    assert spec == resample.BinnedSpec("classwise", 12, "adaptive", "l2", True, None)
+    assert resample.binned_spec(P(cc.tace, threshold=0.2)).threshold == 0.2
+
+
+def test_invalid_binned_settings_still_raise():
+    with pytest.raises(CalibrationInputError, match="n_bins"):
+        cc.bootstrap_ci(P(cc.ece, n_bins=0), [[0.5, 0.5], [0.2, 0.8]], [0, 1], n_boot=5)
+
+
+def test_engine_counts_above_int8_take_the_wide_path():
+    # A resample drawing one row 300 times: the weights no longer fit int8.
+    probs, labels = tied_predictions(300, 3, seed=8, decimals=2)
+    indices = np.random.default_rng(0).integers(0, 300, size=(4, 300))
+    indices[1] = 5
+    assert resample._row_weights(indices, 300).dtype == np.int64
+    metrics = [cc.ace, P(cc.ece, binning="adaptive"), cc.sce]
+    got = resample.resampled_binned_values(resample.BinnedResampler(probs, labels),
+                                           [resample.binned_spec(m) for m in metrics], indices)
+    for values, metric in zip(got, metrics):
+        np.testing.assert_allclose(values, [metric(probs[r], labels[r]) for r in indices], rtol=1e-12, atol=1e-13)

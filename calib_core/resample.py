@@ -1,0 +1,497 @@
+"""Bootstrap resamples as row weights, with the per-row work of the binned metrics done once.
+
+A bootstrap resample of N rows drawn with replacement is the same thing as a
+vector of row weights ``w`` (the multinomial counts: how often each row was
+drawn). Every binned metric of :mod:`calib_core.binned` is a reduction of
+per-bin sums ``sum_i w_i``, ``sum_i w_i v_i`` and ``sum_i w_i t_i`` (values
+``v``: top-label confidence or a class column; targets ``t``: correctness or
+``labels == k``), so everything that does not depend on the resample is
+computed once:
+
+* the top-label confidence and correctness of each row, and each class column;
+* one sort per column (``np.argsort``): in sorted order every bin, uniform
+  or adaptive, is a contiguous run of positions, so its sums are differences
+  of the cumulative weighted sums ``S(p) = sum_{j < p} w_(j) (1, v_(j), t_(j))``
+  taken along that order;
+* for each sorted position, the end of its run of tied values.
+
+Per block of resamples and column, the row weights are read once in sorted
+order and summed per chunk of 256 positions (one batched matrix product); any
+``S(p)`` is then a cumulated chunk sum plus a short partial sum. Uniform bins
+end at fixed positions; the adaptive edges of a resample come from the
+cumulative weights themselves (:func:`_adaptive_ends`). Top-label metrics with
+uniform bins need no sort: one :func:`numpy.bincount` of the drawn rows' bin
+keys per resample. The result is the metric of the materialised resample
+``metric(probs[idx], labels[idx])`` up to floating-point round-off in the
+sums: the same bins, the same rows in each bin.
+
+References
+----------
+.. [Efron1993] Efron, B. & Tibshirani, R. "An Introduction to the Bootstrap",
+   Chapman & Hall 1993, ch. 6 (bootstrap replications) and ch. 13 (percentile
+   interval). A resample's multinomial counts: section 6.2.
+.. [Nixon2019] Nixon, J. et al. "Measuring Calibration in Deep Learning",
+   CVPR Workshops 2019, eq. 1-3 and section 3 (ECE, SCE, ACE, TACE).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calib_core import binned
+from calib_core.binning import BinStats, _array_split_ends, _check_right, _uniform_index
+from calib_core.validation import (
+    CalibrationInputError,
+    check_binning,
+    check_choice,
+    check_n_bins,
+    check_positive,
+)
+
+__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values"]
+
+#: Largest number of resampled row indices drawn in one call. numpy's bounded
+#: integers come from one stream whatever the call sizes (tests/test_bootstrap.py
+#: checks this against one draw of every index), so the size only bounds memory.
+MAX_INDEX_BLOCK = 1 << 21
+
+#: Largest ``resamples x rows`` of the weight and cumulative-sum blocks.
+MAX_WEIGHT_BLOCK = 1 << 21
+
+
+def index_blocks(rng: np.random.Generator, n_rows: int, n_boot: int) -> Iterator[tuple[int, int, NDArray[np.int64]]]:
+    """The row indices of ``n_boot`` resamples of ``n_rows`` rows, in blocks.
+
+    Yields ``(start, stop, indices)`` with ``indices`` of shape
+    ``(stop - start, n_rows)``: resample ``start + r`` is
+    ``rows[indices[r]]``. Every bootstrap path draws through this one
+    function, so the same seed gives the same resamples for every metric:
+    resample r is row r of ``rng.integers(0, n_rows, size=(n_boot, n_rows))``.
+    """
+    per_block = max(1, MAX_INDEX_BLOCK // n_rows)
+    for start in range(0, n_boot, per_block):
+        stop = min(n_boot, start + per_block)
+        yield start, stop, rng.integers(0, n_rows, size=(stop - start, n_rows))
+
+
+@dataclass(frozen=True)
+class BinnedSpec:
+    """A binned metric of :mod:`calib_core.binned` with its settings resolved.
+
+    Attributes
+    ----------
+    family : {"top_label", "classwise", "adaptive_mean"}
+        :func:`~calib_core.binned.ece` (and ``mce``); :func:`~calib_core.binned.classwise_ece`
+        (and ``sce``); :func:`~calib_core.binned.ace` and :func:`~calib_core.binned.tace`.
+    n_bins : int
+    binning : {"uniform", "adaptive"}
+    norm : {"l1", "l2", "max"}
+        Unused by ``adaptive_mean`` (the unweighted mean of ``|gap|``).
+    right : bool
+        Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)``.
+    threshold : float or None
+        TACE's threshold: only values strictly above it are binned.
+    """
+
+    family: str
+    n_bins: int
+    binning: str
+    norm: str = "l1"
+    right: bool = True
+    threshold: float | None = None
+
+
+def _top_label(p):
+    return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
+                      check_choice(p["norm"], "norm", binned._NORMS), _check_right(p["right"]))
+
+
+def _mce(p):
+    return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]), "max",
+                      _check_right(p["right"]))
+
+
+def _classwise(p):
+    if p["per_class"] is not False:
+        return None
+    return BinnedSpec("classwise", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
+                      check_choice(p["norm"], "norm", binned._NORMS), _check_right(p["right"]))
+
+
+def _sce(p):
+    return BinnedSpec("classwise", check_n_bins(p["n_bins"]), "uniform", "l1", _check_right(p["right"]))
+
+
+def _ace(p):
+    if p["per_class"] is not False:
+        return None
+    return BinnedSpec("adaptive_mean", check_n_bins(p["n_bins"]), "adaptive")
+
+
+def _tace(p):
+    if p["per_class"] is not False:
+        return None
+    threshold = check_positive(p["threshold"], "threshold", allow_zero=True)
+    return BinnedSpec("adaptive_mean", check_n_bins(p["n_bins"]), "adaptive", threshold=float(threshold))
+
+
+_RECOGNISED: dict[Callable, Callable] = {
+    binned.ece: _top_label, binned.mce: _mce, binned.classwise_ece: _classwise,
+    binned.sce: _sce, binned.ace: _ace, binned.tace: _tace,
+}
+
+
+def binned_spec(metric: Callable) -> BinnedSpec | None:
+    """The :class:`BinnedSpec` of a registered binned metric, or None for anything else.
+
+    Recognises :func:`calib_core.ece`, ``mce``, ``classwise_ece``, ``sce``,
+    ``ace`` and ``tace`` themselves and :func:`functools.partial` objects of
+    them whose arguments bind to their signature (``per_class=True`` and
+    invalid settings give None: such calls keep the generic path, which
+    raises or returns what the metric itself does).
+
+    Examples
+    --------
+    >>> import functools, calib_core as cc
+    >>> binned_spec(functools.partial(cc.ece, n_bins=10, binning="adaptive"))
+    BinnedSpec(family='top_label', n_bins=10, binning='adaptive', norm='l1', right=True, threshold=None)
+    >>> binned_spec(cc.brier_score) is None
+    True
+    """
+    function, args, keywords = metric, (), {}
+    while isinstance(function, functools.partial):
+        args, keywords = function.args + args, {**function.keywords, **keywords}
+        function = function.func
+    try:
+        build = _RECOGNISED.get(function)
+    except TypeError:  # unhashable callables
+        return None
+    if build is None:
+        return None
+    try:
+        bound = inspect.signature(function).bind(None, None, *args, **keywords)
+    except TypeError:  # e.g. too many arguments, or probs/labels fixed by the partial
+        return None
+    bound.apply_defaults()
+    try:
+        return build(bound.arguments)
+    except CalibrationInputError:
+        return None
+
+
+#: Most sorted positions per chunk: a block's sums are taken per chunk with one matrix
+#: product, then cumulated over chunks; a position inside a chunk adds a partial sum.
+_CHUNK = 256
+
+
+def _chunk_size(n_rows: int) -> int:
+    """Power of two near sqrt(N), at most :data:`_CHUNK`: balances chunk sums and partial sums."""
+    return int(min(_CHUNK, max(8, 2 ** round(np.log2(max(n_rows, 1)) / 2))))
+
+#: Largest number of (resample, position) pairs whose chunks are gathered at once.
+_PAIRS = 4096
+
+
+@dataclass
+class _Column:
+    """One set of values sorted once, with its targets, laid out in chunks of sorted positions.
+
+    ``order`` lists the rows in ascending order of value, padded to a whole
+    number of chunks with the index N (a row of weight 0); ``terms[c, j]`` is
+    ``(1, value, target)`` at sorted position ``c * chunk + j`` (0 in the padding);
+    ``tie_end[j]`` is the end (exclusive) of the run of values equal to the j-th.
+    """
+
+    order: NDArray[np.intp]
+    values: NDArray[np.float64]
+    terms: NDArray[np.float64]
+    terms_t: NDArray[np.float64]
+    tie_end: NDArray[np.intp]
+
+    @classmethod
+    def build(cls, values: NDArray[np.float64], targets: NDArray[np.bool_]) -> _Column:
+        n_rows = values.shape[0]
+        chunk = _chunk_size(n_rows)
+        n_chunks = -(-n_rows // chunk)
+        order = np.full(n_chunks * chunk, n_rows, dtype=np.intp)
+        # Any order of tied values will do: every bin boundary falls at the end of a run of ties.
+        order[:n_rows] = np.argsort(values)
+        sorted_values = values[order[:n_rows]]
+        terms = np.zeros((n_chunks * chunk, 3))
+        terms[:n_rows, 0] = 1.0
+        terms[:n_rows, 1] = sorted_values
+        terms[:n_rows, 2] = targets[order[:n_rows]]
+        terms = terms.reshape(n_chunks, chunk, 3)
+        tie_end = np.searchsorted(sorted_values, sorted_values, side="right")
+        return cls(order, sorted_values, terms, np.ascontiguousarray(terms.transpose(0, 2, 1)), tie_end)
+
+    def uniform_ends(self, n_bins: int, right: bool) -> NDArray[np.intp]:
+        """``(n_bins + 1,)`` sorted positions bounding each uniform bin (the one bin rule)."""
+        index = _uniform_index(self.values, n_bins, right)
+        return np.concatenate([[0], np.searchsorted(index, np.arange(n_bins), side="right")])
+
+
+class _Prefix:
+    """Weighted sums ``sum_{j < p} w_(j) (1, v_(j), t_(j))`` of one column for a block of resamples.
+
+    Parameters
+    ----------
+    column : _Column
+    weights : ndarray of shape (R, N + 1), integer
+        Row weights of R resamples, with a trailing 0 (the padding row).
+    buffers : (ndarray, ndarray)
+        Reused work memory of at least ``R * chunks * chunk`` items: one of the
+        dtype of ``weights``, one of floats.
+    """
+
+    def __init__(self, column: _Column, weights: NDArray[np.integer], buffers: tuple[NDArray, NDArray[np.float64]]):
+        n_res = weights.shape[0]
+        n_chunks, self.chunk = column.terms.shape[:2]
+        size = n_res * n_chunks * self.chunk
+        # The weights along the sorted order, one resample per row: a 1-D take per
+        # resample from small integers (the whole block of weights stays in cache),
+        # then one sequential conversion to floats.
+        along = buffers[0][:size].reshape(n_res, n_chunks * self.chunk)
+        for r in range(n_res):
+            np.take(weights[r], column.order, out=along[r], mode="clip")  # clip: unbuffered
+        self.along = buffers[1][:size].reshape(n_res, n_chunks, self.chunk)
+        np.copyto(self.along, along.reshape(n_res, n_chunks, self.chunk))
+        self.terms = column.terms
+        # Per chunk (1, v, t) . w as one batched matrix product: (chunks, 3, R).
+        per_chunk = np.matmul(column.terms_t, self.along.transpose(1, 2, 0))
+        self.before = np.zeros((n_res, n_chunks + 1, 3))
+        np.cumsum(per_chunk.transpose(2, 0, 1), axis=1, out=self.before[:, 1:])
+        self.rows = np.arange(n_res)[:, None]
+
+    def _pieces(self, shape: tuple[int, int]) -> Iterator[tuple[int, NDArray[np.intp]]]:
+        """Flat (resample, position) pairs in pieces of :data:`_PAIRS`, bounding the chunk gathers."""
+        rows = np.repeat(np.arange(shape[0]), shape[1])
+        for start in range(0, rows.shape[0], _PAIRS):
+            yield start, rows[start:start + _PAIRS]
+
+    def at(self, positions: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Sums over the sorted positions before each of ``positions`` ``(R, P)``: ``(R, P, 3)``."""
+        flat = positions.ravel()
+        chunk = np.minimum(flat // self.chunk, self.terms.shape[0] - 1)
+        inside = flat - chunk * self.chunk
+        out = self.before[np.repeat(np.arange(positions.shape[0]), positions.shape[1]), chunk]
+        for start, rows in self._pieces(positions.shape):
+            part = slice(start, start + rows.shape[0])
+            weights = self.along[rows, chunk[part]] * (np.arange(self.chunk) < inside[part, None])
+            out[part] += np.matmul(weights[:, None, :], self.terms[chunk[part]])[:, 0]
+        return out.reshape(*positions.shape, 3)
+
+    def reach(self, goal: NDArray[np.float64]) -> NDArray[np.intp]:
+        """First sorted position whose cumulative weight (inclusive) is >= ``goal`` ``(R, P)``, goal >= 1."""
+        counts = self.before[:, :, 0]
+        n_res, width = counts.shape
+        # Rows of cumulative counts run from 0 to at most N: shifted by r * (N + 1) they form
+        # one ascending array, searched once for every goal.
+        shift = (np.arange(n_res) * (counts[:, -1].max() + 1))[:, None]
+        found = np.searchsorted((counts + shift).ravel(), (goal + shift).ravel(), side="left")
+        chunk = found - np.repeat(np.arange(n_res) * width, goal.shape[1]) - 1
+        result = np.empty(chunk.shape, dtype=np.intp)
+        flat_goal = goal.ravel()
+        for start, rows in self._pieces(goal.shape):
+            part = slice(start, start + rows.shape[0])
+            cumulative = counts[rows, chunk[part]][:, None] + np.cumsum(self.along[rows, chunk[part]], axis=-1)
+            result[part] = chunk[part] * self.chunk + np.argmax(cumulative >= flat_goal[part, None], axis=-1)
+        return result.reshape(goal.shape)
+
+
+def _stats(prefix: _Prefix, ends: NDArray[np.intp]) -> tuple[NDArray, NDArray, NDArray]:
+    """Count, value sum and target sum of the bins between consecutive ``ends`` (R, B + 1)."""
+    sums = np.diff(prefix.at(ends), axis=1)
+    return sums[..., 0], sums[..., 1], sums[..., 2]
+
+
+def _adaptive_ends(prefix: _Prefix, column: _Column, n_bins: int, start: int) -> tuple[NDArray[np.intp], NDArray]:
+    """Sorted positions bounding each resample's adaptive bins over the values at ``start:``.
+
+    The resample's own sorted values are the column's sorted values, value j
+    repeated ``w_(j)`` times. ``np.array_split`` of the ``M`` kept values ends
+    run b at ``E_b`` (:func:`calib_core.binning._array_split_ends`); the
+    run's last value, the bin's upper edge, is the column value at the first
+    position ``j >= start`` whose cumulative weight reaches ``W(start) + E_b``.
+    The bin then ends after the last column position holding that same value
+    (``tie_end``), so tied values share a bin and bins swallowed by ties are
+    empty -- the contract's rule, applied to the same values.
+
+    Returns
+    -------
+    ends : ndarray of shape (R, n_bins + 1)
+    n_kept : ndarray of shape (R,)
+    """
+    n_res = prefix.rows.shape[0]
+    first = np.full((n_res, 1), start, dtype=np.intp)
+    before = prefix.at(first)[:, 0, 0]
+    n_kept = prefix.before[:, -1, 0] - before
+    run_ends = _array_split_ends(n_kept.astype(np.intp), n_bins)
+    # Resamples that keep nothing aim at position 1 only to stay in range; their bins are set empty below.
+    goal = np.where(n_kept[:, None] > 0, before[:, None] + run_ends, 1.0)
+    ends = column.tie_end[np.minimum(prefix.reach(goal), column.values.shape[0] - 1)]
+    ends = np.where(n_kept[:, None] > 0, ends, start)
+    return np.concatenate([first, ends], axis=1), n_kept
+
+
+def _row_weights(indices: NDArray[np.int64], n_rows: int) -> NDArray[np.integer]:
+    """Multinomial counts ``(R, N + 1)``: how often each row is drawn; the last column is 0.
+
+    Stored as int8 whenever no count exceeds 127 (always in practice: a count
+    is Binomial(N, 1/N)), so that a block of weights fits in cache while every
+    column reads it in its own order; int64 otherwise.
+    """
+    counts = [np.bincount(rows, minlength=n_rows + 1) for rows in indices]
+    largest = max(int(c.max()) for c in counts)
+    return np.array(counts, dtype=np.int8 if largest <= np.iinfo(np.int8).max else np.int64)
+
+
+class BinnedResampler:
+    """Per-row quantities of one ``(probs, labels)``, reused by every resample and binned metric.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K)
+        Checked probabilities (:func:`calib_core.validation.check_probs_labels`).
+    labels : ndarray of shape (N,)
+        Checked labels.
+    """
+
+    def __init__(self, probs: NDArray[np.float64], labels: NDArray[np.intp]):
+        self.probs, self.labels = probs, labels
+        self.n_rows, self.n_classes = probs.shape
+        self._keys: dict[tuple[int, bool], NDArray[np.intp]] = {}
+        self._buffers: dict[np.dtype, NDArray] = {}
+
+    def _buffer(self, size: int, dtype: type | np.dtype) -> NDArray:
+        """A 1-D work array of at least ``size`` items of ``dtype``, kept for the next block."""
+        dtype = np.dtype(dtype)
+        if dtype not in self._buffers or self._buffers[dtype].shape[0] < size:
+            self._buffers[dtype] = np.empty(size, dtype=dtype)
+        return self._buffers[dtype]
+
+    @functools.cached_property
+    def top_label(self) -> list[_Column]:
+        confidence, correct = self._confidence
+        return [_Column.build(confidence, correct > 0)]
+
+    @functools.cached_property
+    def classwise(self) -> list[_Column]:
+        return [_Column.build(np.ascontiguousarray(self.probs[:, k]), self.labels == k)
+                for k in range(self.n_classes)]
+
+    def values(self, specs: list[BinnedSpec], indices: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Each spec's metric on each resample ``rows[indices[r]]``: ``(len(specs), R)``.
+
+        Top-label metrics with uniform bins count the drawn rows' bin keys
+        directly (:meth:`_top_label_uniform`). Every other spec works on the
+        row weights: each column's chunked weighted sums are built once per
+        block and shared by every spec that bins that column.
+        """
+        n_res = indices.shape[0]
+        out = np.empty((len(specs), n_res))
+        direct = [i for i, s in enumerate(specs) if s.family == "top_label" and s.binning == "uniform"]
+        if direct:
+            out[direct] = self._top_label_uniform([specs[i] for i in direct], indices)
+        weighted = [i for i in range(len(specs)) if i not in direct]
+        if not weighted:
+            return out
+        chunk = _chunk_size(self.n_rows)
+        size = n_res * -(-self.n_rows // chunk) * chunk
+        weights = _row_weights(indices, self.n_rows)
+        buffers = (self._buffer(size, weights.dtype), self._buffer(size, np.float64))
+        for top in (True, False):
+            mine = [i for i in weighted if (specs[i].family == "top_label") == top]
+            if not mine:
+                continue
+            per_column: dict[int, list] = {i: [] for i in mine}
+            for column in (self.top_label if top else self.classwise):
+                prefix = _Prefix(column, weights, buffers)
+                for i in mine:
+                    per_column[i].append(self._column_stats(specs[i], prefix, column))
+            for i in mine:
+                out[i] = self._reduce(specs[i], per_column[i])
+        return out
+
+    def _uniform_keys(self, n_bins: int, right: bool) -> NDArray[np.intp]:
+        """``2 * bin + correct`` of each row's top-label confidence (uniform bins, the one bin rule)."""
+        if (n_bins, right) not in self._keys:
+            confidence, correct = self._confidence
+            self._keys[(n_bins, right)] = 2 * _uniform_index(confidence, n_bins, right) + (correct > 0)
+        return self._keys[(n_bins, right)]
+
+    @functools.cached_property
+    def _confidence(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return binned.top_label(self.probs, self.labels)
+
+    def _top_label_uniform(self, specs: list[BinnedSpec], indices: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Top-label uniform-bin metrics from bin counts of the drawn rows (no row weights needed).
+
+        Per resample, one :func:`numpy.bincount` over the drawn rows' keys
+        ``2 * bin + correct`` gives the counts and correct counts of every
+        bin, and one weighted by the drawn confidences the confidence sums
+        (a loop over resamples: each count array stays in cache).
+        """
+        n_res = indices.shape[0]
+        settings = sorted({(spec.n_bins, spec.right) for spec in specs})
+        sums = {s: np.empty((3, n_res, 1, s[0])) for s in settings}
+        confidence = self._confidence[0]
+        for r, rows in enumerate(indices):
+            drawn = np.take(confidence, rows, mode="clip")  # rows are in range
+            for setting in settings:
+                keys = np.take(self._uniform_keys(*setting), rows, mode="clip")
+                size = 2 * setting[0]
+                counts = np.bincount(keys, minlength=size).reshape(-1, 2)
+                out = sums[setting]
+                out[0, r, 0] = counts.sum(axis=1)
+                out[1, r, 0] = np.bincount(keys, weights=drawn, minlength=size).reshape(-1, 2).sum(axis=1)
+                out[2, r, 0] = counts[:, 1]
+        out = np.empty((len(specs), n_res))
+        for i, spec in enumerate(specs):
+            count, value, target = sums[(spec.n_bins, spec.right)]
+            out[i] = self._reduce(spec, [(count[:, 0], value[:, 0], target[:, 0], float(self.n_rows))])
+        return out
+
+    def _column_stats(self, spec: BinnedSpec, prefix: _Prefix, column: _Column):
+        if spec.binning == "uniform":
+            ends = np.broadcast_to(column.uniform_ends(spec.n_bins, spec.right),
+                                   (prefix.before.shape[0], spec.n_bins + 1))
+            return (*_stats(prefix, ends), float(self.n_rows))
+        start = 0 if spec.threshold is None else int(np.searchsorted(column.values, spec.threshold, side="right"))
+        ends, n_kept = _adaptive_ends(prefix, column, spec.n_bins, start)
+        return (*_stats(prefix, ends), n_kept if spec.threshold is not None else float(self.n_rows))
+
+    @staticmethod
+    def _reduce(spec: BinnedSpec, parts) -> NDArray[np.float64]:
+        # Stack the columns on axis 1: (R, C, B) sums and (R, C) totals; the reductions
+        # are binned's own, so the formulas are the metrics' (Nixon et al. 2019, eq. 1-3).
+        count, value, target = (np.stack([p[j] for p in parts], axis=1) for j in range(3))
+        total = np.stack([np.broadcast_to(p[3], count.shape[:1]) for p in parts], axis=1)
+        empty = np.broadcast_to(np.nan, count.shape)
+        stats = BinStats(count, value, target, empty, empty, total)
+        if spec.family == "adaptive_mean":
+            per_column = binned._unweighted_mean_gap(stats)
+        else:
+            per_column = binned._reduce(stats, spec.norm)
+        return per_column.mean(axis=1)
+
+
+def resampled_binned_values(resampler: BinnedResampler, specs: list[BinnedSpec],
+                            indices: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Each spec's metric on each resample ``rows[indices[r]]``: an array ``(len(specs), R)``.
+
+    The index block is turned into row weights and processed in sub-blocks of
+    at most :data:`MAX_WEIGHT_BLOCK` weights, so memory stays bounded.
+    """
+    n_res, n_rows = indices.shape
+    out = np.empty((len(specs), n_res))
+    step = max(1, MAX_WEIGHT_BLOCK // n_rows)
+    for start in range(0, n_res, step):
+        stop = min(n_res, start + step)
+        out[:, start:stop] = resampler.values(specs, indices[start:stop])
+    return out
