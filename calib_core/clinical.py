@@ -189,7 +189,10 @@ def _newton_logistic(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[ND
         if np.max(np.abs(scale * direction)) <= 1e-10 * (1.0 + np.max(np.abs(beta))):
             mu = expit(design @ beta)
             information = (design * (mu * (1.0 - mu))[:, None]).T @ design
-            return beta, np.linalg.inv(information), step, ""
+            try:
+                return beta, np.linalg.inv(information), step, ""
+            except np.linalg.LinAlgError:  # converged where every fitted probability is 0 or 1
+                return beta, np.full((2, 2), np.nan), step, "the Fisher information is singular"
     return beta, np.full((2, 2), np.nan), _MAX_NEWTON_STEPS, \
         f"Newton's method did not converge in {_MAX_NEWTON_STEPS} steps"
 
@@ -385,7 +388,12 @@ def _window_moments(centre: NDArray[np.float64], radius: NDArray[np.float64], ze
     ``|t_ij| < 1``, else 0 (rows with ``zero``: ``wp_j`` where ``xp_j == centre_i``).
     """
     t = xp[None, :] - centre[:, None]
-    t /= radius[:, None]
+    # A window narrower than the spacing of far points (radius ~1e-300 among predictions of 1e-300) sends
+    # their t to +-inf; every point with |t| >= 1 has weight 0, so t is capped at +-1, which keeps the
+    # tricube and the moments finite (an infinite t times a zero weight would be NaN).
+    with np.errstate(over="ignore"):
+        t /= radius[:, None]
+    np.clip(t, -1.0, 1.0, out=t)
     # Tricube with in-place products (no pow, few temporaries).
     weight = np.abs(t)
     cube = weight * weight

@@ -27,8 +27,9 @@ from functools import partial
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
+from scipy.special import expit
 
-from calib_core import binned, kernel, proper, scores, smooth
+from calib_core import binned, clinical, kernel, proper, scores, smooth
 from calib_core.bootstrap import bootstrap_ci
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
                                    check_probs_labels)
@@ -36,7 +37,7 @@ from calib_core.validation import (CalibrationInputError, check_binning, check_n
 __all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH", "MetricInterval",
            "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function",
            "metric_interval", "metric_name", "metric_report", "metric_value", "skce_bandwidth", "skce_pair_order",
-           "skipped_quadratic"]
+           "skipped_quadratic", "LOESS_MAX_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
 MMCE_BANDWIDTH = 0.4
@@ -44,6 +45,11 @@ MMCE_BANDWIDTH = 0.4
 KDE_BANDWIDTH = 0.01
 #: The SKCE bandwidth is the median pairwise distance of at most this many rows (all pairs below it).
 SKCE_MEDIAN_ROWS = kernel.MEDIAN_MAX_ROWS
+
+#: Bootstrap resamples of the ICI are capped at this many: each resample is one loess fit per class (40-120 ms
+#: on a 900-row, 10-class demo here), so 200 resamples of ICI, E50 and E90 added 10-25 s to the Metrics page of
+#: one such model. 30 resamples (a standard error within about 13 %) add 1-3 s; E50 and E90 get no interval.
+LOESS_MAX_BOOT = 30
 
 #: How an interval can be made (:attr:`MetricSpec.interval`).
 INTERVAL_METHODS = {
@@ -72,16 +78,40 @@ class MetricSpec:
         Whether the bin count / the binning scheme changes the value.
     quadratic : bool
         Cost grows as N^2 (the app then offers a subsample).
+    slow : bool
+        One evaluation fits a smoother per class (the loess summaries, tens
+        of milliseconds on a few thousand rows): resampling studies leave it
+        out by default.
     calibration_error : bool
         False for accuracy and the proper scores (not calibration errors).
     signed : bool
-        An unbiased estimate of a non-negative quantity that can itself be
-        negative (SKCE); shown raw, never clipped.
+        The value can be negative: an unbiased estimate of a non-negative
+        quantity (SKCE), or a signed summary (Cox's slope, intercept and
+        calibration-in-the-large); shown raw, never clipped.
+    ideal : float or None
+        The value of a perfectly calibrated model: 0 for the calibration
+        errors, 1 for Cox's slope; None for quantities without one
+        (accuracy, the proper scores). The invariant tests measure
+        miscalibration as ``|value - ideal|``.
+    always_defined : bool
+        False when the estimate may not exist on valid input (Cox's
+        maximum-likelihood fit under separation or a constant outcome):
+        ``compute`` then raises :class:`CalibrationInputError` saying why,
+        and :func:`metric_report` reports it as not available.
     probability_scale : bool
         The value is a gap between probabilities, on ECE's [0, 1] scale
         (False for squared errors and divergences, which charts keep apart).
     interval : {"percentile", "bootstrap_se", "variance", "none"}
         How :func:`metric_interval` makes its interval (see there).
+    no_interval : str
+        With ``interval="none"``: why there is none (shown in the note).
+    max_boot : int or None
+        Bootstrap resamples are capped at this many (costly metrics, e.g.
+        :data:`LOESS_MAX_BOOT` for the loess summaries); None: no cap.
+    variance : callable or None
+        For ``interval="variance"``: ``variance(probs, labels, bandwidth) ->
+        (estimate, std_error, note)``; a non-finite ``std_error`` means no
+        interval, ``note`` then says why.
     bandwidth : float, "median", "auto" or None
         Default kernel bandwidth: a number; ``"median"`` for the median
         heuristic (:func:`skce_bandwidth`); ``"auto"`` for smECE's fixed
@@ -101,6 +131,7 @@ class MetricSpec:
     uses_bins: bool = True
     uses_binning: bool = False
     quadratic: bool = False
+    slow: bool = False
     calibration_error: bool = True
     signed: bool = False
     probability_scale: bool = True
@@ -108,6 +139,12 @@ class MetricSpec:
     bandwidth: float | str | None = None
     fixed_binning: str | None = None
     with_bandwidth: Callable[[np.ndarray, np.ndarray, float | None], float] | None = field(default=None, repr=False)
+    ideal: float | None = 0.0
+    always_defined: bool = True
+    no_interval: str = ""
+    max_boot: int | None = None
+    variance: Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None = field(
+        default=None, repr=False)
 
 
 # ----------------------------------------------------------------------------- kernel defaults
@@ -177,31 +214,173 @@ def _default(function):
     return lambda p, y, b, s: function(p, y)
 
 
+def _skce_variance(estimator):
+    """``variance(probs, labels, bandwidth)`` of an SKCE estimator: :func:`calib_core.kernel.skce_estimate`."""
+    def variance(probs, labels, bandwidth=None):
+        probs, labels = check_probs_labels(probs, labels)
+        h = skce_bandwidth(probs, labels) if bandwidth is None else _check_bandwidth(bandwidth)
+        if estimator == "block":
+            order = skce_pair_order(probs, labels)
+            found = kernel.skce_estimate(probs[order], labels[order], bandwidth=h, estimator="block")
+        else:
+            found = kernel.skce_estimate(probs, labels, bandwidth=h)
+        if not np.isfinite(found.std_error):
+            return found.estimate, math.nan, f"the variance needs more rows than {probs.shape[0]}"
+        pairs = "independent pairs of rows" if estimator == "block" else "pairs (U-statistic variance)"
+        return found.estimate, found.std_error, (f"normal interval from the variance formula over "
+                                                 f"{found.n_terms:,} {pairs}")
+    return variance
+
+
+# ----------------------------------------------------------------------------- clinical summaries
+
+_LOO_NO_INTERVAL = "a bootstrap repeats rows, which a leave-one-out kernel estimate cannot take"
+_LOESS_NO_INTERVAL = ("a bootstrap refits the loess curve of every class on every resample, too slow for a "
+                      "table; the ICI's interval describes the noise of the same curve")
+
+#: What the scalar of a clinical summary is, in its label.
+_OVR = "binary: class 1; K > 2: one-vs-rest mean"
+
+
+def _cox_scalar(fit: clinical.CoxCalibration, name: str) -> float:
+    """Field ``name`` of a Cox fit as one number: the value (binary) or the mean over classes (K > 2).
+
+    Raises :class:`CalibrationInputError` with the fit's reason when the
+    estimate does not exist (for K > 2: for any class).
+    """
+    values = np.atleast_1d(np.asarray(getattr(fit, name), dtype=np.float64))
+    missing = np.flatnonzero(~np.isfinite(values))
+    if missing.size:
+        reasons = (fit.reason,) if isinstance(fit.reason, str) else fit.reason
+        what = {"slope": "slope", "intercept": "intercept", "citl": "calibration-in-the-large"}[name]
+        if len(fit.classes) == 1:
+            raise CalibrationInputError(f"the Cox {what} does not exist: {reasons[0]}.")
+        first = int(missing[0])
+        others = "" if missing.size == 1 else \
+            f" (and of class{'es' if missing.size > 2 else ''} {', '.join(str(fit.classes[j]) for j in missing[1:])})"
+        raise CalibrationInputError(
+            f"the one-vs-rest Cox {what} of class {fit.classes[first]}{others} does not exist, so their mean does "
+            f"not either: {reasons[first]}."
+        )
+    return float(values.mean())
+
+
+def _cox_compute(name):
+    def compute(probs, labels, n_bins=15, binning="uniform"):
+        return _cox_scalar(clinical.cox_calibration(probs, labels), name)
+    return compute
+
+
+def _cox_variance(name):
+    """``variance(probs, labels, bandwidth)`` of the Cox summary ``name`` (see :func:`cox_mean_std_error`)."""
+    def variance(probs, labels, bandwidth=None):
+        fit = clinical.cox_calibration(probs, labels)
+        estimate = _cox_scalar(fit, name)
+        if len(fit.classes) == 1:
+            return estimate, float(getattr(fit, name + "_se")), "Wald interval from the Fisher information"
+        return estimate, cox_mean_std_error(probs, labels, fit, name), (
+            f"normal interval, sandwich standard error of the mean over the {len(fit.classes)} one-vs-rest fits")
+    return variance
+
+
+def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: clinical.CoxCalibration, name: str) -> float:
+    """Sandwich standard error of the mean over classes of one-vs-rest Cox estimates (one class: HC0).
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    fit : CoxCalibration
+        ``cox_calibration(probs, labels)`` with every field of ``name`` finite.
+    name : {"slope", "intercept", "citl"}
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    The K fits share the rows, so their estimates are correlated and the
+    per-class Wald errors do not combine. Stacking the K score equations
+    (one M-estimator, Stefanski & Boos 2002, eq. 4-5) gives each row the
+    influence ``IF_ik = A_k^{-1} x_i (y_ik - mu_ik)`` in fit k, with
+    ``x_i = (1, logit p_ik)`` (``citl``: ``x_i = 1``, offset ``logit p_ik``)
+    and ``A_k = sum_i mu_ik (1 - mu_ik) x_i x_i^T``. The mean over classes
+    has influence ``m_i = (1/K) sum_k IF_ik`` (its component ``name``), and
+    the sandwich variance is ``sum_i m_i^2``. For one class this is the
+    robust (HC0) error of the logistic fit, which equals the Wald error when
+    the model holds.
+
+    References
+    ----------
+    Stefanski, L. A. & Boos, D. D. "The calculus of M-estimation", The
+    American Statistician 56 (2002), 29-38.
+    """
+    _, scores_, outcomes = clinical.one_vs_rest(probs, labels)
+    clipped = np.clip(scores_, fit.epsilon, 1.0 - fit.epsilon)
+    x = np.log(clipped) - np.log1p(-clipped)
+    if name == "citl":
+        mu = expit(np.atleast_1d(fit.citl)[None, :] + x)
+        influence = (outcomes - mu) / np.sum(mu * (1.0 - mu), axis=0)
+    else:
+        mu = expit(np.atleast_1d(fit.intercept)[None, :] + np.atleast_1d(fit.slope)[None, :] * x)
+        w, residual = mu * (1.0 - mu), outcomes - mu
+        s0, s1, s2 = w.sum(axis=0), (w * x).sum(axis=0), (w * x * x).sum(axis=0)
+        determinant = s0 * s2 - s1 * s1
+        # Rows of the inverse of [[s0, s1], [s1, s2]] applied to (1, x) * residual.
+        influence = ((s2 - s1 * x) if name == "intercept" else (s0 * x - s1)) * residual / determinant
+    return float(np.sqrt(np.sum(influence.mean(axis=1) ** 2)))
+
+
+def _ici_compute(name):
+    def compute(probs, labels, n_bins=15, binning="uniform"):
+        return float(np.mean(getattr(clinical.ici(probs, labels), name)))
+    return compute
+
+
+#: The binned metrics as partials of the public functions themselves (not wrappers), so that
+#: :func:`bootstrap_ci` recognises them and shares its work across resamples (:mod:`calib_core.resample`).
+_BINNED_PARTIALS: dict[str, Callable[[int, str], Callable[[ArrayLike, ArrayLike], float]]] = {
+    "ece": lambda b, s: partial(binned.ece, n_bins=b, binning=s),
+    "rmsce": lambda b, s: partial(binned.ece, n_bins=b, binning=s, norm="l2"),
+    "mce": lambda b, s: partial(binned.mce, n_bins=b, binning=s),
+    "classwise_ece": lambda b, s: partial(binned.classwise_ece, n_bins=b, binning=s),
+    "sce": lambda b, s: partial(binned.sce, n_bins=b),
+    "ace": lambda b, s: partial(binned.ace, n_bins=b),
+    "tace": lambda b, s: partial(binned.tace, n_bins=b),
+}
+
+
+def _binned(key: str) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
+    """``compute(probs, labels, n_bins, binning)`` of the binned metric ``key`` (see :data:`_BINNED_PARTIALS`)."""
+    return lambda p, y, b, s: _BINNED_PARTIALS[key](b, s)(p, y)
+
+
 METRICS: list[MetricSpec] = [
     MetricSpec("accuracy", "Accuracy", lambda p, y, b, s: binned.accuracy(p, y),
                "Share of rows whose most probable class is the true class.",
                "Says nothing about calibration; shown for context.",
-               uses_bins=False, calibration_error=False, interval="percentile"),
-    MetricSpec("ece", "ECE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
+    MetricSpec("ece", "ECE", _binned("ece"),
                "Top-label expected calibration error: count-weighted mean gap between confidence and accuracy per bin.",
                "Looks only at the top class; over- and under-confidence inside a bin cancel; value depends on the bins "
                "and is biased upwards for small N.", uses_binning=True),
-    MetricSpec("rmsce", "RMSCE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s, norm="l2"),
+    MetricSpec("rmsce", "RMSCE", _binned("rmsce"),
                "Root-mean-square calibration error: like ECE but squares the gaps, so large gaps weigh more.",
                "Same bin and top-label caveats as ECE.", uses_binning=True),
-    MetricSpec("mce", "MCE", lambda p, y, b, s: binned.mce(p, y, n_bins=b, binning=s),
+    MetricSpec("mce", "MCE", _binned("mce"),
                "Maximum calibration error: the largest gap over non-empty bins (worst case).",
                "A bin with a handful of rows can set it; very noisy with many bins.", uses_binning=True),
-    MetricSpec("classwise_ece", "Class-wise ECE", lambda p, y, b, s: binned.classwise_ece(p, y, n_bins=b, binning=s),
+    MetricSpec("classwise_ece", "Class-wise ECE", _binned("classwise_ece"),
                "ECE of every class probability against that class's indicator, averaged over classes.",
                "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True),
-    MetricSpec("sce", "SCE", lambda p, y, b, s: binned.sce(p, y, n_bins=b),
+    MetricSpec("sce", "SCE", _binned("sce"),
                "Static calibration error: class-wise ECE with uniform bins (Nixon et al. eq. 2).",
                "Dominated by the many near-zero probabilities of a K-class model.", fixed_binning="uniform"),
-    MetricSpec("ace", "ACE", lambda p, y, b, s: binned.ace(p, y, n_bins=b),
+    MetricSpec("ace", "ACE", _binned("ace"),
                "Adaptive calibration error: class-wise, with equal-mass ranges, unweighted mean over ranges.",
                "Equal-mass ranges of a rare class can be all near 0; see TACE.", fixed_binning="adaptive"),
-    MetricSpec("tace", "TACE", lambda p, y, b, s: binned.tace(p, y, n_bins=b),
+    MetricSpec("tace", "TACE", _binned("tace"),
                "Thresholded ACE: ACE over the probabilities above 0.01 only.",
                "The threshold is a choice; results move with it.", fixed_binning="adaptive"),
     MetricSpec("ks", "KS error", lambda p, y, b, s: scores.ks_error(p, y),
@@ -211,11 +390,11 @@ METRICS: list[MetricSpec] = [
     MetricSpec("brier", "Brier score", lambda p, y, b, s: scores.brier_score(p, y),
                "Mean squared distance between the predicted distribution and the one-hot label (proper score, 0 to 2).",
                "Mixes calibration and sharpness (refinement): a lower score is not necessarily better calibrated.",
-               uses_bins=False, calibration_error=False, interval="percentile"),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
     MetricSpec("nll", "NLL", lambda p, y, b, s: scores.nll(p, y),
                "Mean negative log-likelihood of the true class (proper score).",
                "Unbounded: a few confident mistakes dominate it; mixes calibration and sharpness.",
-               uses_bins=False, calibration_error=False, interval="percentile"),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
     MetricSpec("mmce", "MMCE", _default(_mmce),
                "Maximum mean calibration error (Kumar et al. 2018, eq. 2): a kernel distance between confidence "
                "and correctness over all pairs of rows (Laplacian kernel of width h), without bins.",
@@ -229,14 +408,15 @@ METRICS: list[MetricSpec] = [
                "calibrated samples (shown raw: clipping at 0 would bias it and its intervals); for a calibrated "
                "model the normal interval is only a rough guide (the statistic is degenerate there).",
                uses_bins=False, quadratic=True, signed=True, probability_scale=False, interval="variance",
-               bandwidth="median", with_bandwidth=_skce_unbiased),
+               bandwidth="median", with_bandwidth=_skce_unbiased, variance=_skce_variance("unbiased")),
     MetricSpec("skce_block", "SKCE (linear-time)", _default(_skce_block),
                "Linear-time SKCE estimator of Widmann et al. (2019): the mean kernel term over disjoint pairs of "
                "rows, O(N) instead of O(N^2).",
                "Uses N/2 of the N(N-1)/2 pairs, so it is far noisier than the unbiased estimate; the pairs are "
                "drawn with a fixed seed after sorting the rows (the value does not depend on the row order); "
                "can be negative, like SKCE.", uses_bins=False, signed=True, probability_scale=False,
-               interval="variance", bandwidth="median", with_bandwidth=_skce_block),
+               interval="variance", bandwidth="median", with_bandwidth=_skce_block,
+               variance=_skce_variance("block")),
     MetricSpec("kde_ce_kl", "CE_KL (kernel)", _default(_kde("kl")),
                "Proper calibration error of the log score (Popordanoska et al. 2024, eq. 9): mean KL divergence "
                "between a leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the prediction, over "
@@ -246,7 +426,7 @@ METRICS: list[MetricSpec] = [
                "probability 0 that occurs nearby makes it very large; O(N^2) time; no interval here (a bootstrap "
                "repeats rows, which a leave-one-out estimate cannot take: the Estimators page gives block "
                "intervals).", uses_bins=False, quadratic=True, probability_scale=False, interval="none",
-               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl")),
+               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl"), no_interval=_LOO_NO_INTERVAL),
     MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", _default(_kde("l2")),
                "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
                "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
@@ -254,7 +434,7 @@ METRICS: list[MetricSpec] = [
                "Squared, so on another scale than ECE; depends on the bandwidth h; a small positive bias even "
                "for calibrated models; O(N^2) time; no interval here (see CE_KL).", uses_bins=False,
                quadratic=True, probability_scale=False, interval="none", bandwidth=KDE_BANDWIDTH,
-               with_bandwidth=_kde("l2")),
+               with_bandwidth=_kde("l2"), no_interval=_LOO_NO_INTERVAL),
     MetricSpec("smooth_ece", "smECE", _default(_smooth_ece),
                "Smooth ECE (Blasiok & Nakkiran 2023): the residuals correctness - confidence smoothed with a "
                "reflected Gaussian kernel whose width is chosen automatically, integrated in absolute value; "
@@ -265,7 +445,48 @@ METRICS: list[MetricSpec] = [
                "Root Brier score: an upper bound of the canonical calibration error CE_2 that needs no estimate "
                "of P(Y | prediction) (Gruber & Buettner 2022, Theorem 4.3).",
                "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
-               "the accuracy is close to 1.", uses_bins=False, calibration_error=False, interval="percentile"),
+               "the accuracy is close to 1.", uses_bins=False, calibration_error=False, interval="percentile",
+               ideal=None),
+    MetricSpec("cox_slope", f"Cox slope ({_OVR})", _cox_compute("slope"),
+               "Calibration slope b of the logistic regression logit P(y = 1) = a + b logit(p) (Cox 1958); "
+               "ideal 1: below 1 the predictions are too extreme (over-fitting), above 1 too modest.",
+               "Summarises the curve by one line on the logit scale, so curved miscalibration can hide; does not "
+               "exist when the predictions separate the outcome (a threshold puts every row of the class on one "
+               "side), then shown as not available; for K > 2 the mean of the one-vs-rest slopes, and not "
+               "available if any class's fit is not.", uses_bins=False, calibration_error=False, signed=True,
+               probability_scale=False, interval="variance", ideal=1.0, always_defined=False,
+               variance=_cox_variance("slope")),
+    MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", _cox_compute("intercept"),
+               "Intercept a of the same regression (Cox 1958), on the logit scale; ideal 0 together with slope 1.",
+               "Depends on the slope fitted with it (read it with the slope, or use the calibration-in-the-large "
+               "for the mean level); not available when the slope is not.", uses_bins=False,
+               calibration_error=False, signed=True, probability_scale=False, interval="variance",
+               always_defined=False, variance=_cox_variance("intercept")),
+    MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", _cox_compute("citl"),
+               "Intercept of the regression with the slope fixed at 1 (logit(p) as an offset), on the logit scale: "
+               "ideal 0; above 0 the model predicts too low on average, below 0 too high.",
+               "Only the mean level: a model with the right average and a wrong slope has a calibration-in-the-"
+               "large of 0; not defined when the outcome is constant.", uses_bins=False, calibration_error=False,
+               signed=True, probability_scale=False, interval="variance", always_defined=False,
+               variance=_cox_variance("citl")),
+    MetricSpec("ici", f"ICI ({_OVR})", _ici_compute("ici"),
+               "Integrated calibration index (Austin & Steyerberg 2019): mean over rows of |c(p) - p|, with c the "
+               "loess calibration curve (span 0.75, local quadratic, as R's loess).",
+               "Depends on the smoother's span; biased upwards on small N like the binned errors; for K > 2 the "
+               "mean of the one-vs-rest ICIs (not a top-label error); the interval uses at most "
+               f"{LOESS_MAX_BOOT} bootstrap resamples (one loess fit per class per resample).", uses_bins=False,
+               slow=True, max_boot=LOESS_MAX_BOOT),
+    MetricSpec("e50", f"E50 ({_OVR})", _ici_compute("e50"),
+               "Median over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg 2019).",
+               "As the ICI; the median ignores the few rows where the curve is far off (see E90); no interval "
+               "(see the ICI's).", uses_bins=False, slow=True, interval="none",
+               no_interval=_LOESS_NO_INTERVAL),
+    MetricSpec("e90", f"E90 ({_OVR})", _ici_compute("e90"),
+               "90th percentile over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg "
+               "2019).",
+               "As the ICI; the smoothed curve is least certain at the extremes, where the largest gaps usually "
+               "lie; no interval (see the ICI's).", uses_bins=False, slow=True, interval="none",
+               no_interval=_LOESS_NO_INTERVAL),
 ]
 
 
@@ -323,6 +544,8 @@ def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
                     bandwidth: float | None = None) -> Callable[[ArrayLike, ArrayLike], float]:
     """``metric(probs, labels) -> float`` with the settings fixed (for :func:`bootstrap_ci`)."""
     get_metric(key)
+    if key in _BINNED_PARTIALS and bandwidth is None:
+        return _BINNED_PARTIALS[key](n_bins, binning)
     return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
 
 
@@ -462,7 +685,7 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
       functions of row means, for which the percentile bootstrap
       ``[q_{alpha/2}, q_{1-alpha/2}]`` of the resampled values is valid
       (Efron & Tibshirani 1993, section 13.3).
-    * ``"bootstrap_se"`` (binned errors, KS, MMCE, smECE): these estimators
+    * ``"bootstrap_se"`` (binned errors, KS, MMCE, smECE, ICI): these estimators
       are biased upwards, and more so on a resample (repeated rows add
       noise that reads as miscalibration), so the resampled values can lie
       wholly above the estimate and a percentile interval can miss it. The
@@ -474,9 +697,17 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
       of :func:`calib_core.kernel.skce_estimate`: ``sd(h) / sqrt(N // 2)``
       of the independent block terms of the linear-time estimator (Widmann
       et al. 2019, section 4; Gretton et al. 2012, Corollary 16), Hoeffding's
-      variance of the U-statistic for the unbiased one.
+      variance of the U-statistic for the unbiased one. Cox's slope,
+      intercept and calibration-in-the-large: binary, the Wald interval of
+      :func:`calib_core.cox_calibration` (inverse Fisher information);
+      K > 2, the sandwich error of the mean of the one-vs-rest estimates
+      (:func:`cox_mean_std_error`).
+    * A metric with :attr:`MetricSpec.max_boot` (the ICI: at most
+      :data:`LOESS_MAX_BOOT`) uses at most that many resamples; the note
+      says so.
     * ``"none"`` (CE_KL, CE_2^2): a resample repeats rows, and a repeated row
       is its own nearest neighbour in the leave-one-out kernel estimate.
+      E50, E90: each resample refits the loess curves (:data:`LOESS_MAX_BOOT`).
 
     Examples
     --------
@@ -493,6 +724,8 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
         raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         raise CalibrationInputError(f"`n_boot` must be a whole number >= 0, got {n_boot!r}.")
+    if bandwidth is not None and spec.with_bandwidth is None:
+        raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
     z = float(stats.norm.ppf(1.0 - alpha / 2.0))
     used_bandwidth = metric_bandwidth(key, probs, labels) if bandwidth is None else float(bandwidth)
 
@@ -501,38 +734,31 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
                               int(boots), used_bandwidth, note)
 
     if spec.interval == "variance":
-        estimator = "block" if key == "skce_block" else "unbiased"
-        h = used_bandwidth
-        if estimator == "block":
-            order = skce_pair_order(probs, labels)
-            found = kernel.skce_estimate(probs[order], labels[order], bandwidth=h, estimator="block")
-        else:
-            found = kernel.skce_estimate(probs, labels, bandwidth=h)
-        if not np.isfinite(found.std_error):
-            return result(found.estimate, note=f"none: the variance needs more rows than {probs.shape[0]}")
-        half = z * found.std_error
-        pairs = "independent pairs of rows" if estimator == "block" else "pairs (U-statistic variance)"
-        return result(found.estimate, found.estimate - half, found.estimate + half, found.std_error, "variance",
-                      note=f"normal interval from the variance formula over {found.n_terms:,} {pairs}")
+        estimate, std_error, how = spec.variance(probs, labels, bandwidth)
+        if not np.isfinite(std_error):
+            return result(estimate, note=f"none: {how}")
+        half = z * std_error
+        return result(estimate, estimate - half, estimate + half, std_error, "variance", note=how)
     estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
     if spec.interval == "none":
-        return result(estimate, note="none: " + ("a bootstrap repeats rows, which a leave-one-out kernel estimate "
-                                                 "cannot take" if spec.quadratic else "not defined for this metric"))
+        return result(estimate, note="none: " + (spec.no_interval or "not defined for this metric"))
     if n_boot < 2:
         return result(estimate, note="none: no bootstrap resamples")
+    asked, n_boot = int(n_boot), int(n_boot) if spec.max_boot is None else min(int(n_boot), spec.max_boot)
+    resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
     metric = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
     try:
-        boot = bootstrap_ci(metric, probs, labels, n_boot=int(n_boot), alpha=alpha, seed=seed)
+        boot = bootstrap_ci(metric, probs, labels, n_boot=n_boot, alpha=alpha, seed=seed)
     except CalibrationInputError as exc:
         return result(estimate, note=f"none: a resample could not be evaluated ({' '.join(str(exc).split())})")
     if spec.interval == "percentile":
         return result(estimate, boot.low, boot.high, boot.std, "percentile", n_boot,
-                      f"percentile bootstrap, {n_boot:,} resamples")
+                      f"percentile bootstrap, {resamples}")
     low = estimate - z * boot.std
     if not spec.signed:
         low = max(low, 0.0)
     return result(estimate, low, estimate + z * boot.std, boot.std, "bootstrap_se", n_boot,
-                  f"estimate +- {z:.2f} bootstrap standard errors ({n_boot:,} resamples)")
+                  f"estimate +- {z:.2f} bootstrap standard errors ({resamples})")
 
 
 # ----------------------------------------------------------------------------- reports

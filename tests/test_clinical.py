@@ -325,3 +325,14 @@ def test_prevalence_validation(kwargs, match):
 def test_multiclass_needs_a_prevalence_vector():
     with pytest.raises(CalibrationInputError, match="vector of 3"):
         cc.adjust_prevalence(np.full((2, 3), 1 / 3), 0.3, source_prevalence=[0.2, 0.3, 0.5])
+
+
+def test_loess_on_predictions_of_one_in_10_to_the_300_does_not_overflow():
+    """digits_gaussian_nb has probabilities near 1e-300: a window that narrow sent (x - x0) / radius to inf and
+    the tricube overflowed (RuntimeWarning, an error under the test settings; NaN risk in the moments)."""
+    data = cc.load_demo("digits_gaussian_nb")
+    result = cc.ici(data.probs, data.labels)
+    assert np.isfinite(result.ici).all() and np.isfinite(result.e90).all()
+    x = np.array([0.0, 1e-300, 2e-300, 0.5, 0.6, 0.7, 0.8, 0.9])
+    y = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    assert np.isfinite(cc.loess_smooth(x, y, span=0.3, degree=1)).all()

@@ -10,11 +10,13 @@ from calib_core.registry import METRICS, compute_metrics, get_metric, metric_fun
 KEYS = [spec.key for spec in METRICS]
 
 
-def predictions(seed, n, k, temperature=1.0):
+def predictions(seed, n, k, temperature=1.0, shift=0.0):
+    """Predictions and labels drawn from ``softmax(logits / temperature + shift * (0, 1, ..., K-1))``."""
     rng = np.random.default_rng(seed)
     logits = rng.normal(size=(n, k)) * 2.0
     probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
-    truth = np.exp(logits / temperature) / np.exp(logits / temperature).sum(1, keepdims=True)
+    true_logits = logits / temperature + shift * np.arange(k)
+    truth = np.exp(true_logits) / np.exp(true_logits).sum(1, keepdims=True)
     labels = np.minimum((truth.cumsum(1) < rng.uniform(size=(n, 1))).sum(1), k - 1)
     return probs, labels
 
@@ -25,18 +27,35 @@ def predictions(seed, n, k, temperature=1.0):
 def test_every_metric_is_finite_non_negative_and_ignores_row_order(key, seed, n, k):
     probs, labels = predictions(seed, n, k)
     spec = get_metric(key)
-    value = spec.compute(probs, labels, 10, "uniform")
-    assert np.isfinite(value) and (value >= 0 or spec.signed)
     perm = np.random.default_rng(seed).permutation(n)
-    assert spec.compute(probs[perm], labels[perm], 10, "uniform") == pytest.approx(value, rel=1e-9, abs=1e-12)
+    try:
+        value = spec.compute(probs, labels, 10, "uniform")
+    except cc.CalibrationInputError as exc:
+        # Only a metric that declares it (Cox's fit under separation) may not exist on valid input, and then
+        # not on any order of the same rows, for the same reason.
+        assert not spec.always_defined, exc
+        with pytest.raises(cc.CalibrationInputError, match="does not exist"):
+            spec.compute(probs[perm], labels[perm], 10, "uniform")
+        return
+    assert np.isfinite(value) and (value >= 0 or spec.signed)
+    assert spec.compute(probs[perm], labels[perm], 10, "uniform") == pytest.approx(value, rel=1e-9, abs=1e-9)
 
 
-@pytest.mark.parametrize("key", [spec.key for spec in METRICS if spec.calibration_error])
-def test_every_calibration_error_is_small_for_calibrated_data_and_larger_when_miscalibrated(key):
+def test_every_calibration_error_has_the_ideal_zero():
+    assert all(spec.ideal == 0.0 for spec in METRICS if spec.calibration_error)
+    assert get_metric("cox_slope").ideal == 1.0 and get_metric("citl").ideal == 0.0
+    assert get_metric("accuracy").ideal is None and get_metric("nll").ideal is None
+
+
+@pytest.mark.parametrize("key", [spec.key for spec in METRICS if spec.ideal is not None])
+def test_every_summary_is_near_its_ideal_for_calibrated_data_and_farther_when_miscalibrated(key):
+    """Distance to the ideal value (0 for errors, 1 for Cox's slope), not the value itself: a calibrated model's
+    slope is 1. The miscalibration is over-confidence (temperature 3) and a shift of the class prevalences, which
+    a calibration-in-the-large sees and a temperature alone does not."""
     spec = get_metric(key)
     n = 3000 if spec.quadratic else 40_000
-    calibrated = spec.compute(*predictions(0, n, 3), 10, "uniform")
-    miscalibrated = spec.compute(*predictions(0, n, 3, temperature=3.0), 10, "uniform")
+    calibrated = abs(spec.compute(*predictions(0, n, 3), 10, "uniform") - spec.ideal)
+    miscalibrated = abs(spec.compute(*predictions(0, n, 3, temperature=3.0, shift=0.5), 10, "uniform") - spec.ideal)
     assert miscalibrated > calibrated
     assert miscalibrated > 2 * calibrated or spec.key == "mce"
 
@@ -139,9 +158,11 @@ def test_intervals_without_resamples_and_bad_options():
 def test_one_row_reports_the_kernel_metrics_as_not_available():
     probs, labels = np.array([[0.7, 0.3]]), np.array([0])
     report = cc.metric_report(probs, labels)
-    assert [k for k, v in report.values.items() if v is None] == ["skce", "skce_block", "kde_ce_kl", "kde_ce_l2"]
-    assert "at least 2 rows" in report.reasons["skce"] and set(report.reasons) == {"skce", "skce_block",
-                                                                                   "kde_ce_kl", "kde_ce_l2"}
+    assert [k for k, v in report.values.items() if v is None] == ["skce", "skce_block", "kde_ce_kl", "kde_ce_l2",
+                                                                  "cox_slope", "cox_intercept", "citl"]
+    assert "at least 2 rows" in report.reasons["skce"] and set(report.reasons) == {
+        "skce", "skce_block", "kde_ce_kl", "kde_ce_l2", "cox_slope", "cox_intercept", "citl"}
+    assert "the outcome is constant" in report.reasons["citl"]
     assert report.values["ece"] == pytest.approx(0.3)
     values = compute_metrics(probs, labels)  # the old return type: {key: float}, NaN when not available
     assert all(isinstance(v, float) for v in values.values()) and np.isnan(values["skce"])
@@ -153,7 +174,9 @@ def test_constant_predictions_get_a_kernel_bandwidth():
     probs = np.tile([0.6, 0.3, 0.1], (30, 1))
     labels = np.arange(30) % 3
     report = cc.metric_report(probs, labels)
-    assert not report.reasons
+    # Only Cox's slope and intercept are missing: one value of logit(p) cannot fix a slope.
+    assert set(report.reasons) == {"cox_slope", "cox_intercept"}
+    assert "not identifiable" in report.reasons["cox_slope"] and "classes 1, 2" in report.reasons["cox_slope"]
     # Every kernel weight is exp(0) = 1, so any bandwidth gives the same SKCE.
     assert report.values["skce"] == pytest.approx(cc.skce(probs, labels, bandwidth=0.123), abs=1e-15)
     assert cc.registry.skce_bandwidth(probs, labels) == 1.0
@@ -207,3 +230,90 @@ def test_skce_bandwidth_ignores_the_row_order_above_the_median_rows(monkeypatch)
     h = cc.registry.skce_bandwidth(probs, labels)
     assert h == cc.registry.skce_bandwidth(probs[perm], labels[perm])
     assert h != cc.median_pairwise_distance(probs), "a subset of 50 rows"
+
+
+# ----------------------------------------------------------------------------- clinical summaries
+
+def test_clinical_summaries_are_the_binary_value_or_the_mean_over_one_vs_rest_classes():
+    probs, labels = predictions(5, 2000, 2, temperature=1.5)
+    fit, loess = cc.cox_calibration(probs, labels), cc.ici(probs, labels)
+    values = cc.metric_report(probs, labels).values
+    assert (values["cox_slope"], values["cox_intercept"], values["citl"]) == (fit.slope, fit.intercept, fit.citl)
+    assert (values["ici"], values["e50"], values["e90"]) == (loess.ici, loess.e50, loess.e90)
+    probs, labels = predictions(5, 2000, 4, temperature=1.5)
+    fit, loess = cc.cox_calibration(probs, labels), cc.ici(probs, labels)
+    values = cc.metric_report(probs, labels).values
+    assert values["cox_slope"] == pytest.approx(np.mean(fit.slope), rel=1e-14)
+    assert values["citl"] == pytest.approx(np.mean(fit.citl), rel=1e-14)
+    assert values["e90"] == pytest.approx(np.mean(loess.e90), rel=1e-14)
+    assert "K > 2: one-vs-rest mean" in cc.metric_name("cox_slope") and cc.metric_name("ici").startswith("ICI")
+
+
+def test_binary_cox_intervals_are_the_wald_intervals_of_cox_calibration():
+    probs, labels = predictions(6, 800, 2, temperature=2.0)
+    fit = cc.cox_calibration(probs, labels, alpha=0.1)
+    for key, name in (("cox_slope", "slope"), ("cox_intercept", "intercept"), ("citl", "citl")):
+        found = cc.metric_interval(key, probs, labels, alpha=0.1)
+        assert found.method == "variance" and found.n_boot == 0 and "Wald" in found.note
+        assert (found.low, found.high) == pytest.approx((getattr(fit, name + "_low"), getattr(fit, name + "_high")),
+                                                        rel=1e-12)
+
+
+def test_multiclass_cox_standard_error_is_the_sandwich_of_the_mean():
+    """For one class the formula is statsmodels' HC0 (sandwich) error; for K > 2 the mean's error agrees with a
+    bootstrap of the mean slope (the per-class Wald errors would ignore that the K fits share the rows)."""
+    sm = pytest.importorskip("statsmodels.api")
+    probs, labels = predictions(7, 3000, 2, temperature=1.5)
+    x = np.log(probs[:, 1]) - np.log1p(-probs[:, 1])
+    fit = cc.cox_calibration(probs, labels)
+    for name, column in (("intercept", 0), ("slope", 1)):
+        model = sm.Logit(labels.astype(float), sm.add_constant(x)).fit(disp=0, cov_type="HC0")
+        assert cc.registry.cox_mean_std_error(probs, labels, fit, name) == pytest.approx(model.bse[column], rel=1e-6)
+    citl = sm.GLM(labels.astype(float), np.ones((3000, 1)), family=sm.families.Binomial(), offset=x).fit(
+        cov_type="HC0")
+    assert cc.registry.cox_mean_std_error(probs, labels, fit, "citl") == pytest.approx(citl.bse[0], rel=1e-6)
+
+    probs, labels = predictions(7, 3000, 3, temperature=1.5)
+    found = cc.metric_interval("cox_slope", probs, labels)
+    rng = np.random.default_rng(0)
+    boots = [np.mean(cc.cox_calibration(probs[i], labels[i]).slope)
+             for i in (rng.integers(0, 3000, 3000) for _ in range(200))]
+    assert found.std == pytest.approx(np.std(boots, ddof=1), rel=0.2)
+    assert "sandwich" in found.note and found.low < found.estimate < found.high
+
+
+def test_a_cox_fit_that_does_not_exist_is_not_available_with_its_reason():
+    probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
+    labels = np.array([0, 0, 1, 1])  # separated: the slope is infinite
+    report = cc.metric_report(probs, labels)
+    assert report.values["cox_slope"] is None and "separate the outcome" in report.reasons["cox_slope"]
+    assert report.values["citl"] is not None, "the calibration-in-the-large still exists"
+    with pytest.raises(cc.CalibrationInputError, match="Cox slope does not exist"):
+        cc.metric_interval("cox_slope", probs, labels)
+
+
+def test_ici_bootstrap_is_capped_and_says_so():
+    probs, labels = predictions(8, 300, 2)
+    found = cc.metric_interval("ici", probs, labels, n_boot=200, seed=1)
+    assert found.n_boot == cc.registry.LOESS_MAX_BOOT and "capped from 200" in found.note
+    boot = cc.bootstrap_ci(metric_function("ici"), probs, labels, n_boot=cc.registry.LOESS_MAX_BOOT, seed=1)
+    assert found.std == pytest.approx(boot.std, rel=1e-12)
+    assert "capped" not in cc.metric_interval("ici", probs, labels, n_boot=20).note
+    e90 = cc.metric_interval("e90", probs, labels)
+    assert e90.method == "none" and "loess" in e90.note
+
+
+@pytest.mark.parametrize("binning", ["uniform", "adaptive"])
+def test_binned_metric_functions_take_the_shared_bootstrap_path_with_the_same_values(binning):
+    """metric_function of a binned key is the public function itself (partial), so bootstrap_ci
+    recognises it (calib_core.resample.binned_spec) and the Metrics page's intervals share work."""
+    from calib_core.resample import binned_spec
+    from calib_core.registry import metric_function, metric_value
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(4), size=300)
+    labels = rng.integers(0, 4, size=300)
+    for key in ("ece", "rmsce", "mce", "classwise_ece", "sce", "ace", "tace"):
+        function = metric_function(key, n_bins=7, binning=binning)
+        assert binned_spec(function) is not None, key
+        assert function(probs, labels) == metric_value(key, probs, labels, n_bins=7, binning=binning)
