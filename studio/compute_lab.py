@@ -44,6 +44,7 @@ import streamlit as st
 import calib_core as cc
 from calib_core.generators import FUTAMI_CASES, TRUTH_KEYS, VAICENAVICIUS_CASES, GroundTruth
 from calib_core.lab import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, Pathology, default_subset_sizes
+from calib_core.size_power import cell_seed
 from calib_core.validation import CalibrationInputError
 
 Progress = Callable[[int, int], None] | None
@@ -556,8 +557,10 @@ def compute_study_chunk(params: StudyParams, predictions: Mapping[str, Any], nam
 
 
 def default_study_metrics() -> list[str]:
-    """Every registered metric but the O(N^2) ones (slow on large test sets; they can be added)."""
-    return [spec.key for spec in cc.METRICS if not spec.quadratic]
+    """Every registered metric but the O(N^2) ones, the loess ones (slow; they can be added) and those that
+    may not exist on a subset (Cox's fit)."""
+    return [spec.key for spec in cc.METRICS
+            if not spec.quadratic and not spec.slow and spec.always_defined]
 
 
 def study_summary(job: Job) -> pd.DataFrame:
@@ -665,3 +668,89 @@ def pathology_numbers(key: str) -> dict[str, float]:
     if case is None:
         raise CalibrationInputError(f"unknown gallery case {key!r}.")
     return {name: float(value) for name, value in case.compute().items()}
+
+
+# ============================================================================ calibration tests: size and power
+#: The tests the page offers: key -> (label, (calibration_test method, options)). The first four are the
+#: methods at their default settings (the ones the flag is about); the last is Hosmer-Lemeshow with g degrees
+#: of freedom, the setting for predictions not fitted on the test data.
+TEST_VARIANTS: dict[str, tuple[str, tuple[str, dict]]] = {
+    "consistency": ("Consistency resampling (top-label ECE, 1,000 resamples)", ("consistency", {})),
+    "skce": ("SKCE test (linear-time, asymptotic)", ("skce", {})),
+    "hosmer_lemeshow": ("Hosmer-Lemeshow (g − 2 dof, default)", ("hosmer_lemeshow", {})),
+    "spiegelhalter": ("Spiegelhalter's Z", ("spiegelhalter", {})),
+    "hosmer_lemeshow_g": ("Hosmer-Lemeshow (g dof, dof_offset=0)", ("hosmer_lemeshow", {"dof_offset": 0})),
+}
+
+#: Miscalibrated logistic models offered for the power curve (label -> (b0, b1)).
+POWER_PRESETS: dict[str, tuple[float, float]] = {
+    label: params for label, params in LOGISTIC_PRESETS.items()
+    if not cc.LogisticModel(*params).is_calibrated
+}
+
+#: Test-set sizes offered for the power curve, and the default (kept small: the page run stays near 10 s).
+POWER_SIZE_OPTIONS: tuple[int, ...] = (50, 100, 200, 500, 1000, 2000, 5000)
+DEFAULT_POWER_SIZES: tuple[int, ...] = (100, 200, 500)
+#: Default repetitions R and test-set size of the size measurement on the page.
+DEFAULT_TEST_REPETITIONS = 200
+DEFAULT_SIZE_N = 500
+
+
+@dataclass(frozen=True)
+class SizePowerParams:
+    """Every setting of a size-and-power run (hashable)."""
+
+    tests: tuple[str, ...]
+    power_model: tuple[float, float]  # (b0, b1) of the miscalibrated logistic model
+    size_n: int
+    sizes: tuple[int, ...]
+    repetitions: int
+    seed: int
+
+    def variants(self) -> dict[str, tuple[str, dict]]:
+        return {key: TEST_VARIANTS[key][1] for key in self.tests}
+
+
+def size_power_job(params: SizePowerParams) -> Job:
+    """One chunk for the size (calibrated model at ``size_n``) and one per size of the power curve."""
+    chunks = (("size", params.size_n), *(("power", n) for n in params.sizes))
+    weights = tuple(float(n * params.repetitions) for _, n in chunks)
+    job = Job(params, chunks, weights)
+    store = result_store()
+    for chunk in chunks:
+        found = store.get(_size_power_key(params, chunk))
+        if found is not None:
+            job.done[chunk] = found
+    if job.finished:
+        job.ended = job.created
+    return job
+
+
+def _size_power_key(params: SizePowerParams, chunk: tuple[str, int]) -> tuple:
+    role, n = chunk
+    model = (0.0, -2.0) if role == "size" else params.power_model
+    return ("tests", params.tests, model, role, int(n), params.repetitions, params.seed)
+
+
+def compute_size_power_chunk(params: SizePowerParams, chunk: tuple[str, int], on_progress: Progress = None):
+    """The p-values of every chosen test on R test sets of one (role, n) cell (calib_core.simulate_p_values)."""
+    role, n = chunk
+    model = cc.gaussian_mixture("perfect") if role == "size" else cc.LogisticModel(*params.power_model)
+    result = cc.simulate_p_values(model, int(n), params.variants(), params.repetitions,
+                                  seed=cell_seed(params.seed, role, int(n)), on_progress=on_progress)
+    result_store().put(_size_power_key(params, chunk), result)
+    return result
+
+
+def size_power_view(job: Job) -> cc.SizePowerResult:
+    """The finished cells of ``job`` summarised by calib_core (rates, intervals, size flags)."""
+    params: SizePowerParams = job.params
+    done = [(chunk, job.done[chunk]) for chunk in job.chunks if chunk in job.done]
+    size = [frame for (role, _), frame in done if role == "size"]
+    power = [frame for (role, _), frame in done if role == "power"]
+    columns = ["test", "method", "n", "repetition", "statistic", "p_value"]
+    return cc.summarise_size_power(
+        pd.concat(size, ignore_index=True) if size else pd.DataFrame(columns=columns),
+        pd.concat(power, ignore_index=True) if power else None,
+        calibrated=cc.gaussian_mixture("perfect").name, miscalibrated=cc.LogisticModel(*params.power_model).name,
+        stopped=job.stopped)

@@ -9,6 +9,8 @@
   one panel per metric, one colour per model (Gruber & Buettner 2022, G.2).
 * :func:`variant_heatmap`, :func:`correlation_heatmap` - bin-count rank
   stability of the 32 GCE variants (Nixon et al. 2019, 5.3).
+* :func:`size_power_figure` - measured size of the calibration tests with
+  binomial intervals and the accepted band, and their power against n.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ from plotly.subplots import make_subplots
 
 from studio.text import plot_text
 
-__all__ = ["TRUTH_TRACE_PREFIX", "correlation_heatmap", "futami_figure", "lab_figure", "subset_figure",
-           "variant_heatmap"]
+__all__ = ["TRUTH_TRACE_PREFIX", "correlation_heatmap", "futami_figure", "lab_figure", "size_power_figure",
+           "subset_figure", "variant_heatmap"]
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
            "#7f7f7f", "#8c564b")
@@ -297,3 +299,66 @@ def correlation_heatmap(correlations: np.ndarray, bin_counts: Sequence[int], *, 
     fig.update_xaxes(title_text="bins")
     fig.update_yaxes(title_text="bins", autorange="reversed")
     return _layout(fig, height=420, title=title)
+
+
+def size_power_figure(size: pd.DataFrame, power: pd.DataFrame, labels: Mapping[str, str], *, alpha: float,
+                      band: tuple[float, float], level: float = 0.95) -> go.Figure:
+    """Two panels: each test's measured size with its interval and the accepted band; power against n.
+
+    Parameters
+    ----------
+    size, power : DataFrame
+        :attr:`calib_core.SizePowerResult.size` and ``.power`` (``test``,
+        ``n``, ``rate``, ``ci_low``, ``ci_high``, ``repetitions``; ``size``
+        also ``flagged``).
+    labels : mapping of str to str
+        Display name of each test key.
+    alpha : float
+        Nominal size (a dashed line in both panels).
+    band : (float, float)
+        Accepted range of the measured size (shaded).
+    level : float
+        Coverage of the intervals (for the hover text).
+    """
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], horizontal_spacing=0.1,
+                        subplot_titles=("Size: rejections of a calibrated model", "Power: rejections of a "
+                                        "miscalibrated model"))
+    keys = list(dict.fromkeys([*size["test"], *power["test"]]))
+    names = [plot_text(labels.get(k, k)) for k in keys]
+    fig.add_hrect(y0=band[0], y1=band[1], fillcolor="rgba(0, 158, 115, 0.15)", line_width=0, row=1, col=1)
+    for col in (1, 2):
+        fig.add_hline(y=alpha, line=dict(color="#333333", width=1, dash="dash"), row=1, col=col)
+    for i, (key, name) in enumerate(zip(keys, names)):
+        color = _color(i)
+        rows = size[size["test"] == key].sort_values("n")
+        if len(rows):
+            flagged = rows["flagged"].to_numpy(dtype=bool)
+            text = [f"n = {n:,}" for n in rows["n"]]
+            fig.add_trace(go.Scatter(
+                x=[name] * len(rows), y=rows["rate"].to_numpy(dtype=float), mode="markers", name=name,
+                legendgroup=key, marker=dict(color=color, size=11, symbol=np.where(flagged, "x", "circle"),
+                                             line=dict(width=1, color="#333333")),
+                error_y=dict(type="data", symmetric=False,
+                             array=(rows["ci_high"] - rows["rate"]).to_numpy(dtype=float),
+                             arrayminus=(rows["rate"] - rows["ci_low"]).to_numpy(dtype=float), color=color),
+                customdata=np.column_stack([rows["ci_low"], rows["ci_high"], rows["repetitions"]]), text=text,
+                hovertemplate=(f"<b>{name}</b> (%{{text}})<br>size = %{{y:.3f}}<br>{level:.0%} interval "
+                               "%{customdata[0]:.3f} to %{customdata[1]:.3f}<br>R = %{customdata[2]}"
+                               "<extra></extra>")), row=1, col=1)
+        rows = power[power["test"] == key].sort_values("n")
+        if len(rows):
+            x = rows["n"].to_numpy(dtype=float)
+            _band(fig, x, rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float), color,
+                  name, key, row=1, col=2)
+            fig.add_trace(go.Scatter(
+                x=x, y=rows["rate"].to_numpy(dtype=float), mode="lines+markers", name=name, legendgroup=key,
+                showlegend=not len(size[size["test"] == key]), line=dict(color=color, width=2),
+                customdata=np.column_stack([rows["ci_low"], rows["ci_high"]]),
+                hovertemplate=(f"<b>{name}</b><br>n = %{{x:,}}<br>power = %{{y:.3f}}<br>{level:.0%} interval "
+                               "%{customdata[0]:.3f} to %{customdata[1]:.3f}<extra></extra>")), row=1, col=2)
+    top = max(0.2, float(size["ci_high"].max()) * 1.1 if len(size) else 0.2)
+    fig.update_yaxes(title_text=f"rejection rate at α = {alpha:g}", range=[0, min(1.0, top)], row=1, col=1)
+    fig.update_yaxes(title_text="rejection rate", range=[0, 1.02], row=1, col=2)
+    ticks = log_ticks(float(power["n"].min()), float(power["n"].max())) if len(power) else {}
+    fig.update_xaxes(type="log", title_text="test-set size n (log scale)", row=1, col=2, **ticks)
+    return _layout(fig, height=460)

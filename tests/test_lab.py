@@ -406,3 +406,84 @@ def test_gruber_accuracy_map_and_sharp_vs_constant_numbers():
 
 def test_default_sizes():
     assert DEFAULT_SIZES[0] == 100 and DEFAULT_SIZES[-1] == 100_000 and len(DEFAULT_SIZES) == 8
+
+
+# =========================================================================== size and power of the calibration tests
+from calib_core import size_power as sp  # noqa: E402
+
+
+def test_binomial_interval_matches_scipy_binomtest():
+    from scipy.stats import binomtest
+
+    for k, n in [(0, 50), (10, 200), (37, 37), (3, 20)]:
+        low, high = sp.binomial_interval(k, n)
+        exact = binomtest(k, n).proportion_ci(0.95, method="exact")
+        assert (float(low), float(high)) == pytest.approx((exact.low, exact.high), abs=1e-10)
+        low, high = sp.binomial_interval(k, n, method="wilson")
+        wilson = binomtest(k, n).proportion_ci(0.95, method="wilson")
+        assert (float(low), float(high)) == pytest.approx((wilson.low, wilson.high), abs=1e-10)
+    with pytest.raises(CalibrationInputError, match="successes <= trials"):
+        sp.binomial_interval(5, 4)
+
+
+def test_spiegelhalter_size_is_near_alpha_on_calibrated_data():
+    """Small R, wide tolerance: the exact 99.9% interval of 400 runs at 0.05 is about 0.02-0.09."""
+    result = cc.size_and_power(methods=["spiegelhalter"], size_n=300, sizes=[], repetitions=400, seed=3)
+    (row,) = result.size.itertuples()
+    assert row.repetitions == 400 and 0.015 <= row.rate <= 0.095
+    assert row.ci_low <= row.rate <= row.ci_high
+    assert result.power.empty and result.calibrated.startswith("Logistic model (b0=0, b1=-2)")
+
+
+def test_power_increases_with_n_on_a_miscalibrated_generator():
+    """Futami & Fujisawa's less calibrated logistic model (the default): power ~0.1 at n = 100, ~0.9 at 1,600."""
+    result = cc.size_and_power(methods=["spiegelhalter", "consistency"], size_n=100, sizes=[100, 400, 1600],
+                               repetitions=60, seed=1)
+    for test, part in result.power.groupby("test"):
+        rates = part.sort_values("n")["rate"].to_numpy()
+        assert np.all(np.diff(rates) >= 0) and rates[-1] - rates[0] >= 0.3, (test, rates)
+    assert result.miscalibrated == cc.futami_logistic("less_calibrated").name
+
+
+def test_hosmer_lemeshow_with_g_minus_2_dof_is_flagged_and_g_dof_is_not():
+    methods = {"hl": ("hosmer_lemeshow", {}), "hl_g": ("hosmer_lemeshow", {"dof_offset": 0})}
+    result = cc.size_and_power(methods=methods, size_n=500, sizes=[], repetitions=600, seed=0)
+    size = result.size.set_index("test")
+    assert size.loc["hl", "flagged"] and size.loc["hl", "conclusive"] and size.loc["hl", "rate"] > 0.08
+    assert not size.loc["hl_g", "flagged"]
+    assert result.flagged == ("hl",) and "real defect" in result.flags["hl"]
+
+
+def test_size_and_power_is_seeded_and_cells_do_not_depend_on_each_other():
+    a = cc.size_and_power(methods=["spiegelhalter"], size_n=100, sizes=[100, 200], repetitions=30, seed=5)
+    b = cc.size_and_power(methods=["spiegelhalter"], size_n=100, sizes=[200], repetitions=30, seed=5)
+    pd.testing.assert_frame_equal(a.size, b.size)
+    pd.testing.assert_frame_equal(a.power[a.power["n"] == 200].reset_index(drop=True), b.power)
+
+
+def test_size_and_power_stops_when_asked():
+    calls = []
+    result = cc.size_and_power(methods=["spiegelhalter"], size_n=100, sizes=[100, 200], repetitions=20,
+                               should_stop=lambda: len(calls) > 0, on_progress=lambda d, t: calls.append(d))
+    assert result.stopped and len(result.size) == 1 and result.power.empty
+
+
+def test_size_and_power_refuses_bad_settings():
+    with pytest.raises(CalibrationInputError, match="calibrated model"):
+        cc.size_and_power(cc.futami_logistic(), methods=["spiegelhalter"], sizes=[], repetitions=5)
+    with pytest.raises(CalibrationInputError, match="`method`"):
+        cc.size_and_power(methods=["chi2"], sizes=[], repetitions=5)
+    with pytest.raises(CalibrationInputError, match="`sizes`"):
+        cc.size_and_power(methods=["spiegelhalter"], sizes=[2], repetitions=5)
+    with pytest.raises(CalibrationInputError, match="set by the lab"):
+        cc.size_and_power(methods={"x": ("skce", {"seed": 1})}, sizes=[], repetitions=5)
+
+
+def test_documented_size_flags_agree_with_a_fresh_measurement():
+    """SIZE_NOTES / FLAGGED_TESTS (shown on the Metrics page and in the CLI) match what the lab measures."""
+    result = cc.size_and_power(methods=["hosmer_lemeshow", "spiegelhalter"], size_n=500, sizes=[],
+                               repetitions=800, seed=11)
+    conclusive = set(result.size.loc[result.size["conclusive"], "test"])
+    assert conclusive == set(sp.FLAGGED_TESTS) & {"hosmer_lemeshow", "spiegelhalter"}
+    for method in cc.TEST_METHODS:
+        assert sp.SIZE_NOTES[method].startswith("FLAGGED") == (method in sp.FLAGGED_TESTS)

@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 PAGE = "pages/8_Lab.py"
 TIMEOUT = 60
-TABS = ["Simulation lab", "Your data: test-set size", "Bin-count rank stability", "Pathology gallery"]
+TABS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size", "Bin-count rank stability",
+        "Pathology gallery"]
 TWO_DIGITS = "digits_gaussian_nb,digits_random_forest"
 
 
@@ -82,7 +83,7 @@ def expected_summary(spec: cl.GeneratorSpec, keys, sizes, repetitions, seed=0, f
 
 
 # ============================================================================ the page
-def test_page_opens_on_the_default_demo_with_four_tabs_and_runs_nothing():
+def test_page_opens_on_the_default_demo_with_five_tabs_and_runs_nothing():
     at = open_page()
     assert_clean(at)
     assert at.title[0].value.startswith("Lab")
@@ -248,7 +249,7 @@ def test_preset_fills_the_logistic_parameters_and_other_generators_run():
 
 # ============================================================================ your data
 def test_test_set_size_study_on_the_default_demo():
-    at = open_page(tab=TABS[1], **{"keep:lab.study_metrics": ["ece", "brier"],
+    at = open_page(tab=TABS[2], **{"keep:lab.study_metrics": ["ece", "brier"],
                                    "keep:lab.study_repetitions": 5})
     assert_clean(at)
     data = load_demo(state.DEFAULT_DEMO)
@@ -270,7 +271,7 @@ def test_test_set_size_study_on_the_default_demo():
 
 
 def test_study_warns_about_models_too_small():
-    at = open_page("iris_svc", tab=TABS[1])
+    at = open_page("iris_svc", tab=TABS[2])
     assert not at.exception
     assert f"{md('iris_svc')} has 75 rows" in at.warning[0].value and "at least 200" in at.warning[0].value
     assert not at.get("plotly_chart")
@@ -278,7 +279,7 @@ def test_study_warns_about_models_too_small():
 
 # ============================================================================ rank stability
 def test_rank_stability_asks_for_a_second_model():
-    at = open_page(tab=TABS[2])
+    at = open_page(tab=TABS[3])
     assert_clean(at)
     assert "Load at least two models on the Data page" in at.info[0].value
     (link,) = at.main.get("page_link")
@@ -286,7 +287,7 @@ def test_rank_stability_asks_for_a_second_model():
 
 
 def test_rank_stability_of_two_demos():
-    at = open_page(TWO_DIGITS, tab=TABS[2], **{"keep:lab.rank_bins": (10, 20)})
+    at = open_page(TWO_DIGITS, tab=TABS[3], **{"keep:lab.rank_bins": (10, 20)})
     assert_clean(at)
     models = {name: (load_demo(name).probs, load_demo(name).labels) for name in TWO_DIGITS.split(",")}
     expected = cc.bin_rank_stability(models, range(10, 21))
@@ -306,14 +307,14 @@ def test_rank_stability_of_two_demos():
 
 
 def test_rank_stability_needs_two_bin_counts():
-    at = open_page(TWO_DIGITS, tab=TABS[2], **{"keep:lab.rank_bins": (12, 12)})
+    at = open_page(TWO_DIGITS, tab=TABS[3], **{"keep:lab.rank_bins": (12, 12)})
     assert not at.exception
     assert "at least two bin counts" in at.error[0].value
 
 
 # ============================================================================ gallery
 def test_gallery_shows_nixon_0_003_when_opened():
-    at = open_page(tab=TABS[3])
+    at = open_page(tab=TABS[4])
     assert_clean(at)
     assert [e.label for e in at.expander] == [case.title for case in cc.pathologies()]
     assert not at.metric, "nothing is computed before a case is opened"
@@ -331,7 +332,7 @@ def test_gallery_shows_nixon_0_003_when_opened():
 
 @pytest.mark.slow
 def test_every_gallery_case_opens():
-    at = open_page(tab=TABS[3], **{f"lab:case:{case.key}": True for case in cc.pathologies()})
+    at = open_page(tab=TABS[4], **{f"lab:case:{case.key}": True for case in cc.pathologies()})
     assert_clean(at)
     assert len(at.dataframe) == len(cc.pathologies())
     values = {m.label: m.value for m in at.metric}
@@ -430,3 +431,31 @@ def test_log_ticks_are_one_two_five():
     assert ticks["tickvals"][:4] == [100, 200, 500, 1000] and ticks["tickvals"][-1] == 100_000
     assert ticks["ticktext"][-1] == "100k" and ticks["ticktext"][3] == "1k"
     assert fl.log_ticks(120, 180)["tickvals"] == [120.0, 180.0]
+
+
+# ============================================================================ calibration tests: size and power
+def test_size_and_power_tab_runs_shows_the_chart_and_flags_hosmer_lemeshow():
+    """A small run: the chart's size points are calib_core's rates, and HL (g - 2 dof) is flagged on the page."""
+    at = open_page(tab=TABS[1])
+    assert_clean(at)
+    assert "Run the tests" in at.info[0].value and "R = 200" in at.info[0].value
+    at.multiselect(key="keep:lab.tests").set_value(["hosmer_lemeshow", "spiegelhalter"])
+    at.multiselect(key="keep:lab.tests_sizes").set_value([100, 500])
+    at.number_input(key="keep:lab.tests_repetitions").set_value(300)
+    at.button(key="lab:tests_run").click().run()
+    assert_clean(at)
+    params = at.session_state["lab:tests_job"].params
+    expected_size = cc.simulate_p_values(cc.gaussian_mixture("perfect"), 500, params.variants(), 300,
+                                         seed=cc.size_power.cell_seed(0, "size", 500))
+    expected = cc.summarise_size_power(expected_size)
+    (spec,) = specs(at)  # only the open tab runs
+    points = {t["name"]: as_array(t["y"]) for t in spec["data"] if t.get("xaxis", "x") == "x"
+              and t.get("mode") == "markers"}
+    rates = expected.size.set_index("test")["rate"]
+    assert points[cl.TEST_VARIANTS["hosmer_lemeshow"][0]] == pytest.approx([rates["hosmer_lemeshow"]])
+    assert points[cl.TEST_VARIANTS["spiegelhalter"][0]] == pytest.approx([rates["spiegelhalter"]])
+    flags = [w.value for w in at.warning if w.value.startswith("**Flagged")]
+    assert any("Hosmer-Lemeshow (g − 2 dof" in f for f in flags), flags
+    assert rates["hosmer_lemeshow"] > 0.07
+    table = at.dataframe[0].value
+    assert set(table["n"]) == {100, 500} and len(table) == 2 + 2 * 2
