@@ -35,8 +35,10 @@ from numpy.typing import NDArray
 from calib_core import io as _io
 from calib_core.streaming import (
     DEFAULT_SKETCH_CAPACITY,
+    MAX_STREAM_GROUPS,
     STREAM_METRICS,
     CalibrationStats,
+    GroupedStats,
     StreamResult,
     stream_metrics,
 )
@@ -50,6 +52,7 @@ __all__ = [
     "CalibrationSummary",
     "ColumnPlan",
     "Evaluation",
+    "GroupEvaluation",
     "SUMMARY_SWEEP_BINS",
     "choose_engine",
     "evaluate",
@@ -209,6 +212,8 @@ class ColumnPlan:
         The labels are the class indices themselves (fast path).
     warnings : tuple of str
         What the loader's rules assumed on the first batch.
+    group_column : str or None
+        The column whose values are the groups (``evaluate(..., group_column=)``).
     """
 
     label_column: str
@@ -218,6 +223,7 @@ class ColumnPlan:
     split_column: str | None
     index_labels: bool
     warnings: tuple[str, ...] = ()
+    group_column: str | None = None
 
     @property
     def n_classes(self) -> int:
@@ -227,16 +233,17 @@ class ColumnPlan:
     def columns(self) -> list[str]:
         """The columns to read."""
         names = [self.label_column, *self.class_columns]
-        return names + ([self.split_column] if self.split_column else [])
+        names += [self.split_column] if self.split_column else []
+        return names + ([self.group_column] if self.group_column and self.group_column not in names else [])
 
     @classmethod
     def detect(cls, frame: pd.DataFrame, *, display: str, label_column: str | None = None,
-               input_kind: str = "auto") -> "ColumnPlan":
+               input_kind: str = "auto", group_column: str | None = None) -> "ColumnPlan":
         """Apply the rules of :func:`calib_core.load_predictions` to a first batch."""
         notes: list[str] = []
         parts = _io._table_parts(_io._Table(frame=frame, row_label=_io._plain_row_label), display=display,
                                  label_column=label_column, class_columns=None, score_column=None,
-                                 split_column="split", notes=notes)
+                                 split_column="split", notes=notes, group_column=group_column)
         probs, logits = _io._interpret_scores(parts, input_kind, False, notes)
         n_classes = probs.shape[1]
         class_names = parts.class_names
@@ -253,7 +260,15 @@ class ColumnPlan:
         return cls(label_column=str(parts.label_name), class_columns=tuple(str(c) for c in parts.score_names),
                    class_names=names, input_kind="logits" if logits is not None else "probabilities",
                    split_column=split_column, index_labels=bool(index_labels),
-                   warnings=tuple(n for n in notes if not n.startswith("__")))
+                   warnings=tuple(n for n in notes if not n.startswith("__")
+                                  and "have no value in the group column" not in n),
+                   group_column=None if group_column is None else str(parts.group_name))
+
+    def _groups_of(self, frame: pd.DataFrame) -> NDArray[Any] | None:
+        """The group column of a (split-filtered) frame as text, as :attr:`calib_core.Predictions.groups`."""
+        if self.group_column is None:
+            return None
+        return _io._group_text(frame[self.group_column].reset_index(drop=True))[0]
 
     def from_frame(self, frame: pd.DataFrame, *, first_row: int = 0, display: str = "the data",
                    split: str | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
@@ -309,12 +324,16 @@ class ColumnPlan:
         """The rows of a pandas frame (a Dask partition), class-major (checked by :meth:`ColumnBatch.check`)."""
         if split is None and self.index_labels and self.input_kind == "probabilities" \
                 and all(c in frame.columns and frame[c].dtype == np.float64 for c in self.class_columns) \
-                and self.label_column in frame.columns and frame[self.label_column].dtype.kind in "iu":
+                and self.label_column in frame.columns and frame[self.label_column].dtype.kind in "iu" \
+                and (self.group_column is None or self.group_column in frame.columns):
             columns = [frame[c].to_numpy() for c in self.class_columns]
             return ColumnBatch(columns, frame[self.label_column].to_numpy().astype(np.intp, copy=False),
-                               first_row, display)
+                               first_row, display, groups=self._groups_of(frame))
+        if split is not None and self.group_column is not None and self.group_column in frame.columns:
+            frame = self._split_rows(frame, split, display)
+            split = None
         probs, labels = self.from_frame(frame, first_row=first_row, display=display, split=split)
-        return ColumnBatch(list(probs.T), labels, first_row, display)
+        return ColumnBatch(list(probs.T), labels, first_row, display, groups=self._groups_of(frame))
 
     def columns_of_batch(self, batch: Any, *, first_row: int = 0, display: str = "the data",
                          split: str | None = None) -> "ColumnBatch":
@@ -338,9 +357,11 @@ class ColumnPlan:
             and pa.types.is_integer(batch.schema.field(self.label_column).type) \
             and all(pa.types.is_float64(batch.schema.field(c).type) for c in self.class_columns)
         if not fast:
-            probs, labels = self.from_frame(batch.select(self.columns).to_pandas(), first_row=first_row,
-                                            display=display, split=split)
-            return ColumnBatch(list(probs.T), labels, first_row, display)
+            frame = batch.select(self.columns).to_pandas()
+            if split is not None and self.group_column is not None:
+                frame, split = self._split_rows(frame, split, display), None
+            probs, labels = self.from_frame(frame, first_row=first_row, display=display, split=split)
+            return ColumnBatch(list(probs.T), labels, first_row, display, groups=self._groups_of(frame))
         if split is not None:
             if self.split_column is None:
                 raise CalibrationInputError(f"split {split!r} requested but {display} has no split column.")
@@ -353,7 +374,9 @@ class ColumnPlan:
         # Without nulls, float64 columns are zero-copy views of Arrow's buffers (nulls become NaN: caught later).
         columns = [batch.column(c).to_numpy(zero_copy_only=False) for c in self.class_columns]
         labels = label.to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
-        return ColumnBatch(columns, labels, first_row, display)
+        groups = None if self.group_column is None else \
+            self._groups_of(pa.table({self.group_column: batch.column(self.group_column)}).to_pandas())
+        return ColumnBatch(columns, labels, first_row, display, groups=groups)
 
 
 @dataclass(frozen=True)
@@ -373,6 +396,8 @@ class ColumnBatch:
         Where the rows come from, for error messages (``"file 'a.parquet'"``).
     checked : bool
         Whether :meth:`check` has passed (values and label range).
+    groups : ndarray of shape (n,) or None
+        The group of each row as text, when a group column is read.
     """
 
     columns: list[NDArray[np.float64]]
@@ -380,6 +405,7 @@ class ColumnBatch:
     first_row: int
     display: str
     checked: bool = False
+    groups: NDArray[Any] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -397,12 +423,12 @@ class ColumnBatch:
             Naming the file and the row (counted from 1, as in the file).
         """
         if self.checked or self.n_rows == 0:
-            return ColumnBatch(self.columns, self.labels, self.first_row, self.display, True)
+            return ColumnBatch(self.columns, self.labels, self.first_row, self.display, True, self.groups)
         try:
             _, labels = check_probs_columns(self.columns, self.labels, row_offset=self.first_row + 1)
         except CalibrationInputError as exc:
             raise CalibrationInputError(f"{self.display}: {exc}") from None
-        return ColumnBatch(self.columns, labels, self.first_row, self.display, True)
+        return ColumnBatch(self.columns, labels, self.first_row, self.display, True, self.groups)
 
     def block(self, start: int, stop: int, scratch: Any = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
         """Rows ``start:stop`` of a checked batch as a ``(K, m)`` array (in ``scratch`` if given) and labels."""
@@ -420,6 +446,12 @@ def add_batch(stats: Any, batch: ColumnBatch) -> None:
     Spark tasks, and the later passes of exact adaptive bins.
     """
     batch = batch.check()
+    if isinstance(stats, GroupedStats):
+        if batch.groups is None:
+            raise CalibrationInputError(f"{batch.display}: per-group statistics need the group column.")
+        if batch.n_rows:
+            stats.add_columns([np.asarray(c, dtype=np.float64) for c in batch.columns], batch.labels, batch.groups)
+        return
     if isinstance(stats, CalibrationStats):
         scratch = stats._scratch_space()
         for start in range(0, batch.n_rows, stats.block_rows):
@@ -565,9 +597,12 @@ class _Source:
 
 
 def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | None, input_kind: str,
-                 split: str | None) -> _Source:
+                 split: str | None, group_column: str | None = None) -> _Source:
     files = resolve_files(source)
     if _format_of(files[0]) in _ARRAY_FORMATS.values():
+        if group_column is not None:
+            raise CalibrationInputError("`group_column` needs a CSV or Parquet table; NPZ/NPY files have no "
+                                        "group column (use calib_core.by_group on the arrays).")
         return _Source(files, None, batch_rows, split, label_column, input_kind, arrays=True)
     names = _schema_names(files[0])
     for path in files[1:]:
@@ -597,7 +632,7 @@ def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | Non
     display = f"file {first[0].name!r}"
     try:
         plan = ColumnPlan.detect(first[1].to_pandas(), display=display, label_column=label_column,
-                                 input_kind=input_kind)
+                                 input_kind=input_kind, group_column=group_column)
     except CalibrationInputError as exc:
         if first[0].name in str(exc):
             raise
@@ -632,6 +667,8 @@ class Evaluation:
     adaptive : dict
         Adaptive-bin sums (see :class:`calib_core.streaming.StreamResult`).
     warnings : tuple of str
+    groups : GroupEvaluation or None
+        Per-group results with ``evaluate(..., group_column=COL)``.
     """
 
     metrics: dict[str, float]
@@ -650,6 +687,7 @@ class Evaluation:
     stats: CalibrationStats
     adaptive: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    groups: "GroupEvaluation | None" = None
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (statistics, not rows); :func:`calib_core.load_summary` reads it back."""
@@ -660,6 +698,8 @@ class Evaluation:
                         "n_samples": self.n_samples, "n_classes": self.n_classes,
                         "class_names": list(self.class_names), "input_kind": self.input_kind,
                         "split": self.split, "warnings": list(self.warnings)})
+        if self.groups is not None:
+            summary["groups"] = self.groups.to_dict()
         return summary
 
 
@@ -686,7 +726,8 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
              metrics: Sequence[str] | None = None, exact: bool = True, threshold: float = 0.01,
              sweep_bins: Sequence[int] = (), label_column: str | None = None, input_kind: str = "auto",
              split: str | None = None, progress: Progress | None = None,
-             sketch_capacity: int = DEFAULT_SKETCH_CAPACITY) -> Evaluation:
+             sketch_capacity: int = DEFAULT_SKETCH_CAPACITY, group_column: str | None = None,
+             max_groups: int = 50, max_distinct_groups: int = MAX_STREAM_GROUPS) -> Evaluation:
     """Calibration metrics of a CSV/Parquet table, folder or glob, without loading it whole.
 
     Parameters
@@ -724,6 +765,24 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
         ``progress(rows_done, rows_total_or_None, pass_number)`` after each batch.
     sketch_capacity : int
         Capacity of the quantile sketches (adaptive bins and KS).
+    group_column : str, optional
+        Also compute the metrics per value of this column
+        (:attr:`Evaluation.groups`, a :class:`GroupEvaluation`): every engine
+        keeps one mergeable :class:`~calib_core.streaming.CalibrationStats`
+        per group value (:class:`~calib_core.streaming.GroupedStats`), in the
+        same pass as the overall sums. Exact in every engine (equal to
+        :func:`calib_core.by_group` on the rows to round-off): accuracy,
+        Brier, NLL, SCE, and with uniform bins ECE, RMSCE, MCE, class-wise
+        ECE and :meth:`GroupEvaluation.multicalibration`. ACE, TACE, KS and
+        adaptive bins per group need every group's exact order statistics:
+        the memory engine computes them, the stream and Dask engines report
+        them in :attr:`GroupEvaluation.unavailable` with the reason.
+    max_groups : int, default 50
+        More groups: the ``max_groups - 1`` largest and "other" (chosen at
+        the end from the exact counts, as :func:`calib_core.by_group` does).
+    max_distinct_groups : int, default :data:`calib_core.streaming.MAX_STREAM_GROUPS`
+        Stream and Dask: distinct group values kept while reading; more
+        raise :class:`CalibrationInputError`.
 
     Returns
     -------
@@ -746,7 +805,7 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
         raise CalibrationInputError(f"`batch_rows` must be a whole number >= 1 or None, got {batch_rows!r}.")
     input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))
     opened = _open_source(source, batch_rows=int(batch_rows or 65536), label_column=label_column,
-                          input_kind=input_kind, split=split)
+                          input_kind=input_kind, split=split, group_column=group_column)
     if batch_rows is None:
         opened.batch_rows = max(1024, DEFAULT_BATCH_BYTES // (8 * max(opened.n_classes, 1)))
     if engine == "auto":
@@ -758,15 +817,29 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
     total = _total_rows(opened.files) if split is None else None
     options = dict(n_bins=n_bins, binning=binning, metrics=wanted, exact=exact, threshold=threshold,
                    sweep_bins=tuple(sweep_bins), sketch_capacity=sketch_capacity)
+    grouped: list[GroupedStats] = []
+    if group_column is not None and not (isinstance(max_groups, (int, np.integer)) and max_groups >= 2):
+        raise CalibrationInputError(f"`max_groups` must be a whole number >= 2, got {max_groups!r}.")
+    group_rows: dict[str, Any] = {}
     if engine == "memory":
-        result = _memory_result(opened, wanted, n_classes, options)
+        result = _memory_result(opened, wanted, n_classes, options, group_rows)
     elif engine == "stream":
-        result = stream_metrics(_stream_runner(opened, progress, total), n_classes, **options)
+        run_pass = _stream_runner(opened, progress, total)
+        if group_column is not None:
+            run_pass = _grouped_runner(run_pass, grouped, max_distinct_groups)
+        result = stream_metrics(run_pass, n_classes, **options)
     else:
         from calib_core.dask_engine import dask_runner
 
         with dask_runner(opened, scheduler=scheduler, progress=progress) as run_pass:
+            if group_column is not None:
+                run_pass = _grouped_runner(run_pass, grouped, max_distinct_groups)
             result = stream_metrics(run_pass, n_classes, **options)
+    groups = None
+    if group_column is not None:
+        assert opened.plan is not None and opened.plan.group_column is not None
+        groups = _group_evaluation(opened.plan.group_column, result, wanted, engine, grouped[0] if grouped else None,
+                                   group_rows, int(max_groups), int(max_distinct_groups))
     plan = opened.plan
     if plan is not None:
         class_names, kind, notes = plan.class_names, plan.input_kind, plan.warnings
@@ -778,16 +851,42 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
                       class_names=tuple(class_names), input_kind=kind, files=tuple(str(p) for p in opened.files),
                       engine=engine, n_bins=result.n_bins, binning=result.binning, split=split,
                       exact=result.exact, error_bounds=result.error_bounds, n_passes=result.n_passes,
-                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(notes))
+                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(notes), groups=groups)
 
 
-def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: dict[str, Any]) -> StreamResult:
-    """Read every batch, concatenate, and compute with the in-memory metrics (the reference)."""
-    blocks = [batch.check().block(0, batch.n_rows) for batch in source.batches() if batch.n_rows]
+def _grouped_stats(factory: Callable[[], Any], max_distinct: int) -> GroupedStats:
+    return GroupedStats(factory(), max_distinct=max_distinct)
+
+
+def _grouped_runner(run_pass: Callable[[Callable[[], Any]], Any], holder: list,
+                    max_distinct: int) -> Callable[[Callable[[], Any]], Any]:
+    """``run_pass`` whose first pass also keeps the per-group sums (in ``holder``); later passes unchanged."""
+    from functools import partial
+
+    def run(factory: Callable[[], Any]) -> Any:
+        if holder:
+            return run_pass(factory)
+        grouped = run_pass(partial(_grouped_stats, factory, max_distinct))
+        holder.append(grouped)
+        return grouped.overall
+
+    return run
+
+
+def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: dict[str, Any],
+                   group_rows: dict[str, Any] | None = None) -> StreamResult:
+    """Read every batch, concatenate, and compute with the in-memory metrics (the reference).
+
+    With a group column, ``group_rows`` receives ``probs``, ``labels`` and ``groups`` (the rows).
+    """
+    batches = [batch.check() for batch in source.batches() if batch.n_rows]
+    blocks = [batch.block(0, batch.n_rows) for batch in batches]
     if not blocks:
         raise CalibrationInputError("no rows to evaluate" + (f" with split {source.split!r}." if source.split else "."))
     probs = np.concatenate([values.T for values, _ in blocks])
     labels = np.concatenate([labels for _, labels in blocks])
+    if group_rows is not None and source.plan is not None and source.plan.group_column is not None:
+        group_rows.update(probs=probs, labels=labels, groups=np.concatenate([b.groups for b in batches]))
     return _arrays_result(probs, labels, wanted, options)
 
 
@@ -866,6 +965,261 @@ def choose_engine(source: SourceLike, engine: str = "auto") -> str:
 
 
 # ---------------------------------------------------------------------------
+# Per-group results
+# ---------------------------------------------------------------------------
+
+#: Per-group metrics the streaming engines compute exactly from per-group uniform-bin sums
+#: (the binned ones only with ``binning="uniform"``).
+GROUP_STREAM_EXACT = ("accuracy", "sce", "brier", "nll")
+_GROUP_UNIFORM_BINNED = ("ece", "rmsce", "mce", "classwise_ece")
+_NO_ROWS = ("the stream and Dask engines keep per-bin sums per group, not rows; "
+            "use engine='memory' (--engine memory) for it")
+_GROUP_REASONS = {
+    "ace": "per-group ACE needs exact equal-mass bin edges within every group (order statistics of each group's "
+           f"class values, a sketch and an extra pass per group); {_NO_ROWS}",
+    "tace": "per-group TACE needs exact equal-mass bin edges within every group, as ACE; " + _NO_ROWS,
+    "ks": "per-group KS error needs every group's rows sorted by confidence; " + _NO_ROWS,
+    "adaptive": "adaptive bins per group need exact equal-mass edges within every group; " + _NO_ROWS,
+}
+
+
+def _nan_to_none(values: Sequence[float]) -> list[float | None]:
+    return [None if v is None or not np.isfinite(v) else float(v) for v in values]
+
+
+@dataclass(frozen=True)
+class GroupEvaluation:
+    """Metrics per group of a column, from :func:`evaluate` with ``group_column=`` (or a summary).
+
+    Attributes
+    ----------
+    column : str
+        The group column.
+    labels : tuple of str
+        The groups as :func:`calib_core.by_group` orders them: sorted, at
+        most ``max_groups``, the merged group "other" last.
+    stats : tuple of CalibrationStats
+        Each group's uniform-bin sums (``n_bins`` bins), aligned with ``labels``.
+    values : dict of str to tuple of float
+        Metric key -> value per group (NaN: not computable on that group).
+    overall : dict of str to float
+        The metrics on all rows.
+    unavailable : dict of str to str
+        Metric key -> why this engine does not give it per group.
+    n_distinct : int
+        Distinct group values before merging.
+    merged : bool
+    notes : tuple of str
+    n_bins : int
+    binning : str
+    engine : str
+
+    Notes
+    -----
+    Group g's value of a binned metric is the metric of the sums over the
+    rows of g only (Nixon et al. 2019, eq. 1-2: ``ECE_g = sum_b n_gb / n_g
+    |acc_gb - conf_gb|``), so it equals ``by_group(metric, ...)`` on the rows.
+    No bootstrap intervals: they need the rows (``ci_low``/``ci_high`` are NaN).
+    """
+
+    column: str
+    labels: tuple[str, ...]
+    stats: tuple[CalibrationStats, ...]
+    values: dict[str, tuple[float, ...]]
+    overall: dict[str, float]
+    unavailable: dict[str, str]
+    n_distinct: int
+    merged: bool
+    notes: tuple[str, ...]
+    n_bins: int
+    binning: str
+    engine: str
+
+    @property
+    def n(self) -> NDArray[np.int64]:
+        """Rows per group, aligned with :attr:`labels`."""
+        return np.array([s.n_rows for s in self.stats], dtype=np.int64)
+
+    def _values(self, metric: str) -> NDArray[np.float64]:
+        if metric in self.unavailable:
+            raise CalibrationInputError(f"{metric!r} per group is not available: {self.unavailable[metric]}.")
+        if metric not in self.values:
+            raise CalibrationInputError(
+                f"no per-group values of {metric!r}; available: {', '.join(self.values) or 'none'}.")
+        return np.asarray(self.values[metric], dtype=np.float64)
+
+    def table(self, metric: str = "ece", *, min_rows: int = 30) -> pd.DataFrame:
+        """The table of :func:`calib_core.by_group` (``group, value, ci_low, ci_high, n, gap, too_small,
+        note``) with NaN intervals."""
+        values = self._values(metric)
+        sizes = self.n
+        too_small = (sizes < min_rows) | (sizes < self.n_bins)
+        notes = []
+        for g in range(len(self.labels)):
+            parts = []
+            if too_small[g]:
+                reason = f"fewer than {min_rows} rows" if sizes[g] < min_rows else f"fewer rows than bins ({self.n_bins})"
+                parts.append(f"too small to say much: {reason}")
+            if not np.isfinite(values[g]):
+                parts.append("not computable on this group")
+            notes.append("; ".join(parts))
+        nan = np.full(len(self.labels), np.nan)
+        return pd.DataFrame({"group": pd.Series(list(self.labels), dtype=object), "value": values, "ci_low": nan,
+                             "ci_high": nan.copy(), "n": sizes, "gap": values - self.overall[metric],
+                             "too_small": too_small, "note": notes})
+
+    def worst(self, metric: str = "ece", *, worst: str = "max", min_rows: int = 30) -> tuple[str | None, float, float]:
+        """``(group, value, gap to overall)`` of the worst group, chosen as :func:`calib_core.by_group` does."""
+        from calib_core.groups import _choose_worst
+
+        table = self.table(metric, min_rows=min_rows)
+        eligible = ~table["too_small"].to_numpy()
+        if self.merged:
+            eligible[-1] = False
+        values = table["value"].to_numpy()
+        index = _choose_worst(values, self.overall[metric], eligible, check_choice(worst, "worst", ("max", "min", "farthest")))
+        if index is None:
+            return None, float("nan"), float("nan")
+        return self.labels[index], float(values[index]), float(values[index] - self.overall[metric])
+
+    def reliability_table(self, target: str | int = "top_label", *, alpha: float = 0.05) -> pd.DataFrame:
+        """:func:`calib_core.group_reliability` with uniform bins, from the sums."""
+        from calib_core.reliability import reliability_frame
+
+        frames = []
+        for label, stats in zip(self.labels, self.stats):
+            frame = reliability_frame(stats.bin_stats(target), alpha=alpha)
+            frame.insert(0, "group", pd.Series([label] * len(frame), dtype=object))
+            frames.append(frame)
+        table = pd.concat(frames, ignore_index=True)
+        table = table.rename(columns={"mean_confidence": "confidence", "observed_frequency": "accuracy"})
+        first = ["group", "bin", "count", "confidence", "accuracy", "gap"]
+        return table[first + [c for c in table.columns if c not in first]]
+
+    def multicalibration(self, target: str | int = "top_label", *, min_count: int = 30) -> Any:
+        """:func:`calib_core.multicalibration` with uniform bins, from the sums (a ``MulticalibrationResult``)."""
+        from calib_core.groups import MulticalibrationResult
+
+        table = self.reliability_table(target)
+        used = table["count"].to_numpy() >= min_count
+        table = table.assign(used=used)
+        if not used.any():
+            nan = float("nan")
+            return MulticalibrationResult(nan, nan, None, -1, nan, nan, 0, nan, nan, len(table), 0, min_count,
+                                          f"no (group, bin) cell has at least {min_count} rows.", table)
+        candidates = np.flatnonzero(used)
+        best = int(candidates[np.argmax(np.abs(table["gap"].to_numpy()[candidates]))])
+        row = table.iloc[best]
+        return MulticalibrationResult(
+            max_gap=float(abs(row["gap"])), gap=float(row["gap"]), group=row["group"], bin=int(row["bin"]),
+            lower=float(row["lower"]), upper=float(row["upper"]), count=int(row["count"]),
+            confidence=float(row["confidence"]), accuracy=float(row["accuracy"]), n_cells=len(table),
+            n_cells_used=int(used.sum()), min_count=min_count, reason="", table=table)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (per-group sums, no rows); :func:`load_summary` reads it back."""
+        return {"column": self.column, "labels": list(self.labels), "n": self.n.tolist(),
+                "stats": [_stats_without_sketches(s) for s in self.stats],
+                "values": {k: _nan_to_none(v) for k, v in self.values.items()},
+                "overall": {k: (None if not np.isfinite(v) else float(v)) for k, v in self.overall.items()},
+                "unavailable": dict(self.unavailable), "n_distinct": self.n_distinct, "merged": self.merged,
+                "notes": list(self.notes), "n_bins": self.n_bins, "binning": self.binning, "engine": self.engine}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GroupEvaluation":
+        """Inverse of :meth:`to_dict`."""
+        labels = tuple(str(x) for x in data["labels"])
+        stats = tuple(CalibrationStats.from_dict(s) for s in data["stats"])
+        if len(stats) != len(labels):
+            raise CalibrationInputError("damaged calib_core summary: group labels and statistics differ in length.")
+        values = {str(k): tuple(np.nan if x is None else float(x) for x in v) for k, v in data["values"].items()}
+        return cls(column=str(data["column"]), labels=labels, stats=stats, values=values,
+                   overall={str(k): (np.nan if v is None else float(v)) for k, v in data["overall"].items()},
+                   unavailable={str(k): str(v) for k, v in data["unavailable"].items()},
+                   n_distinct=int(data["n_distinct"]), merged=bool(data["merged"]), notes=tuple(data["notes"]),
+                   n_bins=int(data["n_bins"]), binning=str(data["binning"]), engine=str(data["engine"]))
+
+    def report_section(self, metrics: Sequence[str] = ("ece", "ace"), *, min_count: int = 30) -> dict[str, Any]:
+        """The ``groups`` section of ``calib-core report`` (as ``--engine memory`` writes it, without intervals):
+        a metric this engine cannot give per group is under ``unavailable`` with the reason."""
+        from calib_core.registry import metric_name
+
+        section: dict[str, Any] = {}
+        unavailable = {}
+        for key in metrics:
+            if key in self.unavailable or key not in self.values:
+                unavailable[key] = self.unavailable.get(key, "not computed")
+                continue
+            table = self.table(key)
+            label, value, gap = self.worst(key)
+            section[key] = {
+                "name": metric_name(key, n_bins=self.n_bins, binning=self.binning),
+                "overall": _nan_to_none([self.overall[key]])[0], "overall_ci_low": None, "overall_ci_high": None,
+                "worst_group": label, "worst_value": _nan_to_none([value])[0], "worst_gap": _nan_to_none([gap])[0],
+                "gap_ci_low": None, "gap_ci_high": None,
+                "table": [{"group": str(row.group), "value": _nan_to_none([row.value])[0], "ci_low": None,
+                           "ci_high": None, "n": int(row.n), "gap": _nan_to_none([row.gap])[0],
+                           "too_small": bool(row.too_small), "note": row.note}
+                          for row in table.itertuples(index=False)],
+            }
+        if self.binning == "uniform":
+            multi = self.multicalibration(min_count=min_count)
+            multicalibration: dict[str, Any] = {
+                "max_gap": _nan_to_none([multi.max_gap])[0], "gap": _nan_to_none([multi.gap])[0],
+                "group": None if multi.group is None else str(multi.group), "bin": int(multi.bin),
+                "lower": _nan_to_none([multi.lower])[0], "upper": _nan_to_none([multi.upper])[0],
+                "count": int(multi.count), "confidence": _nan_to_none([multi.confidence])[0],
+                "accuracy": _nan_to_none([multi.accuracy])[0], "n_cells": int(multi.n_cells),
+                "n_cells_used": int(multi.n_cells_used), "min_count": int(multi.min_count), "reason": multi.reason}
+        else:
+            multicalibration = {"max_gap": None, "reason": _GROUP_REASONS["adaptive"]}
+        notes = list(self.notes) + ["no bootstrap intervals: they resample rows, which the "
+                                    f"{self.engine} engine does not keep; use --engine memory for them"]
+        return {"column": self.column, "n_groups": len(self.labels), "n_boot": 0, "seed": None, "alpha": None,
+                "engine": self.engine, "metrics": section, "unavailable": unavailable, "notes": notes,
+                "multicalibration": multicalibration}
+
+
+def _stats_without_sketches(stats: CalibrationStats) -> dict[str, Any]:
+    data = stats.to_dict()
+    data["sketches"] = None
+    return data
+
+
+def _group_evaluation(column: str, result: StreamResult, wanted: list[str], engine: str,
+                      grouped: GroupedStats | None, group_rows: dict[str, Any], max_groups: int,
+                      max_distinct: int) -> GroupEvaluation:
+    """Fold the per-group sums (or, in memory, the rows) into a :class:`GroupEvaluation`."""
+    n_bins, binning = result.n_bins, result.binning
+    if grouped is None:  # the memory engine: the rows are here
+        from calib_core.groups import _group_codes
+        from calib_core.registry import compute_metrics
+
+        probs, labels, groups = group_rows["probs"], group_rows["labels"], group_rows["groups"]
+        n_distinct = int(np.unique(groups).size)
+        grouped = GroupedStats(CalibrationStats(probs.shape[1], n_bins=n_bins, threshold=result.threshold),
+                               max_distinct=max(max_distinct, n_distinct))
+        grouped.update(probs, labels, groups)
+        names, stats, merged, notes = grouped.folded(max_groups)
+        codes = _group_codes(groups, probs.shape[0], max_groups)
+        per_group = [compute_metrics(probs[rows], labels[rows], n_bins=n_bins, binning=binning, keys=wanted)
+                     for rows in codes.rows]
+        values = {key: tuple(float(found[key]) for found in per_group) for key in wanted}
+        unavailable: dict[str, str] = {}
+    else:
+        n_distinct = len(grouped.groups)
+        names, stats, merged, notes = grouped.folded(max_groups)
+        exact = list(GROUP_STREAM_EXACT) + (list(_GROUP_UNIFORM_BINNED) if binning == "uniform" else [])
+        found = [s.metrics() for s in stats]
+        values = {key: tuple(float(f[key]) for f in found) for key in wanted if key in exact}
+        unavailable = {key: _GROUP_REASONS.get(key, _GROUP_REASONS["adaptive"]) for key in wanted if key not in exact}
+    return GroupEvaluation(column=column, labels=tuple(names), stats=tuple(stats), values=values,
+                           overall={key: float(result.metrics[key]) for key in wanted}, unavailable=unavailable,
+                           n_distinct=n_distinct, merged=merged, notes=tuple(notes), n_bins=n_bins,
+                           binning=binning, engine=engine)
+
+
+# ---------------------------------------------------------------------------
 # Reading a summary back: diagrams without the rows
 # ---------------------------------------------------------------------------
 
@@ -910,6 +1264,8 @@ class CalibrationSummary:
     exact : bool
     error_bounds : dict of str to float
     warnings : tuple of str
+    groups : GroupEvaluation or None
+        Per-group sums and metrics when the run had a group column.
     """
 
     metrics: dict[str, float]
@@ -927,6 +1283,7 @@ class CalibrationSummary:
     exact: bool = True
     error_bounds: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    groups: GroupEvaluation | None = None
 
     def _class_index(self, target: str | int) -> int | str:
         if isinstance(target, str) and target == "top_label":
@@ -1076,7 +1433,8 @@ def load_summary(json_text: str | bytes | dict[str, Any]) -> CalibrationSummary:
             files=tuple(data.get("files", ())), engine=str(data.get("engine", "")),
             input_kind=str(data.get("input_kind", "")), exact=bool(data.get("exact", True)),
             error_bounds={str(k): float(v) for k, v in (data.get("error_bounds") or {}).items()},
-            warnings=tuple(data.get("warnings", ())))
+            warnings=tuple(data.get("warnings", ())),
+            groups=None if data.get("groups") is None else GroupEvaluation.from_dict(data["groups"]))
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CalibrationInputError):
             raise

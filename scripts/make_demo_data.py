@@ -10,7 +10,16 @@ are written to ``data/demo/<dataset>_<model>.csv`` with the columns
     label, p_<class>... (or logit_<class>... for the SVC), split
 
 ``label`` is the integer class index, ``split`` is ``calibration`` or
-``test``. Probabilities are renormalised and written with 8 significant
+``test``.
+
+One more file has a real group attribute, for the subgroup analysis
+(:func:`calib_core.by_group`, the Groups page): ``fair_logistic_regression.csv``,
+a logistic regression predicting whether a woman reported any extramarital
+affair in Fair's 1974 Redbook survey (statsmodels' bundled ``fair`` data set,
+6366 rows), with the column ``occupation`` (her occupation, six groups; not a
+feature of the model) next to ``label, p_no, p_yes, split``. It is calibrated on
+average and not in every occupation (the smallest group, students, has too few
+rows to say anything). It needs statsmodels (a test dependency). Probabilities are renormalised and written with 8 significant
 digits, so every row sums to 1 within 1e-6. The models are chosen because
 they miscalibrate differently: Gaussian naive Bayes is overconfident, a
 random forest underconfident, logistic regression and a small MLP close to
@@ -178,8 +187,58 @@ def build(out_dir: Path, seed: int = SEED) -> list[dict[str, object]]:
                 "all_ece": top_label_ece(probs, written["label"].to_numpy()),
                 "bytes": path.stat().st_size,
             })
+    summary.append(build_group_demo(out_dir, seed))
     write_readme(out_dir, summary, seed)
     return summary
+
+
+#: Fair (1978)'s occupation codes, as in statsmodels' ``fair`` NOTE.
+OCCUPATIONS = {1: "student", 2: "unskilled", 3: "white collar", 4: "skilled", 5: "managerial",
+               6: "professional"}
+GROUP_FEATURES = ["rate_marriage", "age", "yrs_married", "children", "religious", "educ", "occupation_husb"]
+GROUP_DEMO_DESCRIPTION = (
+    "statsmodels `datasets.fair`: Fair's 1974 Redbook survey of 6366 married women (Fair 1978, \"A Theory of "
+    "Extramarital Affairs\", J. Political Economy 86). Label: any time spent in extramarital affairs (`yes`/`no`); "
+    "features: marriage rating, age, years married, children, religiousness, education, husband's occupation; "
+    "group column `occupation` (her own occupation, not a feature): student, unskilled (farming, semi-skilled or "
+    "unskilled), white collar, skilled (teacher, nurse, artist, technician, skilled worker), managerial, "
+    "professional (advanced degree)")
+
+
+def build_group_demo(out_dir: Path, seed: int = SEED) -> dict[str, object]:
+    """``fair_logistic_regression.csv``: a model on statsmodels' ``fair`` data with its ``occupation`` column."""
+    import statsmodels.api as sm  # a test dependency; only this demo needs it
+
+    data = sm.datasets.fair.load_pandas().data
+    features = data[GROUP_FEATURES].to_numpy(dtype=np.float64)
+    labels = (data["affairs"].to_numpy() > 0).astype(np.intp)
+    occupation = data["occupation"].astype(int).map(OCCUPATIONS).to_numpy()
+    train, calibration, test = split_indices(labels, seed)
+    held_out = np.concatenate([calibration, test])
+    model = MODELS[2]  # logistic regression
+    estimator = model.make(seed).fit(features[train], labels[train])
+    probs = model_outputs(model, estimator, features[held_out])
+    frame = pd.DataFrame(probs, columns=["p_no", "p_yes"])
+    frame.insert(0, "label", labels[held_out])
+    frame["split"] = ["calibration"] * calibration.size + ["test"] * test.size
+    frame["occupation"] = occupation[held_out]
+    path = out_dir / "fair_logistic_regression.csv"
+    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    written = pd.read_csv(path)
+    values = written[["p_no", "p_yes"]].to_numpy()
+    if float(np.abs(values.sum(axis=1) - 1.0).max()) > 1e-6:
+        raise RuntimeError(f"{path.name}: a row does not sum to 1 within 1e-6")
+    is_test = written["split"].to_numpy() == "test"
+    y = written["label"].to_numpy()
+    return {
+        "file": path.name, "dataset": "fair", "model": model.name, "outputs": model.outputs, "K": 2,
+        "n_calibration": int((~is_test).sum()), "n_test": int(is_test.sum()), "n_train": int(train.size),
+        "test_accuracy": float(np.mean(values[is_test].argmax(axis=1) == y[is_test])),
+        "test_ece": top_label_ece(values[is_test], y[is_test]),
+        "all_accuracy": float(np.mean(values.argmax(axis=1) == y)),
+        "all_ece": top_label_ece(values, y),
+        "bytes": path.stat().st_size,
+    }
 
 
 def write_readme(out_dir: Path, summary: list[dict[str, object]], seed: int) -> None:
@@ -187,7 +246,8 @@ def write_readme(out_dir: Path, summary: list[dict[str, object]], seed: int) -> 
         "# Demo predictions",
         "",
         "Held-out predictions of real scikit-learn models on datasets that ship inside",
-        "scikit-learn, written by `scripts/make_demo_data.py` (deterministic, seed "
+        "scikit-learn (and one that ships inside statsmodels, with a group column), written by",
+        "`scripts/make_demo_data.py` (deterministic, seed "
         f"{seed}; re-run it to rebuild these files).",
         "",
         "## Format",
@@ -211,6 +271,11 @@ def write_readme(out_dir: Path, summary: list[dict[str, object]], seed: int) -> 
     ]
     for dataset in DATASETS:
         lines.append(f"- **{dataset.name}**: {dataset.description}.")
+    lines += [
+        f"- **fair** (with a group column): {GROUP_DEMO_DESCRIPTION}. Only the logistic regression is",
+        "  bundled: `fair_logistic_regression.csv` has the columns `label, p_no, p_yes, split, occupation`;",
+        "  `calib_core.load_demo` reads `occupation` as the group (`Predictions.groups`).",
+    ]
     lines += ["", "## Models", ""]
     for model in MODELS:
         lines.append(f"- **{model.name}**: {model.description}.")
@@ -233,7 +298,8 @@ def write_readme(out_dir: Path, summary: list[dict[str, object]], seed: int) -> 
     lines += [
         "",
         "Sources: the datasets are bundled with scikit-learn (BSD-3-Clause); see the",
-        "scikit-learn documentation of each loader for the original references.",
+        "scikit-learn documentation of each loader for the original references. The `fair`",
+        "data set is bundled with statsmodels (BSD-3-Clause; public domain data, Fair 1978).",
         "",
     ]
     (out_dir / "README.md").write_text("\n".join(lines), encoding="utf-8")

@@ -35,6 +35,7 @@ PAGES: tuple[NavPage, ...] = (
     NavPage("pages/7_Estimators.py", "Estimators", ":material/functions:"),
     NavPage("pages/8_Lab.py", "Lab", ":material/science:"),
     NavPage("pages/9_Large_tables.py", "Large tables", ":material/dataset:"),
+    NavPage("pages/10_Groups.py", "Groups", ":material/groups:"),
 )
 
 

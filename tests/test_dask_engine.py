@@ -109,3 +109,24 @@ def test_dask_errors_name_the_file_and_row_of_a_parquet_partition(client, folder
     frame.to_parquet(tmp_path / "bad.parquet", row_group_size=500)
     with pytest.raises(CalibrationInputError, match=r"file 'bad.parquet': .*NaN.* row 1235:"):
         evaluate(tmp_path / "bad.parquet", engine="dask", scheduler=client)
+
+
+def test_dask_per_group_statistics_equal_by_group_in_memory(client, tmp_path):
+    import calib_core as cc
+
+    rng = np.random.default_rng(3)
+    n, k = 3_000, 3
+    probs = rng.dirichlet(np.full(k, 0.5), size=n)
+    labels = rng.integers(0, k, n)
+    groups = rng.choice([f"site-{i}" for i in range(60)], size=n, p=rng.dirichlet(np.ones(60)))
+    frame = pd.DataFrame({"label": labels, **{f"p_{j}": probs[:, j] for j in range(k)}, "site": groups})
+    frame.to_parquet(tmp_path / "g.parquet", row_group_size=400)  # 8 partitions, merged in a tree
+    on_dask = evaluate(tmp_path / "g.parquet", engine="dask", scheduler=client, group_column="site",
+                       metrics=["ece", "classwise_ece", "ace"]).groups
+    assert on_dask.merged and on_dask.labels[-1] == "other" and on_dask.n_distinct == len(set(groups))
+    for key, metric in (("ece", cc.ece), ("classwise_ece", cc.classwise_ece)):
+        reference = cc.by_group(metric, probs, labels, groups, n_boot=0).table
+        table = on_dask.table(key)
+        assert list(table["group"]) == list(reference["group"]) and list(table["n"]) == list(reference["n"])
+        np.testing.assert_allclose(table["value"], reference["value"], rtol=0, atol=1e-12)
+    assert "ace" in on_dask.unavailable

@@ -295,3 +295,76 @@ def test_a_bad_row_in_the_first_batch_is_named_with_its_file(tmp_path):
     frame.to_csv(tmp_path / "first.csv", index=False)
     with pytest.raises(CalibrationInputError, match=r"^file 'first.csv': .*row 18"):
         evaluate(tmp_path / "first.csv")
+
+
+# ----------------------------------------------------------------------------- per-group results
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(n=st.integers(1, 300), n_groups=st.sampled_from([1, 3, 55]), batch_rows=st.integers(1, 80),
+       seed=st.integers(0, 1000), files=st.integers(1, 3))
+def test_streamed_groups_equal_by_group_in_memory(tmp_path_factory, n, n_groups, batch_rows, seed, files):
+    folder = tmp_path_factory.mktemp("grouped")
+    frame, probs, labels = _frame(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    codes = rng.choice(n_groups, size=n, p=rng.dirichlet(np.full(n_groups, 0.8)))
+    frame["site"] = np.where(codes % 2 == 0, codes, -codes)  # integers: read back as text "4", "-3"
+    for i, part in enumerate(np.array_split(np.arange(n), files)):
+        frame.iloc[part].to_parquet(folder / f"part-{i}.parquet")
+    groups = cc.load_predictions(folder / "part-0.parquet", group="site").groups if files == 1 else \
+        frame["site"].astype(str).to_numpy()
+    result = evaluate(folder, engine="stream", batch_rows=batch_rows, group_column="site",
+                      metrics=["ece", "classwise_ece", "ace"]).groups
+    for key, metric in (("ece", cc.ece), ("classwise_ece", cc.classwise_ece)):
+        reference = cc.by_group(metric, probs, labels, groups, n_boot=0)
+        table = result.table(key)
+        assert list(table["group"]) == list(reference.table["group"])
+        assert list(table["n"]) == list(reference.table["n"])
+        np.testing.assert_allclose(table["value"], reference.table["value"], rtol=0, atol=1e-12)
+        assert result.worst(key)[0] == reference.worst_group
+    assert result.merged == (len(set(groups.tolist())) > 50) and result.notes == reference.notes[:len(result.notes)]
+    assert "ace" in result.unavailable and "equal-mass" in result.unavailable["ace"]
+    with pytest.raises(CalibrationInputError, match="not available"):
+        result.table("ace")
+
+
+def test_group_results_multicalibration_summary_and_memory_engine(tmp_path):
+    frame, probs, labels = _frame(5, 2_000)
+    groups = np.random.default_rng(6).choice(["north", "south", "east"], size=2_000)
+    frame["site"] = groups
+    frame["split"] = np.where(np.arange(2_000) % 4 == 0, "calibration", "test")
+    frame.to_csv(tmp_path / "g.csv", index=False)
+    test = frame["split"].to_numpy() == "test"
+    streamed = evaluate(tmp_path / "g.csv", engine="stream", batch_rows=300, group_column="site", split="test")
+    memory = evaluate(tmp_path / "g.csv", engine="memory", group_column="site", split="test")
+    assert streamed.groups.n.sum() == test.sum() == memory.groups.n.sum()
+    reference = cc.multicalibration(probs[test], labels[test], groups[test])
+    found = streamed.groups.multicalibration()
+    assert (found.group, found.bin, found.count) == (reference.group, reference.bin, reference.count)
+    assert found.max_gap == pytest.approx(reference.max_gap, abs=1e-12)
+    # The memory engine also gives ACE per group, as by_group does.
+    ace = cc.by_group("ace", probs[test], labels[test], groups[test], n_boot=0).table
+    np.testing.assert_allclose(memory.groups.table("ace")["value"], ace["value"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(memory.groups.table("ece")["value"], streamed.groups.table("ece")["value"], atol=1e-12)
+    # The summary JSON keeps the per-group sums and values.
+    summary = load_summary(json.dumps(streamed.summary()))
+    pd.testing.assert_frame_equal(summary.groups.table("ece"), streamed.groups.table("ece"))
+    assert summary.groups.unavailable == streamed.groups.unavailable
+    assert summary.groups.multicalibration().max_gap == found.max_gap
+    assert load_summary(json.dumps(evaluate(tmp_path / "g.csv", engine="stream").summary())).groups is None
+
+
+def test_group_column_errors(tmp_path):
+    frame, _, _ = _frame(7, 20)
+    frame["site"] = np.arange(20) % 5
+    frame.to_parquet(tmp_path / "g.parquet")
+    with pytest.raises(CalibrationInputError, match="nope"):
+        evaluate(tmp_path / "g.parquet", group_column="nope")
+    with pytest.raises(CalibrationInputError, match="more than 4 distinct values"):
+        evaluate(tmp_path / "g.parquet", group_column="site", max_distinct_groups=4)
+    np.savez(tmp_path / "a.npz", probs=np.array([[0.5, 0.5]]), labels=np.array([0]))
+    with pytest.raises(CalibrationInputError, match="group column"):
+        evaluate(tmp_path / "a.npz", group_column="site")
+    # A numeric group column is not taken as a class column.
+    result = evaluate(tmp_path / "g.parquet", group_column="site")
+    assert result.n_classes == 3 and result.groups.labels == ("0", "1", "2", "3", "4")

@@ -816,7 +816,7 @@ def test_round_trip_property(n_rows: int, n_classes: int, seed: int, fmt: str, s
 # Demo data
 # ---------------------------------------------------------------------------
 
-EXPECTED_CLASSES = {"digits": 10, "breast_cancer": 2, "wine": 3, "iris": 3}
+EXPECTED_CLASSES = {"digits": 10, "breast_cancer": 2, "wine": 3, "iris": 3, "fair": 2}
 
 
 def test_demo_datasets_are_listed_and_load() -> None:
@@ -830,7 +830,7 @@ def test_demo_datasets_are_listed_and_load() -> None:
         assert pred.n_classes == EXPECTED_CLASSES[dataset]
         assert pred.split_names == ("calibration", "test")
         assert pred.name == name
-        assert pred.accuracy > 0.8
+        assert pred.accuracy > (0.7 if dataset == "fair" else 0.8)  # the survey's outcome is hard to predict
         assert np.abs(pred.probs.sum(axis=1) - 1.0).max() <= 1e-6
         assert (pred.input_kind == "logits") == name.endswith("_svc")
         assert not any("renormalised" in w or "within" in w for w in pred.warnings)
@@ -1251,3 +1251,109 @@ def test_fuzz_findings_long_digit_labels_and_binary_parquet_cells(tmp_path: Path
                    tmp_path / "b.parquet")
     with pytest.raises(CalibrationInputError, match="not numeric"):
         load_predictions(tmp_path / "b.parquet", class_columns=["p_a", "p_b"])
+
+
+# ---------------------------------------------------------------------------
+# Group column (subgroup analysis)
+# ---------------------------------------------------------------------------
+
+GROUP_CSV = ("label,p_a,p_b,sex,site,age,score,split\n"
+             "a,0.8,0.2,F,1,33.5,x,test\n"
+             "b,0.3,0.7,M,2,40,y,test\n"
+             "a,0.6,0.4,,1,20,x,calibration\n"
+             "b,0.1,0.9, F ,3,51,y,calibration\n")
+
+
+def test_group_column_is_kept_as_text_and_never_a_class() -> None:
+    pred = load_text(GROUP_CSV, group="sex")
+    assert pred.group_column == "sex" and pred.class_names == ("a", "b")
+    assert pred.groups.tolist() == ["F", "M", "(missing)", "F"]  # stripped; the empty cell is its own group
+    assert any("1 rows have no value in the group column 'sex'" in w and "(missing)" in w for w in pred.warnings)
+    # An integer column as the group: read as text, never as a third class column.
+    by_site = load_text(GROUP_CSV, group="SITE")  # names match case-insensitively, like the other columns
+    assert by_site.group_column == "site" and by_site.groups.tolist() == ["1", "2", "1", "3"]
+    assert by_site.n_classes == 2
+
+
+def test_no_group_asked_lists_candidate_attribute_columns() -> None:
+    pred = load_text(GROUP_CSV)
+    assert pred.groups is None and pred.group_column is None
+    # text and integer columns that are not label, split or classes; the float column 'age' is not offered
+    assert pred.attribute_columns == ("sex", "site", "score")
+    assert load_text(GROUP_CSV, group="score").attribute_columns == ("sex", "site", "score")
+
+
+def test_integer_group_with_gaps_is_written_as_whole_numbers() -> None:
+    # pandas reads an integer column with an empty cell as floats; the groups stay "1", "2".
+    pred = load_text("label,p_0,p_1,g\n0,0.6,0.4,1\n1,0.3,0.7,\n1,0.2,0.8,2\n", group="g")
+    assert pred.groups.tolist() == ["1", "(missing)", "2"]
+
+
+@pytest.mark.parametrize("column, message", [
+    ("nope", r"group column 'nope' \(from `group=`\) is not a column"),
+    ("label", "is the label column"),
+    ("split", "is the split column"),
+])
+def test_bad_group_column_is_refused(column: str, message: str) -> None:
+    with pytest.raises(CalibrationInputError, match=message):
+        load_text(GROUP_CSV, group=column)
+
+
+def test_group_chosen_as_class_column_is_refused() -> None:
+    with pytest.raises(CalibrationInputError, match="both the group and a class column"):
+        load_text(GROUP_CSV, group="p_a", class_columns=["p_a", "p_b"])
+
+
+def test_subset_and_select_split_carry_the_groups() -> None:
+    pred = load_text(GROUP_CSV, group="sex")
+    test = pred.select_split("test")
+    assert test.groups.tolist() == ["F", "M"] and test.group_column == "sex"
+    assert test.attribute_columns == pred.attribute_columns
+    assert pred.subset([3, 0]).groups.tolist() == ["F", "F"]
+    assert pred.subset(np.array([False, True, True, False])).groups.tolist() == ["M", "(missing)"]
+    frame = pred.to_frame()
+    assert frame["sex"].tolist() == pred.groups.tolist()
+    again = load_predictions(frame.to_csv(index=False).encode(), name="m.csv", group="sex")
+    assert again.groups.tolist() == pred.groups.tolist()
+
+
+def test_from_arrays_groups_are_validated() -> None:
+    pred = Predictions.from_arrays(probs=[[0.5, 0.5], [0.2, 0.8]], labels=[0, 1], groups=[1.0, None])
+    assert pred.groups.tolist() == ["1", "(missing)"] and pred.group_column == "group"
+    with pytest.raises(CalibrationInputError, match=r"`groups` must have shape \(2,\)"):
+        Predictions.from_arrays(probs=[[0.5, 0.5], [0.2, 0.8]], labels=[0, 1], groups=["a"])
+
+
+def test_group_from_parquet_and_npz(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"label": [0, 1, 1], "p_0": [0.6, 0.3, 0.2], "p_1": [0.4, 0.7, 0.8],
+                          "region": pd.Categorical(["n", "s", "n"]), "flag": [True, False, True]})
+    frame.to_parquet(tmp_path / "m.parquet")
+    pred = load_predictions(tmp_path / "m.parquet", group="region")
+    assert pred.groups.tolist() == ["n", "s", "n"] and pred.attribute_columns == ("region", "flag")
+    buffer = io.BytesIO()
+    np.savez(buffer, probs=frame[["p_0", "p_1"]].to_numpy(), labels=frame["label"].to_numpy(),
+             site=np.array([b"x", b"y", b"x"]), weight=np.array([0.5, 1.0, 2.0]))
+    from_npz = load_predictions(buffer.getvalue(), name="m.npz", group="site")
+    assert from_npz.groups.tolist() == ["x", "y", "x"] and from_npz.group_column == "site"
+    assert load_predictions(buffer.getvalue(), name="m.npz").attribute_columns == ("site",)
+    with pytest.raises(CalibrationInputError, match="group array 'nope' not found"):
+        load_predictions(buffer.getvalue(), name="m.npz", group="nope")
+
+
+def test_plain_npy_has_no_group_column() -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, np.column_stack([[0, 1], [[0.6, 0.4], [0.3, 0.7]]]))
+    with pytest.raises(CalibrationInputError, match="no group column 'g'"):
+        load_predictions(buffer.getvalue(), name="m.npy", group="g", label_column=0)
+
+
+def test_group_demo_has_its_occupation_groups() -> None:
+    pred = load_demo("fair_logistic_regression")
+    assert pred.group_column == "occupation"
+    assert set(pred.groups.tolist()) == {"student", "unskilled", "white collar", "skilled", "managerial",
+                                         "professional"}
+    assert pred.groups.shape == (pred.n_samples,)
+    assert demo_datasets()["fair_logistic_regression"].stat().st_size < 200_000
+    # without the demo default, the column is a candidate attribute and not a class
+    plain = load_predictions(demo_datasets()["fair_logistic_regression"])
+    assert plain.groups is None and plain.attribute_columns == ("occupation",) and plain.n_classes == 2

@@ -14,6 +14,7 @@ from calib_core.registry import compute_metrics
 from calib_core.streaming import (
     STREAM_METRICS,
     CalibrationStats,
+    GroupedStats,
     QuantileSketch,
     SecondPass,
     _CellIndex,
@@ -405,3 +406,76 @@ def test_changed_data_between_passes_is_reported():
 
     with pytest.raises(CalibrationInputError, match="changed between passes"):
         stream_metrics(run_pass, 2, metrics=["ace"])
+
+
+# ----------------------------------------------------------------------------- per-group statistics
+
+@st.composite
+def grouped_streams(draw):
+    """Rows with a random group column (one group, a few, or more than 50 so "other" is formed), batch cuts."""
+    probs, labels, cuts = draw(streams())
+    n = probs.shape[0]
+    seed = draw(st.integers(0, 2**32 - 1))
+    n_groups = draw(st.sampled_from([1, 2, 5, 60]))
+    rng = np.random.default_rng(seed)
+    # Skewed sizes, so the 49 largest are a real choice; labels as text, some numeric-looking.
+    weights = rng.dirichlet(np.full(n_groups, 0.7))
+    groups = np.array([f"g{c}" if c % 3 else str(c) for c in rng.choice(n_groups, size=n, p=weights)])
+    return probs, labels, groups, cuts
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=grouped_streams(), n_bins=st.integers(1, 12))
+def test_grouped_stats_equal_by_group_in_memory(data, n_bins):
+    probs, labels, groups, cuts = data
+    bounds = [0, *cuts, probs.shape[0]]
+    parts = [GroupedStats(CalibrationStats(probs.shape[1], n_bins=n_bins)).update(probs[a:b], labels[a:b], groups[a:b])
+             for a, b in zip(bounds[:-1], bounds[1:])]
+    merged = parts[0]
+    for part in parts[1:]:
+        merged = merged.merge(part)
+    names, stats, was_merged, notes = merged.folded()
+    for metric, key in ((cc.ece, "ece"), (cc.classwise_ece, "classwise_ece"), (cc.brier_score, "brier")):
+        reference = cc.by_group(lambda p, y, m=metric: m(p, y, n_bins=n_bins) if m is not cc.brier_score else m(p, y),
+                                probs, labels, groups, n_boot=0).table
+        assert names == list(reference["group"])
+        assert [s.n_rows for s in stats] == list(reference["n"])
+        found = np.array([s.metrics(n_bins)[key] for s in stats])
+        np.testing.assert_allclose(found, reference["value"].to_numpy(), rtol=0, atol=1e-12)
+    assert was_merged == (len(set(groups.tolist())) > 50) and merged.n_rows == probs.shape[0]
+    assert merged.overall.metrics()["ece"] == pytest.approx(cc.ece(probs, labels, n_bins=n_bins), abs=1e-12)
+
+
+def test_grouped_stats_refuse_more_distinct_groups_than_the_cap():
+    probs, labels = _data(0, 8, 3)
+    grouped = GroupedStats(CalibrationStats(3), max_distinct=3)
+    grouped.update(probs[:4], labels[:4], ["a", "b", "c", "a"])
+    with pytest.raises(CalibrationInputError, match="more than 3 distinct values"):
+        grouped.update(probs[4:], labels[4:], ["d", "a", "a", "a"])
+    other = GroupedStats(CalibrationStats(3), max_distinct=3).update(probs[4:], labels[4:], ["d", "d", "d", "d"])
+    with pytest.raises(CalibrationInputError, match="more than 3 distinct values"):
+        GroupedStats(CalibrationStats(3), max_distinct=3).update(probs[:4], labels[:4], ["a", "b", "c", "a"]).merge(other)
+    with pytest.raises(CalibrationInputError, match="one value per row"):
+        GroupedStats(CalibrationStats(3)).update(probs, labels, ["a"])
+
+
+def test_grouped_stats_text_keys_missing_values_and_round_trip():
+    probs, labels = _data(1, 5, 2)
+    grouped = GroupedStats(CalibrationStats(2)).update(probs, labels, np.array([1.0, 2.0, np.nan, 1.0, 2.0]))
+    assert sorted(grouped.groups) == ["(missing)", "1", "2"]  # whole floats as integers, as the loader
+    back = GroupedStats.from_dict(json.loads(json.dumps(grouped.to_dict())))
+    assert {k: s.n_rows for k, s in back.groups.items()} == {k: s.n_rows for k, s in grouped.groups.items()}
+    assert back.groups["1"].metrics() == grouped.groups["1"].metrics()
+
+
+def test_pickled_statistics_leave_out_the_shared_lookup_tables():
+    import pickle
+
+    stats = CalibrationStats(10).update(*_data(2, 50, 10))
+    text = pickle.dumps(stats)
+    # The cell lookup table and lane offsets (about 1.5 MB) are rebuilt on unpickling, not sent.
+    assert len(text) < 50_000
+    back = pickle.loads(text)
+    assert back.metrics() == stats.metrics()
+    probs, labels = _data(3, 30, 10)
+    assert back.update(probs, labels).metrics() == stats.copy().update(probs, labels).metrics()

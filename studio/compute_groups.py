@@ -1,0 +1,42 @@
+"""The Groups page's calib_core calls, wrapped in ``st.cache_data``.
+
+Same pattern as :mod:`studio.compute`: a model's predictions are passed as
+``_predictions`` (not hashed) together with its ``fingerprint``, which
+covers the groups too (:func:`studio.state.fingerprint`), so choosing
+another group column on the Data page computes again. The small options
+form the rest of the key; every cache is bounded by entries and a ttl.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import calib_core as cc
+from calib_core.groups import GroupResult, MulticalibrationResult
+from calib_core.io import Predictions
+
+#: The metrics the page offers, by registry key.
+GROUP_METRICS = {"ece": "ECE", "ace": "ACE"}
+
+
+@st.cache_data(show_spinner="Computing each group's value and bootstrap interval ...", max_entries=256, ttl="1h")
+def group_metric(_predictions: Predictions, fingerprint: str, metric: str, n_bins: int, binning: str,
+                 n_boot: int, seed: int) -> GroupResult:
+    """:func:`calib_core.by_group` of ``metric`` (a registry key) on the model's groups."""
+    return cc.by_group(metric, _predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
+                       binning=binning, n_boot=n_boot, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+def group_reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
+    """:func:`calib_core.group_reliability` (top label) of the model's groups."""
+    return cc.group_reliability(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
+                                binning=binning)
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+def multicalibration(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
+                     min_count: int) -> MulticalibrationResult:
+    """:func:`calib_core.multicalibration` (top label) of the model's groups."""
+    return cc.multicalibration(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
+                               binning=binning, min_count=min_count)
