@@ -1,0 +1,82 @@
+"""Downloads the pages share: the HTML report button and the chart export settings.
+
+* :func:`chart_config` -- the ``config=`` of ``st.plotly_chart``: the modebar
+  camera button saves the chart client-side (plotly.js ``toImage``, no
+  server-side browser) as PNG with a meaningful file name
+  (``toImageButtonOptions``, Plotly's configuration options).
+* :func:`report_button` -- "Download report (HTML)": the one-file offline
+  report of :mod:`studio.report` for the shown models, built only when the
+  button is clicked (``st.download_button`` with a callable ``data``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from studio import report, state
+
+#: Bootstrap resamples of the app's reports (stated in the report's settings table).
+APP_REPORT_N_BOOT = 200
+
+
+def chart_config(*name_parts: object, image_format: str = "png") -> dict:
+    """Plotly config for ``st.plotly_chart(..., config=chart_config("Reliability", model, "15 bins"))``.
+
+    Parameters
+    ----------
+    *name_parts : object
+        Page, model, setting ...: joined into a safe file name by
+        :func:`studio.report.chart_file_name` (user-supplied names are slugged).
+    image_format : {"png", "svg"}
+
+    Returns
+    -------
+    dict
+        ``{"displaylogo": False, "toImageButtonOptions": {"format": ..., "filename": ..., "scale": 2}}``.
+    """
+    if image_format not in ("png", "svg"):
+        raise ValueError(f"`image_format` must be 'png' or 'svg', got {image_format!r}.")
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": image_format, "filename": report.chart_file_name(*name_parts),
+                                     "scale": 2}}
+
+
+def _report_models(models: Sequence[state.ModelView]) -> list[report.ReportModel]:
+    entries = state.get_entries()
+    out = []
+    for view in models:
+        entry = entries.get(view.name)
+        files = ((entry.file_name, report.sha256_hex(entry.source_bytes())),) if entry is not None else ()
+        out.append(report.ReportModel(view.name, view.predictions, files, view.rows,
+                                      tuple(entry.fixes) if entry is not None else ()))
+    return out
+
+
+def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: int = 15, binning: str = "uniform",
+                  n_boot: int = APP_REPORT_N_BOOT, seed: int = 0,
+                  recalibration: report.Recalibration | None = None) -> None:
+    """A "Download report (HTML)" button for this page's ``section`` ("everything": every section).
+
+    The report (metrics with intervals, verdicts, charts, file hashes and every
+    setting) is built when the button is clicked, for the models shown.
+    """
+    if not models:
+        return
+    sections = report.REPORT_SECTIONS if section == "everything" else ("data", section)
+    if section == "reliability":
+        sections = ("data", "metrics", "verdicts", "reliability")
+    settings = report.ReportSettings(n_bins=int(n_bins), binning=binning, n_boot=int(n_boot),
+                                     seed=int(seed))
+    chosen = list(models)
+
+    def build() -> str:
+        return report.build_report(_report_models(chosen), settings, sections=sections, recalibration=recalibration,
+                                   title=f"Calibration report ({section.replace('_', ' ')})")
+
+    st.download_button(
+        "Download report (HTML)" if section != "everything" else "Download report of everything (HTML)",
+        data=build, file_name=report.report_file_name(section, [m.name for m in chosen]), mime="text/html",
+        on_click="ignore", icon=":material/description:", key=f"report_html_{section}",
+        help="One self-contained HTML file that opens offline: settings, file hashes, data summary, metrics with "
+             "intervals, verdicts and this page's charts.")

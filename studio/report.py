@@ -1,0 +1,569 @@
+"""The one-file offline HTML report: every number, setting and chart of a calibration review.
+
+Used by the command line (``calib-core report FILE... --html OUT.html``) and by
+the app's "Download report (HTML)" buttons. Pure functions: models and settings
+in, an HTML string out; nothing here imports streamlit.
+
+What a model-risk reviewer needs to reproduce and audit the numbers is in the
+file: the ``calib_core`` version, each input file's name and SHA-256, the date,
+every setting (bins, binning, bin edges convention, seeds, resamples, alpha),
+the data summary, the metrics with the interval each one declares
+(:func:`calib_core.registry.metric_interval`, named by
+:func:`calib_core.registry.metric_name`), the verdicts of
+:func:`calib_core.calibration_test`, and the charts (Plotly figures from
+``studio/figures*.py``). The same numbers are also stored as JSON in
+``<script type="application/json" id="report-data">`` for machines.
+
+Self-contained: plotly.js is embedded once (inline, no CDN), a Content
+Security Policy forbids every network request, every user-supplied string is
+HTML-escaped (:func:`html.escape`) and Plotly text goes through
+:func:`studio.text.plot_text`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import html
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.io as pio  # at import time: without plotly the CLI's --html says so in one line
+from plotly.offline import get_plotlyjs
+
+import calib_core as cc
+from calib_core.io import Predictions
+from calib_core.registry import INTERVAL_METHODS, METRICS, metric_interval, metric_name, metric_report
+from calib_core.sensitivity import SENSITIVITY_METRICS
+from calib_core.validation import CalibrationInputError
+
+__all__ = ["REPORT_SECTIONS", "Recalibration", "ReportModel", "ReportSettings", "build_report", "calib_core_version",
+           "chart_file_name", "report_file_name", "report_data", "sha256_hex"]
+
+#: Sections in report order (a page's button asks for its own; "everything" for all).
+REPORT_SECTIONS = ("data", "metrics", "verdicts", "reliability", "per_class", "sensitivity", "simplex",
+                   "recalibration")
+#: Per-class reliability diagrams drawn at most (one per class); larger K lists the rest in the table.
+MAX_CLASS_DIAGRAMS = 20
+#: Tests of :func:`calib_core.calibration_test` in the verdict table.
+TEST_METHODS = ("consistency", "hosmer_lemeshow", "spiegelhalter", "skce")
+_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+        "font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Every setting behind the report's numbers.
+
+    Attributes
+    ----------
+    n_bins, binning : int, {"uniform", "adaptive"}
+        Bins of the binned metrics and of the reliability diagrams.
+    n_boot : int
+        Bootstrap resamples of the metrics whose interval is a bootstrap.
+    seed : int
+        Seed of the bootstrap (the same rows for every metric) and of the
+        consistency test.
+    alpha : float
+        Intervals cover ``1 - alpha``; tests read at level ``alpha``.
+    n_resamples : int
+        Consistency resamples of the ``"consistency"`` test.
+    max_quadratic_rows : int or None
+        O(N^2) metrics and the SKCE test are left out above this many rows.
+    sensitivity_bins : tuple of int
+        Bin counts of the bin-sensitivity sweep.
+    simplex_bins : int
+        Subdivisions per edge of the simplex partition.
+    """
+
+    n_bins: int = 15
+    binning: str = "uniform"
+    n_boot: int = 1000
+    seed: int = 0
+    alpha: float = 0.05
+    n_resamples: int = 1000
+    max_quadratic_rows: int | None = cc.registry.MAX_QUADRATIC_ROWS
+    sensitivity_bins: tuple[int, ...] = tuple(range(2, 201))
+    simplex_bins: int = 10
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The settings as (name, value) pairs for the report's settings table."""
+        counts = self.sensitivity_bins
+        sweep = f"{min(counts)}..{max(counts)} ({len(counts)} counts)" if counts else "none"
+        return [
+            ("bins (n_bins)", str(self.n_bins)),
+            ("binning", self.binning),
+            ("uniform bin edges", "(lo, hi], first bin also holds 0 (right=True, the calib_core convention)"),
+            ("bootstrap resamples (n_boot)", str(self.n_boot)),
+            ("seed", str(self.seed)),
+            ("alpha (intervals cover 1 - alpha; tests at level alpha)", f"{self.alpha:g}"),
+            ("consistency resamples", str(self.n_resamples)),
+            ("O(N^2) metrics up to (rows)", "no limit" if self.max_quadratic_rows is None
+             else f"{self.max_quadratic_rows:,}"),
+            ("bin-sensitivity sweep", sweep),
+            ("simplex subdivisions per edge", str(self.simplex_bins)),
+        ]
+
+
+@dataclass(frozen=True)
+class ReportModel:
+    """One model in the report.
+
+    Attributes
+    ----------
+    name : str
+        Model name (user-supplied: escaped wherever shown).
+    predictions : Predictions
+        The rows analysed.
+    files : tuple of (file name, SHA-256 hex) pairs
+        The input file(s) and the hash of each one's bytes (:func:`sha256_hex`).
+    rows : str
+        Which rows (e.g. "all rows", "split test").
+    notes : tuple of str
+        Loader notes and fixes applied (shown as plain text).
+    """
+
+    name: str
+    predictions: Predictions
+    files: tuple[tuple[str, str], ...] = ()
+    rows: str = "all rows"
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recalibration:
+    """A recalibration comparison already computed (the app's Recalibration page).
+
+    Attributes
+    ----------
+    model : str
+        The model recalibrated.
+    table : pandas.DataFrame
+        The before/after metrics table as shown on the page (cells are escaped).
+    diagrams : mapping of str to DataFrame
+        ``reliability_table`` output before and after (e.g. ``{"Before": ..., "After: temperature": ...}``).
+    note : str
+        Protocol and settings of the comparison, in words.
+    """
+
+    model: str
+    table: pd.DataFrame
+    diagrams: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    note: str = ""
+
+
+# ----------------------------------------------------------------------------- small pure helpers
+
+def sha256_hex(data: bytes | str | Path) -> str:
+    """SHA-256 of a file's bytes (``data`` as bytes, or a path to read in 1 MiB blocks), as 64 hex digits."""
+    digest = hashlib.sha256()
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        digest.update(data)
+        return digest.hexdigest()
+    with open(data, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def calib_core_version() -> str:
+    """The installed ``calib-core`` distribution's version, else the source tree's (``pyproject.toml``)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("calib-core")
+    except metadata.PackageNotFoundError:
+        pyproject = Path(cc.__file__).resolve().parent.parent / "pyproject.toml"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.is_file() else None
+        return f"{found.group(1)} (source tree)" if found else "unknown (source tree)"
+
+
+def _slug(value: object) -> str:
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", str(value)).strip("-._")
+    return text[:60] or "x"
+
+
+def chart_file_name(*parts: object) -> str:
+    """A file name (without extension) for a chart download: the parts as safe slugs joined by ``_``.
+
+    >>> chart_file_name("Reliability", "digits/rf <1>", "15 uniform bins")
+    'Reliability_digits-rf-1_15-uniform-bins'
+    """
+    return "_".join(_slug(p) for p in parts if p is not None and str(p) != "") or "chart"
+
+
+def report_file_name(section: str, models: Sequence[str] = ()) -> str:
+    """``calibration_report_<section>[_<model>].html`` with safe characters only."""
+    one = [models[0]] if len(models) == 1 else []
+    return chart_file_name("calibration_report", section, *one) + ".html"
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def _num(value: float | None, digits: int = 6) -> str:
+    value = _finite(value)
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]], *, cls: str = "") -> str:
+    """An HTML table; every cell escaped."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# ----------------------------------------------------------------------------- numbers
+
+def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
+    """Every registered metric with the interval it declares (as the app's Metrics page and the CLI)."""
+    probs, labels = model.predictions.probs, model.predictions.labels
+    report = metric_report(probs, labels, n_bins=settings.n_bins, binning=settings.binning,
+                           max_quadratic_rows=settings.max_quadratic_rows)
+    rows = []
+    for spec in METRICS:
+        if spec.key not in report.values:
+            rows.append({"key": spec.key, "name": metric_name(spec.key, n_bins=settings.n_bins,
+                                                              binning=settings.binning),
+                         "estimate": None, "low": None, "high": None, "method": "none", "n_boot": 0,
+                         "note": f"left out: {model.predictions.n_samples:,} rows > {settings.max_quadratic_rows:,} "
+                                 "(O(N^2) metric)"})
+            continue
+        value = report.values[spec.key]
+        row = {"key": spec.key, "name": metric_name(spec.key, n_bins=settings.n_bins, binning=settings.binning),
+               "estimate": _finite(value), "low": None, "high": None, "method": "none", "n_boot": 0,
+               "note": report.reasons.get(spec.key, "")}
+        if value is not None:
+            found = metric_interval(spec.key, probs, labels, n_bins=settings.n_bins, binning=settings.binning,
+                                    n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed)
+            row.update(low=_finite(found.low), high=_finite(found.high), method=found.method,
+                       n_boot=int(found.n_boot), note=found.note)
+        rows.append(row)
+    return rows
+
+
+def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
+    """:func:`calib_core.calibration_test` for each of :data:`TEST_METHODS` (reason when one cannot run)."""
+    probs, labels = model.predictions.probs, model.predictions.labels
+    rows = []
+    for method in TEST_METHODS:
+        if (method == "skce" and settings.max_quadratic_rows is not None
+                and labels.size > settings.max_quadratic_rows):
+            rows.append({"method": method, "statistic": None, "p_value": None, "verdict": "not run",
+                         "reason": f"{labels.size:,} rows > {settings.max_quadratic_rows:,} (O(N^2) test)"})
+            continue
+        options = {"seed": settings.seed, "n_resamples": settings.n_resamples} if method == "consistency" else {}
+        try:
+            result = cc.calibration_test(probs, labels, method=method, alpha=settings.alpha, **options)
+        except CalibrationInputError as exc:
+            rows.append({"method": method, "statistic": None, "p_value": None, "verdict": "not run",
+                         "reason": str(exc)})
+            continue
+        rows.append({"method": method, "statistic": _finite(result.statistic), "p_value": _finite(result.p_value),
+                     "verdict": result.verdict, "reason": result.verdict_reason,
+                     "null_distribution": result.null_distribution, "reference": result.reference})
+    return rows
+
+
+def _summary(model: ReportModel) -> dict:
+    p = model.predictions
+    accuracy = float(np.mean(p.probs.argmax(axis=1) == p.labels)) if p.n_samples else float("nan")
+    splits = {}
+    if p.split is not None:
+        values, counts = np.unique(p.split.astype(str), return_counts=True)
+        splits = {str(v): int(c) for v, c in zip(values, counts)}
+    return {"name": model.name, "rows": model.rows, "n_samples": int(p.n_samples), "n_classes": int(p.n_classes),
+            "classes": [str(c) for c in p.class_names], "accuracy": _finite(accuracy), "input_kind": p.input_kind,
+            "source_format": p.source_format, "splits": splits,
+            "files": [{"name": n, "sha256": h} for n, h in model.files],
+            "notes": [*map(str, p.warnings), *([p.logit_reason] if p.logit_reason else []), *model.notes]}
+
+
+def report_data(models: Sequence[ReportModel], settings: ReportSettings, *,
+                sections: Sequence[str] = REPORT_SECTIONS, generated: str | None = None) -> dict:
+    """The report's numbers as plain data (also embedded in the HTML as JSON).
+
+    Returns
+    -------
+    dict
+        ``calib_core_version``, ``generated`` (ISO 8601, UTC), ``settings``,
+        and per model its ``summary``, ``metrics`` (key, name, estimate,
+        low, high, method, n_boot, note) and ``verdicts`` (method, statistic,
+        p_value, verdict, reason) -- the last two only when their section is asked for.
+    """
+    stamp = generated or _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    out = {"calib_core_version": calib_core_version(), "generated": stamp,
+           "settings": {"n_bins": settings.n_bins, "binning": settings.binning, "right": True,
+                        "n_boot": settings.n_boot, "seed": settings.seed, "alpha": settings.alpha,
+                        "n_resamples": settings.n_resamples, "max_quadratic_rows": settings.max_quadratic_rows,
+                        "sensitivity_bins": [min(settings.sensitivity_bins), max(settings.sensitivity_bins)]
+                        if settings.sensitivity_bins else [], "simplex_bins": settings.simplex_bins},
+           "models": []}
+    for model in models:
+        entry = {"summary": _summary(model)}
+        if "metrics" in sections:
+            entry["metrics"] = _metrics(model, settings)
+        if "verdicts" in sections:
+            entry["verdicts"] = _verdicts(model, settings)
+        out["models"].append(entry)
+    return out
+
+
+# ----------------------------------------------------------------------------- figures
+
+def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: Sequence[str],
+             recalibration: Recalibration | None) -> list[tuple[str, str, object]]:
+    """``(section, caption, plotly Figure)`` for every chart, in report order."""
+    from studio import figures
+    from studio.figures_simplex import simplex_figure
+    from studio.text import plot_text
+
+    colors = {m.name: i for i, m in enumerate(models)}
+    n_rows = {m.name: m.predictions.n_samples for m in models}
+    out = []
+    if "reliability" in sections:
+        tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
+                                               settings.binning, alpha=settings.alpha) for m in models}
+        out.append(("reliability", f"Top-label reliability, {settings.n_bins} {settings.binning} bins",
+                    figures.reliability_figure(tables, colors=colors, n_rows=n_rows,
+                                               title="Top label (confidence of the predicted class)")))
+        for group in _class_groups(models):
+            names = group[0].predictions.class_names
+            for k, class_name in enumerate(names[:MAX_CLASS_DIAGRAMS]):
+                tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
+                                                       settings.binning, target=k, alpha=settings.alpha)
+                          for m in group}
+                out.append(("reliability", f"Class {class_name} (one-vs-rest), {settings.n_bins} "
+                            f"{settings.binning} bins",
+                            figures.reliability_figure(
+                                tables, colors=colors, n_rows=n_rows, histogram_log=True,
+                                title=f"Class {plot_text(class_name)} (one-vs-rest)",
+                                x_title=f"Mean predicted probability of class {plot_text(class_name)} in the bin")))
+    if "per_class" in sections:
+        for group in _class_groups(models):
+            tables = {m.name: _per_class(m.predictions, settings) for m in group}
+            out.append(("per_class", "Per-class ACE (adaptive ranges) and class-wise ECE",
+                        figures.per_class_figure(tables, colors=colors)))
+    if "sensitivity" in sections and settings.sensitivity_bins:
+        frames = [cc.bin_sensitivity(m.predictions.probs, m.predictions.labels,
+                                     bin_counts=settings.sensitivity_bins, metrics=SENSITIVITY_METRICS,
+                                     ).assign(model=m.name) for m in models]
+        n_ref = min(n_rows.values())
+        marks = {"optimal_n_bins(N)": float(cc.optimal_n_bins(int(n_ref))),
+                 "N^(1/3)": round(float(n_ref) ** (1.0 / 3.0), 2)}
+        out.append(("sensitivity", f"ECE, ACE, SCE, TACE against the number of bins (N = {n_ref:,} for the marks)",
+                    figures.sensitivity_figure(pd.concat(frames, ignore_index=True), marks=marks, colors=colors)))
+    if "simplex" in sections:
+        for m in models:
+            k = m.predictions.n_classes
+            if k < 3:
+                continue
+            groups = tuple(tuple(int(c) for c in part) for part in np.array_split(np.arange(k), 3))
+            result = cc.simplex_reliability(m.predictions.probs, m.predictions.labels, groups=groups,
+                                            n_bins=settings.simplex_bins)
+            vertex = "classes" if k == 3 else "class groups " + " | ".join(
+                "+".join(str(m.predictions.class_names[c]) for c in g) for g in groups)
+            out.append(("simplex", f"{m.name}: simplex arrows ({vertex}), {settings.simplex_bins} subdivisions",
+                        simplex_figure(result, class_names=list(m.predictions.class_names),
+                                       title=plot_text(m.name))))
+    if "recalibration" in sections and recalibration is not None and recalibration.diagrams:
+        keys = list(recalibration.diagrams)
+        out.append(("recalibration", f"{recalibration.model}: reliability before and after",
+                    figures.reliability_figure(dict(recalibration.diagrams), layout="side_by_side",
+                                               colors={key: 2 * i for i, key in enumerate(keys)})))
+    return out
+
+
+def _class_groups(models: Sequence[ReportModel]) -> list[list[ReportModel]]:
+    """Models grouped by identical class names (per-class charts overlay only models with the same classes)."""
+    groups: dict[tuple, list[ReportModel]] = {}
+    for m in models:
+        groups.setdefault(tuple(m.predictions.class_names), []).append(m)
+    return list(groups.values())
+
+
+def _per_class(p: Predictions, settings: ReportSettings) -> pd.DataFrame:
+    """The per-class table of the Per-class page (ACE, TACE always adaptive; class-wise ECE with ``binning``)."""
+    support = np.bincount(p.labels, minlength=p.n_classes)
+    return pd.DataFrame({
+        "class_index": np.arange(p.n_classes), "class": list(p.class_names), "support": support,
+        "frequency": support / max(p.labels.size, 1), "mean_probability": p.probs.mean(axis=0),
+        "ace": cc.ace(p.probs, p.labels, n_bins=settings.n_bins, per_class=True),
+        "tace": cc.tace(p.probs, p.labels, n_bins=settings.n_bins, per_class=True),
+        "classwise_ece": cc.classwise_ece(p.probs, p.labels, n_bins=settings.n_bins, binning=settings.binning,
+                                          per_class=True),
+    })
+
+
+# ----------------------------------------------------------------------------- HTML
+
+_STYLE = """
+body{font-family:Arial,Helvetica,sans-serif;margin:24px auto;max-width:1180px;color:#1f2933;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:4px}h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:.9em}
+th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.chart{margin:12px 0 28px}.caption{color:#52606d;font-size:.9em}
+.mono{font-family:monospace;word-break:break-all}.note{color:#52606d;font-size:.9em}
+"""
+
+
+def _model_heading(model: ReportModel) -> str:
+    return f"<h3>{_e(model.name)} <span class='note'>({_e(model.rows)})</span></h3>"
+
+
+def _data_section(data: dict) -> str:
+    parts = ["<h2>Data</h2>"]
+    for entry in data["models"]:
+        s = entry["summary"]
+        classes = s["classes"]
+        shown = ", ".join(classes[:50]) + (f", ... ({len(classes) - 50} more)" if len(classes) > 50 else "")
+        rows = [("model", s["name"]), ("rows analysed", s["rows"]), ("N", f"{s['n_samples']:,}"),
+                ("K (classes)", str(s["n_classes"])), ("classes", shown), ("accuracy", _num(s["accuracy"], 4)),
+                ("input kind", s["input_kind"]), ("file format", s["source_format"] or "")]
+        if s["splits"]:
+            rows.append(("splits", ", ".join(f"{k}: {v:,}" for k, v in s["splits"].items())))
+        rows += [(f"input file {i + 1}", f"{f['name']}  SHA-256 {f['sha256']}") for i, f in enumerate(s["files"])]
+        rows += [("loader note", n) for n in s["notes"]] or [("loader notes", "none")]
+        parts.append(f"<h3>{_e(s['name'])}</h3>" + _table(("item", "value"), rows, cls="summary"))
+    return "".join(parts)
+
+
+def _metrics_section(models: Sequence[ReportModel], data: dict, settings: ReportSettings) -> str:
+    methods = "; ".join(f"{k}: {v}" for k, v in INTERVAL_METHODS.items())
+    parts = ["<h2>Metrics</h2>",
+             f"<p class='note'>Every metric of calib_core.registry, named with its settings "
+             f"(metric_name); the {100 * (1 - settings.alpha):g}% interval is made the way the registry declares "
+             f"for each metric (metric_interval: {_e(methods)}), with {settings.n_boot} bootstrap resamples and "
+             f"seed {settings.seed} where it is a bootstrap.</p>"]
+    for model, entry in zip(models, data["models"]):
+        rows = [(r["name"], r["key"], _num(r["estimate"]), _num(r["low"]), _num(r["high"]),
+                 INTERVAL_METHODS.get(r["method"], r["method"]), r["n_boot"], r["note"]) for r in entry["metrics"]]
+        parts.append(_model_heading(model) + _table(
+            ("metric", "key", "estimate", "interval low", "interval high", "interval method", "resamples", "note"),
+            rows, cls="metrics"))
+    return "".join(parts)
+
+
+def _verdicts_section(models: Sequence[ReportModel], data: dict, settings: ReportSettings) -> str:
+    parts = ["<h2>Verdicts</h2>",
+             f"<p class='note'>calib_core.calibration_test at level alpha = {settings.alpha:g}; the verdict is "
+             "calib_core.verdicts.read_test's reading (miscalibrated / consistent / inconclusive).</p>"]
+    for model, entry in zip(models, data["models"]):
+        rows = [(r["method"], _num(r["statistic"], 4), "n/a" if r["p_value"] is None else f"{r['p_value']:.3g}",
+                 r["verdict"], r["reason"]) for r in entry["verdicts"]]
+        parts.append(_model_heading(model) + _table(("test", "statistic", "p-value", "verdict", "why"), rows,
+                                                    cls="verdicts"))
+    return "".join(parts)
+
+
+def _recalibration_section(recalibration: Recalibration) -> str:
+    frame = recalibration.table
+    rows = [[("" if isinstance(v, float) and not math.isfinite(v) else
+              f"{v:.6f}" if isinstance(v, (float, np.floating)) else v) for v in row]
+            for row in frame.itertuples(index=False)]
+    return (f"<h3>{_e(recalibration.model)}</h3><p class='note'>{_e(recalibration.note)}</p>"
+            + _table([str(c) for c in frame.columns], rows, cls="recalibration"))
+
+
+_TITLES = {"reliability": "Reliability diagrams", "per_class": "Per-class ACE", "sensitivity": "Bin sensitivity",
+           "simplex": "Simplex (2-D reliability, arrows from mean prediction to observed frequency)",
+           "recalibration": "Recalibration"}
+
+
+def build_report(models: Sequence[ReportModel], settings: ReportSettings | None = None, *,
+                 sections: Sequence[str] = REPORT_SECTIONS, recalibration: Recalibration | None = None,
+                 title: str = "Calibration report", generated: str | None = None) -> str:
+    """The report as one self-contained HTML document.
+
+    Parameters
+    ----------
+    models : sequence of ReportModel
+    settings : ReportSettings, optional
+        Defaults: 15 uniform bins, 1000 resamples, seed 0, alpha 0.05.
+    sections : sequence of str
+        Which of :data:`REPORT_SECTIONS` to include ("data" is always included).
+    recalibration : Recalibration, optional
+        A comparison already computed; shown when "recalibration" is in ``sections``.
+    title : str
+        Document title (plain text; escaped).
+    generated : str, optional
+        Timestamp to print (default: now, UTC, ISO 8601).
+
+    Returns
+    -------
+    str
+        HTML with plotly.js inline once, one ``<div class="chart">`` per figure,
+        the numbers as JSON in ``script#report-data``; it loads nothing from the network.
+
+    Raises
+    ------
+    CalibrationInputError
+        No model, or a section name that is not in :data:`REPORT_SECTIONS`.
+    """
+    settings = settings or ReportSettings()
+    if not models:
+        raise CalibrationInputError("`models` is empty: the report needs at least one model.")
+    unknown = [s for s in sections if s not in REPORT_SECTIONS]
+    if unknown:
+        raise CalibrationInputError(f"`sections` has unknown names {unknown}; choose from {list(REPORT_SECTIONS)}.")
+    sections = ("data", *[s for s in REPORT_SECTIONS if s in sections and s != "data"])
+    data = report_data(models, settings, sections=sections, generated=generated)
+    charts = _figures(models, settings, sections, recalibration)
+
+    head_rows = [("calib_core version", data["calib_core_version"]), ("generated (UTC)", data["generated"]),
+                 ("sections", ", ".join(sections)), *settings.rows()]
+    body = [f"<h1>{_e(title)}</h1>", "<h2>Provenance and settings</h2>", _table(("item", "value"), head_rows,
+                                                                                cls="settings"),
+            _data_section(data)]
+    if "metrics" in sections:
+        body.append(_metrics_section(models, data, settings))
+    if "verdicts" in sections:
+        body.append(_verdicts_section(models, data, settings))
+    by_section: dict[str, list] = {}
+    for section, caption, fig in charts:
+        by_section.setdefault(section, []).append((caption, fig))
+    config = {"displaylogo": False, "responsive": True}
+    n = 0
+    for section in sections:
+        if section == "recalibration" and recalibration is not None:
+            body.append(f"<h2>{_TITLES[section]}</h2>" + _recalibration_section(recalibration))
+        elif section in by_section:
+            body.append(f"<h2>{_TITLES[section]}</h2>")
+        for caption, fig in by_section.get(section, []):
+            n += 1
+            chart_config = {**config, "toImageButtonOptions": {"format": "png",
+                                                               "filename": chart_file_name("report", section, n)}}
+            div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"chart-{n}",
+                              config=chart_config)
+            body.append(f"<div class='chart'><p class='caption'>{_e(caption)}</p>{div}</div>")
+        if section in ("simplex",) and section not in by_section and any(m.predictions.n_classes < 3 for m in models):
+            body.append("<h2>Simplex</h2><p class='note'>No model with three or more classes.</p>")
+    payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \
+        .replace("&", "\\u0026")
+    return "\n".join([
+        "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+        f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{_e(title)}</title><style>{_STYLE}</style>",
+        f"<script type='text/javascript'>{get_plotlyjs()}</script>",
+        "</head><body>", *body,
+        f"<script type='application/json' id='report-data'>{payload}</script>",
+        f"<p class='note'>{n} charts. Made with calibration studio (calib_core {_e(data['calib_core_version'])}).</p>",
+        "</body></html>",
+    ])
+
+
+def chart_count(html_text: str) -> int:
+    """Number of charts in a report made by :func:`build_report` (``<div class='chart'>`` blocks)."""
+    return html_text.count("<div class='chart'>")

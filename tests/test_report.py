@@ -1,0 +1,160 @@
+"""studio.report: the one-file HTML report (numbers equal calib_core's, hashes, escaping) and the CLI's --html."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+
+import calib_core as cc
+from calib_core.cli import main
+from calib_core.io import load_predictions
+from calib_core.validation import CalibrationInputError
+from studio import report
+
+DEMO = "digits_random_forest.csv"
+HOSTILE = "<script>alert(1)</script>.csv"
+
+
+def _data(text: str) -> dict:
+    return json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
+
+
+@pytest.fixture(scope="module")
+def demo(repo_root):
+    path = repo_root / "data" / "demo" / DEMO
+    return path, load_predictions(path)
+
+
+def test_report_numbers_equal_calib_core(demo):
+    path, p = demo
+    settings = report.ReportSettings(n_bins=12, binning="adaptive", n_boot=40, seed=3, sensitivity_bins=(5, 10))
+    model = report.ReportModel("rf", p, ((DEMO, report.sha256_hex(path)),))
+    text = report.build_report([model], settings, sections=("metrics", "verdicts"))
+    data = _data(text)
+    metrics = {row["key"]: row for row in data["models"][0]["metrics"]}
+    expected = cc.metric_report(p.probs, p.labels, n_bins=12, binning="adaptive")
+    assert set(metrics) == {spec.key for spec in cc.METRICS}
+    for key, value in expected.values.items():
+        assert metrics[key]["name"] == cc.metric_name(key, n_bins=12, binning="adaptive")
+        if value is None:
+            assert metrics[key]["estimate"] is None
+            continue
+        assert metrics[key]["estimate"] == pytest.approx(value, rel=0, abs=0)
+        found = cc.metric_interval(key, p.probs, p.labels, n_bins=12, binning="adaptive", n_boot=40, seed=3)
+        assert metrics[key]["method"] == found.method
+        for ours, theirs in ((metrics[key]["low"], found.low), (metrics[key]["high"], found.high)):
+            assert (ours is None and not math.isfinite(theirs)) or ours == theirs
+        assert f"<td>{value:.6f}</td>" in text
+    assert metrics["ace"]["estimate"] == pytest.approx(cc.ace(p.probs, p.labels, n_bins=12))
+    verdicts = {row["method"]: row for row in data["models"][0]["verdicts"]}
+    hl = cc.calibration_test(p.probs, p.labels, method="hosmer_lemeshow")
+    assert verdicts["hosmer_lemeshow"]["verdict"] == hl.verdict
+    assert verdicts["hosmer_lemeshow"]["p_value"] == hl.p_value
+    assert data["settings"]["n_boot"] == 40 and data["settings"]["seed"] == 3
+    assert data["settings"]["binning"] == "adaptive" and data["settings"]["n_bins"] == 12
+    assert data["calib_core_version"].startswith("0.1.0")
+
+
+def test_report_carries_file_hash_and_data_summary(demo):
+    path, p = demo
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert report.sha256_hex(path) == digest == report.sha256_hex(path.read_bytes())
+    text = report.build_report([report.ReportModel("rf", p, ((DEMO, digest),))],
+                               report.ReportSettings(n_boot=0, sensitivity_bins=()), sections=("data",))
+    assert digest in text and DEMO in text
+    summary = _data(text)["models"][0]["summary"]
+    assert summary["n_samples"] == p.n_samples and summary["n_classes"] == p.n_classes
+    assert summary["accuracy"] == pytest.approx(float(np.mean(p.probs.argmax(1) == p.labels)))
+    assert summary["files"] == [{"name": DEMO, "sha256": digest}]
+    assert report.chart_count(text) == 0  # data only: no chart section asked for
+
+
+def test_report_escapes_hostile_names(demo):
+    _, p = demo
+    import dataclasses
+
+    hostile = dataclasses.replace(p, class_names=tuple(f"<img src=x onerror=alert({k})>" for k in range(p.n_classes)))
+    model = report.ReportModel(HOSTILE, hostile, ((HOSTILE, "0" * 64),), rows="</td><script>x</script>",
+                               notes=("<b>note</b>",))
+    text = report.build_report([model], report.ReportSettings(n_boot=0, sensitivity_bins=(5, 10)),
+                               title="<i>t</i>", sections=("data", "reliability", "per_class", "simplex"))
+    assert "<script>alert(1)</script>" not in text
+    assert "<img src=x" not in text and "<b>note</b>" not in text and "<i>t</i>" not in text
+    assert "</td><script>x" not in text
+    assert html_escaped(HOSTILE) in text
+    # plotly.js embedded exactly once, no external script or stylesheet
+    assert text.count("<script type='text/javascript'>") == 1
+    assert "src=\"http" not in text and "src='http" not in text and "cdn.plot.ly" not in text.split("</head>")[1]
+    # reliability: top label + one per class; per-class bars; one simplex (K = 10)
+    assert report.chart_count(text) == 1 + p.n_classes + 1 + 1
+
+
+def html_escaped(value: str) -> str:
+    import html
+
+    return html.escape(value, quote=True)
+
+
+def test_report_rejects_bad_sections_and_no_models(demo):
+    _, p = demo
+    with pytest.raises(CalibrationInputError, match="sections"):
+        report.build_report([report.ReportModel("rf", p)], sections=("nope",))
+    with pytest.raises(CalibrationInputError, match="models"):
+        report.build_report([])
+
+
+def test_binary_model_has_no_simplex_and_recalibration_is_shown(repo_root):
+    p = load_predictions(repo_root / "data" / "demo" / "breast_cancer_svc.csv")
+    table = cc.reliability_table(p.probs, p.labels, 10)
+    import pandas as pd
+
+    recal = report.Recalibration("svc", pd.DataFrame({"method": ["<temp>"], "ece": [0.01]}),
+                                 {"Before": table, "After: temperature": table}, note="calibration split")
+    text = report.build_report([report.ReportModel("svc", p)], report.ReportSettings(n_boot=0),
+                               sections=("simplex", "recalibration"), recalibration=recal)
+    assert report.chart_count(text) == 1  # the before/after diagram only
+    assert "&lt;temp&gt;" in text and "<td>0.010000</td>" in text
+
+
+def test_chart_file_name_is_safe():
+    assert report.chart_file_name("Reliability", "digits/rf <1>", 15, "uniform") == "Reliability_digits-rf-1_15_uniform"
+    assert report.chart_file_name("", None) == "chart"
+    assert report.report_file_name("everything", ["../x y"]) == "calibration_report_everything_x-y.html"
+
+
+def test_cli_writes_the_html_report(repo_root, tmp_path, capsys):
+    src = repo_root / "data" / "demo" / "breast_cancer_svc.csv"
+    hostile = tmp_path / HOSTILE.replace("/", "_")
+    hostile.write_bytes(src.read_bytes())
+    out = tmp_path / "out.html"
+    status = main(["report", str(hostile), "--html", str(out), "--n-boot", "20", "--n-bins", "10"])
+    assert status == 0
+    text = out.read_text(encoding="utf-8")
+    assert hashlib.sha256(src.read_bytes()).hexdigest() in text
+    assert "<script>alert(1)</script>" not in text
+    data = _data(text)
+    p = load_predictions(src)
+    ece = {row["key"]: row for row in data["models"][0]["metrics"]}["ece"]
+    assert ece["estimate"] == cc.ece(p.probs, p.labels, n_bins=10)
+    assert f"{report.chart_count(text)} charts" in capsys.readouterr().out
+
+
+def test_cli_html_errors_are_one_line_exit_2(repo_root, tmp_path, capsys, monkeypatch):
+    src = str(repo_root / "data" / "demo" / "breast_cancer_svc.csv")
+    assert main(["report", src, src]) == 2  # several files without --html
+    assert main(["report", src, "--html", str(tmp_path / "missing" / "x.html"), "--n-boot", "0"]) == 2
+    import sys
+
+    import studio
+
+    # plotly not installed: a fresh import of studio.report fails on it
+    monkeypatch.delattr(studio, "report")
+    monkeypatch.delitem(sys.modules, "studio.report")
+    monkeypatch.setitem(sys.modules, "plotly.io", None)
+    status = main(["report", src, "--html", str(tmp_path / "y.html")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert err[-1].startswith("calib-core: error: --html needs plotly") and "calib-core[report]" in err[-1]
