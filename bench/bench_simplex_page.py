@@ -40,7 +40,6 @@ from studio.figures_simplex import simplex_figure  # noqa: E402
 
 BUDGET = 1.0
 PAGE = "pages/5_Simplex.py"
-K = "keep:simplex."
 
 
 @dataclass
@@ -99,33 +98,33 @@ def changes(n_classes: int):
     groups = cc.default_groups(n_classes)
     moved = (groups[0] + (groups[2][-1],), groups[1], groups[2][:-1])
     return [
-        ("arrow scale 1 -> 2", {"arrow_scale": 2.0}, lambda at: at.slider(key=K + "arrow_scale").set_value(2.0)),
+        ("arrow scale 1 -> 2", {"arrow_scale": 2.0}, lambda at: at.slider(key="arrows").set_value(2.0)),
         ("cell colours log -> linear", {"count_scale": "linear"},
-         lambda at: at.radio(key=K + "count_scale").set_value("linear")),
+         lambda at: at.radio(key="colours").set_value("linear")),
         ("groups: last class moved to vertex A", {"members": moved},
-         lambda at: (at.multiselect(key=f"{K}group2.K{n_classes}").unselect(groups[2][-1]),
-                     at.multiselect(key=f"{K}group0.K{n_classes}").select(groups[2][-1]))),
+         lambda at: (at.multiselect(key="group_c").unselect(groups[2][-1]),
+                     at.multiselect(key="group_a").select(groups[2][-1]))),
         ("vertices: three classes (0, 1, 2)", {"mode": "classes", "members": (0, 1, 2)},
-         lambda at: at.radio(key=K + "mode").set_value("classes")),
-        ("subdivisions n 10 -> 12", {"n_bins": 12}, lambda at: at.slider(key=K + "n_bins").set_value(12)),
+         lambda at: at.radio(key="vertices").set_value("classes")),
+        ("subdivisions n 10 -> 12", {"n_bins": 12}, lambda at: at.slider(key="cells").set_value(12)),
         ("distance tv -> squared Euclidean", {"distance": "sq_euclidean"},
-         lambda at: at.radio(key=K + "distance").set_value("sq_euclidean")),
-        ("seed 0 -> 1", {"seed": 1}, lambda at: at.number_input(key=K + "seed").set_value(1)),
+         lambda at: at.radio(key="distance").set_value("sq_euclidean")),
+        ("seed 0 -> 1", {"seed": 1}, lambda at: at.number_input(key="simplex_seed").set_value(1)),
         ("resamples 100 -> 200 (on request)", {"n_resamples": 200},
-         lambda at: at.selectbox(key=K + "n_resamples").set_value(200)),
+         lambda at: at.selectbox(key="resamples").set_value(200)),
         ("resamples 200 -> 100 (cached)", {"n_resamples": 100},
-         lambda at: at.selectbox(key=K + "n_resamples").set_value(100)),
-        ("lens canonical -> max", {"lens": "max"}, lambda at: at.radio(key=K + "lens").set_value("max")),
+         lambda at: at.selectbox(key="resamples").set_value(100)),
+        ("lens canonical -> max", {"lens": "max"}, lambda at: at.radio(key="lens").set_value("max")),
         ("lens max -> marginal (class 0)", {"lens": "marginal", "class_index": 0},
-         lambda at: at.radio(key=K + "lens").set_value("marginal")),
+         lambda at: at.radio(key="lens").set_value("marginal")),
         ("partition -> data-dependent (min 100)", {"partition": "data_dependent"},
-         lambda at: at.radio(key=K + "partition").set_value("data_dependent")),
+         lambda at: at.radio(key="partition").set_value("data_dependent")),
         ("lens marginal -> canonical", {"lens": "canonical", "class_index": None},
-         lambda at: at.radio(key=K + "lens").set_value("canonical")),
+         lambda at: at.radio(key="lens").set_value("canonical")),
         ("min cell size 100 -> 1000", {"min_bin_size": 1000},
-         lambda at: at.number_input(key=K + "min_bin_size").set_value(1000)),
+         lambda at: at.number_input(key="cell_size").set_value(1000)),
         ("partition -> uniform (cached)", {"partition": "uniform"},
-         lambda at: at.radio(key=K + "partition").set_value("uniform")),
+         lambda at: at.radio(key="partition").set_value("uniform")),
     ]
 
 

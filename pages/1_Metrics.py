@@ -2,8 +2,7 @@
 import streamlit as st
 
 import calib_core as cc
-from studio import compute, figures, layout, state
-from studio.layout import default
+from studio import compute, downloads, figures, layout, state
 from studio.text import md
 
 models = layout.setup_page("Metrics", ":material/table_chart:")
@@ -13,27 +12,27 @@ st.markdown(
     "so a name means the same number here, on the Estimators page and in the command line. Each metric has the "
     "interval that suits its estimator (column *Interval*): a percentile bootstrap for the accuracy and the "
     "proper scores, the estimate ± z bootstrap standard errors for the biased binned and kernel errors (their "
-    "resamples are biased further, so a percentile interval can miss the estimate), a variance formula for "
-    "SKCE, none for the leave-one-out kernel estimates. One seed draws the same resamples for every metric. "
+    "resamples are biased further, so a percentile interval can miss the estimate; the ICI with at most "
+    f"{cc.registry.LOESS_MAX_BOOT} resamples), a variance formula for SKCE and for Cox's slope, intercept and "
+    "calibration-in-the-large (Wald; with more than two classes, a sandwich error of the one-vs-rest mean), "
+    "none for the leave-one-out kernel estimates and E50/E90. One seed draws the same resamples for every metric. "
     "Click a column header to sort."
 )
 layout.require_models(models)
 
 bins_col, binning_col, boot_col, level_col, seed_col = st.columns([3, 2, 2, 2, 2])
-n_bins = bins_col.slider("Bins (binned metrics)", 2, 100, key=default("keep:metrics.n_bins", 15),
+n_bins = layout.linked(bins_col.slider, "Bins (binned metrics)", 2, 100, value=15, key="metric_bins",
                          help="Number of bins of ECE, RMSCE, MCE, class-wise ECE, SCE, ACE and TACE.")
-binning = binning_col.radio("Binning of ECE, RMSCE, MCE, class-wise ECE", ["uniform", "adaptive"],
-                            key=default("keep:metrics.binning", "uniform"), horizontal=True,
+binning = layout.linked(binning_col.radio, "Binning of ECE, RMSCE, MCE, class-wise ECE", ["uniform", "adaptive"],
+                        index=0, key="metric_binning", horizontal=True,
                             help="SCE always uses uniform bins, ACE and TACE always adaptive ones.")
-n_boot = boot_col.selectbox("Bootstrap resamples", [0, 100, 200, 500, 1000],
-                            key=default("keep:metrics.n_boot", 200),
+n_boot = layout.linked(boot_col.selectbox, "Bootstrap resamples", [0, 100, 200, 500, 1000], index=2, key="boot",
                             format_func=lambda n: "none (no bootstrap intervals)" if n == 0 else f"{n:,}",
                             help="For the metrics whose interval is a bootstrap; SKCE's variance-formula "
                                  "interval needs none.")
-level = level_col.selectbox("Interval", [0.90, 0.95, 0.99], key=default("keep:metrics.level", 0.95),
-                            format_func=lambda p: f"{p:.0%}")
-seed = seed_col.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
-                             key=default("keep:metrics.seed", 0))
+level = layout.linked(level_col.selectbox, "Interval", [0.90, 0.95, 0.99], index=1, key="level",
+                      format_func=lambda p: f"{p:.0%}")
+seed = layout.linked(seed_col.number_input, "Seed", min_value=0, max_value=2**31 - 1, step=1, value=0, key="seed")
 
 table = layout.run_with_progress(
     "Computing the metrics and their intervals",
@@ -59,7 +58,8 @@ wide = table.pivot(index="name", columns="model", values="estimate").reindex(
     index=[n for n in names.values() if n in set(table["name"])], columns=list(dict.fromkeys(table["model"])))
 wide.index.name = "Metric (settings)"
 st.dataframe(wide, width="stretch", height=min(36 * (len(wide) + 1) + 3, 720), placeholder="n/a",
-             column_config={model: st.column_config.NumberColumn(model, format="%.4f") for model in wide.columns})
+             column_config={"_index": st.column_config.TextColumn("Metric (settings)", width="large"),
+                            **{model: st.column_config.NumberColumn(model, format="%.4f") for model in wide.columns}})
 
 st.subheader("Estimates and intervals")
 shown = table[["model", "metric", "key", "name", "estimate", "ci_low", "ci_high", "std", "interval", "n_bins",
@@ -85,6 +85,74 @@ st.dataframe(
 st.download_button("Download as CSV", cc.csv_bytes(table), file_name="calibration_metrics.csv", mime="text/csv",
                    on_click="ignore", icon=":material/download:")
 
+with st.expander("Deployment prevalence"):
+    st.markdown(
+        "If the model will meet a class more or less often than in this test set (prior shift), Bayes' rule moves "
+        "each prediction to the deployment prevalence π′: odds(p′) = odds(p) · odds(π′) / odds(π) (Saerens et al. "
+        "2002, eq. 2.4; `calib_core.adjust_prevalence`). Binary models: P(class 1); more classes: one class "
+        "against the rest. Both columns are measured against the **test** labels, which keep the test "
+        "prevalence: *after* shows how far the deployment predictions sit from the test frequencies. The shift "
+        "is a constant on the logit scale, so Cox's slope does not move and the calibration-in-the-large moves by "
+        "−log(odds factor).")
+    prev_cols = st.columns([3, 3, 2])
+    prev_model = layout.linked(prev_cols[0].selectbox, "Model", list(range(len(models))), index=0,
+                               key="prevalence_model", options=list(range(len(models))),
+                               format_func=lambda i: models[i].name)
+    chosen = models[prev_model].predictions
+    class_options = [1] if chosen.n_classes == 2 else list(range(chosen.n_classes))
+    prev_class = layout.linked(prev_cols[1].selectbox, "Class", class_options, index=0, key="prevalence_class",
+                               options=class_options, format_func=lambda k: str(chosen.class_names[k]),
+                               disabled=chosen.n_classes == 2)
+    target = layout.linked(prev_cols[2].number_input, "Deployment prevalence π′", min_value=0.001, max_value=0.999,
+                           value=0.1, step=0.01, format="%.3f", key="prevalence")
+    view = compute.prevalence_view(chosen, models[prev_model].fingerprint, int(prev_class), float(target), n_bins)
+    class_text = md(chosen.class_names[prev_class])
+    if view["error"]:
+        st.error(f"Cannot shift class {class_text}: {md(view['error'])}")
+    else:
+        st.markdown(
+            f"Class {class_text}: test prevalence π = {view['source']:.3f}, deployment π′ = {view['target']:.3f}. "
+            f"Every prediction's odds are multiplied by **{view['odds_factor']:.4g}**; the mean predicted "
+            f"probability moves from {view['mean_before']:.3f} to {view['mean_after']:.3f}.")
+        st.dataframe(view["table"], hide_index=True, width="stretch", placeholder="n/a",
+                     column_order=["metric", "before", "after", "reason"],
+                     column_config={"metric": st.column_config.TextColumn("Metric (settings)", width="large"),
+                                    "before": st.column_config.NumberColumn("Before (test π)", format="%.4f"),
+                                    "after": st.column_config.NumberColumn("After (π′)", format="%.4f"),
+                                    "reason": st.column_config.TextColumn("Not available because")})
+
+st.subheader("Calibration tests")
+st.markdown(
+    "Is the miscalibration real, or noise? Each test of `calibration_test` at its default settings, at α = 0.05: "
+    "small p-values are evidence of miscalibration; the verdict and its reason come from calib_core (the same "
+    "rule on every page). The last column is the test's **measured size** on calibrated simulations (the Lab's "
+    "*Calibration tests: size and power* tab): how often it rejects a calibrated model when it promises 5%.")
+tests = layout.run_with_progress(
+    "Running the calibration tests",
+    lambda report: compute.tests_table(models, seed=int(seed), on_progress=report),
+)
+st.dataframe(
+    tests, hide_index=True, width="stretch", placeholder="–",
+    column_order=["model", "test", "statistic", "p_value", "verdict", "reason", "measured_size"],
+    column_config={
+        "model": st.column_config.TextColumn("Model"),
+        "test": st.column_config.TextColumn("Test"),
+        "statistic": st.column_config.NumberColumn("Statistic", format="%.4g"),
+        "p_value": st.column_config.NumberColumn("p-value", format="%.4f"),
+        "verdict": st.column_config.TextColumn("Verdict"),
+        "reason": st.column_config.TextColumn("Why", width="large"),
+        "measured_size": st.column_config.TextColumn("Measured size at α = 0.05", width="large"),
+    },
+)
+flagged = [cc.size_power.TEST_LABELS[m] for m in cc.size_power.FLAGGED_TESTS]
+if flagged:
+    st.warning(f"Flagged by the Lab: {', '.join(flagged)}: its measured size leaves [0.03, 0.07], so its p-value "
+               "is not what it promises (see the last column).", icon=":material/flag:")
+
+st.info("Calibrated on average is not calibrated for everyone: the *Groups* page shows each group's ECE/ACE "
+        "with an interval, the worst group and its gap to all rows (pick a group column on the Data page under "
+        "*Correct the column mapping*).", icon=":material/groups:")
+
 st.subheader("Calibration errors with intervals")
 st.caption(f"Errors on the probability scale of ECE, binned ones with {n_bins} bins ({binning} for ECE, RMSCE, MCE "
            "and class-wise ECE, uniform for SCE, adaptive for ACE and TACE), with the intervals of the table. "
@@ -99,3 +167,4 @@ for spec in cc.METRICS:
     interval = cc.registry.INTERVAL_METHODS[spec.interval]
     st.markdown(f"**{names[spec.key]}** ({settings}; interval: {interval}). {spec.summary}  \n"
                 f"*Pitfalls:* {spec.pitfalls}")
+downloads.report_button("metrics", models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed)

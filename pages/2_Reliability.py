@@ -3,8 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from calib_core.export import csv_bytes
-from studio import compute, compute_estimators, compute_simplex, figures, figures_estimators, layout, state
-from studio.layout import default
+from studio import compute, compute_estimators, compute_simplex, downloads, figures, figures_estimators, layout, state
 from studio.text import md
 
 models = layout.setup_page("Reliability", ":material/show_chart:")
@@ -24,22 +23,21 @@ for model in models:
 
 target_col, binning_col, bins_col, layout_col, style_col, log_col = st.columns([3, 2, 3, 2, 2, 2])
 targets = ["top_label", *range(max_classes)]
-target = target_col.selectbox(
-    "Event", targets, key=default("keep:reliability.target", "top_label", targets),
+target = layout.linked(
+    target_col.selectbox, "Event", targets, index=0, key="event", options=targets,
     format_func=lambda t: "Top label" if t == "top_label"
     else f"Class {t}: {class_names[t]}",
     help="Top label bins each row's highest probability against whether that class is correct; "
          "a class bins that class's probability against whether the row belongs to it.")
-binning = binning_col.radio("Bins", ["uniform", "adaptive"], key=default("keep:reliability.binning", "uniform"),
-                            horizontal=True, help="Uniform: equal widths. Adaptive: equal numbers of rows.")
-n_bins = bins_col.slider("Number of bins", 2, 50, key=default("keep:reliability.n_bins", 15))
-arrangement = layout_col.radio("Models", ["overlay", "side_by_side"], horizontal=True,
-                               key=default("keep:reliability.layout", "overlay"),
+binning = layout.linked(binning_col.radio, "Bins", ["uniform", "adaptive"], index=0, key="binning",
+                        horizontal=True, help="Uniform: equal widths. Adaptive: equal numbers of rows.")
+n_bins = layout.linked(bins_col.slider, "Number of bins", 2, 50, value=15, key="bins")
+arrangement = layout.linked(layout_col.radio, "Models", ["overlay", "side_by_side"], horizontal=True,
+                               index=0, key="layout",
                                format_func={"overlay": "overlaid", "side_by_side": "side by side"}.get,
                                disabled=len(models) < 2)
-style = style_col.radio("Draw bins as", ["points", "bars"], horizontal=True,
-                        key=default("keep:reliability.style", "points"))
-histogram_log = log_col.toggle("Log scale", key=default("keep:reliability.log", False),
+style = layout.linked(style_col.radio, "Draw bins as", ["points", "bars"], horizontal=True, index=0, key="style")
+histogram_log = layout.linked(log_col.toggle, "Log scale", value=False, key="log",
                                help="Log-scale the histogram: useful when almost every row falls into one bin.")
 
 usable = [m for m in models if target == "top_label" or target < m.predictions.n_classes]
@@ -55,19 +53,19 @@ figure = figures.reliability_figure(
     histogram_log=histogram_log,
 )
 band_col, band_draws_col, lens_col, smooth_col = st.columns([3, 2, 3, 3])
-show_bands = band_col.toggle(
-    "Consistency bands", key=default("keep:reliability.bands", False),
+show_bands = layout.linked(
+    band_col.toggle, "Consistency bands", value=False, key="bands",
     help="Red bars: where each bin's observed frequency falls (5th-95th percentile) when labels are drawn from "
          "the predictions themselves, i.e. for a perfectly calibrated model (Vaicenavicius et al. 2019, "
          "Figures 8-15). A point outside its bar is unlikely to be noise.")
-band_draws = band_draws_col.selectbox("Resamples", [200, 500, 1000], key=default("keep:reliability.band_draws", 200),
-                                      disabled=not show_bands)
-show_lenses = lens_col.toggle(
-    "Canonical / max lens estimates", key=default("keep:reliability.lenses", False),
+band_draws = layout.linked(band_draws_col.selectbox, "Resamples", [200, 500, 1000], index=0, key="draws",
+                           disabled=not show_bands)
+show_lenses = layout.linked(
+    lens_col.toggle, "Canonical / max lens estimates", value=False, key="lenses",
     help="Expected miscalibration of the whole predicted distribution (canonical lens) and of the top label "
          "(max lens), with the value expected under perfect calibration (Vaicenavicius et al. 2019, Tables 3-5).")
-show_smooth = smooth_col.toggle(
-    "Smoothed curve (smECE)", key=default("keep:reliability.smooth", False), disabled=target != "top_label",
+show_smooth = layout.linked(
+    smooth_col.toggle, "Smoothed curve (smECE)", value=False, key="smooth", disabled=target != "top_label",
     help="Kernel-smoothed reliability curve of the top label with a 95% bootstrap band and its smooth ECE "
          "(Blasiok & Nakkiran 2023): no bins to choose.")
 if show_smooth and target == "top_label":
@@ -77,7 +75,9 @@ if show_bands:
     bands = {m.name: compute_simplex.reliability_bands(m.predictions, m.fingerprint, n_bins, binning, target,
                                                        band_draws, 0) for m in usable}
     figures.add_consistency_bands(figure, bands, layout=arrangement if len(tables) > 1 else "overlay")
-st.plotly_chart(figure, theme=None, key="reliability_chart")
+st.plotly_chart(figure, theme=None, key="reliability_chart",
+                config=downloads.chart_config("Reliability", *[m.name for m in models], n_bins, binning))
+downloads.report_button("reliability", models, n_bins=n_bins, binning=binning)
 if show_bands:
     outside = {name: int(band.outside.sum()) for name, band in bands.items()}
     st.caption("Bins outside their consistency band: "
@@ -114,10 +114,10 @@ if show_lenses:
         "Bootstrap s.d.: 50 resamples."
     )
     lens_bins_col, lens_size_col = st.columns(2)
-    lens_bins = lens_bins_col.slider("Bins per coordinate (uniform partition)", 2, 20,
-                                     key=default("keep:reliability.lens_bins", 10))
-    lens_min_size = lens_size_col.number_input("Minimum cell size (data-dependent partition)", 10, 100_000,
-                                               key=default("keep:reliability.lens_min_size", 100), step=10)
+    lens_bins = layout.linked(lens_bins_col.slider, "Bins per coordinate (uniform partition)", 2, 20, value=10,
+                              key="lens_bins")
+    lens_min_size = layout.linked(lens_size_col.number_input, "Minimum cell size (data-dependent partition)", 10,
+                                  100_000, value=100, key="min_cell", step=10)
     rows = []
     for model in models:
         frame = compute_simplex.lens_table(model.predictions, model.fingerprint, lens_bins, int(lens_min_size),

@@ -1,8 +1,7 @@
 """Per-class: ACE per class (Nixon et al. 2019, Figure 1 left) beside class-wise ECE, and one class's diagram."""
 import streamlit as st
 
-from studio import compute, figures, layout, state
-from studio.layout import default
+from studio import compute, downloads, figures, layout, state
 from studio.text import md, plot_text
 
 SORTS = {"class": "class order", "ace": "ACE (largest first)", "classwise_ece": "class-wise ECE (largest first)"}
@@ -27,16 +26,15 @@ if others:
             f"to see {'it' if one else 'them'}.")
 
 bins_col, binning_col, sort_col = st.columns([3, 2, 3])
-n_bins = bins_col.slider("Number of bins (ranges)", 2, 50, key=default("keep:perclass.n_bins", 15))
-binning = binning_col.radio("Class-wise ECE bins", ["uniform", "adaptive"], horizontal=True,
-                            key=default("keep:perclass.binning", "uniform"),
-                            help="ACE always uses adaptive (equal-mass) ranges.")
-sort_by = sort_col.radio("Sort classes by", list(SORTS), format_func=SORTS.get, horizontal=True,
-                         key=default("keep:perclass.sort", "class"))
+n_bins = layout.linked(bins_col.slider, "Number of bins (ranges)", 2, 50, value=15, key="class_bins")
+binning = layout.linked(binning_col.radio, "Class-wise ECE bins", ["uniform", "adaptive"], horizontal=True,
+                        index=0, key="class_binning", help="ACE always uses adaptive (equal-mass) ranges.")
+sort_by = layout.linked(sort_col.radio, "Sort classes by", list(SORTS), format_func=SORTS.get, horizontal=True,
+                        index=list(SORTS).index("class"), key="sort")
 
 tables = {m.name: compute.per_class(m.predictions, m.fingerprint, n_bins, binning) for m in same}
 st.plotly_chart(figures.per_class_figure(tables, sort_by=sort_by, colors=state.model_colors()), theme=None,
-                key="perclass_chart")
+                key="perclass_chart", config=downloads.chart_config("Per-class", *tables, n_bins, binning))
 
 with st.expander("Per-class table"):
     for name, table in tables.items():
@@ -47,8 +45,8 @@ with st.expander("Per-class table"):
 
 st.subheader("One class")
 class_options = list(range(len(reference)))
-chosen = int(st.selectbox(
-    "Class", class_options, key=default("keep:perclass.class", 0, class_options),
+chosen = int(layout.linked(
+    st.selectbox, "Class", class_options, index=0, key="cls", options=class_options,
     format_func=lambda k: reference[k] if reference[k] == str(k) else f"{k}: {reference[k]}",
     help="Its reliability diagram: the predicted probability of this class against whether the row is of "
          "this class (one-vs-rest), with the bins chosen above."))
@@ -61,7 +59,9 @@ st.plotly_chart(
     figures.reliability_figure(diagrams, layout="overlay", colors=state.model_colors(), histogram_log=True,
                                x_title=f"Mean predicted probability of class {plot_text(reference[chosen])} in the bin",
                                n_rows={m.name: m.predictions.n_samples for m in same}),
-    theme=None, key="perclass_reliability_chart")
+    theme=None, key="perclass_reliability_chart",
+    config=downloads.chart_config("Per-class", "class", reference[chosen], *diagrams, n_bins, binning))
 st.caption(f"Faded, hollow points labelled n=…: bins with fewer than {figures.MIN_BIN_COUNT} rows. Their observed "
            "frequency is too uncertain to read a gap from (see the wide intervals), so they get no line and no "
            "shading. One-vs-rest probabilities put almost every row near 0 or 1, so most middle bins are sparse.")
+downloads.report_button("per_class", models, n_bins=n_bins, binning=binning)

@@ -4,8 +4,7 @@ import streamlit as st
 
 from calib_core.io import demo_datasets
 from calib_core.sensitivity import SENSITIVITY_METRICS
-from studio import compute, figures, layout, state
-from studio.layout import default
+from studio import compute, downloads, figures, layout, state
 from studio.text import md
 
 BIN_COUNTS = tuple(range(2, 201))
@@ -32,12 +31,10 @@ st.markdown(
 layout.require_models(models)
 
 metric_col, binning_col, range_col = st.columns([3, 2, 3])
-metrics = metric_col.multiselect("Metrics", list(SENSITIVITY_METRICS), format_func=TITLES.get,
-                                 key=default("keep:sensitivity.metrics", list(SENSITIVITY_METRICS),
-                                             list(SENSITIVITY_METRICS)))
-binnings = binning_col.multiselect("Binnings", list(BINNINGS), key=default("keep:sensitivity.binnings",
-                                                                          list(BINNINGS), list(BINNINGS)))
-low, high = range_col.slider("Bin counts shown", 2, 200, key=default("keep:sensitivity.range", (2, 200)))
+metrics = layout.linked(metric_col.multiselect, "Metrics", list(SENSITIVITY_METRICS), format_func=TITLES.get,
+                        default=list(SENSITIVITY_METRICS), key="metrics")
+binnings = layout.linked(binning_col.multiselect, "Binnings", list(BINNINGS), default=list(BINNINGS), key="binnings")
+low, high = layout.linked(range_col.slider, "Bin counts shown", 2, 200, value=(2, 200), key="counts")
 if not metrics or not binnings:
     st.error("Choose at least one metric and one binning above to draw the curves.")
     st.stop()
@@ -58,8 +55,9 @@ shown = combined[combined["metric"].isin(metrics) & combined["binning"].isin(bin
                  & combined["n_bins"].between(low, high)]
 st.plotly_chart(figures.sensitivity_figure(shown, marks={k: v for k, v in marks.items() if low <= v <= high},
                                            colors=state.model_colors()),
-                theme=None, key="sensitivity_chart")
+                theme=None, key="sensitivity_chart", config=downloads.chart_config("Bin-sensitivity", *tables))
 st.caption(f"N = {n_ref:,}: optimal_n_bins(N) = {marks['optimal_n_bins(N)']:g}, N^(1/3) = {marks['N^(1/3)']:g}.")
+downloads.report_button("sensitivity", models)
 
 st.subheader("Does the ranking of the models depend on the bins?")
 if len(models) < 2:
@@ -71,8 +69,8 @@ if len(models) < 2:
                   icon=":material/add:")
     st.stop()
 
-reference = st.select_slider("Compare every ranking with the ranking at", BIN_COUNTS,
-                             key=default("keep:sensitivity.reference", 15),
+reference = layout.linked(st.select_slider, "Compare every ranking with the ranking at", BIN_COUNTS, value=15,
+                          key="reference",
                              format_func=lambda n: f"{n} bins")
 key = (tuple((m.name, m.fingerprint) for m in models), BIN_COUNTS, SENSITIVITY_METRICS, BINNINGS)
 result = compute.ranking(tables, key, reference)
@@ -92,10 +90,10 @@ st.dataframe(summary, hide_index=True, width="stretch",
                             f"lowest rho vs {reference} bins": st.column_config.NumberColumn(format="%.2f")})
 
 pick_metric, pick_binning = st.columns(2)
-metric = pick_metric.selectbox("Ranking by", metrics, format_func=TITLES.get,
-                               key=default("keep:sensitivity.rank_metric", metrics[0], metrics))
-binning = pick_binning.radio("with bins", binnings, horizontal=True,
-                             key=default("keep:sensitivity.rank_binning", binnings[0], binnings))
+metric = layout.linked(pick_metric.selectbox, "Ranking by", metrics, format_func=TITLES.get, index=0,
+                       key="rank_by", options=metrics)
+binning = layout.linked(pick_binning.radio, "with bins", binnings, horizontal=True, index=0, key="rank_binning",
+                        options=binnings)
 chosen = (result.ranks["metric"] == metric) & (result.ranks["binning"] == binning)
 ranks = result.ranks[chosen & result.ranks["n_bins"].between(low, high)]
 spearman = result.spearman[(result.spearman["metric"] == metric) & (result.spearman["binning"] == binning)
@@ -111,7 +109,8 @@ else:
                f"time{'s' if len(changes) > 1 else ''} between 2 and 200 bins ({listed}{more}). "
                "Best (lowest) first.")
 st.plotly_chart(figures.rank_figure(ranks, spearman, marks={k: v for k, v in marks.items() if low <= v <= high}),
-                theme=None, key="rank_chart")
+                theme=None, key="rank_chart",
+                config=downloads.chart_config("Bin-sensitivity", "ranks", metric, binning))
 with st.expander("Every order change"):
     st.dataframe(flips[flips["metric"].isin(metrics) & flips["binning"].isin(binnings)], hide_index=True,
                  width="stretch")

@@ -3,9 +3,8 @@ import streamlit as st
 
 from calib_core import CalibrationInputError, csv_bytes, default_groups
 from studio import compute_simplex as cs
-from studio import layout
+from studio import downloads, layout
 from studio.figures_simplex import simplex_figure
-from studio.layout import default
 from studio.text import md
 
 LENSES = {"canonical": "canonical", "max": "max (top label)", "marginal": "marginal (one class)"}
@@ -97,7 +96,7 @@ layout.require_models(models)
 
 names = [m.name for m in models]
 if len(models) > 1:
-    chosen = st.selectbox("Model", names, key=default("keep:simplex.model", names[0], names),
+    chosen = layout.linked(st.selectbox, "Model", names, index=0, key="model", options=names,
                           help="The models shown in the sidebar; one at a time on this page.")
 else:
     chosen = names[0]
@@ -114,26 +113,35 @@ def label(k: int) -> str:
 
 # ----------------------------------------------------------------------------- controls
 lens_col, marginal_col, distance_col = st.columns([4, 3, 3])
-lens = lens_col.radio(
-    "Lens", list(LENSES), format_func=LENSES.get, horizontal=True, key=default("keep:simplex.lens", "canonical"),
+lens = layout.linked(
+    lens_col.radio, "Lens", list(LENSES), format_func=LENSES.get, horizontal=True,
+    index=list(LENSES).index("canonical"), key="lens",
     help="What must be calibrated. Canonical: the whole predicted distribution. Max: the top probability "
          "against whether the predicted class is right (what the usual ECE checks). Marginal: one class's "
          "probability against whether the row belongs to that class.")
-class_index = marginal_col.selectbox(
-    "Class of the marginal lens", all_classes, format_func=label, disabled=lens != "marginal",
-    key=default("keep:simplex.marginal_class", 0, all_classes))
+class_index = layout.linked(
+    marginal_col.selectbox, "Class of the marginal lens", all_classes, format_func=label,
+    disabled=lens != "marginal", index=0, key="marginal", options=all_classes)
 class_index = int(class_index) if lens == "marginal" else None
-distance = distance_col.radio(
-    "Distance", list(DISTANCES), format_func=DISTANCES.get, horizontal=True,
-    key=default("keep:simplex.distance", "tv"),
+distance = layout.linked(
+    distance_col.radio, "Distance", list(DISTANCES), format_func=DISTANCES.get, horizontal=True,
+    index=list(DISTANCES).index("tv"), key="distance",
     help="Between a cell's observed frequencies r and mean prediction g: total variation ½·Σ|r−g|, or "
          "squared Euclidean Σ(r−g)².")
 
 canonical = lens == "canonical"
 mode_options = list(MODES) if n_classes >= 3 else ["groups"]
-mode = st.radio(
-    "Vertices of the triangle", mode_options, format_func=MODES.get, horizontal=True,
-    key=default("keep:simplex.mode", "groups", mode_options), disabled=not canonical or n_classes < 3,
+# The vertex pickers' values belong to one number of classes: another model with another K starts from
+# its defaults (set, not deleted: a deleted bound widget would be seeded again from the opening link).
+if st.session_state.get("studio:simplex_classes") != n_classes:
+    if "studio:simplex_classes" in st.session_state:
+        for j, group in enumerate(default_groups(n_classes)):
+            st.session_state[f"group_{VERTEX_LETTERS[j].lower()}"] = list(group)
+            st.session_state[f"vertex_{VERTEX_LETTERS[j].lower()}"] = min(j, n_classes - 1)
+    st.session_state["studio:simplex_classes"] = n_classes
+mode = layout.linked(
+    st.radio, "Vertices of the triangle", mode_options, format_func=MODES.get, horizontal=True,
+    index=0, key="vertices", options=mode_options, disabled=not canonical or n_classes < 3,
     help="Groups: the probabilities of each group's classes are added up (every class in exactly one group). "
          "Three classes: only the rows whose label is one of them, with the three probabilities rescaled to "
          "sum to 1.")
@@ -142,16 +150,16 @@ if mode == "groups":
     suggested = default_groups(n_classes)
     groups = []
     for j, column in enumerate(picker_cols):
-        picked = column.multiselect(
-            f"Vertex {VERTEX_LETTERS[j]}: classes added up", all_classes, format_func=label,
-            key=default(f"keep:simplex.group{j}.K{n_classes}", list(suggested[j]), all_classes),
+        picked = layout.linked(
+            column.multiselect, f"Vertex {VERTEX_LETTERS[j]}: classes added up", all_classes, format_func=label,
+            default=list(suggested[j]), key=f"group_{VERTEX_LETTERS[j].lower()}", options=all_classes,
             disabled=not canonical, placeholder="no class")
         groups.append(tuple(sorted(int(k) for k in picked)))
     members = tuple(groups)
 else:
-    members = tuple(int(column.selectbox(
-        f"Vertex {VERTEX_LETTERS[j]}", all_classes, format_func=label,
-        key=default(f"keep:simplex.class{j}.K{n_classes}", j, all_classes), disabled=not canonical))
+    members = tuple(int(layout.linked(
+        column.selectbox, f"Vertex {VERTEX_LETTERS[j]}", all_classes, format_func=label, index=j,
+        key=f"vertex_{VERTEX_LETTERS[j].lower()}", options=all_classes, disabled=not canonical))
         for j, column in enumerate(picker_cols))
 if n_classes == 2 and canonical:
     st.caption("A binary model: its predictions lie on the edge between the two classes.")
@@ -184,27 +192,27 @@ if canonical and mode == "classes" and len(set(members)) < 3:
 vertices = cs.Vertices(mode, members) if canonical else TWO_OUTCOMES
 
 part_col, size_col, scale_col, count_col = st.columns([3, 3, 3, 2])
-partition = part_col.radio(
-    "Partition", list(PARTITIONS), format_func=PARTITIONS.get, horizontal=True,
-    key=default("keep:simplex.partition", "uniform"),
+partition = layout.linked(
+    part_col.radio, "Partition", list(PARTITIONS), format_func=PARTITIONS.get, horizontal=True,
+    index=list(PARTITIONS).index("uniform"), key="partition",
     help="Uniform: every edge cut into n parts, n² equal triangles (in K dimensions: n bins per "
          "probability). Data-dependent (appendix B of the paper): a cell is split at the mean of its "
          "most variable coordinate while it holds more rows than the minimum cell size.")
 if partition == "uniform":
-    n_bins = int(size_col.slider("Subdivisions per edge (n)", 1, 40, key=default("keep:simplex.n_bins", 10)))
+    n_bins = int(layout.linked(size_col.slider, "Subdivisions per edge (n)", 1, 40, value=10, key="cells"))
     min_bin_size = UNUSED_MIN_BIN_SIZE
 else:
-    min_bin_size = int(size_col.number_input(
-        "Minimum cell size", min_value=1, max_value=10_000_000, step=10,
-        key=default("keep:simplex.min_bin_size", 100),
+    min_bin_size = int(layout.linked(
+        size_col.number_input, "Minimum cell size", min_value=1, max_value=10_000_000, step=10, value=100,
+        key="cell_size",
         help="Cells holding more rows than this are split (the paper used 1,000)."))
     n_bins = UNUSED_N_BINS
-arrow_scale = float(scale_col.slider(
-    "Arrow scale", 0.25, 5.0, step=0.25, key=default("keep:simplex.arrow_scale", 1.0),
+arrow_scale = float(layout.linked(
+    scale_col.slider, "Arrow scale", 0.25, 5.0, step=0.25, value=1.0, key="arrows",
     help="Draws the head at tail + scale × (observed − mean), to make short arrows visible. The hover "
          "shows the true values."))
-count_scale = count_col.radio("Cell colours", ["log", "linear"], horizontal=True,
-                              key=default("keep:simplex.count_scale", "log"),
+count_scale = layout.linked(count_col.radio, "Cell colours", ["log", "linear"], horizontal=True, index=0,
+                            key="colours",
                               help="Colour scale of the number of rows per cell.")
 
 # ----------------------------------------------------------------------------- view and chart
@@ -226,7 +234,9 @@ chart_col = st.container()
 with chart_col:
     figure = simplex_figure(view, arrow_scale=arrow_scale, class_names=titles, count_scale=count_scale)
     figure.update_layout(height=CHART_HEIGHT)
-    st.plotly_chart(figure, theme=None, key="simplex_chart")
+    st.plotly_chart(figure, theme=None, key="simplex_chart",
+                    config=downloads.chart_config("Simplex", model.name, lens, partition, n_bins))
+    downloads.report_button("simplex", models)
     table = view.table
     kept = int(view.projection.kept.sum())
     rows_text = f"{kept:,} rows"
@@ -247,15 +257,15 @@ with chart_col:
 st.subheader("Is the miscalibration real? Consistency resampling")
 settings_col, whole_col, arrows_col = st.columns([2, 4, 4], gap="medium")
 with settings_col:
-    n_resamples = int(st.selectbox(
-        "Consistency resamples", RESAMPLES,
-        key=default("keep:simplex.n_resamples", 100 if model.predictions.n_samples > LARGE_MODEL_ROWS else 200),
+    n_resamples = int(layout.linked(
+        st.selectbox, "Consistency resamples", RESAMPLES, key="resamples",
+        index=RESAMPLES.index(100 if model.predictions.n_samples > LARGE_MODEL_ROWS else 200),
         format_func=lambda n: f"{n:,}",
         help="Label vectors drawn from the predictions (a perfectly calibrated model). More: a steadier band, "
              f"slower. Models over {LARGE_MODEL_ROWS:,} rows start at 100 so that the band follows each change "
              "within a second."))
-    seed = int(st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
-                               key=default("keep:simplex.seed", 0)))
+    seed = int(layout.linked(st.number_input, "Seed", min_value=0, max_value=2**31 - 1, step=1, value=0,
+                             key="simplex_seed"))
     noun = ("all " + str(n_classes) + " classes" if canonical else
             "top label" if lens == "max" else f"class {class_names[class_index]}")
     distance_text = DISTANCES[distance]

@@ -7,11 +7,10 @@ import streamlit as st
 from calib_core import CalibrationInputError
 from calib_core.recalibration import RECALIBRATORS
 from studio import compute_recalibration as cr
-from studio import layout
+from studio import downloads, layout, report
 from studio.figures import reliability_figure
 from studio.figures_recalibration import change_figure, gce_rank_figure, temperature_surface_figure
 from studio.figures_simplex import simplex_figure
-from studio.layout import default
 from studio.text import literal
 
 SCHEME_LABELS = {
@@ -56,40 +55,41 @@ layout.require_models(models)
 # ----------------------------------------------------------------------------- settings
 all_methods = list(RECALIBRATORS)
 with st.container(border=True):
-    methods = st.multiselect(
-        "Methods", all_methods, format_func=method_label,
-        key=default("keep:recal.methods", list(cr.DEFAULT_METHODS), all_methods),
+    methods = layout.linked(
+        st.multiselect, "Methods", all_methods, format_func=method_label,
+        default=list(cr.DEFAULT_METHODS), key="methods", options=all_methods,
         help="Logit-based methods (temperature, vector, matrix scaling ...) use the logits when the file has them, "
              "else the log-probabilities. Platt, beta and isotonic fit one map per class (one-vs-rest) for K > 2.")
     any_split = any(cr.split_column_ready(m.predictions) for m in models)
     schemes = (["split_column"] if any_split else []) + ["random", "cross_fit"]
     scheme_col, fraction_col, folds_col, seed_col, boot_col = st.columns([5, 3, 2, 2, 2])
-    scheme = scheme_col.radio(
-        "Protocol: fit on … evaluate on …", schemes, format_func=SCHEME_LABELS.get,
-        key=default("keep:recal.scheme", schemes[0], schemes),
+    scheme = layout.linked(
+        scheme_col.radio, "Protocol: fit on … evaluate on …", schemes, format_func=SCHEME_LABELS.get,
+        index=0, key="protocol", options=schemes,
         help="Split column: fit on the rows marked calibration (or val), evaluate on the rows marked test. "
              "Random split: a stratified split with the test fraction and seed. Cross-fitting: every row is "
              "recalibrated by a map fitted on the other folds, so all rows are evaluated out of sample.")
-    test_fraction = fraction_col.slider(
-        "Test fraction (random split)", 0.1, 0.9, step=0.05, key=default("keep:recal.test_fraction", 0.5),
+    test_fraction = layout.linked(
+        fraction_col.slider, "Test fraction (random split)", 0.1, 0.9, step=0.05, value=0.5, key="test_fraction",
         disabled=scheme == "cross_fit",
         help="Share of each class held out for evaluation; also used for models without a split column.")
-    n_folds = folds_col.selectbox("Folds", FOLD_CHOICES, key=default("keep:recal.n_folds", 5, FOLD_CHOICES),
-                                  disabled=scheme != "cross_fit", help="Folds of cross-fitting.")
-    seed = int(seed_col.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
-                                     key=default("keep:recal.seed", 0),
+    n_folds = layout.linked(folds_col.selectbox, "Folds", FOLD_CHOICES, index=list(FOLD_CHOICES).index(5),
+                            key="folds", disabled=scheme != "cross_fit", help="Folds of cross-fitting.")
+    seed = int(layout.linked(seed_col.number_input, "Seed", min_value=0, max_value=2**31 - 1, step=1, value=0,
+                             key="recal_seed",
                                      help="Seeds the random split, the folds and the bootstrap."))
-    n_boot = boot_col.selectbox(
-        "Bootstrap resamples", list(cr.BOOT_CHOICES), key=default("keep:recal.n_boot", 200, list(cr.BOOT_CHOICES)),
+    n_boot = layout.linked(
+        boot_col.selectbox, "Bootstrap resamples", list(cr.BOOT_CHOICES), index=list(cr.BOOT_CHOICES).index(200),
+        key="recal_boot",
         format_func=lambda n: "none" if n == 0 else f"{n:,}",
         help="Percentile intervals of every metric before and after, and of the change (paired resamples).")
     if not any_split and any(m.predictions.split is not None for m in models):
         st.caption("The rows shown hold one split only, so the file's calibration / test split cannot be used "
                    "here: choose *All rows* in the sidebar to fit on the calibration rows and evaluate on the test "
                    "rows.")
-    in_sample = st.checkbox(
-        "Evaluate on the fitting rows instead (in-sample: optimistic, for comparison only)",
-        key=default("keep:recal.in_sample", False),
+    in_sample = layout.linked(
+        st.checkbox, "Evaluate on the fitting rows instead (in-sample: optimistic, for comparison only)",
+        value=False, key="in_sample",
         help="Each method is judged on the rows it was fitted on. Its 'after' numbers then overstate how well it "
              "works on new data, most of all for flexible methods (histogram binning, isotonic regression).")
 
@@ -193,7 +193,7 @@ st.caption("Recommended: among the methods that lower the ECE without raising th
 # ----------------------------------------------------------------------------- one model in detail
 names = list(results)
 if len(names) > 1:
-    chosen = st.selectbox("Model shown in detail", names, key=default("keep:recal.model", names[0], names),
+    chosen = layout.linked(st.selectbox, "Model shown in detail", names, index=0, key="recal_model", options=names,
                           help="Every model has its own fits; the sections below show one model.")
 else:
     chosen = names[0]
@@ -241,12 +241,11 @@ st.plotly_chart(change_figure(table, keys=cr.PROBABILITY_SCALE_KEYS,
 # ----------------------------------------------------------------------------- reliability diagrams
 st.subheader("Reliability diagrams, before and after")
 picker_col, bins_col, binning_col = st.columns([4, 2, 3])
-diagram_method = picker_col.selectbox("Method", ok_methods, key=default("keep:recal.diagram_method", ok_methods[0],
-                                                                         ok_methods),
-                                      help="The recalibrated predictions shown on the right (and in the simplex).")
-n_bins = bins_col.selectbox("Bins", [10, 15, 20, 30], key=default("keep:recal.n_bins", 15, [10, 15, 20, 30]))
-binning = binning_col.radio("Binning", ["uniform", "adaptive"], horizontal=True,
-                            key=default("keep:recal.binning", "uniform"))
+diagram_method = layout.linked(picker_col.selectbox, "Method", ok_methods, index=0, key="method", options=ok_methods,
+                               help="The recalibrated predictions shown on the right (and in the simplex).")
+n_bins = layout.linked(bins_col.selectbox, "Bins", [10, 15, 20, 30], index=1, key="recal_bins")
+binning = layout.linked(binning_col.radio, "Binning", ["uniform", "adaptive"], horizontal=True, index=0,
+                        key="recal_binning")
 key_base = (view.fingerprint, ev.input, ev.protocol)
 after_probs = fits[diagram_method].probs
 before_table = cr.reliability(ev.before, ev.labels, (*key_base, cr.BEFORE), int(n_bins), binning)
@@ -254,9 +253,12 @@ after_table = cr.reliability(after_probs, ev.labels, (*key_base, diagram_method)
 after_name = f"After: {diagram_method}"
 st.plotly_chart(reliability_figure({"Before": before_table, after_name: after_table}, layout="side_by_side",
                                    colors={"Before": 0, after_name: 2}),
-                theme=None, key="recal_reliability")
+                theme=None, key="recal_reliability",
+                config=downloads.chart_config("Recalibration", view.name, diagram_method, n_bins, binning))
 st.caption("Top-label reliability: each point is a bin's mean confidence against how often the predicted class "
            "was right, with 95% Wilson intervals; bars below: share of evaluation rows per bin.")
+downloads.report_button("recalibration", [view], n_bins=n_bins, binning=binning, recalibration=report.Recalibration(
+    view.name, table, {"Before": before_table, after_name: after_table}, note=f"{sentence} {ev.labels.size:,} evaluation rows."))
 
 # ----------------------------------------------------------------------------- simplex
 st.subheader("Simplex view, before and after")
@@ -283,8 +285,8 @@ marks = cr.fitted_temperatures({name: fits[name] for name in ok_methods
                                 if name in ("Temperature scaling", "Metric-optimised temperature")})
 t_range = cr.surface_range(list(marks.values()))
 surface = cr.temperature_surface(predictions, view.fingerprint, ev.protocol, t_range=t_range)
-surface_layout = st.radio("Layout", list(SURFACE_LAYOUTS), format_func=SURFACE_LAYOUTS.get, horizontal=True,
-                          key=default("keep:recal.surface_layout", "relative"))
+surface_layout = layout.linked(st.radio, "Layout", list(SURFACE_LAYOUTS), format_func=SURFACE_LAYOUTS.get,
+                               horizontal=True, index=list(SURFACE_LAYOUTS).index("relative"), key="surface")
 st.plotly_chart(temperature_surface_figure(surface.table, surface.minimisers, layout=surface_layout, marks=marks),
                 theme=None, key="recal_surface")
 kde_text = (f"; CE_KL (Dirichlet kernel, bandwidth 0.01) on a random {surface.kde_rows:,} of them"
@@ -326,8 +328,8 @@ st.caption(f"Rank 1 = lowest error under that variant (15 bins, {ranking.n_rows:
 
 # ----------------------------------------------------------------------------- downloads
 st.subheader("Downloads")
-download_method = st.selectbox("Method to download", ok_methods,
-                               key=default("keep:recal.download_method", ok_methods[0], ok_methods))
+download_method = layout.linked(st.selectbox, "Method to download", ok_methods, index=0, key="download",
+                                options=ok_methods)
 fit = fits[download_method]
 csv_col, json_col = st.columns(2)
 csv_col.download_button(

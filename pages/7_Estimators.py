@@ -10,7 +10,6 @@ from studio import compute_estimators as ce
 from studio import layout, state
 from studio.figures_estimators import (CHAIN_LABELS, bound_chain_figure, decomposition_figure, estimates_figure,
                                        smooth_reliability_figure)
-from studio.layout import default
 from studio.text import md
 
 ALPHA = 0.05
@@ -84,63 +83,64 @@ layout.require_models(models)
 
 # ----------------------------------------------------------------------------- settings
 rows_col, blocks_col, boot_col, seed_col = st.columns([3, 2, 3, 2])
-block_choice = rows_col.selectbox(
-    "Rows for the O(N²) estimators", [ce.AUTO, ce.ALL_ROWS, *ce.BLOCK_SIZES], format_func=block_label,
-    key=default("keep:estimators.block_rows", ce.AUTO),
+block_choice = layout.linked(
+    rows_col.selectbox, "Rows for the O(N²) estimators", [ce.AUTO, ce.ALL_ROWS, *ce.BLOCK_SIZES],
+    format_func=block_label, index=0, key="block_rows",
     help="The unbiased SKCE, kde_ce, the decompositions and the bound chain compare every pair of rows. On many "
          "rows they run on disjoint random blocks instead: the estimate is the mean over the blocks, with a "
          "t-interval from their spread (a bootstrap would repeat rows, which these estimators cannot take).")
-max_blocks = blocks_col.selectbox(
-    "Blocks (at most)", ce.BLOCK_COUNTS, key=default("keep:estimators.n_blocks", 10),
+max_blocks = layout.linked(
+    blocks_col.selectbox, "Blocks (at most)", ce.BLOCK_COUNTS, index=list(ce.BLOCK_COUNTS).index(10), key="blocks",
     disabled=block_choice == ce.ALL_ROWS, help="More blocks: a narrower interval and more rows used, slower.")
-boot_choice = boot_col.selectbox(
-    "Bootstrap resamples (linear-time estimators)", [ce.AUTO, *ce.BOOT_CHOICES],
-    key=default("keep:estimators.n_boot", ce.AUTO),
+boot_choice = layout.linked(
+    boot_col.selectbox, "Bootstrap resamples (linear-time estimators)", [ce.AUTO, *ce.BOOT_CHOICES],
+    index=0, key="est_boot",
     format_func=lambda n: (f"auto (200 if under ~{ce.BUDGET_SECONDS:.0f} s)" if n == ce.AUTO
                            else "none (no intervals)" if n == 0 else f"{n:,}"),
     help="Bootstrap intervals of MMCE, smECE and √Brier (as on the Metrics page), and the band of the smoothed "
          "reliability curve. The linear-time SKCE's interval comes from its variance formula.")
-seed = int(seed_col.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1,
-                                 key=default("keep:estimators.seed", 0),
-                                 help="Draws the blocks and the bootstrap resamples. The pairs of the "
-                                      "linear-time SKCE are fixed by the data, as on the Metrics page."))
+seed = int(layout.linked(seed_col.number_input, "Seed", min_value=0, max_value=2**31 - 1, step=1, value=0,
+                         key="est_seed",
+                         help="Draws the blocks and the bootstrap resamples. The pairs of the "
+                              "linear-time SKCE are fixed by the data, as on the Metrics page."))
 
 with st.container(border=True):
     st.markdown("**Kernel bandwidths**")
     dir_col, skce_col, mmce_col, smece_col = st.columns(4)
-    dirichlet_mode = dir_col.radio(
-        "Dirichlet kernel (kde_ce, decompositions, chain)", list(DIRICHLET_MODES), format_func=DIRICHLET_MODES.get,
-        horizontal=True, key=default("keep:estimators.dirichlet_mode", "fixed"),
+    dirichlet_mode = layout.linked(
+        dir_col.radio, "Dirichlet kernel (kde_ce, decompositions, chain)", list(DIRICHLET_MODES),
+        format_func=DIRICHLET_MODES.get, horizontal=True, index=list(DIRICHLET_MODES).index("fixed"),
+        key="dirichlet",
         help="Leave-one-out likelihood: the bandwidth that best predicts each prediction from the others "
              "(Popordanoska et al. 2024, section 7), chosen per model (on the first block with blocks). "
              f"Fixed: the registry's default h = {cc.registry.KDE_BANDWIDTH:g} unless changed.")
-    dirichlet_h = dir_col.number_input("Dirichlet bandwidth h", min_value=1e-5, max_value=10.0, step=0.001,
-                                       format="%.5f",
-                                       key=default("keep:estimators.dirichlet_h", cc.registry.KDE_BANDWIDTH),
-                                       disabled=dirichlet_mode != "fixed")
-    skce_mode = skce_col.radio("SKCE (Laplacian kernel)", list(SKCE_MODES), format_func=SKCE_MODES.get,
-                               horizontal=True, key=default("keep:estimators.skce_mode", "median"),
-                               help=f"Median heuristic: the median distance between two predictions (of "
-                                    f"{ce.MEDIAN_ROWS:,} random rows when there are more).")
-    skce_h = skce_col.number_input("SKCE bandwidth", min_value=1e-3, max_value=10.0, step=0.05, format="%.3f",
-                                   key=default("keep:estimators.skce_h", 0.5), disabled=skce_mode != "fixed")
-    mmce_h = mmce_col.number_input("MMCE bandwidth (Laplacian kernel)", min_value=1e-3, max_value=10.0, step=0.05,
-                                   format="%.3f", key=default("keep:estimators.mmce_h", cc.registry.MMCE_BANDWIDTH),
-                                   help="Kumar et al. (2018) use 0.4.")
-    smece_mode = smece_col.radio("smECE (Gaussian kernel)", list(SMECE_MODES), format_func=SMECE_MODES.get,
-                                 horizontal=True, key=default("keep:estimators.smece_mode", "auto"),
-                                 help="Automatic: the width σ at which smECE_σ = σ (Blasiok & Nakkiran 2023).")
-    smece_h = smece_col.number_input("smECE bandwidth σ", min_value=1e-4, max_value=1.0, step=0.01, format="%.4f",
-                                     key=default("keep:estimators.smece_h", 0.05), disabled=smece_mode != "fixed")
+    dirichlet_h = layout.linked(dir_col.number_input, "Dirichlet bandwidth h", min_value=1e-5, max_value=10.0,
+                                step=0.001, format="%.5f", value=cc.registry.KDE_BANDWIDTH, key="dirichlet_h",
+                                disabled=dirichlet_mode != "fixed")
+    skce_mode = layout.linked(skce_col.radio, "SKCE (Laplacian kernel)", list(SKCE_MODES), format_func=SKCE_MODES.get,
+                              horizontal=True, index=list(SKCE_MODES).index("median"), key="skce",
+                              help=f"Median heuristic: the median distance between two predictions (of "
+                                   f"{ce.MEDIAN_ROWS:,} random rows when there are more).")
+    skce_h = layout.linked(skce_col.number_input, "SKCE bandwidth", min_value=1e-3, max_value=10.0, step=0.05,
+                           format="%.3f", value=0.5, key="skce_h", disabled=skce_mode != "fixed")
+    mmce_h = layout.linked(mmce_col.number_input, "MMCE bandwidth (Laplacian kernel)", min_value=1e-3,
+                           max_value=10.0, step=0.05, format="%.3f", value=cc.registry.MMCE_BANDWIDTH,
+                           key="mmce_h", help="Kumar et al. (2018) use 0.4.")
+    smece_mode = layout.linked(smece_col.radio, "smECE (Gaussian kernel)", list(SMECE_MODES),
+                               format_func=SMECE_MODES.get, horizontal=True, index=list(SMECE_MODES).index("auto"),
+                               key="smece",
+                               help="Automatic: the width σ at which smECE_σ = σ (Blasiok & Nakkiran 2023).")
+    smece_h = layout.linked(smece_col.number_input, "smECE bandwidth σ", min_value=1e-4, max_value=1.0, step=0.01,
+                            format="%.4f", value=0.05, key="smece_h", disabled=smece_mode != "fixed")
     kde_col, classwise_col = st.columns([2, 2])
-    kde_estimator = kde_col.radio(
-        "kde_ce estimator", list(KDE_ESTIMATORS), format_func=KDE_ESTIMATORS.get, horizontal=True,
-        key=default("keep:estimators.kde_estimator", "direct"),
+    kde_estimator = layout.linked(
+        kde_col.radio, "kde_ce estimator", list(KDE_ESTIMATORS), format_func=KDE_ESTIMATORS.get, horizontal=True,
+        index=list(KDE_ESTIMATORS).index("direct"), key="kde",
         help="Direct: the mean divergence between the kernel estimate of P(Y | prediction) and the prediction "
              "(always ≥ 0). Refinement-based: the score minus the estimated refinement (can be slightly "
              "negative for a calibrated model).")
-    classwise = classwise_col.toggle(
-        "Also class-wise kde_ce (one-vs-rest, Beta kernel)", key=default("keep:estimators.classwise", False),
+    classwise = layout.linked(
+        classwise_col.toggle, "Also class-wise kde_ce (one-vs-rest, Beta kernel)", value=False, key="classwise",
         help="K binary problems, each as costly as the canonical estimate with two classes (appendix D).")
 
 auto_bandwidth = dirichlet_mode == "auto"
@@ -298,15 +298,15 @@ st.markdown(
     "errors at less of it. Each dot is an estimate, each line an inequality."
 )
 chain_col, bins_col, binning_col, log_col = st.columns([3, 3, 2, 2])
-chain_estimator = chain_col.radio(
-    "CWCE₂, TCE₂, TCE₁ estimated", list(CHAIN_ESTIMATORS), format_func=CHAIN_ESTIMATORS.get, horizontal=True,
-    key=default("keep:estimators.chain_estimator", "kde"),
+chain_estimator = layout.linked(
+    chain_col.radio, "CWCE₂, TCE₂, TCE₁ estimated", list(CHAIN_ESTIMATORS), format_func=CHAIN_ESTIMATORS.get,
+    horizontal=True, index=list(CHAIN_ESTIMATORS).index("kde"), key="chain",
     help="Kernel: leave-one-out Beta-kernel estimates (Popordanoska et al. 2024, appendix D). Binned: the "
          "plug-in binned estimates (TCE₁ is then the ECE).")
-chain_bins = int(bins_col.slider("Bins (ECE and binned terms)", 2, 50, key=default("keep:estimators.chain_bins", 15)))
-chain_binning = binning_col.radio("Binning", ["uniform", "adaptive"], horizontal=True,
-                                  key=default("keep:estimators.chain_binning", "uniform"))
-log_x = log_col.toggle("Log scale", key=default("keep:estimators.chain_log", True))
+chain_bins = int(layout.linked(bins_col.slider, "Bins (ECE and binned terms)", 2, 50, value=15, key="chain_bins"))
+chain_binning = layout.linked(binning_col.radio, "Binning", ["uniform", "adaptive"], horizontal=True, index=0,
+                              key="chain_binning")
+log_x = layout.linked(log_col.toggle, "Log scale", value=True, key="chain_log")
 chains = {}
 for model in usable:
     plan = plans[model.name]

@@ -27,7 +27,10 @@ st.code(
 )
 st.caption("A folder or glob of CSV/Parquet files is read in record batches (`--batch-rows`); memory stays "
            "bounded whatever the row count. `--engine auto` streams inputs over 200 MB. Upload the JSON below "
-           "to see its reliability diagrams, per-class bars and bin sensitivity (uniform bins).")
+           "to see its reliability diagrams, per-class bars and bin sensitivity (uniform bins). "
+           "Running the studio on your own machine instead? `streamlit run app.py --server.maxUploadSize 1000` "
+           f"raises the {upload_limit} MB limit to 1,000 MB (the file is then held in the server's memory, a few "
+           "times its size once read; `docs/deploy.md`).")
 
 upload_col, demo_col = st.columns([3, 2])
 uploaded = upload_col.file_uploader("Summary JSON from `calib-core report --json`", type=["json"],

@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 
 from studio import nav, state
-from studio.text import md
+from studio.text import literal, md
 
 #: Prefix of the widget keys whose values survive a page change (see :func:`keep_widget_values`).
 KEEP_PREFIX = "keep:"
@@ -55,6 +56,119 @@ def default(key: str, value: Any, options: Sequence[Any] | None = None) -> str:
     return key
 
 
+#: Session key holding the title of the page drawn by the previous run (see :func:`linked`).
+_LAST_PAGE = "studio:last_page"
+#: Session key of the flag "this run entered its page" (a fresh session or a page switch).
+_ENTERED = "studio:entered_page"
+
+
+def _default_of(kwargs: dict[str, Any], args: tuple[Any, ...]) -> Any:
+    """The default a widget call declares (``value=``, ``index=`` or ``default=``)."""
+    if "value" in kwargs:
+        return kwargs["value"]
+    if "default" in kwargs:
+        return kwargs["default"]
+    if "index" in kwargs:
+        options = list(kwargs.get("options", args[0] if args else ()))
+        return options[kwargs["index"]] if kwargs["index"] is not None and options else None
+    return None
+
+
+def _url_text(value: Any, format_func: Callable[[Any], Any] | None) -> list[str]:
+    """How Streamlit spells a widget value in the URL: options by their label, one entry per list item."""
+    if isinstance(value, bool):
+        return [str(value).lower()]
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if format_func is not None:
+        return [str(format_func(item)) for item in items]
+    return [str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in items]
+
+
+def linked(widget: Callable[..., Any], label: str, *args: Any, key: str, options: Sequence[Any] | None = None,
+           **kwargs: Any) -> Any:
+    """Draw ``widget(label, *args, key=key, bind="query-params", **kwargs)``: a control kept in the URL.
+
+    The key is the query parameter's name (``?bins=20``): Streamlit writes
+    the value into the URL when it differs from the widget's default
+    (``value=``, ``index=`` or ``default=``), seeds the widget from the URL
+    when a link is opened and keeps the value across page switches (docs:
+    ``bind`` of every input widget). Streamlit drops a value the widget
+    cannot take (out of range, an unknown option); when a visitor arrives
+    with such a link this shows why the control fell back to its default.
+
+    Parameters
+    ----------
+    widget : callable
+        ``st.slider``, ``column.radio``, ... (any widget that takes ``bind``).
+    label, *args, **kwargs
+        The widget's own arguments; pass the default as ``value=``,
+        ``index=`` or ``default=``, never through Session State.
+    key : str
+        Short, readable, unique in the app (it is the URL parameter).
+    options : sequence, optional
+        The options of a widget whose options change with the data (models,
+        classes): a value kept from an earlier view that is no longer among
+        them is forgotten first, so the widget starts from its default.
+
+    Returns
+    -------
+    The widget's value.
+    """
+    if options is not None and key in st.session_state:
+        kept = st.session_state[key]
+        stale = ([v for v in kept if v not in options] if isinstance(kept, (list, tuple))
+                 else kept not in options)
+        if stale:
+            del st.session_state[key]
+    checking = st.session_state.get(_ENTERED, False)
+    raw = st.query_params.get_all(key) if checking and key in st.query_params else None
+    value = widget(label, *args, key=key, bind="query-params", **kwargs)
+    default = _default_of(kwargs, args)
+    _link_values()[key] = None if value == default else _url_text(value, kwargs.get("format_func"))
+    _show_link()
+    if raw:
+        after = st.query_params.get_all(key) if key in st.query_params else None
+        as_default = raw == _url_text(default, kwargs.get("format_func"))
+        if after != raw and not (value == default and as_default):
+            shown = ", ".join(raw)
+            st.info(f"The link's {literal(f'{key}={shown}')} is not a valid choice for *{md(label)}* here, "
+                    f"so it shows {literal(', '.join(_url_text(value, kwargs.get('format_func'))))} instead.",
+                    icon=":material/link_off:")
+    return value
+
+
+#: Session keys of this run's "Link to this view" box and of the URL values of the controls drawn so far.
+_LINK_SLOT = "studio:link_slot"
+_LINK_VALUES = "studio:link_values"
+
+
+def _link_values() -> dict[str, list[str] | None]:
+    return st.session_state.setdefault(_LINK_VALUES, {})
+
+
+def view_url() -> str:
+    """The URL that reopens the current view: the page's address and its query parameters.
+
+    The browser changes the URL of a bound control at once, but the server's
+    ``st.query_params`` learns of it only on the next page load, so the
+    controls drawn in this run (see :func:`linked`) give their own values;
+    the other parameters (``demo``, ``split``, ``models``) come from
+    ``st.query_params``.
+    """
+    base = str(st.context.url or "").split("?", 1)[0].split("#", 1)[0]
+    drawn = _link_values()
+    pairs = [(key, value) for key in st.query_params if key not in drawn
+             for value in st.query_params.get_all(key)]
+    pairs += [(key, value) for key, values in drawn.items() if values for value in values]
+    return base + (f"?{urlencode(pairs)}" if pairs else "")
+
+
+def _show_link() -> None:
+    slot = st.session_state.get(_LINK_SLOT)
+    if slot is not None:
+        slot.code(view_url(), language=None, wrap_lines=True)
+
+
 def setup_page(title: str, icon: str) -> list[state.ModelView]:
     """Configure the page, load the models of a fresh session, draw the sidebar.
 
@@ -66,6 +180,10 @@ def setup_page(title: str, icon: str) -> list[state.ModelView]:
     st.set_page_config(page_title=f"{title} · Calibration studio", page_icon=icon, layout="wide",
                        initial_sidebar_state="expanded")
     keep_widget_values()
+    # A link's parameters are checked in the run that opens its page (see linked()); later
+    # reruns of the same page may see parameters the browser already dropped.
+    st.session_state[_ENTERED] = st.session_state.get(_LAST_PAGE) != title
+    st.session_state[_LAST_PAGE] = title
     state.ensure_models_loaded()
     _sidebar(title)
     return state.active_models()
@@ -78,6 +196,12 @@ def _sidebar(current: str) -> None:
         for page in nav.available_pages():
             st.page_link(page.path, label=page.label, icon=page.icon, query_params=params or None,
                          disabled=False)
+        st.markdown("**Link to this view**", help="Copy this address (button on the right) to share what the "
+                    "page shows: the demo, the rows and every control of this page. Uploaded files cannot "
+                    "travel in a link.")
+        st.session_state[_LINK_VALUES] = {}
+        st.session_state[_LINK_SLOT] = st.empty()
+        _show_link()
         st.divider()
         models = state.get_entries()
         if not models:

@@ -7,10 +7,12 @@ models chosen for display) or :func:`get_models`, and change them through
 :func:`remove_model`; they never poke at session keys themselves.
 
 Shareable links: on a fresh session :func:`ensure_models_loaded` opens the
-demos named by ``?demo=a,b`` (or the default demo) and the rows named by
-``?split=``; after every change :func:`sync_query_params` writes the loaded
-demos and the split back into the URL, so copying it reproduces the view
-(uploads cannot travel in a link).
+demos named by ``?demo=a,b`` (or the default demo), the rows named by
+``?split=`` and, when some models are hidden, shows only those of
+``?models=a&models=b``; after every change :func:`sync_query_params` writes
+them back into the URL, so copying it reproduces the view (uploads cannot
+travel in a link). The pages' own controls are bound to the URL by
+Streamlit itself (``studio.layout.linked``).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import streamlit as st
 from calib_core import CalibrationInputError
 from calib_core.io import LoadFix, Predictions, demo_datasets
 from studio import compute
+from studio.text import md
 
 #: The one ``st.session_state`` key owned by the app.
 APP_KEY = "calibration_studio"
@@ -204,6 +207,8 @@ def fingerprint(predictions: Predictions) -> str:
     digest.update(b"logits" + predictions.logits.tobytes() if predictions.logits is not None else b"no logits")
     digest.update(predictions.labels.astype("int64").tobytes())
     digest.update("\x1f".join(predictions.class_names).encode())
+    if predictions.groups is not None:  # another group column (Data page) is another analysis on the Groups page
+        digest.update(b"groups" + str(predictions.group_column).encode() + predictions.groups.tobytes())
     return digest.hexdigest()
 
 
@@ -258,6 +263,7 @@ def set_shown_models(names: list[str]) -> None:
     """Show only ``names`` on the analysis pages (the others stay loaded)."""
     store = _store()
     store.hidden = {name for name in store.models if name not in set(names)}
+    sync_query_params()
 
 
 def active_models() -> list[ModelView]:
@@ -418,6 +424,7 @@ def ensure_models_loaded() -> None:
     available = demo_datasets()
     wanted = _query_demos()
     split = st.query_params.get("split")
+    shown = list(dict.fromkeys(st.query_params.get_all("models")))
     unknown = [name for name in wanted if name not in available]
     if unknown:
         st.error(
@@ -440,24 +447,43 @@ def ensure_models_loaded() -> None:
         else:
             st.warning(f"The link asks for the split {split!r}, which the loaded models do not have; "
                        "showing all rows. Choose the rows in the sidebar.")
+    if shown:
+        known_shown = [name for name in shown if name in store.models]
+        if known_shown:
+            store.hidden = {name for name in store.models if name not in known_shown}
+        if len(known_shown) < len(shown):
+            missing = ", ".join(name for name in shown if name not in store.models)
+            st.info(f"The link shows models that are not loaded ({md(missing)}); "
+                    + ("showing the others." if known_shown else "showing every loaded model.")
+                    + " Choose them under *Models shown* in the sidebar.", icon=":material/link_off:")
     sync_query_params()
 
 
 def sync_query_params() -> None:
-    """Write the loaded demos (``?demo=``) and the chosen split (``?split=``) into the URL."""
+    """Write the loaded demos (``?demo=``), the split (``?split=``) and the shown models into the URL.
+
+    ``?models=`` (one entry per model) appears only while some loaded model is hidden.
+    """
     store = _store()
     demos = ",".join(model.demo for model in store.models.values() if model.origin == "demo" and model.demo)
     split = store.split if store.split != ALL_ROWS else ""
-    for key, value in (("demo", demos), ("split", split)):
-        if value and st.query_params.get(key) != value:
+    shown = [name for name in store.models if name not in store.hidden] if store.hidden else []
+    for key, value in (("demo", demos), ("split", split), ("models", shown)):
+        current = st.query_params.get_all(key) if key in st.query_params else []
+        if value and current != (value if isinstance(value, list) else [value]):
             st.query_params[key] = value
         elif not value and key in st.query_params:
             del st.query_params[key]
 
 
-def link_params() -> dict[str, str]:
+#: The query parameters that are not bound to a page's widgets (see :func:`sync_query_params`).
+LINK_KEYS = ("demo", "split", "models")
+
+
+def link_params() -> dict[str, str | list[str]]:
     """The query parameters to carry on links between pages."""
-    return {key: st.query_params[key] for key in ("demo", "split") if key in st.query_params}
+    return {key: (values if len(values) > 1 else values[0]) for key in LINK_KEYS
+            if (values := st.query_params.get_all(key))}
 
 
 def demo_path(name: str) -> Path:

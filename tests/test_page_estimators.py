@@ -217,11 +217,11 @@ def test_settings_recompute_the_estimates():
     data = load_demo(WINE)
     probs, labels = data.probs, data.labels
 
-    at.number_input(key="keep:estimators.dirichlet_h").set_value(0.05)
-    at.radio(key="keep:estimators.kde_estimator").set_value("refinement")
-    at.toggle(key="keep:estimators.classwise").set_value(True)
-    at.number_input(key="keep:estimators.mmce_h").set_value(0.2)
-    at.selectbox(key="keep:estimators.n_boot").set_value(0)
+    at.number_input(key="dirichlet_h").set_value(0.05)
+    at.radio(key="kde").set_value("refinement")
+    at.toggle(key="classwise").set_value(True)
+    at.number_input(key="mmce_h").set_value(0.2)
+    at.selectbox(key="est_boot").set_value(0)
     at.run()
     assert_clean(at)
     table = estimates(at)
@@ -234,21 +234,21 @@ def test_settings_recompute_the_estimates():
     check_decomposition(specs(at)[DECOMPOSITION], {WINE: data}, {WINE: 0.05})
 
     # Blocks of 500 rows do not fit into 89 rows: all rows are used.
-    at.selectbox(key="keep:estimators.block_rows").set_value(500).run()
+    at.selectbox(key="block_rows").set_value(500).run()
     assert_clean(at)
     assert (estimates(at)["rows"] == 89).all()
 
     # The binned chain: TCE_1 is then the ECE itself.
-    at.radio(key="keep:estimators.chain_estimator").set_value("binned")
-    at.slider(key="keep:estimators.chain_bins").set_value(10)
+    at.radio(key="chain").set_value("binned")
+    at.slider(key="chain_bins").set_value(10)
     at.run()
     assert_clean(at)
     chain = cc.bound_chain(probs, labels, estimator="binned", n_bins=10, bandwidth=0.05, mmce_bandwidth=0.2)
     (dots,) = [t for t in specs(at)[CHAIN]["data"] if t.get("name") == WINE]
     np.testing.assert_allclose([c[0] for c in dots["customdata"]], [t.value for t in chain.terms], rtol=1e-12)
 
-    at.radio(key="keep:estimators.smece_mode").set_value("fixed").run()
-    at.number_input(key="keep:estimators.smece_h").set_value(0.1)
+    at.radio(key="smece").set_value("fixed").run()
+    at.number_input(key="smece_h").set_value(0.1)
     at.run()
     assert at.metric[0].value == f"{cc.smooth_ece(probs, labels, bandwidth=0.1):.4f}"
 
@@ -263,7 +263,7 @@ def test_slow_settings_are_announced_and_blocks_offered(monkeypatch):
     assert "A block size above gives a faster estimate with an interval" in warning
     assert any("bootstrap intervals of the linear-time estimators" in i.value for i in at.info)
     assert estimates(at).loc[[MMCE, SMECE, ROOT_BRIER], "ci_low"].isna().all(), "auto left the bootstrap out"
-    at.selectbox(key="keep:estimators.n_boot").set_value(100).run()
+    at.selectbox(key="est_boot").set_value(100).run()
     table = estimates(at)
     assert table.loc[MMCE, "interval"] == "estimate +- 1.96 bootstrap standard errors (100 resamples)"
     assert table.loc[ROOT_BRIER, "interval"] == "percentile bootstrap, 100 resamples"
@@ -312,9 +312,9 @@ def test_same_name_same_number_on_the_metrics_and_the_estimators_page():
 
 def test_a_changed_setting_is_part_of_the_name():
     at = open_page(WINE)
-    at.radio(key="keep:estimators.dirichlet_mode").set_value("auto")
-    at.radio(key="keep:estimators.skce_mode").set_value("fixed").run()
-    at.number_input(key="keep:estimators.skce_h").set_value(0.25).run()
+    at.radio(key="dirichlet").set_value("auto")
+    at.radio(key="skce").set_value("fixed").run()
+    at.number_input(key="skce_h").set_value(0.25).run()
     assert_clean(at)
     data = load_demo(WINE)
     h = cc.kde_bandwidth(data.probs)

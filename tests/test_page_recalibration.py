@@ -43,7 +43,7 @@ DIRECT = {"ece": cc.ece, "ace": cc.ace, "sce": cc.sce, "mce": cc.mce, "ks": cc.k
 def open_with_model(predictions: Predictions, *, n_boot: int = 0) -> AppTest:
     """The page with one model given as arrays (as after an upload), in a fresh session."""
     return app_support.open_with_model(PAGE, predictions, timeout=TIMEOUT,
-                                       session_values={"keep:recal.n_boot": n_boot})
+                                       session_values={"recal_boot": n_boot})
 
 
 def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:
@@ -51,7 +51,7 @@ def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:
     if demo:
         at.query_params["demo"] = demo
     if n_boot is not None:
-        at.session_state["keep:recal.n_boot"] = n_boot
+        at.session_state["recal_boot"] = n_boot
     at.switch_page(PAGE)
     return at.run()
 
@@ -103,8 +103,8 @@ def test_page_runs_on_the_default_demo_with_the_default_methods():
     at = open_page()
     assert_clean(at)
     assert at.title[0].value.startswith("Recalibration")
-    assert at.multiselect(key="keep:recal.methods").value == list(cr.DEFAULT_METHODS)
-    assert at.radio(key="keep:recal.scheme").value == "split_column"
+    assert at.multiselect(key="methods").value == list(cr.DEFAULT_METHODS)
+    assert at.radio(key="protocol").value == "split_column"
     data = load_demo(DIGITS)
     n_cal, n_test = int((data.split == "calibration").sum()), int((data.split == "test").sum())
     sentence = protocol_text(at)
@@ -118,7 +118,8 @@ def test_page_runs_on_the_default_demo_with_the_default_methods():
     assert len(at.get("plotly_chart")) == 6
     assert "`digits_gaussian_nb`:" in markdown(at)
     downloads = at.get("download_button")
-    assert [d.proto.label for d in downloads] == ["Recalibrated predictions (CSV)", "Fitted parameters (JSON)"]
+    assert [d.proto.label for d in downloads] == ["Download report (HTML)", "Recalibrated predictions (CSV)",
+                                                  "Fitted parameters (JSON)"]
     # Progress per method: one line per fitted method in the status box.
     for method in cr.DEFAULT_METHODS:
         assert f"`digits_gaussian_nb` · {method}: fitted in" in markdown(at)
@@ -158,14 +159,14 @@ def test_temperature_scaling_numbers_agree_with_calib_core():
 
 def test_protocol_choices_random_split_and_cross_fitting():
     at = open_page(n_boot=0)
-    at.radio(key="keep:recal.scheme").set_value("random").run()
+    at.radio(key="protocol").set_value("random").run()
     assert_clean(at)
     sentence = protocol_text(at)
     assert "stratified random split (seed 0)" in sentence and "test fraction 0.5" in sentence
     data = load_demo(DIGITS)
     split = cc.stratified_split(data.labels, test_fraction=0.3, seed=4)
-    at.slider(key="keep:recal.test_fraction").set_value(0.3)
-    at.number_input(key="keep:recal.seed").set_value(4)
+    at.slider(key="test_fraction").set_value(0.3)
+    at.number_input(key="recal_seed").set_value(4)
     at.run()
     assert_clean(at)
     sentence = protocol_text(at)
@@ -175,10 +176,10 @@ def test_protocol_choices_random_split_and_cross_fitting():
     expected = cc.ece(model.predict_proba(data.probs[split.eval_index]), data.labels[split.eval_index])
     assert summary(at).loc["Temperature scaling", "ECE"] == pytest.approx(expected, rel=1e-9)
 
-    at.radio(key="keep:recal.scheme").set_value("cross_fit").run()
+    at.radio(key="protocol").set_value("cross_fit").run()
     assert_clean(at)
     assert "5-fold cross-fitting on 899 rows" in protocol_text(at)
-    at.selectbox(key="keep:recal.n_folds").set_value(3).run()
+    at.selectbox(key="folds").set_value(3).run()
     assert_clean(at)
     assert "3-fold cross-fitting" in protocol_text(at)
     oof = cc.cross_fit(TemperatureScaling(input="probs"), data.probs, data.labels, n_folds=3, seed=4)
@@ -188,7 +189,7 @@ def test_protocol_choices_random_split_and_cross_fitting():
 def test_in_sample_only_behind_the_labelled_checkbox():
     at = open_page(n_boot=0)
     assert "IN-SAMPLE" not in protocol_text(at)
-    checkbox = at.checkbox(key="keep:recal.in_sample")
+    checkbox = at.checkbox(key="in_sample")
     assert "in-sample" in checkbox.label and "optimistic" in checkbox.label
     checkbox.check().run()
     assert_clean(at)
@@ -200,7 +201,7 @@ def test_in_sample_only_behind_the_labelled_checkbox():
     model = TemperatureScaling(input="probs").fit(data.probs[cal], data.labels[cal])
     in_sample = cc.ece(model.predict_proba(data.probs[cal]), data.labels[cal])
     assert summary(at).loc["Temperature scaling", "ECE"] == pytest.approx(in_sample, rel=1e-9)
-    at.checkbox(key="keep:recal.in_sample").uncheck().run()
+    at.checkbox(key="in_sample").uncheck().run()
     assert "Holdout" in protocol_text(at)
 
 
@@ -208,7 +209,7 @@ def test_in_sample_only_behind_the_labelled_checkbox():
 
 def test_binary_demo_with_every_method():
     at = open_page(CANCER, n_boot=0)
-    at.multiselect(key="keep:recal.methods").set_value(list(RECALIBRATORS)).run()
+    at.multiselect(key="methods").set_value(list(RECALIBRATORS)).run()
     assert_clean(at)
     assert not at.warning, [w.value for w in at.warning]
     assert list(summary(at).index) == [cr.BEFORE, *RECALIBRATORS]
@@ -223,9 +224,9 @@ def test_model_without_split_column_gets_a_random_split_and_downloads():
     predictions = synthetic(240, 3, name="upload_no_split")
     at = open_with_model(predictions)
     assert_clean(at)
-    assert at.radio(key="keep:recal.scheme").options == ["Stratified random split", "K-fold cross-fitting"]
+    assert at.radio(key="protocol").options == ["Stratified random split", "K-fold cross-fitting"]
     assert "stratified random split (seed 0)" in protocol_text(at)
-    assert len(at.get("download_button")) == 2
+    assert len(at.get("download_button")) == 3  # the HTML report, the predictions CSV, the fitted parameters
     assert any("probabilities only" in c.value for c in at.main.caption)
 
 
@@ -246,9 +247,9 @@ def test_two_models_each_get_their_own_fits():
     assert_clean(at)
     text = markdown(at)
     assert "`wine_random_forest`:" in text and "`breast_cancer_svc`:" in text
-    assert at.selectbox(key="keep:recal.model").value == WINE
+    assert at.selectbox(key="recal_model").value == WINE
     wine_ece = summary(at).loc[cr.BEFORE, "ECE"]
-    at.selectbox(key="keep:recal.model").set_value(CANCER).run()
+    at.selectbox(key="recal_model").set_value(CANCER).run()
     assert_clean(at)
     data = load_demo(CANCER)
     test = data.split == "test"
@@ -260,19 +261,19 @@ def test_sidebar_split_with_one_split_falls_back_to_a_random_split_without_error
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params["demo"] = WINE
     at.query_params["split"] = "test"
-    at.session_state["keep:recal.n_boot"] = 0
+    at.session_state["recal_boot"] = 0
     at.switch_page(PAGE).run()
     assert_clean(at)
     assert "stratified random split" in protocol_text(at)
-    assert at.radio(key="keep:recal.scheme").options == ["Stratified random split", "K-fold cross-fitting"]
+    assert at.radio(key="protocol").options == ["Stratified random split", "K-fold cross-fitting"]
     assert any("choose *All rows* in the sidebar" in c.value for c in at.main.caption)
 
 
 def test_impossible_protocol_and_failing_methods_end_in_messages_not_tracebacks():
     tiny = synthetic(8, 2, name="tiny", seed=3)
     at = open_with_model(tiny)
-    at.radio(key="keep:recal.scheme").set_value("cross_fit").run()
-    at.selectbox(key="keep:recal.n_folds").set_value(10).run()
+    at.radio(key="protocol").set_value("cross_fit").run()
+    at.selectbox(key="folds").set_value(10).run()
     assert not at.exception
     (error,) = at.error
     assert "tiny" in error.value and "cannot be split" in error.value and "n_folds" in error.value
@@ -280,7 +281,7 @@ def test_impossible_protocol_and_failing_methods_end_in_messages_not_tracebacks(
 
 def test_no_method_chosen_is_a_hint():
     at = open_page(n_boot=0)
-    at.multiselect(key="keep:recal.methods").set_value([]).run()
+    at.multiselect(key="methods").set_value([]).run()
     assert_clean(at)
     assert any("at least one method" in i.value for i in at.info)
     assert not at.get("plotly_chart")
@@ -537,7 +538,7 @@ def test_cautionary_baseline_is_explained_where_it_is_left_unmarked():
     """Issue 11, item 10: "the cautionary baseline is not eligible" was said without saying why."""
     at = open_page(n_boot=0)
     assert "not eligible" not in all_text(at) and cr.CAUTIONARY not in all_text(at)  # not chosen: not mentioned
-    at.multiselect(key="keep:recal.methods").set_value(["Temperature scaling", cr.CAUTIONARY]).run()
+    at.multiselect(key="methods").set_value(["Temperature scaling", cr.CAUTIONARY]).run()
     assert_clean(at)
     assert "not eligible" not in all_text(at)
     note = next(c.value for c in at.main.caption if "Green: the best method" in c.value)

@@ -124,32 +124,32 @@ def test_widgets_redraw_the_arrows_and_the_estimates():
     data = load_demo(WINE)
     probs, labels = data.probs, data.labels
 
-    at.slider(key="keep:simplex.n_bins").set_value(4).run()
+    at.slider(key="cells").set_value(4).run()
     assert_clean(at)
     table = cc.simplex_reliability(probs, labels, n_bins=4).table
     tails, heads = arrows(at)
     assert tails.shape[0] == table.n_cells
     assert at.metric[0].value == f"{cc.canonical_ce(probs, labels, n_bins=4):.4f}"
 
-    at.slider(key="keep:simplex.arrow_scale").set_value(2.5).run()
+    at.slider(key="arrows").set_value(2.5).run()
     scaled_tails, scaled_heads = arrows(at)
     np.testing.assert_allclose(scaled_tails, tails)
     np.testing.assert_allclose(scaled_heads, tails + 2.5 * (heads - tails), atol=1e-9)
     assert "2.5× their length" in captions(at)
 
-    at.radio(key="keep:simplex.distance").set_value("sq_euclidean").run()
+    at.radio(key="distance").set_value("sq_euclidean").run()
     assert at.metric[0].value == f"{cc.canonical_ce(probs, labels, 'sq_euclidean', n_bins=4):.4f}"
 
-    at.radio(key="keep:simplex.partition").set_value("data_dependent").run()
-    at.number_input(key="keep:simplex.min_bin_size").set_value(10).run()
+    at.radio(key="partition").set_value("data_dependent").run()
+    at.number_input(key="cell_size").set_value(10).run()
     assert_clean(at)
     table = cc.simplex_reliability(probs, labels, partition="data_dependent", min_bin_size=10).table
     assert arrows(at)[0].shape[0] == table.n_cells > 1
     expected = cc.canonical_ce(probs, labels, "sq_euclidean", "data_dependent", min_bin_size=10)
     assert at.metric[0].value == f"{expected:.4f}"
 
-    at.selectbox(key="keep:simplex.n_resamples").set_value(100).run()
-    at.number_input(key="keep:simplex.seed").set_value(7).run()
+    at.selectbox(key="resamples").set_value(100).run()
+    at.number_input(key="simplex_seed").set_value(7).run()
     band = cc.consistency_resampling(probs, labels, cc.CanonicalCE("sq_euclidean", "data_dependent", min_bin_size=10),
                                      100, seed=7)
     assert "100 consistency resamples" in captions(at)
@@ -159,9 +159,9 @@ def test_widgets_redraw_the_arrows_and_the_estimates():
 def test_lenses_change_the_view_and_the_estimate():
     at = open_page(WINE)
     data = load_demo(WINE)
-    assert at.selectbox(key="keep:simplex.marginal_class").disabled
+    assert at.selectbox(key="marginal").disabled
 
-    at.radio(key="keep:simplex.lens").set_value("max").run()
+    at.radio(key="lens").set_value("max").run()
     assert_clean(at)
     assert titles(at) == ["predicted class", "another class", ""]
     # The max lens with uniform bins is the top-label ECE.
@@ -170,8 +170,8 @@ def test_lenses_change_the_view_and_the_estimate():
     assert arrows(at)[0].shape[0] == cc.simplex_reliability(points, outcomes).table.n_cells
     assert all(w.disabled for w in at.multiselect), "the vertex pickers only apply to the canonical lens"
 
-    at.radio(key="keep:simplex.lens").set_value("marginal").run()
-    at.selectbox(key="keep:simplex.marginal_class").set_value(2).run()
+    at.radio(key="lens").set_value("marginal").run()
+    at.selectbox(key="marginal").set_value(2).run()
     assert_clean(at)
     assert titles(at) == ["class class_2", "not class class_2", ""]
     assert at.metric[0].value == f"{cc.canonical_ce(data.probs, data.labels, lens='marginal', class_index=2):.4f}"
@@ -179,9 +179,9 @@ def test_lenses_change_the_view_and_the_estimate():
 
 def test_three_classes_of_ten():
     at = open_page()
-    at.radio(key="keep:simplex.mode").set_value("classes").run()
+    at.radio(key="vertices").set_value("classes").run()
     for j, k in enumerate((1, 7, 8)):
-        at.selectbox(key=f"keep:simplex.class{j}.K10").set_value(k)
+        at.selectbox(key="vertex_" + "abc"[j]).set_value(k)
     at.run()
     assert_clean(at)
     data = load_demo(state.DEFAULT_DEMO)
@@ -194,8 +194,8 @@ def test_three_classes_of_ten():
 
 def test_edited_groups_are_used():
     at = open_page()
-    at.multiselect(key="keep:simplex.group2.K10").unselect(9)
-    at.multiselect(key="keep:simplex.group0.K10").select(9)
+    at.multiselect(key="group_c").unselect(9)
+    at.multiselect(key="group_a").select(9)
     at.run()
     assert_clean(at)
     assert titles(at)[0] == "0 + 1 + 2 + 9"
@@ -208,18 +208,18 @@ def test_edited_groups_are_used():
 
 def test_a_class_in_no_group_or_two_groups_is_an_error_not_a_traceback():
     at = open_page()
-    at.multiselect(key="keep:simplex.group2.K10").unselect(9).run()
+    at.multiselect(key="group_c").unselect(9).run()
     assert not at.exception
     (error,) = at.error
     assert "exactly one group" in error.value and "class 9 is in no group" in error.value
     assert not at.get("plotly_chart")
 
-    at.multiselect(key="keep:simplex.group1.K10").select(0).run()
+    at.multiselect(key="group_b").select(0).run()
     (error,) = at.error
     assert "class 0 is in more than one group" in error.value and "class 9 is in no group" in error.value
 
-    at.multiselect(key="keep:simplex.group1.K10").unselect(0)
-    at.multiselect(key="keep:simplex.group2.K10").select(9)
+    at.multiselect(key="group_b").unselect(0)
+    at.multiselect(key="group_c").select(9)
     at.run()
     assert_clean(at)
     assert at.get("plotly_chart")
@@ -227,9 +227,9 @@ def test_a_class_in_no_group_or_two_groups_is_an_error_not_a_traceback():
 
 def test_one_non_empty_group_is_an_error():
     at = open_page(WINE)
-    at.multiselect(key="keep:simplex.group0.K3").set_value([0, 1, 2])
-    at.multiselect(key="keep:simplex.group1.K3").set_value([])
-    at.multiselect(key="keep:simplex.group2.K3").set_value([])
+    at.multiselect(key="group_a").set_value([0, 1, 2])
+    at.multiselect(key="group_b").set_value([])
+    at.multiselect(key="group_c").set_value([])
     at.run()
     assert not at.exception
     (error,) = at.error
@@ -238,8 +238,8 @@ def test_one_non_empty_group_is_an_error():
 
 def test_the_same_class_twice_is_an_error():
     at = open_page()
-    at.radio(key="keep:simplex.mode").set_value("classes").run()
-    at.selectbox(key="keep:simplex.class2.K10").set_value(0).run()
+    at.radio(key="vertices").set_value("classes").run()
+    at.selectbox(key="vertex_c").set_value(0).run()
     assert not at.exception
     (error,) = at.error
     assert "three different classes" in error.value and "class 0 is picked more than once" in error.value
@@ -251,7 +251,7 @@ def test_classes_without_rows_give_an_error():
     model = Predictions(probs, np.full(60, 3), ("a", "b", "c", "d"), name="only_d")
     at = open_with_model(model)
     assert_clean(at)
-    at.radio(key="keep:simplex.mode").set_value("classes").run()
+    at.radio(key="vertices").set_value("classes").run()
     assert not at.exception
     (error,) = at.error
     assert "cannot be drawn" in error.value and "no row has a label among `classes`" in error.value
@@ -259,8 +259,8 @@ def test_classes_without_rows_give_an_error():
 
 def test_binary_model_offers_groups_only():
     at = open_page(CANCER)
-    assert at.radio(key="keep:simplex.mode").options == ["three groups of classes"]
-    assert at.radio(key="keep:simplex.mode").disabled
+    assert at.radio(key="vertices").options == ["three groups of classes"]
+    assert at.radio(key="vertices").disabled
     assert "binary model" in captions(at)
 
 
@@ -269,7 +269,7 @@ def test_binary_model_offers_groups_only():
 def test_model_selector_switches_the_chart():
     at = open_page(f"{WINE},{DIGITS}")
     assert_clean(at)
-    selector = at.selectbox(key="keep:simplex.model")
+    selector = at.selectbox(key="model")
     assert selector.options == [WINE, DIGITS]
     assert titles(at) == ["class_0", "class_1", "class_2"]
     selector.set_value(DIGITS).run()
@@ -312,7 +312,7 @@ def test_large_models_start_with_100_resamples_so_the_band_keeps_up():
     labels = np.minimum((probs.cumsum(axis=1) < rng.uniform(size=(60_000, 1))).sum(axis=1), 2)
     at = open_with_model(Predictions.from_arrays(probs=probs, labels=labels, name="large"))
     assert not at.exception and not at.error
-    assert at.selectbox(key="keep:simplex.n_resamples").value == 100
+    assert at.selectbox(key="resamples").value == 100
     assert "100 consistency resamples" in captions(at)
 
 
