@@ -5,22 +5,32 @@ loader detected and correct the column mapping. The other pages live in
 ``pages/`` (Streamlit's page discovery; each page sets itself up, so deep
 links such as ``/Reliability`` work on a fresh session).
 """
+import math
+
 import streamlit as st
 
+import calib_core as cc
 from calib_core import CalibrationInputError
 from calib_core.io import demo_datasets
-from studio import compute, downloads, layout, state
-from studio.text import md
+from studio import compute, downloads, figures, layout, state
+from studio.text import md, plot_text
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy"]
 UPLOADS = "data:uploads"
 DEMOS = "data:demos"
 DETECT = "(detect)"
 NO_SCORE = "(none)"
+NO_GROUP = "(no groups)"
 KINDS = {"auto": "Detect", "probabilities": "Probabilities", "logits": "Logits"}
 FIX_HINT = ("Fix the file (or save it as a CSV with a `label` column and one `p_<class>` column per class) "
             "and upload it again. The models already loaded are unchanged.")
 FIX_BUTTONS_HINT = "Or load it with one of these fixes (the model's card will say which):"
+# The headline of each model (its first picture): the Metrics page's default settings, so both show one number.
+HEADLINE_N_BINS, HEADLINE_BINNING, HEADLINE_N_BOOT, HEADLINE_SEED, HEADLINE_ALPHA = 15, "uniform", 200, 0, 0.05
+HEADLINE_HEIGHT = 300  # pixels: a thumbnail (studio.figures.COMPACT_HEIGHT)
+# A badge, not an alert box: the card's first alert stays "read as logits" when the loader guessed that.
+VERDICT_BADGES = {"miscalibrated": ("orange", ":material/warning:"), "consistent": ("green", ":material/check_circle:"),
+                  "inconclusive": ("blue", ":material/help:")}
 
 
 def _load_upload(file, options: tuple = ()) -> tuple[str | None, state.LoadProblem | None]:
@@ -80,6 +90,7 @@ def _reload(name: str) -> None:
         "input_kind": st.session_state[_mapping_key(name, "kind")],
         "renormalize": bool(st.session_state[_mapping_key(name, "renormalize")]),
         "percentages": bool(st.session_state[_mapping_key(name, "percentages")]),
+        "group": _chosen_group(name),
     }
     entry = state.get_entries().get(name)
     if entry is not None and dict(entry.options).get("class_names"):
@@ -102,6 +113,23 @@ def _refuse_logits(name: str) -> None:
     entry = state.get_entries().get(name)
     if entry is not None:
         _reload_with(name, {**dict(entry.options), "input_kind": "probabilities"}, slot="refuse_error")
+
+
+def _chosen_group(name: str) -> str | None:
+    group = st.session_state.get(_mapping_key(name, "group"), NO_GROUP)
+    return None if group == NO_GROUP else group
+
+
+def _group_select(name: str, entry: state.LoadedModel) -> None:
+    """The "Group column" select: the loader's candidate attribute columns (default: none, or the current one)."""
+    predictions = entry.predictions
+    group_options = [NO_GROUP, *predictions.attribute_columns]
+    group_now = dict(entry.options).get("group", predictions.group_column or NO_GROUP)
+    st.selectbox("Group column", group_options, key=_mapping_key(name, "group"),
+                 index=group_options.index(group_now) if group_now in group_options else 0,
+                 help="A column whose values split the rows into groups (a site, a device, an attribute): the "
+                      "Groups page shows each group's calibration. Offered: text, true/false and integer columns "
+                      "that are not the label, the split or a class column. Empty cells form the group '(missing)'.")
 
 
 def _mapping_form(name: str, entry: state.LoadedModel) -> None:
@@ -136,6 +164,7 @@ def _mapping_form(name: str, entry: state.LoadedModel) -> None:
         right.checkbox("Values are percentages (divide by 100)", value=bool(current.get("percentages", False)),
                        key=_mapping_key(name, "percentages"),
                        help="For files whose rows sum to 100.")
+        _group_select(name, entry)
         st.form_submit_button("Reload with these settings", on_click=_reload, args=(name,),
                               icon=":material/refresh:", key=_mapping_key(name, "submit"))
     _reload_feedback(name)
@@ -148,6 +177,58 @@ def _reload_feedback(name: str) -> None:
                     "settings; the model shown is unchanged."))
     elif st.session_state.pop(_mapping_key(name, "done"), False):
         st.success("Reloaded with these settings.")
+
+
+def _headline_interval(entry: state.LoadedModel, key: str) -> tuple[str, str]:
+    """A metric of the headline as (value, interval sentence): the Metrics page's number at its defaults.
+
+    The same cached call with the same arguments as :func:`studio.compute.metrics_table` at the
+    Metrics page's default settings, so both pages show one number (and share the cache entry).
+    """
+    spec = cc.registry.get_metric(key)
+    try:
+        found = compute.metric_interval(entry.predictions, entry.fingerprint, key, HEADLINE_N_BINS,
+                                        HEADLINE_BINNING if spec.uses_binning else "uniform", HEADLINE_N_BOOT,
+                                        HEADLINE_SEED, HEADLINE_ALPHA)
+    except CalibrationInputError as exc:
+        return "n/a", f"not available: {state.load_problem(exc).message}"
+    level = f"{1 - HEADLINE_ALPHA:.0%}"
+    if not (math.isfinite(found.low) and math.isfinite(found.high)):
+        return f"{found.estimate:.4f}", f"no {level} interval ({found.note})"
+    return f"{found.estimate:.4f}", f"{level} interval [{found.low:.4f}, {found.high:.4f}] ({found.note})"
+
+
+def _headline(name: str, entry: state.LoadedModel) -> None:
+    """The first picture of a model: a small reliability diagram, ECE and ACE with intervals, accuracy and
+    calib_core's verdict (consistency resampling), with links to the pages that explain them."""
+    predictions = entry.predictions
+    chart, numbers = st.columns([2, 3], gap="medium")
+    table = compute.reliability(predictions, entry.fingerprint, HEADLINE_N_BINS, HEADLINE_BINNING)
+    figure = figures.reliability_figure(
+        {name: table}, colors=state.model_colors(), height=HEADLINE_HEIGHT, n_rows={name: predictions.n_samples},
+        x_title="Top-label confidence",
+        title=plot_text(f"Reliability, {HEADLINE_N_BINS} {HEADLINE_BINNING} bins"),
+    )
+    chart.plotly_chart(figure, theme=None, key=f"data:headline:{name}",
+                       config=downloads.chart_config("Data", name, "reliability", HEADLINE_N_BINS, HEADLINE_BINNING))
+    with numbers:
+        verdict = compute.consistency_verdict(predictions, entry.fingerprint, HEADLINE_SEED)
+        color, icon = VERDICT_BADGES.get(verdict["verdict"], ("gray", ":material/block:"))
+        st.markdown(f"**Verdict** :{color}-badge[{icon} {md(verdict['verdict'])}] {md(verdict['reason'])}")
+        cells = st.columns(3)
+        for cell, key in zip(cells, ("ece", "ace")):
+            value, interval = _headline_interval(entry, key)
+            label = cc.metric_name(key, n_bins=HEADLINE_N_BINS, binning=HEADLINE_BINNING)
+            cell.metric(label, value, help=md(f"{label}: {interval}. Same number as on the Metrics page at "
+                                              "its default settings."))
+            cell.caption(md(interval.split(" (")[0]))
+        cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}", help="On all rows of the file.")
+        links = st.columns(2)
+        params = state.link_params() or None
+        links[0].page_link("pages/2_Reliability.py", label="Reliability: bins, classes, bands",
+                           icon=":material/show_chart:", query_params=params)
+        links[1].page_link("pages/1_Metrics.py", label="Metrics: every metric and test",
+                           icon=":material/table_chart:", query_params=params)
 
 
 def _model_card(name: str, entry: state.LoadedModel) -> None:
@@ -169,11 +250,11 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
         head.caption(f"{origin} {md(entry.file_name)} · read as {predictions.source_format}")
         button.button("Remove", key=f"data:remove:{name}", on_click=state.remove_model, args=(name,),
                       icon=":material/delete:", width="stretch")
-        cells = st.columns(4)
+        _headline(name, entry)
+        cells = st.columns(3)
         cells[0].metric("Rows (N)", f"{predictions.n_samples:,}")
         cells[1].metric("Classes (K)", predictions.n_classes)
-        cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}", help="On all rows of the file.")
-        cells[3].metric("Input", "logits" if predictions.input_kind == "logits" else "probs",
+        cells[2].metric("Input", "logits" if predictions.input_kind == "logits" else "probs",
                         help="Logits are turned into probabilities with a softmax (and kept).")
         if predictions.split is not None:
             counts = {s: int((predictions.split == s).sum()) for s in predictions.split_names}

@@ -36,6 +36,8 @@ _METRIC_TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}
 #: observed frequency is about +-0.26 wide or wider (at a frequency of 0.5), so the gap of such a bin
 #: says little; shading it drew a large triangle for a class whose class-wise ECE is 0.003.
 MIN_BIN_COUNT = 10
+#: A :func:`reliability_figure` lower than this many pixels is drawn as a compact thumbnail.
+COMPACT_HEIGHT = 400
 #: Marker opacity of a bin with one row and with ``MIN_BIN_COUNT - 1`` rows (linear in between).
 SPARSE_OPACITY = (0.25, 0.65)
 
@@ -133,7 +135,7 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
                        colors: Mapping[str, int] | None = None, title: str | None = None,
                        x_title: str = "Confidence (mean predicted probability in the bin)",
                        n_rows: Mapping[str, int] | None = None, histogram_log: bool = False,
-                       min_count: int = MIN_BIN_COUNT) -> go.Figure:
+                       min_count: int = MIN_BIN_COUNT, height: int | None = None) -> go.Figure:
     """Reliability diagram(s) with per-bin Wilson intervals and a confidence histogram below.
 
     Parameters
@@ -163,6 +165,11 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
         opacity grows with the count (:func:`count_opacity`), labelled
         ``n=<count>``, not joined by the line and not shaded; their Wilson
         interval is still drawn (faded), since it shows how little such a bin says.
+    height : int, optional
+        Height in pixels. None: the full-size diagram of the Reliability page
+        (640 px). Below 400 px a compact thumbnail is drawn (the Data page's
+        first picture): no legend, no axis titles, smaller markers and
+        margins; the hover still names every bin.
 
     Returns
     -------
@@ -288,7 +295,18 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
         else:
             fig.update_yaxes(row=2, col=col, tickformat=".0%", rangemode="tozero",
                              title_text="Share of rows" if col == 1 else None)
-    return _base_layout(fig, height=640, title=title, panel_titles=n_cols > 1)
+    if height is None:
+        return _base_layout(fig, height=640, title=title, panel_titles=n_cols > 1)
+    if isinstance(height, bool) or not isinstance(height, (int, np.integer)) or height < 120:
+        raise ValueError(f"`height` must be a whole number of pixels >= 120 or None, got {height!r}.")
+    fig = _base_layout(fig, height=int(height), title=title, panel_titles=n_cols > 1)
+    if height < COMPACT_HEIGHT:
+        fig.update_layout(showlegend=False, font=dict(FONT, size=11),
+                          margin=dict(l=40, r=10, t=30 if title else 8, b=24))
+        fig.update_xaxes(title_text=None)
+        fig.update_yaxes(title_text=None, nticks=4)
+        fig.update_traces(marker_size=6, selector=dict(type="scatter", mode="lines+markers"))
+    return fig
 
 
 # ----------------------------------------------------------------------------- per class

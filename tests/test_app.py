@@ -101,9 +101,12 @@ def test_page_runs_on_the_default_demo_in_a_fresh_session(page):
     assert at.query_params.get("demo") == DEFAULT_DEMO
     assert at.title and at.title[0].value
     # the shared sidebar: the custom nav labels the home page "Data"
-    labels = [link.value for link in at.get("page_link")]
+    labels = [link.value for link in at.sidebar.get("page_link")]  # the Data page's cards link too
     assert labels[:5] == ["Data", "Metrics", "Reliability", "Per-class", "Bin sensitivity"]
-    if page != "app.py":
+    if page == "pages/10_Groups.py":
+        # The default demo has no group column: the page says how to choose one instead of drawing.
+        assert any("Group column" in str(e.value) for e in [*at.markdown, *at.info, *at.caption])
+    elif page != "app.py":
         assert at.get("plotly_chart"), "every analysis page draws a chart"
 
 
@@ -147,12 +150,12 @@ def test_deep_link_loads_the_demo_and_draws_the_diagram():
 def test_navigation_keeps_the_models_and_the_widget_values():
     at = open_page("app.py")
     at.switch_page("pages/2_Reliability.py").run()
-    at.slider(key="keep:reliability.n_bins").set_value(7).run()
+    at.slider(key="bins").set_value(7).run()
     at.switch_page("pages/1_Metrics.py").run()
     at.switch_page("pages/2_Reliability.py").run()
     assert_clean(at)
     assert loaded(at) == [DEFAULT_DEMO]
-    assert at.slider(key="keep:reliability.n_bins").value == 7
+    assert at.slider(key="bins").value == 7
 
 
 # ----------------------------------------------------------------------------- links
@@ -300,21 +303,21 @@ def test_column_mapping_reloads_the_file_and_a_bad_mapping_keeps_the_model():
 @pytest.mark.slow
 def test_reliability_widgets_change_the_chart():
     at = open_page("pages/2_Reliability.py", {"demo": "digits_gaussian_nb,digits_random_forest"})
-    at.slider(key="keep:reliability.n_bins").set_value(5).run()
+    at.slider(key="bins").set_value(5).run()
     (spec,) = plotly_specs(at)
     (trace,) = traces_named(spec, "digits_random_forest")
     assert 1 <= len(values(trace["x"])) <= 5
     assert "error_y" in trace and trace["error_y"]["visible"]
 
-    at.radio(key="keep:reliability.layout").set_value("side_by_side").run()
+    at.radio(key="layout").set_value("side_by_side").run()
     (spec,) = plotly_specs(at)
     assert "xaxis2" in spec["layout"] and "xaxis4" in spec["layout"]  # two columns, two rows
 
-    at.radio(key="keep:reliability.style").set_value("bars").run()
+    at.radio(key="style").set_value("bars").run()
     (spec,) = plotly_specs(at)
     assert any(t["type"] == "bar" and t.get("name", "").startswith("Gap") for t in spec["data"])
 
-    at.selectbox(key="keep:reliability.target").set_value(3).run()
+    at.selectbox(key="event").set_value(3).run()
     assert_clean(at)
     (spec,) = plotly_specs(at)
     (trace,) = traces_named(spec, "digits_gaussian_nb")
@@ -335,9 +338,9 @@ def test_metrics_table_matches_calib_core_and_reacts_to_the_widgets():
     assert ece_row["ci_low"] < ece_row["estimate"] < ece_row["ci_high"]
     assert at.download_button and at.download_button[0].label == "Download as CSV"
 
-    at.slider(key="keep:metrics.n_bins").set_value(30)
-    at.radio(key="keep:metrics.binning").set_value("adaptive")
-    at.selectbox(key="keep:metrics.n_boot").set_value(0).run()
+    at.slider(key="metric_bins").set_value(30)
+    at.radio(key="metric_binning").set_value("adaptive")
+    at.selectbox(key="boot").set_value(0).run()
     table = at.dataframe[1].value
     ece_row = table[table["metric"] == "ECE"].iloc[0]
     expected = cc.ece(predictions.probs, predictions.labels, n_bins=30, binning="adaptive")
@@ -347,14 +350,14 @@ def test_metrics_table_matches_calib_core_and_reacts_to_the_widgets():
 
 def test_per_class_sorting_and_class_choice():
     at = open_page("pages/3_Per-class.py")
-    at.radio(key="keep:perclass.sort").set_value("ace").run()
+    at.radio(key="sort").set_value("ace").run()
     bars, diagram = plotly_specs(at)
     order = bars["layout"]["xaxis"]["categoryarray"]
     predictions = load_demo(DEFAULT_DEMO)
     per_class = cc.ace(predictions.probs, predictions.labels, per_class=True)
     assert order == [predictions.class_names[k] for k in np.argsort(-per_class, kind="stable")]
 
-    at.selectbox(key="keep:perclass.class").set_value(4).run()
+    at.selectbox(key="cls").set_value(4).run()
     assert_clean(at)
     _, diagram = plotly_specs(at)
     (trace,) = traces_named(diagram, DEFAULT_DEMO)
@@ -379,7 +382,7 @@ def test_bin_sensitivity_with_one_then_several_models():
     assert len(values(heatmap["y"])) == 5 and len(values(heatmap["x"])) == 199
     assert at.warning or at.success  # the ranking either flips or it does not, and the page says which
 
-    at.multiselect(key="keep:sensitivity.metrics").set_value(["ece"]).run()
+    at.multiselect(key="metrics").set_value(["ece"]).run()
     curves, _ = plotly_specs(at)
     assert len(model_lines(curves)) == 5 * 2
 
@@ -574,3 +577,73 @@ def test_no_traceback_reaches_a_visitor():
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none"
+
+
+# ----------------------------------------------------------------------------- Data page: the first picture
+
+def test_data_page_headline_shows_each_models_diagram_numbers_and_verdict_from_calib_core():
+    at = open_page("app.py", {"demo": "wine_svc,iris_mlp"})
+    assert_clean(at)
+    assert loaded(at) == ["wine_svc", "iris_mlp"]
+    charts = plotly_specs(at)
+    assert len(charts) == 2, "one small reliability diagram per loaded model"
+    assert all(spec["layout"]["height"] < figures.COMPACT_HEIGHT for spec in charts)
+    metrics = [(m.label, m.value) for m in at.metric]
+    captions = [unescape(c.value) for c in at.caption]
+    for name in ("wine_svc", "iris_mlp"):
+        preds = load_demo(name)
+        for key in ("ece", "ace"):
+            # The registry's number and interval at the Metrics page's defaults (15 bins, 200 resamples, seed 0).
+            found = cc.metric_interval(key, preds.probs, preds.labels, n_bins=15, binning="uniform", n_boot=200,
+                                       alpha=0.05, seed=0)
+            assert (cc.metric_name(key), f"{found.estimate:.4f}") in metrics
+            assert f"95% interval [{found.low:.4f}, {found.high:.4f}]" in captions
+        assert ("Accuracy", f"{preds.accuracy:.1%}") in metrics
+        test = cc.calibration_test(preds.probs, preds.labels, method="consistency", seed=0)
+        lines = [unescape(m.value) for m in at.markdown]
+        assert any("-badge[:material/" in line and f" {test.verdict}] {test.verdict_reason}" in line
+                   for line in lines), lines
+    links = [(link.value, link.proto.page) for link in at.main.get("page_link")]
+    assert sum("Reliability" in label for label, _ in links) == 2
+    assert sum("Metrics" in label for label, _ in links) == 2
+
+
+def test_headline_numbers_are_the_metrics_pages_numbers():
+    data = open_page("app.py")
+    metrics = open_page("pages/1_Metrics.py")
+    assert_clean(data)
+    assert_clean(metrics)
+    shown = {m.label: m.value for m in data.metric}
+    frames = [frame.value for frame in metrics.dataframe]
+    table = next(f for f in frames if {"key", "name", "estimate"} <= set(f.columns))  # "Estimates and intervals"
+    for key in ("ece", "ace"):
+        row = table[table["key"] == key].iloc[0]
+        assert shown[row["name"]] == f"{row['estimate']:.4f}"
+    tests = next(f for f in frames if {"method", "verdict"} <= set(f.columns))  # "Calibration tests"
+    verdict = tests[tests["method"] == "consistency"].iloc[0]["verdict"]
+    lines = [unescape(m.value) for m in data.markdown]
+    assert any(line.startswith("**Verdict** :") and f" {verdict}] " in line for line in lines), lines
+
+
+def test_headline_of_a_model_whose_test_cannot_run_says_why_instead_of_failing(monkeypatch):
+    from studio import compute
+
+    def refuses(*args, **kwargs):
+        raise cc.CalibrationInputError("`labels` hold a single class here.")
+
+    monkeypatch.setattr(compute.cc, "calibration_test", refuses)
+    at = open_page("app.py")
+    assert_clean(at)
+    assert len(plotly_specs(at)) == 1
+    assert "**Verdict** :gray-badge[:material/block: n/a] `labels` hold a single class here." in [
+        unescape(m.value) for m in at.markdown]
+
+
+def test_compact_reliability_figure_is_small_without_legend_and_checks_its_height():
+    preds = load_demo(DEFAULT_DEMO)
+    table = cc.reliability_table(preds.probs, preds.labels, 15, "uniform")
+    small = figures.reliability_figure({"m": table}, height=300)
+    assert small.layout.height == 300 and small.layout.showlegend is False
+    assert figures.reliability_figure({"m": table}).layout.height == 640  # the Reliability page is unchanged
+    with pytest.raises(ValueError, match="height"):
+        figures.reliability_figure({"m": table}, height=10)
