@@ -26,6 +26,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="print every calibration metric of a predictions file")
     report.add_argument("path", help="CSV/TSV, Parquet, NPZ or NPY file of probabilities or logits plus labels, "
                         "or a folder or glob pattern of CSV/Parquet files with the same columns")
+    report.add_argument("more_paths", nargs="*", metavar="FILE", help="more models (with --html only)")
     report.add_argument("--n-bins", type=int, default=15, help="number of bins for binned metrics (default 15)")
     report.add_argument("--binning", choices=("uniform", "adaptive"), default="uniform",
                         help="bins for ECE, RMSCE, MCE and class-wise ECE (default uniform)")
@@ -49,7 +50,77 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster)")
     report.add_argument("--batch-rows", type=int, default=None, metavar="N",
                         help="rows per record batch when streaming (default: about 64 MB of class values)")
+    report.add_argument("--group-by", default=None, metavar="COL",
+                        help="add a per-group section: ECE and ACE of each value of column COL with "
+                             f"{GROUP_N_BOOT}-resample bootstrap intervals, the worst group and its gap to the overall "
+                             "value, and the multicalibration summary (rows without a value form the group "
+                             "'(missing)'; with --engine stream/dask: the exact per-group values without "
+                             "intervals, ACE/TACE/KS per group marked unavailable)")
+    report.add_argument("--html", default=None, metavar="OUT.html",
+                        help="write the one-file offline HTML report (every setting, the file hashes, metrics with "
+                             "intervals, verdicts and charts) to OUT.html; needs plotly (pip install "
+                             "'calib-core[report]')")
+    report.add_argument("--n-boot", type=int, default=1000, metavar="N",
+                        help="bootstrap resamples of the report's intervals (with --html; default 1000)")
+    report.add_argument("--seed", type=int, default=0, help="seed of the report's bootstrap and tests (with --html)")
     return parser
+
+
+def _html_report(args: argparse.Namespace) -> dict:
+    """Write the HTML report of every FILE to ``args.html`` (:mod:`studio.report`); returns what was written."""
+    try:
+        from studio import report as html_report
+    except ImportError as exc:  # plotly (or the studio package) is not installed
+        raise CalibrationInputError(f"--html needs plotly ({exc.name or exc} is missing): "
+                                    "pip install 'calib-core[report]'.") from None
+    if args.engine not in ("auto", "memory") or args.scheduler is not None:
+        raise CalibrationInputError("--html loads the rows into memory; leave out --engine/--scheduler.")
+    if args.n_boot < 0:
+        raise CalibrationInputError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    if args.max_quadratic_rows < 0:
+        raise CalibrationInputError(
+            f"--max-quadratic-rows must be 0 (no limit) or a positive number of rows, got {args.max_quadratic_rows}."
+        )
+    models = [_html_model(path, args, html_report) for path in [args.path, *args.more_paths]]
+    settings = html_report.ReportSettings(n_bins=args.n_bins, binning=args.binning, n_boot=args.n_boot,
+                                          seed=args.seed, max_quadratic_rows=args.max_quadratic_rows or None)
+    text = html_report.build_report(models, settings)
+    try:
+        with open(args.html, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise CalibrationInputError(f"cannot write {args.html}: {exc.strerror or exc}") from None
+    return {"html": args.html, "models": [m.name for m in models], "charts": html_report.chart_count(text)}
+
+
+def _html_model(path: str, args: argparse.Namespace, html_report):
+    """One ``studio.report.ReportModel``: the file(s) loaded as for the table, each file's SHA-256."""
+    import glob
+
+    from calib_core.io import load_predictions
+
+    options = dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
+                   percentages=args.percentages)
+    if os.path.isfile(path) or _pipe_kind(path):
+        with open(path, "rb") as handle:  # read once: the bytes hashed are the bytes loaded
+            raw = handle.read()
+        predictions = load_predictions(raw, name=os.path.basename(path), **options)
+        files = ((os.path.basename(path), html_report.sha256_hex(raw)),)
+    else:
+        predictions = load_predictions(path, **options)
+        matched = sorted(os.path.join(path, f) for f in os.listdir(path)) if os.path.isdir(path) else sorted(
+            glob.glob(path))
+        files = tuple((p, html_report.sha256_hex(p)) for p in matched if os.path.isfile(p))
+    rows = "all rows"
+    if args.split is not None:
+        if predictions.split is None:
+            raise CalibrationInputError(f"--split {args.split!r} given but {path} has no split column.")
+        mask = predictions.split == args.split
+        if not mask.any():
+            known = ", ".join(sorted(set(predictions.split.tolist())))
+            raise CalibrationInputError(f"no rows with split {args.split!r} in {path}; the file has: {known}.")
+        predictions, rows = predictions.subset(mask), f"split {args.split}"
+    return html_report.ReportModel(os.path.basename(path.rstrip("/")) or path, predictions, files, rows)
 
 
 def _report(args: argparse.Namespace) -> dict:
@@ -75,10 +146,11 @@ def _report(args: argparse.Namespace) -> dict:
         with open(args.path, "rb") as handle:  # read once, as the bytes of an upload
             predictions = load_predictions(handle, name=os.path.basename(args.path), label_column=args.label_column,
                                            input_kind=args.input_kind, renormalize=args.renormalize,
-                                           percentages=args.percentages)
+                                           percentages=args.percentages, group=args.group_by)
     else:
         predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind,
-                                       renormalize=args.renormalize, percentages=args.percentages)
+                                       renormalize=args.renormalize, percentages=args.percentages,
+                                       group=args.group_by)
     if args.split is not None:
         if predictions.split is None:
             raise CalibrationInputError(f"--split {args.split!r} given but {args.path} has no split column.")
@@ -109,8 +181,116 @@ def _report(args: argparse.Namespace) -> dict:
         "metric_labels": {key: labels[key] for key in values},
         "metric_names": _names(values, args),
         "engine": "memory",
+        "tests": _tests_section(predictions, args),
+        **({"groups": _groups_section(predictions, args)} if args.group_by is not None else {}),
         **({"statistics": _summary_of(predictions, args)} if args.json else {}),
     }
+
+
+def _tests_section(predictions, args: argparse.Namespace) -> dict:
+    """Every method of :func:`calib_core.calibration_test` at its defaults (seed ``--seed``): method ->
+    statistic, p_value, verdict, reason, null_distribution and the Lab's measured size; a test that cannot be
+    computed on this input has null values and the reason."""
+    from calib_core.calibration_tests import TEST_METHODS, calibration_test
+    from calib_core.size_power import SIZE_NOTES
+
+    section = {}
+    for method in TEST_METHODS:
+        try:
+            found = calibration_test(predictions.probs, predictions.labels, method, seed=getattr(args, "seed", 0))
+        except CalibrationInputError as exc:
+            section[method] = {"statistic": None, "p_value": None, "verdict": None,
+                               "reason": " ".join(str(exc).split()), "null_distribution": None,
+                               "measured_size": SIZE_NOTES[method]}
+            continue
+        section[method] = {"statistic": float(found.statistic), "p_value": float(found.p_value),
+                           "verdict": found.verdict, "reason": found.verdict_reason,
+                           "null_distribution": found.null_distribution, "measured_size": SIZE_NOTES[method]}
+    return section
+
+
+#: Bootstrap resamples per group of ``--group-by`` (seed 0).
+GROUP_N_BOOT = 200
+#: The metrics reported per group by ``--group-by``.
+GROUP_METRICS = ("ece", "ace")
+
+
+def _finite(value) -> float | None:
+    """JSON has no NaN: a missing number is null."""
+    return float(value) if value is not None and value == value else None
+
+
+def _groups_section(predictions, args: argparse.Namespace) -> dict:
+    """``--group-by``: :func:`calib_core.by_group` of ECE and ACE and :func:`calib_core.multicalibration`."""
+    from calib_core.groups import by_group, multicalibration
+    from calib_core.registry import metric_name
+
+    metrics = {}
+    notes: list[str] = []
+    for key in GROUP_METRICS:
+        result = by_group(key, predictions.probs, predictions.labels, predictions.groups, n_boot=GROUP_N_BOOT,
+                          seed=0, n_bins=args.n_bins, binning=args.binning)
+        metrics[key] = {
+            "name": metric_name(key, n_bins=args.n_bins, binning=args.binning),
+            "overall": _finite(result.overall),
+            "overall_ci_low": _finite(result.overall_low), "overall_ci_high": _finite(result.overall_high),
+            "worst_group": None if result.worst_group is None else str(result.worst_group),
+            "worst_value": _finite(result.worst_value), "worst_gap": _finite(result.worst_gap),
+            "gap_ci_low": _finite(result.gap_low), "gap_ci_high": _finite(result.gap_high),
+            "table": [{"group": str(row.group), "value": _finite(row.value), "ci_low": _finite(row.ci_low),
+                       "ci_high": _finite(row.ci_high), "n": int(row.n), "gap": _finite(row.gap),
+                       "too_small": bool(row.too_small), "note": row.note}
+                      for row in result.table.itertuples(index=False)],
+        }
+        notes += [n for n in result.notes if n not in notes]
+    multi = multicalibration(predictions.probs, predictions.labels, predictions.groups, n_bins=args.n_bins,
+                             binning=args.binning)
+    return {
+        "column": predictions.group_column, "n_groups": len(metrics[GROUP_METRICS[0]]["table"]),
+        "n_boot": GROUP_N_BOOT, "seed": 0, "alpha": 0.05, "metrics": metrics, "notes": notes,
+        "multicalibration": {
+            "max_gap": _finite(multi.max_gap), "gap": _finite(multi.gap),
+            "group": None if multi.group is None else str(multi.group), "bin": int(multi.bin),
+            "lower": _finite(multi.lower), "upper": _finite(multi.upper), "count": int(multi.count),
+            "confidence": _finite(multi.confidence), "accuracy": _finite(multi.accuracy),
+            "n_cells": int(multi.n_cells), "n_cells_used": int(multi.n_cells_used), "min_count": int(multi.min_count),
+            "reason": multi.reason,
+        },
+    }
+
+
+def _format_groups(section: dict) -> list[str]:
+    """The ``--group-by`` section as table lines."""
+    lines = [f"groups by {section['column']!r} ({section['n_groups']} groups; 95% intervals from "
+             f"{section['n_boot']} bootstrap resamples per group, seed {section['seed']}):" if section["n_boot"] else
+             f"groups by {section['column']!r} ({section['n_groups']} groups; {section['engine']} engine, "
+             "exact per-group values, no intervals):"]
+    for entry in section["metrics"].values():
+        lines.append(f"  {entry['name']}: overall {_number(entry['overall'])}")
+        width = max(len(row["group"]) for row in entry["table"])
+        lines.append(f"    {'group':<{width}}  {'value':>8}  {'95% interval':<18}  {'n':>7}")
+        for row in entry["table"]:
+            flag = "  too small" if row["too_small"] else ""
+            interval = f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
+            lines.append(f"    {row['group']:<{width}}  {_number(row['value']):>8}  {interval:<18}  {row['n']:>7}{flag}")
+        if entry["worst_group"] is not None:
+            lines.append(f"    worst: {entry['worst_group']!r}, gap {_number(entry['worst_gap'], sign=True)} to "
+                         f"overall [{_number(entry['gap_ci_low'], sign=True)}, {_number(entry['gap_ci_high'], sign=True)}]")
+    lines += [f"  {key}: n/a -- {reason}" for key, reason in section.get("unavailable", {}).items()]
+    multi = section["multicalibration"]
+    if multi["max_gap"] is None:
+        lines.append(f"  multicalibration: n/a -- {multi['reason']}")
+    else:
+        lines.append(f"  multicalibration: largest |confidence - accuracy| {multi['max_gap']:.4f} in group "
+                     f"{multi['group']!r}, bin {multi['bin']} ({multi['lower']:.3g}, {multi['upper']:.3g}], "
+                     f"{multi['count']} rows (cells with >= {multi['min_count']} rows: {multi['n_cells_used']} "
+                     f"of {multi['n_cells']})")
+    lines += [f"  note: {n}" for n in section["notes"]]
+    return lines
+
+
+def _number(value: float | None, *, sign: bool = False) -> str:
+    return "n/a" if value is None else (f"{value:+.4f}" if sign else f"{value:.4f}")
 
 
 def _summary_of(predictions, args: argparse.Namespace) -> dict:
@@ -128,7 +308,8 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
     result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
                       label_column=args.label_column, input_kind=args.input_kind, split=args.split,
-                      sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar())
+                      sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar(),
+                      group_column=args.group_by)
     labels = {spec.key: spec.label for spec in METRICS}
     return {
         "file": str(args.path),
@@ -144,6 +325,7 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
         "metric_labels": {key: labels.get(key, key) for key in result.metrics},
         "metric_names": _names(result.metrics, args),
         "engine": engine,
+        **({"groups": result.groups.report_section(GROUP_METRICS)} if result.groups is not None else {}),
         **({"statistics": result.summary()} if args.json else {}),
     }
 
@@ -203,20 +385,52 @@ def _format_table(result: dict) -> str:
     for key, value in result["metrics"].items():
         shown = f"{value:.6f}" if value is not None else f"n/a -- {result['reasons'].get(key, 'not available')}"
         lines.append(f"{names[key]:<{width}}  {shown}")
+    if result.get("tests"):
+        lines.append("calibration tests (alpha = 0.05):")
+        for method, test in result["tests"].items():
+            shown = (f"p = {test['p_value']:.4g}  {test['verdict']}" if test["p_value"] is not None
+                     else f"n/a -- {test['reason']}")
+            lines.append(f"  {method:<{width - 2}}  {shown}")
+    if result.get("groups"):
+        lines += _format_groups(result["groups"])
     return "\n".join(lines)
+
+
+#: Command-line spelling of the loader keywords a refused file's fixes set (see calib_core.io.LoadFix).
+_FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--percentages",
+              ("input_kind", "logits"): "--input-kind logits", ("input_kind", "probabilities"): "--input-kind probabilities"}
+
+
+def _error_text(exc: CalibrationInputError) -> str:
+    """The message of ``exc`` in the command line's words.
+
+    A file the loader refused with fixes (:class:`calib_core.io.PredictionsFileError`) is
+    described without Python argument names, followed by the flags that apply each fix.
+    """
+    fixes = getattr(exc, "fixes", ())
+    flags = [" ".join(_FIX_FLAGS[item] for item in fix.overrides) for fix in fixes
+             if all(item in _FIX_FLAGS for item in fix.overrides)]
+    if not flags:
+        return str(exc)
+    return f"{exc.plain} To load it anyway: " + "; or ".join(flags) + "."
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _build_parser().parse_args(argv)
     try:
-        result = _report(args)
+        if args.more_paths and not args.html:
+            raise CalibrationInputError("several FILEs need --html (the table and --json report one FILE).")
+        result = _html_report(args) if args.html else _report(args)
     except CalibrationInputError as exc:
-        print(f"calib-core: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"calib-core: error: {' '.join(_error_text(exc).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:
         print(f"calib-core: error: cannot read {args.path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.html:
+        print(f"wrote {result['html']}: {result['charts']} charts, models {', '.join(result['models'])}")
+        return 0
     print(json.dumps(result, indent=2) if args.json else _format_table(result))
     return 0
 

@@ -125,7 +125,10 @@ def test_constant_predictions_give_a_full_report(tmp_path, capsys):
     pd.DataFrame({"label": [0, 1, 1, 0, 1], "p_a": [0.2] * 5, "p_b": [0.8] * 5}).to_csv(path, index=False)
     assert main(["report", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert not result["reasons"] and None not in result["metrics"].values()
+    # Only Cox's slope and intercept are missing (one prediction value cannot fix a slope): null with the reason.
+    assert {k for k, v in result["metrics"].items() if v is None} == set(result["reasons"]) == {"cox_slope",
+                                                                                              "cox_intercept"}
+    assert "not identifiable" in result["reasons"]["cox_slope"] and result["metrics"]["citl"] is not None
     probs, labels = np.tile([0.2, 0.8], (5, 1)), np.array([0, 1, 1, 0, 1])
     assert result["metrics"]["skce"] == pytest.approx(cc.skce(probs, labels, bandwidth=1.0), abs=1e-15)
 
@@ -179,3 +182,100 @@ def test_a_named_pipe_and_a_multi_pass_engine_give_a_clear_message(tmp_path, cap
     err = capsys.readouterr().err
     assert "is a pipe (FIFO), which can be read only once" in err and "--engine memory" in err
     assert "not found" not in err
+
+
+@pytest.fixture
+def grouped_csv(tmp_path):
+    """Group 'a' calibrated, group 'b' over-confident, group 'c' of 12 rows (too small)."""
+    rng = np.random.default_rng(3)
+    groups = np.array(["a"] * 500 + ["b"] * 500 + ["c"] * 12)
+    p1 = rng.uniform(0.05, 0.95, size=groups.size)
+    truth = np.where(groups == "b", 0.5 + (p1 - 0.5) * 0.3, p1)
+    labels = (rng.uniform(size=groups.size) < truth).astype(int)
+    frame = pd.DataFrame({"label": labels, "p_0": 1 - p1, "p_1": p1, "site": groups})
+    path = tmp_path / "grouped.csv"
+    frame.to_csv(path, index=False, float_format="%.17g")
+    return path, np.column_stack([1 - p1, p1]), labels, groups
+
+
+def test_group_by_json_matches_by_group_and_multicalibration(grouped_csv, capsys):
+    path, probs, labels, groups = grouped_csv
+    assert main(["report", str(path), "--group-by", "site", "--n-bins", "10", "--json"]) == 0
+    section = json.loads(capsys.readouterr().out)["groups"]
+    assert section["column"] == "site" and section["n_groups"] == 3
+    for key, function in (("ece", cc.ece), ("ace", cc.ace)):
+        expected = cc.by_group(key, probs, labels, groups, n_boot=200, seed=0, n_bins=10)
+        entry = section["metrics"][key]
+        assert [row["group"] for row in entry["table"]] == ["a", "b", "c"]
+        assert [row["n"] for row in entry["table"]] == [500, 500, 12]
+        values = [row["value"] for row in entry["table"]]
+        assert values == pytest.approx(expected.table["value"].tolist(), rel=1e-12)
+        # value is the metric on that group's rows, computed independently
+        assert values[1] == pytest.approx(function(probs[groups == "b"], labels[groups == "b"], n_bins=10), rel=1e-9)
+        assert [row["ci_low"] for row in entry["table"]] == pytest.approx(expected.table["ci_low"].tolist())
+        assert [row["too_small"] for row in entry["table"]] == [False, False, True]
+        assert entry["worst_group"] == "b"
+        assert entry["worst_gap"] == pytest.approx(values[1] - entry["overall"])
+        assert entry["gap_ci_low"] <= entry["worst_gap"] <= entry["gap_ci_high"]
+    multi = cc.multicalibration(probs, labels, groups, n_bins=10)
+    assert section["multicalibration"]["max_gap"] == pytest.approx(multi.max_gap)
+    assert section["multicalibration"]["group"] == multi.group == "b"
+    assert any("too_small" in note for note in section["notes"])
+
+
+def test_group_by_table_names_the_worst_group_and_flags_small_ones(grouped_csv, capsys):
+    path, *_ = grouped_csv
+    assert main(["report", str(path), "--group-by", "site"]) == 0
+    out = capsys.readouterr().out
+    assert "groups by 'site' (3 groups" in out
+    assert "worst: 'b', gap +" in out and "too small" in out and "multicalibration: largest" in out
+
+
+def test_group_by_unknown_column_is_a_one_line_error_and_streams_say_what_is_not_exact(grouped_csv, capsys):
+    path, *_ = grouped_csv
+    assert main(["report", str(path), "--group-by", "nope"]) == 2
+    assert "group column 'nope'" in capsys.readouterr().err
+    assert main(["report", str(path), "--group-by", "site", "--engine", "stream"]) == 0
+    assert "ace: n/a" in capsys.readouterr().out  # adaptive bins per group need the rows in memory
+
+
+def test_json_has_a_tests_section_equal_to_calibration_test(predictions_csv, capsys):
+    path, probs, labels = predictions_csv
+    assert main(["report", str(path), "--json"]) == 0
+    tests = json.loads(capsys.readouterr().out)["tests"]
+    assert list(tests) == list(cc.TEST_METHODS)
+    for method, entry in tests.items():
+        expected = cc.calibration_test(probs, labels, method, seed=0)
+        assert entry["statistic"] == pytest.approx(expected.statistic, rel=1e-9)
+        assert entry["p_value"] == pytest.approx(expected.p_value, rel=1e-9)
+        assert entry["verdict"] == expected.verdict and entry["reason"] == expected.verdict_reason
+        assert entry["null_distribution"] == expected.null_distribution
+        assert entry["measured_size"] == cc.size_power.SIZE_NOTES[method]
+    # Labels drawn independently of these Dirichlet predictions: every test sees miscalibration.
+    assert tests["spiegelhalter"]["verdict"] == "miscalibrated"
+
+
+def test_table_has_a_tests_block_and_an_untestable_file_keeps_exit_status_0(tmp_path, capsys):
+    path = tmp_path / "constant.csv"
+    pd.DataFrame({"label": [0, 1, 1, 0, 1, 0], "p_a": 0.5, "p_b": 0.5}).to_csv(path, index=False)
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "calibration tests (alpha = 0.05):" in out
+    assert "hosmer_lemeshow" in out and "n/a -- the Hosmer-Lemeshow test cannot be computed" in out
+    assert main(["report", str(path), "--json"]) == 0
+    tests = json.loads(capsys.readouterr().out)["tests"]
+    assert tests["spiegelhalter"]["p_value"] is None and "no variance" in tests["spiegelhalter"]["reason"]
+
+
+@pytest.mark.parametrize("text, flag", [
+    ("label,p_a,p_b\n0,0.7,0.1\n1,0.2,0.6\n", "--renormalize"),
+    ("label,p_a,p_b\n0,70,30\n1,20,80\n", "--percentages"),
+])
+def test_refused_file_names_the_command_line_flag_not_the_python_argument(tmp_path, capsys, text, flag):
+    """Review of issue 11 item 1: the CLI said "Pass `renormalize=True`"; it names its own flag, which loads the file."""
+    path = tmp_path / "scaled.csv"
+    path.write_text(text)
+    assert main(["report", str(path)]) == 2
+    message = capsys.readouterr().err
+    assert flag in message and "renormalize=True" not in message and "percentages=True" not in message
+    assert main(["report", str(path), flag, "--json"]) == 0
