@@ -24,24 +24,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import calib_core as cc  # noqa: E402
 from calib_core.bootstrap import bootstrap_metrics  # noqa: E402
+from bench_core import best_time, random_predictions  # noqa: E402  (the same timing and data as bench_core)
 
 N_BOOT = 200
 
 
-def best_time(function, repeats=3):
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def random_predictions(n, k, seed=0):
-    rng = np.random.default_rng(seed)
-    probs = rng.random((n, k))
-    probs /= probs.sum(axis=1, keepdims=True)
-    return probs, rng.integers(0, k, size=n)
 
 
 def report(name, seconds, baseline_name, baseline, target=None):

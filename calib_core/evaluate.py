@@ -1098,23 +1098,9 @@ class GroupEvaluation:
 
     def multicalibration(self, target: str | int = "top_label", *, min_count: int = 30) -> Any:
         """:func:`calib_core.multicalibration` with uniform bins, from the sums (a ``MulticalibrationResult``)."""
-        from calib_core.groups import MulticalibrationResult
+        from calib_core.groups import multicalibration_from_table
 
-        table = self.reliability_table(target)
-        used = table["count"].to_numpy() >= min_count
-        table = table.assign(used=used)
-        if not used.any():
-            nan = float("nan")
-            return MulticalibrationResult(nan, nan, None, -1, nan, nan, 0, nan, nan, len(table), 0, min_count,
-                                          f"no (group, bin) cell has at least {min_count} rows.", table)
-        candidates = np.flatnonzero(used)
-        best = int(candidates[np.argmax(np.abs(table["gap"].to_numpy()[candidates]))])
-        row = table.iloc[best]
-        return MulticalibrationResult(
-            max_gap=float(abs(row["gap"])), gap=float(row["gap"]), group=row["group"], bin=int(row["bin"]),
-            lower=float(row["lower"]), upper=float(row["upper"]), count=int(row["count"]),
-            confidence=float(row["confidence"]), accuracy=float(row["accuracy"]), n_cells=len(table),
-            n_cells_used=int(used.sum()), min_count=min_count, reason="", table=table)
+        return multicalibration_from_table(self.reliability_table(target), min_count)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (per-group sums, no rows); :func:`load_summary` reads it back."""

@@ -528,6 +528,16 @@ def multicalibration(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, 
     min_count = _check_int(min_count, "min_count", 0)
     table = group_reliability(probs, labels, groups, n_bins=n_bins, binning=binning, target=target,
                               max_groups=max_groups)
+    return multicalibration_from_table(table, min_count)
+
+
+def multicalibration_from_table(table: pd.DataFrame, min_count: int) -> MulticalibrationResult:
+    """The largest ``|gap|`` over the (group, bin) cells of a group reliability table with ``min_count`` rows.
+
+    Shared by :func:`multicalibration` (rows in memory) and the streamed
+    summaries (:meth:`calib_core.evaluate.GroupEvaluation.multicalibration`),
+    whose tables have the columns of :func:`group_reliability`.
+    """
     used = table["count"].to_numpy() >= min_count
     table = table.assign(used=used)
     if not used.any():
