@@ -15,7 +15,7 @@ from calib_core.io import demo_datasets
 from studio import compute, downloads, figures, layout, state
 from studio.text import md, plot_text
 
-UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy"]
+UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy", "zip"]  # .zip: a session file
 UPLOADS = "data:uploads"
 DEMOS = "data:demos"
 DETECT = "(detect)"
@@ -36,6 +36,8 @@ VERDICT_BADGES = {"miscalibrated": ("orange", ":material/warning:"), "consistent
 def _load_upload(file, options: tuple = ()) -> tuple[str | None, state.LoadProblem | None]:
     """Load one uploaded file; any failure becomes a LoadProblem (never a traceback)."""
     try:
+        if file.name.lower().endswith(".zip"):  # a session file (Data page's "Download session file")
+            return ", ".join(state.restore_session(file.getvalue())), None
         return state.add_upload(file.name, file.getvalue(), options), None
     except Exception as exc:  # noqa: BLE001 -- the boundary where user files enter the app
         return None, state.load_problem(exc)
@@ -303,7 +305,8 @@ upload_column, demo_column = st.columns([3, 2])
 with upload_column:
     st.file_uploader("Upload predictions files (one per model)", type=UPLOAD_TYPES, accept_multiple_files=True,
                      key=UPLOADS, on_change=_handle_uploads,
-                     help="CSV, TSV, Parquet, NPZ or NPY; each file becomes one model.")
+                     help="CSV, TSV, Parquet, NPZ or NPY; each file becomes one model. A session file (.zip, "
+                          "from *Download session file*) restores its models and settings.")
 with demo_column:
     available = demo_datasets()
     if available:
@@ -340,6 +343,12 @@ for file in st.session_state.get(UPLOADS) or []:
 
 entries = state.get_entries()
 st.subheader(f"Loaded models ({len(entries)})")
+if entries:
+    st.download_button("Download session file", data=state.session_bytes(), file_name="calibration-session.zip",
+                       mime="application/zip", on_click="ignore", icon=":material/save:", key="data:session_file",
+                       help="One zip with every loaded model (predictions as Parquet, the files they came from, "
+                            "fixes and load options) and this view's settings. Upload it above, on any machine, "
+                            "to restore the same models and settings.")
 if not entries:
     st.info("No model loaded. Upload a file above or pick a demo model.")
 for model_name, model_entry in entries.items():

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from calib_core import CalibrationInputError
@@ -489,3 +490,78 @@ def link_params() -> dict[str, str | list[str]]:
 def demo_path(name: str) -> Path:
     """Path of a bundled demo file."""
     return demo_datasets()[name]
+
+
+# ----------------------------------------------------------------------------- session files
+
+def session_bytes() -> bytes:
+    """The session file (zip) of every loaded model and the URL's query parameters (:mod:`studio.session_file`).
+
+    Built once per set of models and parameters (kept in the session), not on every rerun.
+    """
+    from studio import session_file
+
+    store = _store()
+    settings = {key: list(st.query_params.get_all(key)) for key in st.query_params}
+    key = (tuple((n, m.fingerprint, m.options) for n, m in store.models.items()), repr(sorted(settings.items())))
+    cached = st.session_state.get(APP_KEY + ":session_file")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    records = [session_file.SessionModel(
+        name=name, origin=m.origin, file_name=m.file_name, source=m.source_bytes(), options=m.options,
+        fixes=m.fixes, probs=m.predictions.probs, labels=m.predictions.labels,
+        class_names=m.predictions.class_names, logits=m.predictions.logits, split=m.predictions.split,
+        groups=m.predictions.groups, group_column=m.predictions.group_column, demo=m.demo,
+    ) for name, m in store.models.items()]
+    data = session_file.pack(records, settings)
+    st.session_state[APP_KEY + ":session_file"] = (key, data)
+    return data
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def restore_session(raw: bytes) -> list[str]:
+    """Load the models and settings of a session file; returns the names of the models added.
+
+    Every model is read again from its stored source file with its stored
+    options (the same path as an upload, :func:`read_user_file`) and must
+    give exactly the predictions stored beside it; only then are the models
+    added (all or none) and the query parameters set, so the pages' bound
+    controls pick the settings up. Raises CalibrationInputError for any bad file.
+    """
+    from studio import session_file
+
+    limit = min(session_file.DEFAULT_MAX_BYTES, int(st.get_option("server.maxUploadSize")) * 1024 * 1024)
+    session = session_file.unpack(raw, max_bytes=limit)
+    loaded = []
+    for model in session.models:
+        predictions = read_user_file(model.source, model.file_name, model.options)
+        if not (predictions.class_names == model.class_names and _same(predictions.probs, model.probs)
+                and _same(predictions.labels.astype(np.int64), model.labels) and _same(predictions.logits, model.logits)
+                and _same(predictions.split, model.split) and _same(predictions.groups, model.groups)):
+            raise CalibrationInputError(f"the session file's predictions of {model.name!r} do not match the file "
+                                        "stored with them; it was changed after it was saved.")
+        loaded.append((model, dataclasses.replace(predictions, name=model.name)))
+    names = []
+    for model, predictions in loaded:
+        demo = model.demo if (model.origin == "demo" and model.demo in demo_datasets()
+                              and demo_datasets()[model.demo].read_bytes() == model.source) else None
+        names.append(_add(LoadedModel(predictions, fingerprint(predictions), "demo" if demo else "upload",
+                                      model.file_name, None if demo else model.source, demo, model.options,
+                                      model.fixes)))
+    store = _store()
+    for key, values in session.settings.items():
+        if key not in ("demo", "split", "models") and values:
+            st.query_params[key] = values if len(values) > 1 else values[0]
+    split = (session.settings.get("split") or [ALL_ROWS])[0]
+    store.split = split if split in split_options() else store.split
+    shown = session.settings.get("models") or []
+    if shown and any(name in store.models for name in shown):
+        store.hidden = {name for name in store.models if name not in shown}
+    store.started = True
+    sync_query_params()
+    return names
