@@ -3,7 +3,7 @@ import streamlit as st
 
 from calib_core.groups import MAX_GROUPS, MIN_GROUP_ROWS
 from calib_core.registry import metric_name
-from studio import compute_groups, figures_groups, layout
+from studio import compute_groups, downloads, figures_groups, layout
 from studio.text import md
 
 METRICS = compute_groups.GROUP_METRICS
@@ -87,7 +87,8 @@ else:
     )
 
 st.subheader(f"{METRICS[metric]} of each group")
-st.plotly_chart(figures_groups.group_bar_figure(result, metric_label=label), theme=None, key="groups_bar_chart")
+st.plotly_chart(figures_groups.group_bar_figure(result, metric_label=label), theme=None, key="groups_bar_chart",
+                config=downloads.chart_config("Groups", view.name, predictions.group_column, label))
 st.caption("Bars sorted by the gap to the value on all rows (dashed line), largest first; whiskers: 95 % percentile "
            "bootstrap intervals within each group. Orange: the worst group. Faded and hatched: too small.")
 with st.expander("Table"):
@@ -111,7 +112,9 @@ if drawn:
     order = {g: i for i, g in enumerate(drawn)}
     shown_table = shown_table.sort_values("group", key=lambda s: s.map(order), kind="stable")
     st.plotly_chart(figures_groups.group_reliability_figure(shown_table, layout=diagram_layout), theme=None,
-                    key="groups_reliability_chart")
+                    key="groups_reliability_chart",
+                    config=downloads.chart_config("Groups", view.name, predictions.group_column, "reliability",
+                                                  n_bins, "uniform"))
     st.caption(f"Top label, {n_bins} uniform bins, the same bins in every group. Faded points: bins with fewer than "
                "10 rows; small multiples show Wilson 95 % intervals of each bin's accuracy.")
 else:

@@ -158,7 +158,8 @@ st.caption(f"Errors on the probability scale of ECE, binned ones with {n_bins} b
            "and class-wise ECE, uniform for SCE, adaptive for ACE and TACE), with the intervals of the table. "
            "Squared errors and divergences (SKCE, CE_KL, CE₂²) are in the tables above and on the Estimators page.")
 st.plotly_chart(figures.metric_interval_figure(table, colors=state.model_colors()), theme=None,
-                key="metrics_chart")
+                key="metrics_chart",
+                config=downloads.chart_config("Metrics", *[m.name for m in models], "intervals", n_bins, binning))
 
 st.subheader("What each metric measures")
 for spec in cc.METRICS:

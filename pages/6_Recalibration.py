@@ -236,7 +236,8 @@ st.caption(interval_text(int(n_boot) if not boot_note else 0, seed, ev.labels.si
 st.plotly_chart(change_figure(table, keys=cr.PROBABILITY_SCALE_KEYS,
                               colors={m: i for i, m in enumerate(ok_methods)},
                               title="Change of each calibration error (after − before)"),
-                theme=None, key="recal_change")
+                theme=None, key="recal_change",
+                config=downloads.chart_config("Recalibration", view.name, "change", ev.protocol.scheme))
 
 # ----------------------------------------------------------------------------- reliability diagrams
 st.subheader("Reliability diagrams, before and after")
@@ -274,7 +275,8 @@ for column, label, probs, key in ((left, "Before", ev.before, cr.BEFORE), (right
             continue
         figure = simplex_figure(simplex_view, class_names=class_names, title=label)
         figure.update_layout(height=430)
-        st.plotly_chart(figure, theme=None, key=f"recal_simplex_{slug(label)}")
+        st.plotly_chart(figure, theme=None, key=f"recal_simplex_{slug(label)}",
+                        config=downloads.chart_config("Recalibration", view.name, "simplex", label, "10 bins"))
 st.caption(f"Canonical calibration of the whole distribution (Vaicenavicius et al. 2019) on the {ev.labels.size:,} "
            "evaluation rows: the classes summed into three groups, one arrow per cell from the mean prediction to "
            "the observed frequencies. Short arrows: calibrated. More on the Simplex page.")
@@ -288,7 +290,8 @@ surface = cr.temperature_surface(predictions, view.fingerprint, ev.protocol, t_r
 surface_layout = layout.linked(st.radio, "Layout", list(SURFACE_LAYOUTS), format_func=SURFACE_LAYOUTS.get,
                                horizontal=True, index=list(SURFACE_LAYOUTS).index("relative"), key="surface")
 st.plotly_chart(temperature_surface_figure(surface.table, surface.minimisers, layout=surface_layout, marks=marks),
-                theme=None, key="recal_surface")
+                theme=None, key="recal_surface",
+                config=downloads.chart_config("Recalibration", view.name, "temperature-surface", surface_layout))
 kde_text = (f"; CE_KL (Dirichlet kernel, bandwidth 0.01) on a random {surface.kde_rows:,} of them"
             if surface.kde_rows else "")
 failed_text = f" Left out (not finite): {', '.join(surface.failed)}." if surface.failed else ""
@@ -322,7 +325,8 @@ text_col.markdown(
     "variant.")
 text_col.caption(cr.variant_note(ranking, ev))
 st.plotly_chart(gce_rank_figure(ranking.ranks, ranking.values, ranking.variants, highlight=(cr.CAUTIONARY,)),
-                theme=None, key="recal_gce")
+                theme=None, key="recal_gce",
+                config=downloads.chart_config("Recalibration", view.name, "GCE-ranks", ev.protocol.scheme))
 st.caption(f"Rank 1 = lowest error under that variant (15 bins, {ranking.n_rows:,} evaluation rows); "
            "hover a cell for the variant's settings and its value.")
 

@@ -7,7 +7,7 @@ import streamlit as st
 import calib_core as cc
 from calib_core import CalibrationInputError
 from studio import compute_estimators as ce
-from studio import layout, state
+from studio import downloads, layout, state
 from studio.figures_estimators import (CHAIN_LABELS, bound_chain_figure, decomposition_figure, estimates_figure,
                                        smooth_reliability_figure)
 from studio.text import md
@@ -230,7 +230,8 @@ for name, message in failures.items():
 table = pd.DataFrame(estimates, columns=["model", "estimator", "estimate", "ci_low", "ci_high", "std", "interval",
                                          "rows", "bandwidth", "cost", "seconds"])
 if not table.empty:
-    st.plotly_chart(estimates_figure(table, colors=state.model_colors()), theme=None, key="estimators_estimates")
+    st.plotly_chart(estimates_figure(table, colors=state.model_colors()), theme=None, key="estimators_estimates",
+                    config=downloads.chart_config("Estimators", *table["model"].unique(), "binless-estimates"))
     st.dataframe(
         table, hide_index=True, width="stretch", placeholder="–",
         column_config={
@@ -276,7 +277,8 @@ for model in usable:
         for score in ("brier", "log")
     }
 if decompositions:
-    st.plotly_chart(decomposition_figure(decompositions), theme=None, key="estimators_decomposition")
+    st.plotly_chart(decomposition_figure(decompositions), theme=None, key="estimators_decomposition",
+                    config=downloads.chart_config("Estimators", *decompositions, "Brier-and-log-decomposition"))
     frame = pd.DataFrame([{
         "model": name, "score": d.score, "rows": plans[name].describe(), "empirical score": d.empirical_score,
         "calibration": d.calibration, "refinement": d.refinement, "entropy": d.entropy, "sharpness": d.sharpness,
@@ -321,7 +323,9 @@ for model in usable:
                  icon=":material/error:")
 if chains:
     st.plotly_chart(bound_chain_figure(chains, colors=state.model_colors(), log_x=log_x), theme=None,
-                    key="estimators_chain")
+                    key="estimators_chain",
+                    config=downloads.chart_config("Estimators", *chains, "bound-chain", chain_estimator, chain_bins,
+                                                  chain_binning))
     st.markdown(
         "**Why a line can be orange.** The order holds for the true errors. The numbers here are estimates from "
         "a finite sample, each with its own bias and noise: kernel estimates of CE₂ and CWCE₂ smooth "
@@ -358,7 +362,8 @@ for model in usable:
 steps.close()
 if curves:
     st.plotly_chart(smooth_reliability_figure(curves, colors=state.model_colors()), theme=None,
-                    key="estimators_smooth")
+                    key="estimators_smooth",
+                    config=downloads.chart_config("Estimators", *curves, "smooth-reliability"))
     cells = st.columns(min(len(curves), 4))
     for i, (name, curve) in enumerate(curves.items()):
         band = (f"band: {bands[name]} resamples" if bands[name] else "no band (choose bootstrap resamples above)")

@@ -11,7 +11,7 @@ import streamlit as st
 from calib_core import METRICS, CalibrationInputError, csv_bytes
 from calib_core.lab import DEFAULT_SIZES
 from studio import compute_lab as cl
-from studio import layout, state
+from studio import downloads, layout, state
 from studio.figures_lab import (correlation_heatmap, futami_figure, lab_figure, size_power_figure, subset_figure,
                                 variant_heatmap)
 from studio.layout import default
@@ -185,7 +185,8 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
     view_mode = st.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True,
                          key=default("keep:lab.view", "estimate"))
     figure = lab_figure(view.summary, truth.values, cl.TARGET_NAMES, view=view_mode)
-    st.plotly_chart(figure, theme=None, key="lab_chart")
+    st.plotly_chart(figure, theme=None, key="lab_chart",
+                    config=downloads.chart_config("Lab", view.model_name, "simulation", view_mode))
     skipped = sorted({view.labels[e] for e in view.params.estimators}
                      - set(view.summary["label"]))
     limited = [label for key, label in view.labels.items()
@@ -219,7 +220,8 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
     st.plotly_chart(futami_figure(optimal, observed, fixed=fixed, fixed_bins=params.fixed_bins
                                   if use_fixed else None, lipschitz=view.lipschitz,
                                   lipschitz_known=view.lipschitz_known),
-                    theme=None, key="lab_bounds_chart")
+                    theme=None, key="lab_bounds_chart",
+                    config=downloads.chart_config("Lab", view.model_name, "Futami-bounds"))
     source = ("the Lipschitz constant of this model's calibration function" if view.lipschitz_known
               else "L = 1 assumed (this model's L is unknown or unbounded)")
     binary = "" if params.spec.n_classes == 2 else (
@@ -248,7 +250,8 @@ def bounds_preview(params: cl.LabParams) -> None:
     st.markdown("**What the run will be compared with:** Futami & Fujisawa's (2024) bounds on the bias of the "
                 "binned ECE at the chosen sizes, and the optimal number of bins B* the *optimal B* estimators use")
     st.plotly_chart(futami_figure(optimal, empty, fixed=fixed, fixed_bins=fixed_bins, lipschitz=lipschitz,
-                                  lipschitz_known=known), theme=None, key="lab_bounds_preview")
+                                  lipschitz_known=known), theme=None, key="lab_bounds_preview",
+                    config=downloads.chart_config("Lab", params.spec.kind, "Futami-bounds-preview"))
     sizes = ", ".join(f"n = {n:,}: B* = {b}" for n, b in zip(params.sizes, cl.optimal_bins(params.sizes, lipschitz)))
     st.caption(f"L = {lipschitz:.3g}. {sizes}. Press Run to add the errors the estimators actually make.")
 
@@ -311,7 +314,9 @@ def tests_results(job: cl.Job) -> None:
         return
     labels = {key: cl.TEST_VARIANTS[key][0] for key in params.tests}
     st.plotly_chart(size_power_figure(result.size, result.power, labels, alpha=result.alpha, band=result.band,
-                                      level=result.level), theme=None, key="lab_tests_chart")
+                                      level=result.level), theme=None, key="lab_tests_chart",
+                    config=downloads.chart_config("Lab", "size-and-power", f"size at n={params.size_n}",
+                                                  f"{params.repetitions} repetitions"))
     st.caption(f"Left: the share of {params.repetitions} test sets of n = {params.size_n:,} rows from a calibrated "
                f"model ({result.calibrated}) on which each test rejects at α = {result.alpha:g}, with its "
                f"{result.level:.0%} Clopper-Pearson interval; green: the accepted band "
@@ -412,7 +417,9 @@ def study_results(job: cl.Job, models, tolerance: float) -> None:
     summary = cl.study_summary(job)
     if summary.empty:
         return
-    st.plotly_chart(subset_figure(summary, METRIC_NAMES), theme=None, key="lab_study_chart")
+    st.plotly_chart(subset_figure(summary, METRIC_NAMES), theme=None, key="lab_study_chart",
+                    config=downloads.chart_config("Lab", *(name for name, _, _ in job.params.models),
+                                                  "test-set-size", job.params.n_bins, job.params.binning))
     st.caption(f"Each point: the mean of the metric over {job.params.repetitions} random subsets of that size "
                "(drawn without replacement); the band holds the middle 90%. The last point of each line is "
                "the whole test set. A line that still slopes at the right end means the estimate depends on N.")
@@ -553,7 +560,9 @@ def rank_stability(models) -> None:
                          "uniform 0.37 on CIFAR-10).")
     table = result.table.copy()
     table.insert(1, "GCE variant", [cl.variant_name(row) for _, row in table.iterrows()])
-    st.plotly_chart(variant_heatmap(table), theme=None, key="lab_rank_heatmap")
+    st.plotly_chart(variant_heatmap(table), theme=None, key="lab_rank_heatmap",
+                    config=downloads.chart_config("Lab", *(m.name for m in models), "rank-stability",
+                                                  f"{low}-{high} bins"))
     if len(models) == 2:
         st.caption("With two models every correlation is +1 (same winner) or −1 (the winner flips), so the mean "
                    "says how often the bin count flips it. Load more models for a finer picture.")
@@ -568,7 +577,9 @@ def rank_stability(models) -> None:
                           format_func=lambda i: names[i], key=default("keep:lab.rank_variant", least_stable),
                           help="At first the least stable variant.")
     st.plotly_chart(correlation_heatmap(result.correlations[int(chosen)], result.bin_counts,
-                                        title=names[int(chosen)]), theme=None, key="lab_rank_matrix")
+                                        title=names[int(chosen)]), theme=None, key="lab_rank_matrix",
+                    config=downloads.chart_config("Lab", *(m.name for m in models), "bin-count-correlations",
+                                                  names[int(chosen)], f"{low}-{high} bins"))
 
 
 # ============================================================================ pathology gallery

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from calib_core.export import csv_bytes
-from studio import compute_summary, figures, layout
+from studio import compute_summary, downloads, figures, layout
 from studio.layout import default
 from studio.text import md
 
@@ -68,6 +68,7 @@ st.download_button("Download metrics as CSV", csv_bytes(metrics), file_name="sum
                    mime="text/csv", on_click="ignore", icon=":material/download:")
 
 st.subheader("Reliability")
+summary_name = uploaded.name.removesuffix(".json") if uploaded is not None else "demo-summary"  # chart file names
 bins_col, binning_col, target_col = st.columns(3)
 bin_choices = compute_summary.bin_choices(summary)
 n_bins = bins_col.selectbox("Number of bins", bin_choices, key=default("keep:summary.n_bins", summary.n_bins, bin_choices))
@@ -81,14 +82,19 @@ target = target_col.selectbox("Event", targets, key=default("keep:summary.target
 table = summary.reliability_table(target, n_bins, binning)
 st.plotly_chart(figures.reliability_figure({"summary": table}, histogram_log=target != "top_label",
                                            n_rows={"summary": summary.n_samples}),
-                theme=None, key="summary_reliability")
+                theme=None, key="summary_reliability",
+                config=downloads.chart_config("Large-tables", summary_name, "reliability",
+                                              "top-label" if target == "top_label"
+                                              else f"class {summary.class_names[target]}", n_bins, binning))
 
 st.subheader("Per class")
 st.plotly_chart(figures.per_class_figure({"summary": compute_summary.per_class(summary, n_bins, binning)}),
-                theme=None, key="summary_per_class")
+                theme=None, key="summary_per_class",
+                config=downloads.chart_config("Large-tables", summary_name, "per-class", n_bins, binning))
 
 st.subheader("Bin sensitivity (uniform bins)")
 sensitivity = summary.bin_sensitivity(metrics=("ece", "sce")).assign(model="summary")
-st.plotly_chart(figures.sensitivity_figure(sensitivity), theme=None, key="summary_sensitivity")
+st.plotly_chart(figures.sensitivity_figure(sensitivity), theme=None, key="summary_sensitivity",
+                config=downloads.chart_config("Large-tables", summary_name, "bin-sensitivity", "uniform"))
 with st.expander("Summary JSON"):
     st.code(json.dumps({k: summary.metrics[k] for k in summary.metrics}, indent=2), language="json")

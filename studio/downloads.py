@@ -3,7 +3,12 @@
 * :func:`chart_config` -- the ``config=`` of ``st.plotly_chart``: the modebar
   camera button saves the chart client-side (plotly.js ``toImage``, no
   server-side browser) as PNG with a meaningful file name
-  (``toImageButtonOptions``, Plotly's configuration options).
+  (``toImageButtonOptions``, Plotly's configuration options). The camera button
+  has one format per chart (png, svg, jpeg or webp); offering PNG *and* SVG would
+  need a custom modebar button, i.e. JavaScript, which ``st.plotly_chart`` cannot
+  take from Python, so the app offers PNG (scale 2; the HTML report holds the
+  interactive charts themselves). Every ``st.plotly_chart`` of the app passes this
+  config (``tests/test_chart_export.py``).
 * :func:`report_button` -- "Download report (HTML)": the one-file offline
   report of :mod:`studio.report` for the shown models, built only when the
   button is clicked (``st.download_button`` with a callable ``data``).
