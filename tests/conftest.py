@@ -1,4 +1,5 @@
 """Shared pytest fixtures (kept small: the repository root and the demo files)."""
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,17 @@ def fresh_streamlit_caches(demo_dir):
     yield
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+@pytest.fixture(autouse=True)
+def keep_the_main_module():
+    """Put pytest's ``__main__`` back after each test.
+
+    ``AppTest.from_file(...)`` leaves the app script registered as ``sys.modules["__main__"]``;
+    a later ``multiprocessing`` spawn (the local Dask cluster's worker processes) would then
+    import and run the Streamlit script in each worker, which then fails to start.
+    """
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
