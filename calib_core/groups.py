@@ -39,7 +39,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.bootstrap import bootstrap_ci
-from calib_core.registry import metric_function
+from calib_core.registry import metric_function, metric_interval
 from calib_core.reliability import reliability_table
 from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, \
     check_probs_labels
@@ -207,7 +207,11 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
              n_boot: int = 200, seed: int | None = 0, alpha: float = 0.05, n_bins: int = 15,
              binning: str = "uniform", min_rows: int = MIN_GROUP_ROWS, max_groups: int = MAX_GROUPS,
              worst: str = "max") -> GroupResult:
-    """A metric on each group's rows, with percentile bootstrap intervals, and the worst group.
+    """A metric on each group's rows, with intervals, and the worst group.
+
+    A callable ``metric`` gets percentile bootstrap intervals; a registry key
+    gets the interval its registry entry declares (the same as on the Metrics
+    page and in the CLI, e.g. estimate +- z * bootstrap SE for ECE).
 
     Parameters
     ----------
@@ -310,9 +314,17 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
         values[g], notes_per_group[g] = _safe_value(function, p_g, y_g)
         if n_boot and np.isfinite(values[g]):
             try:
-                result = bootstrap_ci(function, p_g, y_g, n_boot=n_boot, alpha=float(alpha),
-                                      seed=np.random.default_rng(children[g]))
-                low[g], high[g] = result.low, result.high
+                if isinstance(metric, str):
+                    # A registry key: the interval its registry entry declares, as on the Metrics page.
+                    interval = metric_interval(metric, p_g, y_g, n_bins=n_bins, binning=binning, n_boot=n_boot,
+                                               alpha=float(alpha), seed=np.random.default_rng(children[g]))
+                    low[g], high[g] = interval.low, interval.high
+                    if not np.isfinite(interval.low):
+                        notes_per_group[g] = f"no interval: {interval.note}"
+                else:
+                    result = bootstrap_ci(function, p_g, y_g, n_boot=n_boot, alpha=float(alpha),
+                                          seed=np.random.default_rng(children[g]))
+                    low[g], high[g] = result.low, result.high
             except CalibrationInputError as exc:
                 notes_per_group[g] = f"no interval: {exc}"
     overall, overall_note = _safe_value(function, probs, labels)

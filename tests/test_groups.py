@@ -167,3 +167,19 @@ def test_multicalibration_rejects_a_negative_min_count():
     probs, labels, groups = two_groups(n=100)
     with pytest.raises(CalibrationInputError, match="min_count"):
         cc.multicalibration(probs, labels, groups, min_count=-1)
+
+
+def test_registry_keys_get_the_interval_their_registry_entry_declares():
+    """The Groups page and the CLI pass registry keys: ECE's interval is estimate +- z * bootstrap SE there,
+    as on the Metrics page (it was a percentile interval, which need not contain a biased estimate)."""
+    rng = np.random.default_rng(11)
+    n = 1_200
+    probs = rng.dirichlet(np.ones(3), size=n)
+    labels = rng.integers(0, 3, size=n)
+    groups = rng.choice(["a", "b", "c"], size=n)
+    assert cc.get_metric("ece").interval == "bootstrap_se"
+    table = cc.by_group("ece", probs, labels, groups, n_boot=100, seed=0).table
+    inside = table["ci_low"] > 0  # not clipped at 0
+    assert inside.any()
+    centre = (table["ci_low"] + table["ci_high"]) / 2
+    np.testing.assert_allclose(centre[inside], table["value"][inside], rtol=0, atol=1e-12)
