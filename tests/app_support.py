@@ -27,6 +27,25 @@ def open_with_model(page: str, predictions: Predictions, *, timeout: float,
     return at.run()
 
 
+def open_with_uploads(page: str, models: list[Predictions], *, timeout: float,
+                      session_values: dict[str, Any] | None = None) -> AppTest:
+    """Run ``page`` in a fresh session holding ``models`` as uploads, each with its file's CSV bytes
+    (so the Data page's column mapping has a file to read); the file is named after the model."""
+    import pandas as pd
+
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    store = state._Store(started=True)
+    for p in models:
+        raw = pd.DataFrame(p.probs, columns=list(p.class_names)).assign(
+            label=[p.class_names[k] for k in p.labels]).to_csv(index=False).encode()
+        store.models[p.name] = state.LoadedModel(p, state.fingerprint(p), "upload", p.name, raw=raw)
+    at.session_state[state.APP_KEY] = store
+    for key, value in (session_values or {}).items():
+        at.session_state[key] = value
+    at.switch_page(page)
+    return at.run()
+
+
 def assert_clean(at: AppTest) -> None:
     """No exception and no st.error on the page."""
     assert not at.exception, [e.value for e in at.exception]

@@ -42,7 +42,7 @@ from studio.figures_recalibration import change_figure, temperature_surface_figu
 from studio.figures_simplex import ARROW_TRACE_NAME, simplex_figure
 from studio.text import literal, md, plot_text
 
-from tests.app_support import APP
+from tests.app_support import open_with_uploads
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_SOURCES = sorted([*(ROOT / "studio").glob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"])
@@ -399,17 +399,7 @@ def test_every_page_shows_hostile_file_and_class_names_as_plain_text(page, n_mod
     """Models whose file and class names are a Markdown image, an HTML tag and a link (one model: the
     sidebar names it; two: rankings and comparisons name them)."""
     models = [hostile_predictions(), hostile_predictions(seed=1, name=HOSTILE[1])][:n_models]
-    at = AppTest.from_file(str(APP), default_timeout=120)
-    store = state._Store(started=True)
-    for p in models:
-        raw = pd.DataFrame(p.probs, columns=list(p.class_names)).assign(
-            label=[p.class_names[k] for k in p.labels]).to_csv(index=False).encode()
-        store.models[p.name] = state.LoadedModel(p, state.fingerprint(p), "upload", p.name, raw=raw)
-    at.session_state[state.APP_KEY] = store
-    for key, value in PAGE_STATE.get(page, {}).items():
-        at.session_state[key] = value
-    at.switch_page(page)
-    at.run()
+    at = open_with_uploads(page, models, timeout=120, session_values=PAGE_STATE.get(page, {}))
     assert not at.exception, [e.value for e in at.exception]
     texts = markdown_texts(at)
     assert texts, "nothing rendered"

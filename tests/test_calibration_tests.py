@@ -214,7 +214,7 @@ def test_verdict_cases_of_calibration_test():
     for method in ("consistency", "skce", "hosmer_lemeshow", "spiegelhalter"):
         res = cc.calibration_test(probs, labels, method, seed=0, n_resamples=200)
         assert res.verdict == "miscalibrated", (method, res.verdict_reason)
-        assert f"α = 0.05" in res.verdict_reason
+        assert "α = 0.05" in res.verdict_reason
     calibrated = calibrated_binary(400, 7)
     for method in ("consistency", "skce", "hosmer_lemeshow", "spiegelhalter"):
         res = cc.calibration_test(*calibrated, method, seed=0, n_resamples=200)

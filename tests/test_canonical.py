@@ -502,7 +502,7 @@ def test_verdict_alpha_and_estimators_without_cells():
     assert res.occupancy is None  # a plain function: only the band and the p-value are read
     loose = cc.consistency_resampling(probs, labels, functools.partial(cc.ece, n_bins=10), n_resamples=100,
                                       seed=0, alpha=0.5)
-    assert loose.alpha == 0.5 and f"α = 0.5" in loose.verdict_reason
+    assert loose.alpha == 0.5 and "α = 0.5" in loose.verdict_reason
     assert loose.verdict == ("miscalibrated" if loose.p_value < 0.5 else res.verdict)
     with pytest.raises(CIE, match="alpha"):
         cc.consistency_resampling(probs, labels, cc.ece, n_resamples=10, alpha=0.0)

@@ -14,14 +14,12 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from calib_core.io import Predictions
-from studio import downloads, nav, report, state
+from studio import downloads, nav, report
 
-from tests.app_support import APP
+from tests.app_support import open_with_uploads
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
@@ -74,17 +72,7 @@ def test_every_chart_on_every_page_downloads_under_a_safe_meaningful_name(page):
     """Two models with a path/Markdown/HTML name: every chart's file name is non-empty, has no path
     separator or markup character, starts with the page, and two charts of a page never share a name."""
     models = [_hostile_model(0, HOSTILE[0] + ".csv"), _hostile_model(1, HOSTILE[1])]
-    at = AppTest.from_file(str(APP), default_timeout=180)
-    store = state._Store(started=True)
-    for p in models:
-        raw = pd.DataFrame(p.probs, columns=list(p.class_names)).assign(
-            label=[p.class_names[k] for k in p.labels]).to_csv(index=False).encode()
-        store.models[p.name] = state.LoadedModel(p, state.fingerprint(p), "upload", p.name, raw=raw)
-    at.session_state[state.APP_KEY] = store
-    for key, value in PAGE_STATE.get(page, {}).items():
-        at.session_state[key] = value
-    at.switch_page(page)
-    at.run()
+    at = open_with_uploads(page, models, timeout=180, session_values=PAGE_STATE.get(page, {}))
     assert not at.exception, [e.value for e in at.exception]
     charts = at.get("plotly_chart")
     assert charts, "the page drew no chart, so the check below would be vacuous"

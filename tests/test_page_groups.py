@@ -5,10 +5,8 @@ Expected values are computed independently with calib_core on the same rows.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
-import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
