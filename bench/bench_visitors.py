@@ -42,14 +42,12 @@ import asyncio
 import contextlib
 import io
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from studio.nav import available_pages  # noqa: E402
+from tests.e2e_support import free_port, wait_until_healthy  # noqa: E402  (the browser tests' server helpers)
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -72,16 +71,12 @@ TARGET_PEAK_GB = 1.5
 
 # ----------------------------------------------------------------------------- server and its memory
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager
 def serve(log_path: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
     """A fresh ``streamlit run app.py`` on a free port: yields (base URL, process); stops it afterwards."""
-    port = _free_port()
+    port = free_port()
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
                "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
@@ -89,17 +84,8 @@ def serve(log_path: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]
     process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start (log: {log_path})")
-            time.sleep(0.3)
+        if not wait_until_healthy(base, process, timeout=90):
+            raise RuntimeError(f"streamlit did not start (log: {log_path})")
         yield base, process
     finally:
         process.terminate()

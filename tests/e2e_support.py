@@ -44,6 +44,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_until_healthy(base: str, process: subprocess.Popen, *, timeout: float) -> bool:
+    """Poll ``base``'s health endpoint until it answers "ok" (True), or the server exits or ``timeout``
+    seconds pass (False). Shared by the browser tests and ``bench/bench_visitors.py``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return True
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.3)
+
+
 @contextlib.contextmanager
 def streamlit_server(log_name: str) -> Iterator[str]:
     """A fresh `streamlit run app.py` on a free port; yields its base URL, logs to test-artifacts/."""
@@ -56,18 +72,9 @@ def streamlit_server(log_name: str) -> Iterator[str]:
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.3)
+        if not wait_until_healthy(base, process, timeout=60):
+            pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
         yield base
     finally:
         process.terminate()
