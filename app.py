@@ -11,7 +11,7 @@ import streamlit as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.io import demo_datasets
+from calib_core.io.loader import demo_datasets
 from studio import compute, downloads, figures, layout, state
 from studio.text import md, plot_text
 
@@ -187,7 +187,7 @@ def _headline_interval(entry: state.LoadedModel, key: str) -> tuple[str, str]:
     The same cached call with the same arguments as :func:`studio.compute.metrics_table` at the
     Metrics page's default settings, so both pages show one number (and share the cache entry).
     """
-    spec = cc.registry.get_metric(key)
+    spec = cc.metrics.registry.get_metric(key)
     try:
         found = compute.metric_interval(entry.predictions, entry.fingerprint, key, HEADLINE_N_BINS,
                                         HEADLINE_BINNING if spec.uses_binning else "uniform", HEADLINE_N_BOOT,

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import calib_core as cc  # noqa: E402
-from calib_core.bootstrap import bootstrap_metrics  # noqa: E402
+from calib_core.inference.bootstrap import bootstrap_metrics  # noqa: E402
 from bench_core import best_time, random_predictions  # noqa: E402  (the same timing and data as bench_core)
 
 N_BOOT = 200

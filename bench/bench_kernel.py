@@ -27,7 +27,7 @@ from scipy.special import gammaln
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_core as cc  # noqa: E402
-from calib_core import kernel  # noqa: E402
+from calib_core.metrics import kernel  # noqa: E402
 
 
 def timed(function, repeat: int = 1) -> tuple[float, object]:

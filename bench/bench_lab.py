@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import calib_core as cc  # noqa: E402
-from calib_core.lab import (DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, bin_rank_stability,  # noqa: E402
+from calib_core.lab.studies import (DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, bin_rank_stability,  # noqa: E402
                             ece_estimator, expected_ece, futami_bounds, run_lab, subset_study)
 
 

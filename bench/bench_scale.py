@@ -15,7 +15,7 @@ adaptive bins and KS: three passes). Each engine runs in a fresh process so
 its peak memory is its own. Imports and first-call costs count as start-up,
 as the cluster's start does: the streaming process evaluates a small file of
 the same layout before the timed run, and the Dask workers import calib_core
-(:func:`calib_core.dask_engine.warm_up`). On a shared machine the wall times move with the
+(:func:`calib_core.engines.dask_engine.warm_up`). On a shared machine the wall times move with the
 load of other processes; the CPU seconds of the evaluating process are shown
 next to them (for Dask they exclude the workers). Every engine, and the
 pyarrow read, runs ``--repeat`` times in its process and the best run counts.
@@ -41,7 +41,7 @@ _CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 import pyarrow.parquet as pq
-from calib_core.evaluate import evaluate
+from calib_core.engines.evaluate import evaluate
 task = json.loads(sys.argv[1])
 def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -61,7 +61,7 @@ if task["kind"] == "evaluate":
     # run would teach the scheduler that these tasks are short, and it would then give all to one worker).
     if task["engine"] == "dask":
         import distributed
-        from calib_core.dask_engine import local_cluster, warm_up
+        from calib_core.engines.dask_engine import local_cluster, warm_up
         cluster = local_cluster(task["workers"])  # workers with glibc's allocator defaults, as this process
         scheduler = distributed.Client(cluster)
         warm_up(scheduler)

@@ -1,6 +1,6 @@
-"""``python -m calib_core report FILE``: see :mod:`calib_core.cli`."""
+"""``python -m calib_core report FILE``: see :mod:`calib_core.engines.cli`."""
 import sys
 
-from calib_core.cli import main
+from calib_core.engines.cli import main
 
 sys.exit(main())

@@ -1,8 +1,8 @@
-"""Groups: is the model calibrated for every group of rows, or only on average? (calib_core.groups)"""
+"""Groups: is the model calibrated for every group of rows, or only on average? (calib_core.inference.groups)"""
 import streamlit as st
 
-from calib_core.groups import MAX_GROUPS, MIN_GROUP_ROWS
-from calib_core.registry import metric_name
+from calib_core.inference.groups import MAX_GROUPS, MIN_GROUP_ROWS
+from calib_core.metrics.registry import metric_name
 from studio import compute_groups, downloads, figures_groups, layout
 from studio.text import md
 

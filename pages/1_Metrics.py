@@ -13,7 +13,7 @@ st.markdown(
     "interval that suits its estimator (column *Interval*): a percentile bootstrap for the accuracy and the "
     "proper scores, the estimate ± z bootstrap standard errors for the biased binned and kernel errors (their "
     "resamples are biased further, so a percentile interval can miss the estimate; the ICI with at most "
-    f"{cc.registry.LOESS_MAX_BOOT} resamples), a variance formula for SKCE and for Cox's slope, intercept and "
+    f"{cc.metrics.registry.LOESS_MAX_BOOT} resamples), a variance formula for SKCE and for Cox's slope, intercept and "
     "calibration-in-the-large (Wald; with more than two classes, a sandwich error of the one-vs-rest mean), "
     "none for the leave-one-out kernel estimates and E50/E90. One seed draws the same resamples for every metric. "
     "Click a column header to sort."
@@ -144,7 +144,7 @@ st.dataframe(
         "measured_size": st.column_config.TextColumn("Measured size at α = 0.05", width="large"),
     },
 )
-flagged = [cc.size_power.TEST_LABELS[m] for m in cc.size_power.FLAGGED_TESTS]
+flagged = [cc.lab.size_power.TEST_LABELS[m] for m in cc.lab.size_power.FLAGGED_TESTS]
 if flagged:
     st.warning(f"Flagged by the Lab: {', '.join(flagged)}: its measured size leaves [0.03, 0.07], so its p-value "
                "is not what it promises (see the last column).", icon=":material/flag:")
@@ -165,7 +165,7 @@ st.subheader("What each metric measures")
 for spec in cc.METRICS:
     settings = ("bin count and binning" if spec.uses_binning else "bin count" if spec.uses_bins
                 else "kernel bandwidth" if spec.bandwidth is not None else "no bins")
-    interval = cc.registry.INTERVAL_METHODS[spec.interval]
+    interval = cc.metrics.registry.INTERVAL_METHODS[spec.interval]
     st.markdown(f"**{names[spec.key]}** ({settings}; interval: {interval}). {spec.summary}  \n"
                 f"*Pitfalls:* {spec.pitfalls}")
 downloads.report_button("metrics", models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed)

@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from calib_core.export import csv_bytes
+from calib_core.io.export import csv_bytes
 from studio import compute, compute_estimators, compute_simplex, downloads, figures, figures_estimators, layout, state
 from studio.text import md
 

@@ -113,9 +113,9 @@ with st.container(border=True):
         key="dirichlet",
         help="Leave-one-out likelihood: the bandwidth that best predicts each prediction from the others "
              "(Popordanoska et al. 2024, section 7), chosen per model (on the first block with blocks). "
-             f"Fixed: the registry's default h = {cc.registry.KDE_BANDWIDTH:g} unless changed.")
+             f"Fixed: the registry's default h = {cc.metrics.registry.KDE_BANDWIDTH:g} unless changed.")
     dirichlet_h = layout.linked(dir_col.number_input, "Dirichlet bandwidth h", min_value=1e-5, max_value=10.0,
-                                step=0.001, format="%.5f", value=cc.registry.KDE_BANDWIDTH, key="dirichlet_h",
+                                step=0.001, format="%.5f", value=cc.metrics.registry.KDE_BANDWIDTH, key="dirichlet_h",
                                 disabled=dirichlet_mode != "fixed")
     skce_mode = layout.linked(skce_col.radio, "SKCE (Laplacian kernel)", list(SKCE_MODES), format_func=SKCE_MODES.get,
                               horizontal=True, index=list(SKCE_MODES).index("median"), key="skce",
@@ -124,7 +124,7 @@ with st.container(border=True):
     skce_h = layout.linked(skce_col.number_input, "SKCE bandwidth", min_value=1e-3, max_value=10.0, step=0.05,
                            format="%.3f", value=0.5, key="skce_h", disabled=skce_mode != "fixed")
     mmce_h = layout.linked(mmce_col.number_input, "MMCE bandwidth (Laplacian kernel)", min_value=1e-3,
-                           max_value=10.0, step=0.05, format="%.3f", value=cc.registry.MMCE_BANDWIDTH,
+                           max_value=10.0, step=0.05, format="%.3f", value=cc.metrics.registry.MMCE_BANDWIDTH,
                            key="mmce_h", help="Kumar et al. (2018) use 0.4.")
     smece_mode = layout.linked(smece_col.radio, "smECE (Gaussian kernel)", list(SMECE_MODES),
                                format_func=SMECE_MODES.get, horizontal=True, index=list(SMECE_MODES).index("auto"),

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calib_core import METRICS, CalibrationInputError, csv_bytes
-from calib_core.lab import DEFAULT_SIZES
+from calib_core.lab.studies import DEFAULT_SIZES
 from studio import compute_lab as cl
 from studio import downloads, layout, state
 from studio.figures_lab import (correlation_heatmap, futami_figure, lab_figure, size_power_figure, subset_figure,

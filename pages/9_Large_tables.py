@@ -4,7 +4,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from calib_core.export import csv_bytes
+from calib_core.io.export import csv_bytes
 from studio import compute_summary, downloads, figures, layout
 from studio.layout import default
 from studio.text import md

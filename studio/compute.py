@@ -1,6 +1,6 @@
 """Every calib_core call the pages make, wrapped in ``st.cache_data``.
 
-A model's :class:`~calib_core.io.Predictions` is passed as ``_predictions``
+A model's :class:`~calib_core.io.loader.Predictions` is passed as ``_predictions``
 (not hashed: hashing arrays on every rerun would cost as much as some of the
 metrics) together with its ``fingerprint``, a hash of its probabilities and
 labels computed once when it was loaded (:func:`studio.state.fingerprint`).
@@ -22,9 +22,9 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
-from calib_core import io as cio
-from calib_core.io import Predictions
-from calib_core.sensitivity import BinRanking
+from calib_core.io import loader as cio
+from calib_core.io.loader import Predictions
+from calib_core.metrics.sensitivity import BinRanking
 
 Progress = Callable[[int, int], None] | None
 
@@ -170,7 +170,7 @@ def metric_notes() -> pd.DataFrame:
     """What each registered metric measures and how it misleads (from the registry)."""
     return pd.DataFrame([{
         "metric": spec.label, "key": spec.key, "what it measures": spec.summary, "pitfalls": spec.pitfalls,
-        "interval": cc.registry.INTERVAL_METHODS[spec.interval],
+        "interval": cc.metrics.registry.INTERVAL_METHODS[spec.interval],
         "uses the bin count": spec.uses_bins, "uses the binning": spec.uses_binning,
     } for spec in cc.METRICS])
 
@@ -281,12 +281,12 @@ def calibration_tests(_predictions: Predictions, fingerprint: str, seed: int) ->
 
 def tests_table(models: Sequence[Any], *, seed: int, on_progress: Progress = None) -> pd.DataFrame:
     """One row per (model, calibration test): statistic, p-value, calib_core's verdict and reason, and the
-    test's measured size at α = 0.05 (:data:`calib_core.size_power.SIZE_NOTES`, from the Lab)."""
+    test's measured size at α = 0.05 (:data:`calib_core.lab.size_power.SIZE_NOTES`, from the Lab)."""
     rows = []
     for i, model in enumerate(models):
         for row in calibration_tests(model.predictions, model.fingerprint, seed):
-            rows.append({"model": model.name, "test": cc.size_power.TEST_LABELS[row["method"]], **row,
-                         "measured_size": cc.size_power.SIZE_NOTES[row["method"]]})
+            rows.append({"model": model.name, "test": cc.lab.size_power.TEST_LABELS[row["method"]], **row,
+                         "measured_size": cc.lab.size_power.SIZE_NOTES[row["method"]]})
         if on_progress is not None:
             on_progress(i + 1, len(models))
     return pd.DataFrame(rows, columns=list(TEST_COLUMNS))

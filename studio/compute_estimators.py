@@ -29,7 +29,7 @@ choices into concrete settings with a cost model (:func:`quadratic_seconds`,
 that the page stays within about :data:`BUDGET_SECONDS` per model and says
 how long anything slower would take.
 
-Names and default settings come from :mod:`calib_core.registry`: at the
+Names and default settings come from :mod:`calib_core.metrics.registry`: at the
 page's default settings an estimator has the same name and the same value as
 on the Metrics page and in the command line; a changed setting (bandwidth,
 estimator, blocks) is part of the name (:func:`estimator_name`).
@@ -45,9 +45,9 @@ import streamlit as st
 from scipy import stats
 
 import calib_core as cc
-from calib_core.io import Predictions
-from calib_core.proper import BoundChain, ScoreDecomposition
-from calib_core.smooth import SmoothReliabilityCurve
+from calib_core.io.loader import Predictions
+from calib_core.metrics.proper import BoundChain, ScoreDecomposition
+from calib_core.metrics.smooth import SmoothReliabilityCurve
 
 #: Rows per block offered for the O(N^2) estimators.
 BLOCK_SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
@@ -62,8 +62,8 @@ ALL_ROWS = "all"
 #: What the page aims to stay under, per model, when choosing automatically.
 BUDGET_SECONDS = 2.0
 #: Rows used by the median heuristic of the SKCE bandwidth (exact for smaller N), the
-#: registry's rule (:func:`calib_core.registry.skce_bandwidth`): about 0.5 s at 5,000 rows.
-MEDIAN_ROWS = cc.registry.SKCE_MEDIAN_ROWS
+#: registry's rule (:func:`calib_core.metrics.registry.skce_bandwidth`): about 0.5 s at 5,000 rows.
+MEDIAN_ROWS = cc.metrics.registry.SKCE_MEDIAN_ROWS
 #: Candidate bandwidths evaluated by a coarse-to-fine ``kde_bandwidth`` search (19 coarse + 4 fine).
 _BANDWIDTH_CANDIDATES = 23
 
@@ -284,8 +284,8 @@ def block_estimate(values: np.ndarray | list[float], *, block_rows: int | None, 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def skce_median_bandwidth(_predictions: Predictions, fingerprint: str) -> float:
-    """The registry's SKCE bandwidth (:func:`calib_core.registry.skce_bandwidth`): the median heuristic."""
-    return cc.registry.skce_bandwidth(_predictions.probs, _predictions.labels)
+    """The registry's SKCE bandwidth (:func:`calib_core.metrics.registry.skce_bandwidth`): the median heuristic."""
+    return cc.metrics.registry.skce_bandwidth(_predictions.probs, _predictions.labels)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl="1h")

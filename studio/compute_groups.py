@@ -12,8 +12,8 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
-from calib_core.groups import GroupResult, MulticalibrationResult
-from calib_core.io import Predictions
+from calib_core.inference.groups import GroupResult, MulticalibrationResult
+from calib_core.io.loader import Predictions
 
 #: The metrics the page offers, by registry key.
 GROUP_METRICS = {"ece": "ECE", "ace": "ACE"}

@@ -42,9 +42,9 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
-from calib_core.generators import FUTAMI_CASES, TRUTH_KEYS, VAICENAVICIUS_CASES, GroundTruth
-from calib_core.lab import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, Pathology, default_subset_sizes
-from calib_core.size_power import cell_seed
+from calib_core.lab.generators import FUTAMI_CASES, TRUTH_KEYS, VAICENAVICIUS_CASES, GroundTruth
+from calib_core.lab.studies import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, Pathology, default_subset_sizes
+from calib_core.lab.size_power import cell_seed
 from calib_core.validation import CalibrationInputError
 
 Progress = Callable[[int, int], None] | None
@@ -273,7 +273,7 @@ def lipschitz_of(spec: GeneratorSpec) -> tuple[float, bool]:
     return 1.0, False
 
 
-#: Short names of the true values (keys of calib_core.generators.TRUTH_KEYS).
+#: Short names of the true values (keys of calib_core.lab.generators.TRUTH_KEYS).
 TARGET_NAMES: dict[str, str] = {
     "accuracy": "accuracy", "tce": "TCE", "tce_l2": "TCE₂", "ks": "KS", "mmce": "MMCE",
     "classwise_tce": "class-wise TCE", "classwise_ce_kl": "class-wise CE_KL",
@@ -315,7 +315,7 @@ def estimator_options() -> dict[str, str]:
 
 
 def default_estimators() -> list[str]:
-    """The default run's estimators (calib_core.lab.DEFAULT_ESTIMATORS) that this installation offers."""
+    """The default run's estimators (calib_core.lab.studies.DEFAULT_ESTIMATORS) that this installation offers."""
     options = estimator_options()
     return [key for key in DEFAULT_ESTIMATORS if key in options]
 

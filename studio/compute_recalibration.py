@@ -6,7 +6,7 @@ fingerprint and the small, hashable settings (a :class:`Protocol`, a method
 name) form the cache key. A fit is cached by (fingerprint, method,
 protocol), so adding a method to the selection fits only that method.
 
-The protocol is honest by default (:mod:`calib_core.protocol`): a method is
+The protocol is honest by default (:mod:`calib_core.recalibration.protocol`): a method is
 fitted on one set of rows and judged on disjoint rows, from the file's
 ``split`` column (calibration / test), a stratified random split, or K-fold
 cross-fitting. Evaluating on the fitting rows happens only with
@@ -36,16 +36,16 @@ import streamlit as st
 from scipy import stats
 
 import calib_core as cc
-from calib_core.io import Predictions
-from calib_core.lab import GCE_VARIANTS
-from calib_core.protocol import EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES
+from calib_core.io.loader import Predictions
+from calib_core.lab.studies import GCE_VARIANTS
+from calib_core.recalibration.protocol import EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES
 from calib_core.recalibration import (
     RECALIBRATORS,
     AccuracyPreservingCalibratedMap,
     Recalibrator,
     log_probabilities,
 )
-from calib_core.simplex import SimplexReliability
+from calib_core.metrics.simplex import SimplexReliability
 from studio.text import literal
 
 #: Metrics of the results table (registry keys), in display order. The class-wise ECE with uniform

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 import calib_core as cc
-from calib_core.canonical import CanonicalCE, ConsistencyResult
-from calib_core.io import Predictions
-from calib_core.simplex import SimplexReliability
+from calib_core.inference.consistency import CanonicalCE, ConsistencyResult
+from calib_core.io.loader import Predictions
+from calib_core.metrics.simplex import SimplexReliability
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Plotly figures of the Groups page, built from :mod:`calib_core.groups` results.
+"""Plotly figures of the Groups page, built from :mod:`calib_core.inference.groups` results.
 
 :func:`group_bar_figure` draws :func:`calib_core.by_group` (one bar per
 group with its bootstrap interval, sorted by the gap to the overall value);
@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from calib_core.groups import GroupResult
+from calib_core.inference.groups import GroupResult
 from studio.figures import DIAGONAL_COLOR, FONT, PALETTE, _rgba, count_opacity
 from studio.text import plot_text
 
@@ -39,7 +39,7 @@ def group_bar_figure(result: GroupResult, *, metric_label: str, height: int | No
 
     Parameters
     ----------
-    result : calib_core.groups.GroupResult
+    result : calib_core.inference.groups.GroupResult
     metric_label : str
         Axis title, e.g. ``"ECE, 15 uniform bins"``.
 

@@ -2,8 +2,8 @@
 
 :func:`simplex_figure` draws the two-dimensional reliability diagram of
 Vaicenavicius et al. (2019, appendix C.2, Figures 16 and 18) from a
-:class:`calib_core.simplex.SimplexReliability` (or its
-:class:`calib_core.simplex.CellTable`): the cells of the partition colour-coded
+:class:`calib_core.metrics.simplex.SimplexReliability` (or its
+:class:`calib_core.metrics.simplex.CellTable`): the cells of the partition colour-coded
 by the number of predictions they hold, and one arrow per non-empty cell from
 the cell's mean prediction (tail) to its observed label frequency (head).
 """
@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-from calib_core.simplex import CellTable, SimplexReliability, triangle_keys, triangle_vertices
+from calib_core.metrics.simplex import CellTable, SimplexReliability, triangle_keys, triangle_vertices
 from calib_core.validation import CalibrationInputError
 from studio.text import plot_text
 

@@ -8,8 +8,8 @@ What a model-risk reviewer needs to reproduce and audit the numbers is in the
 file: the ``calib_core`` version, each input file's name and SHA-256, the date,
 every setting (bins, binning, bin edges convention, seeds, resamples, alpha),
 the data summary, the metrics with the interval each one declares
-(:func:`calib_core.registry.metric_interval`, named by
-:func:`calib_core.registry.metric_name`), the verdicts of
+(:func:`calib_core.inference.intervals.metric_interval`, named by
+:func:`calib_core.metrics.registry.metric_name`), the verdicts of
 :func:`calib_core.calibration_test`, and the charts (Plotly figures from
 ``studio/figures*.py``). The same numbers are also stored as JSON in
 ``<script type="application/json" id="report-data">`` for machines.
@@ -37,9 +37,10 @@ import plotly.io as pio  # at import time: without plotly the CLI's --html says 
 from plotly.offline import get_plotlyjs
 
 import calib_core as cc
-from calib_core.io import Predictions
-from calib_core.registry import INTERVAL_METHODS, METRICS, metric_interval, metric_name, metric_report
-from calib_core.sensitivity import SENSITIVITY_METRICS
+from calib_core.io.loader import Predictions
+from calib_core.inference.intervals import metric_interval
+from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name, metric_report
+from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "ReportModel", "ReportSettings", "build_report", "calib_core_version",
@@ -87,7 +88,7 @@ class ReportSettings:
     seed: int = 0
     alpha: float = 0.05
     n_resamples: int = 1000
-    max_quadratic_rows: int | None = cc.registry.MAX_QUADRATIC_ROWS
+    max_quadratic_rows: int | None = cc.metrics.registry.MAX_QUADRATIC_ROWS
     sensitivity_bins: tuple[int, ...] = tuple(range(2, 201))
     simplex_bins: int = 10
 
@@ -442,7 +443,7 @@ def _data_section(data: dict) -> str:
 def _metrics_section(models: Sequence[ReportModel], data: dict, settings: ReportSettings) -> str:
     methods = "; ".join(f"{k}: {v}" for k, v in INTERVAL_METHODS.items())
     parts = ["<h2>Metrics</h2>",
-             f"<p class='note'>Every metric of calib_core.registry, named with its settings "
+             f"<p class='note'>Every metric of calib_core.metrics.registry, named with its settings "
              f"(metric_name); the {100 * (1 - settings.alpha):g}% interval is made the way the registry declares "
              f"for each metric (metric_interval: {_e(methods)}), with {settings.n_boot} bootstrap resamples and "
              f"seed {settings.seed} where it is a bootstrap.</p>"]
@@ -458,7 +459,7 @@ def _metrics_section(models: Sequence[ReportModel], data: dict, settings: Report
 def _verdicts_section(models: Sequence[ReportModel], data: dict, settings: ReportSettings) -> str:
     parts = ["<h2>Verdicts</h2>",
              f"<p class='note'>calib_core.calibration_test at level alpha = {settings.alpha:g}; the verdict is "
-             "calib_core.verdicts.read_test's reading (miscalibrated / consistent / inconclusive).</p>"]
+             "calib_core.inference.verdicts.read_test's reading (miscalibrated / consistent / inconclusive).</p>"]
     for model, entry in zip(models, data["models"]):
         rows = [(r["method"], _num(r["statistic"], 4), "n/a" if r["p_value"] is None else f"{r['p_value']:.3g}",
                  r["verdict"], r["reason"]) for r in entry["verdicts"]]

@@ -1,4 +1,4 @@
-"""Tests for calib_core.binned: known values, paper examples, GCE variants, invariants."""
+"""Tests for calib_core.metrics.binned: known values, paper examples, GCE variants, invariants."""
 import itertools
 
 import numpy as np
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.debiased import ece_sweep_details
+from calib_core.metrics.debiased import ece_sweep_details
 
 
 def nixon_figure4():

@@ -1,4 +1,4 @@
-"""Tests for calib_core.bootstrap."""
+"""Tests for calib_core.inference.bootstrap."""
 import functools
 
 import numpy as np
@@ -54,8 +54,8 @@ def test_option_errors(kwargs, match):
 
 # ----------------------------------------------------------------------------- shared-work engine (issue 15)
 
-from calib_core import resample  # noqa: E402
-from calib_core.bootstrap import bootstrap_metrics  # noqa: E402
+from calib_core.inference import resample  # noqa: E402
+from calib_core.inference.bootstrap import bootstrap_metrics  # noqa: E402
 
 P = functools.partial
 SUPPORTED = {

@@ -1,4 +1,4 @@
-"""Tests of calib_core.calibration_tests (calibration_test) and calib_core.verdicts (the shared verdict rule)."""
+"""Tests of calib_core.inference.calibration_tests (calibration_test) and calib_core.inference.verdicts (the shared verdict rule)."""
 from __future__ import annotations
 
 import functools
@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 
 import calib_core as cc
-from calib_core.calibration_tests import hosmer_lemeshow, spiegelhalter_z
-from calib_core.io import load_demo
-from calib_core.verdicts import SPARSE_CELL_ROWS, cell_occupancy, check_alpha, read_test
+from calib_core.inference.calibration_tests import hosmer_lemeshow, spiegelhalter_z
+from calib_core.io.loader import load_demo
+from calib_core.inference.verdicts import SPARSE_CELL_ROWS, cell_occupancy, check_alpha, read_test
 
 CIE = cc.CalibrationInputError
 

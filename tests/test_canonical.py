@@ -1,4 +1,4 @@
-"""Tests of calib_core.canonical: canonical_ce, lenses, consistency resampling and bands."""
+"""Tests of calib_core.metrics.canonical: canonical_ce, lenses, consistency resampling and bands."""
 from __future__ import annotations
 
 import functools

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import calib_core as cc
-from calib_core.cli import main
+from calib_core.engines.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -250,7 +250,7 @@ def test_json_has_a_tests_section_equal_to_calibration_test(predictions_csv, cap
         assert entry["p_value"] == pytest.approx(expected.p_value, rel=1e-9)
         assert entry["verdict"] == expected.verdict and entry["reason"] == expected.verdict_reason
         assert entry["null_distribution"] == expected.null_distribution
-        assert entry["measured_size"] == cc.size_power.SIZE_NOTES[method]
+        assert entry["measured_size"] == cc.lab.size_power.SIZE_NOTES[method]
     # Labels drawn independently of these Dirichlet predictions: every test sees miscalibration.
     assert tests["spiegelhalter"]["verdict"] == "miscalibrated"
 

@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib_core.cli import main
-from calib_core.evaluate import load_summary
+from calib_core.engines.cli import main
+from calib_core.engines.evaluate import load_summary
 
-# The module (calib_core.evaluate is also the name of the function at the package root).
-evaluate_module = importlib.import_module("calib_core.evaluate")
+# The module (calib_core.engines.evaluate is also the name of the function at the package root).
+evaluate_module = importlib.import_module("calib_core.engines.evaluate")
 
 
 @pytest.fixture

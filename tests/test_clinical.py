@@ -1,4 +1,4 @@
-"""Tests for calib_core.clinical: Cox calibration, the loess smoother and ICI, prevalence shifts."""
+"""Tests for calib_core.clinical.summaries: Cox calibration, the loess smoother and ICI, prevalence shifts."""
 import warnings
 
 import numpy as np

@@ -6,9 +6,9 @@ import pytest
 import dask
 import distributed
 
-from calib_core.dask_engine import tree_reduce
-from calib_core.evaluate import evaluate
-from calib_core.streaming import STREAM_METRICS, CalibrationStats
+from calib_core.engines.dask_engine import tree_reduce
+from calib_core.engines.evaluate import evaluate
+from calib_core.engines.streaming import STREAM_METRICS, CalibrationStats
 from calib_core.validation import CalibrationInputError
 
 

@@ -1,4 +1,4 @@
-"""Tests for calib_core.debiased: Kumar et al.'s debiased l2 ECE and Roelofs et al.'s monotone sweep."""
+"""Tests for calib_core.metrics.debiased: Kumar et al.'s debiased l2 ECE and Roelofs et al.'s monotone sweep."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.debiased import debiased_ece, debiased_squared_terms, ece_sweep, ece_sweep_details
-from calib_core.generators import LogisticModel, binned_truth, futami_logistic
+from calib_core.metrics.debiased import debiased_ece, debiased_squared_terms, ece_sweep, ece_sweep_details
+from calib_core.lab.generators import LogisticModel, binned_truth, futami_logistic
 
 TINY = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
 TINY_LABELS = np.array([0, 1, 1, 1])

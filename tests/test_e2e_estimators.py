@@ -19,7 +19,7 @@ import pytest
 from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 
 import calib_core as cc
-from calib_core.io import load_demo
+from calib_core.io.loader import load_demo
 from studio import figures_estimators as fe
 from studio.state import DEFAULT_DEMO
 
@@ -67,7 +67,7 @@ def by_name(traces: list[dict], name: str) -> list[dict]:
 def test_estimators_deep_link_draws_every_chart(server, page):
     """The first visit of the fresh server opens /Estimators on the default demo (10 classes)."""
     data = load_demo(DEFAULT_DEMO)
-    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.registry.KDE_BANDWIDTH)  # the page's default
+    chain = cc.bound_chain(data.probs, data.labels, bandwidth=cc.metrics.registry.KDE_BANDWIDTH)  # the page's default
     page.goto(f"{server}/Estimators")
     wait_for_app(page)
     estimates, decomposition, chain_traces, smooth = wait_for_charts(page, 4)

@@ -16,16 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.evaluate import choose_engine, evaluate, evaluate_arrays, load_summary, resolve_files
-from calib_core.registry import compute_metrics
-from calib_core.sensitivity import bin_sensitivity
-from calib_core.streaming import STREAM_METRICS
+from calib_core.engines.evaluate import choose_engine, evaluate, evaluate_arrays, load_summary, resolve_files
+from calib_core.metrics.registry import compute_metrics
+from calib_core.metrics.sensitivity import bin_sensitivity
+from calib_core.engines.streaming import STREAM_METRICS
 from calib_core.validation import CalibrationInputError
 
 UNIFORM_AND_KS = ["accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ks", "brier", "nll"]
 
-# The module (calib_core.evaluate is also the name of the function at the package root).
-evaluate_module = importlib.import_module("calib_core.evaluate")
+# The module (calib_core.engines.evaluate is also the name of the function at the package root).
+evaluate_module = importlib.import_module("calib_core.engines.evaluate")
 
 
 def _frame(seed, n, k=3):
@@ -253,7 +253,7 @@ def test_two_million_rows_stream_in_small_batches_with_bounded_memory(tmp_path):
     script = textwrap.dedent(f"""
         import json, resource, sys, tracemalloc
         import pyarrow as pa
-        from calib_core.evaluate import evaluate
+        from calib_core.engines.evaluate import evaluate
         baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         tracemalloc.start()
         result = evaluate({str(path)!r}, engine="stream", batch_rows=50_000,

@@ -1,4 +1,4 @@
-"""Tests for calib_core.export (CSV formula injection, OWASP) and the app's CSV downloads."""
+"""Tests for calib_core.io.export (CSV formula injection, OWASP) and the app's CSV downloads."""
 from __future__ import annotations
 
 import csv
@@ -10,8 +10,8 @@ import pytest
 import streamlit
 
 import calib_core as cc
-from calib_core.export import FORMULA_PREFIXES, csv_bytes, escape_csv_cell, escape_csv_frame
-from calib_core.io import Predictions
+from calib_core.io.export import FORMULA_PREFIXES, csv_bytes, escape_csv_cell, escape_csv_frame
+from calib_core.io.loader import Predictions
 
 from tests import app_support
 

@@ -1,4 +1,4 @@
-"""Tests for calib_core.generators: the ground-truth models and their true calibration errors."""
+"""Tests for calib_core.lab.generators: the ground-truth models and their true calibration errors."""
 import math
 
 import numpy as np
@@ -8,7 +8,7 @@ from scipy.special import expit
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.generators import (
+from calib_core.lab.generators import (
     ERROR_KEYS,
     TRUTH_KEYS,
     GroundTruth,
@@ -21,7 +21,7 @@ from calib_core.generators import (
     futami_logistic,
     gaussian_mixture,
 )
-from calib_core.kernel import mmce, skce
+from calib_core.metrics.kernel import mmce, skce
 
 LESS = futami_logistic("less_calibrated")  # (0.5, -1.5)
 BETTER = futami_logistic("better_calibrated")  # (0.2, -1.9)
@@ -213,7 +213,7 @@ def test_uniform_simplex_stated_properties():
 
 
 def test_fine_binned_truth_does_not_depend_on_the_run_length(monkeypatch):
-    import calib_core.generators as generators
+    import calib_core.lab.generators as generators
 
     model = UniformSimplexModel()
     points, calibration = model.reference_sample()
@@ -280,7 +280,7 @@ def test_binned_truth_is_a_lower_bound_that_approaches_the_tce():
 
 
 def test_logistic_binned_truth_by_quadrature_matches_the_reference_sample():
-    import calib_core.generators as generators
+    import calib_core.lab.generators as generators
 
     points, calibration = LESS.reference_sample()
     rows = np.arange(points.shape[0])

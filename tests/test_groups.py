@@ -1,4 +1,4 @@
-"""Tests for calib_core.groups: by_group, group_reliability, multicalibration."""
+"""Tests for calib_core.inference.groups: by_group, group_reliability, multicalibration."""
 import functools
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Tests for calib_core.kernel: MMCE and SKCE (hand-checked cases, full-matrix agreement, unbiasedness)."""
+"""Tests for calib_core.metrics.kernel: MMCE and SKCE (hand-checked cases, full-matrix agreement, unbiasedness)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,8 +7,8 @@ from scipy.spatial.distance import pdist, squareform
 
 from calib_core import CalibrationInputError
 import calib_core as cc
-from calib_core import kernel
-from calib_core.kernel import median_pairwise_distance, mmce, skce
+from calib_core.metrics import kernel
+from calib_core.metrics.kernel import median_pairwise_distance, mmce, skce
 
 
 def random_predictions(seed, n, k, concentration=1.0):
@@ -271,7 +271,7 @@ def test_block_standard_error_is_the_spread_of_the_pair_terms():
     rng = np.random.default_rng(4)
     probs = rng.dirichlet([1, 1], 51)
     labels = rng.integers(0, 2, 51)
-    terms = cc.kernel.skce_block_terms(probs, labels, bandwidth=0.3)
+    terms = cc.metrics.kernel.skce_block_terms(probs, labels, bandwidth=0.3)
     assert terms.size == 25
     found = cc.skce_estimate(probs, labels, bandwidth=0.3, estimator="block")
     assert found.estimate == pytest.approx(terms.mean()) == cc.skce(probs, labels, 0.3, "block")

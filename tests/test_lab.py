@@ -1,4 +1,4 @@
-"""Tests for calib_core.lab: the estimator lab, Futami bounds, subset study, rank stability, pathologies."""
+"""Tests for calib_core.lab.studies: the estimator lab, Futami bounds, subset study, rank stability, pathologies."""
 import math
 from itertools import combinations
 
@@ -8,14 +8,14 @@ import pytest
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.generators import (
+from calib_core.lab.generators import (
     LogisticNormalModel,
     UniformSimplexModel,
     binned_truth,
     futami_logistic,
     gaussian_mixture,
 )
-from calib_core.lab import (
+from calib_core.lab.studies import (
     DEFAULT_ESTIMATORS,
     DEFAULT_SIZES,
     GCE_VARIANTS,
@@ -70,7 +70,7 @@ def test_estimator_registry_targets_are_truth_keys():
     for key in DEFAULT_ESTIMATORS + ("ece_uniform_15", "rmsce_uniform", "classwise_ece_uniform"):
         assert key in estimators
     for estimator in estimators.values():
-        assert estimator.target is None or estimator.target in cc.generators.TRUTH_KEYS
+        assert estimator.target is None or estimator.target in cc.lab.generators.TRUTH_KEYS
     assert estimators["skce"].max_n == 3000
     assert "h=" in estimators["skce"].label  # bandwidth fixed to the model's population median distance
     data = LESS.sample(1000, seed=0)
@@ -409,7 +409,7 @@ def test_default_sizes():
 
 
 # =========================================================================== size and power of the calibration tests
-from calib_core import size_power as sp  # noqa: E402
+from calib_core.lab import size_power as sp  # noqa: E402
 
 
 def test_binomial_interval_matches_scipy_binomtest():

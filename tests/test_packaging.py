@@ -29,7 +29,7 @@ def test_readme_starts_with_the_two_setup_commands():
 
 def test_console_script_points_at_the_cli():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["calib-core"] == "calib_core.cli:main"
+    assert project["scripts"]["calib-core"] == "calib_core.engines.cli:main"
 
 
 def test_calib_core_never_imports_streamlit():

@@ -17,7 +17,7 @@ from scipy import stats
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io import Predictions, load_demo
+from calib_core.io.loader import Predictions, load_demo
 from studio import compute_estimators as ce
 from studio import figures
 from studio import figures_estimators as fe
@@ -34,7 +34,7 @@ TIMEOUT = 120
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
 ESTIMATES, DECOMPOSITION, CHAIN, SMOOTH = range(4)
 #: The registry's default Dirichlet bandwidth, the page's default too.
-H = cc.registry.KDE_BANDWIDTH
+H = cc.metrics.registry.KDE_BANDWIDTH
 #: The estimates table's names at the default settings: the registry's (the Metrics page's) names.
 MMCE, SKCE, SKCE_LINEAR = "MMCE, h = 0.4", "SKCE (unbiased), h = median distance", \
     "SKCE (linear-time), h = median distance"
@@ -197,7 +197,7 @@ def test_large_upload_runs_the_quadratic_estimators_on_blocks():
     assert row["interval"] == f"t-interval over {plan.n_blocks} blocks of {plan.block_rows:,} rows"
     assert row["rows"] == plan.rows_used
     # Independently: the same disjoint blocks, the U-statistic on each, their mean and t-interval.
-    h = cc.registry.skce_bandwidth(data.probs, data.labels)
+    h = cc.metrics.registry.skce_bandwidth(data.probs, data.labels)
     blocks = ce.block_indices(12_000, plan.block_rows, plan.n_blocks, seed=0)
     values = np.array([cc.skce(data.probs[b], data.labels[b], bandwidth=h) for b in blocks])
     assert row["estimate"] == pytest.approx(values.mean(), abs=1e-14)
@@ -283,7 +283,7 @@ def test_identical_predictions_get_every_estimate():
     table = estimates(at)
     assert table.loc[SKCE, "bandwidth"] == 1.0
     assert table.loc[SKCE, "estimate"] == pytest.approx(cc.skce(probs, labels, bandwidth=0.3), abs=1e-15)
-    pairs = cc.registry.skce_pair_order(probs, labels)
+    pairs = cc.metrics.registry.skce_pair_order(probs, labels)
     assert table.loc[SKCE_LINEAR, "estimate"] == pytest.approx(
         cc.skce(probs[pairs], labels[pairs], bandwidth=7.0, estimator="block"), abs=1e-15)
 

@@ -15,8 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io import load_demo
-from calib_core.lab import DEFAULT_SIZES
+from calib_core.io.loader import load_demo
+from calib_core.lab.studies import DEFAULT_SIZES
 from studio import compute_lab as cl
 from studio import figures_lab as fl
 from studio import state
@@ -98,7 +98,7 @@ def test_page_opens_on_the_default_demo_with_five_tabs_and_runs_nothing():
     assert "lab:job" not in at.session_state
     assert at.multiselect(key="keep:lab.sizes").value == list(DEFAULT_SIZES)
     assert at.number_input(key="keep:lab.repetitions").value == 50
-    assert at.multiselect(key="keep:lab.estimators").value == list(cc.lab.DEFAULT_ESTIMATORS)
+    assert at.multiselect(key="keep:lab.estimators").value == list(cc.lab.studies.DEFAULT_ESTIMATORS)
 
 
 def test_tiny_run_draws_estimates_bands_and_the_truth_lines():
@@ -119,7 +119,7 @@ def test_tiny_run_draws_estimates_bands_and_the_truth_lines():
     assert tce_line["line"]["dash"] == "dash"
 
     # The means are calib_core.run_lab's, with the page's seeds.
-    keys = list(cc.lab.DEFAULT_ESTIMATORS)
+    keys = list(cc.lab.studies.DEFAULT_ESTIMATORS)
     expected = expected_summary(spec, keys, [100, 268], 3)
     for key in keys:
         label = cl.estimator_options()[key] if key in cl.estimator_options() else key
@@ -162,7 +162,7 @@ def test_the_same_settings_come_back_from_the_store_and_the_error_view():
     assert not traces(main, fl.TRUTH_TRACE_PREFIX)
     assert main["layout"]["shapes"][0]["y0"] == 0.0  # the zero line
     summary = expected_summary(cl.GeneratorSpec.make("logistic", b0=0.5, b1=-1.5),
-                               list(cc.lab.DEFAULT_ESTIMATORS), [100], 2)
+                               list(cc.lab.studies.DEFAULT_ESTIMATORS), [100], 2)
     (ece_trace,) = [t for t in main["data"] if t.get("name") == "ECE (uniform, optimal B)"]
     np.testing.assert_allclose(as_array(ece_trace["y"]), summary["bias"].iloc[:1], rtol=1e-12)
 
@@ -417,7 +417,7 @@ def test_gap_slopes_recover_a_power_law():
 
 
 def test_variant_heatmap_places_each_variant():
-    table = pd.DataFrame(cc.lab.GCE_VARIANTS, columns=["binning", "max_prob", "class_conditional", "threshold",
+    table = pd.DataFrame(cc.lab.studies.GCE_VARIANTS, columns=["binning", "max_prob", "class_conditional", "threshold",
                                                        "norm"])
     table["mean_spearman"] = np.linspace(-1, 1, 32)
     z = np.array(fl.variant_heatmap(table).data[0].z, dtype=float)
@@ -446,7 +446,7 @@ def test_size_and_power_tab_runs_shows_the_chart_and_flags_hosmer_lemeshow():
     assert_clean(at)
     params = at.session_state["lab:tests_job"].params
     expected_size = cc.simulate_p_values(cc.gaussian_mixture("perfect"), 500, params.variants(), 300,
-                                         seed=cc.size_power.cell_seed(0, "size", 500))
+                                         seed=cc.lab.size_power.cell_seed(0, "size", 500))
     expected = cc.summarise_size_power(expected_size)
     (spec,) = specs(at)  # only the open tab runs
     points = {t["name"]: as_array(t["y"]) for t in spec["data"] if t.get("xaxis", "x") == "x"

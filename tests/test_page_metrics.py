@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import calib_core as cc
-from calib_core.io import Predictions
+from calib_core.io.loader import Predictions
 
 from tests import app_support
 
@@ -67,7 +67,7 @@ def test_tests_table_shows_calib_core_verdicts_and_the_measured_size_flag():
         assert tests.loc[method, "p_value"] == pytest.approx(expected.p_value)
         assert tests.loc[method, "verdict"] == expected.verdict
         assert tests.loc[method, "reason"] == expected.verdict_reason
-        assert tests.loc[method, "measured_size"] == cc.size_power.SIZE_NOTES[method]
+        assert tests.loc[method, "measured_size"] == cc.lab.size_power.SIZE_NOTES[method]
     assert tests.loc["hosmer_lemeshow", "verdict"] == "miscalibrated"
     flags = [w.value for w in at.warning if "Flagged by the Lab" in w.value]
     assert len(flags) == 1 and "Hosmer-Lemeshow" in flags[0]

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io import Predictions, load_demo
+from calib_core.io.loader import Predictions, load_demo
 from calib_core.recalibration import RECALIBRATORS, Recalibrator, TemperatureScaling
 from studio import compute_recalibration as cr
 from studio import state

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io import Predictions, load_demo
+from calib_core.io.loader import Predictions, load_demo
 from studio import compute_simplex as cs
 from studio import state
 from studio.figures_simplex import ARROW_TRACE_NAME

@@ -1,4 +1,4 @@
-"""Tests for calib_core.proper: kde_ce, score decomposition, calibration upper bound, bound chain."""
+"""Tests for calib_core.metrics.proper: kde_ce, score decomposition, calibration upper bound, bound chain."""
 import functools
 
 import numpy as np
@@ -12,7 +12,7 @@ from scipy.stats import dirichlet
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.proper import (
+from calib_core.metrics.proper import (
     DEFAULT_BANDWIDTH_GRID,
     bound_chain,
     calibration_upper_bound,

@@ -1,11 +1,11 @@
-"""Tests of calib_core.protocol: splits, cross-fitting and the before/after report."""
+"""Tests of calib_core.recalibration.protocol: splits, cross-fitting and the before/after report."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from calib_core.protocol import (
+from calib_core.recalibration.protocol import (
     DEFAULT_METRICS,
     PredictionSplit,
     cross_fit,

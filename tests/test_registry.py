@@ -1,11 +1,11 @@
-"""Every invariant, once, over the registry of all metrics (calib_core.registry.METRICS)."""
+"""Every invariant, once, over the registry of all metrics (calib_core.metrics.registry.METRICS)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.registry import METRICS, compute_metrics, get_metric, metric_function
+from calib_core.metrics.registry import METRICS, compute_metrics, get_metric, metric_function
 
 KEYS = [spec.key for spec in METRICS]
 
@@ -102,7 +102,7 @@ def test_every_interval_brackets_its_estimate(key, seed, n, k, temperature):
         return  # not available on this input (e.g. SKCE on 2 rows with a 0 distance): metric_report's business
     found = cc.metric_interval(key, probs, labels, n_bins=10, n_boot=40, seed=seed, alpha=0.05)
     assert found.estimate == pytest.approx(expected, rel=1e-12, abs=1e-15)
-    assert found.method in cc.registry.INTERVAL_METHODS and found.method in (spec.interval, "none")
+    assert found.method in cc.metrics.registry.INTERVAL_METHODS and found.method in (spec.interval, "none")
     if found.method == "none":
         assert np.isnan(found.low) and np.isnan(found.high) and found.note.startswith("none")
     else:
@@ -110,7 +110,7 @@ def test_every_interval_brackets_its_estimate(key, seed, n, k, temperature):
 
 
 def test_every_metric_declares_an_interval_method():
-    assert {spec.interval for spec in METRICS} <= set(cc.registry.INTERVAL_METHODS)
+    assert {spec.interval for spec in METRICS} <= set(cc.metrics.registry.INTERVAL_METHODS)
     assert get_metric("skce_block").interval == get_metric("skce").interval == "variance"
     assert get_metric("kde_ce_kl").interval == "none" and get_metric("accuracy").interval == "percentile"
 
@@ -120,7 +120,7 @@ def test_linear_time_skce_interval_is_the_normal_interval_of_its_pair_terms():
     probs, labels = data.probs, data.labels
     found = cc.metric_interval("skce_block", probs, labels, alpha=0.05)
     # Independently: the registry's pairs, the median heuristic, mean +- z sd / sqrt(pairs).
-    order = cc.registry.skce_pair_order(probs, labels)
+    order = cc.metrics.registry.skce_pair_order(probs, labels)
     h = cc.median_pairwise_distance(probs)
     p, y = probs[order], labels[order]
     residual = np.eye(10)[y] - p
@@ -179,7 +179,7 @@ def test_constant_predictions_get_a_kernel_bandwidth():
     assert "not identifiable" in report.reasons["cox_slope"] and "classes 1, 2" in report.reasons["cox_slope"]
     # Every kernel weight is exp(0) = 1, so any bandwidth gives the same SKCE.
     assert report.values["skce"] == pytest.approx(cc.skce(probs, labels, bandwidth=0.123), abs=1e-15)
-    assert cc.registry.skce_bandwidth(probs, labels) == 1.0
+    assert cc.metrics.registry.skce_bandwidth(probs, labels) == 1.0
 
 
 def test_invalid_input_still_raises():
@@ -193,7 +193,7 @@ def test_invalid_input_still_raises():
 
 def test_non_finite_values_are_reported(monkeypatch):
     infinite = cc.MetricSpec("nll", "NLL", lambda p, y, b, s: float("inf"), "x.", "y.", uses_bins=False)
-    monkeypatch.setattr(cc.registry, "METRICS", [infinite if spec.key == "nll" else spec for spec in METRICS])
+    monkeypatch.setattr(cc.metrics.registry, "METRICS", [infinite if spec.key == "nll" else spec for spec in METRICS])
     report = cc.metric_report(*predictions(0, 20, 2))
     assert report.values["nll"] is None and "not finite" in report.reasons["nll"]
 
@@ -205,7 +205,7 @@ def test_names_carry_the_settings_and_are_unique():
     assert len(set(names)) == len(names)
     assert cc.metric_name("ece", n_bins=12, binning="adaptive") == "ECE, 12 adaptive bins"
     assert cc.metric_name("sce", n_bins=12, binning="adaptive") == "SCE, 12 uniform bins", "SCE is always uniform"
-    assert cc.metric_name("mmce") == cc.metric_name("mmce", bandwidth=cc.registry.MMCE_BANDWIDTH) == "MMCE, h = 0.4"
+    assert cc.metric_name("mmce") == cc.metric_name("mmce", bandwidth=cc.metrics.registry.MMCE_BANDWIDTH) == "MMCE, h = 0.4"
     assert cc.metric_name("kde_ce_l2", bandwidth=0.05) == "CE_2^2 (kernel), h = 0.05"
     assert cc.metric_name("brier") == "Brier score"
     with pytest.raises(cc.CalibrationInputError, match="kernel metrics only"):
@@ -224,11 +224,11 @@ def test_defaults_are_the_library_defaults():
 
 
 def test_skce_bandwidth_ignores_the_row_order_above_the_median_rows(monkeypatch):
-    monkeypatch.setattr(cc.registry, "SKCE_MEDIAN_ROWS", 50)
+    monkeypatch.setattr(cc.metrics.registry, "SKCE_MEDIAN_ROWS", 50)
     probs, labels = predictions(4, 300, 3)
     perm = np.random.default_rng(1).permutation(300)
-    h = cc.registry.skce_bandwidth(probs, labels)
-    assert h == cc.registry.skce_bandwidth(probs[perm], labels[perm])
+    h = cc.metrics.registry.skce_bandwidth(probs, labels)
+    assert h == cc.metrics.registry.skce_bandwidth(probs[perm], labels[perm])
     assert h != cc.median_pairwise_distance(probs), "a subset of 50 rows"
 
 
@@ -268,10 +268,10 @@ def test_multiclass_cox_standard_error_is_the_sandwich_of_the_mean():
     fit = cc.cox_calibration(probs, labels)
     for name, column in (("intercept", 0), ("slope", 1)):
         model = sm.Logit(labels.astype(float), sm.add_constant(x)).fit(disp=0, cov_type="HC0")
-        assert cc.registry.cox_mean_std_error(probs, labels, fit, name) == pytest.approx(model.bse[column], rel=1e-6)
+        assert cc.metrics.registry.cox_mean_std_error(probs, labels, fit, name) == pytest.approx(model.bse[column], rel=1e-6)
     citl = sm.GLM(labels.astype(float), np.ones((3000, 1)), family=sm.families.Binomial(), offset=x).fit(
         cov_type="HC0")
-    assert cc.registry.cox_mean_std_error(probs, labels, fit, "citl") == pytest.approx(citl.bse[0], rel=1e-6)
+    assert cc.metrics.registry.cox_mean_std_error(probs, labels, fit, "citl") == pytest.approx(citl.bse[0], rel=1e-6)
 
     probs, labels = predictions(7, 3000, 3, temperature=1.5)
     found = cc.metric_interval("cox_slope", probs, labels)
@@ -295,8 +295,8 @@ def test_a_cox_fit_that_does_not_exist_is_not_available_with_its_reason():
 def test_ici_bootstrap_is_capped_and_says_so():
     probs, labels = predictions(8, 300, 2)
     found = cc.metric_interval("ici", probs, labels, n_boot=200, seed=1)
-    assert found.n_boot == cc.registry.LOESS_MAX_BOOT and "capped from 200" in found.note
-    boot = cc.bootstrap_ci(metric_function("ici"), probs, labels, n_boot=cc.registry.LOESS_MAX_BOOT, seed=1)
+    assert found.n_boot == cc.metrics.registry.LOESS_MAX_BOOT and "capped from 200" in found.note
+    boot = cc.bootstrap_ci(metric_function("ici"), probs, labels, n_boot=cc.metrics.registry.LOESS_MAX_BOOT, seed=1)
     assert found.std == pytest.approx(boot.std, rel=1e-12)
     assert "capped" not in cc.metric_interval("ici", probs, labels, n_boot=20).note
     e90 = cc.metric_interval("e90", probs, labels)
@@ -306,9 +306,9 @@ def test_ici_bootstrap_is_capped_and_says_so():
 @pytest.mark.parametrize("binning", ["uniform", "adaptive"])
 def test_binned_metric_functions_take_the_shared_bootstrap_path_with_the_same_values(binning):
     """metric_function of a binned key is the public function itself (partial), so bootstrap_ci
-    recognises it (calib_core.resample.binned_spec) and the Metrics page's intervals share work."""
-    from calib_core.resample import binned_spec
-    from calib_core.registry import metric_function, metric_value
+    recognises it (calib_core.inference.resample.binned_spec) and the Metrics page's intervals share work."""
+    from calib_core.inference.resample import binned_spec
+    from calib_core.metrics.registry import metric_function, metric_value
 
     rng = np.random.default_rng(3)
     probs = rng.dirichlet(np.ones(4), size=300)

@@ -1,4 +1,4 @@
-"""Tests for calib_core.reliability."""
+"""Tests for calib_core.metrics.reliability."""
 import numpy as np
 import pytest
 from sklearn.calibration import calibration_curve

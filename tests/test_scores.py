@@ -1,4 +1,4 @@
-"""Tests for calib_core.scores: Brier, NLL, KS against scikit-learn and by hand."""
+"""Tests for calib_core.metrics.scores: Brier, NLL, KS against scikit-learn and by hand."""
 import numpy as np
 import pytest
 from sklearn.metrics import brier_score_loss, log_loss

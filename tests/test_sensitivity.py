@@ -1,4 +1,4 @@
-"""Tests for calib_core.sensitivity: bin-count sweeps and model rankings across bin counts."""
+"""Tests for calib_core.metrics.sensitivity: bin-count sweeps and model rankings across bin counts."""
 import time
 
 import numpy as np
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
+from calib_core.metrics.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
 
 TINY_PROBS = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55]])
 TINY_LABELS = np.array([0, 1, 1, 1])

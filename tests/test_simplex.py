@@ -1,4 +1,4 @@
-"""Tests of calib_core.simplex (projection, partitions, cell tables) and studio.figures_simplex."""
+"""Tests of calib_core.metrics.simplex (projection, partitions, cell tables) and studio.figures_simplex."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.simplex import (
+from calib_core.metrics.simplex import (
     simplex_distance,
     triangle_keys,
     triangle_vertices,

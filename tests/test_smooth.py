@@ -1,4 +1,4 @@
-"""Tests for calib_core.smooth: smooth ECE, its fixed-point bandwidth and the smoothed reliability curve."""
+"""Tests for calib_core.metrics.smooth: smooth ECE, its fixed-point bandwidth and the smoothed reliability curve."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,7 +7,7 @@ from scipy import integrate
 from scipy.stats import norm
 
 from calib_core import CalibrationInputError
-from calib_core.smooth import smooth_ece, smooth_reliability_curve
+from calib_core.metrics.smooth import smooth_ece, smooth_reliability_curve
 
 
 def tempered(n, temperature, seed, k=4):

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib_core.evaluate import evaluate
+from calib_core.engines.evaluate import evaluate
 
 pyspark = pytest.importorskip("pyspark")
 if shutil.which("java") is None:
@@ -16,7 +16,7 @@ if shutil.which("java") is None:
 def test_spark_local_mode_equals_in_memory(tmp_path):
     from pyspark.sql import SparkSession
 
-    from calib_core.spark_engine import evaluate_spark
+    from calib_core.engines.spark_engine import evaluate_spark
 
     rng = np.random.default_rng(0)
     n, k = 2_000, 3

@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.binned import _reduce, _unweighted_mean_gap
+from calib_core.metrics.binned import _reduce, _unweighted_mean_gap
 from calib_core.binning import upper_edge_index
-from calib_core.registry import compute_metrics
-from calib_core.streaming import (
+from calib_core.metrics.registry import compute_metrics
+from calib_core.engines.streaming import (
     STREAM_METRICS,
     CalibrationStats,
     GroupedStats,
@@ -180,7 +180,7 @@ def test_cell_index_agrees_with_upper_edge_index_at_and_around_edges():
 
 
 def test_slot_lookup_agrees_with_searchsorted_at_and_around_points():
-    from calib_core.streaming import _Slots
+    from calib_core.engines.streaming import _Slots
 
     rng = np.random.default_rng(4)
     for points in [np.empty(0), np.array([0.0]), np.array([1.0]), np.unique(rng.random(50)),

@@ -167,7 +167,7 @@ def test_class_major_check_accepts_and_rejects_exactly_as_the_row_check(data):
 
 # --- the n_bins bound (issue 12, item 9) ----------------------------------------------------------
 
-from calib_core.debiased import ece_sweep_details  # noqa: E402
+from calib_core.metrics.debiased import ece_sweep_details  # noqa: E402
 from calib_core.validation import MAX_N_BINS, check_n_bins  # noqa: E402
 
 _rng = np.random.default_rng(0)

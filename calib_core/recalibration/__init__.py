@@ -111,3 +111,12 @@ def all_recalibrators(*, input: str | None = None) -> dict[str, Recalibrator]:
         for method in methods.values():
             method.set_params(input=input)
     return methods
+
+# The protocol (splits, cross-fitting, evaluation) uses the registry above, so it comes last.
+from calib_core.recalibration.prevalence import PrevalenceAdjustment, adjust_prevalence  # noqa: E402
+from calib_core.recalibration.protocol import (PredictionSplit, RecalibrationReport, cross_fit,  # noqa: E402
+                                               evaluate_recalibration, split_predictions, stratified_folds,
+                                               stratified_split)
+
+__all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "RecalibrationReport", "cross_fit", "evaluate_recalibration", "split_predictions",
+            "stratified_folds", "stratified_split"]

@@ -453,7 +453,7 @@ class EnsembleTemperatureScaling(Recalibrator):
 
 
 def _default_metric() -> Callable[[ArrayLike, ArrayLike], float]:
-    from calib_core.binned import ece  # lazy: the metric modules are not needed to fit other methods
+    from calib_core.metrics.binned import ece  # lazy: the metric modules are not needed to fit other methods
 
     return ece
 

@@ -1,9 +1,9 @@
 """Bootstrap confidence intervals for any metric of ``(probs, labels)``.
 
-Binned metrics (:mod:`calib_core.binned`) take the shared-work engine of
-:mod:`calib_core.resample`; every other metric is evaluated on each
+Binned metrics (:mod:`calib_core.metrics.binned`) take the shared-work engine of
+:mod:`calib_core.inference.resample`; every other metric is evaluated on each
 materialised resample. Both draw their resamples through
-:func:`calib_core.resample.index_blocks`, so a seed gives the same
+:func:`calib_core.inference.resample.index_blocks`, so a seed gives the same
 resamples, and the same interval up to round-off, on either path.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
+from calib_core.inference.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
 from calib_core.validation import CalibrationInputError, check_probs_labels
 
 __all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics"]
@@ -117,9 +117,9 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
 
     When ``metric`` is :func:`calib_core.ece`, ``mce``, ``classwise_ece``,
     ``sce``, ``ace`` or ``tace`` (or a :func:`functools.partial` of one,
-    :func:`calib_core.resample.binned_spec`), each resample is taken as its
+    :func:`calib_core.inference.resample.binned_spec`), each resample is taken as its
     row weights and the per-bin sums of a block of resamples come from
-    cumulative sums along one sort per column (:mod:`calib_core.resample`):
+    cumulative sums along one sort per column (:mod:`calib_core.inference.resample`):
     the same resamples and the same values, up to round-off, as calling the
     metric on each materialised resample, in a fraction of the time. Any
     other metric is called on each ``probs[rows], labels[rows]``.

@@ -31,7 +31,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binned import top_label
+from calib_core.metrics.binned import top_label
 
 try:  # installed with scikit-learn; optional here
     from threadpoolctl import threadpool_limits

@@ -6,7 +6,7 @@ probability that grows to 1 with the test-set size N (its **power**). Neither
 promise is checked by the p-value itself: an asymptotic null distribution, a
 wrong number of degrees of freedom or a resampling shortcut can make a test
 reject far more (or less) often than ``alpha``. This module measures both on
-the package's generators (:mod:`calib_core.generators`), whose calibration is
+the package's generators (:mod:`calib_core.lab.generators`), whose calibration is
 known:
 
 * :func:`simulate_p_values` - R test sets of N rows from one generator, every
@@ -65,10 +65,10 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from calib_core.calibration_tests import TEST_METHODS, calibration_test
-from calib_core.generators import futami_logistic, gaussian_mixture
+from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
+from calib_core.lab.generators import futami_logistic, gaussian_mixture
 from calib_core.validation import CalibrationInputError, check_choice
-from calib_core.verdicts import DEFAULT_ALPHA, check_alpha
+from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha
 
 __all__ = ["DEFAULT_POWER_SIZES", "FLAGGED_TESTS", "SIZE_BAND", "SIZE_NOTES", "TEST_LABELS", "SizePowerResult", "binomial_interval", "size_and_power",
            "cell_seed", "resolve_tests", "simulate_p_values",
@@ -190,7 +190,7 @@ def _check_count(value: object, name: str, minimum: int = 1) -> int:
 def _check_generator(generator: object, name: str) -> None:
     if not hasattr(generator, "sample_batch"):
         raise CalibrationInputError(
-            f"`{name}` must be a ground-truth model from calib_core.generators, got {type(generator).__name__}.")
+            f"`{name}` must be a ground-truth model from calib_core.lab.generators, got {type(generator).__name__}.")
 
 
 _P_COLUMNS = ["test", "method", "n", "repetition", "statistic", "p_value"]
@@ -204,7 +204,7 @@ def simulate_p_values(generator, n: int, methods: Sequence[str] | Variants = TES
 
     Parameters
     ----------
-    generator : a model of :mod:`calib_core.generators`
+    generator : a model of :mod:`calib_core.lab.generators`
     n : int
         Rows per test set (>= 4, the SKCE test's minimum).
     methods : sequence of str or mapping, default every method
@@ -407,7 +407,7 @@ def size_and_power(calibrated=None, miscalibrated=None, *, methods: Sequence[str
     Parameters
     ----------
     calibrated : generator, optional
-        A model of :mod:`calib_core.generators` that is calibrated; default
+        A model of :mod:`calib_core.lab.generators` that is calibrated; default
         the Bayes-optimal logistic model ``gaussian_mixture("perfect")``
         (Vaicenavicius et al. 2019, C.1).
     miscalibrated : generator, optional

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binned import top_label
+from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
 from calib_core.validation import CalibrationInputError, check_choice, check_positive, check_probs_labels

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from calib_core.binned import top_label
+from calib_core.metrics.binned import top_label
 from calib_core.validation import check_probs_labels
 
 __all__ = ["brier_score", "ks_error", "nll"]

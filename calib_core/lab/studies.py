@@ -1,7 +1,7 @@
 """Estimator lab: bias and spread of calibration-error estimators against known truths.
 
 * :func:`run_lab` - draw R test sets of each size from a ground-truth
-  generator (:mod:`calib_core.generators`), apply every estimator, and report
+  generator (:mod:`calib_core.lab.generators`), apply every estimator, and report
   each estimate with its bias and spread around the true value.
 * :func:`futami_bounds` - Futami & Fujisawa's (2024) bounds on the bias of the
   binned ECE: statistical ``sqrt(2 B log 2 / n)``, binning ``(1 + L) / B`` and
@@ -32,7 +32,6 @@ References
 """
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
 import time
@@ -46,10 +45,16 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import binom, spearmanr
 
-from calib_core import binned, scores
+from calib_core.metrics import binned
+
+from calib_core.metrics import scores
 from calib_core.binning import bin_statistics, optimal_n_bins
-from calib_core.debiased import debiased_ece, debiased_squared_terms, ece_sweep
-from calib_core.generators import GroundTruth, LogisticNormalModel, gaussian_mixture
+from calib_core.metrics.canonical import canonical_ce
+from calib_core.metrics.proper import kde_ce
+from calib_core.metrics.kernel import mmce, skce
+from calib_core.metrics.smooth import smooth_ece
+from calib_core.metrics.debiased import debiased_ece, debiased_squared_terms, ece_sweep
+from calib_core.lab.generators import GroundTruth, LogisticNormalModel, gaussian_mixture
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -214,7 +219,7 @@ class LabEstimator:
     label : str
         Display name.
     target : str or None
-        Key of :data:`calib_core.generators.TRUTH_KEYS` it estimates (None:
+        Key of :data:`calib_core.lab.generators.TRUTH_KEYS` it estimates (None:
         no known population value, so no bias is reported).
     compute : callable
         ``compute(probs, labels) -> float`` on one test set.
@@ -276,14 +281,6 @@ def ece_estimator(n_bins: int | str = "optimal", binning: str = "uniform", *, no
     return LabEstimator(key, label, target, partial(_ece_one, classwise=classwise, **options), batch)
 
 
-def _optional(module: str, name: str):
-    """``calib_core.<module>.<name>`` if that module exists (others are written in parallel)."""
-    try:
-        return getattr(importlib.import_module(f"calib_core.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
-
-
 def lab_estimators(model: object | None = None, *, lipschitz: float | None = None,
                    quadratic_max_n: int = 3000) -> dict[str, LabEstimator]:
     """Every estimator the lab can run, keyed by its identifier.
@@ -331,34 +328,23 @@ def lab_estimators(model: object | None = None, *, lipschitz: float | None = Non
     found["ece_sweep"] = LabEstimator("ece_sweep", "ECE sweep (Roelofs et al., equal mass)", "tce", ece_sweep)
     found["ks"] = LabEstimator("ks", "KS error", "ks", scores.ks_error, _ks_block)
 
-    mmce = _optional("kernel", "mmce")
-    if mmce is not None:
-        found["mmce"] = LabEstimator("mmce", "MMCE (bandwidth 0.4)", "mmce", mmce)
-    skce = _optional("kernel", "skce")
-    if skce is not None:
-        bandwidth = None
-        if model is not None and hasattr(model, "truth"):
-            bandwidth = model.truth().skce_bandwidth or None
-        label = "SKCE (unbiased" + (f", h={bandwidth:.3g})" if bandwidth else ", median heuristic)")
-        found["skce"] = LabEstimator("skce", label, "skce", partial(skce, bandwidth=bandwidth),
-                                     max_n=quadratic_max_n)
-    kde_ce = _optional("proper", "kde_ce")
-    if kde_ce is not None:
-        for divergence, target in (("kl", "ce_kl"), ("l2", "canonical_sq")):
-            found[f"kde_ce_{divergence}"] = LabEstimator(
-                f"kde_ce_{divergence}", f"KDE CE_{divergence.upper()} (Dirichlet kernel, h=0.01)", target,
-                partial(kde_ce, divergence=divergence), max_n=quadratic_max_n)
-            found[f"kde_ce_{divergence}_classwise"] = LabEstimator(
-                f"kde_ce_{divergence}_classwise", f"KDE CE_{divergence.upper()} class-wise", f"classwise_{target}"
-                if divergence == "kl" else "classwise_ce_l2_sq",
-                partial(kde_ce, divergence=divergence, classwise=True), max_n=quadratic_max_n)
-    canonical_ce = _optional("canonical", "canonical_ce")
-    if canonical_ce is not None:
-        found["canonical_ce"] = LabEstimator("canonical_ce", "Canonical CE (TV, 10 uniform bins per axis)",
-                                             "canonical_tv", canonical_ce)
-    smooth_ece = _optional("smooth", "smooth_ece")
-    if smooth_ece is not None:
-        found["smooth_ece"] = LabEstimator("smooth_ece", "Smooth ECE (no closed-form truth)", None, smooth_ece)
+    found["mmce"] = LabEstimator("mmce", "MMCE (bandwidth 0.4)", "mmce", mmce)
+    bandwidth = None
+    if model is not None and hasattr(model, "truth"):
+        bandwidth = model.truth().skce_bandwidth or None
+    label = "SKCE (unbiased" + (f", h={bandwidth:.3g})" if bandwidth else ", median heuristic)")
+    found["skce"] = LabEstimator("skce", label, "skce", partial(skce, bandwidth=bandwidth), max_n=quadratic_max_n)
+    for divergence, target in (("kl", "ce_kl"), ("l2", "canonical_sq")):
+        found[f"kde_ce_{divergence}"] = LabEstimator(
+            f"kde_ce_{divergence}", f"KDE CE_{divergence.upper()} (Dirichlet kernel, h=0.01)", target,
+            partial(kde_ce, divergence=divergence), max_n=quadratic_max_n)
+        found[f"kde_ce_{divergence}_classwise"] = LabEstimator(
+            f"kde_ce_{divergence}_classwise", f"KDE CE_{divergence.upper()} class-wise", f"classwise_{target}"
+            if divergence == "kl" else "classwise_ce_l2_sq",
+            partial(kde_ce, divergence=divergence, classwise=True), max_n=quadratic_max_n)
+    found["canonical_ce"] = LabEstimator("canonical_ce", "Canonical CE (TV, 10 uniform bins per axis)",
+                                         "canonical_tv", canonical_ce)
+    found["smooth_ece"] = LabEstimator("smooth_ece", "Smooth ECE (no closed-form truth)", None, smooth_ece)
     return found
 
 
@@ -472,7 +458,7 @@ def run_lab(generator, estimators: Sequence[str | LabEstimator] | Mapping = DEFA
     Parameters
     ----------
     generator : LogisticModel, LogisticNormalModel or UniformSimplexModel
-        The ground-truth model (:mod:`calib_core.generators`).
+        The ground-truth model (:mod:`calib_core.lab.generators`).
     estimators : sequence of str or LabEstimator, default :data:`DEFAULT_ESTIMATORS`
         Keys of :func:`lab_estimators` (resolved for this generator) or
         estimator objects (e.g. :func:`ece_estimator`).
@@ -513,14 +499,14 @@ def run_lab(generator, estimators: Sequence[str | LabEstimator] | Mapping = DEFA
 
     Examples
     --------
-    >>> from calib_core.generators import LogisticModel
+    >>> from calib_core.lab.generators import LogisticModel
     >>> result = run_lab(LogisticModel(0.5, -1.5), ["ece_uniform"], sizes=[200, 2000], repetitions=5)
     >>> result.summary[["size", "repetitions"]].values.tolist()
     [[200, 5], [2000, 5]]
     """
     if not (hasattr(generator, "sample_batch") and hasattr(generator, "truth")):
         raise CalibrationInputError(
-            f"`generator` must be a ground-truth model from calib_core.generators, got {type(generator).__name__}."
+            f"`generator` must be a ground-truth model from calib_core.lab.generators, got {type(generator).__name__}."
         )
     started = time.perf_counter()
     sizes = _check_sizes(sizes)
@@ -700,7 +686,7 @@ def expected_ece(model, n: int | ArrayLike, n_bins: int = 15) -> NDArray[np.floa
     Parameters
     ----------
     model : ground-truth generator
-        :mod:`calib_core.generators` model; its noise-free reference sample
+        :mod:`calib_core.lab.generators` model; its noise-free reference sample
         gives the per-bin quantities.
     n : int or array_like of int
         Test-set sizes.
@@ -785,7 +771,7 @@ class SubsetStudy:
 
 
 def _metric_functions(metrics, n_bins: int, binning: str) -> dict[str, Callable]:
-    from calib_core.registry import get_metric
+    from calib_core.metrics.registry import get_metric
 
     if isinstance(metrics, str) or callable(metrics):
         metrics = [metrics]
@@ -1221,22 +1207,17 @@ def _example3_numbers(n: int = 20_000, seed: int = 0) -> dict[str, float]:
         "ece_estimate": binned.ece(probs, labels, n_bins=15),
         "classwise_ece_estimate": binned.classwise_ece(probs, labels, n_bins=15),
     }
-    canonical_ce = _optional("canonical", "canonical_ce")
-    if canonical_ce is not None:
-        numbers["canonical_ce_estimate"] = float(canonical_ce(probs, labels, partition="data_dependent",
-                                                              min_bin_size=n // 2))
+    numbers["canonical_ce_estimate"] = float(canonical_ce(probs, labels, partition="data_dependent",
+                                                          min_bin_size=n // 2))
     return numbers
 
 
 def _one_bin_estimate(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> float:
-    """The expected-miscalibration estimate with a single bin (canonical_ce when present, else ECE with 1 bin).
+    """The expected-miscalibration estimate with a single bin (the canonical CE of one cell).
 
-    For two classes both equal ``|mean prediction of class 0 - frequency of class 0|``.
+    For two classes it equals ``|mean prediction of class 0 - frequency of class 0|``.
     """
-    canonical_ce = _optional("canonical", "canonical_ce")
-    if canonical_ce is not None:
-        return float(canonical_ce(probs, labels, partition="data_dependent", min_bin_size=max(probs.shape[0], 1)))
-    return binned.ece(probs, labels, n_bins=1)
+    return float(canonical_ce(probs, labels, partition="data_dependent", min_bin_size=max(probs.shape[0], 1)))
 
 
 def _example5_numbers() -> dict[str, float]:
@@ -1288,9 +1269,7 @@ def _gruber_d2_numbers(n: int = 20_000, seed: int = 0) -> dict[str, float]:
         "brier_after": scores.brier_score(mapped, data.labels),
         "true_canonical_tv_after": float(0.5 * np.abs(mapped_reference - class_mean[top]).sum(axis=1).mean()),
     }
-    canonical_ce = _optional("canonical", "canonical_ce")
-    if canonical_ce is not None:
-        numbers["canonical_ce_after"] = float(canonical_ce(mapped, data.labels, partition="data_dependent"))
+    numbers["canonical_ce_after"] = float(canonical_ce(mapped, data.labels, partition="data_dependent"))
     return numbers
 
 

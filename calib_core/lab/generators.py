@@ -5,7 +5,7 @@ knows on real data. The generators below draw predictions ``g(X)`` and labels
 ``Y`` from models in which the calibration function ``r(g) = E[Y | g(X) = g]``
 is known in closed form, so the *population* value of each error can be
 computed to high precision and compared with what an estimator returns on a
-finite sample (:mod:`calib_core.lab`).
+finite sample (:mod:`calib_core.lab.studies`).
 
 * :class:`LogisticModel` - binary, ``P(Y=1) = 1/2``, ``X | Y=1 ~ N(-1, 1)``,
   ``X | Y=0 ~ N(1, 1)`` and the model ``g_1(x) = 1 / (1 + exp(-b0 - b1 x))``
@@ -123,7 +123,7 @@ ERROR_KEYS = tuple(key for key in TRUTH_KEYS if key != "accuracy")
 #: summary is estimated by run means (see the module Notes).
 FINE_BIN_SIZE = 1000
 
-#: Bandwidth of the MMCE truth (the default of :func:`calib_core.kernel.mmce`).
+#: Bandwidth of the MMCE truth (the default of :func:`calib_core.metrics.kernel.mmce`).
 MMCE_BANDWIDTH = 0.4
 
 #: Seed of the reference samples behind the Monte Carlo truths, so that the

@@ -11,8 +11,8 @@ Every number shown under a metric's name comes from here:
   at a bandwidth the caller chose;
 * :func:`metric_name` -- the name with its settings ("CE_KL (kernel),
   h = 0.01"), so that one name always means one computation;
-* :func:`metric_interval` -- the interval the metric declares
-  (:attr:`MetricSpec.interval`);
+* :func:`calib_core.inference.intervals.metric_interval` -- the interval the
+  metric declares (:attr:`MetricSpec.interval`);
 * :func:`metric_report` -- every metric, with a reason for each one that
   cannot be computed on valid input (:func:`compute_metrics` keeps its
   ``{key: float}`` form, NaN for those).
@@ -26,17 +26,25 @@ from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 from scipy.special import expit
 
-from calib_core import binned, clinical, kernel, proper, scores, smooth
-from calib_core.bootstrap import bootstrap_ci
+from calib_core.metrics import binned
+
+from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
+from calib_core.metrics.ici import ici
+
+from calib_core.metrics import kernel
+
+from calib_core.metrics import proper
+
+from calib_core.metrics import scores
+
+from calib_core.metrics import smooth
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
                                    check_probs_labels)
 
-__all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH", "MetricInterval",
-           "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function",
-           "metric_interval", "metric_name", "metric_report", "metric_value", "skce_bandwidth", "skce_pair_order",
+__all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH",
+           "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function", "metric_name", "metric_report", "metric_value", "skce_bandwidth", "skce_pair_order",
            "skipped_quadratic", "LOESS_MAX_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
@@ -163,7 +171,7 @@ def skce_pair_order(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.intp]:
 
 
 def skce_bandwidth(probs: ArrayLike, labels: ArrayLike) -> float:
-    """The default SKCE bandwidth: :func:`calib_core.kernel.median_heuristic` of the rows.
+    """The default SKCE bandwidth: :func:`calib_core.metrics.kernel.median_heuristic` of the rows.
 
     All pairs up to :data:`SKCE_MEDIAN_ROWS` rows (then it equals the
     bandwidth ``skce(..., bandwidth=None)`` uses), else the pairs of that many
@@ -215,7 +223,7 @@ def _default(function):
 
 
 def _skce_variance(estimator):
-    """``variance(probs, labels, bandwidth)`` of an SKCE estimator: :func:`calib_core.kernel.skce_estimate`."""
+    """``variance(probs, labels, bandwidth)`` of an SKCE estimator: :func:`calib_core.metrics.kernel.skce_estimate`."""
     def variance(probs, labels, bandwidth=None):
         probs, labels = check_probs_labels(probs, labels)
         h = skce_bandwidth(probs, labels) if bandwidth is None else _check_bandwidth(bandwidth)
@@ -242,7 +250,7 @@ _LOESS_NO_INTERVAL = ("a bootstrap refits the loess curve of every class on ever
 _OVR = "binary: class 1; K > 2: one-vs-rest mean"
 
 
-def _cox_scalar(fit: clinical.CoxCalibration, name: str) -> float:
+def _cox_scalar(fit: CoxCalibration, name: str) -> float:
     """Field ``name`` of a Cox fit as one number: the value (binary) or the mean over classes (K > 2).
 
     Raises :class:`CalibrationInputError` with the fit's reason when the
@@ -267,14 +275,14 @@ def _cox_scalar(fit: clinical.CoxCalibration, name: str) -> float:
 
 def _cox_compute(name):
     def compute(probs, labels, n_bins=15, binning="uniform"):
-        return _cox_scalar(clinical.cox_calibration(probs, labels), name)
+        return _cox_scalar(cox_calibration(probs, labels), name)
     return compute
 
 
 def _cox_variance(name):
     """``variance(probs, labels, bandwidth)`` of the Cox summary ``name`` (see :func:`cox_mean_std_error`)."""
     def variance(probs, labels, bandwidth=None):
-        fit = clinical.cox_calibration(probs, labels)
+        fit = cox_calibration(probs, labels)
         estimate = _cox_scalar(fit, name)
         if len(fit.classes) == 1:
             return estimate, float(getattr(fit, name + "_se")), "Wald interval from the Fisher information"
@@ -283,7 +291,7 @@ def _cox_variance(name):
     return variance
 
 
-def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: clinical.CoxCalibration, name: str) -> float:
+def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: CoxCalibration, name: str) -> float:
     """Sandwich standard error of the mean over classes of one-vs-rest Cox estimates (one class: HC0).
 
     Parameters
@@ -316,7 +324,7 @@ def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: clinical.CoxCal
     Stefanski, L. A. & Boos, D. D. "The calculus of M-estimation", The
     American Statistician 56 (2002), 29-38.
     """
-    _, scores_, outcomes = clinical.one_vs_rest(probs, labels)
+    _, scores_, outcomes = one_vs_rest(probs, labels)
     clipped = np.clip(scores_, fit.epsilon, 1.0 - fit.epsilon)
     x = np.log(clipped) - np.log1p(-clipped)
     if name == "citl":
@@ -334,12 +342,12 @@ def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: clinical.CoxCal
 
 def _ici_compute(name):
     def compute(probs, labels, n_bins=15, binning="uniform"):
-        return float(np.mean(getattr(clinical.ici(probs, labels), name)))
+        return float(np.mean(getattr(ici(probs, labels), name)))
     return compute
 
 
 #: The binned metrics as partials of the public functions themselves (not wrappers), so that
-#: :func:`bootstrap_ci` recognises them and shares its work across resamples (:mod:`calib_core.resample`).
+#: :func:`bootstrap_ci` recognises them and shares its work across resamples (:mod:`calib_core.inference.resample`).
 _BINNED_PARTIALS: dict[str, Callable[[int, str], Callable[[ArrayLike, ArrayLike], float]]] = {
     "ece": lambda b, s: partial(binned.ece, n_bins=b, binning=s),
     "rmsce": lambda b, s: partial(binned.ece, n_bins=b, binning=s, norm="l2"),
@@ -608,157 +616,6 @@ def metric_bandwidth(key: str, probs: ArrayLike, labels: ArrayLike) -> float:
     if spec.bandwidth == "median":
         return skce_bandwidth(probs, labels)
     return float(spec.bandwidth) if isinstance(spec.bandwidth, (int, float)) else math.nan
-
-
-# ----------------------------------------------------------------------------- intervals
-
-@dataclass(frozen=True)
-class MetricInterval:
-    """A metric's value and its interval, made as the metric declares.
-
-    Attributes
-    ----------
-    key : str
-    estimate : float
-        :func:`metric_value` on all rows.
-    low, high : float
-        The interval; NaN when there is none (``method == "none"``).
-    std : float
-        Standard error (bootstrap or formula); NaN when there is none.
-    method : str
-        A key of :data:`INTERVAL_METHODS` (``"none"`` also when an interval
-        could not be made; ``note`` says why).
-    alpha : float
-        The interval covers ``1 - alpha``.
-    n_boot : int
-        Resamples used (0 without a bootstrap).
-    bandwidth : float
-        Kernel bandwidth used (NaN where none or automatic).
-    note : str
-        How the interval was made, in words.
-    """
-
-    key: str
-    estimate: float
-    low: float
-    high: float
-    std: float
-    method: str
-    alpha: float
-    n_boot: int
-    bandwidth: float
-    note: str
-
-
-def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
-                    bandwidth: float | None = None, n_boot: int = 1000, alpha: float = 0.05,
-                    seed: int | np.random.Generator | None = 0) -> MetricInterval:
-    """The metric ``key`` with the interval its :attr:`MetricSpec.interval` declares.
-
-    Parameters
-    ----------
-    key : str
-        A key of :data:`METRICS`.
-    probs : array_like of shape (N, K)
-    labels : array_like of shape (N,)
-    n_bins, binning, bandwidth
-        As :func:`metric_value`.
-    n_boot : int, default 1000
-        Resamples of the bootstrap methods; below 2 no bootstrap interval.
-    alpha : float, default 0.05
-    seed : int or numpy.random.Generator, default 0
-        The same seed resamples the same rows for every metric.
-
-    Returns
-    -------
-    MetricInterval
-        Every interval contains its estimate.
-
-    Raises
-    ------
-    CalibrationInputError
-        Invalid input, or a metric that cannot be computed on it.
-
-    Notes
-    -----
-    * ``"percentile"`` (accuracy, Brier score, NLL, root Brier): smooth
-      functions of row means, for which the percentile bootstrap
-      ``[q_{alpha/2}, q_{1-alpha/2}]`` of the resampled values is valid
-      (Efron & Tibshirani 1993, section 13.3).
-    * ``"bootstrap_se"`` (binned errors, KS, MMCE, smECE, ICI): these estimators
-      are biased upwards, and more so on a resample (repeated rows add
-      noise that reads as miscalibration), so the resampled values can lie
-      wholly above the estimate and a percentile interval can miss it. The
-      interval is ``estimate +- z_{1-alpha/2} * se`` with the bootstrap
-      standard error ``se`` (Efron & Tibshirani 1993, eq. 13.5), cut at 0
-      where the metric cannot go. It describes the noise of the estimate,
-      not its bias.
-    * ``"variance"`` (SKCE): ``estimate +- z * se`` with the standard error
-      of :func:`calib_core.kernel.skce_estimate`: ``sd(h) / sqrt(N // 2)``
-      of the independent block terms of the linear-time estimator (Widmann
-      et al. 2019, section 4; Gretton et al. 2012, Corollary 16), Hoeffding's
-      variance of the U-statistic for the unbiased one. Cox's slope,
-      intercept and calibration-in-the-large: binary, the Wald interval of
-      :func:`calib_core.cox_calibration` (inverse Fisher information);
-      K > 2, the sandwich error of the mean of the one-vs-rest estimates
-      (:func:`cox_mean_std_error`).
-    * A metric with :attr:`MetricSpec.max_boot` (the ICI: at most
-      :data:`LOESS_MAX_BOOT`) uses at most that many resamples; the note
-      says so.
-    * ``"none"`` (CE_KL, CE_2^2): a resample repeats rows, and a repeated row
-      is its own nearest neighbour in the leave-one-out kernel estimate.
-      E50, E90: each resample refits the loess curves (:data:`LOESS_MAX_BOOT`).
-
-    Examples
-    --------
-    >>> import calib_core as cc
-    >>> rng = np.random.default_rng(0)
-    >>> p = cc.as_probs(rng.uniform(size=400)); y = (rng.uniform(size=400) < p[:, 1]).astype(int)
-    >>> r = metric_interval("skce_block", p, y)
-    >>> r.method, r.low <= r.estimate <= r.high
-    ('variance', True)
-    """
-    spec = get_metric(key)
-    probs, labels = check_probs_labels(probs, labels)
-    if not (isinstance(alpha, (float, int)) and not isinstance(alpha, bool) and 0 < alpha < 1):
-        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise CalibrationInputError(f"`n_boot` must be a whole number >= 0, got {n_boot!r}.")
-    if bandwidth is not None and spec.with_bandwidth is None:
-        raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
-    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
-    used_bandwidth = metric_bandwidth(key, probs, labels) if bandwidth is None else float(bandwidth)
-
-    def result(estimate, low=math.nan, high=math.nan, std=math.nan, method="none", boots=0, note=""):
-        return MetricInterval(key, float(estimate), float(low), float(high), float(std), method, float(alpha),
-                              int(boots), used_bandwidth, note)
-
-    if spec.interval == "variance":
-        estimate, std_error, how = spec.variance(probs, labels, bandwidth)
-        if not np.isfinite(std_error):
-            return result(estimate, note=f"none: {how}")
-        half = z * std_error
-        return result(estimate, estimate - half, estimate + half, std_error, "variance", note=how)
-    estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
-    if spec.interval == "none":
-        return result(estimate, note="none: " + (spec.no_interval or "not defined for this metric"))
-    if n_boot < 2:
-        return result(estimate, note="none: no bootstrap resamples")
-    asked, n_boot = int(n_boot), int(n_boot) if spec.max_boot is None else min(int(n_boot), spec.max_boot)
-    resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
-    metric = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
-    try:
-        boot = bootstrap_ci(metric, probs, labels, n_boot=n_boot, alpha=alpha, seed=seed)
-    except CalibrationInputError as exc:
-        return result(estimate, note=f"none: a resample could not be evaluated ({' '.join(str(exc).split())})")
-    if spec.interval == "percentile":
-        return result(estimate, boot.low, boot.high, boot.std, "percentile", n_boot,
-                      f"percentile bootstrap, {resamples}")
-    low = estimate - z * boot.std
-    if not spec.signed:
-        low = max(low, 0.0)
-    return result(estimate, low, estimate + z * boot.std, boot.std, "bootstrap_se", n_boot,
-                  f"estimate +- {z:.2f} bootstrap standard errors ({resamples})")
 
 
 # ----------------------------------------------------------------------------- reports

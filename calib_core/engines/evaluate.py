@@ -1,7 +1,7 @@
 """Evaluate prediction tables larger than memory: CSV or Parquet files, folders or globs.
 
 :func:`evaluate` reads a table in record batches with pyarrow, feeds them
-to the mergeable statistics of :mod:`calib_core.streaming` and returns the
+to the mergeable statistics of :mod:`calib_core.engines.streaming` and returns the
 same numbers the in-memory metrics give (to float64 round-off). Memory is
 bounded by the batch size, not by the table. Three engines:
 
@@ -9,7 +9,7 @@ bounded by the batch size, not by the table. Three engines:
   reference);
 * ``"stream"``: one Python process, batch after batch;
 * ``"dask"``: ``dask.dataframe`` partitions on a ``dask.distributed``
-  cluster (see :mod:`calib_core.dask_engine`).
+  cluster (see :mod:`calib_core.engines.dask_engine`).
 
 The columns are found once, on the first batch, with the rules of
 :func:`calib_core.load_predictions` (label column by its name, class
@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core import io as _io
-from calib_core.streaming import (
+from calib_core.io import loader as _io
+from calib_core.engines.streaming import (
     DEFAULT_SKETCH_CAPACITY,
     MAX_STREAM_GROUPS,
     STREAM_METRICS,
@@ -440,7 +440,7 @@ class ColumnBatch:
 
 
 def add_batch(stats: Any, batch: ColumnBatch) -> None:
-    """Add a :class:`ColumnBatch` to any statistics object of :mod:`calib_core.streaming`, block by block.
+    """Add a :class:`ColumnBatch` to any statistics object of :mod:`calib_core.engines.streaming`, block by block.
 
     Every engine adds its batches this way: the streaming engine, Dask and
     Spark tasks, and the later passes of exact adaptive bins.
@@ -665,7 +665,7 @@ class Evaluation:
     stats : CalibrationStats
         Uniform-bin sums of every class and the scalar sums (no rows).
     adaptive : dict
-        Adaptive-bin sums (see :class:`calib_core.streaming.StreamResult`).
+        Adaptive-bin sums (see :class:`calib_core.engines.streaming.StreamResult`).
     warnings : tuple of str
     groups : GroupEvaluation or None
         Per-group results with ``evaluate(..., group_column=COL)``.
@@ -749,10 +749,10 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
     binning : {"uniform", "adaptive"}
         Bins of ECE, RMSCE, MCE and class-wise ECE.
     metrics : sequence of str, optional
-        Subset of :data:`calib_core.streaming.STREAM_METRICS`; default all.
+        Subset of :data:`calib_core.engines.streaming.STREAM_METRICS`; default all.
     exact : bool, default True
         False computes adaptive bins and KS from one-pass sketches (see
-        :func:`calib_core.streaming.stream_metrics`).
+        :func:`calib_core.engines.streaming.stream_metrics`).
     threshold : float, default 0.01
         TACE threshold.
     sweep_bins : sequence of int
@@ -768,8 +768,8 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
     group_column : str, optional
         Also compute the metrics per value of this column
         (:attr:`Evaluation.groups`, a :class:`GroupEvaluation`): every engine
-        keeps one mergeable :class:`~calib_core.streaming.CalibrationStats`
-        per group value (:class:`~calib_core.streaming.GroupedStats`), in the
+        keeps one mergeable :class:`~calib_core.engines.streaming.CalibrationStats`
+        per group value (:class:`~calib_core.engines.streaming.GroupedStats`), in the
         same pass as the overall sums. Exact in every engine (equal to
         :func:`calib_core.by_group` on the rows to round-off): accuracy,
         Brier, NLL, SCE, and with uniform bins ECE, RMSCE, MCE, class-wise
@@ -780,7 +780,7 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
     max_groups : int, default 50
         More groups: the ``max_groups - 1`` largest and "other" (chosen at
         the end from the exact counts, as :func:`calib_core.by_group` does).
-    max_distinct_groups : int, default :data:`calib_core.streaming.MAX_STREAM_GROUPS`
+    max_distinct_groups : int, default :data:`calib_core.engines.streaming.MAX_STREAM_GROUPS`
         Stream and Dask: distinct group values kept while reading; more
         raise :class:`CalibrationInputError`.
 
@@ -829,7 +829,7 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
             run_pass = _grouped_runner(run_pass, grouped, max_distinct_groups)
         result = stream_metrics(run_pass, n_classes, **options)
     else:
-        from calib_core.dask_engine import dask_runner
+        from calib_core.engines.dask_engine import dask_runner
 
         with dask_runner(opened, scheduler=scheduler, progress=progress) as run_pass:
             if group_column is not None:
@@ -892,9 +892,9 @@ def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: 
 
 def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted: list[str],
                    options: dict[str, Any]) -> StreamResult:
-    from calib_core.binned import top_label
+    from calib_core.metrics.binned import top_label
     from calib_core.binning import bin_statistics
-    from calib_core.registry import compute_metrics
+    from calib_core.metrics.registry import compute_metrics
     from calib_core.validation import check_probs_labels
 
     probs, labels = check_probs_labels(probs, labels)
@@ -905,7 +905,7 @@ def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted:
     stats = CalibrationStats(n_classes, n_bins=n_bins, sweep_bins=options["sweep_bins"], threshold=threshold)
     stats.update(probs, labels)
     confidence, correct = top_label(probs, labels)
-    from calib_core.streaming import _pad_binstats, _stack_binstats
+    from calib_core.engines.streaming import _pad_binstats, _stack_binstats
 
     def per_class(keep: NDArray[np.bool_] | None) -> Any:
         # One bin_statistics call per class column (the same per-class sums as the streaming passes).
@@ -1070,7 +1070,7 @@ class GroupEvaluation:
 
     def worst(self, metric: str = "ece", *, worst: str = "max", min_rows: int = 30) -> tuple[str | None, float, float]:
         """``(group, value, gap to overall)`` of the worst group, chosen as :func:`calib_core.by_group` does."""
-        from calib_core.groups import _choose_worst
+        from calib_core.inference.groups import _choose_worst
 
         table = self.table(metric, min_rows=min_rows)
         eligible = ~table["too_small"].to_numpy()
@@ -1084,7 +1084,7 @@ class GroupEvaluation:
 
     def reliability_table(self, target: str | int = "top_label", *, alpha: float = 0.05) -> pd.DataFrame:
         """:func:`calib_core.group_reliability` with uniform bins, from the sums."""
-        from calib_core.reliability import reliability_frame
+        from calib_core.metrics.reliability import reliability_frame
 
         frames = []
         for label, stats in zip(self.labels, self.stats):
@@ -1098,7 +1098,7 @@ class GroupEvaluation:
 
     def multicalibration(self, target: str | int = "top_label", *, min_count: int = 30) -> Any:
         """:func:`calib_core.multicalibration` with uniform bins, from the sums (a ``MulticalibrationResult``)."""
-        from calib_core.groups import multicalibration_from_table
+        from calib_core.inference.groups import multicalibration_from_table
 
         return multicalibration_from_table(self.reliability_table(target), min_count)
 
@@ -1128,7 +1128,7 @@ class GroupEvaluation:
     def report_section(self, metrics: Sequence[str] = ("ece", "ace"), *, min_count: int = 30) -> dict[str, Any]:
         """The ``groups`` section of ``calib-core report`` (as ``--engine memory`` writes it, without intervals):
         a metric this engine cannot give per group is under ``unavailable`` with the reason."""
-        from calib_core.registry import metric_name
+        from calib_core.metrics.registry import metric_name
 
         section: dict[str, Any] = {}
         unavailable = {}
@@ -1178,8 +1178,8 @@ def _group_evaluation(column: str, result: StreamResult, wanted: list[str], engi
     """Fold the per-group sums (or, in memory, the rows) into a :class:`GroupEvaluation`."""
     n_bins, binning = result.n_bins, result.binning
     if grouped is None:  # the memory engine: the rows are here
-        from calib_core.groups import _group_codes
-        from calib_core.registry import compute_metrics
+        from calib_core.inference.groups import _group_codes
+        from calib_core.metrics.registry import compute_metrics
 
         probs, labels, groups = group_rows["probs"], group_rows["labels"], group_rows["groups"]
         n_distinct = int(np.unique(groups).size)
@@ -1313,13 +1313,13 @@ class CalibrationSummary:
         observed_frequency, gap, ci_low, ci_high``; one row per non-empty bin;
         the interval is the ``1 - alpha`` Wilson score interval.
         """
-        from calib_core.reliability import reliability_frame
+        from calib_core.metrics.reliability import reliability_frame
 
         return reliability_frame(self.bin_stats(target, n_bins, binning), alpha=alpha)
 
     def classwise_ece(self, n_bins: int | None = None, binning: str = "uniform", norm: str = "l1") -> pd.Series:
         """Per-class ECE (``probs[:, k]`` against ``labels == k``), indexed by class name."""
-        from calib_core.binned import _reduce
+        from calib_core.metrics.binned import _reduce
         from calib_core.validation import check_binning
 
         norm = check_choice(norm, "norm", ("l1", "l2", "max"))
@@ -1336,7 +1336,7 @@ class CalibrationSummary:
         Available for the run's ``n_bins`` when the report kept adaptive
         class-wise bins (every metric requested); indexed by class name.
         """
-        from calib_core.binned import _unweighted_mean_gap
+        from calib_core.metrics.binned import _unweighted_mean_gap
 
         self.bin_stats(0, self.n_bins, "adaptive")  # checks that the adaptive sums exist
         return pd.Series(_unweighted_mean_gap(self.adaptive["classwise"]), index=list(self.class_names), name="ace")
@@ -1349,7 +1349,7 @@ class CalibrationSummary:
         count-weighted) and ``ace`` (class-wise, unweighted mean over
         non-empty bins).
         """
-        from calib_core.binned import _reduce, _unweighted_mean_gap
+        from calib_core.metrics.binned import _reduce, _unweighted_mean_gap
 
         metrics = [check_choice(m, "metrics", ("ece", "sce", "ace")) for m in metrics]
         rows = []

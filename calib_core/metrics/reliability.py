@@ -6,7 +6,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import norm as normal
 
-from calib_core.binned import top_label
+from calib_core.metrics.binned import top_label
 from calib_core.binning import BinStats, _check_right, bin_statistics
 from calib_core.validation import (
     CalibrationInputError,
@@ -106,7 +106,7 @@ def reliability_frame(stats: BinStats, *, alpha: float = 0.05) -> pd.DataFrame:
     """The :func:`reliability_table` of per-bin sums of one set of values.
 
     Shared by the in-memory table and the streamed summaries
-    (:class:`calib_core.evaluate.CalibrationSummary`), which keep sums, not rows.
+    (:class:`calib_core.engines.evaluate.CalibrationSummary`), which keep sums, not rows.
 
     Parameters
     ----------

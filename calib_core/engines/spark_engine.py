@@ -1,7 +1,7 @@
 """The Spark engine: ``DataFrame.mapInArrow`` partitions -> per-partition statistics -> merge.
 
 Each Spark partition streams its Arrow record batches through one mergeable
-statistics object of :mod:`calib_core.streaming` on an executor and returns
+statistics object of :mod:`calib_core.engines.streaming` on an executor and returns
 it as a single pickled value; the driver merges the few objects (one per
 partition) in a balanced tree. Only statistics leave the executors.
 
@@ -11,7 +11,7 @@ executors need ``calib_core`` importable (installed, or shipped with
 
 Examples
 --------
->>> from calib_core.spark_engine import evaluate_spark  # doctest: +SKIP
+>>> from calib_core.engines.spark_engine import evaluate_spark  # doctest: +SKIP
 >>> frame = spark.read.parquet("s3://bucket/predictions/")  # doctest: +SKIP
 >>> evaluate_spark(frame).metrics["ece"]  # doctest: +SKIP
 """
@@ -30,7 +30,7 @@ def _partition_function(factory: Callable[[], Any], plan: Any, split: str | None
     def per_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from calib_core.evaluate import add_batch
+        from calib_core.engines.evaluate import add_batch
 
         stats = factory()
         for batch in batches:
@@ -42,7 +42,7 @@ def _partition_function(factory: Callable[[], Any], plan: Any, split: str | None
 
 
 def spark_runner(frame: Any, plan: Any, *, split: str | None = None) -> Callable[[Callable[[], Any]], Any]:
-    """``run_pass(factory)`` over the partitions of a Spark DataFrame (for :func:`~calib_core.streaming.stream_metrics`)."""
+    """``run_pass(factory)`` over the partitions of a Spark DataFrame (for :func:`~calib_core.engines.streaming.stream_metrics`)."""
     selected = frame.select(*plan.columns)
 
     def run_pass(factory: Callable[[], Any]) -> Any:
@@ -68,11 +68,11 @@ def evaluate_spark(frame: Any, *, n_bins: int = 15, binning: str = "uniform", me
         One row per prediction, with the columns :func:`calib_core.load_predictions`
         understands (a label column and one column per class).
     n_bins, binning, metrics, exact, threshold, sweep_bins, label_column, input_kind, split
-        As in :func:`calib_core.evaluate.evaluate`.
+        As in :func:`calib_core.engines.evaluate.evaluate`.
 
     Returns
     -------
-    calib_core.evaluate.Evaluation
+    calib_core.engines.evaluate.Evaluation
         With ``engine == "spark"``.
 
     Raises
@@ -80,8 +80,8 @@ def evaluate_spark(frame: Any, *, n_bins: int = 15, binning: str = "uniform", me
     CalibrationInputError
         No rows, columns the loader cannot interpret, invalid values.
     """
-    from calib_core.evaluate import ColumnPlan, Evaluation
-    from calib_core.streaming import STREAM_METRICS, stream_metrics
+    from calib_core.engines.evaluate import ColumnPlan, Evaluation
+    from calib_core.engines.streaming import STREAM_METRICS, stream_metrics
     from calib_core.validation import check_choice
 
     input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))

@@ -2,7 +2,7 @@
 
 :func:`calibration_test` runs one of four tests of the null hypothesis that
 the model is calibrated and reads its p-value with the package's single
-verdict rule (:func:`calib_core.verdicts.read_test`, the same rule as
+verdict rule (:func:`calib_core.inference.verdicts.read_test`, the same rule as
 :attr:`calib_core.ConsistencyResult.verdict`):
 
 ``"consistency"``
@@ -59,11 +59,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from calib_core import kernel
+from calib_core.metrics import kernel
 from calib_core.binning import bin_index
-from calib_core.canonical import CanonicalCE, ConsistencyResult, consistency_resampling
+from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
 from calib_core.validation import CalibrationInputError, check_choice, check_positive, check_probs, check_probs_labels
-from calib_core.verdicts import DEFAULT_ALPHA, check_alpha, read_test
+from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
 
 __all__ = ["TEST_METHODS", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust",
            "hosmer_lemeshow", "spiegelhalter_z"]
@@ -100,7 +100,7 @@ class CalibrationTestResult:
         How the p-value was obtained (distribution and its parameters).
     verdict : str
         ``"miscalibrated"``, ``"consistent"`` or ``"inconclusive"``
-        (:func:`calib_core.verdicts.read_test`).
+        (:func:`calib_core.inference.verdicts.read_test`).
     verdict_reason : str
         One or two sentences saying why.
     alpha : float
@@ -377,7 +377,7 @@ class UnbiasedSKCE:
     bandwidth: float
 
     def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
-        from calib_core.kernel import skce
+        from calib_core.metrics.kernel import skce
 
         return skce(probs, labels, self.bandwidth, "unbiased")
 
@@ -527,7 +527,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         consistency-resampled null, O(N^2 K) per resample.
     bandwidth : float, optional
         ``"skce"`` only: kernel width; default the median heuristic
-        (:func:`calib_core.kernel.median_heuristic`, which depends on the
+        (:func:`calib_core.metrics.kernel.median_heuristic`, which depends on the
         predictions only, so it is the same under every resample).
     n_groups : int, default 10
         ``"hosmer_lemeshow"`` only: the number of risk groups g.

@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln, xlogy
 
-from calib_core.binned import top_label
-from calib_core.kernel import EXP_FLOOR, map_blocks, row_blocks
+from calib_core.metrics.binned import top_label
+from calib_core.metrics.kernel import EXP_FLOOR, map_blocks, row_blocks
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -733,9 +733,9 @@ def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binnin
     >>> [t.key for t in chain.terms][:3]
     ['sqrt2', 'rbs', 'ce2']
     """
-    from calib_core.binned import classwise_ece, ece
-    from calib_core.kernel import mmce
-    from calib_core.scores import ks_error
+    from calib_core.metrics.binned import classwise_ece, ece
+    from calib_core.metrics.kernel import mmce
+    from calib_core.metrics.scores import ks_error
 
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binned import top_label
+from calib_core.metrics.binned import top_label
 from calib_core.binning import _check_right, bin_statistics
 from calib_core.validation import (
     MAX_N_BINS,
@@ -48,7 +48,7 @@ def debiased_squared_terms(count: NDArray[np.float64], sum_value: NDArray[np.flo
 
     ``sum_b (n_b / n) [(conf_b - acc_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]``;
     bins with fewer than 2 values contribute 0. Works on stacked sums of
-    several data sets (any leading axes), which :mod:`calib_core.lab` uses.
+    several data sets (any leading axes), which :mod:`calib_core.lab.studies` uses.
     """
     safe = np.maximum(count, 1.0)
     conf = sum_value / safe

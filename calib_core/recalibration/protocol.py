@@ -47,7 +47,7 @@ __all__ = [
 FIT_SPLIT_VALUES = ("calibration", "calib", "cal", "validation", "valid", "val", "fit", "recalibration")
 #: Values of a ``split`` column that mark rows to evaluate on.
 EVAL_SPLIT_VALUES = ("test", "eval", "evaluation", "holdout")
-#: Registry keys (:data:`calib_core.registry.METRICS`) evaluated when ``metrics`` is not given.
+#: Registry keys (:data:`calib_core.metrics.registry.METRICS`) evaluated when ``metrics`` is not given.
 DEFAULT_METRICS = ("accuracy", "ece", "classwise_ece", "ace", "nll", "brier")
 
 MethodLike = Recalibrator | Callable[[], Recalibrator]
@@ -348,7 +348,7 @@ class RecalibrationReport:
 def _resolve_metrics(metrics: Mapping[str, Callable] | Sequence[str] | None) -> list[tuple[str, str, Callable]]:
     """``[(key, display name, metric(probs, labels))]``."""
     if metrics is None or (isinstance(metrics, Sequence) and not isinstance(metrics, str)):
-        from calib_core.registry import get_metric, metric_function  # lazy: metrics are the lead's modules
+        from calib_core.metrics.registry import get_metric, metric_function  # lazy: metrics are the lead's modules
 
         keys = DEFAULT_METRICS if metrics is None else tuple(metrics)
         return [(key, get_metric(key).label, metric_function(key)) for key in keys]
@@ -419,7 +419,7 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
         What ``x_fit`` and ``x_eval`` hold ("before" probabilities are
         ``softmax(logits)`` or the probabilities themselves).
     metrics : list of str or dict of name to callable, optional
-        Registry keys of :data:`calib_core.registry.METRICS` or functions
+        Registry keys of :data:`calib_core.metrics.registry.METRICS` or functions
         ``metric(probs, labels) -> float``; default :data:`DEFAULT_METRICS`.
     allow_in_sample : bool, default False
         Must be True to evaluate on the fitting data (``x_eval`` omitted or

@@ -38,9 +38,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.bootstrap import bootstrap_ci
-from calib_core.registry import metric_function, metric_interval
-from calib_core.reliability import reliability_table
+from calib_core.inference.bootstrap import bootstrap_ci
+from calib_core.inference.intervals import metric_interval
+from calib_core.metrics.registry import metric_function
+from calib_core.metrics.reliability import reliability_table
 from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, \
     check_probs_labels
 
@@ -547,7 +548,7 @@ def multicalibration_from_table(table: pd.DataFrame, min_count: int) -> Multical
     """The largest ``|gap|`` over the (group, bin) cells of a group reliability table with ``min_count`` rows.
 
     Shared by :func:`multicalibration` (rows in memory) and the streamed
-    summaries (:meth:`calib_core.evaluate.GroupEvaluation.multicalibration`),
+    summaries (:meth:`calib_core.engines.evaluate.GroupEvaluation.multicalibration`),
     whose tables have the columns of :func:`group_reliability`.
     """
     used = table["count"].to_numpy() >= min_count

@@ -2403,7 +2403,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
 # ---------------------------------------------------------------------------
 
 def _demo_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "demo"
+    return Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
 def demo_datasets() -> dict[str, Path]:

@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binned import _reduce, _unweighted_mean_gap
+from calib_core.metrics.binned import _reduce, _unweighted_mean_gap
 from calib_core.binning import BinStats, _array_split_ends, upper_edge_index
-from calib_core.scores import NLL_EPSILON
+from calib_core.metrics.scores import NLL_EPSILON
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -79,7 +79,7 @@ __all__ = [
 #: Items a :class:`QuantileSketch` level may hold before it is compacted.
 DEFAULT_SKETCH_CAPACITY = 4096
 
-#: Metric keys :func:`stream_metrics` computes (those of :mod:`calib_core.registry`).
+#: Metric keys :func:`stream_metrics` computes (those of :mod:`calib_core.metrics.registry`).
 STREAM_METRICS = ("accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ace", "tace", "ks", "brier", "nll")
 
 _SET_KINDS = ("top", "class", "above")
@@ -616,7 +616,7 @@ class CalibrationStats(_BatchUpdates):
         dict
             ``accuracy``, ``ece``, ``rmsce``, ``mce``, ``classwise_ece``,
             ``sce``, ``brier``, ``nll`` (uniform bins; keys as in
-            :mod:`calib_core.registry`).
+            :mod:`calib_core.metrics.registry`).
         """
         self._require_rows()
         top = self.bin_stats("top_label", n_bins)
@@ -718,7 +718,7 @@ def _group_text_of(values: ArrayLike) -> NDArray[Any]:
     """Group values as text, as :attr:`calib_core.Predictions.groups` holds them."""
     import pandas as pd
 
-    from calib_core.io import MISSING_GROUP, _group_text
+    from calib_core.io.loader import MISSING_GROUP, _group_text
 
     array = np.asarray(values)
     if array.dtype.kind == "U":
@@ -795,7 +795,7 @@ class GroupedStats:
             if len(self.groups) >= self.max_distinct:
                 raise CalibrationInputError(
                     f"the group column has more than {self.max_distinct:,} distinct values; the streaming "
-                    "engines keep statistics for at most that many groups (calib_core.streaming."
+                    "engines keep statistics for at most that many groups (calib_core.engines.streaming."
                     "MAX_STREAM_GROUPS). Group by a coarser column, or map the rare values to one value first."
                 )
             stats = self.groups[key] = self._blank()
@@ -862,7 +862,7 @@ class GroupedStats:
     def folded(self, max_groups: int | None = None) -> tuple[list[str], list[CalibrationStats], bool, list[str]]:
         """The groups as :func:`calib_core.by_group` reports them: sorted, at most ``max_groups``.
 
-        More than ``max_groups`` (default :data:`calib_core.groups.MAX_GROUPS`, 50)
+        More than ``max_groups`` (default :data:`calib_core.inference.groups.MAX_GROUPS`, 50)
         groups: the ``max_groups - 1`` largest (ties: the first in sorted
         order) are kept and the others' sums added into one group "other"
         (last), with the note ``by_group`` writes.
@@ -871,7 +871,7 @@ class GroupedStats:
         -------
         labels, stats, merged, notes
         """
-        from calib_core.groups import _OTHER, MAX_GROUPS
+        from calib_core.inference.groups import _OTHER, MAX_GROUPS
 
         max_groups = MAX_GROUPS if max_groups is None else int(max_groups)
         labels = sorted(self.groups)
@@ -1528,7 +1528,7 @@ class StreamResult:
     Attributes
     ----------
     metrics : dict of str to float
-        Keys as in :mod:`calib_core.registry` (see :data:`STREAM_METRICS`).
+        Keys as in :mod:`calib_core.metrics.registry` (see :data:`STREAM_METRICS`).
     stats : CalibrationStats
         The pass-1 sums (uniform bins, scalars, sketches if any).
     adaptive : dict of str to BinStats

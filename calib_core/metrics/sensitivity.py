@@ -27,7 +27,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
-from calib_core.binned import _reduce, _unweighted_mean_gap, top_label
+from calib_core.metrics.binned import _reduce, _unweighted_mean_gap, top_label
 from calib_core.binning import _check_right, bin_statistics, classwise_bin_statistics
 from calib_core.validation import (
     MAX_N_BINS,

@@ -97,7 +97,7 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
     """One ``studio.report.ReportModel``: the file(s) loaded as for the table, each file's SHA-256."""
     import glob
 
-    from calib_core.io import load_predictions
+    from calib_core.io.loader import load_predictions
 
     options = dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
                    percentages=args.percentages)
@@ -124,9 +124,9 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
 
 
 def _report(args: argparse.Namespace) -> dict:
-    from calib_core.evaluate import choose_engine
-    from calib_core.io import load_predictions
-    from calib_core.registry import METRICS, metric_report
+    from calib_core.engines.evaluate import choose_engine
+    from calib_core.io.loader import load_predictions
+    from calib_core.metrics.registry import METRICS, metric_report
 
     if args.max_quadratic_rows < 0:
         raise CalibrationInputError(
@@ -191,8 +191,8 @@ def _tests_section(predictions, args: argparse.Namespace) -> dict:
     """Every method of :func:`calib_core.calibration_test` at its defaults (seed ``--seed``): method ->
     statistic, p_value, verdict, reason, null_distribution and the Lab's measured size; a test that cannot be
     computed on this input has null values and the reason."""
-    from calib_core.calibration_tests import TEST_METHODS, calibration_test
-    from calib_core.size_power import SIZE_NOTES
+    from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
+    from calib_core.lab.size_power import SIZE_NOTES
 
     section = {}
     for method in TEST_METHODS:
@@ -222,8 +222,8 @@ def _finite(value) -> float | None:
 
 def _groups_section(predictions, args: argparse.Namespace) -> dict:
     """``--group-by``: :func:`calib_core.by_group` of ECE and ACE and :func:`calib_core.multicalibration`."""
-    from calib_core.groups import by_group, multicalibration
-    from calib_core.registry import metric_name
+    from calib_core.inference.groups import by_group, multicalibration
+    from calib_core.metrics.registry import metric_name
 
     metrics = {}
     notes: list[str] = []
@@ -294,7 +294,7 @@ def _number(value: float | None, *, sign: bool = False) -> str:
 
 
 def _summary_of(predictions, args: argparse.Namespace) -> dict:
-    from calib_core.evaluate import evaluate_arrays
+    from calib_core.engines.evaluate import evaluate_arrays
 
     return evaluate_arrays(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
                            class_names=predictions.class_names, input_kind=predictions.input_kind,
@@ -302,8 +302,8 @@ def _summary_of(predictions, args: argparse.Namespace) -> dict:
 
 
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
-    from calib_core.evaluate import SUMMARY_SWEEP_BINS, evaluate
-    from calib_core.registry import METRICS
+    from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate
+    from calib_core.metrics.registry import METRICS
 
     result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
@@ -347,8 +347,8 @@ def _pipe_kind(path: str) -> str | None:
 
 
 def _names(values: dict, args: argparse.Namespace) -> dict[str, str]:
-    """Each metric's name with its settings (:func:`calib_core.registry.metric_name`)."""
-    from calib_core.registry import get_metric, metric_name
+    """Each metric's name with its settings (:func:`calib_core.metrics.registry.metric_name`)."""
+    from calib_core.metrics.registry import get_metric, metric_name
 
     names = {}
     for key in values:
@@ -396,7 +396,7 @@ def _format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-#: Command-line spelling of the loader keywords a refused file's fixes set (see calib_core.io.LoadFix).
+#: Command-line spelling of the loader keywords a refused file's fixes set (see calib_core.io.loader.LoadFix).
 _FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--percentages",
               ("input_kind", "logits"): "--input-kind logits", ("input_kind", "probabilities"): "--input-kind probabilities"}
 
@@ -404,7 +404,7 @@ _FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--
 def _error_text(exc: CalibrationInputError) -> str:
     """The message of ``exc`` in the command line's words.
 
-    A file the loader refused with fixes (:class:`calib_core.io.PredictionsFileError`) is
+    A file the loader refused with fixes (:class:`calib_core.io.loader.PredictionsFileError`) is
     described without Python argument names, followed by the flags that apply each fix.
     """
     fixes = getattr(exc, "fixes", ())

@@ -2,7 +2,7 @@
 
 A bootstrap resample of N rows drawn with replacement is the same thing as a
 vector of row weights ``w`` (the multinomial counts: how often each row was
-drawn). Every binned metric of :mod:`calib_core.binned` is a reduction of
+drawn). Every binned metric of :mod:`calib_core.metrics.binned` is a reduction of
 per-bin sums ``sum_i w_i``, ``sum_i w_i v_i`` and ``sum_i w_i t_i`` (values
 ``v``: top-label confidence or a class column; targets ``t``: correctness or
 ``labels == k``), so everything that does not depend on the resample is
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core import binned
+from calib_core.metrics import binned
 from calib_core.binning import BinStats, _array_split_ends, _check_right, _uniform_index
 from calib_core.validation import (
     CalibrationInputError,
@@ -81,13 +81,13 @@ def index_blocks(rng: np.random.Generator, n_rows: int, n_boot: int) -> Iterator
 
 @dataclass(frozen=True)
 class BinnedSpec:
-    """A binned metric of :mod:`calib_core.binned` with its settings resolved.
+    """A binned metric of :mod:`calib_core.metrics.binned` with its settings resolved.
 
     Attributes
     ----------
     family : {"top_label", "classwise", "adaptive_mean"}
-        :func:`~calib_core.binned.ece` (and ``mce``); :func:`~calib_core.binned.classwise_ece`
-        (and ``sce``); :func:`~calib_core.binned.ace` and :func:`~calib_core.binned.tace`.
+        :func:`~calib_core.metrics.binned.ece` (and ``mce``); :func:`~calib_core.metrics.binned.classwise_ece`
+        (and ``sce``); :func:`~calib_core.metrics.binned.ace` and :func:`~calib_core.metrics.binned.tace`.
     n_bins : int
     binning : {"uniform", "adaptive"}
     norm : {"l1", "l2", "max"}

@@ -1,33 +1,17 @@
-"""Canonical calibration: expected miscalibration on the simplex, calibration lenses, consistency resampling.
+"""Consistency resampling: canonical and lens estimates against their distribution under perfect calibration.
 
-A probabilistic classifier ``g`` is calibrated in the canonical sense when
-:math:`P(Y \\in \\cdot \\mid g(X)) = g(X)`, i.e. the whole predicted
-distribution is right, not only its largest entry. Vaicenavicius et al.
-(2019) measure the departure from it by the expected miscalibration
-
-.. math:: \\eta_d = E\\left[ d\\big(r(g(X)), g(X)\\big) \\right],
-   \\qquad r(p) = P(Y \\in \\cdot \\mid g(X) = p),
-
-estimated by partitioning the simplex (eq. 6, :func:`canonical_ce`), and
-look at it through *calibration lenses* (their Example 2): the canonical
-lens (the full vector), the max lens (top-label confidence against
-correctness) and the marginal lens of one class. Because the estimator is
-biased, and differently so for different models (their Example 5), they
-compare it with its distribution under the hypothesis of perfect calibration,
-obtained by *consistency resampling*: labels drawn from the predictions
-themselves (:func:`consistency_resampling`, :func:`consistency_bands`,
-:func:`lens_estimates`).
+The binned estimate of :mod:`calib_core.metrics.canonical` is biased, and
+differently so for different models (Vaicenavicius et al. 2019, Example 5).
+Labels drawn from the predictions themselves give its distribution under the
+hypothesis of calibration (appendix C): :func:`consistency_resampling` (a
+test with a p-value and a verdict), :func:`consistency_bands` (bands around
+a reliability diagram) and :func:`lens_estimates` (every lens and distance).
 
 References
 ----------
 .. [Vaicenavicius2019] Vaicenavicius, J., Widmann, D., Andersson, C., Lindsten, F.,
    Roll, J. & Schon, T. B. "Evaluating model calibration in classification",
-   AISTATS 2019. Eq. (6) (binned estimator), Example 2 (lenses), appendix A.1
-   (Examples 3 and 5), appendix B (data-dependent binning), appendix C
-   (consistency resampling bands, Figures 8-15), appendix D (Tables 3-5).
-.. [Gruber2022] Gruber, S. G. & Buettner, F. "Better Uncertainty Calibration via
-   Proper Scores for Classification and Beyond", NeurIPS 2022. Definition 2,
-   the canonical :math:`\\mathrm{CE}_p = (E\\|f(X) - P_{Y|f(X)}\\|_p^p)^{1/p}`.
+   AISTATS 2019. Appendix C (consistency resampling bands, Figures 8-15).
 """
 from __future__ import annotations
 
@@ -39,19 +23,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.binning import bin_index, bin_statistics
-from calib_core.simplex import (
+from calib_core.metrics.simplex import (
     DISTANCES,
-    CellTable,
     Partition,
     _cell_means,
     _cell_sums,
     _check_min_bin_size,
     _split_at_means,
-    _table_from_assignment,
     data_dependent_partition,
     simplex_distance,
     uniform_partition,
 )
+from calib_core.metrics.canonical import (Seed, _check_count, _check_options, _check_quantiles, _lens, _Options, _partition, _PARTITIONS, canonical_ce)
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -60,29 +43,19 @@ from calib_core.validation import (
     check_probs,
     check_probs_labels,
 )
-from calib_core.verdicts import DEFAULT_ALPHA, CellOccupancy, Verdict, cell_occupancy, check_alpha, read_test
+from calib_core.inference.verdicts import DEFAULT_ALPHA, CellOccupancy, Verdict, cell_occupancy, check_alpha, read_test
 
 __all__ = [
-    "LENSES",
-    "CellOccupancy",
     "CanonicalCE",
     "ConsistencyBands",
     "ConsistencyResult",
     "LensEstimate",
     "LensEstimates",
-    "canonical_ce",
-    "canonical_ce_table",
     "consistency_bands",
     "consistency_resampling",
     "lens_estimates",
-    "lens_view",
     "sample_labels",
 ]
-
-#: Calibration lenses (Vaicenavicius et al. 2019, Example 2).
-LENSES = ("canonical", "max", "marginal")
-
-_PARTITIONS = ("uniform", "data_dependent")
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
 _BLOCK_ELEMENTS = 4_000_000
@@ -93,255 +66,6 @@ _COMPARE_MAX_CLASSES = 32
 
 #: Resampled values within this relative distance of the observed one count as ties.
 _TIE_TOLERANCE = 1e-12
-
-Seed = int | np.random.Generator | None
-
-
-# ----------------------------------------------------------------------------
-# Option checks
-# ----------------------------------------------------------------------------
-
-def _check_count(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise CalibrationInputError(f"`{name}` must be a whole number >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def _check_lens(lens: object, class_index: object, n_classes: int | None) -> tuple[str, int | None]:
-    lens = check_choice(lens, "lens", LENSES)
-    if lens != "marginal":
-        if class_index is not None:
-            raise CalibrationInputError(
-                f"`class_index` is only used with lens='marginal', got class_index={class_index!r} with lens={lens!r}."
-            )
-        return lens, None
-    if isinstance(class_index, bool) or not isinstance(class_index, numbers.Integral):
-        raise CalibrationInputError(
-            f"lens='marginal' needs `class_index`, a whole number naming the class, got {class_index!r}."
-        )
-    if class_index < 0 or (n_classes is not None and class_index >= n_classes):
-        upper = "" if n_classes is None else f"..{n_classes - 1}"
-        raise CalibrationInputError(
-            f"`class_index` must lie in 0{upper} for {n_classes} classes, got {class_index}."
-        )
-    return lens, int(class_index)
-
-
-def _check_quantiles(quantiles: object) -> tuple[float, float]:
-    try:
-        low, high = (float(q) for q in quantiles)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        raise CalibrationInputError(f"`quantiles` must be two numbers (low, high), got {quantiles!r}.") from None
-    if not 0.0 <= low < high <= 1.0:
-        raise CalibrationInputError(f"`quantiles` must satisfy 0 <= low < high <= 1, got {quantiles!r}.")
-    return low, high
-
-
-# ----------------------------------------------------------------------------
-# Lenses
-# ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Lens:
-    """Predictions seen through a lens, and the map from labels to lens outcomes."""
-
-    points: NDArray[np.float64]
-    kind: str
-    reference: NDArray[np.intp] | int | None  # predicted class (max) or the class (marginal)
-
-    def outcomes(self, labels: NDArray[np.intp]) -> NDArray[np.intp]:
-        """Outcome index in the lens for labels of shape (N,) or (draws, N)."""
-        if self.kind == "canonical":
-            return labels
-        # Outcome 0 is "the predicted class" (max) or "class k" (marginal).
-        return (labels != self.reference).astype(np.intp)
-
-
-def _lens(probs: NDArray[np.float64], lens: str, class_index: int | None) -> _Lens:
-    if lens == "canonical":
-        return _Lens(probs, lens, None)
-    if lens == "max":
-        predicted = probs.argmax(axis=1)
-        value = probs[np.arange(probs.shape[0]), predicted]
-        return _Lens(np.column_stack([value, 1.0 - value]), lens, predicted)
-    value = probs[:, class_index]
-    return _Lens(np.column_stack([value, 1.0 - value]), lens, class_index)
-
-
-def lens_view(probs: ArrayLike, labels: ArrayLike, lens: str = "canonical", *,
-              class_index: int | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """Predictions and labels seen through a calibration lens.
-
-    Parameters
-    ----------
-    probs : array_like of shape (N, K)
-    labels : array_like of shape (N,)
-    lens : {"canonical", "max", "marginal"}, default "canonical"
-        ``canonical``: the predictions and labels as they are. ``max``: the
-        two-class problem "is the predicted (arg-max, lowest index on ties)
-        class right?", with predictions ``(max_k p_k, 1 - max_k p_k)``.
-        ``marginal``: the two-class problem "is the label ``class_index``?",
-        with predictions ``(p_k, 1 - p_k)``.
-    class_index : int, optional
-        The class of the marginal lens (required for it, refused otherwise).
-
-    Returns
-    -------
-    points : ndarray of shape (N, m)
-        m = K for the canonical lens, 2 otherwise.
-    outcomes : ndarray of shape (N,)
-        Outcome index in ``0..m-1``; for the two-class lenses 0 means "the
-        predicted class is right" / "the label is ``class_index``".
-
-    Notes
-    -----
-    A lens is a measurable map of the prediction and the label that
-    induces its own calibration function (Vaicenavicius et al. 2019,
-    Example 2); the max lens is what the top-label ECE of Guo et al. (2017)
-    evaluates, which is why a model can pass it and fail the canonical lens
-    (Example 3).
-
-    Examples
-    --------
-    >>> pts, out = lens_view([[0.7, 0.2, 0.1]], [1], "max")
-    >>> pts.round(2).tolist(), out.tolist()
-    ([[0.7, 0.3]], [1])
-    """
-    probs, labels = check_probs_labels(probs, labels)
-    lens, class_index = _check_lens(lens, class_index, probs.shape[1])
-    view = _lens(probs, lens, class_index)
-    return view.points, view.outcomes(labels)
-
-
-# ----------------------------------------------------------------------------
-# canonical_ce
-# ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Options:
-    distance: str
-    partition: str
-    n_bins: int
-    min_bin_size: int
-    lens: str
-    class_index: int | None
-
-
-def _check_options(distance: object, partition: object, n_bins: object, min_bin_size: object, lens: object,
-                   class_index: object, n_classes: int | None) -> _Options:
-    distance = check_choice(distance, "distance", DISTANCES)
-    partition = check_choice(partition, "partition", _PARTITIONS)
-    n_bins = check_n_bins(n_bins)
-    min_bin_size = _check_min_bin_size(min_bin_size)
-    lens, class_index = _check_lens(lens, class_index, n_classes)
-    return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
-
-
-def _partition(points: NDArray[np.float64], options: _Options) -> Partition:
-    if options.partition == "uniform":
-        return uniform_partition(points, options.n_bins)
-    return data_dependent_partition(points, options.min_bin_size)
-
-
-def canonical_ce_table(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",
-                       n_bins: int = 10, min_bin_size: int = 1000, lens: str = "canonical", *,
-                       class_index: int | None = None) -> CellTable:
-    """Per-cell table behind :func:`canonical_ce` (same arguments).
-
-    Returns
-    -------
-    CellTable
-        Count, mean prediction, observed frequency and deviation of every
-        non-empty cell of the lens's simplex; ``estimate`` equals
-        :func:`canonical_ce` with the same arguments, and
-        ``partition.cell_index`` gives each row's cell.
-
-    Examples
-    --------
-    >>> table = canonical_ce_table([[0.6, 0.4], [0.6, 0.4]], [0, 0], n_bins=5)
-    >>> table.count.tolist(), table.observed_frequency.tolist(), round(table.estimate, 6)
-    ([2.0], [[1.0, 0.0]], 0.4)
-    """
-    probs, labels = check_probs_labels(probs, labels)
-    options = _check_options(distance, partition, n_bins, min_bin_size, lens, class_index, probs.shape[1])
-    view = _lens(probs, options.lens, options.class_index)
-    part = _partition(view.points, options)
-    return _table_from_assignment(view.points, view.outcomes(labels), part, options.distance)
-
-
-def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",
-                 n_bins: int = 10, min_bin_size: int = 1000, lens: str = "canonical", *,
-                 class_index: int | None = None) -> float:
-    """Expected miscalibration over a partition of the simplex (Vaicenavicius et al. 2019).
-
-    Parameters
-    ----------
-    probs : array_like of shape (N, K)
-    labels : array_like of shape (N,)
-    distance : {"tv", "sq_euclidean", "euclidean"}, default "tv"
-        Total variation :math:`\\tfrac12\\|r - g\\|_1`, squared Euclidean
-        :math:`\\|r - g\\|_2^2`, or (an extra) Euclidean :math:`\\|r - g\\|_2`.
-    partition : {"uniform", "data_dependent"}, default "uniform"
-        ``uniform``: ``n_bins`` right-closed bins per coordinate of the lens's
-        simplex (:func:`calib_core.uniform_partition`; on the 2-simplex the
-        ``n_bins**2`` triangles). ``data_dependent``: split a cell at the mean
-        of its highest-variance coordinate while it holds more than
-        ``min_bin_size`` predictions (appendix B,
-        :func:`calib_core.data_dependent_partition`).
-    n_bins : int, default 10
-        Bins per coordinate for ``partition="uniform"``.
-    min_bin_size : int, default 1000
-        Split threshold for ``partition="data_dependent"``.
-    lens : {"canonical", "max", "marginal"}, default "canonical"
-        The calibration lens (:func:`lens_view`): the whole distribution, the
-        top-label problem, or one class's marginal (with ``class_index``).
-    class_index : int, optional, keyword-only
-        Class of the marginal lens.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    CalibrationInputError
-        Invalid predictions, labels or options.
-
-    Notes
-    -----
-    With cells :math:`\\Phi^{(i)}` holding :math:`n_i` of the N (lens-mapped)
-    predictions, mean prediction :math:`\\hat g^{(i)}` and observed outcome
-    frequencies :math:`\\hat r^{(i)}` (Vaicenavicius et al. 2019, eq. 6):
-
-    .. math:: \\hat\\eta_d = \\sum_i \\frac{n_i}{N}\\, d\\big(\\hat r^{(i)}, \\hat g^{(i)}\\big).
-
-    It estimates :math:`\\eta_d = E[d(r(g(X)), g(X))]`; for convex ``d`` its
-    limit is a lower bound of :math:`\\eta_d` (their Theorem 2) and it is
-    consistent as the cells shrink (Theorem 1). With ``sq_euclidean`` and the
-    canonical lens it is the binned estimate of :math:`\\mathrm{CE}_2^2`, and
-    with ``tv`` of :math:`\\tfrac12 \\mathrm{CE}_1`, the canonical
-    calibration errors of Gruber & Buettner (2022, Definition 2). With the max
-    lens, ``tv`` and uniform bins it equals the top-label ECE of
-    :func:`calib_core.ece` with the same ``n_bins`` (the confidence bins are
-    the cells); with the marginal lens of class k it equals that class's entry
-    of ``classwise_ece(..., per_class=True)``.
-
-    The uniform partition in K dimensions is the per-coordinate grid of
-    ``UniformBinning`` in CalibrationErrors.jl: up to ``n_bins**(K-1)``
-    cells, most of them empty for K = 10. Only non-empty cells count.
-
-    Examples
-    --------
-    Example 5 of Vaicenavicius et al. (2019): one bin, one data point, a
-    calibrated constant model has estimate 1/2, the perfect model 0.
-
-    >>> canonical_ce([[0.5, 0.5]], [0], partition="data_dependent")
-    0.5
-    >>> canonical_ce([[1.0, 0.0]], [0], partition="data_dependent")
-    0.0
-    """
-    return canonical_ce_table(probs, labels, distance, partition, n_bins, min_bin_size, lens,
-                              class_index=class_index).estimate
 
 
 # ----------------------------------------------------------------------------
@@ -729,7 +453,7 @@ class ConsistencyResult:
 
     @property
     def reading(self) -> Verdict:
-        """:attr:`verdict` and :attr:`verdict_reason` together (:func:`calib_core.verdicts.read_test`)."""
+        """:attr:`verdict` and :attr:`verdict_reason` together (:func:`calib_core.inference.verdicts.read_test`)."""
         below = None
         if self.below_band:
             low, high = self.quantiles
@@ -747,7 +471,7 @@ class ConsistencyResult:
         observed estimate lies below the band (the estimator's bias
         dominates) or when more than half of the rows sit in cells of fewer
         than 5 rows (:attr:`occupancy`); consistent else. See
-        :func:`calib_core.verdicts.read_test`.
+        :func:`calib_core.inference.verdicts.read_test`.
         """
         return self.reading.verdict
 
@@ -812,7 +536,7 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
     a relative 1e-12 of the observed one as ties (>=), and adds 1 to
     numerator and denominator so that it is never 0.
 
-    The result's ``verdict`` reads the p-value (:func:`calib_core.verdicts.read_test`):
+    The result's ``verdict`` reads the p-value (:func:`calib_core.inference.verdicts.read_test`):
     an estimate below the band, or (for an estimator with a
     ``cell_occupancy(probs)`` method, as :class:`CanonicalCE`) a partition
     whose cells mostly hold fewer than 5 rows, makes a non-significant

@@ -1,0 +1,35 @@
+"""Uncertainty and tests: intervals, verdicts, calibration tests, and the same by subgroup.
+
+==================  =============================================================
+module              what it does
+==================  =============================================================
+``resample``        the shared bootstrap engine (resampled per-bin sums)
+``bootstrap``       bootstrap intervals of any metric
+``intervals``       each registered metric's interval, made as its entry declares
+``verdicts``        the one rule reading a test into calibrated / miscalibrated / inconclusive
+``consistency``     consistency resampling (Vaicenavicius et al. 2019, appendix C)
+``calibration_tests``  consistency, SKCE, Hosmer-Lemeshow and Spiegelhalter tests, Holm
+``groups``          a metric per subgroup with intervals; multicalibration
+==================  =============================================================
+"""
+from calib_core.inference.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics
+from calib_core.inference.intervals import MetricInterval, metric_interval
+from calib_core.inference.verdicts import VERDICTS, CellOccupancy, Verdict, read_test
+from calib_core.inference.consistency import (CanonicalCE, ConsistencyBands, ConsistencyResult, LensEstimate,
+                                              LensEstimates, consistency_bands, consistency_resampling,
+                                              lens_estimates, sample_labels)
+from calib_core.inference.calibration_tests import (TEST_METHODS, CalibrationTestResult, UnbiasedSKCE,
+                                                    calibration_test, holm_adjust, hosmer_lemeshow, spiegelhalter_z)
+from calib_core.inference.groups import (MAX_GROUPS, GroupResult, MulticalibrationResult, by_group,
+                                         group_reliability, multicalibration)
+
+__all__ = [
+    "BootstrapResult", "bootstrap_ci", "bootstrap_metrics",
+    "MetricInterval", "metric_interval",
+    "VERDICTS", "CellOccupancy", "Verdict", "read_test",
+    "CanonicalCE", "ConsistencyBands", "ConsistencyResult", "LensEstimate", "LensEstimates", "consistency_bands",
+    "consistency_resampling", "lens_estimates", "sample_labels",
+    "TEST_METHODS", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust", "hosmer_lemeshow",
+    "spiegelhalter_z",
+    "MAX_GROUPS", "GroupResult", "MulticalibrationResult", "by_group", "group_reliability", "multicalibration",
+]

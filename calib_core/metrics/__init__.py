@@ -1,0 +1,56 @@
+"""Calibration metrics: every formula, and the registry of their default settings.
+
+==================  =============================================================
+module              what it computes
+==================  =============================================================
+``binned``          ECE, MCE, RMSCE, class-wise ECE, SCE, ACE, TACE, GCE (Nixon et al. 2019)
+``scores``          Brier score, NLL, KS error
+``reliability``     reliability tables with Wilson intervals
+``sensitivity``     every binned metric over a range of bin counts, and rankings by them
+``debiased``        debiased ECE and the monotone-sweep ECE
+``kernel``          MMCE and SKCE (Kumar et al. 2018; Widmann et al. 2019)
+``kde``             CE_KL and CE_2^2 with a Dirichlet kernel (Popordanoska et al. 2024)
+``decomposition``   proper-score decompositions and the bound chain (Gruber & Buettner 2022)
+``smooth``          smooth ECE (Blasiok & Nakkiran 2023)
+``simplex``         partitions of the probability simplex and their cell tables
+``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
+``cox``, ``ici``    Cox slope / intercept and the ICI (the clinical summaries)
+``registry``        one entry per metric: defaults, name with settings, interval method
+==================  =============================================================
+"""
+from calib_core.metrics.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
+from calib_core.metrics.scores import brier_score, ks_error, nll
+from calib_core.metrics.reliability import reliability_table, wilson_interval
+from calib_core.metrics.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
+from calib_core.metrics.debiased import debiased_ece, ece_sweep
+from calib_core.metrics.kernel import SKCEEstimate, median_heuristic, median_pairwise_distance, mmce, skce, skce_estimate
+from calib_core.metrics.proper import (BoundChain, ChainLink, ChainTerm, ScoreDecomposition, bound_chain,
+                                       calibration_upper_bound, kde_bandwidth, kde_ce, kde_conditional_expectation,
+                                       score_decomposition)
+from calib_core.metrics.smooth import SmoothReliabilityCurve, smooth_ece, smooth_reliability_curve
+from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection, SimplexReliability, cell_table,
+                                        data_dependent_partition, default_groups, simplex_projection,
+                                        simplex_reliability, uniform_partition)
+from calib_core.metrics.canonical import canonical_ce, canonical_ce_table, lens_view
+from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration, one_vs_rest
+from calib_core.metrics.ici import ICIResult, ici, loess_smooth
+from calib_core.metrics.registry import (MAX_QUADRATIC_ROWS, METRICS, MetricReport, MetricSpec, compute_metrics, get_metric, metric_function, metric_name, metric_report, metric_value, skipped_quadratic)
+
+__all__ = [
+    "accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "top_label",
+    "brier_score", "ks_error", "nll",
+    "reliability_table", "wilson_interval",
+    "BinRanking", "bin_sensitivity", "rank_by_bins",
+    "debiased_ece", "ece_sweep",
+    "SKCEEstimate", "median_heuristic", "median_pairwise_distance", "mmce", "skce", "skce_estimate",
+    "BoundChain", "ChainLink", "ChainTerm", "ScoreDecomposition", "bound_chain", "calibration_upper_bound",
+    "kde_bandwidth", "kde_ce", "kde_conditional_expectation", "score_decomposition",
+    "SmoothReliabilityCurve", "smooth_ece", "smooth_reliability_curve",
+    "CellTable", "Partition", "SimplexProjection", "SimplexReliability", "cell_table", "data_dependent_partition",
+    "default_groups", "simplex_projection", "simplex_reliability", "uniform_partition",
+    "canonical_ce", "canonical_ce_table", "lens_view",
+    "COX_EPSILON", "CoxCalibration", "cox_calibration", "one_vs_rest",
+    "ICIResult", "ici", "loess_smooth",
+    "MAX_QUADRATIC_ROWS", "METRICS", "MetricReport", "MetricSpec", "compute_metrics", "get_metric",
+    "metric_function", "metric_name", "metric_report", "metric_value", "skipped_quadratic",
+]
