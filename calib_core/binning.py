@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.validation import (
+    check_right,
     CalibrationInputError,
     check_binning,
     check_n_bins,
@@ -50,12 +51,20 @@ from calib_core.validation import (
 
 __all__ = [
     "BinStats",
+    "SortedValues",
     "adaptive_upper_edges",
+    "array_split_ends",
     "bin_index",
     "bin_statistics",
+    "binned_error",
     "classwise_bin_statistics",
+    "mean_abs_gap",
     "optimal_n_bins",
+    "sort_values",
+    "sorted_bin_ends",
+    "sorted_bin_sums",
     "uniform_edges",
+    "uniform_index",
     "upper_edge_index",
 ]
 
@@ -124,20 +133,14 @@ def uniform_edges(n_bins: int) -> NDArray[np.float64]:
     return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
 
 
-def _check_right(right: object) -> bool:
-    if not isinstance(right, (bool, np.bool_)):
-        raise CalibrationInputError(f"`right` must be True or False, got {right!r}.")
-    return bool(right)
-
-
-def _uniform_index(values: NDArray[np.float64], n_bins: int, right: bool = True) -> NDArray[np.intp]:
+def uniform_index(values: NDArray[np.float64], n_bins: int, right: bool = True) -> NDArray[np.intp]:
     """Index of the uniform bin holding each value: ``(lo, hi]`` (``right``) or ``[lo, hi)``."""
     # 0 and 1 are in the first and last bin under both rules; values a rounding error
     # above 1 (accepted by the row-sum tolerance) are in the last bin.
     return upper_edge_index(values, np.linspace(0.0, 1.0, n_bins + 1)[1:], right=right)
 
 
-def _array_split_ends(n_values: NDArray[np.intp] | int, n_bins: int) -> NDArray[np.intp]:
+def array_split_ends(n_values: NDArray[np.intp] | int, n_bins: int) -> NDArray[np.intp]:
     """End positions (exclusive) of the ``np.array_split`` runs of ``n_values`` items."""
     n_values = np.asarray(n_values)
     run = np.arange(n_bins)
@@ -167,7 +170,7 @@ def adaptive_upper_edges(sorted_values: ArrayLike, n_bins: int) -> NDArray[np.fl
     """
     values = np.asarray(sorted_values, dtype=np.float64)
     n_bins = check_n_bins(n_bins)
-    ends = _array_split_ends(values.shape[0], n_bins)
+    ends = array_split_ends(values.shape[0], n_bins)
     ends = ends[ends > np.concatenate([[0], ends[:-1]])]
     return values[ends - 1]
 
@@ -240,9 +243,9 @@ def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform", *,
     """
     values = np.asarray(values, dtype=np.float64)
     n_bins = check_n_bins(n_bins)
-    right = _check_right(right)
+    right = check_right(right)
     if check_binning(binning) == "uniform":
-        return _uniform_index(values, n_bins, right)
+        return uniform_index(values, n_bins, right)
     edges = adaptive_upper_edges(np.sort(values), n_bins)
     return np.searchsorted(edges, values, side="left")
 
@@ -282,11 +285,11 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
             f"`values` and `targets` must have the same length, got {values.size} and {targets.size}."
         )
     n_bins = check_n_bins(n_bins)
-    right = _check_right(right)
+    right = check_right(right)
     if check_binning(binning) == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         lower, upper = edges[:-1], edges[1:]
-        index = _uniform_index(values, n_bins, right)
+        index = uniform_index(values, n_bins, right)
     else:
         right = True
         upper = adaptive_upper_edges(np.sort(values), n_bins)
@@ -340,7 +343,7 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     """
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
-    right = _check_right(right)
+    right = check_right(right)
     n_rows, n_classes = probs.shape
     true_value = probs[np.arange(n_rows), labels]
     true_kept = np.ones(n_rows, dtype=bool) if keep is None else keep[np.arange(n_rows), labels]
@@ -352,13 +355,13 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
 def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right) -> BinStats:
     n_rows, n_classes = probs.shape
     offsets = np.arange(n_classes) * n_bins
-    flat_index = (_uniform_index(probs, n_bins, right) + offsets).ravel()
+    flat_index = (uniform_index(probs, n_bins, right) + offsets).ravel()
     size = n_classes * n_bins
     weights = None if keep is None else keep.ravel().astype(np.float64)
     count = np.bincount(flat_index, weights=weights, minlength=size)
     value_weights = probs.ravel() if keep is None else np.where(keep, probs, 0.0).ravel()
     sum_value = np.bincount(flat_index, weights=value_weights, minlength=size)
-    true_index = _uniform_index(true_value, n_bins, right) + offsets[labels]
+    true_index = uniform_index(true_value, n_bins, right) + offsets[labels]
     sum_target = np.bincount(true_index[true_kept], minlength=size).astype(np.float64)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     shape = (n_classes, n_bins)
@@ -376,7 +379,7 @@ def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> B
         columns[~keep.T] = np.nan
     columns.sort(axis=1)
     n_kept = np.full(n_classes, n_rows) if keep is None else keep.sum(axis=0)
-    run_ends = _array_split_ends(n_kept, n_bins)  # (K, B)
+    run_ends = array_split_ends(n_kept, n_bins)  # (K, B)
     run_starts = np.concatenate([np.zeros((n_classes, 1), dtype=run_ends.dtype), run_ends[:, :-1]], axis=1)
     has_run = run_ends > run_starts
     upper = np.where(has_run, np.take_along_axis(columns, np.maximum(run_ends - 1, 0), axis=1), np.nan)
@@ -401,6 +404,125 @@ def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> B
     previous = np.concatenate([np.zeros((n_classes, 1)), np.fmax.accumulate(np.nan_to_num(upper, nan=0.0), axis=1)[:, :-1]], axis=1)
     lower = np.where(count > 0, previous, np.nan)
     return BinStats(count, sum_value, sum_target, lower, upper, n_kept.astype(np.float64))
+
+
+# ----------------------------------------------------------------------------- reductions
+
+def binned_error(stats: BinStats, norm: str = "l1") -> NDArray[np.float64]:
+    """Reduce per-bin sums (last axis) to a weighted calibration error.
+
+    ``l1``: :math:`\\sum_b (n_b / n) |gap_b|` (ECE); ``l2``:
+    :math:`\\sqrt{\\sum_b (n_b / n) gap_b^2}` (RMSCE); ``max``:
+    :math:`\\max_b |gap_b|` over non-empty bins (MCE), Nixon et al. (2019),
+    eq. 1 and section 3. An empty set gives 0.
+    """
+    total = np.asarray(stats.n_total, dtype=np.float64)
+    safe_total = np.where(total > 0, total, 1.0)
+    if norm == "l1":
+        return np.abs(stats.sum_value - stats.sum_target).sum(axis=-1) / safe_total
+    if norm == "l2":
+        squared = np.where(stats.nonempty, stats.count * np.nan_to_num(stats.gap) ** 2, 0.0)
+        return np.sqrt(squared.sum(axis=-1) / safe_total)
+    return np.where(stats.nonempty, np.abs(np.nan_to_num(stats.gap)), 0.0).max(axis=-1)
+
+
+def mean_abs_gap(stats: BinStats) -> NDArray[np.float64]:
+    """Mean of ``|gap_b|`` over the non-empty bins (0 when every bin is empty): the ACE reduction.
+
+    Nixon et al. (2019), eq. 3: adaptive ranges weigh equally, not by their counts.
+    """
+    n_nonempty = stats.nonempty.sum(axis=-1)
+    total = np.where(stats.nonempty, np.abs(np.nan_to_num(stats.gap)), 0.0).sum(axis=-1)
+    return np.where(n_nonempty > 0, total / np.maximum(n_nonempty, 1), 0.0)
+
+
+# ----------------------------------------------------------------------------- sorted-values sweep
+
+@dataclass(frozen=True)
+class SortedValues:
+    """Values sorted once, with prefix sums, so that any bins' sums cost O(B).
+
+    For sorted values, a bin is a run of positions ``[start, end)``, and its
+    count and sums are differences of the cumulative sums at its two ends.
+    Sorting once (O(M log M)) then serves every bin count and both binnings:
+    the bin-count sweeps, the debiased ECE's sweep and the lab's studies.
+
+    Attributes
+    ----------
+    values : ndarray of shape (M,)
+        The values, ascending.
+    cum_values, cum_targets : ndarray of shape (M + 1,)
+        ``[0, cumsum(values)]`` and ``[0, cumsum(targets in the same order)]``.
+    group_ends : ndarray of shape (G,)
+        End position (exclusive) of each run of tied values, ascending.
+    """
+
+    values: NDArray[np.float64]
+    cum_values: NDArray[np.float64]
+    cum_targets: NDArray[np.float64]
+    group_ends: NDArray[np.intp]
+
+    @property
+    def n(self) -> int:
+        return int(self.values.shape[0])
+
+
+def sort_values(values: ArrayLike, targets: ArrayLike) -> SortedValues:
+    """Sort ``values`` once and keep the prefix sums of values and targets (:class:`SortedValues`).
+
+    The order among tied values does not matter: every bin ends at the end
+    of a tie group (:func:`sorted_bin_ends`).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    targets = np.asarray(targets, dtype=np.float64)
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    m = sorted_values.shape[0]
+    group_ends = (np.concatenate([np.flatnonzero(np.diff(sorted_values) > 0) + 1, [m]]).astype(np.intp) if m
+                  else np.zeros(0, dtype=np.intp))
+    return SortedValues(sorted_values, np.concatenate([[0.0], np.cumsum(sorted_values)]),
+                        np.concatenate([[0.0], np.cumsum(targets[order])]), group_ends)
+
+
+def sorted_bin_ends(sorted_values: SortedValues, n_bins: int, binning: str = "uniform", *,
+                    right: bool = True) -> NDArray[np.intp]:
+    """End positions (exclusive, ascending) of the non-empty bins of sorted values.
+
+    The same bins as :func:`bin_statistics`: uniform bins end after the last
+    value ``<= hi`` (``right=True``, ``(lo, hi]``) or ``< hi`` (``[lo, hi)``);
+    adaptive bins end where :func:`numpy.array_split` cuts (edges by rank),
+    moved to the end of their tie group so that tied values share a bin.
+    Empty bins are dropped.
+    """
+    m = sorted_values.n
+    if m == 0:
+        return np.zeros(0, dtype=np.intp)
+    if binning == "uniform":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+        ends = np.concatenate([np.searchsorted(sorted_values.values, edges, side="right" if right else "left"),
+                               [m]])
+    else:
+        ends = array_split_ends(m, n_bins)
+        ends = ends[ends > 0]
+        ends = sorted_values.group_ends[np.searchsorted(sorted_values.group_ends, ends, side="left")]
+    return np.unique(ends[ends > 0]).astype(np.intp)
+
+
+def sorted_bin_sums(sorted_values: SortedValues, n_bins: int, binning: str = "uniform", *,
+                    right: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Count, sum of values and sum of targets of each non-empty bin (:func:`sorted_bin_ends`).
+
+    Examples
+    --------
+    >>> s = sort_values([0.9, 0.1, 0.2, 0.8], [1, 0, 1, 1])
+    >>> [a.tolist() for a in sorted_bin_sums(s, 2, "uniform")]
+    [[2.0, 2.0], [0.30000000000000004, 1.7000000000000002], [1.0, 2.0]]
+    """
+    ends = sorted_bin_ends(sorted_values, n_bins, binning, right=right)
+    starts = np.concatenate([[0], ends[:-1]])
+    count = (ends - starts).astype(np.float64)
+    return (count, sorted_values.cum_values[ends] - sorted_values.cum_values[starts],
+            sorted_values.cum_targets[ends] - sorted_values.cum_targets[starts])
 
 
 def optimal_n_bins(n: int, lipschitz: float = 1.0) -> int:

@@ -369,6 +369,13 @@ def check_binning(binning: object) -> str:
     return str(binning)
 
 
+def check_right(right: object) -> bool:
+    """``right`` (which end of a uniform bin is closed) as a bool; anything but True/False is refused."""
+    if not isinstance(right, (bool, np.bool_)):
+        raise CalibrationInputError(f"`right` must be True or False, got {right!r}.")
+    return bool(right)
+
+
 def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
     """Check that a string option is one of ``choices``."""
     if value not in choices:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.metrics.binned import _reduce, _unweighted_mean_gap
+from calib_core.binning import binned_error, mean_abs_gap
 from calib_core.binning import upper_edge_index
 from calib_core.metrics.registry import compute_metrics
 from calib_core.engines.streaming import (
@@ -47,10 +47,10 @@ def _reference(probs, labels, n_bins, binning):
     per_class = [cc.bin_statistics(probs[:, k], labels == k, n_bins, "adaptive") for k in range(probs.shape[1])]
     above = [cc.bin_statistics(probs[probs[:, k] > 0.01, k], labels[probs[:, k] > 0.01] == k, n_bins, "adaptive")
              for k in range(probs.shape[1])]
-    expected["ace"] = float(np.mean([_unweighted_mean_gap(stats) for stats in per_class]))
-    expected["tace"] = float(np.mean([_unweighted_mean_gap(stats) for stats in above]))
+    expected["ace"] = float(np.mean([mean_abs_gap(stats) for stats in per_class]))
+    expected["tace"] = float(np.mean([mean_abs_gap(stats) for stats in above]))
     if binning == "adaptive":
-        expected["classwise_ece"] = float(np.mean([_reduce(stats, "l1") for stats in per_class]))
+        expected["classwise_ece"] = float(np.mean([binned_error(stats, "l1") for stats in per_class]))
     return expected
 
 

@@ -1319,7 +1319,7 @@ class CalibrationSummary:
 
     def classwise_ece(self, n_bins: int | None = None, binning: str = "uniform", norm: str = "l1") -> pd.Series:
         """Per-class ECE (``probs[:, k]`` against ``labels == k``), indexed by class name."""
-        from calib_core.metrics.binned import _reduce
+        from calib_core.binning import binned_error
         from calib_core.validation import check_binning
 
         norm = check_choice(norm, "norm", ("l1", "l2", "max"))
@@ -1328,7 +1328,7 @@ class CalibrationSummary:
         else:
             self.bin_stats(0, n_bins, "adaptive")  # checks that the adaptive sums exist
             stats = self.adaptive["classwise"]
-        return pd.Series(_reduce(stats, norm), index=list(self.class_names), name="classwise_ece")
+        return pd.Series(binned_error(stats, norm), index=list(self.class_names), name="classwise_ece")
 
     def per_class_ace(self) -> pd.Series:
         """Per-class ACE (Nixon et al. 2019, eq. 3) from the adaptive class-wise sums.
@@ -1336,10 +1336,10 @@ class CalibrationSummary:
         Available for the run's ``n_bins`` when the report kept adaptive
         class-wise bins (every metric requested); indexed by class name.
         """
-        from calib_core.metrics.binned import _unweighted_mean_gap
+        from calib_core.binning import mean_abs_gap
 
         self.bin_stats(0, self.n_bins, "adaptive")  # checks that the adaptive sums exist
-        return pd.Series(_unweighted_mean_gap(self.adaptive["classwise"]), index=list(self.class_names), name="ace")
+        return pd.Series(mean_abs_gap(self.adaptive["classwise"]), index=list(self.class_names), name="ace")
 
     def bin_sensitivity(self, metrics: Sequence[str] = ("ece", "sce", "ace")) -> pd.DataFrame:
         """Uniform-bin sensitivity over the kept bin counts, like :func:`calib_core.bin_sensitivity`.
@@ -1349,15 +1349,15 @@ class CalibrationSummary:
         count-weighted) and ``ace`` (class-wise, unweighted mean over
         non-empty bins).
         """
-        from calib_core.metrics.binned import _reduce, _unweighted_mean_gap
+        from calib_core.binning import binned_error, mean_abs_gap
 
         metrics = [check_choice(m, "metrics", ("ece", "sce", "ace")) for m in metrics]
         rows = []
         for n_bins in self.bin_counts:
             top = self.stats.bin_stats("top_label", n_bins)
             classwise = self.stats.bin_stats("classwise", n_bins)
-            found = {"ece": float(_reduce(top, "l1")), "sce": float(_reduce(classwise, "l1").mean()),
-                     "ace": float(_unweighted_mean_gap(classwise).mean())}
+            found = {"ece": float(binned_error(top, "l1")), "sce": float(binned_error(classwise, "l1").mean()),
+                     "ace": float(mean_abs_gap(classwise).mean())}
             rows += [(n_bins, "uniform", m, found[m]) for m in metrics]
         return pd.DataFrame(rows, columns=["n_bins", "binning", "metric", "value"])
 

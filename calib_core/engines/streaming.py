@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.metrics.binned import _reduce, _unweighted_mean_gap
-from calib_core.binning import BinStats, _array_split_ends, upper_edge_index
+from calib_core.binning import binned_error, mean_abs_gap
+from calib_core.binning import BinStats, array_split_ends, upper_edge_index
 from calib_core.metrics.scores import NLL_EPSILON
 from calib_core.validation import (
     CalibrationInputError,
@@ -623,8 +623,8 @@ class CalibrationStats(_BatchUpdates):
         classwise = self.bin_stats("classwise", n_bins)
         values = {"accuracy": self.n_correct / self.n_rows}
         for key in _BINNED_TOP:
-            values[key] = float(_reduce(top, _NORM_OF[key]))
-        values["classwise_ece"] = float(_reduce(classwise, "l1").mean())
+            values[key] = float(binned_error(top, _NORM_OF[key]))
+        values["classwise_ece"] = float(binned_error(classwise, "l1").mean())
         values["sce"] = values["classwise_ece"]
         values["brier"] = self.sum_brier / self.n_rows
         values["nll"] = self.sum_nll / self.n_rows
@@ -1216,7 +1216,7 @@ def _weight_at_or_below(points: NDArray[np.float64], weight: NDArray[np.float64]
 
 def _run_end_ranks(n_values: int, n_bins: int) -> NDArray[np.float64]:
     """1-based ranks of the last value of each non-empty ``np.array_split`` run."""
-    ends = _array_split_ends(n_values, n_bins)
+    ends = array_split_ends(n_values, n_bins)
     starts = np.concatenate([[0], ends[:-1]])
     return ends[ends > starts].astype(np.float64)
 
@@ -1740,14 +1740,14 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
     if "top_label" in adaptive and adaptive_bins:
         for key in _BINNED_TOP:
             if key in wanted:
-                result[key] = float(_reduce(adaptive["top_label"], _NORM_OF[key]))
+                result[key] = float(binned_error(adaptive["top_label"], _NORM_OF[key]))
     if "classwise" in adaptive:
         if adaptive_bins and "classwise_ece" in wanted:
-            result["classwise_ece"] = float(_reduce(adaptive["classwise"], "l1").mean())
+            result["classwise_ece"] = float(binned_error(adaptive["classwise"], "l1").mean())
         if "ace" in wanted:
-            result["ace"] = float(_unweighted_mean_gap(adaptive["classwise"]).mean())
+            result["ace"] = float(mean_abs_gap(adaptive["classwise"]).mean())
     if "tace" in wanted:
-        result["tace"] = float(_unweighted_mean_gap(adaptive["classwise_above"]).mean())
+        result["tace"] = float(mean_abs_gap(adaptive["classwise_above"]).mean())
     bounds = {key: value for key, value in bounds.items() if key in wanted}
     ordered = {key: float(result[key]) for key in wanted}
     return StreamResult(ordered, stats, adaptive, exact or not kinds, bounds, n_passes, n_bins, binning, threshold)

@@ -44,8 +44,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core.metrics import binned
-from calib_core.binning import BinStats, _array_split_ends, _check_right, _uniform_index
+from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index
 from calib_core.validation import (
+    check_right,
     CalibrationInputError,
     check_binning,
     check_choice,
@@ -108,23 +109,23 @@ class BinnedSpec:
 
 def _top_label(p):
     return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
-                      check_choice(p["norm"], "norm", binned._NORMS), _check_right(p["right"]))
+                      check_choice(p["norm"], "norm", binned._NORMS), check_right(p["right"]))
 
 
 def _mce(p):
     return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]), "max",
-                      _check_right(p["right"]))
+                      check_right(p["right"]))
 
 
 def _classwise(p):
     if p["per_class"] is not False:
         return None
     return BinnedSpec("classwise", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
-                      check_choice(p["norm"], "norm", binned._NORMS), _check_right(p["right"]))
+                      check_choice(p["norm"], "norm", binned._NORMS), check_right(p["right"]))
 
 
 def _sce(p):
-    return BinnedSpec("classwise", check_n_bins(p["n_bins"]), "uniform", "l1", _check_right(p["right"]))
+    return BinnedSpec("classwise", check_n_bins(p["n_bins"]), "uniform", "l1", check_right(p["right"]))
 
 
 def _ace(p):
@@ -232,7 +233,7 @@ class _Column:
 
     def uniform_ends(self, n_bins: int, right: bool) -> NDArray[np.intp]:
         """``(n_bins + 1,)`` sorted positions bounding each uniform bin (the one bin rule)."""
-        index = _uniform_index(self.values, n_bins, right)
+        index = uniform_index(self.values, n_bins, right)
         return np.concatenate([[0], np.searchsorted(index, np.arange(n_bins), side="right")])
 
 
@@ -315,7 +316,7 @@ def _adaptive_ends(prefix: _Prefix, column: _Column, n_bins: int, start: int) ->
 
     The resample's own sorted values are the column's sorted values, value j
     repeated ``w_(j)`` times. ``np.array_split`` of the ``M`` kept values ends
-    run b at ``E_b`` (:func:`calib_core.binning._array_split_ends`); the
+    run b at ``E_b`` (:func:`calib_core.binning.array_split_ends`); the
     run's last value, the bin's upper edge, is the column value at the first
     position ``j >= start`` whose cumulative weight reaches ``W(start) + E_b``.
     The bin then ends after the last column position holding that same value
@@ -331,7 +332,7 @@ def _adaptive_ends(prefix: _Prefix, column: _Column, n_bins: int, start: int) ->
     first = np.full((n_res, 1), start, dtype=np.intp)
     before = prefix.at(first)[:, 0, 0]
     n_kept = prefix.before[:, -1, 0] - before
-    run_ends = _array_split_ends(n_kept.astype(np.intp), n_bins)
+    run_ends = array_split_ends(n_kept.astype(np.intp), n_bins)
     # Resamples that keep nothing aim at position 1 only to stay in range; their bins are set empty below.
     goal = np.where(n_kept[:, None] > 0, before[:, None] + run_ends, 1.0)
     ends = column.tie_end[np.minimum(prefix.reach(goal), column.values.shape[0] - 1)]
@@ -415,14 +416,14 @@ class BinnedResampler:
                 for i in mine:
                     per_column[i].append(self._column_stats(specs[i], prefix, column))
             for i in mine:
-                out[i] = self._reduce(specs[i], per_column[i])
+                out[i] = self._reduce_parts(specs[i], per_column[i])
         return out
 
     def _uniform_keys(self, n_bins: int, right: bool) -> NDArray[np.intp]:
         """``2 * bin + correct`` of each row's top-label confidence (uniform bins, the one bin rule)."""
         if (n_bins, right) not in self._keys:
             confidence, correct = self._confidence
-            self._keys[(n_bins, right)] = 2 * _uniform_index(confidence, n_bins, right) + (correct > 0)
+            self._keys[(n_bins, right)] = 2 * uniform_index(confidence, n_bins, right) + (correct > 0)
         return self._keys[(n_bins, right)]
 
     @functools.cached_property
@@ -454,7 +455,7 @@ class BinnedResampler:
         out = np.empty((len(specs), n_res))
         for i, spec in enumerate(specs):
             count, value, target = sums[(spec.n_bins, spec.right)]
-            out[i] = self._reduce(spec, [(count[:, 0], value[:, 0], target[:, 0], float(self.n_rows))])
+            out[i] = self._reduce_parts(spec, [(count[:, 0], value[:, 0], target[:, 0], float(self.n_rows))])
         return out
 
     def _column_stats(self, spec: BinnedSpec, prefix: _Prefix, column: _Column):
@@ -467,7 +468,7 @@ class BinnedResampler:
         return (*_stats(prefix, ends), n_kept if spec.threshold is not None else float(self.n_rows))
 
     @staticmethod
-    def _reduce(spec: BinnedSpec, parts) -> NDArray[np.float64]:
+    def _reduce_parts(spec: BinnedSpec, parts) -> NDArray[np.float64]:
         # Stack the columns on axis 1: (R, C, B) sums and (R, C) totals; the reductions
         # are binned's own, so the formulas are the metrics' (Nixon et al. 2019, eq. 1-3).
         count, value, target = (np.stack([p[j] for p in parts], axis=1) for j in range(3))
@@ -475,9 +476,9 @@ class BinnedResampler:
         empty = np.broadcast_to(np.nan, count.shape)
         stats = BinStats(count, value, target, empty, empty, total)
         if spec.family == "adaptive_mean":
-            per_column = binned._unweighted_mean_gap(stats)
+            per_column = mean_abs_gap(stats)
         else:
-            per_column = binned._reduce(stats, spec.norm)
+            per_column = binned_error(stats, spec.norm)
         return per_column.mean(axis=1)
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binning import BinStats, _check_right, bin_statistics, classwise_bin_statistics
+from calib_core.binning import BinStats, bin_statistics, binned_error, classwise_bin_statistics, mean_abs_gap
 from calib_core.validation import (
+    check_right,
     check_binning,
     check_choice,
     check_n_bins,
@@ -55,29 +56,6 @@ def top_label(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[NDA
     predicted = probs.argmax(axis=1)
     confidence = probs[np.arange(probs.shape[0]), predicted]
     return confidence, (predicted == labels).astype(np.float64)
-
-
-def _reduce(stats: BinStats, norm: str) -> NDArray[np.float64]:
-    """Reduce per-bin sums (last axis) to a weighted calibration error.
-
-    ``l1``: sum_b (n_b / n) |gap_b|; ``l2``: sqrt(sum_b (n_b / n) gap_b^2);
-    ``max``: max_b |gap_b| over non-empty bins. An empty set gives 0.
-    """
-    total = np.asarray(stats.n_total, dtype=np.float64)
-    safe_total = np.where(total > 0, total, 1.0)
-    if norm == "l1":
-        return np.abs(stats.sum_value - stats.sum_target).sum(axis=-1) / safe_total
-    if norm == "l2":
-        squared = np.where(stats.nonempty, stats.count * np.nan_to_num(stats.gap) ** 2, 0.0)
-        return np.sqrt(squared.sum(axis=-1) / safe_total)
-    return np.where(stats.nonempty, np.abs(np.nan_to_num(stats.gap)), 0.0).max(axis=-1)
-
-
-def _unweighted_mean_gap(stats: BinStats) -> NDArray[np.float64]:
-    """Mean of |gap_b| over the non-empty bins (0 when every bin is empty)."""
-    n_nonempty = stats.nonempty.sum(axis=-1)
-    total = np.where(stats.nonempty, np.abs(np.nan_to_num(stats.gap)), 0.0).sum(axis=-1)
-    return np.where(n_nonempty > 0, total / np.maximum(n_nonempty, 1), 0.0)
 
 
 def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
@@ -138,9 +116,9 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", _NORMS)
-    right = _check_right(right)
+    right = check_right(right)
     confidence, correct = top_label(probs, labels)
-    return float(_reduce(bin_statistics(confidence, correct, n_bins, binning, right=right), norm))
+    return float(binned_error(bin_statistics(confidence, correct, n_bins, binning, right=right), norm))
 
 
 def mce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform", *,
@@ -193,8 +171,8 @@ def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", _NORMS)
-    right = _check_right(right)
-    per_class_values = _reduce(classwise_bin_statistics(probs, labels, n_bins, binning, right=right), norm)
+    right = check_right(right)
+    per_class_values = binned_error(classwise_bin_statistics(probs, labels, n_bins, binning, right=right), norm)
     return per_class_values if per_class else float(per_class_values.mean())
 
 
@@ -217,7 +195,7 @@ def _adaptive_classwise(probs: ArrayLike, labels: ArrayLike, n_bins: int, thresh
     n_bins = check_n_bins(n_bins)
     keep = None if threshold is None else probs > check_positive(threshold, "threshold", allow_zero=True)
     stats = classwise_bin_statistics(probs, labels, n_bins, "adaptive", keep=keep)
-    per_class_values = _unweighted_mean_gap(stats)
+    per_class_values = mean_abs_gap(stats)
     return per_class_values if per_class else float(per_class_values.mean())
 
 
@@ -279,7 +257,7 @@ def tace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, threshold: float
 
 def _part(stats: BinStats, norm: str) -> NDArray[np.float64]:
     """``sum_b w_b |gap_b|`` (l1) or ``sum_b w_b gap_b**2`` (l2); 0 for an empty set."""
-    return _reduce(stats, "l1") if norm == "l1" else _reduce(stats, "l2") ** 2
+    return binned_error(stats, "l1") if norm == "l1" else binned_error(stats, "l2") ** 2
 
 
 def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
@@ -333,7 +311,7 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", ("l1", "l2"))
     threshold = check_positive(threshold, "threshold", allow_zero=True)
-    right = _check_right(right)
+    right = check_right(right)
     if class_conditional:
         keep = probs > threshold
         if max_prob:

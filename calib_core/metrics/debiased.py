@@ -28,8 +28,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.binned import top_label
-from calib_core.binning import _check_right, bin_statistics
+from calib_core.binning import bin_statistics, sort_values, sorted_bin_sums
 from calib_core.validation import (
+    check_right,
     MAX_N_BINS,
     CalibrationInputError,
     check_binning,
@@ -117,7 +118,7 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     binning = check_binning(binning)
     if not isinstance(squared, (bool, np.bool_)):
         raise CalibrationInputError(f"`squared` must be True or False, got {squared!r}.")
-    right = _check_right(right)
+    right = check_right(right)
     confidence, correct = top_label(probs, labels)
     stats = bin_statistics(confidence, correct, n_bins, binning, right=right)
     value = float(debiased_squared_terms(stats.count, stats.sum_value, stats.sum_target, stats.n_total))
@@ -144,35 +145,13 @@ class SweepResult:
     stopped_by: str
 
 
-def _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, n_bins, binning, right=True):
-    """Counts and sums of the bins for b = n_bins on sorted confidences (ties share a bin)."""
-    n = sorted_conf.shape[0]
-    if binning == "adaptive":
-        run = np.arange(1, n_bins + 1)
-        ends = run * (n // n_bins) + np.minimum(run, n % n_bins)
-        ends = ends[ends > 0]
-    else:
-        # A uniform bin ends after the last value <= its upper edge ((lo, hi]), or < it ([lo, hi)):
-        # the same rule as calib_core.binning.upper_edge_index, seen from the sorted values.
-        edges = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
-        ends = np.concatenate([np.searchsorted(sorted_conf, edges, side="right" if right else "left"), [n]])
-    # Drop empty bins, then move every end to the end of its tie group.
-    ends = ends[ends > 0]
-    ends = np.unique(distinct_ends[np.searchsorted(distinct_ends, ends, side="left")])
-    starts = np.concatenate([[0], ends[:-1]])
-    count = (ends - starts).astype(np.float64)
-    sum_conf = cum_conf[ends] - cum_conf[starts]
-    sum_correct = cum_correct[ends] - cum_correct[starts]
-    return count, sum_conf, sum_correct
-
-
 def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive", norm: str = "l1",
                       max_bins: int | None = None, right: bool = True) -> SweepResult:
     """:func:`ece_sweep` with the chosen bin count and the reason the sweep stopped."""
     probs, labels = check_probs_labels(probs, labels)
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", ("l1", "l2"))
-    right = _check_right(right)
+    right = check_right(right)
     n = probs.shape[0]
     if max_bins is None:
         max_bins = min(n, MAX_N_BINS)
@@ -181,20 +160,16 @@ def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "ad
             raise CalibrationInputError(f"`max_bins` must be a whole number >= 1 or None, got {max_bins!r}.")
         max_bins = check_n_bins(max_bins, name="max_bins")  # the upper bound
     confidence, correct = top_label(probs, labels)
-    order = np.argsort(confidence)  # tie order is irrelevant: bins always end at tie-group ends
-    sorted_conf = confidence[order]
-    cum_conf = np.concatenate([[0.0], np.cumsum(sorted_conf)])
-    cum_correct = np.concatenate([[0.0], np.cumsum(correct[order])])
-    distinct_ends = np.concatenate([np.flatnonzero(np.diff(sorted_conf) > 0) + 1, [n]])
-    n_distinct = distinct_ends.shape[0]
+    swept = sort_values(confidence, correct)  # sorted once; every bin count is then O(B)
+    n_distinct = swept.group_ends.shape[0]
 
-    chosen = _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, 1, binning, right)
+    chosen = sorted_bin_sums(swept, 1, binning, right=right)
     best, stopped_by = 1, "max_bins"
     for b in range(2, int(max_bins) + 1):
         if chosen[0].shape[0] >= n_distinct:
             stopped_by = "finest"
             break
-        candidate = _sweep_sums(sorted_conf, cum_conf, cum_correct, distinct_ends, b, binning, right)
+        candidate = sorted_bin_sums(swept, b, binning, right=right)
         accuracy = candidate[2] / candidate[0]
         if np.any(np.diff(accuracy) < 0):
             stopped_by = "monotonicity"

@@ -7,8 +7,9 @@ from numpy.typing import ArrayLike
 from scipy.stats import norm as normal
 
 from calib_core.metrics.binned import top_label
-from calib_core.binning import BinStats, _check_right, bin_statistics
+from calib_core.binning import BinStats, bin_statistics
 from calib_core.validation import (
+    check_right,
     CalibrationInputError,
     check_binning,
     check_n_bins,
@@ -90,7 +91,7 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
-    right = _check_right(right)
+    right = check_right(right)
     if isinstance(target, str) and target == "top_label":
         values, targets = top_label(probs, labels)
     elif isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < probs.shape[1]:

@@ -27,9 +27,11 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
-from calib_core.metrics.binned import _reduce, _unweighted_mean_gap, top_label
-from calib_core.binning import _check_right, bin_statistics, classwise_bin_statistics
+from calib_core.binning import binned_error, mean_abs_gap
+from calib_core.metrics.binned import top_label
+from calib_core.binning import bin_statistics, classwise_bin_statistics
 from calib_core.validation import (
+    check_right,
     MAX_N_BINS,
     CalibrationInputError,
     check_binning,
@@ -159,7 +161,7 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
     if not binnings:
         raise CalibrationInputError("`binnings` is empty; choose 'uniform', 'adaptive' or both.")
     threshold = check_positive(threshold, "threshold", allow_zero=True)
-    right = _check_right(right)
+    right = check_right(right)
 
     confidence, correct = top_label(probs, labels)
     keep = probs > threshold if "tace" in metrics else None
@@ -169,14 +171,14 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
         for i, n_bins in enumerate(counts):
             found: dict[str, float] = {}
             if "ece" in metrics:
-                found["ece"] = float(_reduce(bin_statistics(confidence, correct, n_bins, binning, right=right), "l1"))
+                found["ece"] = float(binned_error(bin_statistics(confidence, correct, n_bins, binning, right=right), "l1"))
             if wants_classwise:
                 stats = classwise_bin_statistics(probs, labels, n_bins, binning, right=right)
-                found["sce"] = float(_reduce(stats, "l1").mean())
-                found["ace"] = float(_unweighted_mean_gap(stats).mean())
+                found["sce"] = float(binned_error(stats, "l1").mean())
+                found["ace"] = float(mean_abs_gap(stats).mean())
             if keep is not None:
                 kept = classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right)
-                found["tace"] = float(_unweighted_mean_gap(kept).mean())
+                found["tace"] = float(mean_abs_gap(kept).mean())
             values[b, i] = [found[m] for m in metrics]
     n_binnings, n_counts, n_metrics = values.shape
     return pd.DataFrame({
