@@ -1,6 +1,6 @@
 """Every calib_core call the pages make, wrapped in ``st.cache_data``.
 
-A model's :class:`~calib_core.io.loader.Predictions` is passed as ``_predictions``
+A model's :class:`~calib_core.io.Predictions` is passed as ``_predictions``
 (not hashed: hashing arrays on every rerun would cost as much as some of the
 metrics) together with its ``fingerprint``, a hash of its probabilities and
 labels computed once when it was loaded (:func:`studio.state.fingerprint`).
@@ -11,10 +11,7 @@ total)`` callback so the page can show a progress bar for heavy work.
 """
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,8 +19,9 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
-from calib_core.io import loader as cio
-from calib_core.io.loader import Predictions
+from calib_core import io as cio
+from calib_core.io import Predictions
+from calib_core.io.formats import column_names
 from calib_core.metrics.sensitivity import BinRanking
 
 Progress = Callable[[int, int], None] | None
@@ -47,38 +45,16 @@ def load_file(raw: bytes, file_name: str, options: tuple[tuple[str, Any], ...]) 
     return cio.load_predictions(raw, name=file_name, **dict(options))
 
 
-def _suffix(file_name: str) -> str:
-    suffixes = [s.lower() for s in Path(file_name).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return suffixes[-1].lstrip(".") if suffixes else ""
-
-
 @st.cache_data(show_spinner=False, max_entries=16, ttl="15m", scope="session")
 def file_columns(raw: bytes, file_name: str) -> list[str]:
     """Column (or NPZ array) names of a predictions file, for the column-mapping form.
 
-    Returns an empty list when the header cannot be read; the loader's own
-    message then explains the problem.
+    The names are those the loader reads (:func:`calib_core.io.formats.column_names`: the
+    same format detection and CSV sniffer). Returns an empty list when the header cannot be
+    read; the loader's own message then explains the problem.
     """
-    suffix = _suffix(file_name)
     try:
-        if suffix in ("parquet", "pq", "parq"):
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(io.BytesIO(raw)).names)
-        if suffix == "npz":
-            with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-                return [Path(n).stem for n in archive.namelist() if n.endswith(".npy")]
-        if suffix == "npy":
-            return []
-        data = raw
-        if file_name.lower().endswith(".gz"):
-            import gzip
-
-            data = gzip.decompress(raw)
-        header = pd.read_csv(io.BytesIO(data), sep=None, engine="python", nrows=5)
-        return [str(c) for c in header.columns]
+        return column_names(raw, file_name)
     except Exception:  # any unreadable header: the form then offers "detect" only
         return []
 

@@ -1,4 +1,4 @@
-"""Tests for calib_core.io.loader: every format, layout and bad input of load_predictions."""
+"""Tests for calib_core.io: every format, layout and bad input of load_predictions."""
 from __future__ import annotations
 
 import gzip
@@ -13,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calib_core.io.loader import MAX_CLASSES, LoadFix, Predictions, PredictionsFileError, demo_datasets, load_demo, load_predictions
+from calib_core.io import Predictions, demo_datasets, load_demo, load_predictions
+from calib_core.io.formats import MAX_CLASSES
+from calib_core.io.interpret import LoadFix, PredictionsFileError
 from calib_core.validation import CalibrationInputError, softmax
 
 PROBS = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.25, 0.5, 0.25], [0.05, 0.05, 0.9]])
@@ -842,7 +844,7 @@ def test_load_demo_unknown_name_lists_the_available_ones() -> None:
 
 
 def test_demo_datasets_without_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import calib_core.io.loader as module
+    import calib_core.io.demos as module
 
     monkeypatch.setattr(module, "_demo_dir", lambda: tmp_path / "absent")
     assert module.demo_datasets() == {}

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calib_core.io.loader import load_predictions
+from calib_core.io import load_predictions
 from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError, softmax
 
 FUZZ = settings(max_examples=600, deadline=None, derandomize=True,

@@ -1,5 +1,18 @@
-"""Reading predictions: file formats, column rules, the Predictions object, the bundled demos; safe CSV export."""
-from calib_core.io.loader import Predictions, demo_datasets, load_demo, load_predictions
+"""Reading predictions: file formats, column rules, the Predictions object, the bundled demos; safe CSV export.
+
+=================  ==============================================================
+module             what lives there
+=================  ==============================================================
+``formats``        file formats by suffix and content, the one CSV sniffer, readers
+``columns``        which column is the label, the classes, the split, the group
+``interpret``      labels to class indices, scores to probabilities or logits, fixes
+``predictions``    the ``Predictions`` object and ``load_predictions``
+``demos``          the bundled demo files in ``data/demo``
+``export``         CSV export safe against formula injection
+=================  ==============================================================
+"""
+from calib_core.io.predictions import Predictions, load_predictions
+from calib_core.io.demos import demo_datasets, load_demo
 from calib_core.io.export import csv_bytes, escape_csv_cell, escape_csv_frame
 
 __all__ = ["Predictions", "demo_datasets", "load_demo", "load_predictions", "csv_bytes", "escape_csv_cell",

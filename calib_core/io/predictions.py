@@ -1,0 +1,656 @@
+"""The :class:`Predictions` object and :func:`load_predictions`, which reads a file into one.
+
+:func:`load_predictions` turns a file of model outputs into a validated
+:class:`Predictions` object (probabilities, integer labels, class names,
+the logits when the file held logits, an optional split column and a list
+of warnings). It accepts the layouts people actually write:
+
+* wide: a label column and one column per class (``label, p_cat, p_dog``);
+* binary: a label column and one score column holding P(class 1), or one
+  logit column;
+* labels as integer indices or as class-name strings matched to the class
+  columns' names (``p_cat`` -> ``cat``);
+* NPZ archives with arrays such as ``probs``/``logits`` and ``labels``.
+
+The layers below it: :mod:`calib_core.io.formats` (file formats, CSV
+sniffing, readers), :mod:`calib_core.io.columns` (which column is what),
+:mod:`calib_core.io.interpret` (labels to classes, scores to
+probabilities, the fixes of a refused file).
+
+Every problem raises :class:`~calib_core.validation.CalibrationInputError`
+with a message that names the problem, shows an example row or column and
+says how to fix it. Nothing is dropped, clipped or renormalised without a
+warning in :attr:`Predictions.warnings`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from calib_core.io.columns import MISSING_GROUP, _group_text, _npy_parts, _npz_parts, _shown, _table_parts
+from calib_core.io.formats import (
+    Source,
+    _as_text,
+    _detect_format,
+    _load_numpy,
+    _maybe_gunzip,
+    _model_name,
+    _npz_arrays,
+    _pickle_refused,
+    _Raw,
+    _read_csv,
+    _read_parquet,
+    _resolve_source,
+)
+from calib_core.io.interpret import (
+    _INPUT_KINDS,
+    _binary_class_names,
+    _interpret_scores,
+    _labels_to_indices,
+    _map_string_labels,
+)
+from calib_core.validation import CalibrationInputError, check_choice, check_labels, check_probs, softmax
+
+__all__ = ["Predictions", "load_predictions"]
+
+
+def _readonly(array: NDArray[Any]) -> NDArray[Any]:
+    """A read-only view: the caller's array stays writeable, ours cannot be changed."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """A model's predictions on a labelled set, validated.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K), float64
+        Predicted probabilities, rows on the simplex (within
+        ``ROW_SUM_TOLERANCE``).
+    labels : ndarray of shape (N,), intp
+        True classes as indices ``0..K-1``.
+    class_names : tuple of str, length K
+        Name of each class (column ``k`` of ``probs``).
+    logits : ndarray of shape (N, K), float64, optional
+        The logits ``probs`` came from (``probs = softmax(logits)``) when the
+        source held logits. A single binary logit ``z`` is stored as the
+        row ``[0, z]``, whose softmax is ``[1 - sigmoid(z), sigmoid(z)]``.
+    split : ndarray of shape (N,), str, optional
+        Per-row split name (such as ``"calibration"`` / ``"test"``).
+    name : str
+        Model name shown in tables and legends.
+    source_format : str
+        ``"csv"``, ``"parquet"``, ``"npz"``, ``"npy"``, ``"arrays"``.
+    warnings : tuple of str
+        Everything the loader assumed or changed, in plain words (also
+        :attr:`notes`): a fix applied on request (renormalised rows, values
+        divided by 100) is stated here.
+    logit_reason : str, optional
+        Why the values were read as logits *without being told* (class
+        columns named ``logit_*``, or values that cannot be probabilities);
+        None when they were read as probabilities or the caller asked for
+        logits. An app shows it first, with a way to refuse
+        (``input_kind="probabilities"``).
+    groups : ndarray of shape (N,), str, optional
+        Per-row group (a sensitive attribute, a site, a device ...) for the
+        subgroup analysis of :func:`calib_core.by_group`; None unless a group
+        column was asked for (``load_predictions(..., group=COL)``). Rows
+        with no value form the group :data:`MISSING_GROUP`.
+    group_column : str, optional
+        The column ``groups`` came from (None without groups).
+    attribute_columns : tuple of str
+        Columns of the file that could serve as the group: text, true/false
+        and integer columns that are not the label, the split or a class
+        column (an app offers them as choices).
+
+    Notes
+    -----
+    Construction validates every field with
+    :func:`calib_core.validation.check_probs` and
+    :func:`~calib_core.validation.check_labels`; the arrays are stored
+    read-only so a cached object cannot be changed by accident.
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays(probs=[[0.9, 0.1], [0.2, 0.8]], labels=[0, 0])
+    >>> pred.n_samples, pred.n_classes, pred.accuracy
+    (2, 2, 0.5)
+    """
+
+    probs: NDArray[np.float64]
+    labels: NDArray[np.intp]
+    class_names: tuple[str, ...] = ()
+    logits: NDArray[np.float64] | None = None
+    split: NDArray[np.str_] | None = None
+    name: str = "model"
+    source_format: str = "arrays"
+    warnings: tuple[str, ...] = field(default=())
+    logit_reason: str | None = None
+    groups: NDArray[np.str_] | None = None
+    group_column: str | None = None
+    attribute_columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self._normalise(check=True)
+
+    @classmethod
+    def _from_checked(cls, **fields: Any) -> "Predictions":
+        """Construct from ``probs`` already passed through ``check_probs`` (skips a second pass)."""
+        self = cls.__new__(cls)
+        for key in ("logits", "split"):
+            fields.setdefault(key, None)
+        fields.setdefault("class_names", ())
+        fields.setdefault("name", "model")
+        fields.setdefault("source_format", "arrays")
+        fields.setdefault("warnings", ())
+        fields.setdefault("logit_reason", None)
+        fields.setdefault("groups", None)
+        fields.setdefault("group_column", None)
+        fields.setdefault("attribute_columns", ())
+        for key, value in fields.items():
+            object.__setattr__(self, key, value)
+        self._normalise(check=False)
+        return self
+
+    def _normalise(self, *, check: bool) -> None:
+        probs = check_probs(self.probs) if check else self.probs
+        n_rows, n_classes = probs.shape
+        labels = check_labels(self.labels, n_classes, n_rows=n_rows)
+        names = tuple(str(c) for c in self.class_names) if len(self.class_names) else tuple(
+            str(k) for k in range(n_classes))
+        if len(names) != n_classes:
+            raise CalibrationInputError(
+                f"`class_names` has {len(names)} names but `probs` has {n_classes} columns."
+            )
+        if len(set(names)) != n_classes:
+            dup = next(c for c in names if names.count(c) > 1)
+            raise CalibrationInputError(f"`class_names` must be unique; {dup!r} appears twice.")
+        logits = self.logits
+        if logits is not None:
+            logits = np.asarray(logits, dtype=np.float64)
+            if logits.shape != probs.shape:
+                raise CalibrationInputError(
+                    f"`logits` has shape {logits.shape} but `probs` has shape {probs.shape}."
+                )
+            if not np.isfinite(logits).all():
+                row = int(np.flatnonzero(~np.isfinite(logits).all(axis=1))[0])
+                raise CalibrationInputError(f"`logits` contains NaN or infinite values, e.g. row {row}.")
+            logits = _readonly(logits)
+        split = self.split
+        if split is not None:
+            split = np.asarray(split)
+            if split.dtype == object:
+                split = _as_text(pd.Series(split).fillna("")).to_numpy(dtype=str)
+            elif split.dtype.kind == "S":
+                split = np.char.decode(split, "utf-8", errors="replace")
+            else:
+                split = split.astype(str)
+            if split.shape != (n_rows,):
+                raise CalibrationInputError(
+                    f"`split` must have shape ({n_rows},) to match `probs`, got {split.shape}."
+                )
+            split = _readonly(split)
+        groups = self.groups
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != n_rows:
+                raise CalibrationInputError(
+                    f"`groups` must have shape ({n_rows},) to match `probs`, got {groups.shape}."
+                )
+            if groups.dtype.kind != "U":
+                groups = _group_text(pd.Series(groups.astype(object)))[0]
+            elif check:
+                groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
+            groups = _readonly(groups)
+        object.__setattr__(self, "groups", groups)
+        object.__setattr__(self, "group_column", None if groups is None else str(self.group_column or "group"))
+        object.__setattr__(self, "attribute_columns", tuple(str(c) for c in self.attribute_columns))
+        object.__setattr__(self, "probs", _readonly(probs))
+        object.__setattr__(self, "labels", _readonly(labels))
+        object.__setattr__(self, "class_names", names)
+        object.__setattr__(self, "logits", logits)
+        object.__setattr__(self, "split", split)
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "source_format", str(self.source_format))
+        object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
+        if self.logit_reason is not None:
+            object.__setattr__(self, "logit_reason", str(self.logit_reason) if logits is not None else None)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        probs: ArrayLike | None = None,
+        labels: ArrayLike | None = None,
+        logits: ArrayLike | None = None,
+        class_names: Sequence[str] | None = None,
+        *,
+        name: str = "model",
+        split: ArrayLike | None = None,
+        source_format: str = "arrays",
+        warnings: Sequence[str] = (),
+        groups: ArrayLike | None = None,
+        group_column: str | None = None,
+    ) -> "Predictions":
+        """Build validated predictions from in-memory arrays.
+
+        Parameters
+        ----------
+        probs : array_like of shape (N, K), optional
+            Probabilities. Omit it when passing ``logits``.
+        labels : array_like of shape (N,)
+            Class indices ``0..K-1``, or class-name strings when
+            ``class_names`` is given.
+        logits : array_like of shape (N, K), optional
+            Logits; ``probs`` defaults to their softmax. When both are given
+            ``probs`` must equal ``softmax(logits)`` within 1e-6.
+        class_names : sequence of str, optional
+            Defaults to ``"0" .. "K-1"``.
+        name, split, source_format, warnings
+            Stored as they are (see :class:`Predictions`).
+        groups : array_like of shape (N,), optional
+            Per-row group, stored as text (missing values become
+            :data:`MISSING_GROUP`); ``group_column`` names it (default "group").
+
+        Raises
+        ------
+        CalibrationInputError
+            From the validation module, or when the arrays disagree.
+
+        Examples
+        --------
+        >>> p = Predictions.from_arrays(logits=[[2.0, 0.0]], labels=["b"], class_names=["a", "b"])
+        >>> p.labels.tolist(), p.input_kind
+        ([1], 'logits')
+        """
+        if labels is None:
+            raise CalibrationInputError("`labels` is required.")
+        if probs is None and logits is None:
+            raise CalibrationInputError("Pass `probs` or `logits`.")
+        logit_matrix = None
+        if logits is not None:
+            converted = softmax(logits)
+            logit_matrix = np.asarray(logits, dtype=np.float64)
+            if probs is None:
+                probs = converted
+            else:
+                probs = check_probs(probs)
+                if probs.shape != converted.shape:
+                    raise CalibrationInputError(
+                        f"`logits` has shape {converted.shape} but `probs` has shape {probs.shape}."
+                    )
+                gap = np.abs(converted - probs).max(axis=1)
+                if gap.max() > 1e-6:
+                    row = int(np.argmax(gap))
+                    raise CalibrationInputError(
+                        f"`probs` is not softmax(`logits`): row {row} differs by {gap[row]:.3g}. "
+                        "Pass only one of them."
+                    )
+        probs_array = check_probs(probs)
+        n_classes = probs_array.shape[1]
+        names = tuple(str(c) for c in class_names) if class_names is not None else tuple(
+            str(k) for k in range(n_classes))
+        label_array = np.asarray(labels)
+        if label_array.dtype.kind in "OUS":
+            label_array = _map_string_labels(label_array, names, lambda i: f"row {i}")
+        return cls(probs=probs_array, labels=label_array, class_names=names, logits=logit_matrix,
+                   split=split, name=name, source_format=source_format, warnings=tuple(warnings),
+                   groups=groups, group_column=group_column)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows N."""
+        return int(self.probs.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes K."""
+        return int(self.probs.shape[1])
+
+    @property
+    def accuracy(self) -> float:
+        """Fraction of rows whose arg-max class (ties: lowest index) is the label."""
+        return float(np.mean(np.argmax(self.probs, axis=1) == self.labels))
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The loader's notes: the same sentences as :attr:`warnings`."""
+        return self.warnings
+
+    @property
+    def input_kind(self) -> str:
+        """``"logits"`` when the source held logits, else ``"probabilities"``."""
+        return "logits" if self.logits is not None else "probabilities"
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        """Distinct values of :attr:`split` in order of first appearance (empty without a split)."""
+        if self.split is None:
+            return ()
+        values, first = np.unique(self.split, return_index=True)
+        return tuple(str(v) for v in values[np.argsort(first)])
+
+    def subset(self, mask_or_indices: ArrayLike) -> "Predictions":
+        """Predictions for a subset of rows.
+
+        Parameters
+        ----------
+        mask_or_indices : array_like
+            A boolean mask of length N or integer row indices.
+
+        Returns
+        -------
+        Predictions
+            Same class names, name, format, warnings, group column and
+            attribute columns; the rows selected (of ``groups`` too).
+
+        Raises
+        ------
+        CalibrationInputError
+            Wrong mask length, indices out of range, or no row selected.
+        """
+        index = np.asarray(mask_or_indices)
+        if index.dtype == bool:
+            if index.shape != (self.n_samples,):
+                raise CalibrationInputError(
+                    f"a boolean mask must have shape ({self.n_samples},), got {index.shape}."
+                )
+        elif index.size and not np.issubdtype(index.dtype, np.integer):
+            raise CalibrationInputError(
+                f"`mask_or_indices` must be a boolean mask or integer indices, got dtype {index.dtype}."
+            )
+        else:
+            index = index.astype(np.intp).ravel()
+            if index.size and (index.min() < -self.n_samples or index.max() >= self.n_samples):
+                raise CalibrationInputError(
+                    f"row indices must lie in 0..{self.n_samples - 1}, got {index.min()}..{index.max()}."
+                )
+        selected = int(index.sum()) if index.dtype == bool else int(index.size)
+        if selected == 0:
+            raise CalibrationInputError("the subset selects no rows.")
+        return Predictions(
+            probs=self.probs[index], labels=self.labels[index], class_names=self.class_names,
+            logits=None if self.logits is None else self.logits[index],
+            split=None if self.split is None else self.split[index],
+            name=self.name, source_format=self.source_format, warnings=self.warnings,
+            logit_reason=self.logit_reason, groups=None if self.groups is None else self.groups[index],
+            group_column=self.group_column, attribute_columns=self.attribute_columns,
+        )
+
+    def select_split(self, value: str) -> "Predictions":
+        """The rows whose :attr:`split` equals ``value`` (e.g. ``"test"``)."""
+        if self.split is None:
+            raise CalibrationInputError(
+                f"{self.name!r} has no split column, so there is no {value!r} split."
+            )
+        mask = self.split == value
+        if not mask.any():
+            raise CalibrationInputError(
+                f"{self.name!r} has no rows with split {value!r}; splits present: "
+                f"{', '.join(self.split_names)}."
+            )
+        return self.subset(mask)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` that
+        :func:`load_predictions` reads back unchanged (with ``group=`` for the groups)."""
+        frame = pd.DataFrame(self.probs, columns=[f"p_{c}" for c in self.class_names])
+        frame.insert(0, "label", self.labels)
+        if self.split is not None:
+            frame["split"] = self.split
+        if self.groups is not None and self.group_column not in frame.columns:
+            frame[self.group_column] = self.groups
+        return frame
+
+    def __repr__(self) -> str:
+        splits = f", splits={list(self.split_names)}" if self.split is not None else ""
+        return (f"Predictions(name={self.name!r}, n_samples={self.n_samples}, "
+                f"n_classes={self.n_classes}, input_kind={self.input_kind!r}, "
+                f"accuracy={self.accuracy:.4f}, source_format={self.source_format!r}{splits}, "
+                f"warnings={len(self.warnings)})")
+
+
+
+def load_predictions(
+    source: Source,
+    *,
+    label_column: str | int | None = None,
+    class_columns: Sequence[str] | None = None,
+    score_column: str | None = None,
+    input_kind: str = "auto",
+    renormalize: bool = False,
+    percentages: bool = False,
+    class_names: Sequence[str] | None = None,
+    split_column: str | None = "split",
+    name: str | None = None,
+    max_bytes: int | None = 500_000_000,
+    file_format: str | None = None,
+    group: str | None = None,
+) -> Predictions:
+    """Read a file of predictions into validated :class:`Predictions`.
+
+    Parameters
+    ----------
+    source : path, bytes or binary file object
+        A CSV/TSV (comma, tab or semicolon, optionally gzipped), Parquet,
+        NPZ or NPY file. For bytes and file objects, ``file_format`` or the
+        extension of ``name`` (or of the object's ``.name``) picks the
+        reader; without either the content is sniffed.
+    label_column : str, optional
+        Column with the true classes. Default: the first column named
+        label, labels, y_true, true_label, target, y, class, truth, ...
+        (case-insensitive). For a plain NPY array, a column number.
+    class_columns : sequence of str, optional
+        Columns with one probability (or logit) per class, in class order.
+        Default: the columns sharing a prefix such as ``p_``, ``prob_``,
+        ``proba_``, ``probs_``, ``score_``, ``logit_``, ``class_`` (or
+        ``prob0, prob1, ...``), else
+        every remaining numeric column except known non-class columns
+        (split, id, index, fold, weight, ...). For NPZ: the array's name.
+    score_column : str, optional
+        One column holding P(class 1) (or a logit) of a binary problem.
+    input_kind : {"auto", "probabilities", "logits"}
+        ``"logits"`` reads the values as logits. ``"auto"`` reads them as
+        logits only when the class columns are named ``logit_*``/``logits_*``
+        or when they cannot be probabilities by a wide margin: at least
+        :data:`AUTO_LOGIT_MIN_SHARE` (a quarter) of the values lie outside
+        [0, 1] *and* the rows do not sum to one constant (one binary score
+        column: some values are negative); :attr:`Predictions.logit_reason`
+        then says why. A probability-like file with a few bad values, rows
+        summing to 100 or to another constant is refused
+        (:class:`PredictionsFileError` with its fixes), never reinterpreted.
+    renormalize : bool
+        Divide each row by its sum (stated in :attr:`Predictions.notes`)
+        instead of refusing probability rows that do not sum to 1.
+    percentages : bool
+        The values are percentages: divide every value by 100 before the
+        checks (stated in :attr:`Predictions.notes`). Combine with
+        ``renormalize=True`` for rounded percentages.
+    class_names : sequence of str, optional
+        The class of each class column, in column order (for one binary
+        score column: the negative then the positive class). Labels are
+        matched to these names; use it to accept the mapping a
+        :class:`PredictionsFileError` proposes for text labels that match no
+        column name.
+    split_column : str or None
+        Name of the optional column with per-row split names; None ignores it.
+    name : str, optional
+        Model name; an extension in it (``"resnet.csv"``) also serves as the
+        format hint. Default: the file name without extension.
+    max_bytes : int or None
+        Refuse files larger than this (also after unpacking gzip/NPZ).
+    file_format : {"csv", "tsv", "parquet", "npz", "npy"}, optional
+        Force a reader.
+    group : str, optional
+        Column (NPZ: array) holding each row's group, kept as text in
+        :attr:`Predictions.groups` for :func:`calib_core.by_group` (whole
+        numbers as integers: ``3``, not ``3.0``). Rows without a value are
+        not refused: they form the group :data:`MISSING_GROUP`
+        (``"(missing)"``) and a note says how many there are. The column is
+        never read as a class column. Whether or not it is given, the
+        candidate columns (text, true/false and integer columns that are not
+        the label, split or classes) are listed in
+        :attr:`Predictions.attribute_columns`.
+
+    Returns
+    -------
+    Predictions
+
+    Raises
+    ------
+    PredictionsFileError
+        (a :class:`CalibrationInputError`) for values that are not
+        probabilities and labels that match no column name: ``exc.fixes``
+        holds :class:`LoadFix` objects whose ``kwargs`` load the file
+        (renormalise rows, divide by 100, read as logits, accept a proposed
+        label mapping), ``exc.rows`` the offending rows, ``exc.plain`` the
+        message without argument names, ``exc.proposed_mapping`` the mapping.
+    CalibrationInputError
+        Empty file or no rows, no label column, labels outside the classes,
+        NaN/inf values, negative probabilities, rows not summing to 1
+        (beyond ``ROW_SUM_TOLERANCE``), fewer than 2 classes, non-numeric
+        class columns, duplicate column names, a file over ``max_bytes``,
+        an unknown format, pickled NPY/NPZ data, an unreadable or damaged
+        file (any reader failure ends here, never in another exception
+        type), more than :data:`MAX_CLASSES` classes. The message names the
+        column and the row (1-based, with its file line for CSV).
+
+    Notes
+    -----
+    Labels are mapped to classes by name whenever the class columns carry
+    names (a label equal to a class's name is that class, whatever its type:
+    ``True`` with ``p_True``; ``2`` with ``p_2`` among ``p_cat``); integer
+    labels 0..K-1 that do not all name a column are class indices; "NA",
+    "none", "null" and "nan" are class names when a column is named so.
+    Loading is linear in the number of class columns.
+
+    Logits ``z`` become probabilities with the stable softmax
+    ``p_k = exp(z_k - max_j z_j) / sum_i exp(z_i - max_j z_j)``; a single
+    binary logit with the sigmoid ``1 / (1 + exp(-z))`` (kept as the logit
+    row ``[0, z]``). Probability rows within ``ROW_SUM_TOLERANCE`` of 1 are
+    kept exactly as written (so metrics agree with other tools reading the
+    same file); a warning says so when a row is off by more than 1e-6.
+
+    Examples
+    --------
+    >>> pred = load_predictions(b"label,p_cat,p_dog\\ncat,0.8,0.2\\ndog,0.4,0.6\\n", name="m.csv")
+    >>> pred.class_names, pred.labels.tolist(), pred.accuracy
+    (('cat', 'dog'), [0, 1], 1.0)
+    """
+    input_kind = {"probs": "probabilities", "proba": "probabilities", "logit": "logits"}.get(
+        input_kind, input_kind) if isinstance(input_kind, str) else input_kind
+    input_kind = check_choice(input_kind, "input_kind", _INPUT_KINDS)
+    for flag, value in (("renormalize", renormalize), ("percentages", percentages)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise CalibrationInputError(f"`{flag}` must be True or False, got {value!r}.")
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
+                                  or max_bytes <= 0):
+        raise CalibrationInputError(f"`max_bytes` must be a positive whole number or None, got {max_bytes!r}.")
+    if class_names is not None:
+        if isinstance(class_names, str):
+            raise CalibrationInputError("`class_names` must be a sequence of names, not one string.")
+        class_names = [str(c).strip() for c in class_names]
+        if len(set(class_names)) != len(class_names):
+            raise CalibrationInputError("`class_names` must be unique.")
+    display = "the file"
+    try:
+        raw = _resolve_source(source, name, max_bytes)
+        display = raw.display
+        return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
+                     input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
+                     class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
+                     file_format=file_format, group=group)
+    except CalibrationInputError:
+        raise
+    except MemoryError as exc:
+        raise CalibrationInputError(
+            f"{display} needs more memory than is available to load; load a sample of its rows."
+        ) from exc
+    except RecursionError as exc:
+        raise CalibrationInputError(f"{display} is nested too deeply to read.") from exc
+    except Exception as exc:  # the one boundary where files enter: no other exception type leaves
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise CalibrationInputError(
+            f"{display} could not be read ({type(exc).__name__}{': ' + detail if detail else ''}). "
+            "Check that it is a CSV, Parquet, NPZ or NPY file of predictions, or re-export it."
+        ) from exc
+
+
+def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[str] | None,
+          score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
+          class_names: list[str] | None, split_column: str | None, name: str | None,
+          max_bytes: int | None, file_format: str | None, group: str | None = None) -> Predictions:
+    """The body of :func:`load_predictions` once the arguments are checked."""
+    if raw.size() == 0:
+        raise CalibrationInputError(
+            f"{raw.display} is empty (0 bytes). Provide a table with a header row, e.g. "
+            "'label,p_0,p_1', and one row per prediction."
+        )
+    raw = _maybe_gunzip(raw, max_bytes)
+    fmt = _detect_format(raw, file_format, raw.head(16))
+    notes: list[str] = []
+    options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
+                   score_column=score_column, split_column=split_column, notes=notes, group_column=group)
+    if fmt == "csv":
+        table, read_notes = _read_csv(raw)
+        notes.extend(read_notes)
+        parts = _table_parts(table, **options)
+    elif fmt == "parquet":
+        parts = _table_parts(_read_parquet(raw), **options)
+    else:
+        loaded = _load_numpy(raw, max_bytes)
+        if isinstance(loaded, np.ndarray):
+            fmt = "npy"
+            if loaded.dtype.hasobject:
+                raise _pickle_refused(raw.display, "dtype object")
+            parts = _npy_parts(loaded, **options)
+        else:
+            fmt = "npz"
+            parts = _npz_parts(_npz_arrays(loaded, raw.display), **options)
+    probs, logits = _interpret_scores(parts, input_kind, renormalize, notes, percentages=percentages)
+    n_classes = probs.shape[1]
+    names = parts.class_names
+    if class_names is not None:
+        if len(class_names) != n_classes:
+            raise CalibrationInputError(
+                f"`class_names` gives {len(class_names)} names but {raw.display} has {n_classes} classes "
+                f"(columns {_shown(parts.score_names)})."
+            )
+        names = class_names
+        notes.append(f"the classes were named on request: {_shown(class_names, 8)}.")
+    elif parts.scores.shape[1] == 1:
+        names = _binary_class_names(parts, notes)
+    elif names is not None and len(names) != n_classes:
+        raise CalibrationInputError(
+            f"{raw.display} gives {len(names)} class names but its scores have {n_classes} "
+            "columns; store one name per class."
+        )
+    if names is not None and len(set(names)) != len(names):
+        counts: dict[str, int] = {}
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+        dup = next(n for n in names if counts[n] > 1)
+        raise CalibrationInputError(
+            f"two class columns give the same class name {dup!r} ({_shown(parts.score_names)}); "
+            "rename them so each class has one column."
+        )
+    labels, names = _labels_to_indices(parts, n_classes, names, notes)
+    extra_logits = parts.extra_logits
+    if extra_logits is not None and logits is None:
+        if extra_logits.shape == probs.shape and np.isfinite(extra_logits).all() and np.allclose(
+                softmax(extra_logits), probs, rtol=0.0, atol=1e-6):
+            logits = extra_logits
+        else:
+            notes.append("the archive's logits are not the logits of its probabilities "
+                         "(softmax differs by more than 1e-6); they were ignored.")
+    return Predictions._from_checked(
+        probs=probs, labels=labels, class_names=tuple(names), logits=logits,
+        split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
+        warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None,
+        groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))

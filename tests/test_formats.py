@@ -1,0 +1,141 @@
+"""calib_core.io.formats: one format table and one CSV sniffer for the loader, the streaming engines and the app.
+
+The regression at the heart of it: the streaming engine used its own delimiter sniffer, which knew no decimal
+commas, so ``evaluate("preds.csv")`` refused a semicolon-separated file with decimal commas that
+``load_predictions`` reads ("class column 'p_a' is not numeric: row 1 holds '0,39...'").
+"""
+import gzip
+import io
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import calib_core as cc
+from calib_core.engines.batches import resolve_files
+from calib_core.io.formats import (
+    ARRAY_FORMATS,
+    FORMATS,
+    TABLE_FORMATS,
+    CsvDialect,
+    column_names,
+    format_of,
+    sniff_csv,
+    sniff_csv_file,
+)
+from calib_core.metrics.registry import compute_metrics
+from calib_core.validation import CalibrationInputError
+
+KEYS = ["accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ks", "brier", "nll"]
+
+
+def _decimal_comma_frame(n=500, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(k, 0.7), size=n)
+    labels = rng.integers(0, k, n)
+    frame = pd.DataFrame({"label": labels, **{f"p_{c}": probs[:, j] for j, c in enumerate("abcdefgh"[:k])}})
+    frame["split"] = np.where(np.arange(n) % 3 == 0, "calibration", "test")
+    return frame
+
+
+def _write_decimal_comma_csv(path, frame):
+    text = frame.to_csv(index=False, sep=";", decimal=",")
+    assert "0," in text and "." not in text  # decimal commas only
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _assert_same_numbers(found, predictions):
+    expected = compute_metrics(predictions.probs, predictions.labels, keys=KEYS)
+    for key, value in expected.items():
+        assert found[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+
+
+@pytest.mark.parametrize("name", ["preds.csv", "preds.csv.gz"])
+@pytest.mark.parametrize("engine", ["stream", "memory"])
+def test_streaming_engine_reads_semicolon_decimal_comma_csv_as_the_loader(tmp_path, name, engine):
+    # Failed before the engine used the loader's sniffer: the class columns stayed text ("0,39...").
+    path = _write_decimal_comma_csv(tmp_path / name, _decimal_comma_frame())
+    predictions = cc.load_predictions(path)
+    assert any("decimal commas" in w for w in predictions.warnings)
+    result = cc.evaluate(path, engine=engine, batch_rows=97, metrics=KEYS)
+    assert result.n_samples == predictions.n_samples and result.class_names == predictions.class_names
+    _assert_same_numbers(result.metrics, predictions)
+    test = cc.evaluate(path, engine=engine, batch_rows=97, metrics=KEYS, split="test")
+    _assert_same_numbers(test.metrics, predictions.select_split("test"))
+
+
+def test_dask_engine_reads_semicolon_decimal_comma_csv_as_the_loader(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("dask.dataframe")
+    path = _write_decimal_comma_csv(tmp_path / "preds.csv", _decimal_comma_frame(300, 4, seed=1))
+    predictions = cc.load_predictions(path)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        result = cc.evaluate(path, engine="dask", scheduler=client, metrics=KEYS)
+    _assert_same_numbers(result.metrics, predictions)
+
+
+def test_one_format_table_for_the_loader_and_the_engines(tmp_path):
+    assert set(FORMATS.values()) == set(TABLE_FORMATS) | set(ARRAY_FORMATS)
+    cases = {"a.csv": "csv", "a.TSV": "csv", "a.tsv.gz": "csv", "a.txt": "csv", "a.tab": "csv",
+             "a.pq": "parquet", "a.parq.gz": "parquet", "dir.v2/a.parquet": "parquet", "a.npz": "npz",
+             "a.npy": "npy", "a.json": None, "a": None, "a.gz": None}
+    assert {name: format_of(name) for name in cases} == cases
+    # The engines' folder listing takes the table formats of the same table.
+    frame = _decimal_comma_frame(20)
+    for name in ("x.tab", "y.parq", "z.json"):
+        (tmp_path / name).write_text(frame.to_csv(index=False, sep="\t"))
+    assert [p.name for p in resolve_files(tmp_path)] == ["x.tab", "y.parq"]
+
+
+def test_sniffer_delimiters_decimal_marks_and_ties():
+    assert sniff_csv("label,p_a,p_b\n0,0.5,0.5\n") == CsvDialect(",", ".", ["label", "p_a", "p_b"])
+    dialect = sniff_csv("label;p_a;p_b\n0;1;0\n1;0,25;0,75\n")  # whole numbers first decide nothing
+    assert (dialect.delimiter, dialect.decimal) == (";", ",")
+    assert sniff_csv("label;p_a;p_b\n1;0,25;0.75\n").decimal == "."  # a decimal point rules commas out
+    assert sniff_csv("label\tp_a\tp_b\n1\t0,25\t0,75\n").decimal == ","
+    assert sniff_csv("label,p_a\n1,0,25\n").decimal == "."  # with comma delimiters there are no decimal commas
+    assert sniff_csv("label\n0\n", hint="x.tsv.gz").delimiter == "\t"  # ties: the suffix's delimiter
+    assert sniff_csv("\n\n a ; b \n").header == ["a", "b"]
+    with pytest.raises(CalibrationInputError, match="is empty"):
+        sniff_csv(" \n\n", display="upload 'x.csv'")
+
+
+def test_sniff_csv_file_reads_a_header_longer_than_the_sample(tmp_path):
+    names = [f"p_class_{k:05d}" for k in range(6_000)]  # about 80 KB of header
+    row = ";".join(["1"] + ["0,5"] * 2 + ["0"] * (len(names) - 2))
+    path = tmp_path / "wide.csv"
+    path.write_text("\ufeff" + ";".join(["label", *names]) + "\n" + row + "\n", encoding="utf-8")
+    dialect = sniff_csv_file(path)
+    assert dialect.header == ["label", *names] and (dialect.delimiter, dialect.decimal) == (";", ",")
+    (tmp_path / "blank.csv").write_text("\nlabel,p_a\n")
+    with pytest.raises(CalibrationInputError, match="'blank.csv' is empty"):
+        sniff_csv_file(tmp_path / "blank.csv")
+    with pytest.raises(CalibrationInputError, match="cannot read"):
+        sniff_csv_file(tmp_path / "absent.csv")
+
+
+def test_column_names_are_the_names_the_loader_reads():
+    text = "label; p_a ;p_b;\n0;0,5;0,5;x\n"
+    assert column_names(text.encode(), "m.csv") == ["label", "p_a", "p_b"]  # stripped, empty name left out
+    assert column_names(gzip.compress(text.encode()), "m.csv.gz") == ["label", "p_a", "p_b"]
+    assert column_names(text.encode("utf-16"), "m.txt") == ["label", "p_a", "p_b"]
+    assert column_names("label,caf\u00e9\n0,1\n".encode("latin-1"), "m.csv") == ["label", "caf\u00e9"]
+    frame = pd.DataFrame({"label": [0, 1], "p_a": [0.2, 0.9]})
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer)
+    assert column_names(buffer.getvalue(), "m.csv") == ["label", "p_a"]  # content first, as the loader
+    buffer = io.BytesIO()
+    np.savez(buffer, probs=np.eye(2), labels=np.arange(2))
+    assert column_names(buffer.getvalue(), "m.npz") == ["probs", "labels"]
+    buffer = io.BytesIO()
+    np.save(buffer, np.eye(2))
+    assert column_names(buffer.getvalue(), "m.npy") == []
+    with pytest.raises((CalibrationInputError, zipfile.BadZipFile)):
+        column_names(b"PK\x03\x04 not a zip", "m.npz")
