@@ -12,7 +12,8 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
-from calib_core.engines.evaluate import CalibrationSummary, evaluate_arrays
+from calib_core.engines.evaluate import evaluate_arrays
+from calib_core.engines.summary import CalibrationSummary
 from studio import state
 
 #: What a bad summary upload can raise (all are shown to the user as a message).

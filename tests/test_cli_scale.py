@@ -1,5 +1,4 @@
 """The command line on large inputs: --engine, --scheduler, --batch-rows, folders, globs, summary JSON."""
-import importlib
 import json
 
 import distributed
@@ -7,11 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calib_core.engines import batches
 from calib_core.engines.cli import main
-from calib_core.engines.evaluate import load_summary
-
-# The module (calib_core.engines.evaluate is also the name of the function at the package root).
-evaluate_module = importlib.import_module("calib_core.engines.evaluate")
+from calib_core.engines.summary import load_summary
 
 
 @pytest.fixture
@@ -69,7 +66,7 @@ def test_summary_json_loads_back_for_diagrams(folder, capsys):
 def test_auto_engine_streams_large_inputs(folder, capsys, monkeypatch):
     _, whole = folder
     assert _report(capsys, whole)["engine"] == "memory"
-    monkeypatch.setattr(evaluate_module, "MEMORY_ENGINE_MAX_BYTES", 1_000)
+    monkeypatch.setattr(batches, "MEMORY_ENGINE_MAX_BYTES", 1_000)
     assert _report(capsys, whole)["engine"] == "stream"
 
 

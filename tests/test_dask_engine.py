@@ -8,7 +8,8 @@ import distributed
 
 from calib_core.engines.dask_engine import tree_reduce
 from calib_core.engines.evaluate import evaluate
-from calib_core.engines.streaming import STREAM_METRICS, CalibrationStats
+from calib_core.engines.stats import CalibrationStats
+from calib_core.engines.streaming import STREAM_METRICS
 from calib_core.validation import CalibrationInputError
 
 

@@ -1,5 +1,4 @@
 """evaluate(): CSV/Parquet files, folders and globs in record batches; summaries read back."""
-import importlib
 import gzip
 import json
 import subprocess
@@ -16,16 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.engines.evaluate import choose_engine, evaluate, evaluate_arrays, load_summary, resolve_files
+from calib_core.engines import batches
+from calib_core.engines.batches import choose_engine, resolve_files
+from calib_core.engines.evaluate import evaluate, evaluate_arrays
+from calib_core.engines.streaming import STREAM_METRICS
+from calib_core.engines.summary import load_summary
 from calib_core.metrics.registry import compute_metrics
 from calib_core.metrics.sensitivity import bin_sensitivity
-from calib_core.engines.streaming import STREAM_METRICS
 from calib_core.validation import CalibrationInputError
 
 UNIFORM_AND_KS = ["accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ks", "brier", "nll"]
-
-# The module (calib_core.engines.evaluate is also the name of the function at the package root).
-evaluate_module = importlib.import_module("calib_core.engines.evaluate")
 
 
 def _frame(seed, n, k=3):
@@ -184,8 +183,26 @@ def test_auto_engine_streams_large_or_many_files(tmp_path, monkeypatch):
     assert choose_engine(tmp_path) == "stream"
     assert choose_engine(tmp_path / "missing.csv") == "memory"
     assert choose_engine(tmp_path / "one.parquet", "dask") == "dask"
-    monkeypatch.setattr(evaluate_module, "MEMORY_ENGINE_MAX_BYTES", 100)
+    monkeypatch.setattr(batches, "MEMORY_ENGINE_MAX_BYTES", 100)
     assert choose_engine(tmp_path / "one.parquet") == "stream"
+
+
+def test_evaluate_and_the_cli_choose_the_auto_engine_by_one_rule(tmp_path, monkeypatch):
+    """``evaluate(engine="auto")`` follows ``choose_engine`` (the CLI's rule): several files or a large table
+    stream; one small table, and one NPZ file of any size (loaded whole by every engine), stay in memory."""
+    frame, probs, labels = _frame(9, 200)
+    frame.to_parquet(tmp_path / "one.parquet")
+    frame.to_parquet(tmp_path / "two.parquet")
+    np.savez(tmp_path / "arrays.npz", probs=probs, labels=labels)
+    sources = [tmp_path / "one.parquet", tmp_path, [tmp_path / "one.parquet", tmp_path / "two.parquet"],
+               tmp_path / "arrays.npz"]
+    expected = ["memory", "stream", "stream", "memory"]
+    assert [evaluate(s, engine="auto", metrics=["ece"]).engine for s in sources] == expected
+    assert [choose_engine(s) for s in sources] == expected
+    monkeypatch.setattr(batches, "MEMORY_ENGINE_MAX_BYTES", 100)
+    expected = ["stream", "stream", "stream", "memory"]
+    assert [evaluate(s, engine="auto", metrics=["ece"]).engine for s in sources] == expected
+    assert [choose_engine(s) for s in sources] == expected
 
 
 @pytest.mark.parametrize("engine", ["memory", "stream"])

@@ -1,5 +1,6 @@
 """The Spark adapter (mapInArrow) in local mode; skipped where PySpark or Java is missing."""
 import shutil
+import sys
 
 import numpy as np
 import pandas as pd
@@ -13,8 +14,12 @@ if shutil.which("java") is None:
 
 
 @pytest.mark.slow
-def test_spark_local_mode_equals_in_memory(tmp_path):
+def test_spark_local_mode_equals_in_memory(tmp_path, monkeypatch):
     from pyspark.sql import SparkSession
+
+    # The Python workers must run this interpreter (with calib_core and its dependencies), not the first
+    # `python3` on the PATH.
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
 
     from calib_core.engines.spark_engine import evaluate_spark
 

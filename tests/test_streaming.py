@@ -11,15 +11,10 @@ import calib_core as cc
 from calib_core.binning import binned_error, mean_abs_gap
 from calib_core.binning import upper_edge_index
 from calib_core.metrics.registry import compute_metrics
-from calib_core.engines.streaming import (
-    STREAM_METRICS,
-    CalibrationStats,
-    GroupedStats,
-    QuantileSketch,
-    SecondPass,
-    _CellIndex,
-    stream_metrics,
-)
+from calib_core.engines.grouped import GroupedStats
+from calib_core.engines.sketch import QuantileSketch
+from calib_core.engines.stats import CalibrationStats, _CellIndex
+from calib_core.engines.streaming import STREAM_METRICS, SecondPass, stream_metrics
 from calib_core.validation import CalibrationInputError
 
 

@@ -15,6 +15,13 @@ import stat
 import sys
 from collections.abc import Sequence
 
+from calib_core.engines.batches import choose_engine, split_mask
+from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_arrays
+from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
+from calib_core.inference.groups import by_group, multicalibration
+from calib_core.io import load_predictions
+from calib_core.lab.size_power import SIZE_NOTES
+from calib_core.metrics.registry import METRICS, get_metric, metric_name, metric_report
 from calib_core.validation import CalibrationInputError
 
 EXIT_BAD_INPUT = 2
@@ -97,7 +104,6 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
     """One ``studio.report.ReportModel``: the file(s) loaded as for the table, each file's SHA-256."""
     import glob
 
-    from calib_core.io.loader import load_predictions
 
     options = dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
                    percentages=args.percentages)
@@ -113,20 +119,22 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
         files = tuple((p, html_report.sha256_hex(p)) for p in matched if os.path.isfile(p))
     rows = "all rows"
     if args.split is not None:
-        if predictions.split is None:
-            raise CalibrationInputError(f"--split {args.split!r} given but {path} has no split column.")
-        mask = predictions.split == args.split
-        if not mask.any():
-            known = ", ".join(sorted(set(predictions.split.tolist())))
-            raise CalibrationInputError(f"no rows with split {args.split!r} in {path}; the file has: {known}.")
-        predictions, rows = predictions.subset(mask), f"split {args.split}"
+        predictions, rows = _select_split(predictions, args.split, path, f" in {path}"), f"split {args.split}"
     return html_report.ReportModel(os.path.basename(path.rstrip("/")) or path, predictions, files, rows)
 
 
+def _select_split(predictions, split: str, path: str, where: str = ""):
+    """The rows of split ``split``, chosen by the engines' split filter (:func:`~calib_core.engines.batches.split_mask`)."""
+    if predictions.split is None:
+        raise CalibrationInputError(f"--split {split!r} given but {path} has no split column.")
+    mask = split_mask(predictions.split, split)
+    if not mask.any():
+        known = ", ".join(sorted(set(predictions.split.tolist())))
+        raise CalibrationInputError(f"no rows with split {split!r}{where}; the file has: {known}.")
+    return predictions.subset(mask)
+
+
 def _report(args: argparse.Namespace) -> dict:
-    from calib_core.engines.evaluate import choose_engine
-    from calib_core.io.loader import load_predictions
-    from calib_core.metrics.registry import METRICS, metric_report
 
     if args.max_quadratic_rows < 0:
         raise CalibrationInputError(
@@ -152,13 +160,7 @@ def _report(args: argparse.Namespace) -> dict:
                                        renormalize=args.renormalize, percentages=args.percentages,
                                        group=args.group_by)
     if args.split is not None:
-        if predictions.split is None:
-            raise CalibrationInputError(f"--split {args.split!r} given but {args.path} has no split column.")
-        mask = predictions.split == args.split
-        if not mask.any():
-            known = ", ".join(sorted(set(predictions.split.tolist())))
-            raise CalibrationInputError(f"no rows with split {args.split!r}; the file has: {known}.")
-        predictions = predictions.subset(mask)
+        predictions = _select_split(predictions, args.split, args.path)
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
     report = metric_report(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
                            max_quadratic_rows=limit)
@@ -191,9 +193,6 @@ def _tests_section(predictions, args: argparse.Namespace) -> dict:
     """Every method of :func:`calib_core.calibration_test` at its defaults (seed ``--seed``): method ->
     statistic, p_value, verdict, reason, null_distribution and the Lab's measured size; a test that cannot be
     computed on this input has null values and the reason."""
-    from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
-    from calib_core.lab.size_power import SIZE_NOTES
-
     section = {}
     for method in TEST_METHODS:
         try:
@@ -222,9 +221,6 @@ def _finite(value) -> float | None:
 
 def _groups_section(predictions, args: argparse.Namespace) -> dict:
     """``--group-by``: :func:`calib_core.by_group` of ECE and ACE and :func:`calib_core.multicalibration`."""
-    from calib_core.inference.groups import by_group, multicalibration
-    from calib_core.metrics.registry import metric_name
-
     metrics = {}
     notes: list[str] = []
     for key in GROUP_METRICS:
@@ -294,16 +290,12 @@ def _number(value: float | None, *, sign: bool = False) -> str:
 
 
 def _summary_of(predictions, args: argparse.Namespace) -> dict:
-    from calib_core.engines.evaluate import evaluate_arrays
-
     return evaluate_arrays(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
                            class_names=predictions.class_names, input_kind=predictions.input_kind,
                            files=(str(args.path),), split=args.split, warnings=predictions.warnings).summary()
 
 
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
-    from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate
-    from calib_core.metrics.registry import METRICS
 
     result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
@@ -348,8 +340,6 @@ def _pipe_kind(path: str) -> str | None:
 
 def _names(values: dict, args: argparse.Namespace) -> dict[str, str]:
     """Each metric's name with its settings (:func:`calib_core.metrics.registry.metric_name`)."""
-    from calib_core.metrics.registry import get_metric, metric_name
-
     names = {}
     for key in values:
         try:
@@ -396,7 +386,7 @@ def _format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-#: Command-line spelling of the loader keywords a refused file's fixes set (see calib_core.io.loader.LoadFix).
+#: Command-line spelling of the loader keywords a refused file's fixes set (see calib_core.io.interpret.LoadFix).
 _FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--percentages",
               ("input_kind", "logits"): "--input-kind logits", ("input_kind", "probabilities"): "--input-kind probabilities"}
 
@@ -404,7 +394,7 @@ _FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--
 def _error_text(exc: CalibrationInputError) -> str:
     """The message of ``exc`` in the command line's words.
 
-    A file the loader refused with fixes (:class:`calib_core.io.loader.PredictionsFileError`) is
+    A file the loader refused with fixes (:class:`calib_core.io.interpret.PredictionsFileError`) is
     described without Python argument names, followed by the flags that apply each fix.
     """
     fixes = getattr(exc, "fixes", ())

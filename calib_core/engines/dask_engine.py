@@ -1,7 +1,7 @@
 """The Dask engine: ``dask.dataframe`` partitions -> per-partition statistics -> tree reduction.
 
 Each partition of the table becomes one mergeable statistics object of
-:mod:`calib_core.engines.streaming` on a worker; the objects are merged pairwise in
+:mod:`calib_core.engines.stats` on a worker; the objects are merged pairwise in
 a tree (``log2(partitions)`` levels), so only statistics -- never rows --
 travel to the client. Point it at an existing cluster with a scheduler
 address (``"tcp://scheduler:8786"``) or a ``distributed.Client``; without
@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from calib_core.engines.batches import add_batch
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["dask_runner", "local_cluster", "partition_stats", "tree_reduce", "warm_up", "worker_environment"]
@@ -27,7 +28,7 @@ def _import_engine_modules() -> list[str]:
     import dask.dataframe  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
-    import calib_core.engines.evaluate  # noqa: F401
+    import calib_core.engines.batches  # noqa: F401
 
     return ["calib_core", "dask.dataframe", "pyarrow.parquet"]
 
@@ -110,8 +111,6 @@ def partition_stats(frame: Any, factory: Callable[[], Any], plan: Any, split: st
     ``display`` and ``first_row`` (the partition's first row in its file,
     0-based) name the place of a bad row in error messages.
     """
-    from calib_core.engines.evaluate import add_batch
-
     stats = factory()
     add_batch(stats, plan.columns_of_frame(frame, first_row=first_row, display=display, split=split))
     return stats
@@ -137,9 +136,9 @@ def _partition_places(files: list[Any], n_partitions: int) -> list[tuple[str, in
     """File and first row of each partition of Parquet files read one partition per row group; else None."""
     import pyarrow.parquet as pq
 
-    from calib_core.engines.evaluate import _format_of
+    from calib_core.io.formats import format_of
 
-    if any(_format_of(path) != "parquet" for path in files):
+    if any(format_of(path) != "parquet" for path in files):
         return None
     places = []
     for path in files:
@@ -176,10 +175,10 @@ def tree_reduce(parts: list[Any], merge: Callable[[Any, Any], Any] = _merge) -> 
 
 def _read_frame(source: Any, dd: Any) -> Any:
     """The table as a dask DataFrame with the planned columns."""
-    from calib_core.engines.evaluate import _format_of, _sniff_delimiter
+    from calib_core.io.formats import format_of, sniff_csv_file
 
     files = [str(p) for p in source.files]
-    formats = {_format_of(p) for p in source.files}
+    formats = {format_of(p) for p in source.files}
     columns = source.plan.columns
     if formats == {"parquet"}:
         # One partition per row group: tasks as large as the file's row groups, and work for every worker.
@@ -187,11 +186,12 @@ def _read_frame(source: Any, dd: Any) -> Any:
         return dd.read_parquet(files, columns=columns, split_row_groups=True,
                                arrow_to_pandas={"split_blocks": True})
     if formats == {"csv"}:
-        delimiter = _sniff_delimiter(source.files[0])
+        dialect = sniff_csv_file(source.files[0])
         blocksize = max(1 << 20, source.batch_rows * 12 * (len(columns) + 1))
         compression = "gzip" if str(files[0]).endswith(".gz") else None
-        return dd.read_csv(files, sep=delimiter, usecols=columns, blocksize=None if compression else blocksize,
-                           compression=compression, skipinitialspace=True)
+        return dd.read_csv(files, sep=dialect.delimiter, decimal=dialect.decimal, usecols=columns,
+                           blocksize=None if compression else blocksize, compression=compression,
+                           skipinitialspace=True)
     raise CalibrationInputError("the Dask engine reads CSV or Parquet tables, not a mix of formats.")
 
 
@@ -202,7 +202,7 @@ def dask_runner(source: Any, *, scheduler: Any = None, progress: Any = None,
 
     Parameters
     ----------
-    source : calib_core.engines.evaluate._Source
+    source : calib_core.engines.batches._Source
         Resolved files and their column plan.
     scheduler : str, distributed.Client, distributed.LocalCluster or None
         An address such as ``"tcp://10.0.0.5:8786"``, a connected client, a

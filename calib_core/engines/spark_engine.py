@@ -1,7 +1,7 @@
 """The Spark engine: ``DataFrame.mapInArrow`` partitions -> per-partition statistics -> merge.
 
 Each Spark partition streams its Arrow record batches through one mergeable
-statistics object of :mod:`calib_core.engines.streaming` on an executor and returns
+statistics object of :mod:`calib_core.engines.stats` on an executor and returns
 it as a single pickled value; the driver merges the few objects (one per
 partition) in a balanced tree. Only statistics leave the executors.
 
@@ -21,7 +21,10 @@ import pickle
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from calib_core.validation import CalibrationInputError
+from calib_core.engines.batches import ColumnPlan, add_batch
+from calib_core.engines.evaluate import Evaluation
+from calib_core.engines.streaming import STREAM_METRICS, stream_metrics
+from calib_core.validation import CalibrationInputError, check_choice
 
 __all__ = ["evaluate_spark", "spark_runner"]
 
@@ -29,8 +32,6 @@ __all__ = ["evaluate_spark", "spark_runner"]
 def _partition_function(factory: Callable[[], Any], plan: Any, split: str | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def per_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-
-        from calib_core.engines.evaluate import add_batch
 
         stats = factory()
         for batch in batches:
@@ -80,10 +81,6 @@ def evaluate_spark(frame: Any, *, n_bins: int = 15, binning: str = "uniform", me
     CalibrationInputError
         No rows, columns the loader cannot interpret, invalid values.
     """
-    from calib_core.engines.evaluate import ColumnPlan, Evaluation
-    from calib_core.engines.streaming import STREAM_METRICS, stream_metrics
-    from calib_core.validation import check_choice
-
     input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))
     first = frame.limit(65536).toPandas()
     if first.shape[0] == 0:
