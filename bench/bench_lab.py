@@ -18,8 +18,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import calib_core as cc  # noqa: E402
-from calib_core.lab.studies import (DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, bin_rank_stability,  # noqa: E402
-                            ece_estimator, expected_ece, futami_bounds, run_lab, subset_study)
+from calib_core.lab.bounds import expected_ece, futami_bounds  # noqa: E402
+from calib_core.lab.estimators import (DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator,  # noqa: E402
+                                       ece_estimator, run_lab)
+from calib_core.lab.subsets import subset_study  # noqa: E402
+from calib_core.metrics.sensitivity import bin_rank_stability  # noqa: E402
 
 
 def speed() -> None:

@@ -16,11 +16,11 @@ from calib_core.lab.generators import (
     LogisticNormalModel,
     SimulatedData,
     UniformSimplexModel,
-    _run_statistics,
     binned_truth,
     futami_logistic,
     gaussian_mixture,
 )
+from calib_core.lab.generators.truth import _run_statistics
 from calib_core.metrics.kernel import mmce, skce
 
 LESS = futami_logistic("less_calibrated")  # (0.5, -1.5)
@@ -213,7 +213,7 @@ def test_uniform_simplex_stated_properties():
 
 
 def test_fine_binned_truth_does_not_depend_on_the_run_length(monkeypatch):
-    import calib_core.lab.generators as generators
+    import calib_core.lab.generators.truth as generators
 
     model = UniformSimplexModel()
     points, calibration = model.reference_sample()

@@ -1,6 +1,5 @@
-"""Tests for calib_core.lab.studies: the estimator lab, Futami bounds, subset study, rank stability, pathologies."""
+"""Tests for calib_core.lab: the estimator lab, Futami bounds, subset study, pathologies, size and power."""
 import math
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -8,6 +7,9 @@ import pytest
 
 import calib_core as cc
 from calib_core import CalibrationInputError
+from calib_core.lab.bounds import expected_ece, futami_bounds
+from calib_core.lab.estimators import (DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, _Block, ece_estimator,
+                                       lab_estimators, run_lab)
 from calib_core.lab.generators import (
     LogisticNormalModel,
     UniformSimplexModel,
@@ -15,24 +17,8 @@ from calib_core.lab.generators import (
     futami_logistic,
     gaussian_mixture,
 )
-from calib_core.lab.studies import (
-    DEFAULT_ESTIMATORS,
-    DEFAULT_SIZES,
-    GCE_VARIANTS,
-    LabEstimator,
-    _Block,
-    _GceSets,
-    bin_rank_stability,
-    default_subset_sizes,
-    ece_estimator,
-    expected_ece,
-    futami_bounds,
-    lab_estimators,
-    nixon_figure4_data,
-    pathologies,
-    run_lab,
-    subset_study,
-)
+from calib_core.lab.pathologies import pathologies
+from calib_core.lab.subsets import default_subset_sizes, subset_study
 
 LESS = futami_logistic("less_calibrated")
 PERFECT = gaussian_mixture("perfect")
@@ -290,81 +276,6 @@ def test_subset_study_validation(kwargs, match):
     data = LESS.sample(1000, seed=0)
     with pytest.raises(CalibrationInputError, match=match):
         subset_study(data.probs, data.labels, **{"metrics": ["ece"], **kwargs})
-
-
-# ----------------------------------------------------------------------------- rank stability
-def single_prediction_model(confidence, accuracy, n=1000):
-    probs = np.tile([confidence, 1 - confidence], (n, 1))
-    labels = np.where(np.arange(n) < round(accuracy * n), 0, 1)
-    return probs, labels
-
-
-def test_gce_sets_equal_gce_for_all_32_variants():
-    data = LogisticNormalModel(n_classes=5, temperature=0.8).sample(1500, seed=1)
-    probs = data.probs.copy()
-    probs[:4] = [1.0, 0.0, 0.0, 0.0, 0.0]  # exact zeros and ties
-    prepared = _GceSets(probs, data.labels)
-    for variant in GCE_VARIANTS:
-        binning, max_prob, class_conditional, threshold, norm = variant
-        expected = [cc.gce(probs, data.labels, n_bins=b, binning=binning, max_prob=max_prob,
-                           class_conditional=class_conditional, threshold=threshold, norm=norm) for b in (1, 9, 40)]
-        np.testing.assert_allclose(prepared.gce([1, 9, 40], *variant), expected, atol=1e-13, err_msg=str(variant))
-
-
-def test_rank_stability_is_one_when_no_bin_count_changes_the_order():
-    models = {"a": single_prediction_model(0.7, 0.65), "b": single_prediction_model(0.8, 0.6),
-              "c": single_prediction_model(0.9, 0.5)}
-    result = bin_rank_stability(models, bin_counts=range(10, 51, 10))
-    assert result.table.shape == (32, 9)
-    assert result.values.shape == (32, 5, 3) and result.correlations.shape == (32, 5, 5)
-    defined = result.table.dropna(subset=["mean_spearman"])
-    assert len(defined) >= 16
-    np.testing.assert_allclose(defined["mean_spearman"], 1.0)
-    assert (defined["pairs"] == 10).all()
-    assert result.table["variant"].tolist() == list(range(32))
-    assert result.table.loc[4, ["binning", "max_prob", "class_conditional", "threshold", "norm"]].tolist() == [
-        "uniform", True, False, 0.0, "l1"]
-
-
-def test_rank_stability_counts_the_order_flips_of_the_nixon_cancellation():
-    """X (Nixon Fig. 4) has ECE 0.003 when 0.52 and 0.58 share a bin and 0.465 otherwise; Y sits at 0.1, Z at 0.6."""
-    models = {"X": nixon_figure4_data(), "Y": single_prediction_model(0.7, 0.6),
-              "Z": single_prediction_model(0.9, 0.3)}
-    counts = list(range(10, 51))
-    result = bin_rank_stability(models, bin_counts=counts)
-    probs, labels = models["X"]
-    shared = np.array([cc.ece(probs, labels, n_bins=b) < 0.05 for b in counts])
-    np.testing.assert_allclose(result.values[4, :, 0], [cc.ece(probs, labels, n_bins=b) for b in counts])
-    s, d = int(shared.sum()), int((~shared).sum())
-    assert s > 0 and d > 0
-    # Same pattern: rho = 1; orders (1, 2, 3) vs (2, 1, 3): rho = 1 - 6 * 2 / (3 * 8) = 0.5.
-    expected = (math.comb(s, 2) + math.comb(d, 2) + 0.5 * s * d) / math.comb(len(counts), 2)
-    assert result.table.loc[4, "mean_spearman"] == pytest.approx(expected)
-    flips = [(i, j) for i, j in combinations(range(len(counts)), 2) if shared[i] != shared[j]]
-    assert result.correlations[4][flips[0]] == pytest.approx(0.5)
-    # Adaptive bins on X's two values always split them: its variant 20 never flips.
-    assert result.table.loc[20, "mean_spearman"] == pytest.approx(1.0)
-    by = result.by_property.set_index(["property", "setting"])["mean_spearman"]
-    assert by[("binning", "adaptive")] > by[("binning", "uniform")]
-    assert len(by) == 10 and ("threshold", "0.0") in by.index and ("max_prob", "False") in by.index
-
-
-def test_rank_stability_progress_stop_and_validation():
-    models = {"a": single_prediction_model(0.7, 0.65), "b": single_prediction_model(0.8, 0.6)}
-    seen = []
-    bin_rank_stability(models, bin_counts=[10, 20], on_progress=lambda d, t: seen.append((d, t)))
-    assert seen[0] == (1, 32) and seen[-1] == (32, 32)
-    checks = iter([False, True])
-    stopped = bin_rank_stability(models, bin_counts=[10, 20], should_stop=lambda: next(checks))
-    assert stopped.stopped and np.isfinite(stopped.values[0]).all() and np.isnan(stopped.values[1:]).all()
-    with pytest.raises(CalibrationInputError, match="at least two model names"):
-        bin_rank_stability({"a": models["a"]})
-    with pytest.raises(CalibrationInputError, match="at least two different bin counts"):
-        bin_rank_stability(models, bin_counts=[10, 10])
-    with pytest.raises(CalibrationInputError, match=r"model 'b' must be given as \(probs, labels\)"):
-        bin_rank_stability({"a": models["a"], "b": models["a"][0]})
-    with pytest.raises(CalibrationInputError, match="model 'b': rows of `probs` must sum to 1"):
-        bin_rank_stability({"a": models["a"], "b": (np.full((3, 2), 0.6), [0, 1, 0])})
 
 
 # ----------------------------------------------------------------------------- pathologies

@@ -67,7 +67,7 @@ from scipy import stats
 
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.lab.generators import futami_logistic, gaussian_mixture
-from calib_core.validation import CalibrationInputError, check_choice
+from calib_core.validation import CalibrationInputError, check_choice, check_count
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha
 
 __all__ = ["DEFAULT_POWER_SIZES", "FLAGGED_TESTS", "SIZE_BAND", "SIZE_NOTES", "TEST_LABELS", "SizePowerResult", "binomial_interval", "size_and_power",
@@ -181,12 +181,6 @@ def resolve_tests(methods: Sequence[str] | Variants = TEST_METHODS) -> dict[str,
     return variants
 
 
-def _check_count(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise CalibrationInputError(f"`{name}` must be a whole number >= {minimum}, got {value!r}.")
-    return int(value)
-
-
 def _check_generator(generator: object, name: str) -> None:
     if not hasattr(generator, "sample_batch"):
         raise CalibrationInputError(
@@ -228,8 +222,8 @@ def simulate_p_values(generator, n: int, methods: Sequence[str] | Variants = TES
         rejecting.
     """
     _check_generator(generator, "generator")
-    n = _check_count(n, "n", 4)
-    repetitions = _check_count(repetitions, "repetitions")
+    n = check_count(n, "n", 4)
+    repetitions = check_count(repetitions, "repetitions")
     variants = resolve_tests(methods)
     stream = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     per_block = max(1, min(repetitions, _BLOCK_ELEMENTS // (n * int(generator.n_classes))))
@@ -459,7 +453,7 @@ def size_and_power(calibrated=None, miscalibrated=None, *, methods: Sequence[str
     variants = resolve_tests(methods)
     size_ns = _sizes([size_n] if isinstance(size_n, numbers.Integral) else size_n, "size_n", allow_empty=False)
     power_ns = _sizes(sizes, "sizes", allow_empty=True)
-    repetitions = _check_count(repetitions, "repetitions")
+    repetitions = check_count(repetitions, "repetitions")
     cells = [("size", calibrated, n) for n in size_ns] + [("power", miscalibrated, n) for n in power_ns]
     total = repetitions * len(cells)
     parts: dict[str, list[pd.DataFrame]] = {"size": [], "power": []}
@@ -491,7 +485,7 @@ def _sizes(values: Iterable[int], name: str, *, allow_empty: bool) -> tuple[int,
         raise CalibrationInputError(f"`{name}` must be whole numbers >= 4, got {values!r}.") from None
     if not items and not allow_empty:
         raise CalibrationInputError(f"`{name}` is empty; give at least one test-set size.")
-    return tuple(sorted({_check_count(v, name, 4) for v in items}))
+    return tuple(sorted({check_count(v, name, 4) for v in items}))
 
 
 # =========================================================================== measured figures (docs/tests.md)
