@@ -8,7 +8,7 @@ message that names the argument, the problem and an example row or value.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,14 @@ __all__ = [
     "check_probs_labels",
     "check_binning",
     "check_positive",
+    "check_count",
+    "check_sizes",
+    "check_flag",
+    "check_fraction",
+    "check_logits",
+    "check_real",
     "softmax",
+    "softmax_unchecked",
 ]
 
 #: Largest accepted deviation of a row sum from 1. Probabilities written as
@@ -371,9 +378,52 @@ def check_binning(binning: object) -> str:
 
 def check_right(right: object) -> bool:
     """``right`` (which end of a uniform bin is closed) as a bool; anything but True/False is refused."""
-    if not isinstance(right, (bool, np.bool_)):
-        raise CalibrationInputError(f"`right` must be True or False, got {right!r}.")
-    return bool(right)
+    return check_flag(right, "right")
+
+
+def check_count(value: object, name: str, minimum: int = 1) -> int:
+    """Check a whole number ``>= minimum`` (a count, a size, a seed); ``bool`` and floats are refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise CalibrationInputError(f"`{name}` must be a whole number >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def check_sizes(values: Iterable[object], name: str = "sizes", minimum: int = 2) -> tuple[int, ...]:
+    """Check a non-empty collection of whole numbers ``>= minimum`` (test-set sizes, bin counts).
+
+    Returns the distinct values, ascending.
+    """
+    try:
+        items = list(values)
+    except TypeError as exc:
+        raise CalibrationInputError(f"`{name}` must be a sequence of whole numbers, got {values!r}.") from exc
+    if not items:
+        raise CalibrationInputError(f"`{name}` is empty; give at least one value.")
+    for value in items:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+            raise CalibrationInputError(f"`{name}` must hold whole numbers >= {minimum}, got {value!r}.")
+    return tuple(sorted({int(v) for v in items}))
+
+
+def check_flag(value: object, name: str) -> bool:
+    """Check a True/False option (numpy booleans too); anything else, 0 and 1 included, is refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise CalibrationInputError(f"`{name}` must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def check_fraction(value: object, name: str) -> float:
+    """Check a real number strictly between 0 and 1 (a level ``alpha``, a share of rows)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value < 1.0:
+        raise CalibrationInputError(f"`{name}` must lie strictly between 0 and 1, got {value!r}.")
+    return float(value)
+
+
+def check_real(value: object, name: str) -> float:
+    """Check a finite real number (``bool`` is refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise CalibrationInputError(f"`{name}` must be a finite number, got {value!r}.")
+    return float(value)
 
 
 def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
@@ -386,12 +436,40 @@ def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
 
 def check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:
     """Check a finite positive (or non-negative) real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise CalibrationInputError(f"`{name}` must be a finite number, got {value!r}.")
+    check_real(value, name)
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise CalibrationInputError(f"`{name}` must be {bound}, got {value!r}.")
     return float(value)
+
+
+def check_logits(logits: ArrayLike, *, name: str = "logits") -> NDArray[np.float64]:
+    """Check a logit (score) matrix: numeric, 2-D with ``K >= 2`` columns, finite.
+
+    Parameters
+    ----------
+    logits : array_like of shape (N, K)
+    name : str
+        Argument name used in error messages.
+
+    Returns
+    -------
+    ndarray of shape (N, K), float64, C-contiguous
+
+    Raises
+    ------
+    CalibrationInputError
+        Wrong shape or dtype, no rows, NaN or infinite values (the message
+        shows the first offending row).
+    """
+    matrix = _as_float_matrix(logits, name)
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row = _first_bad_row(~finite.all(axis=1))
+        raise CalibrationInputError(
+            f"`{name}` contains NaN or infinite values, e.g. row {row}: {_format_row(matrix[row])}."
+        )
+    return matrix
 
 
 def softmax(logits: ArrayLike) -> NDArray[np.float64]:
@@ -402,16 +480,18 @@ def softmax(logits: ArrayLike) -> NDArray[np.float64]:
     CalibrationInputError
         If `logits` is not a finite 2-D array with at least 2 columns.
     """
-    matrix = _as_float_matrix(logits, "logits")
-    if not np.isfinite(matrix).all():
-        row = _first_bad_row(~np.isfinite(matrix).all(axis=1))
-        raise CalibrationInputError(
-            f"`logits` contains NaN or infinite values, e.g. row {row}: {_format_row(matrix[row])}."
-        )
-    shifted = matrix - matrix.max(axis=1, keepdims=True)
-    np.exp(shifted, out=shifted)
-    shifted /= shifted.sum(axis=1, keepdims=True)
-    return shifted
+    return softmax_unchecked(check_logits(logits))
+
+
+def softmax_unchecked(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`softmax` of a float array already checked (or built from checked values), over the last axis.
+
+    ``exp(s - max s) / sum exp(s - max s)`` in a new array; ``scores`` is not modified.
+    """
+    out = scores - scores.max(axis=-1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=-1, keepdims=True)
+    return out
 
 
 def as_probs(scores: ArrayLike) -> NDArray[np.float64]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from calib_core.io.loader import Predictions
+from calib_core.io import Predictions
 from studio import state
 
 APP = Path(__file__).resolve().parent.parent / "app.py"

@@ -32,7 +32,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.time_util import time_to_seconds
 
 import calib_core as cc
-from calib_core.io.loader import Predictions, load_demo
+from calib_core.io import Predictions, load_demo
 from studio import compute_lab as cl
 from studio import figures
 from studio import figures_estimators as fe
@@ -45,7 +45,7 @@ from studio.text import literal, md, plot_text
 from tests.app_support import open_with_uploads
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_SOURCES = sorted([*(ROOT / "studio").glob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"])
+APP_SOURCES = sorted([*(ROOT / "studio").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"])
 
 
 # ============================================================================ caches

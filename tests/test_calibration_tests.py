@@ -9,7 +9,7 @@ from scipy import stats
 
 import calib_core as cc
 from calib_core.inference.calibration_tests import hosmer_lemeshow, spiegelhalter_z
-from calib_core.io.loader import load_demo
+from calib_core.io import load_demo
 from calib_core.inference.verdicts import SPARSE_CELL_ROWS, cell_occupancy, check_alpha, read_test
 
 CIE = cc.CalibrationInputError

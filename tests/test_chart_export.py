@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calib_core.io.loader import Predictions
+from calib_core.io import Predictions
 from studio import downloads, nav, report
 
 from tests.app_support import open_with_uploads

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 import calib_core as cc
-from calib_core.io.loader import load_demo
+from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
 from studio import compute_recalibration as cr
 from studio.figures_recalibration import MINIMISER_PREFIX

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import calib_core as cc
-from calib_core.io.loader import load_predictions
+from calib_core.io import load_predictions
 from tests.e2e_support import ARTIFACTS, DEFAULT_TIMEOUT_MS, assert_no_exception, wait_for_app
 
 pytestmark = pytest.mark.e2e

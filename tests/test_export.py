@@ -11,7 +11,7 @@ import streamlit
 
 import calib_core as cc
 from calib_core.io.export import FORMULA_PREFIXES, csv_bytes, escape_csv_cell, escape_csv_frame
-from calib_core.io.loader import Predictions
+from calib_core.io import Predictions
 
 from tests import app_support
 

@@ -17,7 +17,8 @@ from scipy import stats
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io.loader import Predictions, load_demo
+from calib_core.inference.blocks import block_estimate, block_indices
+from calib_core.io import Predictions, load_demo
 from studio import compute_estimators as ce
 from studio import figures
 from studio import figures_estimators as fe
@@ -198,7 +199,7 @@ def test_large_upload_runs_the_quadratic_estimators_on_blocks():
     assert row["rows"] == plan.rows_used
     # Independently: the same disjoint blocks, the U-statistic on each, their mean and t-interval.
     h = cc.metrics.registry.skce_bandwidth(data.probs, data.labels)
-    blocks = ce.block_indices(12_000, plan.block_rows, plan.n_blocks, seed=0)
+    blocks = block_indices(12_000, plan.block_rows, plan.n_blocks, seed=0)
     values = np.array([cc.skce(data.probs[b], data.labels[b], bandwidth=h) for b in blocks])
     assert row["estimate"] == pytest.approx(values.mean(), abs=1e-14)
     half = row["ci_high"] - row["estimate"]
@@ -356,25 +357,13 @@ def test_resolve_n_boot():
     assert ce.resolve_band_boot(0, 100) == 0
 
 
-def test_block_indices_are_disjoint_random_blocks():
-    blocks = ce.block_indices(1000, 100, 7, seed=3)
-    assert len(blocks) == 7 and all(b.size == 100 and np.all(np.diff(b) > 0) for b in blocks)
-    assert np.unique(np.concatenate(blocks)).size == 700
-    assert not np.array_equal(blocks[0], ce.block_indices(1000, 100, 7, seed=4)[0])
-    np.testing.assert_array_equal(ce.block_indices(50, None, 1, seed=0)[0], np.arange(50))
-    with pytest.raises(ValueError, match="do not fit"):
-        ce.block_indices(1000, 300, 4, seed=0)
-
-
-def test_block_estimate_is_a_t_interval():
-    values = [0.10, 0.12, 0.11, 0.13, 0.09]
-    result = ce.block_estimate(values, block_rows=200, n_rows=1000, alpha=0.05, bandwidth=0.5, seconds=0.0)
-    se = np.std(values, ddof=1) / np.sqrt(5)
-    assert result.value == pytest.approx(0.11) and result.std == pytest.approx(se)
-    assert result.high - result.value == pytest.approx(2.7764451051977987 * se)  # t_{0.975, 4}
-    assert result.rows == 1000 and "5 blocks of 200 rows" in result.interval
-    single = ce.block_estimate([0.3], block_rows=None, n_rows=80, alpha=0.05, bandwidth=0.5, seconds=0.0)
-    assert single.value == 0.3 and np.isnan(single.low) and single.rows == 80
+def test_a_block_estimate_becomes_a_table_row():
+    """calib_core's BlockEstimate (tested in tests/test_blocks.py) with the page's interval text."""
+    blocked = ce.Estimate.of_blocks(block_estimate([0.1, 0.12, 0.11], block_rows=200, n_rows=1000), 0.5, 1.5)
+    assert blocked.interval == "t-interval over 3 blocks of 200 rows" and blocked.rows == 600
+    assert (blocked.bandwidth, blocked.seconds) == (0.5, 1.5)
+    single = ce.Estimate.of_blocks(block_estimate([0.3], block_rows=None, n_rows=80), 0.5, 0.0)
+    assert single.interval == ce.NO_BLOCK_INTERVAL and single.rows == 80 and np.isnan(single.low)
 
 
 # ----------------------------------------------------------------------------- figures (no browser)

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io.loader import Predictions, load_demo
+from calib_core.io import Predictions, load_demo
 from studio import figures_groups, state
 from studio.text import md
 

@@ -15,8 +15,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io.loader import load_demo
-from calib_core.lab.studies import DEFAULT_SIZES
+from calib_core.io import load_demo
+from calib_core.lab.estimators import DEFAULT_SIZES
+from calib_core.lab.stability import stability_table, study_sizes
 from studio import compute_lab as cl
 from studio import figures_lab as fl
 from studio import state
@@ -98,7 +99,7 @@ def test_page_opens_on_the_default_demo_with_five_tabs_and_runs_nothing():
     assert "lab:job" not in at.session_state
     assert at.multiselect(key="keep:lab.sizes").value == list(DEFAULT_SIZES)
     assert at.number_input(key="keep:lab.repetitions").value == 50
-    assert at.multiselect(key="keep:lab.estimators").value == list(cc.lab.studies.DEFAULT_ESTIMATORS)
+    assert at.multiselect(key="keep:lab.estimators").value == list(cc.lab.estimators.DEFAULT_ESTIMATORS)
 
 
 def test_tiny_run_draws_estimates_bands_and_the_truth_lines():
@@ -119,7 +120,7 @@ def test_tiny_run_draws_estimates_bands_and_the_truth_lines():
     assert tce_line["line"]["dash"] == "dash"
 
     # The means are calib_core.run_lab's, with the page's seeds.
-    keys = list(cc.lab.studies.DEFAULT_ESTIMATORS)
+    keys = list(cc.lab.estimators.DEFAULT_ESTIMATORS)
     expected = expected_summary(spec, keys, [100, 268], 3)
     for key in keys:
         label = cl.estimator_options()[key] if key in cl.estimator_options() else key
@@ -162,7 +163,7 @@ def test_the_same_settings_come_back_from_the_store_and_the_error_view():
     assert not traces(main, fl.TRUTH_TRACE_PREFIX)
     assert main["layout"]["shapes"][0]["y0"] == 0.0  # the zero line
     summary = expected_summary(cl.GeneratorSpec.make("logistic", b0=0.5, b1=-1.5),
-                               list(cc.lab.studies.DEFAULT_ESTIMATORS), [100], 2)
+                               list(cc.lab.estimators.DEFAULT_ESTIMATORS), [100], 2)
     (ece_trace,) = [t for t in main["data"] if t.get("name") == "ECE (uniform, optimal B)"]
     np.testing.assert_allclose(as_array(ece_trace["y"]), summary["bias"].iloc[:1], rtol=1e-12)
 
@@ -253,7 +254,7 @@ def test_test_set_size_study_on_the_default_demo():
                                    "keep:lab.study_repetitions": 5})
     assert_clean(at)
     data = load_demo(state.DEFAULT_DEMO)
-    sizes = cl.study_sizes(data.n_samples)
+    sizes = study_sizes(data.n_samples)
     assert data.n_samples // 2 in sizes and sizes[0] == 100 and sizes[-1] == data.n_samples
     study = cc.subset_study(data.probs, data.labels, ["ece", "brier"], sizes=sizes, repetitions=5, seed=0)
     (spec,) = specs(at)
@@ -264,7 +265,7 @@ def test_test_set_size_study_on_the_default_demo():
     verdict = " ".join(m.value for m in at.markdown)
     assert f"**{md(state.DEFAULT_DEMO)}** (N = {data.n_samples:,})" in verdict  # names shown as plain text
     (table,) = [d.value for d in at.dataframe if "verdict" in d.value.columns]
-    expected = cl.stability_table(study.summary.assign(model=state.DEFAULT_DEMO), {state.DEFAULT_DEMO:
+    expected = stability_table(study.summary.assign(model=state.DEFAULT_DEMO), {state.DEFAULT_DEMO:
                                                                                    data.n_samples}, 0.1)
     np.testing.assert_allclose(table["relative std. error"], expected["relative_se"], rtol=1e-12)
     assert list(table["verdict"]) == list(expected["verdict"])
@@ -393,31 +394,8 @@ def test_fixed_bin_estimators_replace_the_15_bin_ones():
         cl.resolve_estimators(spec, ["nope"], 15)
 
 
-def test_stability_table_by_hand():
-    summary = pd.DataFrame({
-        "model": ["m"] * 4, "metric": ["ece", "ece", "brier", "brier"], "size": [500, 1000, 500, 1000],
-        "mean": [0.060, 0.050, 0.201, 0.200], "std": [0.010, 0.0, 0.004, 0.0],
-        "full_value": [0.050, 0.050, 0.200, 0.200],
-    })
-    table = cl.stability_table(summary, {"m": 1000}, tolerance=0.1).set_index("metric")
-    assert table.loc["ece", "relative_se"] == pytest.approx(0.2)
-    assert table.loc["ece", "drift"] == pytest.approx(0.2)
-    assert table.loc["ece", "verdict"] == "noisy and still moving with N"
-    assert table.loc["brier", "relative_se"] == pytest.approx(0.02)
-    assert bool(table.loc["brier", "stable"]) and table.loc["brier", "half"] == 500
-    loose = cl.stability_table(summary, {"m": 1000}, tolerance=0.25)
-    assert loose["stable"].all()
-
-
-def test_gap_slopes_recover_a_power_law():
-    sizes = np.array([100, 1000, 10_000])
-    observed = pd.DataFrame({"label": "x", "size": sizes, "mean_abs_error": 0.5 * sizes ** -0.5})
-    assert cl.gap_slopes(observed)["x"] == pytest.approx(-0.5)
-    assert cl.gap_slopes(observed.iloc[:1]) == {}
-
-
 def test_variant_heatmap_places_each_variant():
-    table = pd.DataFrame(cc.lab.studies.GCE_VARIANTS, columns=["binning", "max_prob", "class_conditional", "threshold",
+    table = pd.DataFrame(cc.metrics.sensitivity.GCE_VARIANTS, columns=["binning", "max_prob", "class_conditional", "threshold",
                                                        "norm"])
     table["mean_spearman"] = np.linspace(-1, 1, 32)
     z = np.array(fl.variant_heatmap(table).data[0].z, dtype=float)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import calib_core as cc
-from calib_core.io.loader import Predictions
+from calib_core.io import Predictions
 
 from tests import app_support
 

@@ -1,5 +1,6 @@
-"""AppTest tests of the Recalibration page (pages/6_Recalibration.py), its cached helpers
-(studio/compute_recalibration.py) and its figures (studio/figures_recalibration.py).
+"""AppTest tests of the Recalibration page (pages/6_Recalibration.py, its sections in studio/recalibration/),
+its cached helpers (studio/compute_recalibration.py) and its figures (studio/figures_recalibration.py).
+The science it shows (calib_core.recalibration.compare and .sweeps) is tested in tests/test_compare.py.
 
 Each page test opens the page as a deep link in a fresh session (``switch_page``
 before the first run). Expected numbers are computed independently with
@@ -17,8 +18,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io.loader import Predictions, load_demo
+from calib_core.io import Predictions, load_demo
 from calib_core.recalibration import RECALIBRATORS, Recalibrator, TemperatureScaling
+from calib_core.recalibration import compare, sweeps
 from studio import compute_recalibration as cr
 from studio import state
 from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
@@ -27,6 +29,7 @@ from studio.text import literal, plot_text
 
 from tests import app_support
 from tests.app_support import assert_clean
+from tests.test_compare import BEFORE_VALUES, results_from, with_exact_zeros
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
@@ -112,7 +115,7 @@ def test_page_runs_on_the_default_demo_with_the_default_methods():
     assert f"{n_test:,} disjoint test rows" in sentence
     # The protocol is stated once (issue 11, item 10: it used to be repeated about eight times).
     assert all_text(at).count("Protocol:") == 1 and all_text(at).count("Holdout:") == 1
-    assert list(summary(at).index) == [cr.BEFORE, *cr.DEFAULT_METHODS]
+    assert list(summary(at).index) == [compare.BEFORE, *cr.DEFAULT_METHODS]
     assert set(details(at)["method"]) == set(cr.DEFAULT_METHODS)
     # change, reliability before/after, two simplex views, temperature surface, GCE ranks
     assert len(at.get("plotly_chart")) == 6
@@ -137,15 +140,15 @@ def test_temperature_scaling_numbers_agree_with_calib_core():
     rows = table[table["method"] == "Temperature scaling"].set_index("metric")
     matrix = summary(at)
     for key, function in DIRECT.items():
-        label = cr.metric_label(key)
+        label = compare.metric_label(key)
         expected_after, expected_before = function(after, labels), function(before, labels)
         assert rows.loc[label, "after"] == pytest.approx(expected_after, rel=1e-9, abs=1e-12), key
         assert rows.loc[label, "before"] == pytest.approx(expected_before, rel=1e-9, abs=1e-12), key
         assert rows.loc[label, "delta"] == pytest.approx(expected_after - expected_before, rel=1e-9, abs=1e-12)
         assert matrix.loc["Temperature scaling", label] == pytest.approx(expected_after, rel=1e-9, abs=1e-12)
-        assert matrix.loc[cr.BEFORE, label] == pytest.approx(expected_before, rel=1e-9, abs=1e-12)
+        assert matrix.loc[compare.BEFORE, label] == pytest.approx(expected_before, rel=1e-9, abs=1e-12)
     # The SCE column is also the class-wise ECE (uniform bins).
-    assert rows.loc[cr.metric_label("sce"), "after"] == pytest.approx(cc.classwise_ece(after, labels), rel=1e-12)
+    assert rows.loc[compare.metric_label("sce"), "after"] == pytest.approx(cc.classwise_ece(after, labels), rel=1e-12)
     # Paired bootstrap intervals: the same seed resamples the same rows before and after.
     ece_before = cc.bootstrap_ci(cc.ece, before, labels, n_boot=50, seed=0)
     ece_after = cc.bootstrap_ci(cc.ece, after, labels, n_boot=50, seed=0)
@@ -212,12 +215,12 @@ def test_binary_demo_with_every_method():
     at.multiselect(key="methods").set_value(list(RECALIBRATORS)).run()
     assert_clean(at)
     assert not at.warning, [w.value for w in at.warning]
-    assert list(summary(at).index) == [cr.BEFORE, *RECALIBRATORS]
+    assert list(summary(at).index) == [compare.BEFORE, *RECALIBRATORS]
     assert "`breast_cancer_svc`:" in markdown(at)
     # The cautionary baseline is offered, labelled, and never recommended.
-    assert any(cr.CAUTIONARY in i.value and "cautionary baseline" in i.value for i in at.info)
+    assert any(compare.CAUTIONARY in i.value and "cautionary baseline" in i.value for i in at.info)
     verdict = next(m.value for m in at.markdown if m.value.startswith("`breast_cancer_svc`"))
-    assert cr.CAUTIONARY not in verdict
+    assert compare.CAUTIONARY not in verdict
 
 
 def test_model_without_split_column_gets_a_random_split_and_downloads():
@@ -248,13 +251,13 @@ def test_two_models_each_get_their_own_fits():
     text = markdown(at)
     assert "`wine_random_forest`:" in text and "`breast_cancer_svc`:" in text
     assert at.selectbox(key="recal_model").value == WINE
-    wine_ece = summary(at).loc[cr.BEFORE, "ECE"]
+    wine_ece = summary(at).loc[compare.BEFORE, "ECE"]
     at.selectbox(key="recal_model").set_value(CANCER).run()
     assert_clean(at)
     data = load_demo(CANCER)
     test = data.split == "test"
-    assert summary(at).loc[cr.BEFORE, "ECE"] == pytest.approx(cc.ece(data.probs[test], data.labels[test]))
-    assert summary(at).loc[cr.BEFORE, "ECE"] != wine_ece
+    assert summary(at).loc[compare.BEFORE, "ECE"] == pytest.approx(cc.ece(data.probs[test], data.labels[test]))
+    assert summary(at).loc[compare.BEFORE, "ECE"] != wine_ece
 
 
 def test_sidebar_split_with_one_split_falls_back_to_a_random_split_without_errors():
@@ -296,7 +299,7 @@ def view_of(predictions: Predictions) -> ModelView:
 def test_fit_methods_reports_progress_per_method_and_caches_per_method():
     views = [view_of(synthetic(200, 3, name="a")), view_of(synthetic(200, 3, seed=1, name="b"))]
     calls = []
-    fits = cr.fit_methods(views, ["Temperature scaling", "Isotonic regression"], cr.Protocol("random"),
+    fits = cr.fit_methods(views, ["Temperature scaling", "Isotonic regression"], compare.Protocol("random"),
                           on_progress=lambda *args: calls.append(args))
     assert calls == [("a", "Temperature scaling", 0, 4), ("a", "Isotonic regression", 1, 4),
                      ("b", "Temperature scaling", 2, 4), ("b", "Isotonic regression", 3, 4), ("", "", 4, 4)]
@@ -304,21 +307,18 @@ def test_fit_methods_reports_progress_per_method_and_caches_per_method():
     assert fits["a"]["Temperature scaling"].after != fits["b"]["Temperature scaling"].after
 
 
-def test_protocol_normalisation_shares_cache_keys():
-    assert cr.Protocol("split_column", 0.3, 7, 10).normalised() == cr.Protocol("split_column")
-    assert cr.Protocol("random", 0.3, 7, 10).normalised() == cr.Protocol("random", 0.3, 7, 5)
-    assert cr.Protocol("cross_fit", 0.3, 7, 10).normalised() == cr.Protocol("cross_fit", 0.5, 7, 10)
+def test_a_model_without_a_usable_split_column_is_told_why_it_is_split_at_random():
     no_split = synthetic(50, 2)
-    used, note = cr.effective_protocol(no_split, cr.Protocol("split_column", 0.25, 3))
-    assert used == cr.Protocol("random", 0.25, 3) and "has no `split` column" in note
+    used, note = cr.effective_protocol(no_split, compare.Protocol("split_column", 0.25, 3))
+    assert used == compare.Protocol("random", 0.25, 3) and "has no `split` column" in note
     with_split = synthetic(50, 2, split=True)
-    assert cr.effective_protocol(with_split, cr.Protocol("split_column", 0.25, 3)) == (cr.Protocol(), None)
+    assert cr.effective_protocol(with_split, compare.Protocol("split_column", 0.25, 3)) == (compare.Protocol(), None)
 
 
 def test_recalibrated_csv_and_json_round_trip():
     predictions = synthetic(200, 3, split=True, name="m")
     fingerprint = state.fingerprint(predictions)
-    protocol = cr.Protocol()
+    protocol = compare.Protocol()
     ev = cr.evaluation_set(predictions, fingerprint, protocol)
     fit = cr.fit_method(predictions, fingerprint, "Vector scaling", protocol)
     frame = pd.read_csv(io.BytesIO(cr.predictions_csv(predictions, ev, fit)))
@@ -329,10 +329,11 @@ def test_recalibrated_csv_and_json_round_trip():
     np.testing.assert_allclose(frame.loc[frame["split"] == "test", ["p_0", "p_1", "p_2"]], fit.probs, rtol=1e-9)
     np.testing.assert_array_equal(restored.predict_proba(predictions.probs[ev.eval_index]), fit.probs)
     # Cross-fitting: the out-of-fold predictions of every row.
-    cross = cr.Protocol("cross_fit", n_folds=4)
+    cross = compare.Protocol("cross_fit", n_folds=4)
     ev_cf = cr.evaluation_set(predictions, fingerprint, cross)
     fit_cf = cr.fit_method(predictions, fingerprint, "Temperature scaling", cross)
-    frame_cf = cr.recalibrated_frame(predictions, ev_cf, fit_cf)
+    frame_cf = compare.recalibrated_frame(predictions.probs, predictions.labels, ev_cf, fit_cf,
+                                          class_names=predictions.class_names)
     assert (frame_cf["split"] == "out-of-fold").all()
     oof = cc.cross_fit(TemperatureScaling(input="probs"), predictions.probs, predictions.labels, n_folds=4, seed=0)
     np.testing.assert_allclose(frame_cf[["p_0", "p_1", "p_2"]].to_numpy(), oof, rtol=1e-12)
@@ -340,78 +341,8 @@ def test_recalibrated_csv_and_json_round_trip():
 
 def test_a_failing_fit_is_returned_with_its_message():
     predictions = synthetic(60, 3, name="m")
-    fit = cr.fit_method(predictions, state.fingerprint(predictions), "No such method", cr.Protocol("random"))
+    fit = cr.fit_method(predictions, state.fingerprint(predictions), "No such method", compare.Protocol("random"))
     assert not fit.ok and fit.severity == "warning" and "unknown method" in fit.message
-
-
-def results_from(afters: dict[str, dict[str, float]], before: dict[str, float]) -> pd.DataFrame:
-    rows = []
-    for method, values in afters.items():
-        for key in cr.METRIC_KEYS:
-            rows.append({"method": method, "metric": cr.metric_label(key), "key": key, "before": before[key],
-                         "after": values[key], "delta": values[key] - before[key], "fit_seconds": 0.0,
-                         "delta_low": np.nan, "delta_high": np.nan})
-    return pd.DataFrame(rows)
-
-
-BEFORE_VALUES = {"ece": 0.2, "ace": 0.1, "sce": 0.1, "mce": 0.5, "ks": 0.2, "nll": 1.0, "brier": 0.5, "accuracy": 0.8}
-
-
-def test_verdict_recommends_the_lowest_brier_among_methods_that_lower_ece_and_never_the_baseline():
-    def values(ece, brier, accuracy=0.8):
-        return {**BEFORE_VALUES, "ece": ece, "brier": brier, "accuracy": accuracy}
-
-    table = results_from({"A": values(0.05, 0.45), "B": values(0.02, 0.48), "C": values(0.1, 0.55),
-                          cr.CAUTIONARY: values(0.0, 0.40)}, BEFORE_VALUES)
-    sentence = cr.verdict("m", table)
-    assert "**A** helps most" in sentence and "ECE 0.200 → 0.050" in sentence and "accuracy unchanged" in sentence
-    assert cr.best_methods(table)["ece"] == ["B"]  # the baseline (ECE 0) is not eligible
-    assert cr.best_methods(table, exclude=())["ece"] == [cr.CAUTIONARY]
-    worse = results_from({"C": values(0.1, 0.55), "D": values(0.3, 0.4)}, BEFORE_VALUES)
-    assert "no method lowers both" in cr.verdict("m", worse)
-
-
-def test_temperature_surface_minimisers_and_edges():
-    predictions = synthetic(400, 4, logits=True, name="m")
-    surface = cr.temperature_surface(predictions, state.fingerprint(predictions), cr.Protocol("random"))
-    ev = cr.evaluation_set(predictions, state.fingerprint(predictions), cr.Protocol("random"))
-    nll = surface.table[surface.table["metric"] == "NLL"]
-    temperatures = np.geomspace(cr.T_MIN, cr.T_MAX, cr.T_POINTS)
-    np.testing.assert_allclose(nll["temperature"], temperatures)
-    z, y = predictions.logits[ev.eval_index], predictions.labels[ev.eval_index]
-    direct = [cc.nll(cc.softmax(z / t), y) for t in temperatures]
-    np.testing.assert_allclose(nll["value"], direct, rtol=1e-12)
-    lowest = surface.minimisers.set_index("metric")
-    assert lowest.loc["NLL", "temperature"] == pytest.approx(temperatures[int(np.argmin(direct))])
-    assert 1.5 < lowest.loc["NLL", "temperature"] < 6, "the logits were multiplied by 3"
-    assert set(lowest.index) == {"NLL", "ECE", "ACE", "SCE", "CE_KL (kernel)"}
-    assert surface.kde_rows == ev.eval_index.size
-    # Near-uniform predictions (large T) are close to calibrated for balanced classes, so the kernel
-    # CE_KL keeps falling to the end of the grid; the page says so.
-    assert "NLL" not in surface.at_edge and set(surface.at_edge) <= {"CE_KL (kernel)"}
-    assert cr.surface_range([24.1]) == (0.05, 50.0) and cr.surface_range([0.01]) == (0.005, 20.0)
-    assert cr.kde_rows_for(50_000, 100) == 1_000
-
-
-def test_gce_ranking_matches_gce_and_spearman():
-    predictions = synthetic(300, 3, logits=True, name="m")
-    rng = np.random.default_rng(0)
-    probs = {"a": predictions.probs, "b": cc.softmax(predictions.logits / 3),
-             "c": cc.softmax(predictions.logits / 1.5 + rng.normal(size=predictions.probs.shape) * 0.1)}
-    ranking = cr.gce_ranking(probs, predictions.labels, ("test",))
-    for variant in (0, 4, 8, 21, 24, 31):
-        binning, max_prob, class_conditional, threshold, norm = cr.GCE_VARIANTS[variant]
-        for name, p in probs.items():
-            expected = cc.gce(p, predictions.labels, binning=binning, max_prob=max_prob,
-                              class_conditional=class_conditional, threshold=threshold, norm=norm)
-            assert ranking.values.loc[name, variant] == pytest.approx(expected, rel=1e-12)
-    assert (ranking.ranks.loc["a"] == 3).all(), "three times too confident is worst under every variant"
-    from scipy.stats import spearmanr
-
-    rho = spearmanr(ranking.values.to_numpy(), axis=0).statistic
-    assert ranking.mean_spearman == pytest.approx(np.nanmean(rho[np.triu_indices(32, 1)]))
-    assert list(ranking.variants.loc[[0, 4, 5, 8, 20, 21, 24], "name"]) == [
-        "", "ECE", "RMSCE", "", "ECE (adaptive)", "RMSCE (adaptive)", ""]
 
 
 # ----------------------------------------------------------------------------- figures
@@ -432,13 +363,13 @@ def test_figures_mark_minimisers_and_draw_every_method():
         temperature_surface_figure(table, minimisers, layout="grid")
 
     results = results_from({"A": {**BEFORE_VALUES, "ece": 0.1}, "B": BEFORE_VALUES}, BEFORE_VALUES)
-    change = change_figure(results, keys=cr.PROBABILITY_SCALE_KEYS)
+    change = change_figure(results, keys=compare.PROBABILITY_SCALE_KEYS)
     assert [t.name for t in change.data] == ["A", "B"]
     np.testing.assert_allclose(change.data[0].y, [-0.1, 0.0, 0.0, 0.0])
 
-    ranks = pd.DataFrame([[1] * 32, [2] * 32], index=["A", cr.CAUTIONARY], columns=range(32))
-    heat = gce_rank_figure(ranks, ranks.astype(float) / 10, cr.variant_table(), highlight=(cr.CAUTIONARY,))
-    assert list(heat.data[0].y) == ["A", f"<i>{plot_text(cr.CAUTIONARY)}</i>"]  # its "&" as plain text
+    ranks = pd.DataFrame([[1] * 32, [2] * 32], index=["A", compare.CAUTIONARY], columns=range(32))
+    heat = gce_rank_figure(ranks, ranks.astype(float) / 10, sweeps.variant_table(), highlight=(compare.CAUTIONARY,))
+    assert list(heat.data[0].y) == ["A", f"<i>{plot_text(compare.CAUTIONARY)}</i>"]  # its "&" as plain text
     assert heat.data[0].x[4] == "4 ECE" and heat.data[0].x[1] == "1"
 
 
@@ -447,7 +378,7 @@ def test_the_same_probabilities_with_and_without_logits_are_fitted_separately():
     as_probs = Predictions.from_arrays(probs=with_logits.probs, labels=with_logits.labels, name="m")
     fingerprint = state.fingerprint(with_logits)
     assert fingerprint != state.fingerprint(as_probs), "the app's fingerprint must include the logits"
-    protocol = cr.Protocol("random")
+    protocol = compare.Protocol("random")
     # Even under one fingerprint the input kind keeps the cached fits apart.
     fit_logits = cr.fit_method(with_logits, fingerprint, "Vector scaling", protocol)
     fit_probs = cr.fit_method(as_probs, fingerprint, "Vector scaling", protocol)
@@ -463,10 +394,10 @@ def test_thin_classes_are_reported_with_what_to_do():
     probs = rng.dirichlet(np.ones(3), size=labels.size)
     predictions = Predictions.from_arrays(probs=probs, labels=labels, name="thin")
     fingerprint = state.fingerprint(predictions)
-    notes = cr.evaluation_set(predictions, fingerprint, cr.Protocol("random")).notes
+    notes = cr.evaluation_set(predictions, fingerprint, compare.Protocol("random")).notes
     assert any("Too few fitting rows of class 2 (1 row)" in n and "cross-fitting" in n for n in notes)
     assert any("Class 2 does not occur among the evaluation rows" in n for n in notes)
-    cross = cr.evaluation_set(predictions, fingerprint, cr.Protocol("cross_fit", n_folds=5)).notes
+    cross = cr.evaluation_set(predictions, fingerprint, compare.Protocol("cross_fit", n_folds=5)).notes
     assert any("fewer rows than the 5 folds" in n and "Use fewer folds" in n for n in cross)
     at = open_with_model(predictions)
     assert not at.exception
@@ -474,47 +405,6 @@ def test_thin_classes_are_reported_with_what_to_do():
 
 
 # ----------------------------------------------------------------------------- issue 11: names, texts, exact zeros
-
-def _with_exact_zeros(n_rows: int = 400, n_classes: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Vote shares of 5 'trees' (many exact zeros), labels drawn near the votes."""
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, n_classes, n_rows)
-    votes = np.where(rng.uniform(size=(n_rows, 5)) < 0.7, labels[:, None], rng.integers(0, n_classes, (n_rows, 5)))
-    probs = np.stack([(votes == k).mean(axis=1) for k in range(n_classes)], axis=1)
-    return probs, labels
-
-
-@pytest.mark.parametrize("n_bins", [5, 15])
-def test_every_named_gce_variant_equals_its_metric_exactly(n_bins):
-    """Issue 11, item 3: a variant labelled with a metric's name must be that metric, on any data."""
-    demo = load_demo(DIGITS)
-    test = demo.split == "test"
-    rng = np.random.default_rng(1)
-    cases = [(demo.probs[test], demo.labels[test]), _with_exact_zeros(),
-             (cc.softmax(rng.normal(size=(300, 3)) * 2), rng.integers(0, 3, 300))]
-    table = cr.variant_table()
-    named = table[table["name"] != ""]
-    assert set(named["variant"]) == set(cr.NAMED_VARIANTS) and len(named) == 4
-    for probs, labels in cases:
-        for row in named.itertuples():
-            _, function, kwargs = cr.NAMED_VARIANTS[row.variant]
-            value = cc.gce(probs, labels, n_bins=n_bins, binning=row.binning, max_prob=row.max_prob,
-                           class_conditional=row.class_conditional, threshold=row.threshold, norm=row.norm)
-            assert value == pytest.approx(function(probs, labels, n_bins=n_bins, **kwargs), rel=1e-12, abs=1e-15), \
-                row.name
-    # Every other variant is labelled by its settings only, never by a metric's name.
-    for row in table[table["name"] == ""].itertuples():
-        assert row.label == cr.variant_settings(row.binning, row.max_prob, row.class_conditional, row.threshold,
-                                                row.norm)
-        assert not {"ECE", "SCE", "ACE", "TACE", "MCE", "RMSCE"} & set(row.label.replace("·", " ").split())
-    # Why 8 and 24 carry no name: with exact zeros they are not the SCE and the ACE (the issue's numbers).
-    probs, labels = cases[0]
-    assert cc.gce(probs, labels, max_prob=False, class_conditional=True) == pytest.approx(0.0424, abs=5e-5)
-    assert cc.sce(probs, labels) == pytest.approx(0.0299, abs=5e-5)
-    assert cc.gce(probs, labels, binning="adaptive", max_prob=False, class_conditional=True) == pytest.approx(
-        0.0374, abs=5e-5)
-    assert cc.ace(probs, labels) == pytest.approx(0.0280, abs=5e-5)
-
 
 def test_heatmap_names_only_variants_equal_to_the_table_metric_on_the_default_demo():
     at = open_page(n_boot=0)
@@ -537,40 +427,40 @@ def test_heatmap_names_only_variants_equal_to_the_table_metric_on_the_default_de
 def test_cautionary_baseline_is_explained_where_it_is_left_unmarked():
     """Issue 11, item 10: "the cautionary baseline is not eligible" was said without saying why."""
     at = open_page(n_boot=0)
-    assert "not eligible" not in all_text(at) and cr.CAUTIONARY not in all_text(at)  # not chosen: not mentioned
-    at.multiselect(key="methods").set_value(["Temperature scaling", cr.CAUTIONARY]).run()
+    assert "not eligible" not in all_text(at) and compare.CAUTIONARY not in all_text(at)  # not chosen: not mentioned
+    at.multiselect(key="methods").set_value(["Temperature scaling", compare.CAUTIONARY]).run()
     assert_clean(at)
     assert "not eligible" not in all_text(at)
     note = next(c.value for c in at.main.caption if "Green: the best method" in c.value)
-    assert f"**{cr.CAUTIONARY}** is never marked" in note and "calibrated by construction" in note
+    assert f"**{compare.CAUTIONARY}** is never marked" in note and "calibrated by construction" in note
     # It has the lowest ECE in the table, yet the ECE winner marked green is temperature scaling.
     matrix = summary(at)
-    assert matrix.loc[cr.CAUTIONARY, "ECE"] < matrix.loc["Temperature scaling", "ECE"]
+    assert matrix.loc[compare.CAUTIONARY, "ECE"] < matrix.loc["Temperature scaling", "ECE"]
     table = details(at).rename(columns={"metric": "key"})
-    table["key"] = table["key"].map({cr.metric_label(k): k for k in cr.METRIC_KEYS})
-    assert cr.best_methods(table)["ece"] == ["Temperature scaling"]
+    table["key"] = table["key"].map({compare.metric_label(k): k for k in compare.METRIC_KEYS})
+    assert compare.best_methods(table)["ece"] == ["Temperature scaling"]
 
 
 def test_tables_show_a_dash_not_none_for_missing_values():
     """Issue 11, item 10: without intervals the table printed a literal "None" in six columns."""
     predictions = synthetic(200, 3, split=True, name="m")
     fingerprint = state.fingerprint(predictions)
-    ev = cr.evaluation_set(predictions, fingerprint, cr.Protocol())
-    fits = {"Temperature scaling": cr.fit_method(predictions, fingerprint, "Temperature scaling", cr.Protocol())}
-    table = cr.results_table(ev, fits)
-    assert table[cr.INTERVAL_COLUMNS].isna().all().all()
+    ev = cr.evaluation_set(predictions, fingerprint, compare.Protocol())
+    fits = {"Temperature scaling": cr.fit_method(predictions, fingerprint, "Temperature scaling", compare.Protocol())}
+    table = compare.results_table(ev, fits)
+    assert table[compare.INTERVAL_COLUMNS].isna().all().all()
     shown = cr.styled_details(table)
-    assert not set(cr.INTERVAL_COLUMNS) & set(shown.data.columns)  # no intervals: no interval columns
+    assert not set(compare.INTERVAL_COLUMNS) & set(shown.data.columns)  # no intervals: no interval columns
     partial = table.copy()
-    partial.loc[0, cr.INTERVAL_COLUMNS] = 0.1  # intervals for one metric only
+    partial.loc[0, compare.INTERVAL_COLUMNS] = 0.1  # intervals for one metric only
     html = cr.styled_details(partial).to_html()
     assert cr.MISSING in html and "None" not in html and "nan" not in html
-    matrix = cr.summary_matrix(ev, table)
+    matrix = compare.summary_matrix(ev, table)
     matrix.iloc[1, 0] = np.nan
-    html = cr.styled_summary(matrix, cr.best_methods(table)).to_html()
+    html = cr.styled_summary(matrix, compare.best_methods(table)).to_html()
     assert cr.MISSING in html and "nan" not in html
     at = open_page(n_boot=0)
-    assert not set(cr.INTERVAL_COLUMNS) & set(details(at).columns)
+    assert not set(compare.INTERVAL_COLUMNS) & set(details(at).columns)
     assert "None" not in details(at).astype(str).to_numpy().ravel().tolist()
 
 
@@ -589,10 +479,10 @@ def test_user_supplied_names_are_plain_text_everywhere_on_the_page():
 
 def test_temperature_surface_takes_the_same_logarithm_as_temperature_scaling():
     """Probabilities with exact zeros: softmax(log(p + 1e-12) / T), so the fitted T mark belongs to the curves."""
-    probs, labels = _with_exact_zeros(600, 4, seed=5)
+    probs, labels = with_exact_zeros(600, 4, seed=5)
     predictions = Predictions.from_arrays(probs=probs, labels=labels, name="votes")
     fingerprint = state.fingerprint(predictions)
-    protocol = cr.Protocol("random")
+    protocol = compare.Protocol("random")
     surface = cr.temperature_surface(predictions, fingerprint, protocol, with_kde=False)
     ev = cr.evaluation_set(predictions, fingerprint, protocol)
     p, y = probs[ev.eval_index], labels[ev.eval_index]
@@ -600,6 +490,6 @@ def test_temperature_surface_takes_the_same_logarithm_as_temperature_scaling():
     expected = [cc.nll(cc.softmax(np.log(p + 1e-12) / t), y) for t in nll["temperature"]]
     np.testing.assert_allclose(nll["value"], expected, rtol=1e-12)
     fit = cr.fit_method(predictions, fingerprint, "Temperature scaling", protocol)
-    fitted_t = cr.fitted_temperatures({"Temperature scaling": fit})["Temperature scaling"]
+    fitted_t = compare.fitted_temperatures({"Temperature scaling": fit})["Temperature scaling"]
     direct = TemperatureScaling().fit(np.log(probs[ev.fit_index] + 1e-12), labels[ev.fit_index]).temperature_
     assert fitted_t == pytest.approx(direct, rel=1e-9) and fitted_t < 20

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io.loader import load_demo
+from calib_core.io import load_demo
 from studio.state import DEFAULT_DEMO
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")

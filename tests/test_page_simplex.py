@@ -1,4 +1,5 @@
-"""AppTest tests of the Simplex page (pages/5_Simplex.py) and its cached helpers (studio/compute_simplex.py).
+"""AppTest tests of the Simplex page (pages/5_Simplex.py, its sections in studio/simplex/) and its cached
+helpers (studio/compute_simplex.py).
 
 Each test opens the page as a deep link in a fresh session (``switch_page``
 before the first run), so the page sets itself up and loads ``?demo=``.
@@ -14,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
-from calib_core.io.loader import Predictions, load_demo
+from calib_core.io import Predictions, load_demo
 from studio import compute_simplex as cs
 from studio import state
 from studio.figures_simplex import ARROW_TRACE_NAME

@@ -1,4 +1,5 @@
-"""Tests for calib_core.metrics.proper: kde_ce, score decomposition, calibration upper bound, bound chain."""
+"""Tests for calib_core.metrics.kde (kde_ce) and calib_core.metrics.decomposition (score decomposition,
+calibration upper bound, bound chain)."""
 import functools
 
 import numpy as np
@@ -12,15 +13,8 @@ from scipy.stats import dirichlet
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.metrics.proper import (
-    DEFAULT_BANDWIDTH_GRID,
-    bound_chain,
-    calibration_upper_bound,
-    kde_bandwidth,
-    kde_ce,
-    kde_conditional_expectation,
-    score_decomposition,
-)
+from calib_core.metrics.decomposition import bound_chain, calibration_upper_bound, score_decomposition
+from calib_core.metrics.kde import DEFAULT_BANDWIDTH_GRID, kde_bandwidth, kde_ce, kde_conditional_expectation
 
 
 def softmax(logits):

@@ -227,6 +227,18 @@ def test_evaluate_with_probabilities_and_registry_metrics(problem):
     assert isinstance(report.table, pd.DataFrame)
 
 
+def test_evaluate_shows_registry_keys_by_label_and_other_metrics_by_their_name(problem):
+    x, labels = problem
+    args = ([TemperatureScaling()], x[:600], labels[:600], x[600:], labels[600:])
+    one_key = evaluate_recalibration(*args, metrics="ece").table
+    assert one_key[["metric", "metric_key"]].values.tolist() == [["ECE", "ece"]]
+    mixed = evaluate_recalibration(*args, metrics=["nll", _accuracy]).table
+    assert mixed[["metric", "metric_key"]].values.tolist() == [["NLL", "nll"], ["_accuracy", "_accuracy"]]
+    named = evaluate_recalibration(*args, metrics={"my ECE": "ece"}).table
+    assert named[["metric", "metric_key"]].values.tolist() == [["my ECE", "my ECE"]]
+    assert named["before"].iloc[0] == one_key["before"].iloc[0]
+
+
 def test_evaluate_errors(problem):
     x, labels = problem
     with pytest.raises(CalibrationInputError, match="both"):
@@ -239,6 +251,8 @@ def test_evaluate_errors(problem):
         evaluate_recalibration([TemperatureScaling()], x, labels, metrics={"bad": 3})
     with pytest.raises(CalibrationInputError, match="unknown metric"):
         evaluate_recalibration([TemperatureScaling()], x, labels, metrics=["no_such_metric"])
+    with pytest.raises(CalibrationInputError, match="`metrics` is empty"):
+        evaluate_recalibration([TemperatureScaling()], x, labels, metrics=[])
     with pytest.raises(CalibrationInputError, match="input"):
         evaluate_recalibration([TemperatureScaling()], x, labels, metrics=METRICS, input="scores")
     with pytest.raises(CalibrationInputError, match="declare them as logits"):

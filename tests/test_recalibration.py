@@ -27,7 +27,6 @@ from calib_core.recalibration import (
     TemperatureScaling,
     VectorScaling,
     all_recalibrators,
-    check_logits,
     log_probabilities,
 )
 from calib_core.validation import CalibrationInputError, softmax
@@ -542,18 +541,6 @@ def test_from_json_errors(data):
         Recalibrator.from_json(json.dumps(payload))
 
 
-def test_check_logits():
-    np.testing.assert_array_equal(check_logits([[1, 2], [3, 4]]), [[1.0, 2.0], [3.0, 4.0]])
-    with pytest.raises(CalibrationInputError, match="2-D"):
-        check_logits([1.0, 2.0])
-    with pytest.raises(CalibrationInputError, match="at least 2 columns"):
-        check_logits([[1.0], [2.0]])
-    with pytest.raises(CalibrationInputError, match="row 1"):
-        check_logits([[1.0, 2.0], [np.nan, 0.0]])
-    with pytest.raises(CalibrationInputError, match="numbers"):
-        check_logits([["a", "b"]])
-
-
 # -- exact zeros: one logarithm of probabilities for every method (issue 11, item 6) -------------
 #: The methods that take logarithms of probabilities when given ``input="probs"``.
 LOG_TAKING = [cls for cls in ALL if cls.works_on == "logits"]
@@ -689,3 +676,14 @@ def test_version_1_documents_of_maps_fitted_on_probabilities_are_refused():
     payload = json.loads(TemperatureScaling().fit(x, y).to_json())
     payload["version"] = 1
     assert Recalibrator.from_json(json.dumps(payload)).temperature_ == payload["fitted"]["temperature_"]
+
+
+def test_a_document_written_before_the_wings_still_finds_its_metric(data):
+    """Issue 13 moved calib_core.binned to calib_core.metrics.binned; a saved map names the old module."""
+    import calib_core as cc
+
+    x, y, _, _ = data
+    text = MetricOptimizedTemperature(cc.ece).fit(x, y).to_json()
+    assert "calib_core.metrics.binned:ece" in text
+    old = text.replace("calib_core.metrics.binned:ece", "calib_core.binned:ece")
+    assert Recalibrator.from_json(old).metric is cc.ece

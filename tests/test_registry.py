@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.metrics.registry import METRICS, compute_metrics, get_metric, metric_function
+from calib_core.metrics.registry import METRICS, compute_metrics, get_metric, metric_function, resolve_metrics
 
 KEYS = [spec.key for spec in METRICS]
 
@@ -317,3 +317,36 @@ def test_binned_metric_functions_take_the_shared_bootstrap_path_with_the_same_va
         function = metric_function(key, n_bins=7, binning=binning)
         assert binned_spec(function) is not None, key
         assert function(probs, labels) == metric_value(key, probs, labels, n_bins=7, binning=binning)
+
+
+# ----------------------------------------------------------------------------- resolve_metrics
+def test_resolve_metrics_reads_keys_callables_and_mappings_with_the_bin_settings():
+    probs, labels = predictions(3, 200, 3)
+
+    def my_metric(p, y):
+        return 0.5
+
+    assert list(resolve_metrics("ece")) == ["ece"]
+    assert list(resolve_metrics(my_metric)) == ["my_metric"]
+    found = resolve_metrics(["ece", my_metric, "nll"], n_bins=7, binning="adaptive")
+    assert list(found) == ["ece", "my_metric", "nll"]
+    assert found["ece"](probs, labels) == cc.ece(probs, labels, n_bins=7, binning="adaptive")
+    assert found["my_metric"] is my_metric
+    named = resolve_metrics({"ECE, 7 bins": "ece", "mine": my_metric}, n_bins=7)
+    assert named["ECE, 7 bins"](probs, labels) == cc.ece(probs, labels, n_bins=7)
+    assert named["mine"] is my_metric
+
+
+@pytest.mark.parametrize("metrics, kwargs, match", [
+    ([], {}, "`metrics` is empty"),
+    ({}, {}, "`metrics` is empty"),
+    ([3], {}, "`metrics` must hold metric keys or callables"),
+    ({"bad": 3}, {}, "metric 'bad' must be a registry key or callable"),
+    (3, {}, "`metrics` must be a metric key, a callable"),
+    (["no_such_metric"], {}, "unknown metric 'no_such_metric'"),
+    (["ece"], {"n_bins": 0}, "`n_bins` must be >= 1"),
+    (["ece"], {"binning": "quantile"}, "`binning` must be 'uniform' or 'adaptive'"),
+])
+def test_resolve_metrics_errors(metrics, kwargs, match):
+    with pytest.raises(cc.CalibrationInputError, match=match):
+        resolve_metrics(metrics, **kwargs)

@@ -10,7 +10,7 @@ import pytest
 
 import calib_core as cc
 from calib_core.engines.cli import main
-from calib_core.io.loader import load_predictions
+from calib_core.io import load_predictions
 from calib_core.validation import CalibrationInputError
 from studio import report
 

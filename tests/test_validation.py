@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.validation import check_labels, check_probs
+from calib_core.validation import (check_count, check_flag, check_fraction, check_labels, check_logits, check_probs,
+                                   check_real, softmax_unchecked)
 
 
 @pytest.mark.parametrize("probs, match", [
@@ -74,6 +75,49 @@ def test_softmax_is_stable_and_checks_finiteness():
     np.testing.assert_allclose(cc.softmax([[1000.0, 1000.0]]), [[0.5, 0.5]])
     with pytest.raises(CalibrationInputError, match="logits"):
         cc.softmax([[1.0, np.nan]])
+
+
+def test_softmax_unchecked_is_the_same_softmax_over_the_last_axis():
+    rng = np.random.default_rng(0)
+    logits = 30.0 * rng.normal(size=(4, 50, 3))
+    np.testing.assert_array_equal(softmax_unchecked(logits[0]), cc.softmax(logits[0]))
+    np.testing.assert_array_equal(softmax_unchecked(logits)[2], cc.softmax(logits[2]))
+    assert cc.recalibration.check_logits is check_logits
+
+
+def test_check_logits():
+    np.testing.assert_array_equal(check_logits([[1, 2], [3, 4]]), [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(CalibrationInputError, match="2-D"):
+        check_logits([1.0, 2.0])
+    with pytest.raises(CalibrationInputError, match="at least 2 columns"):
+        check_logits([[1.0], [2.0]])
+    with pytest.raises(CalibrationInputError, match="row 1"):
+        check_logits([[1.0, 2.0], [np.nan, 0.0]])
+    with pytest.raises(CalibrationInputError, match="numbers"):
+        check_logits([["a", "b"]])
+
+
+@pytest.mark.parametrize("check, value, match", [
+    (lambda v: check_count(v, "n_boot", 2), 1, "`n_boot` must be a whole number >= 2, got 1"),
+    (lambda v: check_count(v, "n_boot", 2), 2.0, "whole number"),
+    (lambda v: check_count(v, "n_boot", 2), True, "whole number"),
+    (lambda v: check_flag(v, "squared"), 1, "`squared` must be True or False, got 1"),
+    (lambda v: check_fraction(v, "alpha"), 1.0, "`alpha` must lie strictly between 0 and 1, got 1.0"),
+    (lambda v: check_fraction(v, "alpha"), "0.1", "strictly between 0 and 1"),
+    (lambda v: check_fraction(v, "alpha"), False, "strictly between 0 and 1"),
+    (lambda v: check_real(v, "b0"), np.inf, "`b0` must be a finite number"),
+    (lambda v: check_real(v, "b0"), True, "finite number"),
+])
+def test_small_checks_name_the_argument_and_the_value(check, value, match):
+    with pytest.raises(CalibrationInputError, match=match):
+        check(value)
+
+
+def test_small_checks_return_plain_python_values():
+    assert check_count(np.int64(3), "n") == 3 and type(check_count(np.int64(3), "n")) is int
+    assert check_flag(np.bool_(True), "flag") is True
+    assert check_fraction(np.float32(0.25), "alpha") == 0.25
+    assert check_real(-2, "b0") == -2.0
 
 
 def test_inputs_are_never_modified():

@@ -8,6 +8,7 @@ module              what it does
 ``intervals``       each registered metric's interval, made as its entry declares
 ``verdicts``        the one rule reading a test into calibrated / miscalibrated / inconclusive
 ``consistency``     consistency resampling (Vaicenavicius et al. 2019, appendix C)
+``lenses``          expected miscalibration per lens, distance and partition (Tables 3-5)
 ``calibration_tests``  consistency, SKCE, Hosmer-Lemeshow and Spiegelhalter tests, Holm
 ``groups``          a metric per subgroup with intervals; multicalibration
 ==================  =============================================================
@@ -15,9 +16,9 @@ module              what it does
 from calib_core.inference.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics
 from calib_core.inference.intervals import MetricInterval, metric_interval
 from calib_core.inference.verdicts import VERDICTS, CellOccupancy, Verdict, read_test
-from calib_core.inference.consistency import (CanonicalCE, ConsistencyBands, ConsistencyResult, LensEstimate,
-                                              LensEstimates, consistency_bands, consistency_resampling,
-                                              lens_estimates, sample_labels)
+from calib_core.inference.consistency import (CanonicalCE, ConsistencyBands, ConsistencyResult, consistency_bands,
+                                              consistency_resampling, sample_labels)
+from calib_core.inference.lenses import LensEstimate, LensEstimates, lens_estimates
 from calib_core.inference.calibration_tests import (TEST_METHODS, CalibrationTestResult, UnbiasedSKCE,
                                                     calibration_test, holm_adjust, hosmer_lemeshow, spiegelhalter_z)
 from calib_core.inference.groups import (MAX_GROUPS, GroupResult, MulticalibrationResult, by_group,

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
-from calib_core.validation import CalibrationInputError, check_probs_labels
+from calib_core.validation import check_count, check_fraction, check_probs_labels
 
 __all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics"]
 
@@ -46,10 +46,8 @@ class BootstrapResult:
 
 
 def _check_options(n_boot: object, alpha: object) -> None:
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
-        raise CalibrationInputError(f"`n_boot` must be a whole number >= 2, got {n_boot!r}.")
-    if not (isinstance(alpha, (float, int)) and 0 < alpha < 1):
-        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
+    check_count(n_boot, "n_boot", 2)
+    check_fraction(alpha, "alpha")
 
 
 def _result(estimate: float, samples: NDArray[np.float64], alpha: float) -> BootstrapResult:

@@ -51,7 +51,6 @@ References
 """
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -62,7 +61,8 @@ from scipy import stats
 from calib_core.metrics import kernel
 from calib_core.binning import bin_index
 from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
-from calib_core.validation import CalibrationInputError, check_choice, check_positive, check_probs, check_probs_labels
+from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_positive, check_probs,
+                                   check_probs_labels)
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
 
 __all__ = ["TEST_METHODS", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust",
@@ -264,8 +264,7 @@ def hosmer_lemeshow(probs: ArrayLike, labels: ArrayLike, n_groups: int = 10,
 
 
 def _check_groups(n_groups: object, dof_offset: object) -> tuple[int, int]:
-    if isinstance(n_groups, bool) or not isinstance(n_groups, numbers.Integral) or n_groups < 3:
-        raise CalibrationInputError(f"`n_groups` must be a whole number >= 3, got {n_groups!r}.")
+    n_groups = check_count(n_groups, "n_groups", 3)
     if isinstance(dof_offset, bool) or dof_offset not in (0, 2):
         raise CalibrationInputError(f"`dof_offset` must be 2 (model fitted on these data) or 0, got {dof_offset!r}.")
     return int(n_groups), int(dof_offset)

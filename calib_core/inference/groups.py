@@ -30,8 +30,7 @@ References
 """
 from __future__ import annotations
 
-import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +41,8 @@ from calib_core.inference.bootstrap import bootstrap_ci
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import metric_function
 from calib_core.metrics.reliability import reliability_table
-from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, \
-    check_probs_labels
+from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_count, check_fraction,
+                                   check_n_bins, check_probs_labels)
 
 __all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "GroupResult", "MulticalibrationResult", "by_group",
            "group_reliability", "multicalibration"]
@@ -66,12 +65,6 @@ class _Groups:
     rows: list               # row indices of each code, in the input order
     merged: bool             # whether the last label is the merged "other" group
     notes: list
-
-
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise CalibrationInputError(f"`{name}` must be a whole number >= {low}, got {value!r}.")
-    return int(value)
 
 
 def _group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> _Groups:
@@ -293,13 +286,12 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     worst = check_choice(worst, "worst", ("max", "min", "farthest"))
-    n_boot = _check_int(n_boot, "n_boot", 0)
+    n_boot = check_count(n_boot, "n_boot", 0)
     if n_boot == 1:
         raise CalibrationInputError("`n_boot` must be 0 (no intervals) or at least 2, got 1.")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
-        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
-    min_rows = _check_int(min_rows, "min_rows", 0)
-    max_groups = _check_int(max_groups, "max_groups", 2)
+    check_fraction(alpha, "alpha")
+    min_rows = check_count(min_rows, "min_rows", 0)
+    max_groups = check_count(max_groups, "max_groups", 2)
     function, name = _resolve_metric(metric, n_bins, binning)
     grouped = _group_codes(groups, probs.shape[0], max_groups)
     n_groups = len(grouped.labels)
@@ -439,15 +431,25 @@ def group_reliability(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *,
     [['a', 1, 2, 0.75, 1.0], ['b', 1, 1, 0.6, 0.0]]
     """
     probs, labels = check_probs_labels(probs, labels)
-    max_groups = _check_int(max_groups, "max_groups", 2)
+    max_groups = check_count(max_groups, "max_groups", 2)
     grouped = _group_codes(groups, probs.shape[0], max_groups)
-    frames = []
-    for label, rows in zip(grouped.labels, grouped.rows):
-        frame = reliability_table(probs[rows], labels[rows], n_bins=n_bins, binning=binning, target=target,
-                                  alpha=alpha)
+    frames = [reliability_table(probs[rows], labels[rows], n_bins=n_bins, binning=binning, target=target, alpha=alpha)
+              for rows in grouped.rows]
+    return stack_group_reliability(grouped.labels, frames)
+
+
+def stack_group_reliability(group_labels: Sequence[object], frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """One table of the groups' reliability tables, in the columns of :func:`group_reliability`.
+
+    Shared with the streaming engines (:mod:`calib_core.engines.group_evaluation`), which
+    build each group's table from its accumulated bin sums.
+    """
+    parts = []
+    for label, frame in zip(group_labels, frames):
+        frame = frame.copy()
         frame.insert(0, "group", pd.Series([label] * len(frame), dtype=object))
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
+        parts.append(frame)
+    table = pd.concat(parts, ignore_index=True)
     table = table.rename(columns={"mean_confidence": "confidence", "observed_frequency": "accuracy"})
     first = ["group", "bin", "count", "confidence", "accuracy", "gap"]
     return table[first + [c for c in table.columns if c not in first]]
@@ -538,7 +540,7 @@ def multicalibration(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, 
     >>> r.group, bool(r.max_gap > 0.2)
     ('b', True)
     """
-    min_count = _check_int(min_count, "min_count", 0)
+    min_count = check_count(min_count, "min_count", 0)
     table = group_reliability(probs, labels, groups, n_bins=n_bins, binning=binning, target=target,
                               max_groups=max_groups)
     return multicalibration_from_table(table, min_count)
@@ -548,7 +550,7 @@ def multicalibration_from_table(table: pd.DataFrame, min_count: int) -> Multical
     """The largest ``|gap|`` over the (group, bin) cells of a group reliability table with ``min_count`` rows.
 
     Shared by :func:`multicalibration` (rows in memory) and the streamed
-    summaries (:meth:`calib_core.engines.evaluate.GroupEvaluation.multicalibration`),
+    summaries (:meth:`calib_core.engines.group_evaluation.GroupEvaluation.multicalibration`),
     whose tables have the columns of :func:`group_reliability`.
     """
     used = table["count"].to_numpy() >= min_count

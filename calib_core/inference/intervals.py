@@ -15,7 +15,7 @@ from scipy import stats
 
 from calib_core.inference.bootstrap import bootstrap_ci
 from calib_core.metrics.registry import get_metric, metric_bandwidth, metric_function, metric_value
-from calib_core.validation import CalibrationInputError, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_count, check_fraction, check_probs_labels
 
 @dataclass(frozen=True)
 class MetricInterval:
@@ -125,10 +125,8 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
     """
     spec = get_metric(key)
     probs, labels = check_probs_labels(probs, labels)
-    if not (isinstance(alpha, (float, int)) and not isinstance(alpha, bool) and 0 < alpha < 1):
-        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise CalibrationInputError(f"`n_boot` must be a whole number >= 0, got {n_boot!r}.")
+    check_fraction(alpha, "alpha")
+    check_count(n_boot, "n_boot", 0)
     if bandwidth is not None and spec.with_bandwidth is None:
         raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
     z = float(stats.norm.ppf(1.0 - alpha / 2.0))

@@ -6,7 +6,7 @@ module              what it computes
 ``binned``          ECE, MCE, RMSCE, class-wise ECE, SCE, ACE, TACE, GCE (Nixon et al. 2019)
 ``scores``          Brier score, NLL, KS error
 ``reliability``     reliability tables with Wilson intervals
-``sensitivity``     every binned metric over a range of bin counts, and rankings by them
+``sensitivity``     every binned metric over a range of bin counts, rankings by them, and their stability
 ``debiased``        debiased ECE and the monotone-sweep ECE
 ``kernel``          MMCE and SKCE (Kumar et al. 2018; Widmann et al. 2019)
 ``kde``             CE_KL and CE_2^2 with a Dirichlet kernel (Popordanoska et al. 2024)
@@ -21,12 +21,12 @@ module              what it computes
 from calib_core.metrics.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
 from calib_core.metrics.scores import brier_score, ks_error, nll
 from calib_core.metrics.reliability import reliability_table, wilson_interval
-from calib_core.metrics.sensitivity import BinRanking, bin_sensitivity, rank_by_bins
+from calib_core.metrics.sensitivity import BinRanking, RankStability, bin_rank_stability, bin_sensitivity, rank_by_bins
 from calib_core.metrics.debiased import debiased_ece, ece_sweep
 from calib_core.metrics.kernel import SKCEEstimate, median_heuristic, median_pairwise_distance, mmce, skce, skce_estimate
-from calib_core.metrics.proper import (BoundChain, ChainLink, ChainTerm, ScoreDecomposition, bound_chain,
-                                       calibration_upper_bound, kde_bandwidth, kde_ce, kde_conditional_expectation,
-                                       score_decomposition)
+from calib_core.metrics.kde import kde_bandwidth, kde_ce, kde_conditional_expectation
+from calib_core.metrics.decomposition import (BoundChain, ChainLink, ChainTerm, ScoreDecomposition, bound_chain,
+                                              calibration_upper_bound, score_decomposition)
 from calib_core.metrics.smooth import SmoothReliabilityCurve, smooth_ece, smooth_reliability_curve
 from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection, SimplexReliability, cell_table,
                                         data_dependent_partition, default_groups, simplex_projection,
@@ -40,7 +40,7 @@ __all__ = [
     "accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "top_label",
     "brier_score", "ks_error", "nll",
     "reliability_table", "wilson_interval",
-    "BinRanking", "bin_sensitivity", "rank_by_bins",
+    "BinRanking", "RankStability", "bin_rank_stability", "bin_sensitivity", "rank_by_bins",
     "debiased_ece", "ece_sweep",
     "SKCEEstimate", "median_heuristic", "median_pairwise_distance", "mmce", "skce", "skce_estimate",
     "BoundChain", "ChainLink", "ChainTerm", "ScoreDecomposition", "bound_chain", "calibration_upper_bound",

@@ -41,7 +41,6 @@ from calib_core.metrics.simplex import (
     DISTANCES,
     CellTable,
     Partition,
-    _check_min_bin_size,
     _table_from_assignment,
     data_dependent_partition,
     uniform_partition,
@@ -49,6 +48,7 @@ from calib_core.metrics.simplex import (
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
+    check_count,
     check_n_bins,
     check_probs_labels,
 )
@@ -81,12 +81,6 @@ Seed = int | np.random.Generator | None
 # ----------------------------------------------------------------------------
 # Option checks
 # ----------------------------------------------------------------------------
-
-def _check_count(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise CalibrationInputError(f"`{name}` must be a whole number >= {minimum}, got {value!r}.")
-    return int(value)
-
 
 def _check_lens(lens: object, class_index: object, n_classes: int | None) -> tuple[str, int | None]:
     lens = check_choice(lens, "lens", LENSES)
@@ -213,7 +207,7 @@ def _check_options(distance: object, partition: object, n_bins: object, min_bin_
     distance = check_choice(distance, "distance", DISTANCES)
     partition = check_choice(partition, "partition", _PARTITIONS)
     n_bins = check_n_bins(n_bins)
-    min_bin_size = _check_min_bin_size(min_bin_size)
+    min_bin_size = check_count(min_bin_size, "min_bin_size")
     lens, class_index = _check_lens(lens, class_index, n_classes)
     return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
 

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 from scipy.stats import norm as normal
 
-from calib_core.validation import CalibrationInputError, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_fraction, check_probs_labels
 
 __all__ = ["COX_EPSILON", "CoxCalibration", "cox_calibration", "one_vs_rest"]
 
@@ -68,12 +68,6 @@ def one_vs_rest(probs: ArrayLike, labels: ArrayLike) -> tuple[tuple[int, ...], N
 def _shape(values: list, binary: bool):
     """A float for a binary problem, else a ``(K,)`` array (the contract's shapes)."""
     return values[0] if binary else np.asarray(values, dtype=np.float64)
-
-
-def _check_alpha(alpha: object) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
-        raise CalibrationInputError(f"`alpha` must lie strictly between 0 and 1, got {alpha!r}.")
-    return float(alpha)
 
 
 # ----------------------------------------------------------------------------- Cox calibration
@@ -292,7 +286,7 @@ def cox_calibration(probs: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05,
     True
     """
     classes, scores, outcomes = one_vs_rest(probs, labels)
-    alpha = _check_alpha(alpha)
+    alpha = check_fraction(alpha, "alpha")
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0.0 < epsilon < 0.5:
         raise CalibrationInputError(f"`epsilon` must lie strictly between 0 and 0.5, got {epsilon!r}.")
     fits = [_cox_one(scores[:, j], outcomes[:, j], float(epsilon)) for j in range(len(classes))]

@@ -35,6 +35,7 @@ from calib_core.validation import (
     CalibrationInputError,
     check_binning,
     check_choice,
+    check_flag,
     check_n_bins,
     check_probs_labels,
 )
@@ -49,7 +50,7 @@ def debiased_squared_terms(count: NDArray[np.float64], sum_value: NDArray[np.flo
 
     ``sum_b (n_b / n) [(conf_b - acc_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]``;
     bins with fewer than 2 values contribute 0. Works on stacked sums of
-    several data sets (any leading axes), which :mod:`calib_core.lab.studies` uses.
+    several data sets (any leading axes), which :mod:`calib_core.lab.estimators` uses.
     """
     safe = np.maximum(count, 1.0)
     conf = sum_value / safe
@@ -116,8 +117,7 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
-    if not isinstance(squared, (bool, np.bool_)):
-        raise CalibrationInputError(f"`squared` must be True or False, got {squared!r}.")
+    squared = check_flag(squared, "squared")
     right = check_right(right)
     confidence, correct = top_label(probs, labels)
     stats = bin_statistics(confidence, correct, n_bins, binning, right=right)

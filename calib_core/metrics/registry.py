@@ -20,7 +20,7 @@ Every number shown under a metric's name comes from here:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -28,23 +28,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
-from calib_core.metrics import binned
-
+from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
 from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ici
-
-from calib_core.metrics import kernel
-
-from calib_core.metrics import proper
-
-from calib_core.metrics import scores
-
-from calib_core.metrics import smooth
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
                                    check_probs_labels)
 
 __all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH",
-           "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function", "metric_name", "metric_report", "metric_value", "skce_bandwidth", "skce_pair_order",
+           "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function", "metric_name", "metric_report", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
            "skipped_quadratic", "LOESS_MAX_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
@@ -209,7 +200,7 @@ def _skce_block(probs, labels, bandwidth=None):
 
 def _kde(divergence):
     def value(probs, labels, bandwidth=None):
-        return proper.kde_ce(probs, labels, divergence, KDE_BANDWIDTH if bandwidth is None else bandwidth)
+        return kde.kde_ce(probs, labels, divergence, KDE_BANDWIDTH if bandwidth is None else bandwidth)
     return value
 
 
@@ -449,7 +440,8 @@ METRICS: list[MetricSpec] = [
                "consistent, without bins.",
                "Top-label only; smoothing can hide narrow regions of miscalibration; the automatic width is "
                "coarse for small N.", uses_bins=False, bandwidth="auto", with_bandwidth=_smooth_ece),
-    MetricSpec("calibration_upper_bound", "sqrt(Brier) bound", lambda p, y, b, s: proper.calibration_upper_bound(p, y),
+    MetricSpec("calibration_upper_bound", "sqrt(Brier) bound",
+               lambda p, y, b, s: decomposition.calibration_upper_bound(p, y),
                "Root Brier score: an upper bound of the canonical calibration error CE_2 that needs no estimate "
                "of P(Y | prediction) (Gruber & Buettner 2022, Theorem 4.3).",
                "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
@@ -555,6 +547,65 @@ def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
     if key in _BINNED_PARTIALS and bandwidth is None:
         return _BINNED_PARTIALS[key](n_bins, binning)
     return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+
+
+def resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Iterable[str | Callable], *,
+                    n_bins: int = 15, binning: str = "uniform") -> dict[str, Callable[[ArrayLike, ArrayLike], float]]:
+    """``{name: metric(probs, labels) -> float}`` for registry keys, callables or a mapping of them.
+
+    Parameters
+    ----------
+    metrics : str, callable, mapping or iterable
+        A registry key (:data:`METRICS`), a function ``metric(probs, labels)
+        -> float``, a list of keys and functions (named by the key or the
+        function's ``__name__``), or a mapping ``name -> key or function``.
+    n_bins, binning : bin settings of the binned metrics given by key.
+
+    Returns
+    -------
+    dict of str to callable
+        In the order given; a key becomes :func:`metric_function` with the bin settings.
+
+    Raises
+    ------
+    CalibrationInputError
+        An unknown key, an entry that is neither a key nor a callable, or no metric at all.
+
+    Examples
+    --------
+    >>> list(resolve_metrics(["ece", "nll"]))
+    ['ece', 'nll']
+    """
+    n_bins, binning = check_n_bins(n_bins), check_binning(binning)
+    if isinstance(metrics, str) or callable(metrics):
+        metrics = [metrics]
+    if isinstance(metrics, Mapping):
+        items = [(str(name), metric) for name, metric in metrics.items()]
+    elif isinstance(metrics, Iterable):
+        items = []
+        for metric in metrics:
+            if isinstance(metric, str):
+                items.append((metric, metric))
+            elif callable(metric):
+                items.append((getattr(metric, "__name__", repr(metric)), metric))
+            else:
+                raise CalibrationInputError(f"`metrics` must hold metric keys or callables, got {metric!r}.")
+    else:
+        raise CalibrationInputError(
+            f"`metrics` must be a metric key, a callable, a list of them or a dict name -> key or callable, "
+            f"got {metrics!r}.")
+    functions: dict[str, Callable[[ArrayLike, ArrayLike], float]] = {}
+    for name, metric in items:
+        if isinstance(metric, str):
+            functions[name] = metric_function(metric, n_bins=n_bins, binning=binning)
+        elif callable(metric):
+            functions[name] = metric
+        else:
+            raise CalibrationInputError(
+                f"metric {name!r} must be a registry key or callable(probs, labels) -> float, got {metric!r}.")
+    if not functions:
+        raise CalibrationInputError("`metrics` is empty; choose at least one metric.")
+    return functions
 
 
 def _call(key, probs, labels, *, n_bins, binning, bandwidth):

@@ -107,7 +107,7 @@ def reliability_frame(stats: BinStats, *, alpha: float = 0.05) -> pd.DataFrame:
     """The :func:`reliability_table` of per-bin sums of one set of values.
 
     Shared by the in-memory table and the streamed summaries
-    (:class:`calib_core.engines.evaluate.CalibrationSummary`), which keep sums, not rows.
+    (:class:`calib_core.engines.summary.CalibrationSummary`), which keep sums, not rows.
 
     Parameters
     ----------

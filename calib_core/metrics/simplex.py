@@ -36,6 +36,7 @@ from calib_core.binning import bin_index
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
+    check_count,
     check_n_bins,
     check_probs,
     check_probs_labels,
@@ -281,9 +282,7 @@ def default_groups(n_classes: int) -> tuple[tuple[int, ...], tuple[int, ...], tu
     >>> default_groups(4)
     ((0,), (1,), (2, 3))
     """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral) or n_classes < 2:
-        raise CalibrationInputError(f"`n_classes` must be a whole number >= 2, got {n_classes!r}.")
-    n_classes = int(n_classes)
+    n_classes = check_count(n_classes, "n_classes", 2)
     if n_classes == 2:
         return (0,), (1,), ()
     base, extra = divmod(n_classes, 3)
@@ -419,12 +418,6 @@ def simplex_projection(probs: ArrayLike, labels: ArrayLike, *,
 # Partitions
 # ----------------------------------------------------------------------------
 
-def _check_min_bin_size(min_bin_size: object) -> int:
-    if isinstance(min_bin_size, bool) or not isinstance(min_bin_size, numbers.Integral) or min_bin_size < 1:
-        raise CalibrationInputError(f"`min_bin_size` must be a whole number >= 1, got {min_bin_size!r}.")
-    return int(min_bin_size)
-
-
 def _grid_keys(points: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
     """Per-coordinate uniform bin of every coordinate, moved onto a full-dimensional cell."""
     n_rows, dim = points.shape
@@ -542,7 +535,7 @@ def data_dependent_partition(points: ArrayLike, min_bin_size: int = 1000) -> Par
     (2, [1, 1, 0, 0])
     """
     points = check_probs(points, name="points")
-    min_bin_size = _check_min_bin_size(min_bin_size)
+    min_bin_size = check_count(min_bin_size, "min_bin_size")
     cell_index, n_cells = _split_at_means(points, min_bin_size)
     return Partition("data_dependent", cell_index, n_cells, None, min_bin_size=min_bin_size)
 
@@ -794,7 +787,7 @@ def simplex_reliability(probs: ArrayLike, labels: ArrayLike, *, classes: Sequenc
     projection = simplex_projection(probs, labels, classes=classes, groups=groups)
     partition = check_choice(partition, "partition", _PARTITIONS)
     n_bins = check_n_bins(n_bins)
-    min_bin_size = _check_min_bin_size(min_bin_size)
+    min_bin_size = check_count(min_bin_size, "min_bin_size")
     distance = check_choice(distance, "distance", DISTANCES)
     part = _make_partition(projection.points, partition, n_bins, min_bin_size)
     table = _table_from_assignment(projection.points, projection.labels, part, distance)

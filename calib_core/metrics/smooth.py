@@ -41,7 +41,8 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
-from calib_core.validation import CalibrationInputError, check_choice, check_positive, check_probs_labels
+from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_fraction, check_positive,
+                                   check_probs_labels)
 
 __all__ = ["SmoothReliabilityCurve", "smooth_ece", "smooth_reliability_curve"]
 
@@ -411,13 +412,9 @@ def smooth_reliability_curve(probs: ArrayLike, labels: ArrayLike, *, bandwidth: 
     ((200,), (200,))
     """
     confidence, correct, bandwidth, smece = _prepare(probs, labels, bandwidth, method)
-    if isinstance(n_mesh, bool) or not isinstance(n_mesh, (int, np.integer)) or n_mesh < 2:
-        raise CalibrationInputError(f"`n_mesh` must be a whole number >= 2, got {n_mesh!r}.")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise CalibrationInputError(f"`n_boot` must be a whole number >= 0, got {n_boot!r}.")
-    alpha = check_positive(alpha, "alpha")
-    if alpha >= 1.0:
-        raise CalibrationInputError(f"`alpha` must be in (0, 1), got {alpha!r}.")
+    check_count(n_mesh, "n_mesh", 2)
+    check_count(n_boot, "n_boot", 0)
+    alpha = check_fraction(alpha, "alpha")
     n = confidence.size
     mesh = np.linspace(0.0, 1.0, int(n_mesh))
     accuracy, density = _curves(confidence, correct, np.full((1, n), 1.0 / n), bandwidth, mesh)

@@ -30,7 +30,7 @@ all of them.
 """
 from __future__ import annotations
 
-from calib_core.recalibration._base import NotFittedError, Recalibrator, check_logits
+from calib_core.recalibration._base import NotFittedError, Recalibrator
 from calib_core.recalibration._numeric import LOG_PROBS_EPS, log_probabilities
 from calib_core.recalibration.histogram import AccuracyPreservingCalibratedMap, HistogramBinning
 from calib_core.recalibration.one_vs_rest import BetaCalibration, IsotonicCalibration, PlattScaling
@@ -42,7 +42,7 @@ from calib_core.recalibration.scaling import (
     TemperatureScaling,
     VectorScaling,
 )
-from calib_core.validation import check_choice
+from calib_core.validation import check_choice, check_logits
 
 __all__ = [
     "LOG_PROBS_EPS",

@@ -26,16 +26,15 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.recalibration._numeric import log_probabilities
 from calib_core.validation import (
     CalibrationInputError,
-    _as_float_matrix,
-    _first_bad_row,
-    _format_row,
     check_choice,
     check_labels,
+    check_logits,
     check_probs,
     check_probs_labels,
+    softmax_unchecked,
 )
 
-__all__ = ["NotFittedError", "Recalibrator", "check_logits"]
+__all__ = ["NotFittedError", "Recalibrator"]
 
 #: Tag written in every JSON document produced by :meth:`Recalibrator.to_json`.
 JSON_FORMAT = "calib_core.recalibrator"
@@ -54,42 +53,6 @@ class NotFittedError(CalibrationInputError):
     ``ValueError``, like scikit-learn's ``NotFittedError``), so code that
     reports input problems to a user also reports this one.
     """
-
-
-def check_logits(logits: ArrayLike, *, name: str = "logits") -> NDArray[np.float64]:
-    """Check a logit (score) matrix: numeric, 2-D with ``K >= 2`` columns, finite.
-
-    Parameters
-    ----------
-    logits : array_like of shape (N, K)
-    name : str
-        Argument name used in error messages.
-
-    Returns
-    -------
-    ndarray of shape (N, K), float64, C-contiguous
-
-    Raises
-    ------
-    CalibrationInputError
-        Wrong shape or dtype, no rows, NaN or infinite values (the message
-        shows the first offending row).
-    """
-    matrix = _as_float_matrix(logits, name)
-    finite = np.isfinite(matrix)
-    if not finite.all():
-        row = _first_bad_row(~finite.all(axis=1))
-        raise CalibrationInputError(
-            f"`{name}` contains NaN or infinite values, e.g. row {row}: {_format_row(matrix[row])}."
-        )
-    return matrix
-
-
-def _softmax_unchecked(scores: NDArray[np.float64]) -> NDArray[np.float64]:
-    out = scores - scores.max(axis=1, keepdims=True)
-    np.exp(out, out=out)
-    out /= out.sum(axis=1, keepdims=True)
-    return out
 
 
 def _renormalise(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -213,7 +176,7 @@ class Recalibrator(abc.ABC):
             matrix = check_logits(x)
             checked = None if labels is None else check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
             if self.works_on == "probs":
-                matrix = _softmax_unchecked(matrix)
+                matrix = softmax_unchecked(matrix)
         return matrix, checked
 
     # -- public API ---------------------------------------------------------
@@ -393,9 +356,24 @@ def callable_name(function: Any) -> str:
     return f"{module}:{qualname}"
 
 
+#: Modules that moved when calib_core was arranged in wings (issue 13): documents written before
+#: name a metric by its old module (``"calib_core.binned:ece"``) and must still load.
+MOVED_MODULES = {
+    "calib_core.binned": "calib_core.metrics.binned", "calib_core.scores": "calib_core.metrics.scores",
+    "calib_core.kernel": "calib_core.metrics.kernel", "calib_core.smooth": "calib_core.metrics.smooth",
+    "calib_core.debiased": "calib_core.metrics.debiased", "calib_core.canonical": "calib_core.metrics.canonical",
+    "calib_core.proper": "calib_core.metrics", "calib_core.clinical": "calib_core.metrics",
+    "calib_core.simplex": "calib_core.metrics.simplex", "calib_core.registry": "calib_core.metrics.registry",
+}
+
+
 def resolve_callable(name: str) -> Any:
-    """Import ``"module:qualname"``; returns ``name`` itself when it cannot be imported."""
+    """Import ``"module:qualname"``; returns ``name`` itself when it cannot be imported.
+
+    A module that has moved (:data:`MOVED_MODULES`) is looked up at its new place.
+    """
     module_name, _, qualname = name.partition(":")
+    module_name = MOVED_MODULES.get(module_name, module_name)
     try:
         target: Any = importlib.import_module(module_name)
         for part in qualname.split("."):

@@ -12,6 +12,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq, isotonic_regression, minimize
 from scipy.special import logsumexp
 
+from calib_core.validation import softmax_unchecked
+
 #: Bounds on log T for every temperature fit: T in [1e-3, 1e3].
 LOG_T_BOUNDS = (float(np.log(1e-3)), float(np.log(1e3)))
 #: The constant added to probabilities before every logarithm of them (see :func:`log_probabilities`).
@@ -313,9 +315,7 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
     # Jacobi preconditioner: diagonal curvature at the starting point.
     logits0 = features @ params0.T if full else features * params0
     logits0 += bias0
-    probs0 = logits0 - logits0.max(axis=1, keepdims=True)
-    np.exp(probs0, out=probs0)
-    probs0 /= probs0.sum(axis=1, keepdims=True)
+    probs0 = softmax_unchecked(logits0)
     probs0 *= 1.0 - probs0
     if full:
         curvature_w = probs0.T @ (features**2) / n_rows

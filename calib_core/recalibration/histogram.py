@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.validation import CalibrationInputError, check_n_bins
+from calib_core.validation import check_flag, check_n_bins
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
@@ -113,9 +113,7 @@ class HistogramBinning(Recalibrator):
         super()._check_params()
         if self.n_bins is not None:
             check_n_bins(self.n_bins)
-        if not isinstance(self.class_conditional, (bool, np.bool_)):
-            raise CalibrationInputError(
-                f"`class_conditional` must be True or False, got {self.class_conditional!r}.")
+        check_flag(self.class_conditional, "class_conditional")
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         n_rows, n_classes = x.shape

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from calib_core.recalibration._base import Recalibrator, _renormalise
 from calib_core.recalibration._numeric import class_log_probs, fit_logistic, isotonic_fit, log_probabilities
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import check_flag
 
 __all__ = ["BetaCalibration", "IsotonicCalibration", "PlattScaling"]
 
@@ -95,8 +95,7 @@ class PlattScaling(Recalibrator):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if not isinstance(self.smooth_targets, (bool, np.bool_)):
-            raise CalibrationInputError(f"`smooth_targets` must be True or False, got {self.smooth_targets!r}.")
+        check_flag(self.smooth_targets, "smooth_targets")
 
     def _log_odds(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         log_p, log_not_p = class_log_probs(x)

@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.recalibration import Recalibrator, check_logits
-from calib_core.recalibration._base import _softmax_unchecked
-from calib_core.validation import CalibrationInputError, check_choice, check_labels, check_probs
+from calib_core.metrics.registry import get_metric, resolve_metrics
+from calib_core.recalibration import Recalibrator
+from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_fraction, check_labels,
+                                   check_logits, check_probs, softmax_unchecked)
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -133,8 +134,7 @@ def stratified_split(labels: ArrayLike, *, test_fraction: float = 0.5, seed: int
     (2, 2)
     """
     labels = _check_any_labels(labels, n_classes)
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
-        raise CalibrationInputError(f"`test_fraction` must be a number strictly between 0 and 1, got {test_fraction!r}.")
+    check_fraction(test_fraction, "test_fraction")
     rng = _check_seed(seed)
     order = _class_grouped_order(labels, rng)
     counts = np.bincount(labels)
@@ -345,22 +345,18 @@ class RecalibrationReport:
     models: dict[str, Recalibrator] = field(default_factory=dict)
 
 
-def _resolve_metrics(metrics: Mapping[str, Callable] | Sequence[str] | None) -> list[tuple[str, str, Callable]]:
-    """``[(key, display name, metric(probs, labels))]``."""
-    if metrics is None or (isinstance(metrics, Sequence) and not isinstance(metrics, str)):
-        from calib_core.metrics.registry import get_metric, metric_function  # lazy: metrics are the lead's modules
-
-        keys = DEFAULT_METRICS if metrics is None else tuple(metrics)
-        return [(key, get_metric(key).label, metric_function(key)) for key in keys]
-    if isinstance(metrics, Mapping):
-        resolved = []
-        for name, function in metrics.items():
-            if not callable(function):
-                raise CalibrationInputError(f"metric {name!r} must be callable(probs, labels) -> float, got {function!r}.")
-            resolved.append((str(name), str(name), function))
-        return resolved
-    raise CalibrationInputError(
-        f"`metrics` must be None, a list of metric keys or a dict name -> function, got {metrics!r}.")
+def _resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Sequence[str | Callable] | None,
+                     ) -> list[tuple[str, str, Callable]]:
+    """``[(key, display name, metric(probs, labels))]``: registry keys are shown by their label."""
+    metrics = DEFAULT_METRICS if metrics is None else metrics
+    functions = resolve_metrics(metrics)
+    if isinstance(metrics, str):
+        keys = {metrics}
+    elif isinstance(metrics, Mapping) or callable(metrics):
+        keys = set()
+    else:
+        keys = {metric for metric in metrics if isinstance(metric, str)}
+    return [(name, get_metric(name).label if name in keys else name, function) for name, function in functions.items()]
 
 
 def _named_methods(methods: Mapping[str, MethodLike] | Sequence[MethodLike]) -> list[tuple[str, MethodLike]]:
@@ -390,7 +386,7 @@ def _display_name(method: MethodLike) -> str:
 def _as_eval_probs(x: ArrayLike, input: str, name: str) -> NDArray[np.float64]:
     if input == "probs":
         return check_probs(x, name=name)
-    return _softmax_unchecked(check_logits(x, name=name))
+    return softmax_unchecked(check_logits(x, name=name))
 
 
 def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLike],
@@ -418,9 +414,11 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     input : {"logits", "probs"}, default "logits"
         What ``x_fit`` and ``x_eval`` hold ("before" probabilities are
         ``softmax(logits)`` or the probabilities themselves).
-    metrics : list of str or dict of name to callable, optional
+    metrics : str, callable, list of them, or dict of name to key or callable, optional
         Registry keys of :data:`calib_core.metrics.registry.METRICS` or functions
-        ``metric(probs, labels) -> float``; default :data:`DEFAULT_METRICS`.
+        ``metric(probs, labels) -> float`` (as
+        :func:`calib_core.metrics.registry.resolve_metrics` reads them); default
+        :data:`DEFAULT_METRICS`.
     allow_in_sample : bool, default False
         Must be True to evaluate on the fitting data (``x_eval`` omitted or
         equal to ``x_fit``); the protocol string then says "IN-SAMPLE".
@@ -462,8 +460,7 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     True
     """
     input = check_choice(input, "input", ("logits", "probs"))
-    if not isinstance(allow_in_sample, (bool, np.bool_)):
-        raise CalibrationInputError(f"`allow_in_sample` must be True or False, got {allow_in_sample!r}.")
+    check_flag(allow_in_sample, "allow_in_sample")
     named = _named_methods(methods)
     resolved_metrics = _resolve_metrics(metrics)
     probs_fit = _as_eval_probs(x_fit, input, "x_fit")

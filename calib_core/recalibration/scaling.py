@@ -29,12 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize
 
-from calib_core.recalibration._base import (
-    Recalibrator,
-    _softmax_unchecked,
-    callable_name,
-    resolve_callable,
-)
+from calib_core.recalibration._base import Recalibrator, callable_name, resolve_callable
 from calib_core.recalibration._numeric import (
     LOG_T_BOUNDS,
     fit_linear_softmax,
@@ -43,7 +38,7 @@ from calib_core.recalibration._numeric import (
     log_softmax,
     odir_penalty,
 )
-from calib_core.validation import CalibrationInputError, check_choice, check_positive
+from calib_core.validation import CalibrationInputError, check_choice, check_count, check_positive, softmax_unchecked
 
 #: Iteration cap of L-BFGS-B for full-matrix maps (K^2 + K parameters): keeps a
 #: 50,000 x 100 fit within seconds; the ODIR penalty makes the optimum well
@@ -117,7 +112,7 @@ class TemperatureScaling(Recalibrator):
         self.temperature_ = float(np.exp(fit_log_temperature(x, labels, loss="nll")))
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return _softmax_unchecked(x / self.temperature_)
+        return softmax_unchecked(x / self.temperature_)
 
 
 class VectorScaling(Recalibrator):
@@ -177,7 +172,7 @@ class VectorScaling(Recalibrator):
             x, labels, full=False, penalty=penalty, weights0=np.full(n_classes, start), bias0=np.zeros(n_classes))
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return _softmax_unchecked(x * self.weights_ + self.bias_)
+        return softmax_unchecked(x * self.weights_ + self.bias_)
 
 
 class _FullLinearScaling(Recalibrator):
@@ -213,7 +208,7 @@ class _FullLinearScaling(Recalibrator):
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         logits = self._scores(x) @ self.weights_.T
         logits += self.bias_
-        return _softmax_unchecked(logits)
+        return softmax_unchecked(logits)
 
 
 class MatrixScaling(_FullLinearScaling):
@@ -407,8 +402,8 @@ class EnsembleTemperatureScaling(Recalibrator):
         n_rows, n_classes = x.shape
         rows = np.arange(n_rows)
         temperature = float(np.exp(fit_log_temperature(x, labels, loss=self.loss)))
-        scaled = _softmax_unchecked(x / temperature)
-        original = _softmax_unchecked(x)
+        scaled = softmax_unchecked(x / temperature)
+        original = softmax_unchecked(x)
         if self.loss == "mse":
             scaled[rows, labels] -= 1.0
             original[rows, labels] -= 1.0
@@ -445,9 +440,9 @@ class EnsembleTemperatureScaling(Recalibrator):
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         w_scaled, w_original, w_uniform = self.weights_
-        out = _softmax_unchecked(x / self.temperature_)
+        out = softmax_unchecked(x / self.temperature_)
         out *= w_scaled
-        out += w_original * _softmax_unchecked(x)
+        out += w_original * softmax_unchecked(x)
         out += w_uniform / x.shape[1]
         return out
 
@@ -528,9 +523,7 @@ class MetricOptimizedTemperature(Recalibrator):
                    if isinstance(self.metric, str) else ".")
             )
         for name in ("grid_size", "max_evaluations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise CalibrationInputError(f"`{name}` must be a whole number >= 1, got {value!r}.")
+            check_count(getattr(self, name), name)
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         metric = self.metric if self.metric is not None else _default_metric()
@@ -539,7 +532,7 @@ class MetricOptimizedTemperature(Recalibrator):
         def score(log_t: float) -> float:
             log_t = float(np.clip(log_t, *LOG_T_BOUNDS))
             if log_t not in seen:
-                value = float(metric(_softmax_unchecked(x * np.exp(-log_t)), labels))
+                value = float(metric(softmax_unchecked(x * np.exp(-log_t)), labels))
                 seen[log_t] = value if np.isfinite(value) else np.inf
             return seen[log_t]
 
@@ -556,7 +549,7 @@ class MetricOptimizedTemperature(Recalibrator):
         self.metric_value_ = float(seen[best])
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return _softmax_unchecked(x / self.temperature_)
+        return softmax_unchecked(x / self.temperature_)
 
     def _params_to_json(self) -> dict[str, Any]:
         params = self.get_params()

@@ -1,0 +1,271 @@
+"""Tests of calib_core.recalibration.compare and .sweeps: the Recalibration page's science, without the app.
+
+The numbers on the default demo (``digits_gaussian_nb``, the page's default
+methods and protocol, 200 bootstrap resamples, seed 0) are the ones the page
+shows.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+import calib_core as cc
+from calib_core.io import load_demo
+from calib_core.recalibration import TemperatureScaling
+from calib_core.recalibration import compare, sweeps
+from calib_core.recalibration.compare import BEFORE, CAUTIONARY, METRIC_KEYS, Protocol
+
+DIGITS = "digits_gaussian_nb"
+PAGE_METHODS = ("Temperature scaling", "Vector scaling", "Isotonic regression", "Histogram binning",
+                "Dirichlet calibration")
+
+
+def demo_comparison(n_boot: int = 200):
+    demo = load_demo(DIGITS)
+    protocol = compare.effective_protocol(Protocol(), split_ready=compare.split_column_ready(demo.split_names))
+    x, kind = compare.model_input(demo.probs, demo.logits)
+    ev = compare.evaluation_set(x, demo.probs, demo.labels, protocol, input=kind, split=demo.split,
+                                class_names=demo.class_names)
+    fits = {method: compare.fit_method(method, x, demo.labels, ev) for method in PAGE_METHODS}
+    interval_table = compare.intervals(ev, fits, n_boot=n_boot, seed=0) if n_boot else None
+    return demo, ev, fits, compare.results_table(ev, fits, interval_table)
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return demo_comparison()
+
+
+# ----------------------------------------------------------------------------- the default demo
+
+def test_the_verdict_and_intervals_on_the_default_demo(comparison):
+    demo, ev, fits, table = comparison
+    assert ev.protocol == Protocol() and ev.input == "probs" and ev.notes == ()
+    assert ev.description == "the `split` column: 449 calibration rows to fit, 450 test rows to evaluate"
+    assert compare.verdict(DIGITS, table) == (
+        f"{DIGITS}: **Dirichlet calibration** helps most: ECE 0.145 → 0.053, Brier score 0.294 → 0.212, "
+        "accuracy +2.4%; the Brier improvement is beyond bootstrap noise.")
+    rows = table.set_index(["method", "key"])
+    assert rows.loc[("Dirichlet calibration", "brier"), ["delta", "delta_low", "delta_high"]].tolist() == \
+        pytest.approx([-0.081978, -0.115076, -0.050327], abs=5e-7)
+    # Histogram binning's Brier change is within the noise: its interval holds 0.
+    assert rows.loc[("Histogram binning", "brier"), ["delta_low", "delta_high"]].tolist() == \
+        pytest.approx([-0.080710, 0.001064], abs=5e-7)
+    assert compare.best_methods(table) == {
+        "ece": ["Temperature scaling"], "ace": ["Dirichlet calibration"], "sce": ["Dirichlet calibration"],
+        "mce": ["Histogram binning"], "ks": ["Histogram binning"], "nll": ["Temperature scaling"],
+        "brier": ["Dirichlet calibration"], "accuracy": ["Dirichlet calibration"]}
+    matrix = compare.summary_matrix(ev, table)
+    assert list(matrix.index) == [BEFORE, *PAGE_METHODS]
+    assert matrix.loc[BEFORE, "ECE"] == pytest.approx(0.145235, abs=5e-7)
+
+
+def test_intervals_are_paired_percentile_bootstrap_intervals(comparison):
+    demo, ev, fits, table = comparison
+    test = demo.split == "test"
+    before, labels = demo.probs[test], demo.labels[test]
+    np.testing.assert_array_equal(ev.before, before)
+    after = fits["Temperature scaling"].probs
+    ece_before = cc.bootstrap_ci(cc.ece, before, labels, n_boot=200, seed=0)
+    ece_after = cc.bootstrap_ci(cc.ece, after, labels, n_boot=200, seed=0)
+    row = table[(table["method"] == "Temperature scaling") & (table["key"] == "ece")].iloc[0]
+    assert (row["before_low"], row["before_high"]) == pytest.approx((ece_before.low, ece_before.high), rel=1e-12)
+    assert (row["after_low"], row["after_high"]) == pytest.approx((ece_after.low, ece_after.high), rel=1e-12)
+    low, high = np.quantile(ece_after.samples - ece_before.samples, [0.025, 0.975])
+    assert (row["delta_low"], row["delta_high"]) == pytest.approx((low, high), rel=1e-12)
+    assert row["after"] == pytest.approx(cc.ece(after, labels), rel=1e-12)
+    # A caller's sampler (the app caches each array's resamples) gives the same table.
+    calls = []
+
+    def samples(name, probs, metric):
+        calls.append((name, metric))
+        return compare.bootstrap_samples(probs, ev.labels, metric, 200, 0)
+
+    again = compare.intervals(ev, fits, n_boot=200, seed=0, samples=samples)
+    pd.testing.assert_frame_equal(again, compare.intervals(ev, fits, n_boot=200, seed=0))
+    assert len(calls) == (len(PAGE_METHODS) + 1) * len(METRIC_KEYS) and calls[0] == (BEFORE, METRIC_KEYS[0])
+
+
+def test_the_gce_ranking_and_the_temperature_surface_on_the_default_demo(comparison):
+    demo, ev, fits, table = comparison
+    ranking = sweeps.gce_ranking({BEFORE: ev.before, **{m: f.probs for m, f in fits.items()}}, ev.labels)
+    # The page's note: variants 8 and 24 are not the SCE and the ACE of the results table.
+    assert ranking.values.loc[BEFORE, 8] == pytest.approx(0.0424, abs=5e-5)
+    assert ev.before_values["sce"] == pytest.approx(0.0299, abs=5e-5)
+    assert ranking.values.loc[BEFORE, 24] == pytest.approx(0.0374, abs=5e-5)
+    assert ev.before_values["ace"] == pytest.approx(0.0280, abs=5e-5)
+    assert ranking.values.loc[BEFORE, 4] == pytest.approx(ev.before_values["ece"], rel=1e-12)
+    assert ranking.mean_spearman == pytest.approx(0.416705, abs=5e-7) and ranking.n_rows == 450
+    marks = compare.fitted_temperatures(fits)
+    assert set(marks) == {"Temperature scaling"}
+    scores = compare.log_scores(demo.probs, demo.logits)[ev.eval_index]
+    surface = sweeps.temperature_surface(scores, ev.labels, t_range=sweeps.surface_range(list(marks.values())))
+    lowest = surface.minimisers.set_index("metric")
+    assert lowest.loc["NLL", "temperature"] == pytest.approx(6.034176, abs=5e-7)
+    assert surface.at_edge == ("ACE",) and surface.n_rows == surface.kde_rows == 450
+
+
+# ----------------------------------------------------------------------------- protocol and evaluation rows
+
+def test_protocol_normalisation_and_the_fallback_to_a_random_split():
+    assert Protocol("split_column", 0.3, 7, 10).normalised() == Protocol("split_column")
+    assert Protocol("random", 0.3, 7, 10).normalised() == Protocol("random", 0.3, 7, 5)
+    assert Protocol("cross_fit", 0.3, 7, 10).normalised() == Protocol("cross_fit", 0.5, 7, 10)
+    assert compare.effective_protocol(Protocol("split_column", 0.25, 3), split_ready=False) == \
+        Protocol("random", 0.25, 3)
+    assert compare.effective_protocol(Protocol("split_column", 0.25, 3), split_ready=True) == Protocol()
+    assert compare.split_column_ready(["Calibration", "test", "train"])
+    assert not compare.split_column_ready(["test"]) and not compare.split_column_ready(())
+
+
+def test_thin_classes_are_reported_with_what_to_do():
+    labels = np.array([0] * 30 + [1] * 30 + [2])  # class 2: one row, so it cannot be in both parts
+    probs = np.random.default_rng(0).dirichlet(np.ones(3), size=labels.size)
+    notes = compare.evaluation_set(probs, probs, labels, Protocol("random")).notes
+    assert any("Too few fitting rows of class 2 (1 row)" in n and "cross-fitting" in n for n in notes)
+    assert any("Class 2 does not occur among the evaluation rows" in n for n in notes)
+    cross = compare.evaluation_set(probs, probs, labels, Protocol("cross_fit", n_folds=5),
+                                   class_names=["a", "b", "`c`"]).notes
+    assert any("Class `c` (1 row) has fewer rows than the 5 folds" in n and "Use fewer folds" in n for n in cross)
+    with pytest.raises(cc.CalibrationInputError, match="unknown protocol scheme"):
+        compare.evaluation_set(probs, probs, labels, Protocol("bootstrap"))
+
+
+def test_failures_are_returned_and_cross_fitted_predictions_are_out_of_fold():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 200)
+    probs = cc.softmax(rng.normal(size=(200, 3)) + 2 * np.eye(3)[labels])
+    ev = compare.evaluation_set(probs, probs, labels, Protocol("cross_fit", n_folds=4))
+    fit = compare.fit_method("No such method", probs, labels, ev)
+    assert not fit.ok and fit.severity == "warning" and "unknown method" in fit.message
+    fit = compare.fit_method("Temperature scaling", probs, labels, ev)
+    frame = compare.recalibrated_frame(probs, labels, ev, fit, class_names=["a", "b", "c"])
+    assert list(frame.columns) == ["label", "split", "p_a", "p_b", "p_c"] and (frame["split"] == "out-of-fold").all()
+    oof = cc.cross_fit(TemperatureScaling(input="probs"), probs, labels, n_folds=4, seed=0)
+    np.testing.assert_allclose(frame[["p_a", "p_b", "p_c"]].to_numpy(), oof, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- verdict
+
+def results_from(afters: dict[str, dict[str, float]], before: dict[str, float]) -> pd.DataFrame:
+    rows = []
+    for method, values in afters.items():
+        for key in METRIC_KEYS:
+            rows.append({"method": method, "metric": compare.metric_label(key), "key": key, "before": before[key],
+                         "after": values[key], "delta": values[key] - before[key], "fit_seconds": 0.0,
+                         "delta_low": np.nan, "delta_high": np.nan})
+    return pd.DataFrame(rows)
+
+
+BEFORE_VALUES = {"ece": 0.2, "ace": 0.1, "sce": 0.1, "mce": 0.5, "ks": 0.2, "nll": 1.0, "brier": 0.5, "accuracy": 0.8}
+
+
+def test_verdict_recommends_the_lowest_brier_among_methods_that_lower_ece_and_never_the_baseline():
+    def values(ece, brier, accuracy=0.8):
+        return {**BEFORE_VALUES, "ece": ece, "brier": brier, "accuracy": accuracy}
+
+    table = results_from({"A": values(0.05, 0.45), "B": values(0.02, 0.48), "C": values(0.1, 0.55),
+                          CAUTIONARY: values(0.0, 0.40)}, BEFORE_VALUES)
+    sentence = compare.verdict("m", table)
+    assert "**A** helps most" in sentence and "ECE 0.200 → 0.050" in sentence and "accuracy unchanged" in sentence
+    assert compare.best_methods(table)["ece"] == ["B"]  # the baseline (ECE 0) is not eligible
+    assert compare.best_methods(table, exclude=())["ece"] == [CAUTIONARY]
+    worse = results_from({"C": values(0.1, 0.55), "D": values(0.3, 0.4)}, BEFORE_VALUES)
+    assert "no method lowers both" in compare.verdict("m", worse)
+    assert "no verdict" in compare.verdict("m", results_from({}, BEFORE_VALUES))
+
+
+# ----------------------------------------------------------------------------- the 32 GCE variants
+
+def with_exact_zeros(n_rows: int = 400, n_classes: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Vote shares of 5 'trees' (many exact zeros), labels drawn near the votes."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, n_classes, n_rows)
+    votes = np.where(rng.uniform(size=(n_rows, 5)) < 0.7, labels[:, None], rng.integers(0, n_classes, (n_rows, 5)))
+    probs = np.stack([(votes == k).mean(axis=1) for k in range(n_classes)], axis=1)
+    return probs, labels
+
+
+def test_gce_ranking_matches_gce_and_spearman():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 300)
+    logits = 3 * (rng.normal(size=(300, 3)) + 1.5 * np.eye(3)[labels])
+    probs = {"a": cc.softmax(logits), "b": cc.softmax(logits / 3),
+             "c": cc.softmax(logits / 1.5 + rng.normal(size=logits.shape) * 0.1)}
+    ranking = sweeps.gce_ranking(probs, labels)
+    for variant in (0, 4, 8, 21, 24, 31):
+        binning, max_prob, class_conditional, threshold, norm = sweeps.GCE_VARIANTS[variant]
+        for name, p in probs.items():
+            expected = cc.gce(p, labels, binning=binning, max_prob=max_prob, class_conditional=class_conditional,
+                              threshold=threshold, norm=norm)
+            assert ranking.values.loc[name, variant] == pytest.approx(expected, rel=1e-12)
+    assert (ranking.ranks.loc["a"] == 3).all(), "three times too confident is worst under every variant"
+    rho = spearmanr(ranking.values.to_numpy(), axis=0).statistic
+    assert ranking.mean_spearman == pytest.approx(np.nanmean(rho[np.triu_indices(32, 1)]))
+    assert list(ranking.variants.loc[[0, 4, 5, 8, 20, 21, 24], "name"]) == [
+        "", "ECE", "RMSCE", "", "ECE (adaptive)", "RMSCE (adaptive)", ""]
+    two = sweeps.gce_ranking({"a": probs["a"], "b": probs["b"]}, labels)
+    assert np.isnan(two.correlation).all() and np.isnan(two.mean_spearman)
+
+
+@pytest.mark.parametrize("n_bins", [5, 15])
+def test_every_named_gce_variant_equals_its_metric_exactly(n_bins):
+    """Issue 11, item 3: a variant labelled with a metric's name must be that metric, on any data."""
+    demo = load_demo(DIGITS)
+    test = demo.split == "test"
+    rng = np.random.default_rng(1)
+    cases = [(demo.probs[test], demo.labels[test]), with_exact_zeros(),
+             (cc.softmax(rng.normal(size=(300, 3)) * 2), rng.integers(0, 3, 300))]
+    table = sweeps.variant_table()
+    named = table[table["name"] != ""]
+    assert set(named["variant"]) == set(sweeps.NAMED_VARIANTS) and len(named) == 4
+    for probs, labels in cases:
+        for row in named.itertuples():
+            _, function, kwargs = sweeps.NAMED_VARIANTS[row.variant]
+            value = cc.gce(probs, labels, n_bins=n_bins, binning=row.binning, max_prob=row.max_prob,
+                           class_conditional=row.class_conditional, threshold=row.threshold, norm=row.norm)
+            assert value == pytest.approx(function(probs, labels, n_bins=n_bins, **kwargs), rel=1e-12, abs=1e-15), \
+                row.name
+    # Every other variant is labelled by its settings only, never by a metric's name.
+    for row in table[table["name"] == ""].itertuples():
+        assert row.label == sweeps.variant_settings(row.binning, row.max_prob, row.class_conditional,
+                                                    row.threshold, row.norm)
+        assert not {"ECE", "SCE", "ACE", "TACE", "MCE", "RMSCE"} & set(row.label.replace("·", " ").split())
+    # Why 8 and 24 carry no name: with exact zeros they are not the SCE and the ACE (the issue's numbers).
+    probs, labels = cases[0]
+    assert cc.gce(probs, labels, max_prob=False, class_conditional=True) == pytest.approx(0.0424, abs=5e-5)
+    assert cc.sce(probs, labels) == pytest.approx(0.0299, abs=5e-5)
+    assert cc.gce(probs, labels, binning="adaptive", max_prob=False, class_conditional=True) == pytest.approx(
+        0.0374, abs=5e-5)
+    assert cc.ace(probs, labels) == pytest.approx(0.0280, abs=5e-5)
+
+
+# ----------------------------------------------------------------------------- temperature surface
+
+def test_temperature_surface_minimisers_edges_and_ranges():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 400)
+    logits = 3 * (rng.normal(size=(400, 4)) + 1.5 * np.eye(4)[labels])
+    surface = sweeps.temperature_surface(logits, labels)
+    nll = surface.table[surface.table["metric"] == "NLL"]
+    temperatures = np.geomspace(sweeps.T_MIN, sweeps.T_MAX, sweeps.T_POINTS)
+    np.testing.assert_allclose(nll["temperature"], temperatures)
+    direct = [cc.nll(cc.softmax(logits / t), labels) for t in temperatures]
+    np.testing.assert_allclose(nll["value"], direct, rtol=1e-12)
+    lowest = surface.minimisers.set_index("metric")
+    assert lowest.loc["NLL", "temperature"] == pytest.approx(temperatures[int(np.argmin(direct))])
+    assert 1.5 < lowest.loc["NLL", "temperature"] < 6, "the logits were multiplied by 3"
+    assert set(lowest.index) == {"NLL", "ECE", "ACE", "SCE", "CE_KL (kernel)"} and surface.kde_rows == 400
+    assert "NLL" not in surface.at_edge
+    assert sweeps.temperature_surface(logits, labels, with_kde=False).kde_rows == 0
+    assert sweeps.surface_range([24.1]) == (0.05, 50.0) and sweeps.surface_range([0.01]) == (0.005, 20.0)
+    assert sweeps.kde_rows_for(50_000, 100) == 1_000
+
+
+def test_log_scores_take_the_logarithm_of_temperature_scaling():
+    probs, labels = with_exact_zeros(600, 4, seed=5)
+    scores = compare.log_scores(probs, None)
+    np.testing.assert_array_equal(scores, np.log(probs + 1e-12))
+    assert compare.model_input(probs, None)[1] == "probs" and compare.model_input(probs, scores)[1] == "logits"
