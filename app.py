@@ -11,7 +11,7 @@ import streamlit as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
-from calib_core.io.loader import demo_datasets
+from calib_core.io import demo_datasets
 from studio import compute, downloads, figures, layout, state
 from studio.text import md, plot_text
 

@@ -33,7 +33,7 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import calib_core as cc  # noqa: E402
-from calib_core.io.loader import Predictions  # noqa: E402
+from calib_core.io import Predictions  # noqa: E402
 from studio import compute_simplex as cs  # noqa: E402
 from studio import state  # noqa: E402
 from studio.figures_simplex import simplex_figure  # noqa: E402

@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from calib_core.io.loader import load_predictions  # noqa: E402
+from calib_core.io import load_predictions  # noqa: E402
 from calib_core.validation import CalibrationInputError, softmax  # noqa: E402
 from test_loader_fuzz import (HOSTILE_CELLS, MAX_BYTES, _arrow_column, check_load,  # noqa: E402
                               independent_csv, render, table_csv)

@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from calib_core.io.loader import demo_datasets
+from calib_core.io import demo_datasets
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from studio import compute, downloads, figures, layout, state
 from studio.text import md

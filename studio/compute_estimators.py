@@ -12,16 +12,10 @@ Two kinds of estimators:
   linear-time SKCE, the normal interval of its independent block terms).
 * **O(N^2)** ones (the unbiased SKCE, ``kde_ce``, the score decompositions,
   the bound chain): on all rows when that is quick (the unbiased SKCE then
-  with its variance-formula interval), otherwise on ``R``
-  disjoint random *blocks* of ``m`` rows. A bootstrap does not suit them: a
-  resample repeats rows, and a repeated row is its own nearest neighbour in
-  a leave-one-out kernel estimate or a U-statistic. Disjoint blocks are
-  independent samples of size ``m``, so the mean of the block estimates
-  comes with a t-interval from their spread. For SKCE this is the block
-  estimator of Widmann et al. (2019) with blocks of ``m`` rows (the
-  linear-time estimator is the case ``m = 2``) and stays unbiased; the
-  kernel estimates of ``kde_ce`` carry the bias of ``m`` rows, larger than
-  that of all ``N``.
+  with its variance-formula interval), otherwise on ``R`` disjoint random
+  *blocks* of ``m`` rows, as the mean of the block estimates with a
+  t-interval from their spread (:mod:`calib_core.inference.blocks` says why
+  a bootstrap does not suit them).
 
 :func:`plan_quadratic` and :func:`resolve_n_boot` turn the page's "auto"
 choices into concrete settings with a cost model (:func:`quadratic_seconds`,
@@ -36,17 +30,17 @@ estimator, blocks) is part of the name (:func:`estimator_name`).
 """
 from __future__ import annotations
 
-import math
+import functools
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
-from scipy import stats
 
 import calib_core as cc
-from calib_core.io.loader import Predictions
-from calib_core.metrics.proper import BoundChain, ScoreDecomposition
+from calib_core.inference.blocks import BlockEstimate, block_decomposition, block_indices, block_metric
+from calib_core.io import Predictions
+from calib_core.metrics.decomposition import BoundChain, ScoreDecomposition
 from calib_core.metrics.smooth import SmoothReliabilityCurve
 
 #: Rows per block offered for the O(N^2) estimators.
@@ -218,24 +212,15 @@ def resolve_band_boot(choice: str | int, n_rows: int, budget: float | None = Non
     return 200 if 200 * n_rows * _BAND_ROW <= budget else 0
 
 
-def block_indices(n_rows: int, block_rows: int | None, n_blocks: int, seed: int) -> list[np.ndarray]:
-    """Row indices of ``n_blocks`` disjoint random blocks of ``block_rows`` rows (sorted within a block).
-
-    ``block_rows=None`` gives one block of every row in file order.
-    """
-    if block_rows is None:
-        return [np.arange(n_rows)]
-    if n_blocks < 1 or block_rows * n_blocks > n_rows:
-        raise ValueError(f"{n_blocks} blocks of {block_rows} rows do not fit in {n_rows} rows.")
-    order = np.random.default_rng(seed).permutation(n_rows)
-    return [np.sort(order[i * block_rows:(i + 1) * block_rows]) for i in range(n_blocks)]
-
-
 # ----------------------------------------------------------------------------- results
+
+#: The interval column of a single O(N^2) estimate on all rows.
+NO_BLOCK_INTERVAL = "none (one O(N²) estimate on all rows; choose a block size for an interval)"
+
 
 @dataclass(frozen=True)
 class Estimate:
-    """One estimator's value on one model and how its interval was obtained.
+    """One row of the page's estimates table: a value, its interval and how it was made.
 
     Attributes
     ----------
@@ -263,21 +248,16 @@ class Estimate:
     bandwidth: float
     seconds: float
 
+    @classmethod
+    def of_blocks(cls, found: BlockEstimate, bandwidth: float, seconds: float) -> Estimate:
+        """The row of a :class:`calib_core.inference.blocks.BlockEstimate`."""
+        note = found.note if found.has_interval else NO_BLOCK_INTERVAL
+        return cls(found.value, found.low, found.high, found.std, note, found.rows, bandwidth, seconds)
 
-def block_estimate(values: np.ndarray | list[float], *, block_rows: int | None, n_rows: int, alpha: float,
-                   bandwidth: float, seconds: float) -> Estimate:
-    """Mean of independent block estimates with a Student-t interval (one value: no interval)."""
-    values = np.asarray(values, dtype=np.float64)
-    if values.size == 1:
-        return Estimate(float(values[0]), np.nan, np.nan, np.nan,
-                        "none (one O(N²) estimate on all rows; choose a block size for an interval)",
-                        n_rows, bandwidth, seconds)
-    mean = float(values.mean())
-    std = float(values.std(ddof=1) / math.sqrt(values.size))
-    half = float(stats.t.ppf(1.0 - alpha / 2.0, values.size - 1)) * std
-    return Estimate(mean, mean - half, mean + half, std,
-                    f"t-interval over {values.size} blocks of {block_rows:,} rows",
-                    int(values.size * block_rows), bandwidth, seconds)
+    @classmethod
+    def of_interval(cls, found: cc.MetricInterval, rows: int, bandwidth: float, seconds: float) -> Estimate:
+        """The row of a :class:`calib_core.MetricInterval`."""
+        return cls(found.estimate, found.low, found.high, found.std, found.note, rows, bandwidth, seconds)
 
 
 # ----------------------------------------------------------------------------- bandwidths
@@ -331,7 +311,7 @@ def estimator_name(key: str, *, bandwidth: float | None = None, bandwidth_rule: 
     return name
 
 
-def _quadratic_value(key: str, probs: np.ndarray, labels: np.ndarray, bandwidth: float, estimator: str) -> float:
+def _quadratic_value(key: str, probs: np.ndarray, labels: np.ndarray, *, bandwidth: float, estimator: str) -> float:
     if key == "skce":
         return cc.skce(probs, labels, bandwidth=bandwidth)
     divergence = "kl" if key.startswith("kde_ce_kl") else "l2"
@@ -352,30 +332,18 @@ def quadratic_estimate(_predictions: Predictions, fingerprint: str, key: str, ba
     probs, labels = _predictions.probs, _predictions.labels
     if key == "skce" and block_rows is None:
         found = cc.metric_interval("skce", probs, labels, bandwidth=bandwidth, alpha=alpha)
-        return Estimate(found.estimate, found.low, found.high, found.std, found.note, _predictions.n_samples,
-                        bandwidth, time.perf_counter() - start)
-    values = [_quadratic_value(key, probs[rows], labels[rows], bandwidth, estimator)
-              for rows in block_indices(_predictions.n_samples, block_rows, n_blocks, seed)]
-    return block_estimate(values, block_rows=block_rows, n_rows=_predictions.n_samples, alpha=alpha,
-                          bandwidth=bandwidth, seconds=time.perf_counter() - start)
+        return Estimate.of_interval(found, _predictions.n_samples, bandwidth, time.perf_counter() - start)
+    found = block_metric(functools.partial(_quadratic_value, key, bandwidth=bandwidth, estimator=estimator),
+                         probs, labels, block_rows=block_rows, n_blocks=n_blocks, seed=seed, alpha=alpha)
+    return Estimate.of_blocks(found, bandwidth, time.perf_counter() - start)
 
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
 def decomposition(_predictions: Predictions, fingerprint: str, score: str, bandwidth: float,
                   block_rows: int | None, n_blocks: int, seed: int) -> ScoreDecomposition:
-    """:func:`calib_core.score_decomposition`, or the mean of its terms over disjoint blocks.
-
-    Every block's terms add up to that block's score, so the means add up to
-    the mean score over the blocks (the score of the rows used).
-    """
-    probs, labels = _predictions.probs, _predictions.labels
-    parts = [cc.score_decomposition(probs[rows], labels[rows], score, bandwidth=bandwidth)
-             for rows in block_indices(_predictions.n_samples, block_rows, n_blocks, seed)]
-    if len(parts) == 1:
-        return parts[0]
-    means = {f.name: float(np.mean([getattr(p, f.name) for p in parts]))
-             for f in fields(ScoreDecomposition) if f.name != "score"}
-    return replace(parts[0], **means)
+    """:func:`calib_core.inference.blocks.block_decomposition`: on all rows or the mean over disjoint blocks."""
+    return block_decomposition(_predictions.probs, _predictions.labels, score, bandwidth=bandwidth,
+                               block_rows=block_rows, n_blocks=n_blocks, seed=seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
@@ -410,8 +378,7 @@ def linear_estimate(_predictions: Predictions, fingerprint: str, key: str, bandw
     used = found.bandwidth
     if key == "smooth_ece" and bandwidth is None:
         used = cc.smooth_reliability_curve(probs, labels, n_boot=0).bandwidth
-    return Estimate(found.estimate, found.low, found.high, found.std, found.note, probs.shape[0], float(used),
-                    time.perf_counter() - start)
+    return Estimate.of_interval(found, probs.shape[0], float(used), time.perf_counter() - start)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl="1h")

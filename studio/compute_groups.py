@@ -13,7 +13,7 @@ import streamlit as st
 
 import calib_core as cc
 from calib_core.inference.groups import GroupResult, MulticalibrationResult
-from calib_core.io.loader import Predictions
+from calib_core.io import Predictions
 
 #: The metrics the page offers, by registry key.
 GROUP_METRICS = {"ece": "ECE", "ace": "ACE"}

@@ -43,8 +43,10 @@ import streamlit as st
 
 import calib_core as cc
 from calib_core.lab.generators import FUTAMI_CASES, TRUTH_KEYS, VAICENAVICIUS_CASES, GroundTruth
-from calib_core.lab.studies import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator, Pathology, default_subset_sizes
+from calib_core.lab.estimators import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator
+from calib_core.lab.pathologies import Pathology
 from calib_core.lab.size_power import cell_seed
+from calib_core.lab.stability import study_sizes
 from calib_core.validation import CalibrationInputError
 
 Progress = Callable[[int, int], None] | None
@@ -315,7 +317,7 @@ def estimator_options() -> dict[str, str]:
 
 
 def default_estimators() -> list[str]:
-    """The default run's estimators (calib_core.lab.studies.DEFAULT_ESTIMATORS) that this installation offers."""
+    """The default run's estimators (calib_core.lab.estimators.DEFAULT_ESTIMATORS) that this installation offers."""
     options = estimator_options()
     return [key for key in DEFAULT_ESTIMATORS if key in options]
 
@@ -471,33 +473,6 @@ def optimal_bins(sizes: Sequence[int], lipschitz: float) -> list[int]:
     return [int(b) for b in cc.futami_bounds(list(sizes), None, lipschitz).optimal_n_bins]
 
 
-#: Estimators whose error Futami & Fujisawa's bound describes (binned ECEs and the sweep, targeting a TCE).
-BOUNDED_TARGETS = ("tce", "classwise_tce")
-
-
-def observed_gap(view: LabView) -> pd.DataFrame:
-    """``label``, ``size``, ``mean_abs_error`` of the estimators of a TCE (Futami & Fujisawa's "TCE gap")."""
-    summary = view.summary
-    keep = summary["target"].isin(BOUNDED_TARGETS) if not summary.empty else []
-    return summary.loc[keep, ["estimator", "label", "size", "mean_abs_error"]].reset_index(drop=True)
-
-
-def gap_slopes(observed: pd.DataFrame) -> dict[str, float]:
-    """Log-log slope of the observed mean |error| against n, per estimator (needs two sizes with an error > 0).
-
-    Futami & Fujisawa's total bound falls like n^(-1/3) at the optimal B; a
-    steeper observed slope means the bound is loose for this model.
-    """
-    slopes: dict[str, float] = {}
-    for label, rows in observed.groupby("label", sort=False):
-        rows = rows[rows["mean_abs_error"] > 0]
-        if rows["size"].nunique() >= 2:
-            x = np.log(rows["size"].to_numpy(dtype=float))
-            y = np.log(rows["mean_abs_error"].to_numpy(dtype=float))
-            slopes[str(label)] = float(np.polyfit(x, y, 1)[0])
-    return slopes
-
-
 # ============================================================================ your data: test-set size
 #: Fewest rows for the test-set-size study (subsets from 100 rows up to all, and half of them).
 MIN_STUDY_ROWS = 200
@@ -513,11 +488,6 @@ class StudyParams:
     n_bins: int
     binning: str
     seed: int
-
-
-def study_sizes(n_rows: int) -> tuple[int, ...]:
-    """Subset sizes of a study: 10 log2-spaced sizes from 100 to N, plus N // 2 (see :func:`stability_table`)."""
-    return tuple(sorted(set(default_subset_sizes(n_rows)) | {n_rows // 2}))
 
 
 def study_job(params: StudyParams) -> Job:
@@ -543,7 +513,8 @@ def _study_key(params: StudyParams, name: str) -> tuple:
 
 def compute_study_chunk(params: StudyParams, predictions: Mapping[str, Any], name: str,
                         on_progress: Progress = None) -> cc.SubsetStudy:
-    """One model of a study: :func:`calib_core.subset_study` at :func:`study_sizes`; stored when done.
+    """One model of a study: :func:`calib_core.subset_study` at
+    :func:`calib_core.lab.stability.study_sizes`; stored when done.
 
     Every model is drawn with the same seed, so models with the same number
     of rows are compared on the same subsets of rows.
@@ -574,51 +545,6 @@ def study_summary(job: Job) -> pd.DataFrame:
         return pd.DataFrame(columns=["model", "metric", "size", "mean", "std", "q05", "q95", "full_value",
                                      "relative_spread", "repetitions"])
     return pd.concat(frames, ignore_index=True)
-
-
-def stability_table(summary: pd.DataFrame, n_rows: Mapping[str, int], tolerance: float) -> pd.DataFrame:
-    """Which estimates are stable at the user's N: one row per (model, metric).
-
-    Columns: ``model``, ``metric``, ``value`` (on all N rows), ``half`` (the
-    subset size used, N // 2), ``std_half``, ``relative_se``, ``drift``,
-    ``stable`` and ``verdict``.
-
-    Notes
-    -----
-    Subsets of size N/2 drawn without replacement from N rows vary as much as
-    a whole new test set of size N would: for a mean, the variance
-    ``sigma^2 / n * (1 - n / N)`` equals ``sigma^2 / N`` at ``n = N / 2``. So
-    the spread at N/2 is taken as the standard error of the estimate at N
-    (``relative_se = std_half / |value|``), and the change of the mean from N/2
-    to N (``drift = |mean_half - value| / |value|``) shows an estimate still
-    moving with the test-set size (its small-sample bias). An estimate is
-    called stable when both are below ``tolerance``.
-    """
-    rows = []
-    for (model, metric), group in summary.groupby(["model", "metric"], sort=False):
-        total = n_rows[model]
-        half = total // 2
-        full = group.loc[group["size"] == total, "full_value"]
-        at_half = group.loc[group["size"] == half]
-        if full.empty or at_half.empty:
-            continue
-        value = float(full.iloc[0])
-        std_half = float(at_half["std"].iloc[0])
-        mean_half = float(at_half["mean"].iloc[0])
-        scale = abs(value)
-        relative_se = std_half / scale if scale > 0 else (0.0 if std_half == 0 else math.inf)
-        drift = abs(mean_half - value) / scale if scale > 0 else (0.0 if mean_half == value else math.inf)
-        if relative_se <= tolerance and drift <= tolerance:
-            verdict = "stable"
-        elif relative_se > tolerance and drift > tolerance:
-            verdict = "noisy and still moving with N"
-        elif relative_se > tolerance:
-            verdict = "noisy: another test set of this size could differ"
-        else:
-            verdict = "still moving with N (small-sample bias)"
-        rows.append((model, metric, value, half, std_half, relative_se, drift, verdict == "stable", verdict))
-    return pd.DataFrame(rows, columns=["model", "metric", "value", "half", "std_half", "relative_se", "drift",
-                                       "stable", "verdict"])
 
 
 # ============================================================================ rank stability

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 import calib_core as cc
-from calib_core.inference.consistency import CanonicalCE, ConsistencyResult
-from calib_core.io.loader import Predictions
+from calib_core.inference import CanonicalCE, ConsistencyResult
+from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
 
 
@@ -130,7 +130,6 @@ def view_is_whole_model(vertices: Vertices, lens: str, n_classes: int) -> bool:
     if vertices.mode == "classes":
         return tuple(vertices.members) == (0, 1, 2)
     return tuple(tuple(g) for g in vertices.members) == cc.default_groups(n_classes)
-
 
 
 @st.cache_data(show_spinner="Consistency bands: drawing labels from the predictions ...", max_entries=256, ttl="1h")

@@ -28,7 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from calib_core.metrics.proper import BoundChain, ScoreDecomposition
+from calib_core.metrics.decomposition import BoundChain, ScoreDecomposition
 from calib_core.metrics.smooth import SmoothReliabilityCurve
 from studio.figures import DIAGONAL_COLOR, FONT, color_for
 from studio.text import plot_text

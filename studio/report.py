@@ -37,7 +37,7 @@ import plotly.io as pio  # at import time: without plotly the CLI's --html says 
 from plotly.offline import get_plotlyjs
 
 import calib_core as cc
-from calib_core.io.loader import Predictions
+from calib_core.io import Predictions
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name, metric_report
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS

@@ -27,7 +27,8 @@ import numpy as np
 import streamlit as st
 
 from calib_core import CalibrationInputError
-from calib_core.io.loader import LoadFix, Predictions, demo_datasets
+from calib_core.io import Predictions, demo_datasets
+from calib_core.io.interpret import LoadFix
 from studio import compute
 from studio.text import md
 
@@ -105,7 +106,7 @@ class LoadProblem:
     ----------
     message : str
         Plain language; names the app's controls, never a Python argument.
-    fixes : tuple of calib_core.io.loader.LoadFix
+    fixes : tuple of calib_core.io.interpret.LoadFix
         One button each (renormalise rows, divide by 100, read as logits,
         accept a proposed label mapping).
     mapping : tuple of (label, column) pairs, optional
@@ -144,7 +145,7 @@ def app_message(text: str) -> str:
     """A calib_core message in the app's words: controls instead of Python arguments.
 
     ``"Pass `renormalize=True` to ..."`` becomes ``"use ‘Renormalise rows’
-    to ..."``. Messages carried by :class:`calib_core.io.loader.PredictionsFileError`
+    to ..."``. Messages carried by :class:`calib_core.io.interpret.PredictionsFileError`
     have a ``plain`` form already; this handles every other message.
     """
     for pattern, replacement in _CONTROLS:

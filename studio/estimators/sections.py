@@ -1,0 +1,164 @@
+"""The Estimators page's sections after the table: decompositions, the bound chain, the smoothed curve, notes."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from calib_core import CalibrationInputError
+from studio import compute_estimators as ce
+from studio import downloads, state
+from studio.estimators.estimates import Estimates, Steps
+from studio.estimators.settings import Plans, Settings
+from studio.figures_estimators import CHAIN_LABELS, bound_chain_figure, decomposition_figure, smooth_reliability_figure
+from studio.text import md
+
+#: The closing notes of the page (Markdown).
+NOTES = """
+- **MMCE** (Kumar et al. 2018, eq. 2): a kernel distance between the top-label confidence and correctness over
+  all pairs of rows, computed exactly in O(N log N). *Pitfalls:* top label only; a V-statistic, so biased upwards
+  on small samples; depends on the kernel width.
+- **SKCE** (Widmann et al. 2019): the squared kernel calibration error of the whole predicted distribution. The
+  unbiased estimator averages over all N(N−1)/2 pairs; the linear-time one over N/2 disjoint pairs (much
+  noisier, but O(N)). *Pitfalls:* squared, so not on the ECE's scale; can be negative; the value depends on the
+  kernel width (median heuristic by default; when most predictions are identical, the median distance between
+  distinct predictions). *Intervals:* the linear-time estimate is a mean of independent pair terms, so it has a
+  normal interval from their spread; on all rows the unbiased one has one from the U-statistic's variance (a
+  rough guide for a calibrated model, where the statistic is degenerate).
+- **CE_KL and CE₂²** (Popordanoska et al. 2024, eq. 9-15): proper calibration errors of the log and the Brier
+  score, with P(Y | prediction) estimated by a leave-one-out Dirichlet kernel. Consistent, with a bias that
+  shrinks as 1/N. *Pitfalls:* O(N²); the bandwidth matters (h = 0.01 by default, as on the Metrics page; the
+  leave-one-out likelihood of the predictions can choose it above); a class
+  predicted with probability 0 that occurs nearby makes CE_KL very large; on blocks the bias is that of the
+  block size.
+- **smECE** (Blasiok & Nakkiran 2023): the smoothed residuals integrated in absolute value, at the bandwidth
+  that equals its own smECE. *Pitfalls:* top label only; smoothing hides narrow regions of miscalibration.
+- **√Brier** (Gruber & Buettner 2022, Theorem 4.3): an upper bound of CE₂ that needs no estimate of
+  P(Y | prediction). *Pitfalls:* it also holds the refinement, so it is loose unless the accuracy is near 1.
+- **Blocks** (for the O(N²) estimators on many rows): the mean over disjoint random blocks of m rows with a
+  Student-t interval from their spread. For SKCE this is the block estimator of Widmann et al. (2019) and stays
+  unbiased; for kde_ce it estimates what m rows would give.
+"""
+
+
+def decomposition_section(usable, settings: Settings, plans: Plans, found: Estimates, steps: Steps) -> None:
+    """The Brier and log score of each model split into calibration, refinement, entropy and sharpness."""
+    st.subheader("Calibration and refinement")
+    st.markdown(
+        "A proper score splits into **calibration** (what recalibration could remove) and **refinement** (what "
+        "it cannot), and refinement into **entropy** minus **sharpness**: score = entropy − sharpness + "
+        "calibration (Gruber & Buettner 2022, Lemma 4.1). Entropy is the score of always predicting the class "
+        "frequencies; sharpness is how much the model's predictions improve on that. Refinement is estimated with "
+        "the leave-one-out Dirichlet kernel and calibration is the score minus it (Popordanoska et al. 2024, "
+        "eq. 13-15), so the bars add up to the score exactly."
+    )
+    decompositions = {}
+    for model in usable:
+        plan = plans.quadratic[model.name]
+        decompositions[model.name] = {
+            score: steps.run(f"{score.capitalize()} decomposition, {model.name}, {plan.describe()}",
+                             ce.decomposition, model.predictions, model.fingerprint, score,
+                             found.bandwidths[model.name]["dirichlet"], plan.block_rows, plan.n_blocks, settings.seed)
+            for score in ("brier", "log")
+        }
+    if decompositions:
+        st.plotly_chart(decomposition_figure(decompositions), theme=None, key="estimators_decomposition",
+                        config=downloads.chart_config("Estimators", *decompositions, "Brier-and-log-decomposition"))
+        frame = pd.DataFrame([{
+            "model": name, "score": d.score, "rows": plans.quadratic[name].describe(),
+            "empirical score": d.empirical_score, "calibration": d.calibration, "refinement": d.refinement,
+            "entropy": d.entropy, "sharpness": d.sharpness, "calibration (direct, eq. 9)": d.calibration_direct,
+            "bandwidth": d.bandwidth,
+        } for name, parts in decompositions.items() for d in parts.values()])
+        with st.expander("Decomposition table"):
+            st.dataframe(frame, hide_index=True, width="stretch",
+                         column_config={c: st.column_config.NumberColumn(format="%.5f") for c in frame.columns
+                                        if c not in ("model", "score", "rows", "bandwidth")})
+        st.caption("The direct calibration estimate (eq. 9) is listed for comparison; it is not part of the sums. "
+                   "A calibration bar below zero is finite-sample noise of a (nearly) calibrated model.")
+
+
+def chain_intro() -> None:
+    """The bound chain's heading and explanation (its settings follow on the page)."""
+    st.subheader("The chain of calibration errors")
+    st.markdown(
+        "Gruber & Buettner (2022, eq. 6) prove an order between the calibration errors of a model: "
+        "√2 ≥ √BS ≥ CE₂ ≥ CWCE₂ ≥ TCE₂ ≥ TCE₁ ≥ KS, ECE and MMCE. The root Brier score is an upper bound that needs "
+        "no estimate at all; the canonical CE₂ looks at the whole distribution, the class-wise and top-label "
+        "errors at less of it. Each dot is an estimate, each line an inequality."
+    )
+
+
+def chain_section(usable, settings: Settings, plans: Plans, found: Estimates, steps: Steps, *,
+                  chain_estimator: str, chain_bins: int, chain_binning: str, log_x: bool) -> None:
+    """Gruber & Buettner's chain of calibration errors of each model, and which estimated inequalities break."""
+    chains = {}
+    for model in usable:
+        plan = plans.quadratic[model.name]
+        rows_text = "all rows" if not plan.uses_blocks else f"a block of {plan.block_rows:,} rows"
+        try:
+            chains[model.name] = steps.run(f"Bound chain, {model.name}, {rows_text}", ce.bound_chain,
+                                           model.predictions, model.fingerprint,
+                                           found.bandwidths[model.name]["dirichlet"], plan.block_rows, settings.seed,
+                                           chain_bins, chain_binning, chain_estimator, float(settings.mmce_h))
+        except CalibrationInputError as exc:
+            st.error(f"The chain could not be estimated for **{md(model.name)}**: {md(exc)} "
+                     "Change the settings above.",
+                     icon=":material/error:")
+    if chains:
+        st.plotly_chart(bound_chain_figure(chains, colors=state.model_colors(), log_x=log_x), theme=None,
+                        key="estimators_chain",
+                        config=downloads.chart_config("Estimators", *chains, "bound-chain", chain_estimator,
+                                                      chain_bins, chain_binning))
+        st.markdown(
+            "**Why a line can be orange.** The order holds for the true errors. The numbers here are estimates "
+            "from a finite sample, each with its own bias and noise: kernel estimates of CE₂ and CWCE₂ smooth "
+            "differently, the binned ECE and the MMCE are biased upwards on small samples, and the ECE is below "
+            "TCE₁ only in the population. So an estimate can land above the one that must bound it; an orange "
+            "line marks such a pair, not an error in the theory."
+        )
+        for name, found_chain in chains.items():
+            plan = plans.quadratic[name]
+            where = "all rows" if not plan.uses_blocks else f"a random block of {plan.block_rows:,} rows"
+            if found_chain.all_hold:
+                st.success(f"**{md(name)}** ({where}): every estimated inequality holds.",
+                           icon=":material/check:")
+            else:
+                broken = "; ".join(
+                    f"{CHAIN_LABELS[link.lower]} = {link.lower_value:.4f} exceeds {CHAIN_LABELS[link.upper]} = "
+                    f"{link.upper_value:.4f}"
+                    for link in found_chain.broken)
+                st.warning(f"**{md(name)}** ({where}): the estimates break {len(found_chain.broken)} of "
+                           f"{len(found_chain.links)} inequalities: {broken}.", icon=":material/warning:")
+
+
+def smooth_section(usable, settings: Settings, plans: Plans, found: Estimates, steps: Steps) -> None:
+    """The smoothed reliability curves and their smECE (the page's last computation: it closes ``steps``)."""
+    st.subheader("Smoothed reliability curve")
+    st.markdown(
+        "Instead of bins, the correctness of every prediction is smoothed over the confidence with a Gaussian "
+        "kernel (reflected at 0 and 1); the area between this curve and the diagonal, weighted by the density of "
+        "the confidences below, is the **smooth ECE** (Blasiok & Nakkiran 2023). The shaded band is a pointwise "
+        "95% bootstrap band at the same bandwidth."
+    )
+    curves = {}
+    for model in usable:
+        curves[model.name] = steps.run(f"Smoothed reliability curve, {model.name}", ce.smooth_curve,
+                                       model.predictions, model.fingerprint, found.bandwidths[model.name]["smece"],
+                                       plans.bands[model.name], settings.seed)
+    steps.close()
+    if curves:
+        st.plotly_chart(smooth_reliability_figure(curves, colors=state.model_colors()), theme=None,
+                        key="estimators_smooth",
+                        config=downloads.chart_config("Estimators", *curves, "smooth-reliability"))
+        cells = st.columns(min(len(curves), 4))
+        for i, (name, curve) in enumerate(curves.items()):
+            band = (f"band: {plans.bands[name]} resamples" if plans.bands[name]
+                    else "no band (choose bootstrap resamples above)")
+            cells[i % len(cells)].metric(f"{md(name)}: smECE", f"{curve.smece:.4f}",
+                                         help=f"Bandwidth σ = {curve.bandwidth:.4g}; {band}.")
+
+
+def notes_section() -> None:
+    """What each estimator measures, and its pitfalls."""
+    st.subheader("What each estimator measures")
+    st.markdown(NOTES)

@@ -1,0 +1,143 @@
+"""Fitting every chosen method on every model, with progress, and the bootstrap intervals of each model."""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from calib_core import CalibrationInputError
+from calib_core.recalibration import compare
+from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol
+from studio import compute_recalibration as cr
+from studio import layout
+from studio.state import ModelView
+from studio.text import literal
+
+#: The intervals are 1 - ALPHA percentile intervals.
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """One model's fits under the page's protocol, on its evaluation rows.
+
+    Attributes
+    ----------
+    view : studio.state.ModelView
+    ev : EvaluationSet
+    fits : dict of str to MethodFit
+        Every chosen method, failed ones included.
+    table : pandas.DataFrame
+        :func:`calib_core.recalibration.compare.results_table` (with intervals when computed).
+    sentence : str
+        The protocol sentence of the fits ("" when none was fitted).
+    boot_note : str or None
+        Why the bootstrap was skipped (too slow), Markdown.
+    note : str or None
+        Why the model's protocol differs from the chosen one, Markdown.
+    """
+
+    view: ModelView
+    ev: EvaluationSet
+    fits: dict
+    table: pd.DataFrame
+    sentence: str
+    boot_note: str | None
+    note: str | None
+
+    @property
+    def ok_methods(self) -> list[str]:
+        return [name for name, fit in self.fits.items() if fit.ok]
+
+    @property
+    def key_base(self) -> tuple:
+        """What names this model's evaluation arrays in cache keys."""
+        return (self.view.fingerprint, self.ev.input, self.ev.protocol)
+
+
+def interval_text(n_boot: int, seed: int, n_rows: int) -> str:
+    if n_boot == 0:
+        return "No bootstrap intervals (choose resamples above to get them)."
+    return (f"Intervals: {1 - ALPHA:.0%} percentile bootstrap over the {n_rows:,} evaluation rows, {n_boot:,} "
+            f"resamples, seed {seed}; before and after resample the same rows, so the change has its own interval.")
+
+
+def _fit_with_status(models: Sequence[ModelView], methods: Sequence[str],
+                     protocol: Protocol) -> dict[str, dict[str, MethodFit]]:
+    status = st.status(f"Fitting {len(methods)} method(s) on {len(models)} model(s) …", expanded=True)
+    with status:
+        bar = st.progress(0.0, text="Starting …")
+
+        def on_progress(model_name: str, method: str, index: int, total: int) -> None:
+            if index < total:
+                bar.progress(index / total, text=f"{literal(model_name)}: fitting {method} ({index + 1} of {total})")
+            else:
+                bar.progress(1.0, text=f"All {total} fits done.")
+
+        started = time.perf_counter()
+        all_fits = cr.fit_methods(models, methods, protocol, on_progress=on_progress)
+        elapsed = time.perf_counter() - started
+        for model_name, fits in all_fits.items():
+            for method, fit in fits.items():
+                if fit.ok:
+                    st.markdown(f":material/check: {literal(model_name)} · {method}: fitted in "
+                                f"{fit.fit_seconds:.2f} s")
+                else:
+                    st.markdown(f":material/warning: {literal(model_name)} · {method}: could not be fitted")
+    n_failed = sum(not f.ok for fits in all_fits.values() for f in fits.values())
+    status.update(label=f"Fitted {len(methods)} method(s) on {len(all_fits)} model(s) in {elapsed:.2f} s"
+                  + (f" ({n_failed} failed, see below)" if n_failed else "") + " · per-method times inside",
+                  state="complete" if not n_failed else "error", expanded=False)
+    return all_fits
+
+
+def _intervals(view: ModelView, ev: EvaluationSet, ok: dict[str, MethodFit], n_boot: int,
+               seed: int) -> tuple[pd.DataFrame | None, str | None]:
+    """The interval table, or ``None`` and why the bootstrap was skipped (too slow for the budget)."""
+    predicted = compare.bootstrap_seconds(ev, n_boot, len(ok))
+    if predicted > cr.BOOT_BUDGET_SECONDS:
+        affordable = [n for n in cr.BOOT_CHOICES
+                      if n and compare.bootstrap_seconds(ev, n, len(ok)) <= cr.BOOT_BUDGET_SECONDS]
+        advice = (f"Choose {max(affordable):,} resamples or fewer" if affordable
+                  else "Choose fewer methods, or no resamples")
+        return None, (f"Bootstrap intervals for {literal(view.name)} skipped: {n_boot:,} resamples would take "
+                      f"about {predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. {advice} to get "
+                      "them.")
+    return layout.run_with_progress(
+        f"{literal(view.name)}: bootstrap intervals",
+        lambda report: cr.intervals(view.fingerprint, ev, ok, n_boot=int(n_boot), seed=seed, alpha=ALPHA,
+                                    on_progress=report)), None
+
+
+def fit_all(models: Sequence[ModelView], methods: Sequence[str], protocol: Protocol, *, n_boot: int,
+            seed: int) -> dict[str, ModelResult]:
+    """Fit every method on every model (a status box with progress), then each model's intervals.
+
+    A model whose rows the protocol cannot split gets an error message and no result.
+    """
+    problems: dict[str, str] = {}
+    for view in models:
+        used, _ = cr.effective_protocol(view.predictions, protocol)
+        try:
+            cr.evaluation_set(view.predictions, view.fingerprint, used)
+        except CalibrationInputError as exc:
+            problems[view.name] = str(exc)
+    all_fits = _fit_with_status(models, methods, protocol)
+    results = {}
+    for view in models:
+        if view.name in problems:
+            st.error(f"{literal(view.name)}: the rows cannot be split for this protocol: {problems[view.name]} "
+                     "Choose another protocol above (a random split, or fewer folds).", icon=":material/error:")
+            continue
+        used, note = cr.effective_protocol(view.predictions, protocol)
+        ev = cr.evaluation_set(view.predictions, view.fingerprint, used)
+        fits = all_fits[view.name]
+        ok = {name: fit for name, fit in fits.items() if fit.ok}
+        interval_table, boot_note = _intervals(view, ev, ok, n_boot, seed) if n_boot and ok else (None, None)
+        table = compare.results_table(ev, fits, interval_table)
+        sentence = next((fit.protocol for fit in ok.values()), "")
+        results[view.name] = ModelResult(view, ev, fits, table, sentence, boot_note, note)
+    return results

@@ -1,0 +1,69 @@
+"""The two-dimensional reliability diagram (arrows on the triangle), its caption and the per-cell table."""
+from __future__ import annotations
+
+import streamlit as st
+
+from calib_core import csv_bytes
+from calib_core.metrics.simplex import SimplexReliability
+from studio import downloads
+from studio.figures_simplex import simplex_figure
+from studio.simplex.vertices import VERTEX_LETTERS, vertex_title
+from studio.state import ModelView
+from studio.text import md
+
+#: Height of the chart (px): the triangle is about as wide as the chart is tall.
+CHART_HEIGHT = 720
+
+
+def vertex_titles(view: SimplexReliability, lens: str, class_names: tuple[str, ...],
+                  class_index: int | None) -> tuple[str, str, str]:
+    """What each vertex of the triangle stands for."""
+    if lens == "canonical":
+        return tuple(vertex_title(class_names, group) for group in view.projection.groups)
+    if lens == "max":
+        return ("predicted class", "another class", "")
+    return (f"class {class_names[class_index]}", f"not class {class_names[class_index]}", "")
+
+
+def show_chart(model: ModelView, models: list[ModelView], view: SimplexReliability, titles: tuple[str, str, str], *,
+               lens: str, partition: str, n_bins: int, min_bin_size: int, arrow_scale: float,
+               count_scale: str) -> None:
+    """The chart, the report button and a caption saying what the cells and arrows are."""
+    figure = simplex_figure(view, arrow_scale=arrow_scale, class_names=titles, count_scale=count_scale)
+    figure.update_layout(height=CHART_HEIGHT)
+    st.plotly_chart(figure, theme=None, key="simplex_chart",
+                    config=downloads.chart_config("Simplex", model.name, lens, partition, n_bins))
+    downloads.report_button("simplex", models)
+    table = view.table
+    kept = int(view.projection.kept.sum())
+    rows_text = f"{kept:,} rows"
+    if view.projection.n_excluded:
+        rows_text += (f" whose label is one of the three classes ({view.projection.n_excluded:,} rows with "
+                      "another label are left out)")
+    if partition == "uniform":
+        cells_text = (f"{n_bins}² = {n_bins * n_bins} triangles, {table.n_cells} of them non-empty, one arrow "
+                      "each; cell colour = number of rows")
+    else:
+        cells_text = (f"{table.n_cells} cells of at most {min_bin_size:,} rows (each the region its splits cut "
+                      "out of the triangle), one arrow each; cell colour = number of rows, dots = predictions")
+    scale_text = "" if arrow_scale == 1.0 else f" Arrows drawn {arrow_scale:g}× their length."
+    st.caption(f"{md(model.name)}: {rows_text}; {cells_text}. Hover an arrow for its count, mean prediction and "
+               f"observed frequency.{scale_text}")
+
+
+def show_cells(model: ModelView, view: SimplexReliability, titles: tuple[str, str, str]) -> None:
+    """The per-cell table (in an expander) and its CSV download."""
+    with st.expander("Per-cell table"):
+        frame = view.table.to_frame()
+        renamed = {}
+        for k, title in enumerate(titles):
+            name = title or f"vertex {VERTEX_LETTERS[k]}"
+            renamed[f"mean_prediction_{k}"] = f"mean prediction: {name}"
+            renamed[f"observed_frequency_{k}"] = f"observed: {name}"
+        frame = frame.rename(columns=renamed)
+        st.dataframe(frame, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns
+                                    if c not in ("count",) and not c.startswith("key_")})
+        st.download_button("Download the cells as CSV", csv_bytes(frame),
+                           file_name=f"simplex_cells_{model.name}.csv", mime="text/csv", on_click="ignore",
+                           icon=":material/download:")
