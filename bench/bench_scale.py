@@ -88,18 +88,25 @@ print(json.dumps(result))
 """
 
 
-def write_table(path: Path, n_rows: int, n_classes: int, seed: int = 0, chunk: int = 1_000_000) -> None:
-    """An N x K Parquet file of Dirichlet probabilities and labels, written in chunks of rows."""
+def workload(n_rows: int, n_classes: int, seed: int = 0, chunk: int = 1_000_000):
+    """Dirichlet(0.3) probabilities and labels, ``(probs, labels)`` in chunks of ``chunk`` rows (the bench
+    table; ``bench_sketch.py`` reads it too)."""
     rng = np.random.default_rng(seed)
+    for start in range(0, n_rows, chunk):
+        size = min(chunk, n_rows - start)
+        probs = rng.dirichlet(np.full(n_classes, 0.3), size=size)
+        # Slightly over-confident: labels follow flattened probabilities.
+        flat = np.sqrt(probs)
+        flat /= flat.sum(axis=1, keepdims=True)
+        labels = (rng.random(size)[:, None] > np.cumsum(flat, axis=1)).sum(axis=1).clip(0, n_classes - 1)
+        yield probs, labels
+
+
+def write_table(path: Path, n_rows: int, n_classes: int, seed: int = 0, chunk: int = 1_000_000) -> None:
+    """An N x K Parquet file of :func:`workload`'s probabilities and labels, written in chunks of rows."""
     schema = pa.schema([("label", pa.int64())] + [(f"p_{k}", pa.float64()) for k in range(n_classes)])
     with pq.ParquetWriter(path, schema) as writer:
-        for start in range(0, n_rows, chunk):
-            size = min(chunk, n_rows - start)
-            probs = rng.dirichlet(np.full(n_classes, 0.3), size=size)
-            # Slightly over-confident: labels follow flattened probabilities.
-            flat = np.sqrt(probs)
-            flat /= flat.sum(axis=1, keepdims=True)
-            labels = (rng.random(size)[:, None] > np.cumsum(flat, axis=1)).sum(axis=1).clip(0, n_classes - 1)
+        for probs, labels in workload(n_rows, n_classes, seed, chunk):
             writer.write_table(pa.table({"label": labels, **{f"p_{k}": probs[:, k] for k in range(n_classes)}},
                                         schema=schema))
 

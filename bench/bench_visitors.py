@@ -59,11 +59,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from studio.nav import available_pages  # noqa: E402
-from tests.e2e_support import free_port, wait_until_healthy  # noqa: E402  (the browser tests' server helpers)
+from tests.e2e_support import (  # noqa: E402  (the browser tests' server and browser helpers)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    running_streamlit,
+    wait_until_healthy,
+)
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 VIEWPORT = {"width": 1440, "height": 1200}
 PAGE_TIMEOUT_MS = 300_000
 TARGET_PEAK_GB = 1.5
@@ -76,23 +78,13 @@ TARGET_PEAK_GB = 1.5
 @contextlib.contextmanager
 def serve(log_path: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
     """A fresh ``streamlit run app.py`` on a free port: yields (base URL, process); stops it afterwards."""
-    port = free_port()
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-               "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-               "--server.fileWatcherType=none"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
     try:
-        if not wait_until_healthy(base, process, timeout=90):
-            raise RuntimeError(f"streamlit did not start (log: {log_path})")
-        yield base, process
+        with running_streamlit(log, stop_seconds=15) as (base, process):
+            if not wait_until_healthy(base, process, timeout=90):
+                raise RuntimeError(f"streamlit did not start (log: {log_path})")
+            yield base, process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
         if log_path:
             log.close()
 

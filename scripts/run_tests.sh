@@ -2,8 +2,9 @@
 # Set up and run every test (unit, property, AppTest and the headless-Chromium
 # browser test):
 #   bash scripts/run_tests.sh          (extra arguments go to pytest)
-# Installs Debian's chromium for the browser test when it is missing and the
-# user is root; elsewhere the browser test is skipped with a message.
+# Installs Debian's chromium for the browser test and a Java runtime for the
+# Spark test when they are missing and the user is root; elsewhere those tests
+# are skipped with a message (CI sets CALIB_STUDIO_REQUIRE_ALL=1: no skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap_env.sh requirements-dev.txt
@@ -12,6 +13,11 @@ chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
 if [ ! -x "$chromium" ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
   echo "== installing Debian's chromium for the browser test"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! command -v java >/dev/null && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+  echo "== installing a Java runtime for the Spark adapter's test"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null
 fi
 
 set +e

@@ -5,6 +5,11 @@
 * :mod:`studio.compute` -- every calib_core call the pages make, wrapped in ``st.cache_data``.
 * :mod:`studio.figures` -- Plotly figures built from calib_core results (no streamlit).
 * :mod:`studio.layout` -- page set-up and the shared sidebar every page calls first.
+* ``compute_*.py`` / ``figures_*.py`` -- the cached calls and the figures of one page each.
+* :mod:`studio.lab`, :mod:`studio.estimators`, :mod:`studio.recalibration`,
+  :mod:`studio.simplex` -- the sections of the larger pages, so that each page file
+  keeps its widgets and layout only.
+* :mod:`studio.report` -- the one-file HTML report (no streamlit; also used by the CLI).
 
 calib_core stays free of streamlit; the pages stay thin.
 """

@@ -42,6 +42,7 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
+from calib_core.lab.bounds import model_lipschitz
 from calib_core.lab.generators import FUTAMI_CASES, TRUTH_KEYS, VAICENAVICIUS_CASES, GroundTruth
 from calib_core.lab.estimators import DEFAULT_ESTIMATORS, DEFAULT_SIZES, LabEstimator
 from calib_core.lab.pathologies import Pathology
@@ -266,13 +267,9 @@ def lipschitz_of(spec: GeneratorSpec) -> tuple[float, bool]:
     """The Lipschitz constant used for the optimal bin count and the bounds, and whether it is the model's own.
 
     Only the logistic model knows its L (a maximum over a fine grid, so it is
-    computed once per spec); an unbounded (infinite) L or an unknown one
-    falls back to 1, as :func:`calib_core.lab_estimators` does.
+    computed once per spec): :func:`calib_core.lab.bounds.model_lipschitz`.
     """
-    value = getattr(spec.build(), "lipschitz", None)
-    if value is not None and math.isfinite(value):
-        return float(value), True
-    return 1.0, False
+    return model_lipschitz(spec.build())
 
 
 #: Short names of the true values (keys of calib_core.lab.generators.TRUTH_KEYS).
@@ -372,6 +369,20 @@ class LabPart:
     seconds: float
 
 
+def _stored_job(params: Hashable, chunks: tuple, weights: tuple[float, ...],
+                key: Callable[[Any, Any], Hashable]) -> Job:
+    """A new :class:`Job` with the chunks already in the store (under ``key(params, chunk)``) done."""
+    job = Job(params, chunks, weights)
+    store = result_store()
+    for chunk in chunks:
+        found = store.get(key(params, chunk))
+        if found is not None:
+            job.done[chunk] = found
+    if job.finished:
+        job.ended = job.created
+    return job
+
+
 TRUTH_CHUNK = "truth"
 
 
@@ -381,15 +392,7 @@ def lab_job(params: LabParams) -> Job:
     work = [float(n * params.repetitions * params.spec.n_classes) for n in params.sizes]
     # The true values cost about as much as simulating two million probabilities.
     weights = (2e6, *work)
-    job = Job(params, chunks, weights)
-    store = result_store()
-    for chunk in chunks:
-        found = store.get(_lab_key(params, chunk))
-        if found is not None:
-            job.done[chunk] = found
-    if job.finished:
-        job.ended = job.created
-    return job
+    return _stored_job(params, chunks, weights, _lab_key)
 
 
 def _lab_key(params: LabParams, chunk) -> tuple:
@@ -495,15 +498,7 @@ def study_job(params: StudyParams) -> Job:
     chunks = tuple(name for name, _, _ in params.models)
     weights = tuple(float(sum(n * (1 if n == rows else params.repetitions) for n in study_sizes(rows)))
                     for _, _, rows in params.models)
-    job = Job(params, chunks, weights)
-    store = result_store()
-    for chunk in job.chunks:
-        found = store.get(_study_key(params, chunk))
-        if found is not None:
-            job.done[chunk] = found
-    if job.finished:
-        job.ended = job.created
-    return job
+    return _stored_job(params, chunks, weights, _study_key)
 
 
 def _study_key(params: StudyParams, name: str) -> tuple:
@@ -641,15 +636,7 @@ def size_power_job(params: SizePowerParams) -> Job:
     """One chunk for the size (calibrated model at ``size_n``) and one per size of the power curve."""
     chunks = (("size", params.size_n), *(("power", n) for n in params.sizes))
     weights = tuple(float(n * params.repetitions) for _, n in chunks)
-    job = Job(params, chunks, weights)
-    store = result_store()
-    for chunk in chunks:
-        found = store.get(_size_power_key(params, chunk))
-        if found is not None:
-            job.done[chunk] = found
-    if job.finished:
-        job.ended = job.created
-    return job
+    return _stored_job(params, chunks, weights, _size_power_key)
 
 
 def _size_power_key(params: SizePowerParams, chunk: tuple[str, int]) -> tuple:

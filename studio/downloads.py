@@ -2,13 +2,13 @@
 
 * :func:`chart_config` -- the ``config=`` of ``st.plotly_chart``: the modebar
   camera button saves the chart client-side (plotly.js ``toImage``, no
-  server-side browser) as PNG with a meaningful file name
+  server-side browser) as PNG or SVG with a meaningful file name
   (``toImageButtonOptions``, Plotly's configuration options). The camera button
-  has one format per chart (png, svg, jpeg or webp); offering PNG *and* SVG would
-  need a custom modebar button, i.e. JavaScript, which ``st.plotly_chart`` cannot
-  take from Python, so the app offers PNG (scale 2; the HTML report holds the
-  interactive charts themselves). Every ``st.plotly_chart`` of the app passes this
-  config (``tests/test_chart_export.py``).
+  has one format per chart, and a second modebar button would need JavaScript,
+  which ``st.plotly_chart`` cannot take from Python; so the format is one
+  sidebar choice (:data:`CHART_FORMAT_KEY`, "Chart downloads: PNG / SVG") that
+  every chart's button follows. Every ``st.plotly_chart`` of the app passes this
+  config (``tests/app/test_chart_export.py``).
 * :func:`report_button` -- "Download report (HTML)": the one-file offline
   report of :mod:`studio.report` for the shown models, built only when the
   button is clicked (``st.download_button`` with a callable ``data``).
@@ -21,11 +21,15 @@ import streamlit as st
 
 from studio import report, state
 
+#: Session-state key of the sidebar's chart download format ("PNG" or "SVG").
+CHART_FORMAT_KEY = "chart_format"
+CHART_FORMATS = ("PNG", "SVG")
+
 #: Bootstrap resamples of the app's reports (stated in the report's settings table).
 APP_REPORT_N_BOOT = 200
 
 
-def chart_config(*name_parts: object, image_format: str = "png") -> dict:
+def chart_config(*name_parts: object, image_format: str | None = None) -> dict:
     """Plotly config for ``st.plotly_chart(..., config=chart_config("Reliability", model, "15 bins"))``.
 
     Parameters
@@ -33,13 +37,16 @@ def chart_config(*name_parts: object, image_format: str = "png") -> dict:
     *name_parts : object
         Page, model, setting ...: joined into a safe file name by
         :func:`studio.report.chart_file_name` (user-supplied names are slugged).
-    image_format : {"png", "svg"}
+    image_format : {"png", "svg"}, optional
+        Default: the sidebar's choice (:data:`CHART_FORMAT_KEY`), PNG until one is made.
 
     Returns
     -------
     dict
         ``{"displaylogo": False, "toImageButtonOptions": {"format": ..., "filename": ..., "scale": 2}}``.
     """
+    if image_format is None:
+        image_format = str(st.session_state.get(CHART_FORMAT_KEY, CHART_FORMATS[0])).lower()
     if image_format not in ("png", "svg"):
         raise ValueError(f"`image_format` must be 'png' or 'svg', got {image_format!r}.")
     return {"displaylogo": False,

@@ -195,25 +195,30 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
             marker=dict(color=_rgba(SHARPNESS_COLOR, 0.55), line=dict(color=SHARPNESS_COLOR, width=1),
                         pattern=dict(shape="/", fgcolor=SHARPNESS_COLOR)),
         ), row=1, col=col)
-        fig.add_trace(go.Scatter(
-            x=[models, ["score"] * len(models)], y=[parts[n].empirical_score for n in parts], name=SCORE_NAME,
-            legendgroup="score", showlegend=first, mode="markers+text",
-            marker=dict(symbol="line-ew-open", size=34, color="black", line=dict(width=3)),
-            text=[f"{parts[n].empirical_score:.3f}" for n in parts], textposition="top center",
+        fig.add_trace(_level_marks(
+            models, "score", [parts[n].empirical_score for n in parts], SCORE_NAME, "black", 3, showlegend=first,
             customdata=[[parts[n].calibration_direct, parts[n].bandwidth] for n in parts],
             hovertemplate=("<b>%{x}</b><br>score: %{y:.4f}<br>direct calibration estimate (eq. 9): "
                            "%{customdata[0]:.4f}<br>kernel bandwidth %{customdata[1]:.3g}<extra></extra>"),
         ), row=1, col=col)
-        fig.add_trace(go.Scatter(
-            x=[models, ["entropy"] * len(models)], y=[parts[n].entropy for n in parts], name=ENTROPY_NAME,
-            legendgroup="entropy", showlegend=first, mode="markers+text",
-            marker=dict(symbol="line-ew-open", size=34, color="#555555", line=dict(width=2)),
-            text=[f"{parts[n].entropy:.3f}" for n in parts], textposition="top center",
+        fig.add_trace(_level_marks(
+            models, "entropy", [parts[n].entropy for n in parts], ENTROPY_NAME, "#555555", 2, showlegend=first,
             hovertemplate="<b>%{x}</b><br>entropy: %{y:.4f}<extra></extra>",
         ), row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(barmode="relative", bargap=0.25)
     return _layout(fig, height=460, top=90)
+
+
+def _level_marks(models: list[str], column: str, values: list[float], name: str, color: str, width: float,
+                 **trace) -> go.Scatter:
+    """A horizontal tick at each model's ``values`` in its ``column`` bar (``"score"`` or ``"entropy"``),
+    labelled with the value above it."""
+    return go.Scatter(
+        x=[models, [column] * len(models)], y=values, name=name, legendgroup=column, mode="markers+text",
+        marker=dict(symbol="line-ew-open", size=34, color=color, line=dict(width=width)),
+        text=[f"{v:.3f}" for v in values], textposition="top center", **trace,
+    )
 
 
 # ----------------------------------------------------------------------------- bound chain

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from studio import nav, state
+from studio import downloads, nav, state
 from studio.text import literal, md
 
 #: Prefix of the widget keys whose values survive a page change (see :func:`keep_widget_values`).
@@ -202,6 +202,9 @@ def _sidebar(current: str) -> None:
         st.session_state[_LINK_VALUES] = {}
         st.session_state[_LINK_SLOT] = st.empty()
         _show_link()
+        st.radio("Chart downloads", downloads.CHART_FORMATS, key=downloads.CHART_FORMAT_KEY, horizontal=True,
+                 help="What each chart's camera button saves: PNG (a picture, twice the screen size) or SVG "
+                      "(vector, for papers and slides).")
         st.divider()
         models = state.get_entries()
         if not models:

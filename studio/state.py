@@ -532,7 +532,9 @@ def restore_session(raw: bytes) -> list[str]:
     options (the same path as an upload, :func:`read_user_file`) and must
     give exactly the predictions stored beside it; only then are the models
     added (all or none) and the query parameters set, so the pages' bound
-    controls pick the settings up. Raises CalibrationInputError for any bad file.
+    controls pick the settings up. A model already loaded under its name with
+    the same predictions (the default demo of a fresh visit) is kept, not
+    loaded twice. Raises CalibrationInputError for any bad file.
     """
     from studio import session_file
 
@@ -548,13 +550,17 @@ def restore_session(raw: bytes) -> list[str]:
                                         "stored with them; it was changed after it was saved.")
         loaded.append((model, dataclasses.replace(predictions, name=model.name)))
     names = []
+    store = _store()
     for model, predictions in loaded:
+        present = store.models.get(model.name)
+        if present is not None and present.fingerprint == fingerprint(predictions):
+            names.append(model.name)  # already loaded (e.g. the default demo): restore it once, not twice
+            continue
         demo = model.demo if (model.origin == "demo" and model.demo in demo_datasets()
                               and demo_datasets()[model.demo].read_bytes() == model.source) else None
         names.append(_add(LoadedModel(predictions, fingerprint(predictions), "demo" if demo else "upload",
                                       model.file_name, None if demo else model.source, demo, model.options,
                                       model.fixes)))
-    store = _store()
     for key, values in session.settings.items():
         if key not in ("demo", "split", "models") and values:
             st.query_params[key] = values if len(values) > 1 else values[0]

@@ -60,9 +60,13 @@ def md(value: object) -> str:
     >>> md("http://h") == "http\\\\:\\u2060\\\\/\\\\/h"  # no autolink either
     True
     """
-    text = " ".join(str(value).split())  # line breaks and runs of white space: one space
-    text = "".join(c if c.isprintable() else "\ufffd" for c in text)  # e.g. bidi overrides, zero-width joiners
-    return _break_autolinks(text.translate(_MARKDOWN_ESCAPES))
+    return _break_autolinks(_one_line(value).translate(_MARKDOWN_ESCAPES))
+
+
+def _one_line(value: object) -> str:
+    """``str(value)`` on one line: runs of white space (line breaks included) folded to one space and
+    non-printable characters (e.g. bidi overrides, zero-width joiners) shown as U+FFFD."""
+    return "".join(c if c.isprintable() else "\ufffd" for c in " ".join(str(value).split()))
 
 
 #: Streamlit's Markdown (GitHub's autolink extension) turns bare ``http://``, ``www.`` and e-mail
@@ -107,8 +111,7 @@ def literal(value: object) -> str:
     >>> literal("a`b")
     '``a`b``'
     """
-    text = "".join(c if c.isprintable() else "\ufffd" for c in " ".join(str(value).split()))
-    text = text.replace(":material/", ":\u200bmaterial/")
+    text = _one_line(value).replace(":material/", ":\u200bmaterial/")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""

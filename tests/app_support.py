@@ -1,4 +1,4 @@
-"""Helpers shared by the AppTest tests of the pages (tests/test_app.py, tests/test_page_*.py)."""
+"""Helpers shared by the AppTest tests of the pages (tests/app/test_app.py, tests/test_page_*.py)."""
 from __future__ import annotations
 
 import base64
@@ -15,16 +15,26 @@ from studio import state
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
+def open_link(page: str, *, timeout: float, query: dict[str, Any] | None = None,
+              session_values: dict[str, Any] | None = None) -> AppTest:
+    """Run ``page`` in a fresh session opened with ``?query`` (a deep link unless ``page`` is app.py),
+    with ``session_values`` in its session state."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    for key, value in (session_values or {}).items():
+        at.session_state[key] = value
+    if page != "app.py":
+        at.switch_page(page)
+    return at.run()
+
+
 def open_with_model(page: str, predictions: Predictions, *, timeout: float,
                     session_values: dict[str, Any] | None = None) -> AppTest:
     """Run ``page`` in a fresh session holding one model given as arrays (as after an upload)."""
-    at = AppTest.from_file(str(APP), default_timeout=timeout)
     model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", f"{predictions.name}.csv")
-    at.session_state[state.APP_KEY] = state._Store(models={predictions.name: model}, started=True)
-    for key, value in (session_values or {}).items():
-        at.session_state[key] = value
-    at.switch_page(page)
-    return at.run()
+    store = state._Store(models={predictions.name: model}, started=True)
+    return open_link(page, timeout=timeout, session_values={state.APP_KEY: store, **(session_values or {})})
 
 
 def open_with_uploads(page: str, models: list[Predictions], *, timeout: float,
@@ -33,17 +43,12 @@ def open_with_uploads(page: str, models: list[Predictions], *, timeout: float,
     (so the Data page's column mapping has a file to read); the file is named after the model."""
     import pandas as pd
 
-    at = AppTest.from_file(str(APP), default_timeout=timeout)
     store = state._Store(started=True)
     for p in models:
         raw = pd.DataFrame(p.probs, columns=list(p.class_names)).assign(
             label=[p.class_names[k] for k in p.labels]).to_csv(index=False).encode()
         store.models[p.name] = state.LoadedModel(p, state.fingerprint(p), "upload", p.name, raw=raw)
-    at.session_state[state.APP_KEY] = store
-    for key, value in (session_values or {}).items():
-        at.session_state[key] = value
-    at.switch_page(page)
-    return at.run()
+    return open_link(page, timeout=timeout, session_values={state.APP_KEY: store, **(session_values or {})})
 
 
 def assert_clean(at: AppTest) -> None:

@@ -23,7 +23,7 @@ def demo_dir(repo_root: Path) -> Path:
 
 
 # ----------------------------------------------------------------------------- browser tests
-# A module of tests/test_e2e*.py may set VIEWPORT and TIMEOUT_MS; each module gets a
+# A module of tests/e2e/test_e2e*.py may set VIEWPORT and TIMEOUT_MS; each module gets a
 # fresh server, so "a deep link opened first after a server start" can be tested.
 
 @pytest.fixture(scope="module")

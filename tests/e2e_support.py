@@ -31,10 +31,17 @@ DEFAULT_TIMEOUT_MS = 60_000
 
 
 def require_browser():
-    """The playwright sync API, or skip the test when it or Chromium is missing."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    """The playwright sync API, or skip the test when it or Chromium is missing (in CI: fail instead)."""
+    required = os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1"
+    if required:
+        import playwright.sync_api as sync_api
+    else:
+        sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)")
+        message = f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)"
+        if required:
+            pytest.fail(message)
+        pytest.skip(message)
     return sync_api
 
 
@@ -61,27 +68,35 @@ def wait_until_healthy(base: str, process: subprocess.Popen, *, timeout: float) 
 
 
 @contextlib.contextmanager
-def streamlit_server(log_name: str) -> Iterator[str]:
-    """A fresh `streamlit run app.py` on a free port; yields its base URL, logs to test-artifacts/."""
-    ARTIFACTS.mkdir(exist_ok=True)
+def running_streamlit(log, *, stop_seconds: float) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A fresh `streamlit run app.py` on a free port writing to ``log`` (a file or ``subprocess.DEVNULL``):
+    yields (base URL, process) as soon as it is started (see :func:`wait_until_healthy`); afterwards it is
+    terminated, and killed if it has not stopped within ``stop_seconds``. Shared by the browser tests and
+    ``bench/bench_visitors.py``."""
     port = free_port()
-    log_path = ARTIFACTS / log_name
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
                "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
                "--server.fileWatcherType=none"]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
-        if not wait_until_healthy(base, process, timeout=60):
-            pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
-        yield base
+        yield f"http://127.0.0.1:{port}", process
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=stop_seconds)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@contextlib.contextmanager
+def streamlit_server(log_name: str) -> Iterator[str]:
+    """A fresh `streamlit run app.py` on a free port; yields its base URL, logs to test-artifacts/."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / log_name
+    with open(log_path, "wb") as log, running_streamlit(log, stop_seconds=10) as (base, process):
+        if not wait_until_healthy(base, process, timeout=60):
+            pytest.fail(f"streamlit did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
+        yield base
 
 
 def wait_for_app(page) -> None:

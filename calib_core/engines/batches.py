@@ -13,7 +13,7 @@ before any statistics are computed:
   to every later batch and file with the same columns, classes and input
   kind: pyarrow record batches (stream), pandas partitions (Dask), Arrow
   batches of Spark partitions;
-* :func:`split_mask` / :meth:`ColumnPlan.split_rows` -- the one split filter
+* :meth:`ColumnPlan.split_rows` -- the one split filter (:func:`calib_core.io.columns.split_mask`)
   (the rows whose ``split`` value is the one asked for), used by every
   engine and by the command line;
 * :class:`ColumnBatch` and :func:`add_batch` -- the rows of one batch,
@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from calib_core.engines.grouped import GroupedStats
 from calib_core.engines.stats import CalibrationStats
-from calib_core.io.columns import _group_text, _table_parts
+from calib_core.io.columns import _group_text, _table_parts, split_mask
 from calib_core.io.formats import (ARRAY_FORMATS, TABLE_FORMATS, _check_duplicates, _plain_row_label, _Table,
                                    format_of, sniff_csv_file)
 from calib_core.io.interpret import _binary_class_names, _interpret_scores, _labels_to_indices
@@ -61,7 +61,6 @@ __all__ = [
     "auto_engine",
     "choose_engine",
     "resolve_files",
-    "split_mask",
 ]
 
 #: Rows per record batch of the streaming engine when none is given: about this many bytes of
@@ -166,34 +165,6 @@ def _file_bytes(files: Sequence[Path]) -> int:
 # ---------------------------------------------------------------------------
 # Columns: found once, applied to every batch
 # ---------------------------------------------------------------------------
-
-def split_mask(values: Any, split: str) -> NDArray[np.bool_]:
-    """Which rows belong to split ``split``: the one split filter of the engines and the command line.
-
-    A row belongs to it when its split value, as text with surrounding
-    whitespace stripped, equals ``split``; a missing value belongs to no
-    split.
-
-    Parameters
-    ----------
-    values : pandas.Series, pyarrow.Array or pyarrow.ChunkedArray or array_like
-        The split column of a batch, a partition or :attr:`calib_core.Predictions.split`.
-        pandas values become text as pandas writes them (``astype("string")``),
-        Arrow values as Arrow casts them.
-    split : str
-
-    Returns
-    -------
-    ndarray of bool
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = pa.array(pd.Series(values).astype("string"))
-    text = pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
-    return pc.fill_null(pc.equal(text, split), False).to_numpy(zero_copy_only=False)
-
 
 @dataclass(frozen=True)
 class ColumnPlan:

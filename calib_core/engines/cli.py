@@ -15,7 +15,8 @@ import stat
 import sys
 from collections.abc import Sequence
 
-from calib_core.engines.batches import choose_engine, split_mask
+from calib_core.engines.batches import choose_engine
+from calib_core.io.columns import split_mask
 from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_arrays
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.inference.groups import by_group, multicalibration
@@ -124,7 +125,7 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
 
 
 def _select_split(predictions, split: str, path: str, where: str = ""):
-    """The rows of split ``split``, chosen by the engines' split filter (:func:`~calib_core.engines.batches.split_mask`)."""
+    """The rows of split ``split``, chosen by the engines' split filter (:func:`~calib_core.io.columns.split_mask`)."""
     if predictions.split is None:
         raise CalibrationInputError(f"--split {split!r} given but {path} has no split column.")
     mask = split_mask(predictions.split, split)
@@ -167,25 +168,34 @@ def _report(args: argparse.Namespace) -> dict:
     skipped = report.skipped
     notes = [f"left out the O(N^2) metrics {', '.join(skipped)}: {predictions.n_samples:,} rows > "
              f"--max-quadratic-rows {limit:,} (0 computes them anyway)"] if skipped else []
-    values = report.values
-    labels = {spec.key: spec.label for spec in METRICS}
     return {
-        "file": str(args.path),
-        "n_samples": predictions.n_samples,
-        "n_classes": predictions.n_classes,
-        "input_kind": predictions.input_kind,
-        "n_bins": args.n_bins,
-        "binning": args.binning,
-        "split": args.split,
-        "warnings": list(predictions.warnings) + notes,
-        "metrics": values,
-        "reasons": report.reasons,
-        "metric_labels": {key: labels[key] for key in values},
-        "metric_names": _names(values, args),
-        "engine": "memory",
+        **_report_head(args, predictions, warnings=list(predictions.warnings) + notes, metrics=report.values,
+                       reasons=report.reasons, engine="memory"),
         "tests": _tests_section(predictions, args),
         **({"groups": _groups_section(predictions, args)} if args.group_by is not None else {}),
         **({"statistics": _summary_of(predictions, args)} if args.json else {}),
+    }
+
+
+def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metrics: dict, reasons: dict,
+                 engine: str) -> dict:
+    """The keys every report starts with, in the JSON's order; ``source`` (the loaded predictions or the
+    :func:`evaluate` result) gives ``n_samples``, ``n_classes`` and ``input_kind``."""
+    labels = {spec.key: spec.label for spec in METRICS}
+    return {
+        "file": str(args.path),
+        "n_samples": source.n_samples,
+        "n_classes": source.n_classes,
+        "input_kind": source.input_kind,
+        "n_bins": args.n_bins,
+        "binning": args.binning,
+        "split": args.split,
+        "warnings": warnings,
+        "metrics": metrics,
+        "reasons": reasons,
+        "metric_labels": {key: labels.get(key, key) for key in metrics},
+        "metric_names": _names(metrics, args),
+        "engine": engine,
     }
 
 
@@ -302,21 +312,9 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
                       label_column=args.label_column, input_kind=args.input_kind, split=args.split,
                       sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar(),
                       group_column=args.group_by)
-    labels = {spec.key: spec.label for spec in METRICS}
     return {
-        "file": str(args.path),
-        "n_samples": result.n_samples,
-        "n_classes": result.n_classes,
-        "input_kind": result.input_kind,
-        "n_bins": args.n_bins,
-        "binning": args.binning,
-        "split": args.split,
-        "warnings": list(result.warnings),
-        "metrics": result.metrics,
-        "reasons": {},
-        "metric_labels": {key: labels.get(key, key) for key in result.metrics},
-        "metric_names": _names(result.metrics, args),
-        "engine": engine,
+        **_report_head(args, result, warnings=list(result.warnings), metrics=result.metrics, reasons={},
+                       engine=engine),
         **({"groups": result.groups.report_section(GROUP_METRICS)} if result.groups is not None else {}),
         **({"statistics": result.summary()} if args.json else {}),
     }

@@ -11,6 +11,7 @@ module              what it does
 ``lenses``          expected miscalibration per lens, distance and partition (Tables 3-5)
 ``calibration_tests``  consistency, SKCE, Hosmer-Lemeshow and Spiegelhalter tests, Holm
 ``groups``          a metric per subgroup with intervals; multicalibration
+``blocks``          intervals of O(N^2) estimators over disjoint row blocks
 ==================  =============================================================
 """
 from calib_core.inference.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics

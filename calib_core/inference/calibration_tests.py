@@ -243,7 +243,7 @@ def hosmer_lemeshow(probs: ArrayLike, labels: ArrayLike, n_groups: int = 10,
     predictions evaluated on data they were not fitted on, g degrees of
     freedom (``dof_offset=0``) are the reference (Hosmer, Lemeshow &
     Sturdivant 2013, Section 5.2.2, on validation samples): with g - 2 the
-    test rejects too often there (measured in ``tests/test_calibration_tests.py``:
+    test rejects too often there (measured in ``tests/inference/test_calibration_tests.py``:
     about 0.10-0.12 at alpha = 0.05 for N = 300-1000 calibrated rows, against
     about 0.05 with g).
 

@@ -22,9 +22,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.consistency import _consistency_result, _draw_blocks, _occupancy, _resampled_estimates
 from calib_core.inference.verdicts import DEFAULT_ALPHA
-from calib_core.metrics.canonical import _PARTITIONS, Seed, _lens, _Options
-from calib_core.metrics.simplex import (DISTANCES, Partition, _cell_sums, _split_at_means, data_dependent_partition,
-                                        simplex_distance, uniform_partition)
+from calib_core.metrics.canonical import Seed, _lens, _Options
+from calib_core.metrics.simplex import (_PARTITIONS, DISTANCES, Partition, _cell_sums, _split_at_means,
+                                        data_dependent_partition, simplex_distance, uniform_partition)
 from calib_core.validation import CalibrationInputError, check_choice, check_count, check_n_bins, check_probs_labels
 
 __all__ = ["LensEstimate", "LensEstimates", "lens_estimates"]

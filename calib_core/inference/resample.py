@@ -57,7 +57,7 @@ from calib_core.validation import (
 __all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values"]
 
 #: Largest number of resampled row indices drawn in one call. numpy's bounded
-#: integers come from one stream whatever the call sizes (tests/test_bootstrap.py
+#: integers come from one stream whatever the call sizes (tests/inference/test_bootstrap.py
 #: checks this against one draw of every index), so the size only bounds memory.
 MAX_INDEX_BLOCK = 1 << 21
 

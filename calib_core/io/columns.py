@@ -27,7 +27,7 @@ from calib_core.io.formats import (
 )
 from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError
 
-__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "MISSING_GROUP"]
+__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "MISSING_GROUP", "split_mask"]
 
 #: Column names (lower-case) taken as the label column, in order of preference.
 LABEL_NAMES = (
@@ -592,3 +592,30 @@ def _pick_key(arrays: dict[str, Any], override: str | None, candidates: Sequence
             return lower[candidate]
     return None
 
+
+def split_mask(values: Any, split: str) -> NDArray[np.bool_]:
+    """Which rows belong to split ``split``: the one split filter of the loader, the engines and the command line.
+
+    A row belongs to it when its split value, as text with surrounding
+    whitespace stripped, equals ``split``; a missing value belongs to no
+    split.
+
+    Parameters
+    ----------
+    values : pandas.Series, pyarrow.Array or pyarrow.ChunkedArray or array_like
+        The split column of a batch, a partition or :attr:`calib_core.Predictions.split`.
+        pandas values become text as pandas writes them (``astype("string")``),
+        Arrow values as Arrow casts them.
+    split : str
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.array(pd.Series(values).astype("string"))
+    text = pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
+    return pc.fill_null(pc.equal(text, split), False).to_numpy(zero_copy_only=False)

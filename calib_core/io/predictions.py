@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.io.columns import MISSING_GROUP, _group_text, _npy_parts, _npz_parts, _shown, _table_parts
+from calib_core.io.columns import MISSING_GROUP, _group_text, _npy_parts, _npz_parts, _shown, _table_parts, split_mask
 from calib_core.io.formats import (
     Source,
     _as_text,
@@ -389,7 +389,7 @@ class Predictions:
             raise CalibrationInputError(
                 f"{self.name!r} has no split column, so there is no {value!r} split."
             )
-        mask = self.split == value
+        mask = split_mask(self.split, value)
         if not mask.any():
             raise CalibrationInputError(
                 f"{self.name!r} has no rows with split {value!r}; splits present: "

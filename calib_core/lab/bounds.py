@@ -26,7 +26,20 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.binning import optimal_n_bins, uniform_index
 from calib_core.validation import CalibrationInputError, check_binning, check_n_bins, check_positive
 
-__all__ = ["FutamiBounds", "expected_ece", "futami_bounds"]
+__all__ = ["FutamiBounds", "expected_ece", "futami_bounds", "model_lipschitz"]
+
+
+def model_lipschitz(model: object) -> tuple[float, bool]:
+    """The Lipschitz constant L of a generator's calibration map, and whether it is the model's own.
+
+    L sets the optimal bin count ``floor((2 N (1 + L)^2 / log 2)^(1/3))`` and
+    the bounds of Futami & Fujisawa (2024, Theorem 3). Only the logistic
+    model knows its L; an unknown or unbounded (infinite) L falls back to 1.
+    """
+    value = getattr(model, "lipschitz", None)
+    if value is not None and math.isfinite(value):
+        return float(value), True
+    return 1.0, False
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from calib_core.metrics.debiased import debiased_ece, debiased_squared_terms, ec
 from calib_core.metrics.kernel import mmce, skce
 from calib_core.metrics.kde import kde_ce
 from calib_core.metrics.smooth import smooth_ece
+from calib_core.lab.bounds import model_lipschitz
 from calib_core.lab.generators import GroundTruth
 from calib_core.validation import (
     CalibrationInputError,
@@ -280,8 +281,7 @@ def lab_estimators(model: object | None = None, *, lipschitz: float | None = Non
         ``kde_ce_l2_classwise``, ``canonical_ce``, ``smooth_ece``.
     """
     if lipschitz is None:
-        model_l = getattr(model, "lipschitz", None)
-        lipschitz = float(model_l) if model_l is not None and math.isfinite(model_l) else 1.0
+        lipschitz, _ = model_lipschitz(model)
     lipschitz = check_positive(lipschitz, "lipschitz", allow_zero=True)
     quadratic_max_n = int(check_n_bins(quadratic_max_n, name="quadratic_max_n", maximum=None))
     found: dict[str, LabEstimator] = {}

@@ -499,7 +499,7 @@ TEST_LABELS: Mapping[str, str] = MappingProxyType({
 
 #: The measured size at alpha = 0.05 of each method at its default settings, as reported in docs/tests.md:
 #: ``size_and_power(size_n=[100, 500], sizes=[], repetitions=2000, seed=2024)`` on the Bayes-optimal logistic
-#: model, plus R = 1000 at n = 2000 (95% Clopper-Pearson intervals). tests/test_lab.py re-measures the flag.
+#: model, plus R = 1000 at n = 2000 (95% Clopper-Pearson intervals). tests/lab/test_lab.py re-measures the flag.
 SIZE_NOTES: Mapping[str, str] = MappingProxyType({
     "consistency": "4.6% (n = 100), 4.7% (n = 500), 3.2% (n = 2,000): within [3%, 7%].",
     "skce": "2.9% (n = 100, 95% interval 2.2-3.7%: slightly conservative), 3.9% (n = 500), 4.2% (n = 2,000).",

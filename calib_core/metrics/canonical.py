@@ -41,15 +41,13 @@ from calib_core.metrics.simplex import (
     DISTANCES,
     CellTable,
     Partition,
+    _check_partition,
+    _make_partition,
     _table_from_assignment,
-    data_dependent_partition,
-    uniform_partition,
 )
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
-    check_count,
-    check_n_bins,
     check_probs_labels,
 )
 
@@ -62,8 +60,6 @@ __all__ = [
 
 #: Calibration lenses (Vaicenavicius et al. 2019, Example 2).
 LENSES = ("canonical", "max", "marginal")
-
-_PARTITIONS = ("uniform", "data_dependent")
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
 _BLOCK_ELEMENTS = 4_000_000
@@ -205,17 +201,13 @@ class _Options:
 def _check_options(distance: object, partition: object, n_bins: object, min_bin_size: object, lens: object,
                    class_index: object, n_classes: int | None) -> _Options:
     distance = check_choice(distance, "distance", DISTANCES)
-    partition = check_choice(partition, "partition", _PARTITIONS)
-    n_bins = check_n_bins(n_bins)
-    min_bin_size = check_count(min_bin_size, "min_bin_size")
+    partition, n_bins, min_bin_size = _check_partition(partition, n_bins, min_bin_size)
     lens, class_index = _check_lens(lens, class_index, n_classes)
     return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
 
 
 def _partition(points: NDArray[np.float64], options: _Options) -> Partition:
-    if options.partition == "uniform":
-        return uniform_partition(points, options.n_bins)
-    return data_dependent_partition(points, options.min_bin_size)
+    return _make_partition(points, options.partition, options.n_bins, options.min_bin_size)
 
 
 def canonical_ce_table(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",

@@ -743,6 +743,12 @@ def cell_table(points: ArrayLike, labels: ArrayLike, partition: Partition, dista
     return _table_from_assignment(points, outcomes, partition, distance)
 
 
+def _check_partition(partition: object, n_bins: object, min_bin_size: object) -> tuple[str, int, int]:
+    """The checked partition options of :func:`simplex_reliability` and :func:`calib_core.canonical_ce`."""
+    return (check_choice(partition, "partition", _PARTITIONS), check_n_bins(n_bins),
+            check_count(min_bin_size, "min_bin_size"))
+
+
 def _make_partition(points: NDArray[np.float64], partition: str, n_bins: int, min_bin_size: int) -> Partition:
     if partition == "uniform":
         return uniform_partition(points, n_bins)
@@ -785,9 +791,7 @@ def simplex_reliability(probs: ArrayLike, labels: ArrayLike, *, classes: Sequenc
     ([2.0], [[0.5, 0.0, 0.5]])
     """
     projection = simplex_projection(probs, labels, classes=classes, groups=groups)
-    partition = check_choice(partition, "partition", _PARTITIONS)
-    n_bins = check_n_bins(n_bins)
-    min_bin_size = check_count(min_bin_size, "min_bin_size")
+    partition, n_bins, min_bin_size = _check_partition(partition, n_bins, min_bin_size)
     distance = check_choice(distance, "distance", DISTANCES)
     part = _make_partition(projection.points, partition, n_bins, min_bin_size)
     table = _table_from_assignment(projection.points, projection.labels, part, distance)

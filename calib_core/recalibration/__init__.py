@@ -22,6 +22,14 @@ HistogramBinning                   probs, uniform-mass bins    no
 AccuracyPreservingCalibratedMap    predicted class only        usually (see doc)
 =================================  ==========================  ===================
 
+Beside the methods: :mod:`~calib_core.recalibration.prevalence` (Bayes' rule
+shift to a deployment's class prevalence), :mod:`~calib_core.recalibration.protocol`
+(splits, cross-fitting, evaluation on held-out rows),
+:mod:`~calib_core.recalibration.compare` (the Recalibration page's fits,
+paired bootstrap intervals of the changes, best methods and verdict) and
+:mod:`~calib_core.recalibration.sweeps` (the temperature surface and the
+32-variant GCE ranking).
+
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes
 them through one function, :func:`log_probabilities` (``log(p + 1e-12)``, as
@@ -112,11 +120,13 @@ def all_recalibrators(*, input: str | None = None) -> dict[str, Recalibrator]:
             method.set_params(input=input)
     return methods
 
+
 # The protocol (splits, cross-fitting, evaluation) uses the registry above, so it comes last.
 from calib_core.recalibration.prevalence import PrevalenceAdjustment, adjust_prevalence  # noqa: E402
 from calib_core.recalibration.protocol import (PredictionSplit, RecalibrationReport, cross_fit,  # noqa: E402
                                                evaluate_recalibration, split_predictions, stratified_folds,
                                                stratified_split)
 
-__all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "RecalibrationReport", "cross_fit", "evaluate_recalibration", "split_predictions",
+__all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "RecalibrationReport", "cross_fit",
+            "evaluate_recalibration", "split_predictions",
             "stratified_folds", "stratified_split"]

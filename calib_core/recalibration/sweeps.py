@@ -39,7 +39,7 @@ KDE_MAX_ROWS = 2_000
 #: Temperatures of the surface: log-spaced over [T_MIN, T_MAX].
 T_MIN, T_MAX, T_POINTS = 0.05, 20.0, 41
 #: The GCE variants that equal a named calib_core metric exactly, for any data and bin count
-#: (tests/test_page_recalibration.py checks each): variant -> (label, function, keyword arguments).
+#: (tests/app/test_page_recalibration.py checks each): variant -> (label, function, keyword arguments).
 #: Only these carry a metric's name; every other variant is labelled by its settings.
 #: Nixon et al. (2019, section 5.4) also call variant 0 class-conditional ECE, 8 SCE and 24 ACE,
 #: but :func:`calib_core.gce` drops values ``<= threshold`` (threshold 0: exact zeros) and weights

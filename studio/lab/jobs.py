@@ -6,6 +6,7 @@ import streamlit as st
 
 from studio import compute_lab as cl
 from studio import state
+from studio.text import md
 
 
 def stop_job(key: str) -> None:
@@ -22,6 +23,19 @@ def progress_row(key: str, job: cl.Job, text: str):
     stop_col.button("Stop", key=f"{key}:stop", on_click=stop_job, args=(key,), icon=":material/stop_circle:",
                     width="stretch", help="Stop after the chunks already finished; they are kept.")
     return bar
+
+
+def job_state(key: str, job: cl.Job, status, *, what: str, fix: str, button: str):
+    """The progress row of a running job (text ``status(job)``), or why it stopped: an error (with ``fix``,
+    how to go on) or the Stop button (press ``button`` to continue). Returns the bar (None unless running)."""
+    if job.running:
+        return progress_row(key, job, status(job))
+    if job.error:
+        st.error(f"The {what} stopped with an error: {md(job.error)} {fix}", icon=":material/error:")
+    elif job.stopped:
+        st.warning(f"Stopped. Press **{button}** to continue; the finished sizes are kept.",
+                   icon=":material/pause_circle:")
+    return None
 
 
 def advance(key: str, job: cl.Job, bar, compute, text: str) -> None:

@@ -6,9 +6,8 @@ from calib_core import csv_bytes
 from studio import compute_lab as cl
 from studio import downloads
 from studio.figures_lab import size_power_figure
-from studio.lab.jobs import advance, fmt_size, progress_row
+from studio.lab.jobs import advance, fmt_size, job_state
 from studio.layout import default
-from studio.text import md
 
 TESTS_JOB = "lab:tests_job"
 
@@ -100,16 +99,9 @@ def size_power_section() -> None:
                 f"{len(cl.DEFAULT_POWER_SIZES)} sizes of the power curve) takes about 10 s.",
                 icon=":material/science:")
         return
-    bar = None
-    if job.running:
-        bar = progress_row(TESTS_JOB, job, tests_status(job))
-    elif job.error:
-        st.error(f"The run stopped with an error: {md(job.error)} Change the settings and press Run the tests.",
-                 icon=":material/error:")
-    elif job.stopped:
-        st.warning("Stopped. Press **Run the tests** to continue; the finished sizes are kept.",
-                   icon=":material/pause_circle:")
-    elif job.params != params:
+    bar = job_state(TESTS_JOB, job, tests_status, what="run", fix="Change the settings and press Run the tests.",
+                    button="Run the tests")
+    if not (job.running or job.error or job.stopped) and job.params != params:
         st.caption("Showing the last run; press **Run the tests** to apply the changed settings.")
     tests_results(job)
     if job.running:

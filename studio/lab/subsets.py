@@ -6,7 +6,7 @@ from calib_core.lab.stability import stability_table
 from studio import compute_lab as cl
 from studio import downloads
 from studio.figures_lab import subset_figure
-from studio.lab.jobs import advance, data_page_link, progress_row
+from studio.lab.jobs import advance, data_page_link, job_state
 from studio.layout import default
 from studio.text import md
 
@@ -109,15 +109,8 @@ def your_data(models) -> None:
     if job is None or job.params != params or (submitted and job.stopped):
         job = cl.study_job(params)
         st.session_state[STUDY_JOB] = job
-    bar = None
-    if job.running:
-        bar = progress_row(STUDY_JOB, job, study_status(job))
-    elif job.error:
-        st.error(f"The study stopped with an error: {md(job.error)} Change the metrics or bins and run it again.",
-                 icon=":material/error:")
-    elif job.stopped:
-        st.warning("Stopped. Press **Run the study** to continue; the finished sizes are kept.",
-                   icon=":material/pause_circle:")
+    bar = job_state(STUDY_JOB, job, study_status, what="study",
+                    fix="Change the metrics or bins and run it again.", button="Run the study")
     study_results(job, eligible, tolerance)
     if job.running:
         views = {m.name: m.predictions for m in eligible}

@@ -281,7 +281,7 @@ def test_two_million_rows_stream_in_small_batches_with_bounded_memory(tmp_path):
                           "arrow_peak": pa.default_memory_pool().max_memory(), "ece": result.metrics["ece"]}}))
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["n"] == n, found

@@ -12,6 +12,8 @@ from calib_core.engines.stats import CalibrationStats
 from calib_core.engines.streaming import STREAM_METRICS
 from calib_core.validation import CalibrationInputError
 
+from tests.engines_support import prediction_frame
+
 
 def _local_cluster(attempts: int = 3) -> distributed.LocalCluster:
     """An in-process LocalCluster; retried because distributed gives its IO-loop thread only
@@ -36,13 +38,8 @@ def client():
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     path = tmp_path_factory.mktemp("dask_parts")
-    rng = np.random.default_rng(0)
-    n, k = 6_000, 4
-    probs = rng.dirichlet(np.full(k, 0.4), size=n)
-    probs[:400] = np.round(probs[:400], 1)
-    probs[:400] /= probs[:400].sum(axis=1, keepdims=True)
-    labels = rng.integers(0, k, n)
-    frame = pd.DataFrame({"label": labels, **{f"p_{j}": probs[:, j] for j in range(k)}})
+    n = 6_000
+    frame = prediction_frame(0, n, 4, 0.4, tied_rows=400)
     for i, part in enumerate(np.array_split(np.arange(n), 5)):
         frame.iloc[part].to_parquet(path / f"part-{i}.parquet", row_group_size=500)
     frame.to_csv(path.parent / "dask_all.csv", index=False)

@@ -44,7 +44,7 @@ from studio.text import literal, md, plot_text
 
 from tests.app_support import open_with_uploads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APP_SOURCES = sorted([*(ROOT / "studio").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"])
 
 

@@ -26,12 +26,7 @@ DEMO = "fair_logistic_regression"
 
 
 def open_demo(demo: str, **query: str) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params["demo"] = demo
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=TIMEOUT, query={"demo": demo, **query})
 
 
 def grouped_predictions(n_groups: int = 3, rows: int = 300, seed: int = 0) -> Predictions:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,16 +11,15 @@ import calib_core as cc
 from calib_core.io import load_demo
 from studio.state import DEFAULT_DEMO
 
+from tests import app_support
+
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/2_Reliability.py"
 
 
 def open_reliability() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=60)
 
 
 def toggle(at: AppTest, label_start: str):
@@ -78,7 +76,7 @@ def test_smoothed_curve_overlay_draws_each_models_curve_with_its_smece():
 
 def test_lens_table_shows_calib_core_verdicts():
     """Issue 11 item 2: the canonical lens on a uniform grid of digits_random_forest is inconclusive, not a pass."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(app_support.APP), default_timeout=60)
     at.query_params["demo"] = "digits_random_forest"
     at.switch_page(PAGE)
     at.run()

@@ -10,14 +10,13 @@ from calib_core.engines import batches
 from calib_core.engines.cli import main
 from calib_core.engines.summary import load_summary
 
+from tests.engines_support import prediction_frame
+
 
 @pytest.fixture
 def folder(tmp_path):
-    rng = np.random.default_rng(0)
-    n, k = 3_000, 3
-    probs = rng.dirichlet(np.full(k, 0.5), size=n)
-    labels = rng.integers(0, k, n)
-    frame = pd.DataFrame({"label": labels, **{f"p_{j}": probs[:, j] for j in range(k)}})
+    n = 3_000
+    frame = prediction_frame(0, n, 3, 0.5)
     parts = tmp_path / "preds"
     parts.mkdir()
     for i, rows in enumerate(np.array_split(np.arange(n), 3)):

@@ -3,8 +3,8 @@ safe file name (page, model, setting), client-side.
 
 plotly.js ``config.toImageButtonOptions`` sets the one format of the modebar's camera button ("png",
 "svg", "jpeg" or "webp"); a second format would need a custom modebar button, i.e. JavaScript, which
-``st.plotly_chart`` does not take from Python. The app therefore offers PNG (``scale=2``); the HTML
-report holds the interactive charts themselves.
+``st.plotly_chart`` does not take from Python. The app therefore offers one sidebar choice, PNG
+(``scale=2``) or SVG, that every chart's button follows; the HTML report holds the interactive charts.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pytest
 from calib_core.io import Predictions
 from studio import downloads, nav, report
 
-from tests.app_support import open_with_uploads
+from tests.app_support import assert_clean, open_link, open_with_uploads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE_SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 #: A model and class name that is a path, Markdown, HTML and a Plotly hover template at once.
 HOSTILE = ("../etc/<b>x</b> [l](http://127.0.0.1:9) %{y}:*", "a\\b/c <img src=x> $x$")
@@ -90,3 +90,15 @@ def test_every_chart_on_every_page_downloads_under_a_safe_meaningful_name(page):
     if page not in ("pages/8_Lab.py", "pages/9_Large_tables.py"):  # a simulated model; an uploaded summary
         slugs = [report.chart_file_name(m.name) for m in models]
         assert any(s in n for n in names for s in slugs), (names, slugs)
+
+
+def test_the_sidebar_chooses_svg_for_every_chart_of_the_page():
+    """Issue 14: the camera button saves PNG or SVG; one sidebar choice sets it for every chart."""
+    at = open_link("pages/2_Reliability.py", timeout=120)
+    assert_clean(at)
+    formats = {json.loads(chart.proto.config)["toImageButtonOptions"]["format"]
+               for chart in at.get("plotly_chart")}
+    assert formats == {"png"}
+    at.radio(key=downloads.CHART_FORMAT_KEY).set_value("SVG").run()
+    charts = at.get("plotly_chart")
+    assert charts and {json.loads(chart.proto.config)["toImageButtonOptions"]["format"] for chart in charts} == {"svg"}

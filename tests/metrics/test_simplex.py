@@ -1,4 +1,4 @@
-"""Tests of calib_core.metrics.simplex (projection, partitions, cell tables) and studio.figures_simplex."""
+"""Tests of calib_core.metrics.simplex (projection, partitions, cell tables)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,6 @@ from calib_core.metrics.simplex import (
     triangle_keys,
     triangle_vertices,
 )
-from studio.figures_simplex import ARROW_TRACE_NAME, simplex_figure
 
 CIE = cc.CalibrationInputError
 
@@ -384,77 +383,3 @@ def test_arrows_do_not_shrink_when_miscalibrated():
     probs = cc.softmax(logits)
     labels = cc.sample_labels(cc.softmax(logits / 2.0), seed=1)[0]  # model twice too confident
     assert cc.simplex_reliability(probs, labels, n_bins=5, distance="euclidean").estimate > 0.05
-
-
-# ----------------------------------------------------------------------------
-# Figure
-# ----------------------------------------------------------------------------
-
-def arrow_trace(fig):
-    traces = [t for t in fig.data if t.name == ARROW_TRACE_NAME]
-    assert len(traces) == 1
-    return traces[0]
-
-
-def test_simplex_figure_uniform_has_one_arrow_per_cell():
-    probs = dirichlet(2000, 10, 7, alpha=0.5)
-    labels = np.random.default_rng(8).integers(0, 10, 2000)
-    rel = cc.simplex_reliability(probs, labels, n_bins=4)
-    fig = simplex_figure(rel, arrow_scale=2.0, title="model A")
-    arrows = arrow_trace(fig)
-    n = rel.table.n_cells
-    assert len(arrows.a) == 3 * n
-    assert sum(v is None for v in arrows.a) == n
-    assert list(arrows.marker.symbol[1::3]) == ["arrow"] * n
-    assert arrows.marker.angleref == "previous"
-    # Tails at the mean prediction, heads at mean + 2 * (observed - mean).
-    tail = rel.table.mean_prediction
-    head = tail + 2.0 * (rel.table.observed_frequency - tail)
-    np.testing.assert_allclose(np.array(arrows.a[0::3], dtype=float), tail[:, 0])
-    np.testing.assert_allclose(np.array(arrows.c[1::3], dtype=float), head[:, 2])
-    assert "count: " in arrows.text[0] and "observed frequency" in arrows.text[0]
-    # Filled cells: every non-empty triangle drawn once, plus the colour-bar trace.
-    filled = [t for t in fig.data if t.name == "cells"]
-    assert sum(sum(v is None for v in t.a) for t in filled) == n
-    bar = [t for t in fig.data if t.name == "count"][0]
-    assert bar.marker.showscale and bar.marker.opacity == 0
-    assert fig.layout.ternary.aaxis.title.text == "{0, 1, 2}"
-    assert fig.layout.ternary.caxis.title.text == "{6, 7, 8, 9}"
-    assert fig.layout.title.text == "model A"
-
-
-def test_simplex_figure_data_dependent_and_table_only():
-    probs = dirichlet(3000, 3, 9)
-    labels = cc.sample_labels(probs, seed=1)[0]
-    rel = cc.simplex_reliability(probs, labels, partition="data_dependent", min_bin_size=300)
-    fig = simplex_figure(rel, class_names=["cat", "dog", "bird"], max_points=500)
-    assert len(arrow_trace(fig).a) == 3 * rel.table.n_cells
-    points = [t for t in fig.data if t.name == "predictions"][0]
-    assert len(points.a) == 500
-    assert fig.layout.ternary.baxis.title.text == "dog"
-    fig_table = simplex_figure(rel.table)
-    assert len(arrow_trace(fig_table).a) == 3 * rel.table.n_cells
-
-
-def test_simplex_figure_class_names_of_all_classes():
-    probs = dirichlet(200, 5, 0)
-    rel = cc.simplex_reliability(probs, np.arange(200) % 5, n_bins=3)
-    fig = simplex_figure(rel, class_names=list("abcde"))
-    assert fig.layout.ternary.caxis.title.text == "d + e"
-
-
-def test_simplex_figure_rejects_bad_input():
-    probs = dirichlet(100, 3, 0)
-    rel = cc.simplex_reliability(probs, np.arange(100) % 3)
-    with pytest.raises(CIE, match="arrow_scale"):
-        simplex_figure(rel, arrow_scale=0)
-    with pytest.raises(CIE, match="class_names"):
-        simplex_figure(rel, class_names=["a", "b"])
-    with pytest.raises(CIE, match="SimplexReliability or a CellTable"):
-        simplex_figure({"count": 1})
-    with pytest.raises(CIE, match="3 coordinates"):
-        simplex_figure(cc.canonical_ce_table(dirichlet(50, 4, 0), np.arange(50) % 4))
-    with pytest.raises(CIE, match="count_scale"):
-        simplex_figure(rel, count_scale="sqrt")
-    with pytest.raises(CIE, match="max_points"):
-        simplex_figure(rel, max_points=0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import re
 from pathlib import Path
 
@@ -24,10 +23,12 @@ from studio import figures
 from studio.nav import PAGES, available_pages
 from studio.state import APP_KEY, DEFAULT_DEMO
 
+from tests import app_support
+from tests.app_support import assert_clean, plotly_specs
+
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
+ROOT = Path(__file__).resolve().parents[2]
 PAGE_FILES = ["app.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
 TIMEOUT = 30
 GOOD_CSV = b"label,p_cat,p_dog,p_fox\ncat,0.7,0.2,0.1\ndog,0.1,0.8,0.1\nfox,0.3,0.3,0.4\ncat,0.5,0.4,0.1\n"
@@ -43,11 +44,7 @@ BAD_UPLOADS = {
 
 def open_page(page: str = "app.py", query: dict[str, str] | None = None) -> AppTest:
     """Run ``page`` in a fresh session (a deep link when it is not app.py)."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params.update(query or {})
-    if page != "app.py":
-        at.switch_page(page)
-    return at.run()
+    return app_support.open_link(page, timeout=TIMEOUT, query=query)
 
 
 def loaded(at: AppTest) -> list[str]:
@@ -57,15 +54,6 @@ def loaded(at: AppTest) -> list[str]:
 def unescape(markdown: str) -> str:
     """The text a reader sees of Markdown whose special characters were backslash-escaped."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")  # md()'s invisible word joiner
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def plotly_specs(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
 def values(data) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""AppTest tests of the Metrics page (pages/1_Metrics.py) beyond tests/test_app.py."""
+"""AppTest tests of the Metrics page (pages/1_Metrics.py) beyond tests/app/test_app.py."""
 from __future__ import annotations
 
 import numpy as np

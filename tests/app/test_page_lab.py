@@ -7,7 +7,6 @@ finished run. Expected values are computed independently with calib_core.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,12 +22,11 @@ from studio import figures_lab as fl
 from studio import state
 from studio.text import md
 
+from tests import app_support
 from tests.app_support import assert_clean, plotly_specs as specs, trace_array as as_array
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
 PAGE = "pages/8_Lab.py"
 TIMEOUT = 60
 TABS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size", "Bin-count rank stability",
@@ -37,15 +35,8 @@ TWO_DIGITS = "digits_gaussian_nb,digits_random_forest"
 
 
 def open_page(demo: str | None = None, tab: str | None = None, **state_values) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if demo:
-        at.query_params["demo"] = demo
-    if tab:
-        at.session_state["keep:lab.tab"] = tab
-    for key, value in state_values.items():
-        at.session_state[key] = value
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=TIMEOUT, query={"demo": demo} if demo else None,
+                                 session_values={**({"keep:lab.tab": tab} if tab else {}), **state_values})
 
 
 

@@ -1,6 +1,6 @@
 """AppTest tests of the Recalibration page (pages/6_Recalibration.py, its sections in studio/recalibration/),
 its cached helpers (studio/compute_recalibration.py) and its figures (studio/figures_recalibration.py).
-The science it shows (calib_core.recalibration.compare and .sweeps) is tested in tests/test_compare.py.
+The science it shows (calib_core.recalibration.compare and .sweeps) is tested in tests/recalibration/test_compare.py.
 
 Each page test opens the page as a deep link in a fresh session (``switch_page``
 before the first run). Expected numbers are computed independently with
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,13 +27,11 @@ from studio.state import ModelView
 from studio.text import literal, plot_text
 
 from tests import app_support
-from tests.app_support import assert_clean
-from tests.test_compare import BEFORE_VALUES, results_from, with_exact_zeros
+from tests.app_support import APP, assert_clean
+from tests.recalibration.test_compare import BEFORE_VALUES, results_from, with_exact_zeros
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
 PAGE = "pages/6_Recalibration.py"
 TIMEOUT = 60
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
@@ -50,13 +47,8 @@ def open_with_model(predictions: Predictions, *, n_boot: int = 0) -> AppTest:
 
 
 def open_page(demo: str | None = None, *, n_boot: int | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if demo:
-        at.query_params["demo"] = demo
-    if n_boot is not None:
-        at.session_state["recal_boot"] = n_boot
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=TIMEOUT, query={"demo": demo} if demo else None,
+                                 session_values={"recal_boot": n_boot} if n_boot is not None else None)
 
 
 

@@ -8,7 +8,6 @@ Expected values are computed independently with calib_core on the same data.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +24,6 @@ from tests.app_support import assert_clean, trace_array as as_array
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
 PAGE = "pages/5_Simplex.py"
 TIMEOUT = 60
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
@@ -38,11 +35,7 @@ def open_with_model(predictions: Predictions) -> AppTest:
 
 
 def open_page(demo: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if demo:
-        at.query_params["demo"] = demo
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=TIMEOUT, query={"demo": demo} if demo else None)
 
 
 

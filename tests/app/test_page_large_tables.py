@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,16 +12,15 @@ from calib_core.engines.evaluate import evaluate_arrays
 from calib_core.io import load_demo
 from studio.state import DEFAULT_DEMO
 
+from tests import app_support
+
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/9_Large_tables.py"
 
 
 def open_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=60)
 
 
 def spec(at: AppTest, key_part: str) -> dict:
@@ -73,7 +71,7 @@ def test_adaptive_bins_and_per_class_ace_come_from_the_summary():
     demo = load_demo(DEFAULT_DEMO)
     per_class = spec(at, "summary_per_class")
     ace_trace = per_class["data"][0]
-    from tests.test_app import values
+    from tests.app.test_app import values
     np.testing.assert_allclose(values(ace_trace["y"]), cc.ace(demo.probs, demo.labels, per_class=True), atol=1e-12)
 
 

@@ -7,7 +7,7 @@ page with query parameters, as a shared link does, and check that the controls
 take them; that a bad or stale parameter falls back to the default with a
 visible note and no exception; that the "Link to this view" box shows the
 parameters after a change; and that the values survive a page switch.
-The browser round trip is in tests/test_e2e_links.py.
+The browser round trip is in tests/e2e/test_e2e_links.py.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests import app_support
 from tests.app_support import APP, assert_clean
 
 TIMEOUT = 180
@@ -25,11 +26,7 @@ FAIR = "fair_logistic_regression"
 
 def open_link(page: str, **params: str | list[str]) -> AppTest:
     """Run ``page`` in a fresh session opened with ``?params`` (a shared link)."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(page)
-    return at.run()
+    return app_support.open_link(page, timeout=TIMEOUT, query=params)
 
 
 def link_box(at: AppTest) -> dict[str, list[str]]:

@@ -1218,15 +1218,15 @@ def test_cli_loader_options_divide_by_100_and_renormalise(tmp_path: Path) -> Non
     path = tmp_path / "pct.csv"
     path.write_text("label,p_a,p_b\n0,90,10\n1,20,80\n0,60,40\n")
     command = [sys.executable, "-m", "calib_core", "report", str(path), "--json"]
-    refused = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert refused.returncode == 2 and "percentages?" in refused.stderr
     loaded = subprocess.run(command + ["--percentages"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent.parent)
+                            cwd=Path(__file__).resolve().parents[2])
     assert loaded.returncode == 0, loaded.stderr
     report = json.loads(loaded.stdout)
     assert report["n_samples"] == 3 and any("divided by 100" in w for w in report["warnings"])
     path.write_text("label,p_a,p_b\n0,0.7,0.1\n1,0.2,0.6\n")
-    assert subprocess.run(command + ["--renormalize"], capture_output=True, cwd=Path(__file__).parent.parent
+    assert subprocess.run(command + ["--renormalize"], capture_output=True, cwd=Path(__file__).resolve().parents[2]
                           ).returncode == 0
 
 

@@ -93,3 +93,46 @@ def test_two_visitors_uploading_files_of_one_name_never_see_each_others_models(s
     finally:
         for context in contexts.values():
             context.close()
+
+
+def test_a_session_file_carries_an_upload_to_another_browser(server, browser, demo_dir, tmp_path):
+    """Issue 14, item 2: the Data page's session file restores an uploaded model in a fresh browser."""
+    path = tmp_path / "my_model.csv"
+    path.write_bytes((demo_dir / "wine_svc.csv").read_bytes())
+    preds = load_predictions(path)
+    ece = cc.metric_interval("ece", preds.probs, preds.labels, n_bins=15, n_boot=200, seed=0).estimate
+    contexts = []
+    try:
+        context, page = _visitor(browser)
+        contexts.append(context)
+        page.goto(server)
+        wait_for_app(page)
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+        page.get_by_role("heading", name="my_model").wait_for()
+        wait_for_app(page)
+        with page.expect_download() as download_info:
+            page.get_by_role("button", name="Download session file").click()
+        session_file = tmp_path / "calibration-session.zip"
+        download_info.value.save_as(str(session_file))
+        assert session_file.stat().st_size > 0
+
+        context, other = _visitor(browser)  # another browser: no shared session, cookies or uploads
+        contexts.append(context)
+        other.goto(server)
+        wait_for_app(other)
+        assert "my_model" not in other.locator("[data-testid='stSidebar']").inner_text()
+        other.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(session_file))
+        other.get_by_role("heading", name="my_model").wait_for()
+        wait_for_app(other)
+        assert_no_exception(other)
+        metrics = _card_metrics(other)
+        assert f"{preds.n_samples:,}" in metrics["Rows (N)"], metrics
+        assert f"{ece:.4f}" in metrics["ECE, 15 uniform bins"], metrics
+        sidebar = other.locator("[data-testid='stSidebar']").inner_text()
+        assert f"my_model: {preds.n_samples:,} rows" in sidebar
+        # The default demo the session file also holds was already loaded here: it is not loaded twice.
+        assert "(2)" not in sidebar and other.get_by_role("heading", name="digits_gaussian_nb (2)").count() == 0
+        other.screenshot(path=str(ARTIFACTS / "sessions-restored-from-file.png"))
+    finally:
+        for context in contexts:
+            context.close()

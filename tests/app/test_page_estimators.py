@@ -8,7 +8,6 @@ Expected values are computed independently with calib_core on the same data.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,12 +23,10 @@ from studio import figures
 from studio import figures_estimators as fe
 
 from tests import app_support
-from tests.app_support import assert_clean, plotly_specs as specs, trace_array as as_array
+from tests.app_support import APP, assert_clean, plotly_specs as specs, trace_array as as_array
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
 PAGE = "pages/7_Estimators.py"
 TIMEOUT = 120
 DIGITS, WINE, CANCER = "digits_gaussian_nb", "wine_random_forest", "breast_cancer_svc"
@@ -49,11 +46,7 @@ def open_with_model(predictions: Predictions) -> AppTest:
 
 
 def open_page(demo: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if demo:
-        at.query_params["demo"] = demo
-    at.switch_page(PAGE)
-    return at.run()
+    return app_support.open_link(PAGE, timeout=TIMEOUT, query={"demo": demo} if demo else None)
 
 
 
@@ -358,7 +351,7 @@ def test_resolve_n_boot():
 
 
 def test_a_block_estimate_becomes_a_table_row():
-    """calib_core's BlockEstimate (tested in tests/test_blocks.py) with the page's interval text."""
+    """calib_core's BlockEstimate (tested in tests/inference/test_blocks.py) with the page's interval text."""
     blocked = ce.Estimate.of_blocks(block_estimate([0.1, 0.12, 0.11], block_rows=200, n_rows=1000), 0.5, 1.5)
     assert blocked.interval == "t-interval over 3 blocks of 200 rows" and blocked.rows == 600
     assert (blocked.bandwidth, blocked.seconds) == (0.5, 1.5)

@@ -13,7 +13,7 @@ import pytest
 import calib_core as cc
 from calib_core.engines.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -1,0 +1,50 @@
+"""The app's CSV downloads escape formula-like text (calib_core.io.export applied by the Metrics page)."""
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+import streamlit
+
+import calib_core as cc
+from calib_core.io import Predictions
+
+from tests import app_support
+
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
+HOSTILE = '=HYPERLINK("http://127.0.0.1:9/x","click")'
+
+
+def rows_of(data: bytes) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(data.decode("utf-8"))))
+
+
+def test_metrics_page_download_escapes_the_model_name(monkeypatch):
+    """A file named `=HYPERLINK(...).csv` became the model name and landed unescaped in calibration_metrics.csv."""
+    captured = {}
+    original = streamlit.download_button
+
+    def record(label, data, *args, **kwargs):
+        captured[kwargs.get("file_name")] = data
+        return original(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "download_button", record)
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet([1, 1, 1], 120)
+    labels = (rng.uniform(size=(120, 1)) > probs.cumsum(1)).sum(1).clip(0, 2)  # calibrated
+    at = app_support.open_with_model("pages/1_Metrics.py", Predictions(probs, labels, ("a", "b", "c"), name=HOSTILE),
+                                     timeout=120)
+    app_support.assert_clean(at)
+    rows = rows_of(captured["calibration_metrics.csv"])
+    header, body = rows[0], rows[1:]
+    models = {row[header.index("model")] for row in body}
+    assert models == {"'" + HOSTILE}
+    estimates = [row[header.index("estimate")] for row in body]
+    negative = [float(v) for v in estimates if v.startswith("-")]
+    assert negative, "the unbiased SKCE of this calibrated sample is negative and stays a number"
+    assert all(not v.startswith("'") for v in estimates)
+    skce = body[[row[header.index("key")] for row in body].index("skce")]
+    assert float(skce[header.index("estimate")]) == pytest.approx(cc.skce(probs, labels), rel=1e-9)
