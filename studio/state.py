@@ -355,7 +355,23 @@ def add_upload(file_name: str, raw: bytes, options: dict[str, Any] | tuple[tuple
     """
     frozen = _freeze(options)
     predictions = read_user_file(raw, file_name, frozen)
-    return add_model(predictions, origin="upload", file_name=file_name, raw=raw, options=frozen)
+    name = add_model(predictions, origin="upload", file_name=file_name, raw=raw, options=frozen)
+    _show_uploads_first()
+    return name
+
+
+def _show_uploads_first() -> None:
+    """After an upload the pages show the uploads: the demos stay loaded but hidden (one click away).
+
+    A demo beside an upload is usually the default one the app opened with;
+    left shown, pages that compare models would put the visitor's model
+    beside a demo of other classes, or not show it at all.
+    """
+    store = _store()
+    demos = {name for name, model in store.models.items() if model.origin == "demo"}
+    if demos and len(demos) < len(store.models):
+        store.hidden |= demos
+        sync_query_params()
 
 
 def reload_model(name: str, options: dict[str, Any]) -> None:

@@ -194,6 +194,13 @@ def test_good_upload_adds_a_model_and_keeps_the_demo():
     at.run()
     assert loaded(at) == [DEFAULT_DEMO, "pets"]
     assert at.query_params["demo"] == DEFAULT_DEMO
+    # issue 15: the pages now show the upload; the demo stays loaded, one click away under Models shown
+    assert at.sidebar.multiselect(key="studio:shown_models").value == ["pets"]
+    assert DEFAULT_DEMO in at.sidebar.multiselect(key="studio:shown_models").options
+    at.switch_page("pages/3_Per-class.py").run()
+    assert_clean(at)
+    assert not any("other classes than" in box.value for box in [*at.info, *at.warning]), [i.value for i in at.info]
+    assert any("pets" in m.value for m in at.markdown)
 
 
 def test_upload_of_every_format():
