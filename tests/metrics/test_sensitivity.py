@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 import calib_core as cc
 from calib_core import CalibrationInputError
+from calib_core.binning import classwise_bin_statistics, mean_abs_gap, sort_columns, sorted_columns_bin_sums
 from calib_core.lab.generators import LogisticNormalModel
 from calib_core.lab.pathologies import nixon_figure4_data
+from calib_core.metrics import sensitivity
 from calib_core.metrics.sensitivity import (GCE_VARIANTS, BinRanking, _GceSets, bin_rank_stability, bin_sensitivity,
                                             competition_ranks, rank_by_bins, spearman_rows)
 
@@ -131,6 +133,104 @@ def test_bad_arguments(kwargs, match):
 def test_bad_predictions_are_rejected():
     with pytest.raises(CalibrationInputError, match="sum to 1"):
         bin_sensitivity([[0.5, 0.6]], [0])
+
+
+# ----------------------------------------------------------------------------- the sorted-values sweep
+def per_count_reference(probs, labels, n_bins, binning, metric, threshold=0.01, right=True):
+    """The value of one table entry computed the way it was before the sweep: the metric function, or the
+    per-count bin statistics with the metric's reduction."""
+    if metric == "ece":
+        return cc.ece(probs, labels, n_bins=n_bins, binning=binning, right=right)
+    if metric == "sce":
+        return cc.classwise_ece(probs, labels, n_bins=n_bins, binning=binning, right=right)
+    keep = probs > threshold if metric == "tace" else None
+    if binning == "adaptive":
+        return cc.tace(probs, labels, n_bins, threshold) if keep is not None else cc.ace(probs, labels, n_bins)
+    stats = classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right)
+    return float(mean_abs_gap(stats).mean())
+
+
+def assert_sweep_equals_reference(probs, labels, counts, threshold=0.01, right=True):
+    table = bin_sensitivity(probs, labels, bin_counts=counts, threshold=threshold, right=right)
+    for row in table.itertuples():
+        expected = per_count_reference(probs, labels, row.n_bins, row.binning, row.metric, threshold, right)
+        assert row.value == pytest.approx(expected, rel=1e-12, abs=1e-14), row
+
+
+def tied_predictions(n, k, seed, decimals):
+    """Softmax-of-normal rows rounded so that many values tie (and some fall on uniform edges, 0 and 1)."""
+    probs, labels = random_predictions(n=n, k=k, seed=seed, temperature=3.0)
+    probs = np.round(probs, decimals)
+    probs[:, -1] = np.clip(1.0 - probs[:, :-1].sum(axis=1), 0.0, None)
+    probs /= probs.sum(axis=1, keepdims=True)
+    return np.round(probs, 12), labels
+
+
+COUNTS = [1, 2, 3, 7, 10, 15, 40, 199, 200, 700]
+
+
+@pytest.mark.parametrize("k", [2, 50])
+@pytest.mark.parametrize("right", [True, False])
+@pytest.mark.parametrize("ties", [False, True])
+def test_sweep_equals_the_per_count_metrics(k, right, ties):
+    probs, labels = tied_predictions(400, k, seed=k, decimals=2) if ties else random_predictions(n=400, k=k, seed=k)
+    assert_sweep_equals_reference(probs, labels, COUNTS, right=right)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.6, 0.99, 1.0])
+def test_tace_thresholds_that_empty_classes(threshold):
+    probs, labels = tied_predictions(300, 50, seed=7, decimals=1)
+    # some classes keep no value above the larger thresholds: they count 0 in the mean over classes
+    assert_sweep_equals_reference(probs, labels, COUNTS, threshold=threshold)
+    assert_sweep_equals_reference(probs, labels, COUNTS, threshold=threshold, right=False)
+
+
+def test_values_on_uniform_edges_with_both_rules():
+    probs = np.array([[0.0, 1.0], [0.3, 0.7], [0.5, 0.5], [0.1, 0.9], [0.25, 0.75], [0.7, 0.3], [1.0, 0.0]])
+    labels = np.array([1, 0, 1, 1, 0, 0, 0])
+    for right in (True, False):
+        assert_sweep_equals_reference(probs, labels, [1, 2, 3, 4, 5, 10, 20], right=right)
+
+
+def test_one_row():
+    assert_sweep_equals_reference(np.array([[0.2, 0.8]]), np.array([0]), [1, 2, 5])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), k=st.integers(2, 6), decimals=st.integers(1, 3),
+       right=st.booleans(), threshold=st.sampled_from([0.0, 0.01, 0.2, 0.5, 0.9]),
+       counts=st.lists(st.integers(1, 60), min_size=1, max_size=6, unique=True))
+def test_sweep_equals_the_per_count_metrics_on_random_tied_data(seed, n, k, decimals, right, threshold, counts):
+    probs, labels = tied_predictions(n, k, seed, decimals)
+    assert_sweep_equals_reference(probs, labels, counts, threshold=threshold, right=right)
+
+
+def test_small_blocks_and_chunks_of_bin_counts_give_the_same_table(monkeypatch):
+    probs, labels = tied_predictions(90, 7, seed=11, decimals=2)
+    counts = [300, 2, 5, 40, 120, 1, 77]
+    expected = bin_sensitivity(probs, labels, bin_counts=counts)
+    monkeypatch.setattr(sensitivity, "_BLOCK_VALUES", 100)  # one column per block, counts in several chunks
+    assert sensitivity._count_chunks(counts) == [slice(0, 1), slice(1, 4), slice(4, 5), slice(5, 7)]
+    pd.testing.assert_frame_equal(bin_sensitivity(probs, labels, bin_counts=counts), expected, rtol=1e-13)
+    assert_sweep_equals_reference(probs, labels, counts)
+
+
+@pytest.mark.parametrize("binning", ["uniform", "adaptive"])
+@pytest.mark.parametrize("right", [True, False])
+@pytest.mark.parametrize("threshold", [None, 0.05, 0.5])
+def test_sorted_columns_bin_sums_equal_classwise_bin_statistics(binning, right, threshold):
+    probs, labels = tied_predictions(120, 6, seed=3, decimals=2)
+    counts = [1, 4, 15, 130]
+    columns = sort_columns(np.ascontiguousarray(probs.T), labels[None, :] == np.arange(6)[:, None])
+    count, sum_value, sum_target = sorted_columns_bin_sums(columns, counts, binning, right=right, threshold=threshold)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    keep = None if threshold is None else probs > threshold
+    for j, n_bins in enumerate(counts):
+        stats = classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right)
+        part = slice(offsets[j], offsets[j + 1])
+        np.testing.assert_array_equal(count[:, part], stats.count)
+        np.testing.assert_allclose(sum_value[:, part], stats.sum_value, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(sum_target[:, part], stats.sum_target)
 
 
 # ----------------------------------------------------------------------------- rank_by_bins
