@@ -15,7 +15,6 @@ from studio.lab.rank_stability import rank_stability
 from studio.lab.simulation import simulation_lab
 from studio.lab.size_power import size_power_section
 from studio.lab.subsets import your_data
-from studio.layout import default
 
 TABS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size", "Bin-count rank stability",
         "Pathology gallery"]
@@ -26,10 +25,10 @@ st.markdown(
     "Every calibration error you compute is an *estimate* from a finite test set, and estimators differ in how "
     "wrong they are. Try them on simulated models whose true error is known, check how stable your own "
     "numbers are, and see the classic traps.")
-tabs = st.tabs(TABS, key=default("keep:lab.tab", TABS[0], TABS), on_change="rerun")
+tabs = layout.linked_tabs(TABS, key="lab_tool", name="Lab tool")
 sections = (simulation_lab, size_power_section, lambda: your_data(models), lambda: rank_stability(models),
             pathology_gallery)
 for tab, section in zip(tabs, sections):
-    if tab.open is not False:  # only the open tab runs (None: state tracking off, run all)
+    if tab.open:  # only the open tab runs
         with tab:
             section()

@@ -6,7 +6,6 @@ import streamlit as st
 
 from calib_core.io.export import csv_bytes
 from studio import compute_summary, downloads, figures, layout
-from studio.layout import default
 from studio.text import md
 
 layout.setup_page("Large tables", ":material/dataset:")
@@ -35,8 +34,8 @@ st.caption("A folder or glob of CSV/Parquet files is read in record batches (`--
 upload_col, demo_col = st.columns([3, 2])
 uploaded = upload_col.file_uploader("Summary JSON from `calib-core report --json`", type=["json"],
                                     key="summary_upload")
-use_demo = demo_col.toggle("Show the summary of the demo model", key=default("keep:summary.demo", True),
-                           help="The same summary the command line writes, computed from the default demo.")
+use_demo = layout.linked(demo_col.toggle, "Show the summary of the demo model", value=True, key="summary_demo",
+                         help="The same summary the command line writes, computed from the default demo.")
 
 summary = None
 if uploaded is not None:
@@ -71,14 +70,16 @@ st.subheader("Reliability")
 summary_name = uploaded.name.removesuffix(".json") if uploaded is not None else "demo-summary"  # chart file names
 bins_col, binning_col, target_col = st.columns(3)
 bin_choices = compute_summary.bin_choices(summary)
-n_bins = bins_col.selectbox("Number of bins", bin_choices, key=default("keep:summary.n_bins", summary.n_bins, bin_choices))
+n_bins = layout.linked(bins_col.selectbox, "Number of bins", bin_choices, index=bin_choices.index(summary.n_bins),
+                       key="summary_bins", options=bin_choices)
 binnings = compute_summary.binning_choices(summary, n_bins)
-binning = binning_col.radio("Bins", binnings, horizontal=True, key=default("keep:summary.binning", "uniform", binnings),
-                            help="Adaptive bins are kept only for the bin count the report ran with.")
+binning = layout.linked(binning_col.radio, "Bins", binnings, horizontal=True, index=binnings.index("uniform"),
+                        key="summary_binning", options=binnings,
+                        help="Adaptive bins are kept only for the bin count the report ran with.")
 targets = ["top_label", *range(summary.n_classes)]
-target = target_col.selectbox("Event", targets, key=default("keep:summary.target", "top_label", targets),
-                              format_func=lambda t: "Top label" if t == "top_label"
-                              else f"Class {t}: {summary.class_names[t]}")
+target = layout.linked(target_col.selectbox, "Event", targets, index=0, key="summary_event", options=targets,
+                       format_func=lambda t: "Top label" if t == "top_label"
+                       else f"Class {t}: {summary.class_names[t]}")
 table = summary.reliability_table(target, n_bins, binning)
 st.plotly_chart(figures.reliability_figure({"summary": table}, histogram_log=target != "top_label",
                                            n_rows={"summary": summary.n_samples}),

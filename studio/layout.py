@@ -18,44 +18,6 @@ import streamlit as st
 from studio import downloads, nav, state
 from studio.text import literal, md
 
-#: Prefix of the widget keys whose values survive a page change (see :func:`keep_widget_values`).
-KEEP_PREFIX = "keep:"
-
-
-def keep_widget_values() -> None:
-    """Keep the values of ``keep:``-prefixed widgets when the user switches pages.
-
-    Streamlit forgets a widget's value when a run does not draw it (the page
-    changed). Writing the value back into Session State at the top of every
-    page turns it into a user value that survives, the documented
-    work-around (docs: multipage apps, "widgets").
-    """
-    for key in list(st.session_state.keys()):
-        if isinstance(key, str) and key.startswith(KEEP_PREFIX):
-            st.session_state[key] = st.session_state[key]
-
-
-def default(key: str, value: Any, options: Sequence[Any] | None = None) -> str:
-    """Give the persisted widget ``key`` its default value once; returns the key.
-
-    Pages create such widgets with ``key=default("keep:...", value)`` and no
-    ``value=`` argument, so Streamlit never sees two competing defaults.
-    With ``options``, a kept value that is no longer among them (say class 7
-    after loading a 3-class model) falls back to ``value``.
-    """
-    if key not in st.session_state:
-        st.session_state[key] = value
-    elif options is not None:
-        current = st.session_state[key]
-        if isinstance(current, list):
-            kept = [v for v in current if v in options]
-            if kept != current:
-                st.session_state[key] = kept or value
-        elif current not in options:
-            st.session_state[key] = value
-    return key
-
-
 #: Session key holding the title of the page drawn by the previous run (see :func:`linked`).
 _LAST_PAGE = "studio:last_page"
 #: Session key of the flag "this run entered its page" (a fresh session or a page switch).
@@ -120,21 +82,49 @@ def linked(widget: Callable[..., Any], label: str, *args: Any, key: str, options
                  else kept not in options)
         if stale:
             del st.session_state[key]
-    checking = st.session_state.get(_ENTERED, False)
-    raw = st.query_params.get_all(key) if checking and key in st.query_params else None
+    raw = _link_raw(key)
     value = widget(label, *args, key=key, bind="query-params", **kwargs)
-    default = _default_of(kwargs, args)
-    _link_values()[key] = None if value == default else _url_text(value, kwargs.get("format_func"))
+    _linked_value(key, label, value, _default_of(kwargs, args), raw, kwargs.get("format_func"))
+    return value
+
+
+def linked_tabs(tabs: Sequence[str], *, key: str, name: str, default: str | None = None) -> Sequence[Any]:
+    """``st.tabs(tabs, key=key, bind="query-params")``: the open tab kept in the URL (``?key=label``).
+
+    Like :func:`linked` for a control; ``name`` says what the tabs choose
+    (for the note on a bad link). Only the open tab's ``.open`` is True, so a
+    page can run the open tab alone.
+
+    Returns
+    -------
+    The tab containers.
+    """
+    raw = _link_raw(key)
+    note = st.empty()  # above the tabs: a note drawn after them would follow the open tab's content
+    containers = st.tabs(list(tabs), key=key, bind="query-params", default=default)
+    _linked_value(key, name, st.session_state[key], default or tabs[0], raw, None, note=note)
+    return containers
+
+
+def _link_raw(key: str) -> list[str] | None:
+    """The link's values of parameter ``key`` in the run that entered the page (else None)."""
+    checking = st.session_state.get(_ENTERED, False)
+    return st.query_params.get_all(key) if checking and key in st.query_params else None
+
+
+def _linked_value(key: str, label: str, value: Any, default: Any, raw: list[str] | None,
+                  format_func: Callable[[Any], Any] | None, note: Any = st) -> None:
+    """Record a bound control's URL value for the link box; note (in ``note``) a link value the control refused."""
+    _link_values()[key] = None if value == default else _url_text(value, format_func)
     _show_link()
     if raw:
         after = st.query_params.get_all(key) if key in st.query_params else None
-        as_default = raw == _url_text(default, kwargs.get("format_func"))
+        as_default = raw == _url_text(default, format_func)
         if after != raw and not (value == default and as_default):
             shown = ", ".join(raw)
-            st.info(f"The link's {literal(f'{key}={shown}')} is not a valid choice for *{md(label)}* here, "
-                    f"so it shows {literal(', '.join(_url_text(value, kwargs.get('format_func'))))} instead.",
+            note.info(f"The link's {literal(f'{key}={shown}')} is not a valid choice for *{md(label)}* here, "
+                    f"so it shows {literal(', '.join(_url_text(value, format_func)))} instead.",
                     icon=":material/link_off:")
-    return value
 
 
 #: Session keys of this run's "Link to this view" box and of the URL values of the controls drawn so far.
@@ -179,7 +169,6 @@ def setup_page(title: str, icon: str) -> list[state.ModelView]:
     """
     st.set_page_config(page_title=f"{title} · Calibration studio", page_icon=icon, layout="wide",
                        initial_sidebar_state="expanded")
-    keep_widget_values()
     # A link's parameters are checked in the run that opens its page (see linked()); later
     # reruns of the same page may see parameters the browser already dropped.
     st.session_state[_ENTERED] = st.session_state.get(_LAST_PAGE) != title

@@ -4,10 +4,9 @@ import streamlit as st
 
 from calib_core import CalibrationInputError
 from studio import compute_lab as cl
-from studio import downloads
+from studio import downloads, layout
 from studio.figures_lab import correlation_heatmap, variant_heatmap
 from studio.lab.jobs import data_page_link
-from studio.layout import default
 from studio.text import md
 
 
@@ -23,8 +22,8 @@ def rank_stability(models) -> None:
                 "across bin counts.", icon=":material/info:")
         data_page_link()
         return
-    low, high = st.slider("Bin counts", 2, 100, key=default("keep:lab.rank_bins", (10, 50)),
-                          help="Every bin count in this range is used (Nixon et al.: 10 to 50).")
+    low, high = layout.linked(st.slider, "Bin counts", 2, 100, value=(10, 50), key="lab_rank_bins",
+                              help="Every bin count in this range is used (Nixon et al.: 10 to 50).")
     if high <= low:
         st.error("Choose a range of at least two bin counts.", icon=":material/error:")
         return
@@ -67,9 +66,10 @@ def rank_stability(models) -> None:
                        "min ρ": st.column_config.NumberColumn(format="%.3f")})
     names = list(table["GCE variant"])
     least_stable = int(table["mean_spearman"].fillna(2.0).to_numpy().argmin())
-    chosen = st.selectbox("Correlations between bin counts of one variant", range(len(names)),
-                          format_func=lambda i: names[i], key=default("keep:lab.rank_variant", least_stable),
-                          help="At first the least stable variant.")
+    variants = list(range(len(names)))
+    chosen = layout.linked(st.selectbox, "Correlations between bin counts of one variant", variants,
+                           format_func=lambda i: names[i], index=least_stable, key="lab_rank_variant",
+                           options=variants, help="At first the least stable variant.")
     st.plotly_chart(correlation_heatmap(result.correlations[int(chosen)], result.bin_counts,
                                         title=names[int(chosen)]), theme=None, key="lab_rank_matrix",
                     config=downloads.chart_config("Lab", *(m.name for m in models), "bin-count-correlations",

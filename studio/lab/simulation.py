@@ -6,10 +6,9 @@ from calib_core import CalibrationInputError, csv_bytes
 from calib_core.lab.estimators import DEFAULT_SIZES
 from calib_core.lab.stability import gap_slopes, observed_gap
 from studio import compute_lab as cl
-from studio import downloads
+from studio import downloads, layout
 from studio.figures_lab import futami_figure, lab_figure
 from studio.lab.jobs import advance, fmt_size, progress_row
-from studio.layout import default
 from studio.text import md
 
 LAB_JOB = "lab:job"
@@ -17,8 +16,8 @@ VIEWS = {"estimate": "estimates and true values", "error": "error: estimate − 
 
 
 def apply_preset() -> None:
-    b0, b1 = cl.LOGISTIC_PRESETS[st.session_state["keep:lab.preset"]]
-    st.session_state["keep:lab.b0"], st.session_state["keep:lab.b1"] = float(b0), float(b1)
+    b0, b1 = cl.LOGISTIC_PRESETS[st.session_state["lab_preset"]]
+    st.session_state["lab_b0"], st.session_state["lab_b1"] = float(b0), float(b1)
 
 
 def generator_inputs(kind: str) -> dict:
@@ -26,35 +25,34 @@ def generator_inputs(kind: str) -> dict:
     defaults = cl.GENERATORS[kind][1]
     cols = st.columns(3)
     if kind == "logistic":
-        b0 = cols[0].number_input("b0 (intercept)", -10.0, 10.0, step=0.1, format="%.2f",
-                                  key=default("keep:lab.b0", defaults["b0"]))
-        b1 = cols[1].number_input("b1 (slope)", -10.0, 10.0, step=0.1, format="%.2f",
-                                  key=default("keep:lab.b1", defaults["b1"]))
+        b0 = layout.linked(cols[0].number_input, "b0 (intercept)", -10.0, 10.0, value=float(defaults["b0"]),
+                           step=0.1, format="%.2f", key="lab_b0")
+        b1 = layout.linked(cols[1].number_input, "b1 (slope)", -10.0, 10.0, value=float(defaults["b1"]),
+                           step=0.1, format="%.2f", key="lab_b1")
         cols[2].caption("Model P(Y=1 | x) = 1 / (1 + exp(−b0 − b1·x)) on X | Y ~ N(∓1, 1). (0, −2) is the "
                         "Bayes-optimal, calibrated model; b1 between −2 and 0 under-confident, below −2 "
                         "over-confident; b0 ≠ 0 shifts it.")
         return {"b0": b0, "b1": b1}
     if kind == "logistic_normal":
-        k = cols[0].number_input("Classes K", 2, 100, step=1, key=default("keep:lab.ln_classes",
-                                                                          int(defaults["n_classes"])),
-                                 help="The paper uses K = 100; every size then costs ten times as much.")
-        t = cols[1].number_input("Temperature T (miscalibration)", 0.05, 20.0, step=0.1, format="%.2f",
-                                 key=default("keep:lab.ln_temperature", defaults["temperature"]),
-                                 help="1: calibrated. Above 1 the predictions are under-confident, below 1 "
+        k = layout.linked(cols[0].number_input, "Classes K", 2, 100, value=int(defaults["n_classes"]), step=1,
+                          key="lab_ln_classes", help="The paper uses K = 100; every size then costs ten times as much.")
+        t = layout.linked(cols[1].number_input, "Temperature T (miscalibration)", 0.05, 20.0,
+                          value=float(defaults["temperature"]), step=0.1, format="%.2f", key="lab_ln_temperature",
+                          help="1: calibrated. Above 1 the predictions are under-confident, below 1 "
                                       "over-confident; the accuracy does not change.")
-        scale = cols[2].number_input("Covariance scale", 0.1, 100_000.0, step=10.0, format="%.1f",
-                                     key=default("keep:lab.ln_scale", defaults["scale"]),
-                                     help="Scale matrix of the inverse-Wishart draw of the logit covariance; "
+        scale = layout.linked(cols[2].number_input, "Covariance scale", 0.1, 100_000.0,
+                              value=float(defaults["scale"]), step=10.0, format="%.1f", key="lab_ln_scale",
+                              help="Scale matrix of the inverse-Wishart draw of the logit covariance; "
                                           "215 gives the paper's 87.6% accuracy with K = 100.")
         return {"n_classes": k, "temperature": t, "scale": scale}
-    k = cols[0].number_input("Classes K", 2, 50, step=1, key=default("keep:lab.us_classes",
-                                                                     int(defaults["n_classes"])))
-    t1 = cols[1].number_input("Sharpening t1", 0.05, 20.0, step=0.05, format="%.2f",
-                              key=default("keep:lab.us_t1", defaults["t1"]),
-                              help="Temperature of the calibrated predictions (0.9 in the paper).")
-    t2 = cols[2].number_input("Miscalibration t2", 0.05, 20.0, step=0.05, format="%.2f",
-                              key=default("keep:lab.us_t2", defaults["t2"]),
-                              help="Temperature applied after the labels are drawn: 1 calibrated, 0.6 in "
+    k = layout.linked(cols[0].number_input, "Classes K", 2, 50, value=int(defaults["n_classes"]), step=1,
+                      key="lab_us_classes")
+    t1 = layout.linked(cols[1].number_input, "Sharpening t1", 0.05, 20.0, value=float(defaults["t1"]), step=0.05,
+                       format="%.2f", key="lab_us_t1",
+                       help="Temperature of the calibrated predictions (0.9 in the paper).")
+    t2 = layout.linked(cols[2].number_input, "Miscalibration t2", 0.05, 20.0, value=float(defaults["t2"]), step=0.05,
+                       format="%.2f", key="lab_us_t2",
+                       help="Temperature applied after the labels are drawn: 1 calibrated, 0.6 in "
                                    "the paper (over-confident).")
     return {"n_classes": k, "t1": t1, "t2": t2}
 
@@ -65,29 +63,29 @@ def lab_settings() -> tuple[cl.LabParams | None, bool]:
     Problems are shown (with ``st.error``) only when Run was pressed.
     """
     kinds = list(cl.GENERATORS)
-    kind = st.selectbox("Ground-truth model", kinds, format_func=lambda k: cl.GENERATORS[k][0],
-                        key=default("keep:lab.generator", "logistic"),
-                        help="Models whose true calibration errors are known, from the papers the lab follows.")
+    kind = layout.linked(st.selectbox, "Ground-truth model", kinds, format_func=lambda k: cl.GENERATORS[k][0],
+                         index=kinds.index("logistic"), key="lab_generator",
+                         help="Models whose true calibration errors are known, from the papers the lab follows.")
     if kind == "logistic":
         presets = list(cl.LOGISTIC_PRESETS)
-        st.selectbox("Start from the parameters of", presets, key=default("keep:lab.preset", presets[0]),
-                     on_change=apply_preset, help="Fills in b0 and b1 below.")
+        layout.linked(st.selectbox, "Start from the parameters of", presets, index=0, key="lab_preset",
+                      on_change=apply_preset, help="Fills in b0 and b1 below.")
     options = cl.estimator_options()
     with st.form("lab:form"):
         params = generator_inputs(kind)
-        estimators = st.multiselect(
-            "Estimators", list(options), format_func=options.get,
-            key=default("keep:lab.estimators", cl.default_estimators(), list(options)),
+        estimators = layout.linked(
+            st.multiselect, "Estimators", list(options), format_func=options.get,
+            default=list(cl.default_estimators()), key="lab_estimators",
             help="Optimal B: Futami & Fujisawa's B* = ⌊(2n(1+L)²/log 2)^⅓⌋ at each n. SKCE and the KDE "
                  "estimators cost O(n²) and run up to n = 3,000 only. Smooth ECE has no closed-form truth.")
         cols = st.columns([1, 3, 1, 1])
-        fixed_bins = cols[0].number_input("B of the fixed-B ECEs", 1, 1000, step=1,
-                                          key=default("keep:lab.fixed_bins", 15))
-        sizes = cols[1].multiselect("Test-set sizes n", list(cl.SIZE_OPTIONS), format_func=fmt_size,
-                                    key=default("keep:lab.sizes", list(DEFAULT_SIZES), list(cl.SIZE_OPTIONS)))
-        repetitions = cols[2].number_input("Repetitions R", 2, 5000, step=10, key=default("keep:lab.repetitions", 50),
-                                           help="Test sets drawn at each size.")
-        seed = cols[3].number_input("Seed", 0, 2**31 - 1, step=1, key=default("keep:lab.seed", 0))
+        fixed_bins = layout.linked(cols[0].number_input, "B of the fixed-B ECEs", 1, 1000, value=15, step=1,
+                                   key="lab_fixed_bins")
+        sizes = layout.linked(cols[1].multiselect, "Test-set sizes n", list(cl.SIZE_OPTIONS), format_func=fmt_size,
+                              default=list(DEFAULT_SIZES), key="lab_sizes")
+        repetitions = layout.linked(cols[2].number_input, "Repetitions R", 2, 5000, value=50, step=10,
+                                    key="lab_repetitions", help="Test sets drawn at each size.")
+        seed = layout.linked(cols[3].number_input, "Seed", 0, 2**31 - 1, value=0, step=1, key="lab_seed")
         submitted = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", key="lab:run")
     problems = []
     if not estimators:
@@ -138,8 +136,8 @@ def lab_results(view: cl.LabView, job: cl.Job) -> None:
     if view.summary.empty:
         st.caption("No test-set size finished yet.")
         return
-    view_mode = st.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True,
-                         key=default("keep:lab.view", "estimate"))
+    view_mode = layout.linked(st.radio, "Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, index=0,
+                              key="lab_view")
     figure = lab_figure(view.summary, truth.values, cl.TARGET_NAMES, view=view_mode)
     st.plotly_chart(figure, theme=None, key="lab_chart",
                     config=downloads.chart_config("Lab", view.model_name, "simulation", view_mode))

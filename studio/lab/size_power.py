@@ -4,10 +4,9 @@ import streamlit as st
 
 from calib_core import csv_bytes
 from studio import compute_lab as cl
-from studio import downloads
+from studio import downloads, layout
 from studio.figures_lab import size_power_figure
 from studio.lab.jobs import advance, fmt_size, job_state
-from studio.layout import default
 
 TESTS_JOB = "lab:tests_job"
 
@@ -63,23 +62,21 @@ def size_power_section() -> None:
     keys = list(cl.TEST_VARIANTS)
     presets = list(cl.POWER_PRESETS)
     with st.form("lab:tests_form"):
-        tests = st.multiselect("Tests", keys, format_func=lambda k: cl.TEST_VARIANTS[k][0],
-                               key=default("keep:lab.tests", keys, keys))
-        preset = st.selectbox("Miscalibrated model of the power curve", presets,
-                              key=default("keep:lab.tests_model", presets[0], presets))
+        tests = layout.linked(st.multiselect, "Tests", keys, format_func=lambda k: cl.TEST_VARIANTS[k][0],
+                              default=keys, key="lab_tests")
+        preset = layout.linked(st.selectbox, "Miscalibrated model of the power curve", presets, index=0,
+                               key="lab_power_model")
         cols = st.columns([3, 1, 1, 1])
-        sizes = cols[0].multiselect("Test-set sizes n of the power curve", list(cl.POWER_SIZE_OPTIONS),
-                                    format_func=fmt_size, key=default("keep:lab.tests_sizes",
-                                                                      list(cl.DEFAULT_POWER_SIZES),
-                                                                      list(cl.POWER_SIZE_OPTIONS)))
-        size_n = cols[1].selectbox("n of the size", list(cl.POWER_SIZE_OPTIONS), format_func=fmt_size,
-                                   key=default("keep:lab.tests_size_n", cl.DEFAULT_SIZE_N,
-                                               list(cl.POWER_SIZE_OPTIONS)))
-        repetitions = cols[2].number_input("Repetitions R", 20, 5000, step=50,
-                                           key=default("keep:lab.tests_repetitions", cl.DEFAULT_TEST_REPETITIONS),
-                                           help="Test sets per point. The default R = 200 keeps the run near "
+        size_options = list(cl.POWER_SIZE_OPTIONS)
+        sizes = layout.linked(cols[0].multiselect, "Test-set sizes n of the power curve", size_options,
+                              format_func=fmt_size, default=list(cl.DEFAULT_POWER_SIZES), key="lab_power_sizes")
+        size_n = layout.linked(cols[1].selectbox, "n of the size", size_options, format_func=fmt_size,
+                               index=size_options.index(cl.DEFAULT_SIZE_N), key="lab_size_n")
+        repetitions = layout.linked(cols[2].number_input, "Repetitions R", 20, 5000,
+                                    value=cl.DEFAULT_TEST_REPETITIONS, step=50, key="lab_tests_repetitions",
+                                    help="Test sets per point. The default R = 200 keeps the run near "
                                                 "10 s; the interval of a size shrinks like 1/√R.")
-        seed = cols[3].number_input("Seed", 0, 2**31 - 1, step=1, key=default("keep:lab.tests_seed", 0))
+        seed = layout.linked(cols[3].number_input, "Seed", 0, 2**31 - 1, value=0, step=1, key="lab_tests_seed")
         submitted = st.form_submit_button("Run the tests", type="primary", icon=":material/play_arrow:",
                                           key="lab:tests_run")
     if not tests or not sizes:

@@ -4,10 +4,9 @@ import streamlit as st
 from calib_core import METRICS, csv_bytes
 from calib_core.lab.stability import stability_table
 from studio import compute_lab as cl
-from studio import downloads
+from studio import downloads, layout
 from studio.figures_lab import subset_figure
 from studio.lab.jobs import advance, data_page_link, job_state
-from studio.layout import default
 from studio.text import md
 
 STUDY_JOB = "lab:study_job"
@@ -76,22 +75,22 @@ def your_data(models) -> None:
         "(Gruber & Buettner 2022, appendix G.2).")
     keys = list(METRIC_NAMES)
     with st.form("lab:study_form"):
-        metrics = st.multiselect("Metrics", keys, format_func=METRIC_NAMES.get,
-                                 key=default("keep:lab.study_metrics", cl.default_study_metrics(), keys),
-                                 help="The O(N²) kernel estimators are left out at first: on large test sets "
+        metrics = layout.linked(st.multiselect, "Metrics", keys, format_func=METRIC_NAMES.get,
+                                default=list(cl.default_study_metrics()), key="lab_study_metrics",
+                                help="The O(N²) kernel estimators are left out at first: on large test sets "
                                       "they take long.")
         cols = st.columns(4)
-        repetitions = cols[0].number_input("Subsets per size", 2, 1000, step=5,
-                                           key=default("keep:lab.study_repetitions", 20))
-        n_bins = cols[1].number_input("Bins", 1, 1000, step=1, key=default("keep:lab.study_bins", 15))
-        binning = cols[2].radio("Binning", list(BINNINGS), format_func=BINNINGS.get,
-                                key=default("keep:lab.study_binning", "uniform"),
+        repetitions = layout.linked(cols[0].number_input, "Subsets per size", 2, 1000, value=20, step=5,
+                                    key="lab_study_repetitions")
+        n_bins = layout.linked(cols[1].number_input, "Bins", 1, 1000, value=15, step=1, key="lab_study_bins")
+        binning = layout.linked(cols[2].radio, "Binning", list(BINNINGS), format_func=BINNINGS.get, index=0,
+                                key="lab_study_binning",
                                 help="For ECE, RMSCE, MCE and class-wise ECE (the others fix their own).")
-        seed = cols[3].number_input("Seed", 0, 2**31 - 1, step=1, key=default("keep:lab.study_seed", 0))
+        seed = layout.linked(cols[3].number_input, "Seed", 0, 2**31 - 1, value=0, step=1, key="lab_study_seed")
         submitted = st.form_submit_button("Run the study", type="primary", icon=":material/play_arrow:",
                                           key="lab:study_run")
-    tolerance = st.slider("Call an estimate stable when its relative standard error and drift are below",
-                          0.01, 0.5, step=0.01, format="%.2f", key=default("keep:lab.tolerance", 0.1))
+    tolerance = layout.linked(st.slider, "Call an estimate stable when its relative standard error and drift are "
+                              "below", 0.01, 0.5, value=0.1, step=0.01, format="%.2f", key="lab_tolerance")
     eligible = [m for m in models if m.predictions.n_samples >= cl.MIN_STUDY_ROWS]
     for m in models:
         if m not in eligible:

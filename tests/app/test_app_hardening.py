@@ -389,7 +389,7 @@ def markdown_texts(at: AppTest) -> list[tuple[str, str]]:
 FIGURE_PAGES = {"pages/2_Reliability.py", "pages/3_Per-class.py", "pages/4_Bin_sensitivity.py",
                 "pages/5_Simplex.py", "pages/6_Recalibration.py", "pages/7_Estimators.py",
                 "pages/8_Lab.py", "pages/9_Large_tables.py"}
-PAGE_STATE = {"pages/8_Lab.py": {"keep:lab.tab": "Your data: test-set size"}}
+PAGE_STATE = {"pages/8_Lab.py": {"lab_tool": "Your data: test-set size"}}
 
 
 @pytest.mark.usefixtures("fresh_streamlit_caches")

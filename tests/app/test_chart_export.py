@@ -27,7 +27,7 @@ PAGE_SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 HOSTILE = ("../etc/<b>x</b> [l](http://127.0.0.1:9) %{y}:*", "a\\b/c <img src=x> $x$")
 SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 #: Settings that make a page draw its charts (the Lab draws the bounds preview without a run).
-PAGE_STATE = {"pages/8_Lab.py": {"keep:lab.tab": "Simulation lab"}}
+PAGE_STATE = {"pages/8_Lab.py": {"lab_tool": "Simulation lab"}}
 
 
 def _plotly_chart_calls(path: Path):

@@ -92,6 +92,38 @@ LINKS = [
      {"demo": FAIR, "group_metric": "ACE", "group_bins": "9", "group_boot": "0", "group_layout": "overlay"},
      [("radio", "group_metric", "ace"), ("slider", "group_bins", 9), ("select_slider", "group_boot", 0),
       ("radio", "group_layout", "overlay")]),
+    ("pages/8_Lab.py",
+     {"demo": IRIS, "lab_generator": "Multi-class logistic-normal, tempered (Gruber & Buettner G.1)",
+      "lab_ln_classes": "5", "lab_ln_temperature": "2.5", "lab_estimators": ["ECE (uniform, optimal B)", "KS error"],
+      "lab_sizes": ["100", "268"], "lab_repetitions": "10", "lab_seed": "7"},
+     [("selectbox", "lab_generator", "logistic_normal"), ("number_input", "lab_ln_classes", 5),
+      ("number_input", "lab_ln_temperature", 2.5), ("multiselect", "lab_estimators", ["ece_uniform", "ks"]),
+      ("multiselect", "lab_sizes", [100, 268]), ("number_input", "lab_repetitions", 10),
+      ("number_input", "lab_seed", 7)]),
+    ("pages/8_Lab.py",
+     {"demo": IRIS, "lab_tool": "Calibration tests: size and power", "lab_tests": "Spiegelhalter's Z",
+      "lab_power_model": "Vaicenavicius et al.: uncalibrated (1, 1)", "lab_power_sizes": ["50", "1,000"],
+      "lab_size_n": "200", "lab_tests_repetitions": "40", "lab_tests_seed": "3"},
+     [("multiselect", "lab_tests", ["spiegelhalter"]),
+      ("selectbox", "lab_power_model", "Vaicenavicius et al.: uncalibrated (1, 1)"),
+      ("multiselect", "lab_power_sizes", [50, 1000]), ("selectbox", "lab_size_n", 200),
+      ("number_input", "lab_tests_repetitions", 40), ("number_input", "lab_tests_seed", 3)]),
+    ("pages/8_Lab.py",
+     {"demo": IRIS, "lab_tool": "Your data: test-set size", "lab_study_metrics": ["ECE", "Brier score"],
+      "lab_study_repetitions": "4", "lab_study_bins": "8", "lab_study_binning": "adaptive (equal mass)",
+      "lab_study_seed": "2", "lab_tolerance": "0.2"},
+     [("multiselect", "lab_study_metrics", ["ece", "brier"]), ("number_input", "lab_study_repetitions", 4),
+      ("number_input", "lab_study_bins", 8), ("radio", "lab_study_binning", "adaptive"),
+      ("number_input", "lab_study_seed", 2), ("slider", "lab_tolerance", 0.2)]),
+    ("pages/9_Large_tables.py",
+     {"demo": IRIS, "summary_binning": "adaptive", "summary_event": "Class 3: 3"},
+     [("radio", "summary_binning", "adaptive"), ("selectbox", "summary_event", 3), ("selectbox", "summary_bins", 15)]),
+    ("pages/9_Large_tables.py",
+     {"demo": IRIS, "summary_bins": "30"},
+     [("selectbox", "summary_bins", 30), ("radio", "summary_binning", "uniform")]),
+    ("pages/9_Large_tables.py",
+     {"demo": IRIS, "summary_demo": "false"},
+     [("toggle", "summary_demo", False)]),
 ]
 
 
@@ -129,6 +161,13 @@ BAD = [
     ("pages/5_Simplex.py", "number_input", "simplex_seed", "-4", 0),   # below the minimum
     ("pages/5_Simplex.py", "multiselect", "group_a", "7: lotus", None),  # class that does not exist
     ("pages/6_Recalibration.py", "multiselect", "methods", "Magic scaling", None),  # unknown method
+    ("pages/8_Lab.py", "selectbox", "lab_generator", "Magic model", "logistic"),  # unknown generator
+    ("pages/8_Lab.py", "number_input", "lab_repetitions", "1", 50),    # below the minimum
+    ("pages/8_Lab.py", "multiselect", "lab_sizes", "7", None),         # a size that is not offered
+    ("pages/8_Lab.py", "multiselect", "lab_estimators", "Magic ECE", None),  # unknown estimator
+    ("pages/9_Large_tables.py", "selectbox", "summary_bins", "999", 15),  # a bin count the summary did not keep
+    ("pages/9_Large_tables.py", "selectbox", "summary_event", "Class 12: twelve", "top_label"),  # no such class
+    ("pages/9_Large_tables.py", "toggle", "summary_demo", "perhaps", True),  # not a boolean
 ]
 
 
@@ -199,24 +238,31 @@ def test_values_survive_a_page_switch():
 
 
 def test_every_url_parameter_name_is_used_by_one_page_only():
-    """A parameter name shared by two pages would share one value between them (one Session State key)."""
+    """A parameter name shared by two pages would share one value between them (one Session State key).
+
+    The bound controls are drawn by the page files and by their modules in studio/ (Simplex, Recalibration,
+    Lab); each name must be used by one file only.
+    """
     import ast
     from collections import defaultdict
     from pathlib import Path
 
     from studio import state
 
+    root = Path(APP).parent
     owners: dict[str, set[str]] = defaultdict(set)
-    for path in sorted((Path(APP).parent / "pages").glob("*.py")):
+    for path in sorted([*(root / "pages").glob("*.py"), *(root / "studio").rglob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "linked"):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("linked", "linked_tabs")):
                 for keyword in node.keywords:
                     if keyword.arg == "key" and isinstance(keyword.value, ast.Constant):
-                        owners[keyword.value.value].add(path.name)
+                        owners[keyword.value.value].add(str(path.relative_to(root)))
                     elif keyword.arg == "key":  # f-strings (the Simplex vertex pickers) are checked by their page
-                        owners[ast.unparse(keyword.value)].add(path.name)
-    assert len(owners) > 60, sorted(owners)
-    shared = {key: pages for key, pages in owners.items() if len(pages) > 1}
+                        owners[ast.unparse(keyword.value)].add(str(path.relative_to(root)))
+    assert len(owners) > 90, sorted(owners)
+    assert {"lab_tool", "lab_generator", "lab_rank_bins", "summary_bins"} <= set(owners)
+    shared = {key: files for key, files in owners.items() if len(files) > 1}
     assert not shared, shared
     assert not set(owners) & set(state.LINK_KEYS)
 
@@ -230,3 +276,121 @@ def test_another_model_with_other_classes_resets_the_simplex_vertex_pickers():
     assert_clean(at)
     assert [at.multiselect(key=f"group_{c}").value for c in "abc"] == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
     assert "group_a" not in link_box(at)
+
+
+# ---------------------------------------------------------------------------- the Lab and Large tables
+LAB = "pages/8_Lab.py"
+LAB_TOOLS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size",
+             "Bin-count rank stability", "Pathology gallery"]
+TWO_DIGITS = "digits_gaussian_nb,digits_random_forest"
+
+
+def reopen(page: str, at: AppTest) -> AppTest:
+    """Open the URL of the link box of ``at`` in a fresh session (as a visitor following a shared link)."""
+    params = link_box(at)
+    return open_link(page, **{key: values if len(values) > 1 else values[0] for key, values in params.items()})
+
+
+def test_a_lab_simulation_link_round_trips_and_runs_nothing_until_run_is_pressed():
+    at = open_link(LAB, demo=IRIS)
+    assert_clean(at)
+    at.selectbox(key="lab_generator").set_value("uniform_simplex").run()
+    at.multiselect(key="lab_estimators").set_value(["ece_uniform", "ks"])
+    at.multiselect(key="lab_sizes").set_value([100, 268])
+    at.number_input(key="lab_repetitions").set_value(3)
+    at.number_input(key="lab_seed").set_value(11)
+    at.button(key="lab:run").click().run()
+    assert_clean(at)
+    assert "lab:job" in at.session_state
+    at.radio(key="lab_view").set_value("error").run()
+    shown = link_box(at)
+    assert shown["lab_generator"] == ["Uniform simplex, sharpened then tempered (Popordanoska et al. 7.1)"]
+    assert shown["lab_estimators"] == ["ECE (uniform, optimal B)", "KS error"]
+    assert shown["lab_seed"] == ["11"] and shown["lab_sizes"] == ["100", "268"]
+    assert shown["lab_view"] == ["error: estimate − true value"]
+    assert "lab_tool" not in shown  # the default tool leaves the link
+
+    fresh = reopen(LAB, at)
+    assert_clean(fresh)
+    assert not notes(fresh) or not [n for n in notes(fresh) if "link" in n]
+    assert fresh.selectbox(key="lab_generator").value == "uniform_simplex"
+    assert fresh.multiselect(key="lab_estimators").value == ["ece_uniform", "ks"]
+    assert fresh.multiselect(key="lab_sizes").value == [100, 268]
+    assert fresh.number_input(key="lab_repetitions").value == 3
+    assert fresh.number_input(key="lab_seed").value == 11
+    # The link fills in the settings; the simulation still waits for Run (as it does today).
+    assert "lab:job" not in fresh.session_state
+    assert any("press **Run**" in n for n in notes(fresh))
+    fresh.button(key="lab:run").click().run()  # the visitor presses Run: the same run, in the linked view
+    assert_clean(fresh)
+    assert fresh.radio(key="lab_view").value == "error"
+    assert link_box(fresh) == shown
+    assert app_support.plotly_specs(fresh)[0]["data"] == app_support.plotly_specs(at)[0]["data"]  # same numbers
+
+
+def test_a_lab_rank_stability_link_round_trips_the_tool_range_and_variant():
+    at = open_link(LAB, demo=TWO_DIGITS)
+    at.session_state["lab_tool"] = LAB_TOOLS[3]
+    at.run()
+    assert_clean(at)
+    at.slider(key="lab_rank_bins").set_value((12, 20)).run()
+    assert_clean(at)
+    picker = at.selectbox(key="lab_rank_variant")
+    chosen = (picker.value + 3) % len(picker.options)
+    picker.set_value(chosen).run()
+    shown = link_box(at)
+    assert shown["lab_tool"] == [LAB_TOOLS[3]]
+    assert shown["lab_rank_bins"] == ["12", "20"]
+    assert shown["lab_rank_variant"] == [at.selectbox(key="lab_rank_variant").options[chosen]]
+    assert not [key for key in shown if key in ("lab_generator", "lab_sizes")]  # only the open tool's controls
+
+    fresh = reopen(LAB, at)
+    assert_clean(fresh)
+    assert fresh.session_state["lab_tool"] == LAB_TOOLS[3]
+    assert fresh.slider(key="lab_rank_bins").value == (12, 20)
+    assert fresh.selectbox(key="lab_rank_variant").value == chosen
+    assert link_box(fresh) == shown
+
+
+def test_a_bad_lab_tool_or_rank_range_falls_back_with_a_note():
+    at = open_link(LAB, demo=IRIS, lab_tool="Crystal ball")
+    assert_clean(at)
+    assert at.session_state["lab_tool"] == LAB_TOOLS[0]
+    assert any("lab_tool=Crystal ball" in note.replace("\\", "") for note in notes(at)), notes(at)
+    assert "lab_tool" not in link_box(at)
+
+    at = open_link(LAB, demo=TWO_DIGITS, lab_tool=LAB_TOOLS[3], lab_rank_bins=["1", "500"])
+    assert_clean(at)
+    assert at.slider(key="lab_rank_bins").value == (10, 50)
+    assert any("lab_rank_bins=1, 500" in note.replace("\\", "") for note in notes(at)), notes(at)
+    assert "lab_rank_bins" not in link_box(at)
+
+
+def test_lab_values_survive_a_page_switch():
+    at = open_link(LAB, demo=IRIS)
+    at.number_input(key="lab_seed").set_value(9)
+    at.button(key="lab:run").click()  # the form's values are committed by its button
+    at.multiselect(key="lab_sizes").set_value([100])
+    at.number_input(key="lab_repetitions").set_value(2)
+    at.run()
+    at.switch_page("pages/2_Reliability.py").run()
+    assert_clean(at)
+    at.switch_page(LAB).run()
+    assert_clean(at)
+    assert at.number_input(key="lab_seed").value == 9
+    assert link_box(at)["lab_seed"] == ["9"]
+
+
+def test_a_large_tables_link_round_trips():
+    at = open_link("pages/9_Large_tables.py", demo=IRIS)
+    assert_clean(at)
+    at.selectbox(key="summary_bins").set_value(25).run()
+    at.selectbox(key="summary_event").set_value(4).run()
+    assert_clean(at)
+    shown = link_box(at)
+    assert shown["summary_bins"] == ["25"] and shown["summary_event"] == ["Class 4: 4"]
+    fresh = reopen("pages/9_Large_tables.py", at)
+    assert_clean(fresh)
+    assert fresh.selectbox(key="summary_bins").value == 25
+    assert fresh.selectbox(key="summary_event").value == 4
+    assert not notes(fresh)

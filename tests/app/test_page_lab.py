@@ -36,7 +36,7 @@ TWO_DIGITS = "digits_gaussian_nb,digits_random_forest"
 
 def open_page(demo: str | None = None, tab: str | None = None, **state_values) -> AppTest:
     return app_support.open_link(PAGE, timeout=TIMEOUT, query={"demo": demo} if demo else None,
-                                 session_values={**({"keep:lab.tab": tab} if tab else {}), **state_values})
+                                 session_values={**({"lab_tool": tab} if tab else {}), **state_values})
 
 
 
@@ -58,8 +58,8 @@ def traces(spec: dict, prefix: str = "") -> list[dict]:
 
 
 def run_tiny_lab(at: AppTest, sizes=(100, 268), repetitions: int = 3, **widgets) -> AppTest:
-    at.multiselect(key="keep:lab.sizes").set_value(list(sizes))
-    at.number_input(key="keep:lab.repetitions").set_value(repetitions)
+    at.multiselect(key="lab_sizes").set_value(list(sizes))
+    at.number_input(key="lab_repetitions").set_value(repetitions)
     for key, value in widgets.items():
         at.session_state[key] = value
     return at.button(key="lab:run").click().run()
@@ -88,9 +88,9 @@ def test_page_opens_on_the_default_demo_with_five_tabs_and_runs_nothing():
     first = f"n = 100: B* = {cc.optimal_n_bins(100, lipschitz)}"
     assert first in " ".join(c.value for c in at.caption)
     assert "lab:job" not in at.session_state
-    assert at.multiselect(key="keep:lab.sizes").value == list(DEFAULT_SIZES)
-    assert at.number_input(key="keep:lab.repetitions").value == 50
-    assert at.multiselect(key="keep:lab.estimators").value == list(cc.lab.estimators.DEFAULT_ESTIMATORS)
+    assert at.multiselect(key="lab_sizes").value == list(DEFAULT_SIZES)
+    assert at.number_input(key="lab_repetitions").value == 50
+    assert at.multiselect(key="lab_estimators").value == list(cc.lab.estimators.DEFAULT_ESTIMATORS)
 
 
 def test_tiny_run_draws_estimates_bands_and_the_truth_lines():
@@ -148,7 +148,7 @@ def test_the_same_settings_come_back_from_the_store_and_the_error_view():
     assert "taken from the store of finished runs" in " ".join(c.value for c in at.caption)
     assert specs(at)[0]["data"] == first["data"]
 
-    at.radio(key="keep:lab.view").set_value("error").run()
+    at.radio(key="lab_view").set_value("error").run()
     assert_clean(at)
     main = specs(at)[0]
     assert not traces(main, fl.TRUTH_TRACE_PREFIX)
@@ -172,7 +172,7 @@ def test_a_stopped_run_shows_its_finished_sizes_and_run_continues_it():
     (mean_trace,) = [t for t in specs(at)[0]["data"] if t.get("name") == "KS error"]
     np.testing.assert_allclose(as_array(mean_trace["x"]), [100])
 
-    at.multiselect(key="keep:lab.estimators").set_value(["ece_uniform", "ks"])
+    at.multiselect(key="lab_estimators").set_value(["ece_uniform", "ks"])
     at = run_tiny_lab(at)
     assert_clean(at)
     (mean_trace,) = [t for t in specs(at)[0]["data"] if t.get("name") == "KS error"]
@@ -195,8 +195,8 @@ def test_stop_callback_marks_the_job_and_a_failing_chunk_is_an_error_not_a_trace
     assert "The run stopped with an error" in error.value and "press Run" in error.value
 
 
-@pytest.mark.parametrize("widget, message", [("keep:lab.estimators", "Choose at least one estimator"),
-                                             ("keep:lab.sizes", "Choose at least one test-set size")])
+@pytest.mark.parametrize("widget, message", [("lab_estimators", "Choose at least one estimator"),
+                                             ("lab_sizes", "Choose at least one test-set size")])
 def test_empty_choices_are_errors_that_say_what_to_do(widget, message):
     at = open_page()
     at.multiselect(key=widget).set_value([])
@@ -209,8 +209,8 @@ def test_empty_choices_are_errors_that_say_what_to_do(widget, message):
 
 def test_a_test_set_too_large_for_memory_is_refused():
     at = open_page()
-    at.selectbox(key="keep:lab.generator").set_value("logistic_normal").run()
-    at.number_input(key="keep:lab.ln_classes").set_value(100)
+    at.selectbox(key="lab_generator").set_value("logistic_normal").run()
+    at.number_input(key="lab_ln_classes").set_value(100)
     at = run_tiny_lab(at, sizes=(100, 200_000), repetitions=2)
     assert not at.exception
     (error,) = at.error
@@ -220,13 +220,13 @@ def test_a_test_set_too_large_for_memory_is_refused():
 
 def test_preset_fills_the_logistic_parameters_and_other_generators_run():
     at = open_page()
-    at.selectbox(key="keep:lab.preset").set_value("Vaicenavicius et al.: perfect, Bayes-optimal (0, -2)").run()
-    assert at.number_input(key="keep:lab.b0").value == 0.0
-    assert at.number_input(key="keep:lab.b1").value == -2.0
+    at.selectbox(key="lab_preset").set_value("Vaicenavicius et al.: perfect, Bayes-optimal (0, -2)").run()
+    assert at.number_input(key="lab_b0").value == 0.0
+    assert at.number_input(key="lab_b1").value == -2.0
 
-    at.selectbox(key="keep:lab.generator").set_value("uniform_simplex").run()
-    at.multiselect(key="keep:lab.estimators").set_value(["ece_uniform_fixed", "canonical_ce"])
-    at.number_input(key="keep:lab.fixed_bins").set_value(10)
+    at.selectbox(key="lab_generator").set_value("uniform_simplex").run()
+    at.multiselect(key="lab_estimators").set_value(["ece_uniform_fixed", "canonical_ce"])
+    at.number_input(key="lab_fixed_bins").set_value(10)
     at = run_tiny_lab(at, sizes=(200,), repetitions=2)
     assert_clean(at)
     assert at.subheader[0].value == "Uniform-simplex model (K=3, t1=0.9, t2=0.6)"
@@ -241,8 +241,8 @@ def test_preset_fills_the_logistic_parameters_and_other_generators_run():
 
 # ============================================================================ your data
 def test_test_set_size_study_on_the_default_demo():
-    at = open_page(tab=TABS[2], **{"keep:lab.study_metrics": ["ece", "brier"],
-                                   "keep:lab.study_repetitions": 5})
+    at = open_page(tab=TABS[2], **{"lab_study_metrics": ["ece", "brier"],
+                                   "lab_study_repetitions": 5})
     assert_clean(at)
     data = load_demo(state.DEFAULT_DEMO)
     sizes = study_sizes(data.n_samples)
@@ -279,7 +279,7 @@ def test_rank_stability_asks_for_a_second_model():
 
 
 def test_rank_stability_of_two_demos():
-    at = open_page(TWO_DIGITS, tab=TABS[3], **{"keep:lab.rank_bins": (10, 20)})
+    at = open_page(TWO_DIGITS, tab=TABS[3], **{"lab_rank_bins": (10, 20)})
     assert_clean(at)
     models = {name: (load_demo(name).probs, load_demo(name).labels) for name in TWO_DIGITS.split(",")}
     expected = cc.bin_rank_stability(models, range(10, 21))
@@ -299,7 +299,7 @@ def test_rank_stability_of_two_demos():
 
 
 def test_rank_stability_needs_two_bin_counts():
-    at = open_page(TWO_DIGITS, tab=TABS[3], **{"keep:lab.rank_bins": (12, 12)})
+    at = open_page(TWO_DIGITS, tab=TABS[3], **{"lab_rank_bins": (12, 12)})
     assert not at.exception
     assert "at least two bin counts" in at.error[0].value
 
@@ -408,9 +408,9 @@ def test_size_and_power_tab_runs_shows_the_chart_and_flags_hosmer_lemeshow():
     at = open_page(tab=TABS[1])
     assert_clean(at)
     assert "Run the tests" in at.info[0].value and "R = 200" in at.info[0].value
-    at.multiselect(key="keep:lab.tests").set_value(["hosmer_lemeshow", "spiegelhalter"])
-    at.multiselect(key="keep:lab.tests_sizes").set_value([100, 500])
-    at.number_input(key="keep:lab.tests_repetitions").set_value(300)
+    at.multiselect(key="lab_tests").set_value(["hosmer_lemeshow", "spiegelhalter"])
+    at.multiselect(key="lab_power_sizes").set_value([100, 500])
+    at.number_input(key="lab_tests_repetitions").set_value(300)
     at.button(key="lab:tests_run").click().run()
     assert_clean(at)
     params = at.session_state["lab:tests_job"].params

@@ -207,3 +207,26 @@ def test_a_bad_link_shows_a_note_and_the_defaults(server, page):
     label = page.locator("[data-testid='stMetricLabel']").first
     label.wait_for()
     assert "ECE (15 uniform bins)" in label.inner_text()
+
+
+def test_lab_rank_stability_view_round_trips_through_its_link(server, browser, page):
+    page.goto(f"{server}/Lab?demo=digits_gaussian_nb,digits_random_forest")
+    wait_for_app(page)
+    page.get_by_role("tab", name="Bin-count rank stability").click()
+    wait_for_app(page)
+    slider_steps(page, "Bin counts", 2)              # 10-50 -> 12-50
+    selectbox(page, "Correlations between bin counts of one variant", "uniform · top label · pooled · no threshold · l1")
+    round_trip(browser, page, "lab-rank", {"lab_tool": ["Bin-count rank stability"], "lab_rank_bins": ["12", "50"],
+                                           "lab_rank_variant": ["uniform · top label · pooled · no threshold · l1"]})
+
+
+def test_a_bad_lab_link_shows_notes_and_runs_nothing(server, page):
+    page.goto(f"{server}/Lab?lab_tool=Crystal+ball&lab_generator=Magic&lab_seed=7")
+    wait_for_app(page)
+    assert_no_exception(page)
+    notes = page.locator("[data-testid='stAlertContentInfo']").all_inner_texts()
+    assert any("lab_tool=Crystal ball" in n for n in notes), notes
+    assert any("lab_generator=Magic" in n for n in notes), notes
+    assert page.get_by_role("tab", name="Simulation lab").get_attribute("aria-selected") == "true"
+    assert query(link_box(page))["lab_seed"] == ["7"]
+    assert any("press Run" in n for n in notes), "the link fills in the settings; the run waits for its button"
