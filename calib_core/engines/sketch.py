@@ -111,8 +111,19 @@ class QuantileSketch:
             return self
         if not np.isfinite(values).all():
             raise CalibrationInputError("`values` contains NaN or infinite values.")
-        self._push(0, np.stack([values, values, values, values, targets]))
         self.n += int(values.size)
+        held = self._levels[0] if self._levels else np.empty((5, 0))
+        if held.shape[1] + values.size <= self.capacity:
+            self._push(0, np.stack([values, values, values, values, targets]))
+        else:
+            # Level 0 overflows: compact it from its keys and targets alone (a level-0 item is one value,
+            # key = lo = hi = sum of values), the same items as from the five rows, at about half the cost.
+            if held.shape[1]:
+                values, targets = np.concatenate([held[_KEY], values]), np.concatenate([held[_SUM_TARGET], targets])
+            order = np.argsort(values)
+            values, targets = np.take(values, order), np.take(targets, order)
+            self._push(0, np.empty((5, 0)))
+            self._compact(0, values, values, values, values, targets)
         self._compress()
         return self
 
@@ -128,20 +139,24 @@ class QuantileSketch:
         while level < len(self._levels):
             items = self._levels[level]
             if items.shape[1] > self.capacity:
-                items = items[:, np.argsort(items[_KEY])]  # any order of equal keys keeps the rank bounds
-                paired = items.shape[1] // 2 * 2
-                first, second = items[:, 0:paired:2], items[:, 1:paired:2]
-                merged = np.empty((5, paired // 2))
-                merged[_KEY] = second[_KEY] if self._parity[level] else first[_KEY]
-                merged[_LO] = np.minimum(first[_LO], second[_LO])
-                merged[_HI] = np.maximum(first[_HI], second[_HI])
-                merged[_SUM_VALUE] = first[_SUM_VALUE] + second[_SUM_VALUE]
-                merged[_SUM_TARGET] = first[_SUM_TARGET] + second[_SUM_TARGET]
-                self._levels[level] = items[:, paired:]
-                self._parity[level] ^= 1
-                self.rank_error += 1 << level
-                self._push(level + 1, merged)
+                # Any order of equal keys keeps the rank bounds.
+                self._compact(level, *np.take(items, np.argsort(items[_KEY]), axis=1))  # take: 3x fancy indexing
             level += 1
+
+    def _compact(self, level: int, key: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
+                 sum_value: NDArray[np.float64], sum_target: NDArray[np.float64]) -> None:
+        """Merge consecutive pairs of a level's items (rows sorted by key) into the next level; one may stay."""
+        paired = key.size // 2 * 2
+        merged = np.empty((5, paired // 2))
+        merged[_KEY] = key[1:paired:2] if self._parity[level] else key[0:paired:2]
+        merged[_LO] = np.minimum(lo[0:paired:2], lo[1:paired:2])
+        merged[_HI] = np.maximum(hi[0:paired:2], hi[1:paired:2])
+        merged[_SUM_VALUE] = sum_value[0:paired:2] + sum_value[1:paired:2]
+        merged[_SUM_TARGET] = sum_target[0:paired:2] + sum_target[1:paired:2]
+        self._levels[level] = np.stack([key[paired:], lo[paired:], hi[paired:], sum_value[paired:], sum_target[paired:]])
+        self._parity[level] ^= 1
+        self.rank_error += 1 << level
+        self._push(level + 1, merged)
 
     def merge(self, other: "QuantileSketch") -> "QuantileSketch":
         """A new sketch of the union of both inputs; rank errors add up."""
