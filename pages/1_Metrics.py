@@ -1,8 +1,12 @@
-"""Metrics: every registered metric for every loaded model, with the interval each metric declares."""
+"""Metrics: every registered metric for every loaded model, with the interval each metric declares.
+
+The estimates are drawn at once; the intervals fill in at the end of the script, one metric at a time, with a
+progress bar and a Stop button (:mod:`studio.metrics_page`).
+"""
 import streamlit as st
 
 import calib_core as cc
-from studio import compute, downloads, figures, layout, state
+from studio import compute, downloads, figures, layout, metrics_page, state
 from studio.text import md
 
 models = layout.setup_page("Metrics", ":material/table_chart:")
@@ -34,11 +38,12 @@ level = layout.linked(level_col.selectbox, "Interval", [0.90, 0.95, 0.99], index
                       format_func=lambda p: f"{p:.0%}")
 seed = layout.linked(seed_col.number_input, "Seed", min_value=0, max_value=2**31 - 1, step=1, value=0, key="seed")
 
-table = layout.run_with_progress(
-    "Computing the metrics and their intervals",
-    lambda report: compute.metrics_table(models, n_bins=n_bins, binning=binning, n_boot=int(n_boot),
-                                         seed=int(seed), alpha=round(1 - level, 10), on_progress=report),
-)
+alpha = round(1 - level, 10)
+table, jobs = compute.estimates_table(models, n_bins=n_bins, binning=binning, n_boot=int(n_boot), seed=int(seed),
+                                      alpha=alpha)
+jobs = metrics_page.fill_known(table, jobs)  # intervals this session already has: shown at once
+run = metrics_page.run_key(models, n_bins=n_bins, binning=binning, n_boot=int(n_boot), alpha=alpha, seed=int(seed))
+pending = metrics_page.STOPPED if metrics_page.is_stopped(run) else metrics_page.COMPUTING
 names = {spec.key: cc.metric_name(spec.key, n_bins=n_bins, binning=binning) for spec in cc.METRICS}
 large = [m for m in models if cc.skipped_quadratic(m.predictions.n_samples)]
 if large:
@@ -52,6 +57,7 @@ if not missing.empty:
     st.warning("**Not available** (left empty in the tables; every other metric is computed as usual):\n\n"
                + lines, icon=":material/info:")
 
+status_slot = st.empty()  # the progress of the intervals and the Stop button, near the top
 st.subheader("Overview")
 # One row per metric (its name with its settings), one column per model.
 wide = table.pivot(index="name", columns="model", values="estimate").reindex(
@@ -62,28 +68,12 @@ st.dataframe(wide, width="stretch", height=min(36 * (len(wide) + 1) + 3, 720), p
                             **{model: st.column_config.NumberColumn(model, format="%.4f") for model in wide.columns}})
 
 st.subheader("Estimates and intervals")
-shown = table[["model", "metric", "key", "name", "estimate", "ci_low", "ci_high", "std", "interval", "n_bins",
-               "binning", "rows", "reason"]]
-st.dataframe(
-    shown, hide_index=True, width="stretch", height=min(36 * (len(shown) + 1) + 3, 720),
-    placeholder="–",  # a missing interval or value, not "None"
-    column_order=["model", "name", "estimate", "ci_low", "ci_high", "std", "interval", "rows", "reason"],
-    column_config={
-        "model": st.column_config.TextColumn("Model"),
-        "name": st.column_config.TextColumn("Metric (settings)", width="large"),
-        "estimate": st.column_config.NumberColumn("Estimate", format="%.4f"),
-        "ci_low": st.column_config.NumberColumn(f"{level:.0%} low", format="%.4f"),
-        "ci_high": st.column_config.NumberColumn(f"{level:.0%} high", format="%.4f"),
-        "std": st.column_config.NumberColumn("Std. error", format="%.4f",
-                                             help="Bootstrap or variance-formula standard error."),
-        "interval": st.column_config.TextColumn("Interval", width="medium",
-                                                help="How the interval was made for this metric."),
-        "rows": st.column_config.TextColumn("Rows"),
-        "reason": st.column_config.TextColumn("Not available because", width="medium"),
-    },
-)
-st.download_button("Download as CSV", cc.csv_bytes(table), file_name="calibration_metrics.csv", mime="text/csv",
-                   on_click="ignore", icon=":material/download:")
+st.caption("The estimates come first; the intervals fill in one metric at a time (*Stop* keeps those computed "
+           "so far). The CSV download appears when they are all in, or after a stop; then the unfinished rows "
+           "have empty interval columns and say so in the *interval* column.")
+table_slot, download_slot = st.empty(), st.empty()
+metrics_page.show_table(table_slot, metrics_page.marked(table, pending), level)
+download_slot.caption("The CSV download appears when the intervals are computed.")
 
 with st.expander("Deployment prevalence"):
     st.markdown(
@@ -157,9 +147,8 @@ st.subheader("Calibration errors with intervals")
 st.caption(f"Errors on the probability scale of ECE, binned ones with {n_bins} bins ({binning} for ECE, RMSCE, MCE "
            "and class-wise ECE, uniform for SCE, adaptive for ACE and TACE), with the intervals of the table. "
            "Squared errors and divergences (SKCE, CE_KL, CE₂²) are in the tables above and on the Estimators page.")
-st.plotly_chart(figures.metric_interval_figure(table, colors=state.model_colors()), theme=None,
-                key="metrics_chart",
-                config=downloads.chart_config("Metrics", *[m.name for m in models], "intervals", n_bins, binning))
+chart_slot = st.empty()
+chart_slot.caption("The chart appears when the intervals are computed.")
 
 st.subheader("What each metric measures")
 for spec in cc.METRICS:
@@ -169,3 +158,19 @@ for spec in cc.METRICS:
     st.markdown(f"**{names[spec.key]}** ({settings}; interval: {interval}). {spec.summary}  \n"
                 f"*Pitfalls:* {spec.pitfalls}")
 downloads.report_button("metrics", models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed)
+
+
+def finish(final, stopped):
+    """The CSV download and the chart, once the intervals are in (or stopped: then with those finished)."""
+    with download_slot:
+        st.download_button("Download as CSV", cc.csv_bytes(final), file_name="calibration_metrics.csv",
+                           mime="text/csv", on_click="ignore", icon=":material/download:")
+    with chart_slot:
+        st.plotly_chart(figures.metric_interval_figure(final, colors=state.model_colors()), theme=None,
+                        key="metrics_chart",
+                        config=downloads.chart_config("Metrics", *[m.name for m in models], "intervals", n_bins,
+                                                      binning))
+
+
+metrics_page.fill_intervals(table, jobs, key=run, level=level, table_slot=table_slot, status_slot=status_slot,
+                            finish=finish)

@@ -12,6 +12,7 @@ total)`` callback so the page can show a progress bar for heavy work.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -75,9 +76,97 @@ def metric_interval(_predictions: Predictions, fingerprint: str, key: str, n_bin
                               n_boot=n_boot, alpha=alpha, seed=seed)
 
 
+#: ``interval`` of a row of :func:`estimates_table` whose interval is not computed yet.
+PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class IntervalJob:
+    """One interval still to compute for a row of :func:`estimates_table`.
+
+    ``row`` is the row's position in the table; ``key`` the registry key;
+    ``n_bins`` and ``binning`` are normalised (15 and "uniform" for a metric
+    that ignores them) so that equal intervals share one cache entry. Its
+    :attr:`cache_key` identifies the result across reruns (model fingerprint,
+    metric, settings, seed).
+    """
+
+    row: int
+    predictions: Predictions = field(repr=False, compare=False)
+    fingerprint: str
+    key: str
+    n_bins: int
+    binning: str
+    n_boot: int
+    seed: int
+    alpha: float
+
+    @property
+    def cache_key(self) -> tuple:
+        return (self.fingerprint, self.key, self.n_bins, self.binning, self.n_boot, self.seed, self.alpha)
+
+    def compute(self) -> cc.MetricInterval:
+        """The interval, by the cached :func:`metric_interval` (the same call, so the same numbers)."""
+        return metric_interval(self.predictions, self.fingerprint, self.key, self.n_bins, self.binning,
+                               self.n_boot, self.seed, self.alpha)
+
+
+def estimates_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
+                    alpha: float = 0.05) -> tuple[pd.DataFrame, list[IntervalJob]]:
+    """Every metric of every model, with its interval still to compute: the fast half of :func:`metrics_table`.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        As :func:`metrics_table`, but a row whose metric has an estimate has
+        ``ci_low``, ``ci_high`` and ``std`` NaN, ``n_boot`` 0 and ``interval``
+        :data:`PENDING` until :func:`fill_interval` writes its interval.
+    jobs : list of IntervalJob
+        One per pending row, in table order.
+    """
+    rows, jobs = [], []
+    for model in models:
+        report = metric_estimates(model.predictions, model.fingerprint, n_bins, binning)
+        for spec in cc.METRICS:
+            if spec.key not in report.values:  # an O(N^2) metric left out on many rows
+                continue
+            estimate = report.values[spec.key]
+            if estimate is not None:
+                # Settings a metric ignores are normalised so that its cache entry is shared.
+                jobs.append(IntervalJob(len(rows), model.predictions, model.fingerprint, spec.key,
+                                        n_bins if spec.uses_bins else 15,
+                                        binning if spec.uses_binning else "uniform", n_boot, seed, alpha))
+            rows.append({
+                "model": model.name, "rows": model.rows, "metric": spec.label,
+                "name": cc.metric_name(spec.key, n_bins=n_bins, binning=binning), "key": spec.key,
+                "estimate": np.nan if estimate is None else estimate, "ci_low": np.nan, "ci_high": np.nan,
+                "std": np.nan, "interval": "" if estimate is None else PENDING,
+                "n_bins": n_bins if spec.uses_bins else None,
+                "binning": (spec.fixed_binning or binning) if spec.uses_bins else None,
+                "n_boot": 0,
+                "calibration_error": spec.calibration_error,
+                "probability_scale": spec.probability_scale,
+                "reason": report.reasons.get(spec.key, ""),
+            })
+    table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
+    table["n_bins"] = table["n_bins"].astype("Int64")
+    return table, jobs
+
+
+def fill_interval(table: pd.DataFrame, job: IntervalJob, found: cc.MetricInterval) -> None:
+    """Write ``found`` (the interval of ``job``) into its row of ``table``, in place."""
+    row = table.index[job.row]
+    table.loc[row, ["ci_low", "ci_high", "std"]] = [found.low, found.high, found.std]
+    table.loc[row, "interval"] = found.note
+    table.loc[row, "n_boot"] = found.n_boot
+
+
 def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
                   alpha: float = 0.05, on_progress: Progress = None) -> pd.DataFrame:
     """Every metric of every model, with the interval each metric declares.
+
+    :func:`estimates_table` followed by every interval (:func:`fill_interval`);
+    the Metrics page does the same in steps (:mod:`studio.metrics_page`).
 
     Parameters
     ----------
@@ -92,7 +181,7 @@ def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: i
     alpha : float
         The intervals cover ``1 - alpha``.
     on_progress : callable, optional
-        ``on_progress(done, total)`` after each (model, metric).
+        ``on_progress(done, total)`` after each interval.
 
     Returns
     -------
@@ -103,42 +192,11 @@ def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: i
         made, ``reason`` why a metric is not available (its estimate is then
         NaN). O(N^2) metrics left out on many rows have no row.
     """
-    specs = cc.METRICS
-    total = len(models) * len(specs)
-    rows = []
-    done = 0
-    for model in models:
-        report = metric_estimates(model.predictions, model.fingerprint, n_bins, binning)
-        for spec in specs:
-            done += 1
-            if spec.key not in report.values:  # an O(N^2) metric left out on many rows
-                continue
-            # Settings a metric ignores are normalised so that its cache entry is shared.
-            spec_bins = n_bins if spec.uses_bins else 15
-            spec_binning = binning if spec.uses_binning else "uniform"
-            estimate = report.values[spec.key]
-            low = high = std = np.nan
-            interval, reason, boots = "", report.reasons.get(spec.key, ""), 0
-            if estimate is not None:
-                found = metric_interval(model.predictions, model.fingerprint, spec.key, spec_bins, spec_binning,
-                                        n_boot, seed, alpha)
-                low, high, std, interval, boots = found.low, found.high, found.std, found.note, found.n_boot
-            rows.append({
-                "model": model.name, "rows": model.rows, "metric": spec.label,
-                "name": cc.metric_name(spec.key, n_bins=n_bins, binning=binning), "key": spec.key,
-                "estimate": np.nan if estimate is None else estimate, "ci_low": low, "ci_high": high, "std": std,
-                "interval": interval,
-                "n_bins": n_bins if spec.uses_bins else None,
-                "binning": (spec.fixed_binning or binning) if spec.uses_bins else None,
-                "n_boot": boots,
-                "calibration_error": spec.calibration_error,
-                "probability_scale": spec.probability_scale,
-                "reason": reason,
-            })
-            if on_progress is not None:
-                on_progress(done, total)
-    table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
-    table["n_bins"] = table["n_bins"].astype("Int64")
+    table, jobs = estimates_table(models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed, alpha=alpha)
+    for done, job in enumerate(jobs, start=1):
+        fill_interval(table, job, job.compute())
+        if on_progress is not None:
+            on_progress(done, len(jobs))
     return table
 
 

@@ -112,3 +112,117 @@ def test_deployment_prevalence_of_one_class_of_a_multiclass_model():
     assert table.set_index("key").loc["ece", "after"] == pytest.approx(cc.ece(shifted.probs, labels == 2))
     (stated,) = [m.value for m in at.markdown if "odds are multiplied by" in m.value]
     assert stated.startswith("Class c:")
+
+
+def small_model(n=120, seed=5):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet([1, 1, 1], n)
+    labels = (rng.uniform(size=(n, 1)) > probs.cumsum(1)).sum(1).clip(0, 2)
+    return Predictions(probs, labels, ("a", "b", "c"), name="small")
+
+
+def expected_row(p, key, n_bins=15):
+    return cc.metric_interval(key, p.probs, p.labels, n_bins=n_bins, binning="uniform", n_boot=200, seed=0)
+
+
+def test_the_intervals_filled_in_one_at_a_time_are_todays_numbers_and_the_csv_has_them_all(monkeypatch):
+    import streamlit
+
+    captured = {}
+    original = streamlit.download_button
+
+    def record(label, data, *args, **kwargs):
+        captured[kwargs.get("file_name")] = data
+        return original(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "download_button", record)
+    p = small_model()
+    at = open_with(p)
+    assert not at.exception and not at.error
+    table = at.dataframe[1].value.set_index("key")
+    assert list(table.index) == [s.key for s in cc.METRICS]
+    assert not at.get("progress") and not at.button, "the bar and the Stop button go once every interval is in"
+    for spec in cc.METRICS:
+        found = expected_row(p, spec.key)
+        row = table.loc[spec.key]
+        assert row["estimate"] == pytest.approx(found.estimate, rel=1e-12, nan_ok=True)
+        for column, value in (("ci_low", found.low), ("ci_high", found.high), ("std", found.std)):
+            assert row[column] == value or (np.isnan(row[column]) and np.isnan(value)), (spec.key, column)
+        assert row["interval"] == found.note
+    csv = captured["calibration_metrics.csv"].decode()
+    assert "pending" not in csv and "stopped" not in csv
+    assert at.get("plotly_chart"), "the interval chart is drawn once the intervals are in"
+
+
+def test_a_stopped_session_shows_estimates_with_pending_intervals_and_resumes(monkeypatch):
+    import streamlit
+
+    from studio import compute, metrics_page
+
+    captured = {}
+    original = streamlit.download_button
+
+    def record(label, data, *args, **kwargs):
+        captured[kwargs.get("file_name")] = data
+        return original(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "download_button", record)
+    p = small_model()
+    # Stopped after ECE's interval: the session remembers that one.
+    ece = expected_row(p, "ece")
+    fingerprint = app_support.state.fingerprint(p)
+    done = {(fingerprint, "ece", 15, "uniform", 200, 0, 0.05): ece}
+    at = app_support.open_with_model(PAGE, p, timeout=120, session_values={metrics_page.STOP_KEY: True,
+                                                                           metrics_page.DONE_KEY: done})
+    assert not at.exception and not at.error
+    table = at.dataframe[1].value.set_index("key")
+    report = cc.metric_report(p.probs, p.labels, n_bins=15)
+    for key, value in report.values.items():
+        assert table.loc[key, "estimate"] == pytest.approx(value)
+    assert (table.loc["ece", "ci_low"], table.loc["ece", "ci_high"]) == (ece.low, ece.high)
+    others = table.drop(index="ece")
+    assert others["ci_low"].isna().all() and (others["interval"] == metrics_page.STOPPED).all()
+    assert any(f"Stopped: {len(cc.METRICS) - 1} interval(s)" in i.value for i in at.info)
+    # The CSV holds the finished interval and says which are pending.
+    lines = captured.pop("calibration_metrics.csv").decode().splitlines()
+    assert sum(metrics_page.STOPPED in line for line in lines) == len(cc.METRICS) - 1
+    assert at.get("plotly_chart")
+
+    at.button(key="metric_intervals_resume").click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[1].value.set_index("key")
+    for key in ("ece", "ace", "nll", "skce_block"):
+        found = expected_row(p, key)
+        assert (table.loc[key, "ci_low"], table.loc[key, "ci_high"]) == (found.low, found.high)
+    assert compute.PENDING not in set(table["interval"]) and metrics_page.STOPPED not in set(table["interval"])
+    assert metrics_page.STOP_KEY not in at.session_state
+
+
+def test_a_rerun_computes_only_the_missing_intervals(monkeypatch):
+    from studio import metrics_page
+
+    p = small_model(n=80)
+    at = open_with(p)
+    assert not at.exception
+    calls = []
+    original = cc.metric_interval
+
+    def counted(key, *args, **kwargs):
+        calls.append(key)
+        return original(key, *args, **kwargs)
+
+    monkeypatch.setattr(cc, "metric_interval", counted)
+    at.slider(key="metric_bins").set_value(8).run()
+    assert not at.exception
+    uses_bins = {s.key for s in cc.METRICS if s.uses_bins}
+    assert set(calls) == uses_bins, "intervals that do not depend on the bins come from the cache"
+    calls.clear()
+    at.slider(key="metric_bins").set_value(15).run()
+    assert calls == [] and not at.get("progress")
+    # A stop flag set at other settings does not stop these.
+    at.session_state[metrics_page.STOP_KEY] = ("other settings",)
+    at.selectbox(key="boot").set_value(100).run()
+    assert not at.exception and metrics_page.STOP_KEY not in at.session_state
+    table = at.dataframe[1].value.set_index("key")
+    found = cc.metric_interval("ece", p.probs, p.labels, n_bins=15, n_boot=100, seed=0)
+    assert (table.loc["ece", "ci_low"], table.loc["ece", "ci_high"]) == (found.low, found.high)
