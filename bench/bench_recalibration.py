@@ -2,6 +2,14 @@
 and the ratio to scikit-learn's equivalent where one exists, measured in the same run.
 
     python bench/bench_recalibration.py [--rows 50000] [--classes 100] [--seed 0] [--json out.json]
+    python bench/bench_recalibration.py --page 100000x10 20000x1000 50000x1000 [--boot 200] [--methods ...]
+
+``--page`` times the Recalibration page's own work at each size (float32
+logits, a stratified random half for fitting and half for evaluation, as the
+page does for a file without a split column): each default method's fit and
+evaluation (:func:`calib_core.recalibration.compare.fit_method`), the paired
+bootstrap intervals, the temperature surface and the ranking under the 32 GCE
+variants. ``--methods`` times the named methods instead of the default set.
 
 The logits are over-confident (true temperature 2) with class-dependent
 offsets, so every method has something to fit. scikit-learn equivalents:
@@ -28,6 +36,9 @@ from calib_core.recalibration import IsotonicCalibration, PlattScaling, all_reca
 from calib_core.recalibration._numeric import class_log_probs  # noqa: E402
 
 BUDGET_SECONDS = 30.0
+#: The Recalibration page skips the bootstrap above this predicted time
+#: (studio.compute_recalibration.BOOT_BUDGET_SECONDS).
+PAGE_BOOT_BUDGET = 60.0
 
 
 def synthetic_logits(n_rows: int, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -60,13 +71,86 @@ def sklearn_platt(log_odds: np.ndarray, labels: np.ndarray) -> None:
         LogisticRegression(C=np.inf, max_iter=1000).fit(log_odds[:, k : k + 1], labels == k)
 
 
+def _size(text: str) -> tuple[int, int]:
+    rows, classes = text.lower().split("x")
+    return int(rows), int(classes)
+
+
+def page_bench(n_rows: int, n_classes: int, *, seed: int, n_boot: int, methods: list[str] | None,
+               force_boot: bool = False) -> dict:
+    """The Recalibration page's work at one size, seconds per step (see the module docstring)."""
+    from calib_core.recalibration import compare, defaults, sweeps
+
+    logits, labels = synthetic_logits(n_rows, n_classes, seed)
+    logits = logits.astype(np.float32).astype(np.float64)  # what a float32 Parquet file gives the page
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    chosen = list(methods) if methods else list(defaults.default_methods(n_classes))
+    print(f"page work on {n_rows:,} x {n_classes} float32 logits (load average {os.getloadavg()[0]:.1f}); "
+          f"default methods at K = {n_classes}: {', '.join(defaults.default_methods(n_classes))}")
+    out: dict = {"rows": n_rows, "classes": n_classes, "methods": {}, "load_average": os.getloadavg()[0]}
+    start = time.perf_counter()
+    ev = compare.evaluation_set(logits, probs, labels, compare.Protocol("random"), input="logits")
+    out["evaluation_set"] = time.perf_counter() - start
+    print(f"  {'evaluation rows and before-metrics':<42s} {out['evaluation_set']:7.2f} s")
+    fits = {}
+    out["methods_cpu"] = {}
+    for name in chosen:
+        start, cpu = time.perf_counter(), time.process_time()
+        fits[name] = compare.fit_method(name, logits, labels, ev)
+        seconds = time.perf_counter() - start
+        out["methods"][name] = seconds
+        out["methods_cpu"][name] = time.process_time() - cpu
+        status = "" if fits[name].ok else f"  FAILED: {fits[name].message[:60]}"
+        print(f"  {name:<42s} {seconds:7.2f} s  (fit {fits[name].fit_seconds:.2f} s; "
+              f"CPU {out['methods_cpu'][name]:.2f} s){status}")
+    out["fits_total"] = sum(out["methods"].values())
+    print(f"  {'all fits (fit + predict + metrics)':<42s} {out['fits_total']:7.2f} s  "
+          f"(CPU {sum(out['methods_cpu'].values()):.2f} s, all threads: on a busy machine closer to the idle time)")
+    ok = {name: fit for name, fit in fits.items() if fit.ok}
+    predicted = compare.bootstrap_seconds(ev, n_boot, len(ok))
+    if n_boot and predicted > PAGE_BOOT_BUDGET and not force_boot:
+        print(f"  {f'paired bootstrap ({n_boot} resamples)':<42s} skipped, as the page does: predicted "
+              f"{predicted:.0f} s > {PAGE_BOOT_BUDGET:.0f} s")
+    elif n_boot:
+        start = time.perf_counter()
+        compare.intervals(ev, ok, n_boot=n_boot, seed=seed)
+        out["intervals"] = time.perf_counter() - start
+        print(f"  {f'paired bootstrap ({n_boot} resamples)':<42s} {out['intervals']:7.2f} s  "
+              f"(predicted {predicted:.1f} s)")
+    start = time.perf_counter()
+    sweeps.temperature_surface(logits[ev.eval_index], ev.labels, seed=seed)
+    out["temperature_surface"] = time.perf_counter() - start
+    print(f"  {'temperature surface':<42s} {out['temperature_surface']:7.2f} s")
+    start = time.perf_counter()
+    sweeps.gce_ranking({compare.BEFORE: ev.before, **{n: f.probs for n, f in ok.items()}}, ev.labels, seed=seed)
+    out["gce_ranking"] = time.perf_counter() - start
+    print(f"  {'ranking under the 32 GCE variants':<42s} {out['gce_ranking']:7.2f} s")
+    out["total"] = out["evaluation_set"] + out["fits_total"] + sum(
+        out.get(k, 0.0) for k in ("intervals", "temperature_surface", "gce_ranking"))
+    print(f"  {'total':<42s} {out['total']:7.2f} s")
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--classes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--page", nargs="+", type=_size, default=None, metavar="NxK",
+                        help="time the Recalibration page's work at these sizes instead")
+    parser.add_argument("--boot", type=int, default=200, help="bootstrap resamples of --page (0: none)")
+    parser.add_argument("--methods", nargs="+", default=None, help="methods of --page (default: the default set)")
+    parser.add_argument("--force-boot", action="store_true", help="run the bootstrap even above the page's budget")
     args = parser.parse_args(argv)
+    if args.page:
+        results = {f"{n}x{k}": page_bench(n, k, seed=args.seed, n_boot=args.boot, methods=args.methods,
+                                          force_boot=args.force_boot)
+                   for n, k in args.page}
+        if args.json is not None:
+            args.json.write_text(json.dumps(results, indent=2))
+        return results
 
     logits, labels = synthetic_logits(args.rows, args.classes, args.seed)
     print(f"recalibration fit times on {args.rows:,} x {args.classes} logits "

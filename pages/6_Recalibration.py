@@ -2,6 +2,7 @@
 import streamlit as st
 
 from calib_core.recalibration import RECALIBRATORS
+from calib_core.recalibration import defaults
 from calib_core.recalibration.compare import CAUTIONARY, Protocol
 from studio import compute_recalibration as cr
 from studio import layout
@@ -39,9 +40,15 @@ all_methods = list(RECALIBRATORS)
 with st.container(border=True):
     methods = layout.linked(
         st.multiselect, "Methods", all_methods, format_func=method_label,
-        default=list(cr.DEFAULT_METHODS), key="methods", options=all_methods,
+        default=cr.default_methods(models), key="methods", options=all_methods,
         help="Logit-based methods (temperature, vector, matrix scaling ...) use the logits when the file has them, "
              "else the log-probabilities. Platt, beta and isotonic fit one map per class (one-vs-rest) for K > 2.")
+    default_note = defaults.default_note(cr.largest_class_count(models))
+    if default_note:
+        st.caption(default_note)
+    slow_note = cr.slow_methods_note(models, methods)
+    if slow_note:
+        st.warning(slow_note, icon=":material/hourglass_top:")
     any_split = any(cr.split_column_ready(m.predictions) for m in models)
     schemes = (["split_column"] if any_split else []) + ["random", "cross_fit"]
     scheme_col, fraction_col, folds_col, seed_col, boot_col = st.columns([5, 3, 2, 2, 2])

@@ -27,20 +27,39 @@ import streamlit as st
 import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
-from calib_core.recalibration import compare, sweeps
+from calib_core.recalibration import compare, defaults, sweeps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, EvaluationSet, MethodFit, Protocol
+from calib_core.recalibration.defaults import DEFAULT_METHODS
 from calib_core.recalibration.sweeps import GceRanking, TemperatureSurface
 from studio.text import literal
 
-#: Methods selected on a first visit.
-DEFAULT_METHODS = ("Temperature scaling", "Vector scaling", "Isotonic regression", "Histogram binning",
-                   "Dirichlet calibration")
 #: Bootstrap resamples offered (0: no intervals).
 BOOT_CHOICES = (0, 50, 100, 200, 500, 1000)
 #: Above this predicted time (seconds, per model) the page skips the bootstrap and says why.
 BOOT_BUDGET_SECONDS = 60.0
 
 ProgressCallback = Callable[[str, str, int, int], None]
+
+
+# ----------------------------------------------------------------------------- the default set
+
+def largest_class_count(models: Sequence) -> int:
+    """The most classes among ``models`` (studio.state.ModelView): the K of the default-set rule."""
+    return max((view.predictions.n_classes for view in models), default=2)
+
+
+def default_methods(models: Sequence) -> list[str]:
+    """Methods selected on a first visit: :data:`DEFAULT_METHODS` less those above their class-count limit.
+
+    :func:`calib_core.recalibration.defaults.default_methods` at the largest K among ``models``.
+    """
+    return list(defaults.default_methods(largest_class_count(models), DEFAULT_METHODS))
+
+
+def slow_methods_note(models: Sequence, methods: Sequence[str]) -> str | None:
+    """A warning for chosen methods above their class-count limit, with the expected fit time (Markdown)."""
+    n_rows = max((view.predictions.n_samples for view in models), default=0)
+    return defaults.slow_note(methods, n_rows, largest_class_count(models))
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -160,11 +179,11 @@ def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit)
 
 # ----------------------------------------------------------------------------- bootstrap
 
-@st.cache_data(show_spinner=False, max_entries=8192, ttl="1h")
-def bootstrap_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, metric: str, n_boot: int,
-                      seed: int) -> np.ndarray:
-    """:func:`calib_core.recalibration.compare.bootstrap_samples`; ``key`` names the arrays."""
-    return compare.bootstrap_samples(_probs, _labels, metric, n_boot, seed)
+@st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
+def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: int,
+                   seed: int) -> dict[str, np.ndarray]:
+    """:func:`calib_core.recalibration.compare.metric_samples`; ``key`` names the arrays."""
+    return compare.metric_samples(_probs, _labels, n_boot, seed)
 
 
 def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int,
@@ -172,8 +191,8 @@ def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit]
     """:func:`calib_core.recalibration.compare.intervals`, each array's resamples cached."""
     base_key = (fingerprint, ev.input, ev.protocol)
 
-    def samples(name: str, probs: np.ndarray, metric: str) -> np.ndarray:
-        return bootstrap_samples(probs, ev.labels, (*base_key, name), metric, n_boot, seed)
+    def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
+        return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed)
 
     return compare.intervals(ev, fits, n_boot=n_boot, seed=seed, alpha=alpha, on_progress=on_progress,
                              samples=samples)
@@ -223,6 +242,15 @@ def gce_ranking(_probs: Mapping[str, np.ndarray], _labels: np.ndarray, key: tupl
 
 
 # ----------------------------------------------------------------------------- text and table styles
+
+def rows_text(n_used: int, ev: EvaluationSet) -> str:
+    """"1,000 evaluation rows", or which subset of them a sweep used and why (Markdown)."""
+    n_rows, n_classes = ev.before.shape
+    if n_used >= n_rows:
+        return f"{n_rows:,} evaluation rows"
+    return (f"a random {n_used:,} of the {n_rows:,} evaluation rows: at most {sweeps.SURFACE_MAX_ROWS:,} rows and "
+            f"{sweeps.MAX_ENTRIES:,} probabilities ({n_classes:,} per row here), so that the page stays quick")
+
 
 def variant_note(ranking: GceRanking | None = None, ev: EvaluationSet | None = None) -> str:
     """Which heatmap columns carry a metric's name, and why Nixon et al.'s SCE and ACE columns do not (markdown).

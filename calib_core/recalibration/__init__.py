@@ -28,7 +28,9 @@ shift to a deployment's class prevalence), :mod:`~calib_core.recalibration.proto
 :mod:`~calib_core.recalibration.compare` (the Recalibration page's fits,
 paired bootstrap intervals of the changes, best methods and verdict) and
 :mod:`~calib_core.recalibration.sweeps` (the temperature surface and the
-32-variant GCE ranking).
+32-variant GCE ranking) and :mod:`~calib_core.recalibration.defaults` (the
+methods fitted by default at K classes: those with K^2 parameters only up to
+``Recalibrator.max_default_classes``).
 
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes

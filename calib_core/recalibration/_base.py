@@ -105,6 +105,11 @@ class Recalibrator(abc.ABC):
         What the maths of the method uses.
     preserves_accuracy : bool
         True when the arg-max of every row is unchanged by construction.
+    max_default_classes : int or None
+        Largest class count K at which the method belongs to the app's
+        default set (None: any K). Set for methods whose parameters grow as
+        K^2, so that their fit time explodes with K
+        (:func:`calib_core.recalibration.defaults.default_methods`).
     n_classes_ : int
         Number of classes seen by ``fit`` (set by ``fit``).
 
@@ -118,6 +123,7 @@ class Recalibrator(abc.ABC):
     display_name: ClassVar[str] = ""
     works_on: ClassVar[str] = "logits"
     preserves_accuracy: ClassVar[bool] = False
+    max_default_classes: ClassVar[int | None] = None
     #: Names of the fitted attributes (all ending in ``_``) that define predictions.
     _fitted_attributes: ClassVar[tuple[str, ...]] = ()
     _registry: ClassVar[dict[str, type[Recalibrator]]] = {}

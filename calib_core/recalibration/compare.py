@@ -68,7 +68,11 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from calib_core.inference import bootstrap_ci
+from calib_core.inference.resample import (MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, index_blocks,
+                                           resampled_binned_values)
 from calib_core.metrics import get_metric, metric_function
+from calib_core.metrics.binned import top_label
+from calib_core.metrics.scores import NLL_EPSILON
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
@@ -77,9 +81,10 @@ from calib_core.validation import CalibrationInputError
 __all__ = [
     "BEFORE", "CAUTIONARY", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",
     "EvaluationSet", "MethodFit", "Protocol",
-    "best_methods", "bootstrap_samples", "bootstrap_seconds", "class_notes", "effective_protocol",
+    "best_methods", "bootstrap_samples", "bootstrap_seconds", "class_notes",
+    "effective_protocol",
     "evaluation_set", "fit_method", "fitted_params", "fitted_temperatures", "intervals", "log_scores",
-    "metric_label", "metric_values", "model_input", "recalibrated_frame", "results_table",
+    "metric_label", "metric_samples", "metric_values", "model_input", "recalibrated_frame", "results_table",
     "split_column_ready", "summary_matrix", "verdict",
 ]
 
@@ -107,8 +112,8 @@ SCHEMES = {
 INTERVAL_COLUMNS = ["before_low", "before_high", "after_low", "after_high", "delta_low", "delta_high"]
 
 ProgressCallback = Callable[[int, int], None]
-#: ``samples(name, probs, metric)``: resampled values of ``metric`` on ``probs`` (see :func:`intervals`).
-Sampler = Callable[[str, np.ndarray, str], np.ndarray]
+#: ``samples(name, probs)``: resampled values of every metric on ``probs`` (see :func:`intervals`).
+Sampler = Callable[[str, np.ndarray], Mapping[str, np.ndarray]]
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -381,7 +386,8 @@ class MethodFit:
 def _evaluate(method: str, x: np.ndarray, labels: np.ndarray, ev: EvaluationSet) -> RecalibrationReport:
     protocol = ev.protocol
     methods = {method: RECALIBRATORS[method]()}
-    common = dict(input=ev.input, metrics=list(METRIC_KEYS), split_description=ev.description)
+    common = dict(input=ev.input, metrics=list(METRIC_KEYS), split_description=ev.description,
+                  before_values=ev.before_values)
     if protocol.scheme == "cross_fit":
         if protocol.in_sample:
             return evaluate_recalibration(methods, x, labels, allow_in_sample=True, **common)
@@ -470,19 +476,115 @@ def recalibrated_frame(x: np.ndarray, labels: np.ndarray, ev: EvaluationSet, fit
 
 # ----------------------------------------------------------------------------- bootstrap
 
+#: Metrics of :data:`METRIC_KEYS` that are a mean of a per-row value (resampled as ``w @ v / N``).
+_PER_ROW_MEANS = ("nll", "brier", "accuracy")
+
+
+def _per_row_means(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-row values whose mean is the NLL, the Brier score and the accuracy (their registry definitions)."""
+    true_prob = probs[np.arange(labels.size), labels]
+    return {"nll": -np.log(np.maximum(true_prob, NLL_EPSILON)),
+            "brier": np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0,
+            "accuracy": (probs.argmax(axis=1) == labels).astype(np.float64)}
+
+
+def _block_weights(indices: np.ndarray, n_rows: int) -> np.ndarray:
+    """Multinomial counts ``(R, N)`` of a block of resamples (how often each row is drawn)."""
+    n_res = indices.shape[0]
+    flat = (indices + (np.arange(n_res) * n_rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=n_res * n_rows).reshape(n_res, n_rows).astype(np.float64)
+
+
+def metric_samples(probs: np.ndarray, labels: np.ndarray, n_boot: int, seed: int,
+                   keys: Sequence[str] = METRIC_KEYS) -> dict[str, np.ndarray]:
+    """Resampled values of every metric in ``keys``, on the resamples of :func:`calib_core.bootstrap_ci`.
+
+    The same values, up to round-off, as :func:`bootstrap_samples` of each
+    key with the same ``seed`` (the same rows in every resample,
+    :func:`calib_core.inference.resample.index_blocks`), with the per-row
+    work done once for all resamples and metrics: the binned metrics come
+    from the row-weight engine (:class:`calib_core.inference.resample.BinnedResampler`);
+    the NLL, the Brier score and the accuracy are means of a per-row value,
+    so a resample's value is ``w @ v / N`` with ``w`` its multinomial counts
+    (Efron & Tibshirani 1993, section 6.2); the KS error's cumulative sums
+    (Gupta et al. 2021) are taken along one sort of the confidences, with the
+    weights ``w`` in that order. Any other key is called on each
+    materialised resample.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (M, K)
+        Valid probabilities (an evaluation set's, or a fit's).
+    labels : ndarray of shape (M,)
+    n_boot, seed : int
+    keys : sequence of str
+        Registry keys (default :data:`METRIC_KEYS`).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_boot,)
+    """
+    probs, labels = np.asarray(probs, dtype=np.float64), np.asarray(labels)
+    n_rows = labels.size
+    specs = {key: binned_spec(metric_function(key)) for key in keys}
+    binned_keys = [key for key in keys if specs[key] is not None]
+    weighted = [key for key in keys if key in _PER_ROW_MEANS or key == "ks"]
+    other = [key for key in keys if specs[key] is None and key not in weighted]
+    resampler = BinnedResampler(probs, labels) if binned_keys else None
+    if weighted:
+        # Everything weighted is kept in the order of the sorted confidences, so one weight matrix
+        # (the counts of the drawn rows' sorted positions) serves the means and the KS error.
+        confidence, correct = top_label(probs, labels)
+        order = np.argsort(confidence, kind="stable")
+        position = np.empty(n_rows, dtype=np.intp)
+        position[order] = np.arange(n_rows)
+        per_row = {key: v[order] for key, v in _per_row_means(probs, labels).items() if key in keys}
+        gap = confidence[order] - correct[order]
+        sorted_confidence = confidence[order]
+        group_end = np.append(sorted_confidence[1:] != sorted_confidence[:-1], True)
+    out = {key: np.empty(int(n_boot)) for key in keys}
+    rng = np.random.default_rng(seed)
+    for start, stop, indices in index_blocks(rng, n_rows, int(n_boot)):
+        if binned_keys:
+            values = resampled_binned_values(resampler, [specs[key] for key in binned_keys], indices)
+            for key, row in zip(binned_keys, values):
+                out[key][start:stop] = row
+        step = max(1, MAX_WEIGHT_BLOCK // n_rows)
+        for low in range(0, (stop - start) if weighted else 0, step):
+            high = min(stop - start, low + step)
+            weights = _block_weights(position[indices[low:high]], n_rows)
+            for key, values in per_row.items():
+                out[key][start + low:start + high] = weights @ values / n_rows
+            if "ks" in keys:
+                weights *= gap
+                difference = np.cumsum(weights, axis=1)[:, group_end]
+                out["ks"][start + low:start + high] = np.abs(difference).max(axis=1) / n_rows
+        for offset, rows in enumerate(indices if other else ()):
+            for key in other:
+                out[key][start + offset] = metric_function(key)(probs[rows], labels[rows])
+    return out
+
+
 def bootstrap_samples(probs: np.ndarray, labels: np.ndarray, metric: str, n_boot: int, seed: int) -> np.ndarray:
     """Resampled values of ``metric`` (:func:`calib_core.bootstrap_ci`).
 
     The same ``seed`` draws the same rows for every array of the same
     length, so "before" and "after" samples are paired and their difference
-    is the bootstrap distribution of the change.
+    is the bootstrap distribution of the change. :func:`metric_samples` gives
+    every metric of the page at once.
     """
     return bootstrap_ci(metric_function(metric), probs, labels, n_boot=n_boot, seed=seed).samples
 
 
+#: Seconds of :func:`metric_samples` per resample, as a share of one evaluation of every metric
+#: (:attr:`EvaluationSet.metrics_seconds`): measured 0.11-0.23 at 5,000-50,000 x 10 and 0.27 at
+#: 10,000 x 1,000 (bench/bench_recalibration.py --page; the resamples share the per-row work).
+SAMPLE_COST_RATIO = 0.25
+
+
 def bootstrap_seconds(ev: EvaluationSet, n_boot: int, n_methods: int) -> float:
-    """Predicted time of :func:`intervals`: one evaluation of all metrics per resample and array."""
-    return ev.metrics_seconds * n_boot * (n_methods + 1)
+    """Predicted time of :func:`intervals`: :func:`metric_samples` of every array (before and each method)."""
+    return SAMPLE_COST_RATIO * ev.metrics_seconds * n_boot * (n_methods + 1)
 
 
 def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int, alpha: float = 0.05,
@@ -504,11 +606,12 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
     alpha : float
         ``1 - alpha`` intervals.
     on_progress : callable, optional
-        ``on_progress(done, total)`` after each (array, metric).
+        ``on_progress(done, total)`` after each array (before, then each method).
     samples : callable, optional
-        ``samples(name, probs, metric)`` -> resampled values (``name`` is
-        :data:`BEFORE` or the method); default :func:`bootstrap_samples` on
-        ``ev.labels`` with ``n_boot`` and ``seed`` (a caller may pass a cached one).
+        ``samples(name, probs)`` -> ``{metric key: resampled values}`` for
+        every key of :data:`METRIC_KEYS` (``name`` is :data:`BEFORE` or the
+        method); default :func:`metric_samples` on ``ev.labels`` with
+        ``n_boot`` and ``seed`` (a caller may pass a cached one).
 
     Returns
     -------
@@ -517,30 +620,26 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
         ``after_low``, ``after_high``, ``delta_low``, ``delta_high``.
     """
     if samples is None:
-        def samples(name: str, probs: np.ndarray, metric: str) -> np.ndarray:
-            return bootstrap_samples(probs, ev.labels, metric, n_boot, seed)
+        def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
+            return metric_samples(probs, ev.labels, n_boot, seed)
     done_methods = [name for name, fit in fits.items() if fit.ok]
-    total = (len(done_methods) + 1) * len(METRIC_KEYS)
-    done = 0
-    before = {}
-    for key in METRIC_KEYS:
-        before[key] = samples(BEFORE, ev.before, key)
-        done += 1
-        if on_progress is not None:
-            on_progress(done, total)
+    total = len(done_methods) + 1
+    before = samples(BEFORE, ev.before)
+    if on_progress is not None:
+        on_progress(1, total)
     quantiles = [alpha / 2, 1 - alpha / 2]
     rows = []
-    for name in done_methods:
+    for done, name in enumerate(done_methods, start=2):
+        after_samples = samples(name, fits[name].probs)
         for key in METRIC_KEYS:
-            after = samples(name, fits[name].probs, key)
+            after = after_samples[key]
             b_low, b_high = np.quantile(before[key], quantiles)
             a_low, a_high = np.quantile(after, quantiles)
             d_low, d_high = np.quantile(after - before[key], quantiles)
             rows.append({"method": name, "key": key, "before_low": b_low, "before_high": b_high,
                          "after_low": a_low, "after_high": a_high, "delta_low": d_low, "delta_high": d_high})
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
+        if on_progress is not None:
+            on_progress(done, total)
     return pd.DataFrame(rows, columns=["method", "key", *INTERVAL_COLUMNS])
 
 

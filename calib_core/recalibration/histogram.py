@@ -37,11 +37,14 @@ def _fit_bins(values: NDArray[np.float64], targets: NDArray[np.float64],
     sorted values, each run's last value as upper edge); repeated edges
     (ties) are merged, so every bin holds at least one value.
     """
-    edges = np.unique(adaptive_upper_edges(np.sort(values), n_bins))
-    index = _bin_of(values, edges)
-    counts = np.bincount(index, minlength=edges.size)
-    means = np.bincount(index, weights=targets, minlength=edges.size) / counts
-    return edges, means
+    sorted_values = np.sort(values)
+    edges = np.unique(adaptive_upper_edges(sorted_values, n_bins))
+    # Bin j holds the values in (edges[j - 1], edges[j]]: counted along the sorted values (every edge is one
+    # of them, the last the largest). Targets are 0/1, so their sums need only the rows with target 1.
+    counts = np.diff(np.searchsorted(sorted_values, edges, side="right"), prepend=0)
+    hit = np.flatnonzero(targets)
+    sums = np.bincount(_bin_of(values[hit], edges), weights=targets[hit], minlength=edges.size)
+    return edges, sums / counts
 
 
 def _bin_of(values: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -153,10 +156,11 @@ class HistogramBinning(Recalibrator):
         if n_classes == 2:
             q = self.values_[0][_bin_of(x[:, 1], self.edges_[0])]
             return np.column_stack([1.0 - q, q])
-        out = np.empty_like(x)
+        # Column by column on the transpose (contiguous reads and writes), then back to rows.
+        columns = np.ascontiguousarray(x.T)
         for k in range(n_classes):
-            out[:, k] = self.values_[k][_bin_of(x[:, k], self.edges_[k])]
-        return _renormalise(out)
+            columns[k] = self.values_[k][_bin_of(columns[k], self.edges_[k])]
+        return _renormalise(np.ascontiguousarray(columns.T))
 
 
 class AccuracyPreservingCalibratedMap(Recalibrator):

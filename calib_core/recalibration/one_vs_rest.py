@@ -267,7 +267,8 @@ class IsotonicCalibration(Recalibrator):
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         classes = _target_classes(x.shape[1])
-        out = np.empty((x.shape[0], len(classes)))
-        for j, k in enumerate(classes):
-            out[:, j] = np.interp(x[:, k], self.knots_x_[j], self.knots_y_[j])
-        return _combine(out)
+        # Column by column on the transpose (contiguous reads and writes), then back to rows.
+        columns = np.ascontiguousarray(x.T[classes])
+        for j in range(len(classes)):
+            columns[j] = np.interp(columns[j], self.knots_x_[j], self.knots_y_[j])
+        return _combine(np.ascontiguousarray(columns.T))

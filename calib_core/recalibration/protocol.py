@@ -397,7 +397,8 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
                            allow_in_sample: bool = False, n_folds: int = 5,
                            seed: int | np.random.Generator | None = 0, refit: bool = True,
                            split_description: str | None = None,
-                           on_progress: ProgressCallback | None = None) -> RecalibrationReport:
+                           on_progress: ProgressCallback | None = None,
+                           before_values: Mapping[str, float] | None = None) -> RecalibrationReport:
     """Fit each method and compare metrics before and after recalibration, honestly.
 
     Parameters
@@ -436,6 +437,10 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
         ``on_progress(method_name, index, total)`` is called before each
         method is fitted (``index`` = 0-based position) and once after the
         last one with ``index == total``.
+    before_values : mapping of str to float, optional
+        The metrics of the uncalibrated evaluation predictions, by metric key,
+        when the caller already has them (the app evaluates them once per
+        protocol, not once per method); keys missing here are computed.
 
     Returns
     -------
@@ -463,8 +468,11 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     check_flag(allow_in_sample, "allow_in_sample")
     named = _named_methods(methods)
     resolved_metrics = _resolve_metrics(metrics)
-    probs_fit = _as_eval_probs(x_fit, input, "x_fit")
-    y_fit_checked = check_labels(y_fit, probs_fit.shape[1], n_rows=probs_fit.shape[0], name="y_fit")
+    # The fitting rows' probabilities are "before" only in-sample and under cross-fitting; a holdout
+    # needs only their check (one softmax pass less per call at large K).
+    fit_checked = check_probs(x_fit, name="x_fit") if input == "probs" else check_logits(x_fit, name="x_fit")
+    n_fit, n_classes = fit_checked.shape
+    y_fit_checked = check_labels(y_fit, n_classes, n_rows=n_fit, name="y_fit")
     x_fit_array = np.asarray(x_fit, dtype=np.float64)
 
     if (x_eval is None) != (y_eval is None):
@@ -477,32 +485,33 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
             "`x_eval` is the fitting data: in-sample results are optimistic. Pass a disjoint test set, omit "
             "`x_eval` for cross-fitting, or set `allow_in_sample=True` to evaluate on the fitting data anyway."
         )
-    n_fit = probs_fit.shape[0]
     if x_eval is not None and not same_as_fit:
         mode = "holdout"
         before = _as_eval_probs(x_eval, input, "x_eval")
         labels_eval = check_labels(y_eval, before.shape[1], n_rows=before.shape[0], name="y_eval")
-        if before.shape[1] != probs_fit.shape[1]:
+        if before.shape[1] != n_classes:
             raise CalibrationInputError(
-                f"`x_eval` has {before.shape[1]} columns but `x_fit` has {probs_fit.shape[1]}.")
+                f"`x_eval` has {before.shape[1]} columns but `x_fit` has {n_classes}.")
         protocol = (f"Holdout: each method was fitted on {n_fit:,} calibration rows and evaluated on "
                     f"{before.shape[0]:,} disjoint test rows.")
     elif allow_in_sample:
         mode = "in_sample"
-        before, labels_eval = probs_fit, y_fit_checked
+        before, labels_eval = (fit_checked if input == "probs" else softmax_unchecked(fit_checked)), y_fit_checked
         protocol = (f"IN-SAMPLE (optimistic): each method was fitted and evaluated on the same {n_fit:,} rows; "
                     "the 'after' numbers overstate how well the methods work on new data.")
     else:
         mode = "cross_fit"
-        before, labels_eval = probs_fit, y_fit_checked
-        stratified_folds(y_fit_checked, n_folds, seed=seed, n_classes=probs_fit.shape[1])  # validates n_folds
+        before, labels_eval = (fit_checked if input == "probs" else softmax_unchecked(fit_checked)), y_fit_checked
+        stratified_folds(y_fit_checked, n_folds, seed=seed, n_classes=n_classes)  # validates n_folds
         protocol = (f"{n_folds}-fold cross-fitting on {n_fit:,} rows (stratified folds, seed {seed}): every "
                     f"recalibrated prediction comes from a map fitted on the other {n_folds - 1} folds "
                     f"(about {n_fit - n_fit // n_folds:,} rows); metrics use all {n_fit:,} out-of-fold predictions.")
     if split_description:
         protocol += f" How the rows were split: {split_description}."
 
-    before_values = {key: float(function(before, labels_eval)) for key, _, function in resolved_metrics}
+    known = dict(before_values or {})
+    before_values = {key: float(known[key]) if key in known else float(function(before, labels_eval))
+                     for key, _, function in resolved_metrics}
     rows, after, models = [], {}, {}
     total = len(named)
     for index, (name, method) in enumerate(named):

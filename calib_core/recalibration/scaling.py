@@ -55,6 +55,10 @@ __all__ = [
 ]
 
 
+#: Largest class count at which matrix and Dirichlet scaling (K^2 + K parameters) are in the app's default set.
+MAX_DEFAULT_CLASSES_FULL = 100
+
+
 class TemperatureScaling(Recalibrator):
     """Temperature scaling: ``softmax(z / T)`` with T minimising the NLL.
 
@@ -176,8 +180,14 @@ class VectorScaling(Recalibrator):
 
 
 class _FullLinearScaling(Recalibrator):
-    """``softmax(W s + b)`` with a full matrix ``W`` on scores ``s`` (shared by matrix and Dirichlet scaling)."""
+    """``softmax(W s + b)`` with a full matrix ``W`` on scores ``s`` (shared by matrix and Dirichlet scaling).
 
+    ``K^2 + K`` parameters, and each L-BFGS step costs O(N K^2): 10^6
+    parameters at K = 1,000, so above :data:`MAX_DEFAULT_CLASSES_FULL`
+    classes the app leaves these methods out of its default set.
+    """
+
+    max_default_classes = MAX_DEFAULT_CLASSES_FULL
     _fitted_attributes = ("weights_", "bias_", "n_iter_", "converged_")
     regularization: str
     reg_lambda: float

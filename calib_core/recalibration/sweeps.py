@@ -27,12 +27,15 @@ from calib_core.metrics import ace, ece, gce, kde_ce, nll, sce
 from calib_core.validation import CalibrationInputError, softmax
 
 __all__ = ["NAMED_VARIANTS", "PAPER_NAMES", "GceRanking", "TemperatureSurface", "gce_ranking",
-           "kde_rows_for", "subset_rows", "surface_range", "temperature_surface", "variant_settings",
+           "kde_rows_for", "rows_for", "subset_rows", "surface_range", "temperature_surface", "variant_settings",
            "variant_table"]
 
 #: Rows used by the temperature surface and the GCE ranking (a seeded random subset above).
 SURFACE_MAX_ROWS = 10_000
 GCE_MAX_ROWS = 10_000
+#: ... and at most this many probabilities (rows x classes; :func:`rows_for`): 10,000 rows up to
+#: K = 100, 1,000 rows at K = 1,000, where every class-wise variant sorts K columns per evaluation.
+MAX_ENTRIES = 1_000_000
 #: The kernel estimate costs N^2 K; its subset keeps N^2 K under this (and N <= KDE_MAX_ROWS).
 KDE_BUDGET = 1e8
 KDE_MAX_ROWS = 2_000
@@ -55,6 +58,11 @@ NAMED_VARIANTS: dict[int, tuple[str, Callable, dict]] = {
 }
 #: What Nixon et al. call the variants that are *not* those metrics here, and why (see above).
 PAPER_NAMES = {0: "class-conditional ECE", 8: "SCE", 24: "ACE"}
+
+
+def rows_for(n_classes: int, max_rows: int) -> int:
+    """Rows of the surface or the ranking: ``max_rows``, fewer when ``rows x n_classes`` exceeds :data:`MAX_ENTRIES`."""
+    return int(max(2, min(max_rows, MAX_ENTRIES // max(int(n_classes), 1))))
 
 
 def subset_rows(n_rows: int, limit: int, seed: int) -> np.ndarray:
@@ -132,9 +140,10 @@ def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tupl
         Add the kernel estimate (:func:`calib_core.kde_ce`, KL, bandwidth
         0.01) on :func:`kde_rows_for` of the rows (seed ``seed + 1``).
     seed : int
-        At most :data:`SURFACE_MAX_ROWS` rows are used (a seeded subset).
+        At most :data:`SURFACE_MAX_ROWS` rows are used, and at most
+        :data:`MAX_ENTRIES` probabilities (:func:`rows_for`; a seeded subset).
     """
-    rows = subset_rows(labels.size, SURFACE_MAX_ROWS, seed)
+    rows = subset_rows(labels.size, rows_for(np.shape(scores)[1], SURFACE_MAX_ROWS), seed)
     scores = np.asarray(scores)[rows]
     labels = labels[rows]
     n_kde = kde_rows_for(rows.size, scores.shape[1]) if with_kde else 0
@@ -240,7 +249,8 @@ def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: 
     n_bins : int
         Bins of every variant.
     seed : int
-        At most :data:`GCE_MAX_ROWS` rows are used (the same seeded subset for every method).
+        At most :data:`GCE_MAX_ROWS` rows are used, and at most :data:`MAX_ENTRIES`
+        probabilities (:func:`rows_for`; the same seeded subset for every method).
 
     Returns
     -------
@@ -250,7 +260,8 @@ def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: 
     """
     names = list(probs)
     n_rows = labels.size
-    pick = subset_rows(n_rows, GCE_MAX_ROWS, seed)
+    n_classes = np.shape(probs[names[0]])[1] if names else 2
+    pick = subset_rows(n_rows, rows_for(n_classes, GCE_MAX_ROWS), seed)
     picked_labels = labels[pick]
     values = np.empty((len(names), len(GCE_VARIANTS)))
     for i, name in enumerate(names):

@@ -94,7 +94,7 @@ def show_surface(result: ModelResult) -> None:
     failed_text = f" Left out (not finite): {', '.join(surface.failed)}." if surface.failed else ""
     if surface.at_edge:
         failed_text += f" Lowest at an end of the grid (the minimum may lie beyond it): {', '.join(surface.at_edge)}."
-    st.caption(f"Each metric of softmax(z / T) on {surface.n_rows:,} evaluation rows{kde_text}, for "
+    st.caption(f"Each metric of softmax(z / T) on {cr.rows_text(surface.n_rows, ev)}{kde_text}, for "
                f"{sweeps.T_POINTS} temperatures from {t_range[0]:g} to {t_range[1]:g}. Stars: each curve's lowest "
                "point. As in Nixon et al. (2019, Figure 1 right), the temperature that minimises a calibration error "
                "is usually not the one that minimises the NLL (which temperature scaling fits, on the fitting rows)."
@@ -129,7 +129,7 @@ def show_ranking(result: ModelResult) -> None:
     st.plotly_chart(gce_rank_figure(ranking.ranks, ranking.values, ranking.variants, highlight=(CAUTIONARY,)),
                     theme=None, key="recal_gce",
                     config=downloads.chart_config("Recalibration", view.name, "GCE-ranks", ev.protocol.scheme))
-    st.caption(f"Rank 1 = lowest error under that variant (15 bins, {ranking.n_rows:,} evaluation rows); "
+    st.caption(f"Rank 1 = lowest error under that variant (15 bins, {cr.rows_text(ranking.n_rows, ev)}); "
                "hover a cell for the variant's settings and its value.")
 
 

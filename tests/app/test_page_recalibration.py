@@ -202,6 +202,33 @@ def test_in_sample_only_behind_the_labelled_checkbox():
 
 # ----------------------------------------------------------------------------- other models
 
+def test_many_classes_leave_the_k_squared_methods_out_of_the_default_and_say_why(monkeypatch):
+    """Issue 15, item 4: above its class-count limit Dirichlet calibration is not in the default set, the page
+    says why, and choosing it anyway warns of the expected time (a lowered limit keeps the test small)."""
+    from calib_core.recalibration import DirichletCalibration
+
+    monkeypatch.setattr(DirichletCalibration, "max_default_classes", 10)
+    at = open_with_model(synthetic(n_rows=400, n_classes=12, logits=True, name="wide"))
+    assert_clean(at)
+    assert at.multiselect(key="methods").value == [m for m in cr.DEFAULT_METHODS if m != "Dirichlet calibration"]
+    captions = " ".join(c.value for c in at.main.caption)
+    assert "**Dirichlet calibration** is left out of the default set above 10 classes" in captions
+    assert "156 parameters here" in captions  # 12^2 + 12
+    assert not at.warning
+    assert "Dirichlet calibration" not in list(summary(at).index)
+    at.multiselect(key="methods").set_value([*at.multiselect(key="methods").value, "Dirichlet calibration"]).run()
+    assert_clean(at)
+    (warning,) = [w.value for w in at.warning]
+    assert "**Dirichlet calibration** (about" in warning and "12 classes" in warning
+    assert "Dirichlet calibration" in list(summary(at).index)
+
+
+def test_few_classes_keep_the_whole_default_set_without_a_note():
+    at = open_with_model(synthetic(n_rows=300, n_classes=4))
+    assert at.multiselect(key="methods").value == list(cr.DEFAULT_METHODS)
+    assert "left out of the default set" not in all_text(at)
+
+
 def test_binary_demo_with_every_method():
     at = open_page(CANCER, n_boot=0)
     at.multiselect(key="methods").set_value(list(RECALIBRATORS)).run()

@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 import calib_core as cc
 from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
-from calib_core.recalibration import compare, sweeps
+from calib_core.recalibration import compare, defaults, sweeps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, METRIC_KEYS, Protocol
 
 DIGITS = "digits_gaussian_nb"
@@ -79,13 +79,27 @@ def test_intervals_are_paired_percentile_bootstrap_intervals(comparison):
     # A caller's sampler (the app caches each array's resamples) gives the same table.
     calls = []
 
-    def samples(name, probs, metric):
-        calls.append((name, metric))
-        return compare.bootstrap_samples(probs, ev.labels, metric, 200, 0)
+    def samples(name, probs):
+        calls.append(name)
+        return {key: compare.bootstrap_samples(probs, ev.labels, key, 200, 0) for key in METRIC_KEYS}
 
     again = compare.intervals(ev, fits, n_boot=200, seed=0, samples=samples)
-    pd.testing.assert_frame_equal(again, compare.intervals(ev, fits, n_boot=200, seed=0))
-    assert len(calls) == (len(PAGE_METHODS) + 1) * len(METRIC_KEYS) and calls[0] == (BEFORE, METRIC_KEYS[0])
+    pd.testing.assert_frame_equal(again, compare.intervals(ev, fits, n_boot=200, seed=0), rtol=1e-12)
+    assert calls == [BEFORE, *PAGE_METHODS]
+
+
+@pytest.mark.parametrize("n_rows, n_classes", [(500, 2), (700, 3), (3000, 10)])
+def test_metric_samples_equal_one_bootstrap_ci_per_metric(n_rows, n_classes):
+    """The shared-work path (row weights, per-row means, one sort for the KS error) = bootstrap_ci per metric."""
+    rng = np.random.default_rng(n_classes)
+    probs = cc.softmax(2 * rng.normal(size=(n_rows, n_classes))).round(3)  # rounding makes ties
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, n_classes, n_rows)
+    fast = compare.metric_samples(probs, labels, 120, 5)
+    assert list(fast) == list(METRIC_KEYS)
+    for key in METRIC_KEYS:
+        np.testing.assert_allclose(fast[key], compare.bootstrap_samples(probs, labels, key, 120, 5),
+                                   rtol=1e-12, atol=1e-14, err_msg=key)
 
 
 def test_the_gce_ranking_and_the_temperature_surface_on_the_default_demo(comparison):
@@ -264,8 +278,69 @@ def test_temperature_surface_minimisers_edges_and_ranges():
     assert sweeps.kde_rows_for(50_000, 100) == 1_000
 
 
+def test_sweeps_use_fewer_rows_only_above_a_million_probabilities(monkeypatch):
+    """Up to K = 100 the surface and the ranking keep 10,000 rows (numbers unchanged); at K = 1,000, 1,000 rows."""
+    assert sweeps.rows_for(10, sweeps.SURFACE_MAX_ROWS) == sweeps.rows_for(100, sweeps.GCE_MAX_ROWS) == 10_000
+    assert sweeps.rows_for(1000, sweeps.SURFACE_MAX_ROWS) == 1_000
+    monkeypatch.setattr(sweeps, "MAX_ENTRIES", 6 * 100)
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 6, 300)
+    logits = 2 * rng.normal(size=(300, 6))
+    surface = sweeps.temperature_surface(logits, labels, with_kde=False)
+    ranking = sweeps.gce_ranking({"a": cc.softmax(logits), "b": cc.softmax(logits / 2)}, labels)
+    assert surface.n_rows == ranking.n_rows == 100
+    rows = sweeps.subset_rows(300, 100, 0)
+    assert ranking.values.loc["a", 4] == pytest.approx(cc.ece(cc.softmax(logits)[rows], labels[rows]), rel=1e-12)
+
+
 def test_log_scores_take_the_logarithm_of_temperature_scaling():
     probs, labels = with_exact_zeros(600, 4, seed=5)
     scores = compare.log_scores(probs, None)
     np.testing.assert_array_equal(scores, np.log(probs + 1e-12))
     assert compare.model_input(probs, None)[1] == "probs" and compare.model_input(probs, scores)[1] == "logits"
+
+
+# ----------------------------------------------------------------------------- the default set at many classes
+
+def test_the_default_set_leaves_out_the_k_squared_methods_above_their_limit():
+    from calib_core.recalibration import DirichletCalibration, MatrixScaling
+
+    assert DirichletCalibration.max_default_classes == MatrixScaling.max_default_classes == 100
+    assert TemperatureScaling.max_default_classes is None
+    assert defaults.default_methods(10) == defaults.DEFAULT_METHODS
+    assert defaults.default_methods(100) == defaults.DEFAULT_METHODS
+    assert defaults.default_methods(1000) == ("Temperature scaling", "Vector scaling", "Isotonic regression",
+                                             "Histogram binning")
+    assert defaults.default_note(10) is None and defaults.default_note(100) is None
+    note = defaults.default_note(1000)
+    assert note.startswith("**Dirichlet calibration** is left out of the default set above 100 classes")
+    assert "1,001,000 parameters" in note and "Choose it above" in note
+    both = defaults.default_note(1000, [*defaults.DEFAULT_METHODS, "Matrix scaling (ODIR)"])
+    assert "**Dirichlet calibration** and **Matrix scaling (ODIR)** are left out" in both
+    # Chosen anyway: a warning with the expected fit time, none for the methods within their limit.
+    assert defaults.slow_note(["Temperature scaling", "Dirichlet calibration"], 50_000, 10) is None
+    warning = defaults.slow_note(["Temperature scaling", "Dirichlet calibration"], 50_000, 1000)
+    assert "**Dirichlet calibration** (about" in warning and "Temperature" not in warning
+    assert defaults.expected_fit_seconds("Temperature scaling", 50_000, 1000) is None
+    assert defaults.expected_fit_seconds("Dirichlet calibration", 20_000, 1000) == pytest.approx(
+        4 * defaults.expected_fit_seconds("Dirichlet calibration", 20_000, 500))
+
+
+def test_fit_method_reuses_the_before_values_of_the_evaluation_set():
+    """The uncalibrated metrics are computed once per protocol (EvaluationSet), not again for each method;
+    evaluate_recalibration takes them as ``before_values`` and computes only the keys missing there."""
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 4, 400)
+    logits = 3 * (rng.normal(size=(400, 4)) + np.eye(4)[labels])
+    ev = compare.evaluation_set(logits, cc.softmax(logits), labels, Protocol("random"), input="logits")
+    fit = compare.fit_method("Temperature scaling", logits, labels, ev)
+    expected = compare.metric_values(fit.probs, ev.labels)
+    assert fit.after == pytest.approx(expected, rel=1e-12)
+    report = cc.evaluate_recalibration([TemperatureScaling()], logits[ev.fit_index], labels[ev.fit_index],
+                                       logits[ev.eval_index], labels[ev.eval_index], metrics=list(METRIC_KEYS))
+    given = cc.evaluate_recalibration([TemperatureScaling()], logits[ev.fit_index], labels[ev.fit_index],
+                                      logits[ev.eval_index], labels[ev.eval_index], metrics=list(METRIC_KEYS),
+                                      before_values={"ece": -1.0})
+    assert given.table.loc[given.table["metric_key"] == "ece", "before"].iloc[0] == -1.0
+    pd.testing.assert_frame_equal(report.table.drop(columns="fit_seconds").iloc[1:],
+                                  given.table.drop(columns="fit_seconds").iloc[1:])

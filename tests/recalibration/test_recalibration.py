@@ -687,3 +687,52 @@ def test_a_document_written_before_the_wings_still_finds_its_metric(data):
     assert "calib_core.metrics.binned:ece" in text
     old = text.replace("calib_core.metrics.binned:ece", "calib_core.binned:ece")
     assert Recalibrator.from_json(old).metric is cc.ece
+
+
+def test_histogram_bins_from_the_sorted_values_equal_the_bin_index_count():
+    """Issue 15: the fit counts bins along the sorted values and sums the targets of the rows with target 1 only;
+    the same edges and means, bit for bit, as binning every row (the reference below, the former code)."""
+    from calib_core.binning import adaptive_upper_edges
+    from calib_core.recalibration.histogram import _bin_of, _fit_bins
+
+    rng = np.random.default_rng(4)
+    for n_rows, n_bins in [(1000, 10), (37, 5), (500, 40), (3, 3)]:
+        values = np.round(rng.beta(0.5, 3, n_rows), 2)  # many ties
+        targets = (rng.uniform(size=n_rows) < values).astype(np.float64)
+        edges_ref = np.unique(adaptive_upper_edges(np.sort(values), n_bins))
+        index = _bin_of(values, edges_ref)
+        means_ref = np.bincount(index, weights=targets, minlength=edges_ref.size) / np.bincount(
+            index, minlength=edges_ref.size)
+        edges, means = _fit_bins(values, targets, n_bins)
+        np.testing.assert_array_equal(edges, edges_ref)
+        np.testing.assert_array_equal(means, means_ref)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 12])
+def test_one_map_per_class_predictions_equal_the_column_loop(n_classes):
+    """Issue 15: histogram binning and isotonic regression predict on the transposed columns; bit for bit the
+    former loop over ``x[:, k]`` (the reference below)."""
+    from calib_core.recalibration._base import _renormalise
+    from calib_core.recalibration.histogram import _bin_of
+
+    rng = np.random.default_rng(n_classes)
+    probs = softmax(2 * rng.normal(size=(900, n_classes)))
+    labels = rng.integers(0, n_classes, 900)
+    hist = HistogramBinning().fit(probs[:500], labels[:500])
+    iso = IsotonicCalibration().fit(probs[:500], labels[:500])
+    x = probs[500:]
+    if n_classes == 2:
+        q = hist.values_[0][_bin_of(x[:, 1], hist.edges_[0])]
+        hist_ref = np.column_stack([1.0 - q, q])
+        q = np.clip(np.interp(x[:, 1], iso.knots_x_[0], iso.knots_y_[0]), 0.0, 1.0)
+        iso_ref = np.column_stack([1.0 - q, q])
+    else:
+        hist_ref = np.empty_like(x)
+        iso_ref = np.empty_like(x)
+        for k in range(n_classes):
+            hist_ref[:, k] = hist.values_[k][_bin_of(x[:, k], hist.edges_[k])]
+            iso_ref[:, k] = np.interp(x[:, k], iso.knots_x_[k], iso.knots_y_[k])
+        hist_ref = _renormalise(hist_ref)
+        iso_ref = _renormalise(np.clip(iso_ref, 0.0, None))
+    np.testing.assert_array_equal(hist.predict_proba(x), hist_ref)
+    np.testing.assert_array_equal(iso.predict_proba(x), iso_ref)

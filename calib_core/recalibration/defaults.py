@@ -1,0 +1,99 @@
+"""Which recalibration methods the app fits by default at K classes, and why some are left out.
+
+The default set (:data:`DEFAULT_METHODS`) is what the Recalibration page
+fits on a first visit. A method declares the largest class count at which
+it belongs to it (:attr:`calib_core.recalibration.Recalibrator.max_default_classes`):
+matrix scaling and Dirichlet calibration fit a full K x K matrix, ``K^2 + K``
+parameters (Kull et al. 2019), and each step of their L-BFGS fit costs
+O(N K^2), so at K = 1,000 (an ImageNet-sized file, 10^6 parameters) they
+alone take minutes. Above their limit they are left out of the default set
+with a sentence saying why (:func:`default_note`); chosen by hand, they get a
+warning with the expected time (:func:`slow_note`).
+
+Examples
+--------
+>>> from calib_core.recalibration import defaults
+>>> defaults.default_methods(1000)
+('Temperature scaling', 'Vector scaling', 'Isotonic regression', 'Histogram binning')
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from calib_core.recalibration import RECALIBRATORS
+
+__all__ = ["DEFAULT_METHODS", "default_methods", "default_note", "expected_fit_seconds", "slow_note"]
+
+#: The default set of methods (first visit of the page), before the class-count rule of :func:`default_methods`.
+DEFAULT_METHODS = ("Temperature scaling", "Vector scaling", "Isotonic regression", "Histogram binning",
+                   "Dirichlet calibration")
+
+
+def _limits(methods: Sequence[str]) -> dict[str, int | None]:
+    return {m: RECALIBRATORS[m].max_default_classes if m in RECALIBRATORS else None for m in methods}
+
+
+def default_methods(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> tuple[str, ...]:
+    """The methods of ``methods`` in the default set at ``n_classes`` classes.
+
+    A method whose ``max_default_classes``
+    (:attr:`calib_core.recalibration.Recalibrator.max_default_classes`) is
+    below ``n_classes`` is left out: matrix and Dirichlet scaling carry
+    ``K^2 + K`` parameters (10^6 at K = 1,000), so their fit time explodes
+    with K. It can still be chosen by hand.
+
+    Examples
+    --------
+    >>> "Dirichlet calibration" in default_methods(10), "Dirichlet calibration" in default_methods(1000)
+    (True, False)
+    """
+    return tuple(m for m, limit in _limits(methods).items() if limit is None or int(n_classes) <= limit)
+
+
+def default_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> str | None:
+    """Why methods of ``methods`` are left out of the default set at ``n_classes`` (Markdown), else None."""
+    left_out = {m: limit for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit}
+    if not left_out:
+        return None
+    names = " and ".join(f"**{m}**" for m in left_out)
+    limit = min(left_out.values())
+    params = int(n_classes) ** 2 + int(n_classes)
+    is_, it = ("is", "it") if len(left_out) == 1 else ("are", "them")
+    return (f"{names} {is_} left out of the default set above {limit:,} classes: "
+            f"{'it fits' if len(left_out) == 1 else 'they fit'} a full {n_classes:,} x {n_classes:,} matrix "
+            f"({params:,} parameters here, K² + K), so the fit time grows with the square of the class count. "
+            f"Choose {it} above to fit {it} anyway.")
+
+
+#: Fit seconds of a method with a class-count limit (matrix and Dirichlet scaling, O(N K^2) per
+#: iteration) per fitting row and squared class count: the basis of :func:`expected_fit_seconds`.
+#: Dirichlet calibration on 10,000 fitting rows x 1,000 classes took 422 s on a 2-core machine under a
+#: load of 6 (bench/bench_recalibration.py --page 20000x1000), about 170 s unloaded (issue 15: 195 s
+#: for the whole default set then).
+FULL_FIT_SECONDS_PER_ROW_CLASS2 = 2.0e-8
+
+
+def expected_fit_seconds(method: str, n_rows: int, n_classes: int) -> float | None:
+    """Rough fit time of ``method`` on ``n_rows`` x ``n_classes`` (None for methods without a class-count limit).
+
+    ``FULL_FIT_SECONDS_PER_ROW_CLASS2 * N * K^2``: the L-BFGS fit of a full
+    K x K matrix costs O(N K^2) per iteration.
+    """
+    if method not in RECALIBRATORS or RECALIBRATORS[method].max_default_classes is None:
+        return None
+    return FULL_FIT_SECONDS_PER_ROW_CLASS2 * float(n_rows) * float(n_classes) ** 2
+
+
+def slow_note(methods: Sequence[str], n_rows: int, n_classes: int) -> str | None:
+    """A warning for each chosen method above its class-count limit, with its expected fit time (Markdown)."""
+    slow = [m for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit]
+    if not slow:
+        return None
+    parts = []
+    for method in slow:
+        seconds = expected_fit_seconds(method, n_rows, n_classes)
+        when = f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {max(seconds, 1):.0f} s"
+        parts.append(f"**{method}** ({when})")
+    return (f"Chosen above their class-count limit at {n_classes:,} classes: {', '.join(parts)} to fit on up to "
+            f"{n_rows:,} rows, per model and protocol; a K x K matrix has {n_classes ** 2 + n_classes:,} "
+            "parameters here.")
