@@ -53,7 +53,16 @@ from calib_core.io.interpret import (
     _labels_to_indices,
     _map_string_labels,
 )
-from calib_core.validation import CalibrationInputError, check_choice, check_labels, check_probs, softmax
+from calib_core.validation import (
+    CalibrationInputError,
+    check_choice,
+    check_labels,
+    check_probs,
+    is_validated,
+    mark_validated,
+    row_argmax,
+    softmax,
+)
 
 __all__ = ["Predictions", "load_predictions"]
 
@@ -63,6 +72,30 @@ def _readonly(array: NDArray[Any]) -> NDArray[Any]:
     view = array.view()
     view.flags.writeable = False
     return view
+
+
+def _sealed(array: NDArray[Any], owned: bool, n_classes: int | None = None) -> NDArray[Any]:
+    """A read-only view of a checked array, marked validated (:func:`~calib_core.validation.mark_validated`).
+
+    ``owned``: the data belong to this object (a copy made by a check, a
+    subset, a loaded file), so the array and every array it views are made
+    read-only for good. An array the caller may still write to is not frozen,
+    and so not marked (unless it was read-only already): it is checked again
+    by every call that receives it, as before.
+    """
+    if owned:
+        current: object = array
+        while isinstance(current, np.ndarray):
+            current.flags.writeable = False
+            current = current.base
+    return mark_validated(array, n_classes)
+
+
+def _is_private_copy(checked: NDArray[Any], given: object) -> bool:
+    """Whether a check made ``checked`` as a new array (not the caller's data, nor a view of it)."""
+    if isinstance(given, np.ndarray):
+        return not np.may_share_memory(checked, given)
+    return isinstance(given, (list, tuple))
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,7 +148,13 @@ class Predictions:
     Construction validates every field with
     :func:`calib_core.validation.check_probs` and
     :func:`~calib_core.validation.check_labels`; the arrays are stored
-    read-only so a cached object cannot be changed by accident.
+    read-only so a cached object cannot be changed by accident. Probabilities
+    and labels whose data this object owns (a loaded file, a subset, a
+    converted or copied input; labels are always copied) are frozen and
+    marked validated, so metrics given ``pred.probs, pred.labels`` skip the
+    validation pass (:func:`calib_core.validation.mark_validated`). An input
+    array used as it is stays writeable for its owner and is checked again
+    by every call.
 
     Examples
     --------
@@ -159,10 +198,32 @@ class Predictions:
         self._normalise(check=False)
         return self
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle (``st.cache_data`` hands out unpickled copies) with the arrays read-only and marked again.
+
+        Pickling keeps the values, not the read-only flags. New arrays (from
+        unpickling or a deep copy) belong to this object and were validated
+        before pickling: they are frozen and marked without a new scan. Arrays
+        shared with another object (a shallow copy) are already read-only and
+        are left as they are.
+        """
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        for key in ("probs", "labels", "logits", "split", "groups"):
+            value = getattr(self, key)
+            if isinstance(value, np.ndarray):
+                n_classes = self.probs.shape[1] if key == "labels" else None
+                object.__setattr__(self, key, _sealed(value, value.flags.writeable, n_classes)
+                                   if key in ("probs", "labels") else _readonly(value))
+
     def _normalise(self, *, check: bool) -> None:
         probs = check_probs(self.probs) if check else self.probs
+        owned = not check or _is_private_copy(probs, self.probs)
         n_rows, n_classes = probs.shape
         labels = check_labels(self.labels, n_classes, n_rows=n_rows)
+        if check and isinstance(self.labels, np.ndarray) and np.may_share_memory(labels, self.labels) \
+                and not is_validated(labels, n_classes):
+            labels = labels.copy()  # N integers: cheap, and then they are ours to freeze
         names = tuple(str(c) for c in self.class_names) if len(self.class_names) else tuple(
             str(k) for k in range(n_classes))
         if len(names) != n_classes:
@@ -212,8 +273,8 @@ class Predictions:
         object.__setattr__(self, "groups", groups)
         object.__setattr__(self, "group_column", None if groups is None else str(self.group_column or "group"))
         object.__setattr__(self, "attribute_columns", tuple(str(c) for c in self.attribute_columns))
-        object.__setattr__(self, "probs", _readonly(probs))
-        object.__setattr__(self, "labels", _readonly(labels))
+        object.__setattr__(self, "probs", _sealed(probs, owned))
+        object.__setattr__(self, "labels", _sealed(labels, True, n_classes))
         object.__setattr__(self, "class_names", names)
         object.__setattr__(self, "logits", logits)
         object.__setattr__(self, "split", split)
@@ -271,6 +332,7 @@ class Predictions:
         """
         if labels is None:
             raise CalibrationInputError("`labels` is required.")
+        given_probs = probs
         if probs is None and logits is None:
             raise CalibrationInputError("Pass `probs` or `logits`.")
         logit_matrix = None
@@ -293,6 +355,8 @@ class Predictions:
                         "Pass only one of them."
                     )
         probs_array = check_probs(probs)
+        # Ours when made here (the softmax of the logits, a converted copy): sealed, not checked again below.
+        probs_array = _sealed(probs_array, given_probs is None or _is_private_copy(probs_array, given_probs))
         n_classes = probs_array.shape[1]
         names = tuple(str(c) for c in class_names) if class_names is not None else tuple(
             str(k) for k in range(n_classes))
@@ -316,7 +380,7 @@ class Predictions:
     @property
     def accuracy(self) -> float:
         """Fraction of rows whose arg-max class (ties: lowest index) is the label."""
-        return float(np.mean(np.argmax(self.probs, axis=1) == self.labels))
+        return float(np.mean(row_argmax(self.probs) == self.labels))
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -374,8 +438,10 @@ class Predictions:
         selected = int(index.sum()) if index.dtype == bool else int(index.size)
         if selected == 0:
             raise CalibrationInputError("the subset selects no rows.")
+        # The selected rows are new arrays of valid rows: frozen and marked, they are not checked again.
         return Predictions(
-            probs=self.probs[index], labels=self.labels[index], class_names=self.class_names,
+            probs=_sealed(self.probs[index], True), labels=_sealed(self.labels[index], True, self.n_classes),
+            class_names=self.class_names,
             logits=None if self.logits is None else self.logits[index],
             split=None if self.split is None else self.split[index],
             name=self.name, source_format=self.source_format, warnings=self.warnings,

@@ -280,3 +280,183 @@ def test_a_huge_iterable_of_bin_counts_is_not_read_to_its_end():
     with pytest.raises(CalibrationInputError, match="`bin_counts` holds more than 10,000 values"):
         cc.bin_sensitivity(ROWS_300, LABELS_300, bin_counts=range(1, 10**12))
     assert time.perf_counter() - start < 1.0
+
+
+# --- validation once: the mark of checked, frozen arrays (issue 15) ---------------------------------------------
+
+from calib_core.validation import (  # noqa: E402
+    _BLOCK_ELEMENTS, check_probs_by_block, check_probs_labels, is_validated, mark_validated)
+
+
+def _frozen(array):
+    array = np.array(array)
+    array.flags.writeable = False
+    return array
+
+
+def test_a_marked_frozen_array_is_returned_without_a_scan():
+    probs = mark_validated(_frozen([[0.9, 0.1], [0.2, 0.8]]))
+    labels = mark_validated(_frozen(np.array([0, 1], dtype=np.intp)), 2)
+    assert is_validated(probs) and is_validated(labels, 2)
+    assert check_probs(probs) is probs and check_labels(labels, 2, n_rows=2) is labels
+    checked_probs, checked_labels = check_probs_labels(probs, labels)
+    assert checked_probs is probs and checked_labels is labels
+    assert not probs.flags.writeable and not labels.flags.writeable
+
+
+def test_labels_are_marked_for_their_class_count_and_length_only():
+    labels = mark_validated(_frozen(np.array([0, 2], dtype=np.intp)), 3)
+    assert not is_validated(labels, 2)
+    with pytest.raises(CalibrationInputError, match="must lie in 0..1"):
+        check_labels(labels, 2)
+    with pytest.raises(CalibrationInputError, match="has 2 entries"):
+        check_labels(labels, 3, n_rows=3)
+
+
+def test_an_invalid_array_passed_directly_still_raises():
+    # Same values as a marked array, but a different object: checked in full.
+    bad = np.array([[0.9, 0.1], [np.nan, 1.0]])
+    mark_validated(_frozen([[0.9, 0.1], [0.2, 0.8]]))
+    with pytest.raises(CalibrationInputError, match="NaN or infinite values, e.g. row 1"):
+        check_probs(bad)
+    with pytest.raises(CalibrationInputError, match="NaN or infinite values, e.g. row 1"):
+        cc.ece(bad, [0, 1])
+    with pytest.raises(CalibrationInputError, match="must lie in 0..1"):
+        cc.ece([[0.9, 0.1], [0.2, 0.8]], np.array([0, 5]))
+
+
+def test_copies_views_and_writeable_arrays_are_checked_again():
+    probs = mark_validated(_frozen([[0.9, 0.1], [0.2, 0.8]]))
+    copy = probs.copy()  # a copy is writeable and a new object
+    copy[1] = [0.5, 0.7]
+    assert not is_validated(copy)
+    with pytest.raises(CalibrationInputError, match="row 1 sums to 1.2"):
+        check_probs(copy)
+    assert not is_validated(probs[:1]) and not is_validated(probs.view())
+    # A writeable array, or a view of one, is never marked: its owner could change it.
+    owner = np.array([[0.9, 0.1], [0.2, 0.8]])
+    view = mark_validated(owner)
+    assert not view.flags.writeable and not is_validated(view)
+    owner[0, 0] = -1.0
+    with pytest.raises(CalibrationInputError, match="negative values, e.g. row 0"):
+        check_probs(view)
+
+
+def test_the_mark_is_lost_when_the_data_become_writeable_again():
+    root = _frozen([[0.9, 0.1], [0.2, 0.8]])
+    probs = mark_validated(root)
+    assert is_validated(probs)
+    root.flags.writeable = True
+    root[0, 0] = 5.0
+    assert not is_validated(probs)
+    with pytest.raises(CalibrationInputError, match="row 0 sums to 5.1"):
+        check_probs(probs)
+
+
+def test_a_freed_array_leaves_no_mark_for_a_new_one_at_the_same_address():
+    import gc
+    for _ in range(50):
+        mark_validated(_frozen([[0.9, 0.1], [0.2, 0.8]]))
+    gc.collect()
+    bad = _frozen([[0.9, 0.3], [0.2, 0.8]])
+    with pytest.raises(CalibrationInputError, match="must sum to 1"):
+        check_probs(bad)
+
+
+@pytest.mark.parametrize("row", [0, 1, 1310, 1311, 2999])
+@pytest.mark.parametrize("kind, value, match", [
+    ("nan", np.nan, "NaN or infinite values, e.g. row {row}"),
+    ("inf", np.inf, "NaN or infinite values, e.g. row {row}"),
+    ("-inf", -np.inf, "NaN or infinite values, e.g. row {row}"),
+    ("negative", -0.25, "negative values, e.g. row {row}"),
+    ("off", 0.5, "row {row} sums to"),
+])
+def test_block_checks_raise_what_the_row_check_raised_at_any_block(row, kind, value, match):
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(100), size=3000)
+    probs[row, 7] = value
+    pattern = match.format(row=row)
+    with pytest.raises(CalibrationInputError, match=pattern):
+        check_probs(probs)
+    matrix, blocks = check_probs_by_block(probs)
+    with pytest.raises(CalibrationInputError, match=pattern):
+        for _ in blocks:
+            pass
+    with pytest.raises(CalibrationInputError, match=pattern):
+        cc.ece(probs, np.zeros(3000, dtype=int))
+
+
+def test_blocks_cover_every_row_once_in_order():
+    probs = np.random.default_rng(4).dirichlet(np.ones(7), size=3 * (_BLOCK_ELEMENTS // 7) + 5)
+    matrix, blocks = check_probs_by_block(probs)
+    parts = list(blocks)
+    assert len(parts) == 4 and [start for start, _ in parts] == [0, *np.cumsum([b.shape[0] for _, b in parts[:-1]])]
+    np.testing.assert_array_equal(np.concatenate([b for _, b in parts]), matrix)
+    marked = mark_validated(_frozen(probs))
+    assert check_probs_by_block(marked)[0] is marked
+
+
+def test_the_quick_block_test_is_exact_at_the_tolerance_edge():
+    from calib_core.validation import ROW_SUM_TOLERANCE
+    for delta in (ROW_SUM_TOLERANCE, -ROW_SUM_TOLERANCE, np.nextafter(ROW_SUM_TOLERANCE, 1), 2e-4):
+        probs = np.array([[0.5, 0.5 + delta], [0.3, 0.7]])
+        row_check = np.abs(probs.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE
+        if row_check.any():
+            with pytest.raises(CalibrationInputError, match="must sum to 1"):
+                check_probs(probs)
+        else:
+            check_probs(probs)
+
+
+def test_predictions_arrays_are_validated_once():
+    from calib_core.io import Predictions
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet(np.ones(4), size=50)
+    labels = rng.integers(0, 4, 50)
+    from_list = Predictions.from_arrays(probs=probs.tolist(), labels=labels)
+    assert is_validated(from_list.probs) and is_validated(from_list.labels, 4)
+    subset = from_list.subset(np.arange(10))
+    assert is_validated(subset.probs) and is_validated(subset.labels, 4)
+    # The caller's own float64 array is used as it is (no copy), so it stays writeable for them and
+    # the Predictions' view of it is not marked: every call checks it, and sees the caller's changes.
+    shared = Predictions.from_arrays(probs=probs, labels=labels)
+    assert not is_validated(shared.probs) and is_validated(shared.labels, 4)
+    probs[0] = [2.0, 0.0, 0.0, 0.0]
+    with pytest.raises(CalibrationInputError, match="row 0 sums to 2"):
+        cc.ece(shared.probs, shared.labels)
+    assert cc.ece(from_list.probs, from_list.labels) == cc.ece(np.array(from_list.probs), labels)
+    loaded = cc.load_predictions(b"label,p_a,p_b\na,0.9,0.1\nb,0.3,0.7\n", file_format="csv")
+    assert is_validated(loaded.probs) and is_validated(loaded.labels, 2)
+    assert cc.ece(loaded.probs, loaded.labels) == cc.ece([[0.9, 0.1], [0.3, 0.7]], [0, 1])
+
+
+def test_unpickled_and_copied_predictions_stay_read_only_and_marked():
+    import copy
+    import pickle
+
+    from calib_core.io import Predictions
+    caller_probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    pred = Predictions.from_arrays(probs=caller_probs, labels=[0, 1, 1], split=["a", "b", "a"])
+    for protocol in (2, 4, 5):  # st.cache_data pickles with the default protocol (4)
+        clone = pickle.loads(pickle.dumps(pred, protocol=protocol))
+        for array in (clone.probs, clone.labels, clone.split):
+            assert not array.flags.writeable
+        np.testing.assert_array_equal(clone.probs, caller_probs)
+        assert is_validated(clone.labels, 2)
+        if protocol < 5:
+            assert is_validated(clone.probs)
+        assert cc.ece(clone.probs, clone.labels) == cc.ece(caller_probs, [0, 1, 1])
+    deep = copy.deepcopy(pred)
+    assert is_validated(deep.probs) and is_validated(deep.labels, 2)
+    shallow = copy.copy(pred)  # shares the arrays: the caller's array is not frozen by the copy
+    assert caller_probs.flags.writeable and not is_validated(shallow.probs)
+    assert is_validated(shallow.labels, 2)
+
+
+def test_row_argmax_equals_numpy_on_read_only_matrices_with_ties():
+    from calib_core.validation import row_argmax
+
+    rng = np.random.default_rng(3)
+    matrix = np.round(rng.random((50_000, 7)), 1)  # many ties: the lowest index wins, as numpy's
+    matrix.flags.writeable = False
+    np.testing.assert_array_equal(row_argmax(matrix), np.asarray(matrix).argmax(axis=1))

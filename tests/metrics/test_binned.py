@@ -340,3 +340,46 @@ def test_equal_width_sweep_honours_right(right):
     value, best = reference_sweep(probs, labels, right, 40)
     assert details.n_bins == best > 2
     assert details.value == pytest.approx(value, abs=1e-12)
+
+
+# --- ece's fused check + top label (issue 15: validation and arg-max in one pass) -------------------------------
+
+from calib_core.binning import bin_statistics, binned_error  # noqa: E402
+from calib_core.metrics.binned import _checked_top_label, top_label  # noqa: E402
+from calib_core.validation import check_probs_labels  # noqa: E402
+
+
+@pytest.mark.parametrize("n, k", [(1, 2), (7, 3), (1311, 100), (5000, 100), (2621, 50), (300, 1000)])
+def test_fused_top_label_equals_check_then_top_label(n, k):
+    rng = np.random.default_rng(n + k)
+    probs = rng.dirichlet(np.ones(k), size=n)
+    probs[::3, :2] = probs[::3, :2].mean(axis=1, keepdims=True)  # ties: the lowest index wins
+    labels = rng.integers(0, k, n)
+    confidence, correct = _checked_top_label(probs, labels)
+    expected = top_label(*check_probs_labels(probs, labels))
+    np.testing.assert_array_equal(confidence, expected[0])
+    np.testing.assert_array_equal(correct, expected[1])
+    for binning in ("uniform", "adaptive"):
+        for norm in ("l1", "l2", "max"):
+            stats = bin_statistics(expected[0], expected[1], 15, binning)
+            assert cc.ece(probs, labels, binning=binning, norm=norm) == float(binned_error(stats, norm))
+
+
+def test_ece_errors_keep_their_order_probs_then_labels_then_options():
+    with pytest.raises(CalibrationInputError, match="negative values"):
+        cc.ece([[1.5, -0.5], [0.5, 0.5]], [0, 7], n_bins=0)
+    with pytest.raises(CalibrationInputError, match="must lie in 0..1"):
+        cc.ece([[0.5, 0.5], [0.5, 0.5]], [0, 7], n_bins=0)
+    with pytest.raises(CalibrationInputError, match="n_bins"):
+        cc.ece([[0.5, 0.5], [0.5, 0.5]], [0, 1], n_bins=0)
+
+
+def test_ece_of_predictions_arrays_skips_nothing_it_should_not():
+    from calib_core.io import Predictions
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.ones(5), size=400)
+    labels = rng.integers(0, 5, 400)
+    pred = Predictions.from_arrays(probs=probs.astype(np.float32), labels=labels)  # converted: marked
+    raw = np.array(pred.probs)
+    for metric in (cc.ece, cc.mce, cc.accuracy, cc.classwise_ece, cc.ace):
+        assert metric(pred.probs, pred.labels) == metric(raw, labels)
