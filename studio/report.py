@@ -41,7 +41,7 @@ from calib_core.io import Predictions
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name, metric_report
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import CalibrationInputError, row_argmax
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "ReportModel", "ReportSettings", "build_report", "calib_core_version",
            "chart_file_name", "report_file_name", "report_data", "sha256_hex"]
@@ -278,7 +278,7 @@ def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
 
 def _summary(model: ReportModel) -> dict:
     p = model.predictions
-    accuracy = float(np.mean(p.probs.argmax(axis=1) == p.labels)) if p.n_samples else float("nan")
+    accuracy = float(np.mean(row_argmax(p.probs) == p.labels)) if p.n_samples else float("nan")
     splits = {}
     if p.split is not None:
         values, counts = np.unique(p.split.astype(str), return_counts=True)

@@ -34,6 +34,7 @@ from calib_core.validation import (
     check_n_bins,
     check_probs,
     check_probs_labels,
+    row_argmax,
 )
 from calib_core.inference.verdicts import DEFAULT_ALPHA, CellOccupancy, Verdict, cell_occupancy, check_alpha, read_test
 
@@ -651,7 +652,7 @@ def _target_values(probs: NDArray[np.float64], labels: NDArray[np.intp],
     if isinstance(target, str):
         if target != "top_label":
             raise CalibrationInputError(f"`target` must be 'top_label' or a class index, got {target!r}.")
-        predicted = probs.argmax(axis=1)
+        predicted = row_argmax(probs)
         values = probs[np.arange(probs.shape[0]), predicted]
         return values, (labels == predicted).astype(np.float64), "top_label"
     if isinstance(target, bool) or not isinstance(target, numbers.Integral) or not 0 <= target < n_classes:

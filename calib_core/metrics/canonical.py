@@ -45,11 +45,7 @@ from calib_core.metrics.simplex import (
     _make_partition,
     _table_from_assignment,
 )
-from calib_core.validation import (
-    CalibrationInputError,
-    check_choice,
-    check_probs_labels,
-)
+from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, row_argmax
 
 __all__ = [
     "LENSES",
@@ -132,7 +128,7 @@ def _lens(probs: NDArray[np.float64], lens: str, class_index: int | None) -> _Le
     if lens == "canonical":
         return _Lens(probs, lens, None)
     if lens == "max":
-        predicted = probs.argmax(axis=1)
+        predicted = row_argmax(probs)
         value = probs[np.arange(probs.shape[0]), predicted]
         return _Lens(np.column_stack([value, 1.0 - value]), lens, predicted)
     value = probs[:, class_index]

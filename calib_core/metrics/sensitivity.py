@@ -38,7 +38,6 @@ from calib_core.binning import (SortedValues, sort_columns, sort_values, sorted_
                                 sorted_columns_bin_sums)
 from calib_core.metrics.binned import top_label
 from calib_core.validation import (
-    check_right,
     MAX_N_BINS,
     CalibrationInputError,
     check_binning,
@@ -46,7 +45,9 @@ from calib_core.validation import (
     check_n_bins,
     check_positive,
     check_probs_labels,
+    check_right,
     check_sizes,
+    row_argmax,
 )
 
 __all__ = ["BinRanking", "GCE_VARIANTS", "RankStability", "SENSITIVITY_COLUMNS", "SENSITIVITY_METRICS",
@@ -616,7 +617,7 @@ class _GceSets:
             probs, labels = self.probs, self.labels
             raw: list[tuple[NDArray, NDArray]] = []
             if class_conditional:
-                predicted = probs.argmax(axis=1)
+                predicted = row_argmax(probs)
                 for k in range(self.n_classes):
                     keep = probs[:, k] > threshold
                     if max_prob:

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq, isotonic_regression, minimize
 from scipy.special import logsumexp
 
-from calib_core.validation import softmax_unchecked
+from calib_core.validation import row_argmax, softmax_unchecked
 
 #: Bounds on log T for every temperature fit: T in [1e-3, 1e3].
 LOG_T_BOUNDS = (float(np.log(1e-3)), float(np.log(1e3)))
@@ -86,7 +86,7 @@ def class_log_probs(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], N
     """
     n_rows = scores.shape[0]
     rows = np.arange(n_rows)
-    top = scores.argmax(axis=1)
+    top = row_argmax(scores)
     shifted = scores - scores[rows, top][:, None]
     shares = np.exp(shifted)
     shares[rows, top] = 0.0

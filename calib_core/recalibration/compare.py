@@ -76,7 +76,7 @@ from calib_core.metrics.scores import NLL_EPSILON
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import CalibrationInputError, row_argmax
 
 __all__ = [
     "BEFORE", "CAUTIONARY", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",
@@ -485,7 +485,7 @@ def _per_row_means(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarra
     true_prob = probs[np.arange(labels.size), labels]
     return {"nll": -np.log(np.maximum(true_prob, NLL_EPSILON)),
             "brier": np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0,
-            "accuracy": (probs.argmax(axis=1) == labels).astype(np.float64)}
+            "accuracy": (row_argmax(probs) == labels).astype(np.float64)}
 
 
 def _block_weights(indices: np.ndarray, n_rows: int) -> np.ndarray:

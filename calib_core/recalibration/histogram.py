@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.validation import check_flag, check_n_bins
+from calib_core.validation import check_flag, check_n_bins, row_argmax
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
@@ -124,7 +124,7 @@ class HistogramBinning(Recalibrator):
         self.n_bins_ = n_bins
         self.edges_, self.values_ = [], []
         if not self.class_conditional:
-            predicted = x.argmax(axis=1)
+            predicted = row_argmax(x)
             confidence = x[np.arange(n_rows), predicted]
             maps = [(confidence, (predicted == labels).astype(np.float64))]
         else:
@@ -140,7 +140,7 @@ class HistogramBinning(Recalibrator):
         n_rows, n_classes = x.shape
         if not self.class_conditional:
             rows = np.arange(n_rows)
-            predicted = x.argmax(axis=1)
+            predicted = row_argmax(x)
             confidence = x[rows, predicted]
             new_confidence = self.values_[0][_bin_of(confidence, self.edges_[0])]
             rest = 1.0 - confidence
@@ -220,7 +220,7 @@ class AccuracyPreservingCalibratedMap(Recalibrator):
     def _predicted(x: NDArray[np.float64]) -> NDArray[np.intp]:
         if x.shape[1] == 2:
             return (x[:, 1] >= x[:, 0]).astype(np.intp)
-        return x.argmax(axis=1)
+        return row_argmax(x)
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         n_classes = x.shape[1]
