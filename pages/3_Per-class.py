@@ -1,4 +1,8 @@
-"""Per-class: ACE per class (Nixon et al. 2019, Figure 1 left) beside class-wise ECE, and one class's diagram."""
+"""Per-class: ACE per class (Nixon et al. 2019, Figure 1 left) beside class-wise ECE, and one class's diagram.
+
+Up to ``figures.MANY_CLASSES`` classes: one bar per class. Above (ImageNet has 1,000): the worst classes as
+bars, histograms of both errors over every class, and a class picker listed worst first that filters as
+you type."""
 import streamlit as st
 
 from studio import compute, downloads, figures, layout, state
@@ -25,16 +29,47 @@ if others:
             f"*Models shown* in the sidebar "
             f"to see {'it' if one else 'them'}.")
 
+n_classes = len(reference)
+many = n_classes > figures.MANY_CLASSES
 bins_col, binning_col, sort_col = st.columns([3, 2, 3])
 n_bins = layout.linked(bins_col.slider, "Number of bins (ranges)", 2, 50, value=15, key="class_bins")
 binning = layout.linked(binning_col.radio, "Class-wise ECE bins", ["uniform", "adaptive"], horizontal=True,
                         index=0, key="class_binning", help="ACE always uses adaptive (equal-mass) ranges.")
+# With many classes the page opens on the worst classes (by ACE); "class order" then lists the first ones.
 sort_by = layout.linked(sort_col.radio, "Sort classes by", list(SORTS), format_func=SORTS.get, horizontal=True,
-                        index=list(SORTS).index("class"), key="sort")
+                        index=list(SORTS).index("ace" if many else "class"), key="sort")
 
 tables = {m.name: compute.per_class(m.predictions, m.fingerprint, n_bins, binning) for m in same}
-st.plotly_chart(figures.per_class_figure(tables, sort_by=sort_by, colors=state.model_colors()), theme=None,
-                key="perclass_chart", config=downloads.chart_config("Per-class", *tables, n_bins, binning))
+colors = state.model_colors()
+if not many:
+    st.plotly_chart(figures.per_class_figure(tables, sort_by=sort_by, colors=colors), theme=None,
+                    key="perclass_chart", config=downloads.chart_config("Per-class", *tables, n_bins, binning))
+else:
+    top_n_col, caption_col = st.columns([3, 5], vertical_alignment="bottom")
+    top_n = layout.linked(top_n_col.slider, "Classes shown as bars", 5, min(100, n_classes // 5 * 5), value=25,
+                          step=5, key="worst_n",
+                          help=f"{n_classes:,} bars would not read: the bars show the classes with the largest "
+                               "error first, the histograms below every class.")
+    key = "ace" if sort_by == "class" else sort_by
+    if sort_by == "class":
+        shown = list(range(min(top_n, n_classes)))
+        caption_col.caption(f"The first {len(shown):,} of {n_classes:,} classes in file order; sort by ACE or class-wise "
+                   "ECE to see the worst ones.")
+        st.plotly_chart(figures.per_class_worst_figure(tables, order=shown, colors=colors),
+                        theme=None, key="perclass_chart",
+                        config=downloads.chart_config("Per-class", *tables, n_bins, binning))
+    else:
+        mean_over = " (mean over the models)" if len(tables) > 1 else ""
+        caption_col.caption(f"**{top_n:,} worst of {n_classes:,} classes** by {SORTS[sort_by].split(' (')[0]}{mean_over}, "
+                   "worst on top. The histograms below show every class; the dashed line marks where the "
+                   "bars stop.")
+        st.plotly_chart(figures.per_class_worst_figure(tables, sort_by=key, top_n=top_n, colors=colors),
+                        theme=None, key="perclass_chart",
+                        config=downloads.chart_config("Per-class", *tables, n_bins, binning))
+    st.plotly_chart(figures.per_class_distribution_figure(tables, sort_by=key, top_n=top_n, colors=colors,
+                                                          marked=sort_by != "class"),
+                    theme=None, key="perclass_distribution_chart",
+                    config=downloads.chart_config("Per-class", "distribution", *tables, n_bins, binning))
 
 with st.expander("Per-class table"):
     for name, table in tables.items():
@@ -44,12 +79,18 @@ with st.expander("Per-class table"):
                                     ("frequency", "mean_probability", "ace", "tace", "classwise_ece")})
 
 st.subheader("One class")
-class_options = list(range(len(reference)))
+# Options are class positions labelled by name (the label is also the link's value, so it holds no number
+# that changes with the bins); with many classes they come worst first and typing filters them.
+class_options = (list(range(n_classes)) if not many or sort_by == "class"
+                 else [int(k) for k in figures.worst_classes(tables, sort_by).index])
 chosen = int(layout.linked(
     st.selectbox, "Class", class_options, index=0, key="cls", options=class_options,
     format_func=lambda k: reference[k] if reference[k] == str(k) else f"{k}: {reference[k]}",
     help="Its reliability diagram: the predicted probability of this class against whether the row is of "
-         "this class (one-vs-rest), with the bins chosen above."))
+         "this class (one-vs-rest), with the bins chosen above."
+         + ("" if not many else " Type to search the class names"
+            + ("." if sort_by == "class" else "; the list starts with the worst class.")),
+    **({"filter_mode": "contains"} if many else {})))
 lines = [f"**{md(name)}**: ACE {table['ace'].iloc[chosen]:.4f} · TACE {table['tace'].iloc[chosen]:.4f} · class-wise "
          f"ECE {table['classwise_ece'].iloc[chosen]:.4f} · {int(table['support'].iloc[chosen]):,} rows of this class"
          for name, table in tables.items()]

@@ -410,6 +410,146 @@ def per_class_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "clas
     return _base_layout(fig, height=420, title=title, panel_titles=True)
 
 
+#: Above this many classes the Per-class page shows the worst classes and the distribution over all
+#: classes (:func:`per_class_worst_figure`, :func:`per_class_distribution_figure`) instead of one bar
+#: per class: 40 grouped bars per panel are about the most a 600-pixel-wide panel can label.
+MANY_CLASSES = 40
+#: Tick labels of class names longer than this are cut (with an ellipsis); hover shows the whole name.
+CLASS_LABEL_CHARS = 32
+_PER_CLASS_TITLES = {"ace": "ACE per class (adaptive ranges)", "classwise_ece": "Class-wise ECE per class"}
+
+
+def worst_classes(tables: Mapping[str, pd.DataFrame], sort_by: str) -> pd.Series:
+    """Class positions (rows of the tables) from worst to best: by ``sort_by`` (``"ace"`` or ``"classwise_ece"``) averaged over
+    the models, ties (and NaN, last) in class order; the values are that mean."""
+    if sort_by not in _PER_CLASS_TITLES:
+        raise ValueError(f"`sort_by` must be 'ace' or 'classwise_ece', got {sort_by!r}.")
+    mean = pd.concat([t[sort_by].reset_index(drop=True) for t in tables.values()], axis=1).mean(axis=1)
+    return mean.sort_values(ascending=False, kind="stable", na_position="last")
+
+
+def _short(name: object, limit: int = CLASS_LABEL_CHARS) -> str:
+    """``name`` on one line, cut in the middle to ``limit`` characters: the start and the end are kept, as
+    names that differ only at the end (``... 12``, ``... 13``) would otherwise read alike."""
+    text = " ".join(str(name).split())
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    return text[:limit - tail - 1] + "\u2026" + text[-tail:]
+
+
+def per_class_worst_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "ace", top_n: int = 25,
+                           order: Sequence[int] | None = None, colors: Mapping[str, int] | None = None,
+                           title: str | None = None) -> go.Figure:
+    """The ``top_n`` worst classes as horizontal bars, worst on top: ACE (left) and class-wise ECE (right).
+
+    For many classes (Nixon et al. 2019 evaluate ACE per class on ImageNet's
+    1,000 classes), one bar per class no longer reads; the classes with the
+    largest error come first, the rest are summarised by
+    :func:`per_class_distribution_figure`.
+
+    Parameters
+    ----------
+    tables : mapping of model name to DataFrame
+        :func:`studio.compute.per_class` output, one per model (same classes).
+    sort_by : {"ace", "classwise_ece"}
+        Which error picks and orders the classes (the mean over models).
+    top_n : int
+        How many classes to show.
+    order : sequence of int, optional
+        The class positions to show, top to bottom, instead of the
+        ``top_n`` worst (``sort_by`` and ``top_n`` are then unused).
+    colors : mapping of model name to colour index, optional
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two panels sharing the class axis (category axis of the escaped
+        class names; tick labels cut to ``CLASS_LABEL_CHARS`` characters).
+    """
+    names = list(tables)
+    palette = _colors(names, colors)
+    order = (np.asarray(order, dtype=int) if order is not None
+             else worst_classes(tables, sort_by).index[:max(int(top_n), 1)].to_numpy())
+    raw = tables[names[0]]["class"].iloc[order].tolist()
+    categories = [plot_text(c) for c in raw]  # escaping is one-to-one, so the categories stay distinct
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[_PER_CLASS_TITLES["ace"], _PER_CLASS_TITLES["classwise_ece"]])
+    for i, name in enumerate(names):
+        table = tables[name].reset_index(drop=True).reindex(order)
+        label = plot_text(name)
+        customdata = np.column_stack([table["support"].to_numpy(), table["mean_probability"].to_numpy()])
+        for col, column in ((1, "ace"), (2, "classwise_ece")):
+            fig.add_trace(go.Bar(
+                y=categories, x=table[column].to_numpy(), orientation="h", name=label,
+                legendgroup=f"model-{i}", showlegend=col == 1 and len(names) > 1,
+                marker=dict(color=palette[name]), customdata=customdata,
+                hovertemplate=(f"<b>{label}</b><br>class %{{y}}<br>{'ACE' if col == 1 else 'class-wise ECE'}: "
+                               "%{x:.4f}<br>rows of this class: %{customdata[0]:,}"
+                               "<br>mean predicted probability: %{customdata[1]:.3f}<extra></extra>"),
+            ), row=1, col=col)
+    ticks = [plot_text(_short(c)) for c in raw]
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=categories[::-1],
+                     tickmode="array", tickvals=categories, ticktext=ticks)
+    fig.update_xaxes(rangemode="tozero", title_text="Calibration error")
+    per_class = 14 * max(len(names), 1) + 8
+    return _base_layout(fig, height=max(260, 90 + per_class * len(order)), title=title,
+                        panel_titles=len(names) > 1)
+
+
+def per_class_distribution_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "ace", top_n: int = 25,
+                                  marked: bool = True, colors: Mapping[str, int] | None = None,
+                                  title: str | None = None) -> go.Figure:
+    """Histograms of ACE (left) and class-wise ECE (right) over all classes, the worst-``top_n`` threshold marked.
+
+    Parameters
+    ----------
+    tables, sort_by, top_n, colors, title
+        As for :func:`per_class_worst_figure`; the dashed line on the
+        ``sort_by`` panel is the ``top_n``-th largest value (of the mean over
+        models), so the classes right of it are the bars above.
+    marked : bool
+        Whether to draw that line.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two panels, one overlaid histogram per model (the number of classes
+        per error range).
+    """
+    names = list(tables)
+    palette = _colors(names, colors)
+    ranked = worst_classes(tables, sort_by).dropna()
+    n_classes = max((len(t) for t in tables.values()), default=0)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
+                        subplot_titles=[f"ACE over all {n_classes:,} classes",
+                                        f"Class-wise ECE over all {n_classes:,} classes"])
+    for i, name in enumerate(names):
+        label = plot_text(name)
+        for col, column in ((1, "ace"), (2, "classwise_ece")):
+            values = tables[name][column].to_numpy(dtype=float)
+            fig.add_trace(go.Histogram(
+                x=values[np.isfinite(values)], nbinsx=40, name=label, legendgroup=f"model-{i}",
+                showlegend=col == 1 and len(names) > 1, marker=dict(color=palette[name]),
+                opacity=0.6 if len(names) > 1 else 0.85,
+                hovertemplate=(f"<b>{label}</b><br>{'ACE' if col == 1 else 'class-wise ECE'} %{{x}}"
+                               "<br>%{y:,} classes<extra></extra>"),
+            ), row=1, col=col)
+    if marked and 0 < top_n < len(ranked):
+        threshold = float(ranked.iloc[int(top_n) - 1])
+        fig.add_vline(x=threshold, line=dict(color=DIAGONAL_COLOR, dash="dash", width=1.5),
+                      row=1, col=1 if sort_by == "ace" else 2)
+        fig.add_annotation(x=threshold, y=1, yref="y domain" if sort_by == "ace" else "y2 domain",
+                           xref="x" if sort_by == "ace" else "x2", text=f"{int(top_n):,} worst \u2192",
+                           showarrow=False, xanchor="left", yanchor="top", font=dict(size=12))
+    fig.update_layout(barmode="overlay", bargap=0.05)
+    fig.update_xaxes(rangemode="tozero", title_text="Calibration error")
+    fig.update_yaxes(title_text="Classes", col=1)
+    return _base_layout(fig, height=300, title=title, panel_titles=len(names) > 1)
+
+
 # ----------------------------------------------------------------------------- bin sensitivity
 
 def sensitivity_figure(table: pd.DataFrame, *, marks: Mapping[str, float] | None = None,
