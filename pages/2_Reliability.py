@@ -28,7 +28,9 @@ target = layout.linked(
     format_func=lambda t: "Top label" if t == "top_label"
     else f"Class {t}: {class_names[t]}",
     help="Top label bins each row's highest probability against whether that class is correct; "
-         "a class bins that class's probability against whether the row belongs to it.")
+         "a class bins that class's probability against whether the row belongs to it."
+         + (" Type to search the class names." if max_classes > figures.MANY_CLASSES else ""),
+    **({"filter_mode": "contains"} if max_classes > figures.MANY_CLASSES else {}))
 binning = layout.linked(binning_col.radio, "Bins", ["uniform", "adaptive"], index=0, key="binning",
                         horizontal=True, help="Uniform: equal widths. Adaptive: equal numbers of rows.")
 n_bins = layout.linked(bins_col.slider, "Number of bins", 2, 50, value=15, key="bins")
@@ -43,7 +45,7 @@ histogram_log = layout.linked(log_col.toggle, "Log scale", value=False, key="log
 usable = [m for m in models if target == "top_label" or target < m.predictions.n_classes]
 skipped = [m.name for m in models if m not in usable]
 if skipped:
-    st.info(f"{', '.join(skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
+    st.info(f"{', '.join(md(name) for name in skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
             "choose another event to include them.")
 tables = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, target) for m in usable}
 event = "top-label confidence" if target == "top_label" else f"predicted probability of class {figures.plot_text(class_names[target])}"

@@ -534,3 +534,18 @@ def test_md_keeps_bare_urls_and_addresses_from_becoming_links(name):
         assert trigger.lower() not in escaped.lower()
     assert "@" not in escaped or "\u2060\\@" in escaped
     assert escaped.replace("\u2060", "").replace("\\", "") == name
+
+
+def test_reliability_note_on_models_without_the_chosen_class_shows_their_names_as_text():
+    """A binary model beside a 3-class one, event "class 2": the note naming the skipped model was raw Markdown."""
+    rng = np.random.default_rng(5)
+    binary = rng.dirichlet(np.ones(2), size=120)
+    models = [hostile_predictions(),
+              Predictions.from_arrays(probs=binary, labels=rng.integers(0, 2, 120), name=HOSTILE[1])]
+    at = open_with_uploads("pages/2_Reliability.py", models, timeout=120)
+    at.selectbox(key="event").set_value(2).run()
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [box.value for box in at.info if "no class 2" in box.value]
+    assert notes, [box.value for box in at.info]
+    assert all(_rendered_safely(note) for note in notes), notes
+    assert HOSTILE[1] in _plain_text(notes[0])
