@@ -73,6 +73,22 @@ def fresh_streamlit_caches(demo_dir):
     st.cache_resource.clear()
 
 
+@pytest.fixture
+def downloads(monkeypatch) -> dict:
+    """The bytes of every ``st.download_button`` a page draws, by file name (the buttons still draw)."""
+    import streamlit
+
+    captured: dict = {}
+    original = streamlit.download_button
+
+    def record(label, data, *args, **kwargs):
+        captured[kwargs.get("file_name")] = data
+        return original(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "download_button", record)
+    return captured
+
+
 @pytest.fixture(autouse=True)
 def keep_the_main_module():
     """Put pytest's ``__main__`` back after each test.

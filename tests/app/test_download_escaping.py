@@ -6,7 +6,6 @@ import io
 
 import numpy as np
 import pytest
-import streamlit
 
 import calib_core as cc
 from calib_core.io import Predictions
@@ -22,23 +21,15 @@ def rows_of(data: bytes) -> list[list[str]]:
     return list(csv.reader(io.StringIO(data.decode("utf-8"))))
 
 
-def test_metrics_page_download_escapes_the_model_name(monkeypatch):
+def test_metrics_page_download_escapes_the_model_name(downloads):
     """A file named `=HYPERLINK(...).csv` became the model name and landed unescaped in calibration_metrics.csv."""
-    captured = {}
-    original = streamlit.download_button
-
-    def record(label, data, *args, **kwargs):
-        captured[kwargs.get("file_name")] = data
-        return original(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(streamlit, "download_button", record)
     rng = np.random.default_rng(1)
     probs = rng.dirichlet([1, 1, 1], 120)
     labels = (rng.uniform(size=(120, 1)) > probs.cumsum(1)).sum(1).clip(0, 2)  # calibrated
     at = app_support.open_with_model("pages/1_Metrics.py", Predictions(probs, labels, ("a", "b", "c"), name=HOSTILE),
                                      timeout=120)
     app_support.assert_clean(at)
-    rows = rows_of(captured["calibration_metrics.csv"])
+    rows = rows_of(downloads["calibration_metrics.csv"])
     header, body = rows[0], rows[1:]
     models = {row[header.index("model")] for row in body}
     assert models == {"'" + HOSTILE}

@@ -125,17 +125,7 @@ def expected_row(p, key, n_bins=15):
     return cc.metric_interval(key, p.probs, p.labels, n_bins=n_bins, binning="uniform", n_boot=200, seed=0)
 
 
-def test_the_intervals_filled_in_one_at_a_time_are_todays_numbers_and_the_csv_has_them_all(monkeypatch):
-    import streamlit
-
-    captured = {}
-    original = streamlit.download_button
-
-    def record(label, data, *args, **kwargs):
-        captured[kwargs.get("file_name")] = data
-        return original(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(streamlit, "download_button", record)
+def test_the_intervals_filled_in_one_at_a_time_are_todays_numbers_and_the_csv_has_them_all(downloads):
     p = small_model()
     at = open_with(p)
     assert not at.exception and not at.error
@@ -149,24 +139,14 @@ def test_the_intervals_filled_in_one_at_a_time_are_todays_numbers_and_the_csv_ha
         for column, value in (("ci_low", found.low), ("ci_high", found.high), ("std", found.std)):
             assert row[column] == value or (np.isnan(row[column]) and np.isnan(value)), (spec.key, column)
         assert row["interval"] == found.note
-    csv = captured["calibration_metrics.csv"].decode()
+    csv = downloads["calibration_metrics.csv"].decode()
     assert "pending" not in csv and "stopped" not in csv
     assert at.get("plotly_chart"), "the interval chart is drawn once the intervals are in"
 
 
-def test_a_stopped_session_shows_estimates_with_pending_intervals_and_resumes(monkeypatch):
-    import streamlit
-
+def test_a_stopped_session_shows_estimates_with_pending_intervals_and_resumes(downloads):
     from studio import compute, metrics_page
 
-    captured = {}
-    original = streamlit.download_button
-
-    def record(label, data, *args, **kwargs):
-        captured[kwargs.get("file_name")] = data
-        return original(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(streamlit, "download_button", record)
     p = small_model()
     # Stopped after ECE's interval: the session remembers that one.
     ece = expected_row(p, "ece")
@@ -184,7 +164,7 @@ def test_a_stopped_session_shows_estimates_with_pending_intervals_and_resumes(mo
     assert others["ci_low"].isna().all() and (others["interval"] == metrics_page.STOPPED).all()
     assert any(f"Stopped: {len(cc.METRICS) - 1} interval(s)" in i.value for i in at.info)
     # The CSV holds the finished interval and says which are pending.
-    lines = captured.pop("calibration_metrics.csv").decode().splitlines()
+    lines = downloads.pop("calibration_metrics.csv").decode().splitlines()
     assert sum(metrics_page.STOPPED in line for line in lines) == len(cc.METRICS) - 1
     assert at.get("plotly_chart")
 
