@@ -17,19 +17,49 @@ real browser: a fresh ``streamlit run app.py`` and Debian's headless Chromium
 driven by Playwright (:func:`first_chart`).
 
     python bench/bench_app.py --first-chart [--visits 5]
+
+``--rows N --classes K`` measures instead every page (the Data page and
+``pages/*.py``) on a synthetic model loaded as an upload (issue 15, item 6):
+a Parquet file of ``N`` rows (softmax of scaled normals, over-confident:
+labels drawn at a higher temperature; a ``split`` column marking half the
+rows ``calibration``, half ``test``; a ``group`` column for the Groups page;
+``--float32`` stores the probabilities as float32), read through
+``studio.state.read_user_file`` as an upload is (:func:`synthetic_parquet`).
+Each page runs in its own process (so ``--timeout`` can end a page stuck in
+a long computation; the page then shows ``timeout``), warmed up on the demo,
+then with empty caches (``st.cache_data`` and ``st.cache_resource``
+cleared) in a fresh session holding the upload: the first visit is timed,
+then the re-render after one change of the page's main control
+(``UPLOAD_PAGES``; ``--repeats`` changes, default 1). On the Metrics page
+a visit lasts until every interval is in (the page fills them in
+progressively); the notes give separately the time until the estimates
+table is first drawn.
+
+    python bench/bench_app.py --rows 100000 --classes 10
+    python bench/bench_app.py --rows 50000 --classes 1000 --float32 [--pages Metrics Reliability] [--timeout 300]
+
+Targets (issue 15, item 6): 100,000 x 10: first visit < 3 s on every page but
+Lab and Recalibration, re-render < 1 s everywhere; 50,000 x 1,000 float32:
+first visit < 10 s (Metrics with its intervals < 20 s), re-render < 2 s.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import queue
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
@@ -42,6 +72,26 @@ PAGES = {
     "pages/4_Bin_sensitivity.py": ("slider", "counts", [(2, 150), (5, 100), (2, 50), (10, 200),
                                                                          (3, 120), (2, 80), (4, 60), (2, 199)]),
 }
+
+# The other pages, for the upload mode (every page): their main control (a slider where the page has one that
+# changes what is computed, else a bound control; None values: the widget's other options, in order).
+UPLOAD_PAGES = {
+    **PAGES,
+    "pages/5_Simplex.py": ("slider", "cells", [12, 8, 15, 6, 20]),
+    "pages/6_Recalibration.py": ("number_input", "recal_seed", [1, 2, 3, 4, 5]),
+    "pages/7_Estimators.py": ("slider", "chain_bins", [20, 10, 25, 30, 40]),
+    "pages/8_Lab.py": ("selectbox", "lab_generator", None),
+    "pages/9_Large_tables.py": ("selectbox", "summary_bins", None),
+    "pages/10_Groups.py": ("slider", "group_bins", [20, 10, 25, 30, 40]),
+}
+
+#: Targets of issue 15, item 6, in seconds: (first visit, re-render); None: no target. Pages without a first-visit
+#: target at 100,000 x 10; the Metrics page's first visit with every interval in at 50,000 x 1,000.
+SMALL_TARGETS = (3.0, 1.0)
+LARGE_TARGETS = (10.0, 2.0)
+NO_FIRST_TARGET_SMALL = ("pages/6_Recalibration.py", "pages/8_Lab.py")
+METRICS_PAGE = "pages/1_Metrics.py"
+METRICS_ALL_INTERVALS_LARGE = 20.0
 
 
 def timed_run(at: AppTest) -> tuple[float, float]:
@@ -116,14 +166,337 @@ def first_chart(visits: int, demo: str | None = None) -> dict[str, float]:
     return {"cold": times[0], "warm": statistics.median(times[1:]), "warm_max": max(times[1:]), "script": script}
 
 
+# ----------------------------------------------------------------------------- upload mode (issue 15, item 6)
+
+def synthetic_parquet(path: Path, rows: int, classes: int, float32: bool, seed: int = 0) -> None:
+    """Write a synthetic model's predictions to ``path`` (Parquet): what a user's upload would hold.
+
+    Probabilities: the softmax of normals scaled by 3 (confident, arg-max
+    accuracy well below the confidence); labels drawn from the softmax of
+    the same normals at scale 2 (so the model is over-confident); columns
+    ``class_0 ... class_{K-1}``, ``label`` (the class index), ``split``
+    (``calibration`` for a random half of the rows, ``test`` for the rest)
+    and ``group`` (eight sites drawn at random, for the Groups page; the
+    upload is read with it as the group column, as after the Data page's
+    *Correct the column mapping*).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    names = [f"class_{k}" for k in range(classes)]
+    chunk = max(1, 2_000_000 // classes)  # rows per block: bounded memory at 1,000 classes
+    probs = np.empty((rows, classes), dtype=np.float32 if float32 else np.float64)
+    labels = np.empty(rows, dtype=np.int64)
+    for start in range(0, rows, chunk):
+        z = rng.standard_normal((min(chunk, rows - start), classes))
+        p = _softmax(3.0 * z)
+        truth = np.cumsum(_softmax(2.0 * z), axis=1)
+        u = rng.random((len(z), 1))
+        labels[start:start + len(z)] = np.minimum((truth < u).sum(axis=1), classes - 1)
+        probs[start:start + len(z)] = p
+    split = np.where(rng.permutation(rows) < rows // 2, "calibration", "test")
+    columns = {name: probs[:, k] for k, name in enumerate(names)}
+    columns["label"] = labels  # the class index: column k is class k
+    columns["split"] = split
+    columns["group"] = np.asarray([f"site_{g}" for g in range(8)], dtype=object)[rng.integers(0, 8, rows)]
+    pq.write_table(pa.table(columns), path)
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _emit(**fields: object) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def _find_widget(at: AppTest, kind: str, key: str):
+    """The widget of ``kind`` with ``key`` anywhere on the page, or None."""
+    for element in at.get(kind):
+        if getattr(element, "key", None) == key:
+            return element
+    return None
+
+
+def _move(widget, value) -> None:
+    """Set ``widget`` to ``value``; an ``("index", i)`` value picks the ``i``-th option of a select box."""
+    if isinstance(value, tuple) and value[:1] == ("index",):
+        widget.select_index(value[1])
+    else:
+        widget.set_value(value)
+
+
+def _next_values(widget, values: list | None, count: int) -> list:
+    """``count`` values to move ``widget`` through: ``values``, or its other options in order (by index)."""
+    if values is None:
+        values = [("index", i) for i in range(len(widget.options)) if i != widget.index]
+    return list(values)[:count]
+
+
+def child(page: str, file: Path, timeout: float, repeats: int) -> None:
+    """Measure one page in this process; one JSON line per step (so a parent that kills us keeps what came)."""
+    import importlib
+    import pkgutil
+    from unittest import mock
+
+    import studio
+    from studio import compute, metrics_page, state
+
+    for module in pkgutil.walk_packages(studio.__path__, "studio."):  # every page's imports, as on a live server
+        importlib.import_module(module.name)
+    AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()  # warm-up: imports, the demo read
+
+    raw = file.read_bytes()
+    start = time.perf_counter()
+    # the app's boundary for user files, with the loader uncached: its session-scoped cache needs a script run
+    options = (("group", "group"),)
+    with mock.patch.object(compute, "load_file", compute.load_file.__wrapped__):
+        predictions = state.read_user_file(raw, file.name, options)
+    model = state.LoadedModel(predictions, state.fingerprint(predictions), "upload", file.name, raw=raw,
+                              options=options)
+    load = time.perf_counter() - start
+    _emit(step="ready", load=load, rows=predictions.n_samples, classes=predictions.n_classes,
+          dtype=str(predictions.probs.dtype))
+
+    table_drawn: list[float] = []  # perf_counter of each call of the Metrics page's show_table
+    show_table = metrics_page.show_table
+
+    def recording_show_table(*args, **kwargs):
+        table_drawn.append(time.perf_counter())
+        return show_table(*args, **kwargs)
+
+    metrics_page.show_table = recording_show_table
+
+    def run(at: AppTest) -> dict:
+        table_drawn.clear()
+        begin, cpu_begin = time.perf_counter(), time.process_time()
+        try:
+            at.run(timeout=timeout)
+        except RuntimeError as exc:  # AppTest's own timeout (the script stopped at its next Streamlit call)
+            if "timed out" not in str(exc):
+                raise
+            result = {"timeout": True, "wall": time.perf_counter() - begin}
+        else:
+            result = {"wall": time.perf_counter() - begin, "cpu": time.process_time() - cpu_begin,
+                      "errors": len(at.error)}
+            if at.exception:
+                result["exception"] = str(at.exception[0].value)[:300]
+        if table_drawn:
+            result["table"] = table_drawn[0] - begin
+        return result
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    store = state._Store(models={predictions.name: model}, started=True)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.session_state[state.APP_KEY] = store
+    if page != "app.py":
+        at.switch_page(page)
+    first = run(at)
+    _emit(step="first", **first)
+    if first.get("timeout"):
+        _emit(step="rerender", missing="not measured: the first visit timed out")
+        return
+
+    kind, key, values = UPLOAD_PAGES[page]
+    widget = _find_widget(at, kind, key)
+    if widget is None:
+        _emit(step="rerender", missing=f"no {kind} {key!r} on the page")
+        return
+    moves = _next_values(widget, values, repeats)
+    results = []
+    for value in moves:
+        _move(widget, value)
+        results.append(run(at))
+        if "exception" in results[-1] or results[-1].get("timeout"):
+            break
+        widget = _find_widget(at, kind, key)
+        if widget is None:
+            break
+    walls = [r["wall"] for r in results]
+    summary = {"wall": max(walls), "median": statistics.median(walls),
+               "cpu": max(r.get("cpu", float("nan")) for r in results),
+               "control": f"{kind} {key} -> {moves[:len(results)]!r}"}
+    if any(r.get("timeout") for r in results):
+        summary["timeout"] = True
+    for field in ("table", "exception"):
+        found = [r[field] for r in results if field in r]
+        if found:
+            summary[field] = max(found) if field == "table" else found[0]
+    summary["errors"] = max(r.get("errors", 0) for r in results)
+    _emit(step="rerender", **summary)
+
+
+def run_child(page: str, file: Path, timeout: float, repeats: int, setup_timeout: float = 900.0) -> dict:
+    """Run :func:`child` for ``page`` in a new process; ``timeout`` limits each timed script run."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", page, "--file", str(file),
+               "--timeout", str(timeout), "--repeats", str(repeats)]
+    errors = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty child never blocks on it
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, cwd=str(ROOT))
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    steps: dict[str, dict] = {}
+    # the process's own AppTest timeout stops a run at the page's next Streamlit call; a run stuck in one long
+    # computation is ended here, a little later
+    limits = {"ready": setup_timeout, "first": timeout + 30, "rerender": (timeout + 30) * max(1, repeats)}
+    try:
+        for step in ("ready", "first", "rerender"):
+            deadline = time.monotonic() + limits[step]
+            while step not in steps:
+                try:
+                    line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:  # stuck in one computation past the limit: ended by this process
+                    steps[step] = {"timeout": True, "killed": limits[step]}
+                    return steps
+                if line is None:
+                    process.wait()
+                    errors.seek(0)
+                    steps[step] = {"crash": errors.read()[-600:]}
+                    return steps
+                if line.startswith("{"):
+                    record = json.loads(line)
+                    steps[record.pop("step")] = record
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        errors.close()
+    return steps
+
+
+def _cell(record: dict | None, field: str = "wall") -> str:
+    """A figure of the table: seconds, ``timeout``, ``error`` or ``n/a``."""
+    if record is None:
+        return "n/a"
+    if record.get("timeout"):
+        return "timeout"
+    if "crash" in record or "exception" in record:
+        return "error"
+    if "missing" in record:
+        return "n/a"
+    value = record.get(field)
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _verdict(cell: str, target: float | None) -> str:
+    if target is None:
+        return "(none)"
+    try:
+        return "ok" if float(cell) < target else "MISSED"
+    except ValueError:
+        return "MISSED" if cell in ("timeout", "error") else "n/a"
+
+
+def upload_bench(args: argparse.Namespace) -> None:
+    pages = list(UPLOAD_PAGES)
+    if args.pages:
+        pages = [p for p in pages if any(word.lower() in p.lower() for word in args.pages)]
+    large = args.classes > 100
+    first_target, rerender_target = LARGE_TARGETS if large else SMALL_TARGETS
+    repeats = args.repeats or 1
+    with tempfile.TemporaryDirectory(prefix="bench-app-") as folder:
+        file = Path(folder) / f"synthetic_{args.rows}x{args.classes}{'_float32' if args.float32 else ''}.parquet"
+        start = time.perf_counter()
+        synthetic_parquet(file, args.rows, args.classes, args.float32, seed=args.seed)
+        made = time.perf_counter() - start
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"synthetic upload {args.rows:,} x {args.classes:,} {'float32' if args.float32 else 'float64'} "
+              f"({file.stat().st_size / 1e6:.0f} MB Parquet, written in {made:.1f} s); one process per page "
+              f"(warmed up on the demo, then empty caches, a fresh session holding the upload); timeout "
+              f"{args.timeout:.0f} s per script run; {repeats} control change(s); {os.cpu_count()} CPUs, "
+              f"load average {load:.1f} at start", flush=True)
+        header = (f"{'page':<28} {'first':>8} {'target':>7} {'':<6} {'re-render':>9} {'target':>7} {'':<6} "
+                  f"{'cpu 1st':>8} {'cpu re':>7}  control / notes")
+        print(header, flush=True)
+        rows = []
+        for page in pages:
+            steps = run_child(page, file, args.timeout, repeats)
+            first, rerender = steps.get("first"), steps.get("rerender")
+            if first is None:  # setup failed or timed out: the page was never run
+                first = rerender = steps.get("ready")
+            page_first_target = first_target
+            if not large and page in NO_FIRST_TARGET_SMALL:
+                page_first_target = None
+            notes = []
+            ready = steps.get("ready") or {}
+            if page == METRICS_PAGE:  # first visit: until every interval is in; the estimates table comes first
+                if large:
+                    page_first_target = METRICS_ALL_INTERVALS_LARGE
+                for name, record in (("first visit", first), ("re-render", rerender)):
+                    if record and "table" in record:
+                        table_cell, all_cell = f"{record['table']:.2f}", _cell(record)
+                        target = first_target if name == "first visit" else rerender_target
+                        notes.append(f"{name}: estimates table drawn at {table_cell} s (target < {target:.0f} s: "
+                                     f"{_verdict(table_cell, target)}), every interval in: {all_cell}"
+                                     + (" s" if all_cell[0].isdigit() else f" (> {args.timeout:.0f} s)"
+                                        if all_cell == "timeout" else ""))
+            for name, record in (("first", first), ("re-render", rerender if rerender is not first else None)):
+                if record and record.get("exception"):
+                    notes.append(f"{name} raised: {record['exception'][:160]}")
+                if record and record.get("crash"):
+                    notes.append(f"{name} crashed: {record['crash'].strip().splitlines()[-1:]}")
+                if record and record.get("errors"):
+                    notes.append(f"{name}: {record['errors']} st.error")
+                if record and record.get("missing"):
+                    notes.append(record["missing"])
+                if record and record.get("killed"):
+                    notes.append(f"{name}: no result after {record['killed']:.0f} s, the process was ended")
+            if rerender and "control" in rerender:
+                notes.insert(0, rerender["control"])
+            if "load" in ready and page == pages[0]:
+                notes.append(f"upload read in {ready['load']:.2f} s ({ready.get('dtype')})")
+            first_cell, rerender_cell = _cell(first), _cell(rerender)
+            row = {"page": page, "first": first_cell, "first_target": page_first_target,
+                   "first_ok": _verdict(first_cell, page_first_target), "rerender": rerender_cell,
+                   "rerender_target": rerender_target, "rerender_ok": _verdict(rerender_cell, rerender_target),
+                   "notes": notes}
+            rows.append(row)
+            target_text = "-" if page_first_target is None else f"< {page_first_target:.0f}"
+            cpu_first = _cell(first, "cpu")
+            cpu_re = _cell(rerender, "cpu")
+            print(f"{page:<28} {first_cell:>8} {target_text:>7} {row['first_ok']:<6} {rerender_cell:>9} "
+                  f"{'< ' + format(rerender_target, '.0f'):>7} {row['rerender_ok']:<6} {cpu_first:>8} "
+                  f"{cpu_re:>7}  {'; '.join(notes)}", flush=True)
+        missed = [r["page"] for r in rows if "MISSED" in (r["first_ok"], r["rerender_ok"])]
+        print(f"seconds (wall clock) per script run; targets of issue 15 item 6 for "
+              f"{'50,000 x 1,000' if large else '100,000 x 10'}; "
+              + (f"missed on: {', '.join(missed)}" if missed else "every target met"), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="slider moves per page (default 5)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="slider moves per page (default 5; 1 with --rows)")
     parser.add_argument("--demo", default="digits_gaussian_nb", help="demo to open (default digits_gaussian_nb)")
     parser.add_argument("--first-chart", action="store_true",
                         help="measure the time from opening the app to its first chart (browser) instead")
     parser.add_argument("--visits", type=int, default=5, help="warm visits of --first-chart (default 5)")
+    parser.add_argument("--rows", type=int, help="upload mode: rows of the synthetic model (e.g. 100000)")
+    parser.add_argument("--classes", type=int, default=10, help="upload mode: classes (default 10)")
+    parser.add_argument("--float32", action="store_true", help="upload mode: float32 probabilities in the file")
+    parser.add_argument("--pages", nargs="+", help="upload mode: only the pages whose file name contains a word")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="upload mode: seconds per script run before the page counts as 'timeout' (300)")
+    parser.add_argument("--seed", type=int, default=0, help="upload mode: seed of the synthetic model")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # upload mode: measure this page in this process
+    parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.child, args.file, args.timeout, args.repeats or 1)
+        return
+    if args.rows:
+        upload_bench(args)
+        return
+    if args.repeats is None:
+        args.repeats = 5
     if args.first_chart:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         result = first_chart(args.visits)
