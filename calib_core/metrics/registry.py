@@ -264,16 +264,40 @@ def _cox_scalar(fit: CoxCalibration, name: str) -> float:
     return float(values.mean())
 
 
+#: The last fit of each shared fit function, with the arrays it was made on (see :func:`_shared_fit`).
+_LAST_FITS: dict[str, tuple[np.ndarray, np.ndarray, object]] = {}
+
+
+def _shared_fit(function: Callable, probs: np.ndarray, labels: np.ndarray):
+    """``function(probs, labels)``, fitted once for the metrics that read one fit.
+
+    ICI, E50 and E90 read one loess fit per class, and Cox's slope, intercept
+    and calibration-in-the-large one regression: a table of every metric would
+    fit each three times (4.7 s per loess fit at 100,000 x 10). The last fit is
+    reused only for the very same arrays and only when neither is writeable
+    (those of a :class:`~calib_core.io.Predictions`), so no in-place change
+    can make it stale.
+    """
+    if probs.flags.writeable or labels.flags.writeable:
+        return function(probs, labels)
+    last = _LAST_FITS.get(function.__name__)
+    if last is not None and last[0] is probs and last[1] is labels:
+        return last[2]
+    fit = function(probs, labels)
+    _LAST_FITS[function.__name__] = (probs, labels, fit)
+    return fit
+
+
 def _cox_compute(name):
     def compute(probs, labels, n_bins=15, binning="uniform"):
-        return _cox_scalar(cox_calibration(probs, labels), name)
+        return _cox_scalar(_shared_fit(cox_calibration, probs, labels), name)
     return compute
 
 
 def _cox_variance(name):
     """``variance(probs, labels, bandwidth)`` of the Cox summary ``name`` (see :func:`cox_mean_std_error`)."""
     def variance(probs, labels, bandwidth=None):
-        fit = cox_calibration(probs, labels)
+        fit = _shared_fit(cox_calibration, probs, labels)
         estimate = _cox_scalar(fit, name)
         if len(fit.classes) == 1:
             return estimate, float(getattr(fit, name + "_se")), "Wald interval from the Fisher information"
@@ -333,7 +357,7 @@ def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: CoxCalibration,
 
 def _ici_compute(name):
     def compute(probs, labels, n_bins=15, binning="uniform"):
-        return float(np.mean(getattr(ici(probs, labels), name)))
+        return float(np.mean(getattr(_shared_fit(ici, probs, labels), name)))
     return compute
 
 

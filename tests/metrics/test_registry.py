@@ -350,3 +350,34 @@ def test_resolve_metrics_reads_keys_callables_and_mappings_with_the_bin_settings
 def test_resolve_metrics_errors(metrics, kwargs, match):
     with pytest.raises(cc.CalibrationInputError, match=match):
         resolve_metrics(metrics, **kwargs)
+
+
+def test_ici_e50_e90_and_the_cox_summaries_share_one_fit_on_a_predictions_arrays(monkeypatch):
+    """A table of every metric fitted the same loess curves three times (ICI, E50, E90) and Cox's regression
+    three times; on read-only arrays (a Predictions') one fit now serves them, on writeable ones nothing is kept."""
+    from calib_core.metrics import registry
+
+    calls = {"ici": 0}
+    real_ici = registry.ici
+
+    def counted(probs, labels):
+        calls["ici"] += 1
+        return real_ici(probs, labels)
+
+    counted.__name__ = "ici"
+    monkeypatch.setattr(registry, "ici", counted)
+    monkeypatch.setattr(registry, "_LAST_FITS", {})
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet(np.ones(3), size=300)
+    labels = rng.integers(0, 3, 300)
+    writeable = [cc.metric_value(key, probs, labels) for key in ("ici", "e50", "e90")]
+    assert calls["ici"] == 3
+    probs.flags.writeable = False
+    labels.flags.writeable = False
+    frozen = [cc.metric_value(key, probs, labels) for key in ("ici", "e50", "e90")]
+    assert calls["ici"] == 4
+    assert frozen == writeable
+    other = probs.copy()
+    other.flags.writeable = False
+    cc.metric_value("ici", other, labels)  # other arrays: a new fit
+    assert calls["ici"] == 5
