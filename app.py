@@ -344,7 +344,7 @@ for file in st.session_state.get(UPLOADS) or []:
 entries = state.get_entries()
 st.subheader(f"Loaded models ({len(entries)})")
 if entries:
-    st.download_button("Download session file", data=state.session_bytes(), file_name="calibration-session.zip",
+    st.download_button("Download session file", data=state.session_file_packer(), file_name="calibration-session.zip",
                        mime="application/zip", on_click="ignore", icon=":material/save:", key="data:session_file",
                        help="One zip with every loaded model (predictions as Parquet, the files they came from, "
                             "fixes and load options) and this view's settings. Upload it above, on any machine, "

@@ -28,8 +28,9 @@ rows ``calibration``, half ``test``; a ``group`` column for the Groups page;
 Each page runs in its own process (so ``--timeout`` can end a page stuck in
 a long computation; the page then shows ``timeout``), warmed up on the demo,
 then with empty caches (``st.cache_data`` and ``st.cache_resource``
-cleared) in a fresh session holding the upload: the first visit is timed,
-then the re-render after one change of the page's main control
+cleared) in a fresh session holding the upload: the first visit is timed
+(with ``BENCH_APP_PROFILE=folder`` in the environment and yappi installed, its
+profile, every thread, is written there in pstats form, one ``page.prof`` each), then the re-render after one change of the page's main control
 (``UPLOAD_PAGES``; ``--repeats`` changes, default 1). On the Metrics page
 a visit lasts until every interval is in (the page fills them in
 progressively); the notes give separately the time until the estimates
@@ -294,7 +295,16 @@ def child(page: str, file: Path, timeout: float, repeats: int) -> None:
     at.session_state[state.APP_KEY] = store
     if page != "app.py":
         at.switch_page(page)
-    first = run(at)
+    profile_dir = os.environ.get("BENCH_APP_PROFILE")  # a folder: the first visit's cProfile stats go there
+    if profile_dir:  # yappi (pip install yappi): AppTest runs the script in a thread of its own, which cProfile misses
+        import yappi
+        yappi.set_clock_type("wall")
+        yappi.start()
+        first = run(at)
+        yappi.stop()
+        yappi.get_func_stats().save(str(Path(profile_dir) / (Path(page).stem + ".prof")), type="pstat")
+    else:
+        first = run(at)
     _emit(step="first", **first)
     if first.get("timeout"):
         _emit(step="rerender", missing="not measured: the first visit timed out")

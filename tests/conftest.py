@@ -75,14 +75,18 @@ def fresh_streamlit_caches(demo_dir):
 
 @pytest.fixture
 def downloads(monkeypatch) -> dict:
-    """The bytes of every ``st.download_button`` a page draws, by file name (the buttons still draw)."""
+    """The bytes of every ``st.download_button`` a page draws, by file name (the buttons still draw).
+
+    A button whose ``data`` is a function (made on the click, as the session file is) records what the
+    function returns, as a click would.
+    """
     import streamlit
 
     captured: dict = {}
     original = streamlit.download_button
 
     def record(label, data, *args, **kwargs):
-        captured[kwargs.get("file_name")] = data
+        captured[kwargs.get("file_name")] = data() if callable(data) else data
         return original(label, data, *args, **kwargs)
 
     monkeypatch.setattr(streamlit, "download_button", record)

@@ -93,6 +93,33 @@ class _LabelSampler:
         position = np.searchsorted(self.flat, uniform + rows, side="right")
         return np.minimum(position - rows * self.n_classes, self.n_classes - 1)
 
+    def draw_other(self, rng: np.random.Generator, n_draws: int, reference: NDArray[np.intp]) -> NDArray[np.uint8]:
+        """``labels != reference`` of shape (n_draws, N), for the labels :meth:`draw` gives with this ``rng``.
+
+        The same uniforms and the same comparisons with the cumulative sums as
+        :meth:`draw`, so the same draws, but two comparisons per entry instead
+        of a label: the label is ``reference[i]`` exactly when ``u`` lies in
+        ``[F_(r-1), F_r)`` (no lower end for ``r = 0``, no upper end for the
+        last class).
+        """
+        uniform = rng.random((n_draws, self.n_rows))
+        last = self.n_classes - 1
+        if self.flat is None:
+            rows = np.arange(self.n_rows)
+            cdf = self.columns  # (K-1, N): F_0 .. F_(K-2)
+            low = np.where(reference > 0, cdf[np.maximum(reference - 1, 0), rows], -np.inf)
+            high = np.where(reference < last, cdf[np.minimum(reference, last - 1), rows], np.inf)
+        else:
+            # The flat search compares i + u with i + F_k: the same sums here.
+            rows = np.arange(self.n_rows)
+            uniform += rows
+            start = rows * self.n_classes
+            low = np.where(reference > 0, self.flat[start + np.maximum(reference - 1, 0)], -np.inf)
+            high = np.where(reference < last, self.flat[start + reference], np.inf)
+        other = uniform < low
+        other |= uniform >= high
+        return other.view(np.uint8)
+
 
 def sample_labels(probs: ArrayLike, n_draws: int = 1, *, seed: Seed = None) -> NDArray[np.intp]:
     """Draw labels from the predictions themselves (the hypothesis of perfect calibration).
@@ -125,12 +152,19 @@ def sample_labels(probs: ArrayLike, n_draws: int = 1, *, seed: Seed = None) -> N
     return _LabelSampler(probs).draw(np.random.default_rng(seed), n_draws).astype(np.intp)
 
 
-def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Generator, per_draw: int):
-    """Yield (start, labels of shape (b, N)) blocks of at most ``_BLOCK_ELEMENTS`` entries."""
+def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Generator, per_draw: int,
+                 reference: NDArray[np.intp] | None = None):
+    """Yield (start, labels of shape (b, N)) blocks of at most ``_BLOCK_ELEMENTS`` entries.
+
+    With ``reference`` (a class per row), the blocks hold ``labels != reference``
+    instead (:meth:`_LabelSampler.draw_other`): the same draws, seen through a
+    two-class lens.
+    """
     sampler = _LabelSampler(probs)
     block = max(1, _BLOCK_ELEMENTS // max(per_draw, 1))
     for start in range(0, n_draws, block):
-        yield start, sampler.draw(rng, min(block, n_draws - start))
+        size = min(block, n_draws - start)
+        yield start, sampler.draw(rng, size) if reference is None else sampler.draw_other(rng, size, reference)
 
 
 # ----------------------------------------------------------------------------
@@ -153,6 +187,8 @@ def _resampled_estimates(points: NDArray[np.float64], partition: Partition, outc
     """
     cells = partition.cell_index
     n_rows = points.shape[0]
+    if points.shape[1] == 2 and partition.n_cells <= _TWO_CLASS_MAX_CELLS:
+        return _two_class_cell_estimates(points, cells, partition.n_cells, outcome_draws, distances)
     single = np.bincount(cells, minlength=partition.n_cells)[cells] == 1
     if "euclidean" in distances or not single.any():
         return _resampled_cell_estimates(points, cells, partition.n_cells, outcome_draws, distances)
@@ -169,6 +205,48 @@ def _resampled_estimates(points: NDArray[np.float64], partition: Partition, outc
         out += share * _resampled_cell_estimates(points[rest], rest_cells.ravel(), int(rest_cells.max()) + 1,
                                                  outcome_draws[:, rest], distances)
     return out
+
+
+#: Most cells for :func:`_two_class_cell_estimates` (its one-hot matrix has N x cells entries).
+_TWO_CLASS_MAX_CELLS = 256
+
+#: The last (points, cells, per-cell arrays) of :func:`_two_class_cell_estimates`: the blocks of one
+#: resampling share them (found by identity; the reference keeps the arrays alive).
+_TWO_CLASS_CELLS: list = [None]
+
+
+def _two_class_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
+                              outcome_draws: NDArray[np.integer], distances: Sequence[str]) -> NDArray[np.float64]:
+    """:func:`_resampled_cell_estimates` for two-class points ``(v, 1 - v)`` and outcomes in {0, 1}.
+
+    With the cell's mean prediction ``(g, 1 - g)``, size ``n`` and ``m``
+    outcomes 1 among its rows, the frequency is ``(1 - m/n, m/n)`` and both
+    coordinates are off by the same ``d = |1 - m/n - g|``: the cell's
+    distance is ``d`` (total variation), ``2 d^2`` (squared Euclidean) or
+    ``sqrt(2) d`` (Euclidean). The counts ``m`` of a block of draws are one
+    matrix product of the draws with the cells' one-hot matrix (exact:
+    float32 sums of 0/1 up to 2^24 rows, float64 beyond).
+
+    Returns
+    -------
+    ndarray of shape (len(distances), n_draws)
+    """
+    cached = _TWO_CLASS_CELLS[0]
+    if cached is not None and cached[0] is points and cached[1] is cells:  # the next block of the same draws
+        count, safe, first, weight, one_hot = cached[2]
+    else:
+        n_rows = points.shape[0]
+        count = np.bincount(cells, minlength=n_cells).astype(np.float64)
+        safe = np.maximum(count, 1.0)
+        first = np.bincount(cells, weights=points[:, 0], minlength=n_cells) / safe
+        weight = count / n_rows
+        one_hot = np.zeros((n_rows, n_cells), dtype=np.float32 if n_rows < 1 << 24 else np.float64)
+        one_hot[np.arange(n_rows), cells] = 1.0
+        _TWO_CLASS_CELLS[0] = (points, cells, (count, safe, first, weight, one_hot))
+    ones = (outcome_draws.astype(one_hot.dtype) @ one_hot).astype(np.float64)
+    gap = np.abs((count - ones) / safe - first)
+    scale = {"tv": gap, "sq_euclidean": 2.0 * gap * gap, "euclidean": np.sqrt(2.0) * gap}
+    return np.stack([scale[d] @ weight for d in distances])
 
 
 def _resampled_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
@@ -358,6 +436,31 @@ class CanonicalCE:
 
         return evaluate
 
+    def outcome_evaluator(self, probs: ArrayLike) -> tuple[NDArray[np.intp], Callable] | None:
+        """For the two-class lenses: each row's reference class and a function of outcome draws.
+
+        The ``max`` and ``marginal`` lenses see a label only as "is it the
+        row's reference class (the arg-max, or ``class_index``)?".
+        :func:`consistency_resampling` then draws that indicator directly
+        (:meth:`_LabelSampler.draw_other`, the same draws as whole labels)
+        and passes blocks of ``labels != reference`` (shape (B, N)) to the
+        function. ``None`` for the canonical lens, which needs the labels.
+        """
+        probs = check_probs(probs)
+        n_rows, n_classes = probs.shape
+        options = _check_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                 self.class_index, n_classes)
+        if options.lens == "canonical":
+            return None
+        view = _lens(probs, options.lens, options.class_index)
+        part = _partition(view.points, options)
+        reference = np.broadcast_to(np.asarray(view.reference, dtype=np.intp), (n_rows,))
+
+        def evaluate(outcome_draws: NDArray[np.uint8]) -> NDArray[np.float64]:
+            return _resampled_estimates(view.points, part, outcome_draws, (options.distance,))[0]
+
+        return reference, evaluate
+
     def cell_occupancy(self, probs: ArrayLike) -> CellOccupancy:
         """How full the cells of this estimator's partition are on ``probs``.
 
@@ -493,7 +596,10 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
         ``draw_evaluator(probs)`` returning a function of label draws of
         shape (B, N) that gives the B estimates (as :class:`CanonicalCE`
         does), whole blocks of draws go through that function; otherwise
-        ``estimator`` is called once per draw.
+        ``estimator`` is called once per draw. An ``outcome_evaluator(probs)``
+        method (:meth:`CanonicalCE.outcome_evaluator`) that returns a
+        reference class per row and a function of ``labels != reference``
+        draws is used first: the same draws, two comparisons per entry.
     n_resamples : int, default 1000
         Number B of consistency resamples.
     seed : int or numpy.random.Generator, optional
@@ -553,10 +659,16 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
     observed = float(estimator(probs, labels))
     occupancy_of = getattr(estimator, "cell_occupancy", None)
     occupancy = occupancy_of(probs) if callable(occupancy_of) else None
-    make_batched = getattr(estimator, "draw_evaluator", None)
-    batched = make_batched(probs) if callable(make_batched) else None
+    make_outcomes = getattr(estimator, "outcome_evaluator", None)
+    two_class = make_outcomes(probs) if callable(make_outcomes) else None
+    if two_class is not None:  # a two-class lens: its outcome is drawn, not the whole label
+        reference, batched = two_class
+    else:
+        reference = None
+        make_batched = getattr(estimator, "draw_evaluator", None)
+        batched = make_batched(probs) if callable(make_batched) else None
     values = np.empty(n_resamples)
-    for start, draws in _draw_blocks(probs, n_resamples, rng, probs.shape[0]):
+    for start, draws in _draw_blocks(probs, n_resamples, rng, probs.shape[0], reference):
         stop = start + draws.shape[0]
         if batched is not None:
             values[start:stop] = batched(draws)

@@ -38,6 +38,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.bootstrap import bootstrap_ci
+from calib_core.inference.resample import MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, resampled_binned_values
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import metric_function
 from calib_core.metrics.reliability import reliability_table
@@ -363,7 +364,17 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
 
 def _stratified_bootstrap(metric: Callable, probs: NDArray, labels: NDArray, rows: list, worst: int,
                           n_boot: int, seed: np.random.SeedSequence) -> tuple[NDArray, NDArray]:
-    """Metric on the union of within-group resamples, and on the worst group's resample."""
+    """Metric on the union of within-group resamples, and on the worst group's resample.
+
+    Resample ``b`` draws, for each position of the concatenated groups, a row
+    uniformly within that position's own group (so every group keeps its
+    size). For a registered binned metric (:func:`binned_spec`) the resamples
+    go through the row-weight engine (:class:`BinnedResampler`, one for all
+    rows and one for the worst group's rows), in blocks of at most
+    :data:`MAX_WEIGHT_BLOCK` indices; any other metric is called on each
+    materialised resample. Both paths see the same resamples (the same draws
+    of ``seed``) and give the same values up to round-off in the sums.
+    """
     rng = np.random.default_rng(seed)
     order = np.concatenate(rows)
     sizes = np.array([r.size for r in rows])
@@ -373,13 +384,29 @@ def _stratified_bootstrap(metric: Callable, probs: NDArray, labels: NDArray, row
     worst_slice = slice(int(starts[worst]), int(starts[worst] + sizes[worst]))
     overall = np.empty(n_boot)
     worst_values = np.empty(n_boot)
-    for b in range(n_boot):
+
+    def draw() -> NDArray[np.intp]:
         # Position i of the concatenated groups draws uniformly within its own group.
-        draw = start_of_row + np.floor(rng.random(order.size) * size_of_row).astype(np.intp)
-        picked = order[draw]
-        overall[b] = metric(probs[picked], labels[picked])
-        mine = picked[worst_slice]
-        worst_values[b] = metric(probs[mine], labels[mine])
+        return start_of_row + np.floor(rng.random(order.size) * size_of_row).astype(np.intp)
+
+    spec = binned_spec(metric)
+    if spec is None:
+        for b in range(n_boot):
+            picked = order[draw()]
+            overall[b] = metric(probs[picked], labels[picked])
+            mine = picked[worst_slice]
+            worst_values[b] = metric(probs[mine], labels[mine])
+        return overall, worst_values
+    worst_rows = rows[worst]
+    everyone = BinnedResampler(probs, labels)
+    in_worst = BinnedResampler(probs[worst_rows], labels[worst_rows])
+    block = max(1, MAX_WEIGHT_BLOCK // order.size)
+    for start in range(0, n_boot, block):
+        draws = np.stack([draw() for _ in range(min(block, n_boot - start))])
+        stop = start + draws.shape[0]
+        overall[start:stop] = resampled_binned_values(everyone, [spec], order[draws])[0]
+        # Positions of the worst group's segment index its rows in order: rows[worst] == order[worst_slice].
+        worst_values[start:stop] = resampled_binned_values(in_worst, [spec], draws[:, worst_slice] - starts[worst])[0]
     return overall, worst_values
 
 

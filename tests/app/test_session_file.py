@@ -114,10 +114,13 @@ def test_wrong_class_count_in_predictions():
         sf.unpack(_zip({**members, "manifest.json": json.dumps(manifest).encode()}))
 
 
-def _download_bytes(at: AppTest, monkeypatch_storage: list) -> bytes:
+def _download_bytes(at: AppTest, monkeypatch_storage: list, managers: list) -> bytes:
+    """The session file as a click gets it: the button's deferred function runs, outside any script run."""
     button = next(b for b in at.get("download_button") if b.proto.label == "Download session file")
+    assert button.proto.deferred_file_id and not button.proto.url  # packed on the click, not on every run
+    url = managers[-1].execute_deferred(button.proto.deferred_file_id)
     storage = monkeypatch_storage[-1]
-    return storage.get_file(button.proto.url.rsplit("/", 1)[-1]).content
+    return storage.get_file(url.rsplit("/", 1)[-1]).content
 
 
 def test_app_download_then_upload_restores_models(monkeypatch):
@@ -132,12 +135,20 @@ def test_app_download_then_upload_restores_models(monkeypatch):
             storages.append(self)
 
     monkeypatch.setattr(app_test_module, "MemoryMediaFileStorage", Recording)
+    managers: list = []
+
+    class RecordingManager(app_test_module.MediaFileManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            managers.append(self)
+
+    monkeypatch.setattr(app_test_module, "MediaFileManager", RecordingManager)
     first = AppTest.from_file(str(APP), default_timeout=120)
     first.query_params["demo"] = "wine_logistic_regression"
     first.query_params["bins"] = "12"
     first.run()
     assert not first.exception
-    data = _download_bytes(first, storages)
+    data = _download_bytes(first, storages, managers)
     original = first.session_state[state.APP_KEY].models
 
     second = AppTest.from_file(str(APP), default_timeout=120)

@@ -255,6 +255,46 @@ def test_batched_and_per_draw_paths_agree():
         assert fast.p_value == slow.p_value
 
 
+
+@pytest.mark.parametrize("n_classes", [2, 5, 40])  # 40: above the comparison sampler, the flat search
+@pytest.mark.parametrize("lens, class_index, distance", [("max", None, "tv"), ("max", None, "euclidean"),
+                                                          ("marginal", 1, "sq_euclidean")])
+def test_two_class_lenses_draw_their_outcome_and_agree_with_whole_labels(n_classes, lens, class_index, distance):
+    """Issue 15: a two-class lens draws ``label != reference`` from the same uniforms (two comparisons per
+    entry, no label) and counts cells with one matrix product; the draws and values are those of whole labels."""
+    from calib_core.inference import consistency
+    probs, labels = overconfident(600, n_classes, 5)
+    for partition in ("uniform", "data_dependent"):
+        estimator = cc.CanonicalCE(lens=lens, class_index=class_index, distance=distance, partition=partition,
+                                   min_bin_size=60)
+        reference, _ = estimator.outcome_evaluator(probs)
+        sampler = consistency._LabelSampler(probs)
+        whole = sampler.draw(np.random.default_rng(3), 30)
+        np.testing.assert_array_equal(sampler.draw_other(np.random.default_rng(3), 30, reference),
+                                      whole != reference)
+        fast = cc.consistency_resampling(probs, labels, estimator, n_resamples=50, seed=7)
+        by_labels = estimator.draw_evaluator(probs)
+        slow = cc.consistency_resampling(probs, labels, lambda p, y: float(by_labels(np.asarray(y)[None])[0]),
+                                         n_resamples=50, seed=7)
+        np.testing.assert_allclose(fast.resampled, slow.resampled, rtol=0, atol=1e-12)
+        assert fast.p_value == slow.p_value
+    assert cc.CanonicalCE().outcome_evaluator(probs) is None  # the canonical lens needs whole labels
+
+
+def test_two_class_cell_counts_by_matrix_product_equal_the_general_cell_sums():
+    from calib_core.inference import consistency
+    from calib_core.metrics.simplex import data_dependent_partition, uniform_partition
+    rng = np.random.default_rng(11)
+    value = rng.uniform(size=2000)
+    points = np.column_stack([value, 1.0 - value])
+    draws = (rng.uniform(size=(25, 2000)) < value).astype(np.uint8)
+    distances = ("tv", "sq_euclidean", "euclidean")
+    for part in (uniform_partition(points, 15), data_dependent_partition(points, 100)):
+        np.testing.assert_allclose(
+            consistency._two_class_cell_estimates(points, part.cell_index, part.n_cells, draws, distances),
+            consistency._resampled_cell_estimates(points, part.cell_index, part.n_cells, draws, distances),
+            rtol=0, atol=1e-14)
+
 def test_consistency_result_fields():
     probs, labels = calibrated(500, 3, 0)
     seen = []
