@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.validation import CalibrationInputError
+from calib_core.metrics import _loess_kernel
 from calib_core.metrics.cox import _shape, one_vs_rest
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]
@@ -104,6 +105,33 @@ def _window_moments(centre: NDArray[np.float64], radius: NDArray[np.float64], ze
     return moments
 
 
+def _blocked_window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64], zero: NDArray[np.bool_],
+                            lo_all: NDArray[np.intp], hi_all: NDArray[np.intp], xp: NDArray[np.float64],
+                            yp: NDArray[np.float64], wp: NDArray[np.float64], n_moments: int) -> NDArray[np.float64]:
+    """Every fit's window moments with numpy: :func:`_window_moments` on tiles of bounded size.
+
+    The numpy path of :data:`calib_core.metrics._loess_kernel.window_moments`
+    (the same arguments and result; ``safe`` is the radius with 1 where it is 0).
+    """
+    moments = np.zeros((x_fit.size, n_moments, 2))
+    values = np.column_stack([np.ones_like(yp), yp])
+    start = 0
+    while start < x_fit.size:
+        # Rows whose windows overlap, in blocks of a few cache-sized (rows x columns) tiles.
+        stop = start + 1
+        while stop < x_fit.size and stop - start < 64 and \
+                (stop + 1 - start) * (hi_all[stop] - lo_all[start]) <= 64 * _BLOCK_ELEMENTS:
+            stop += 1
+        lo, hi = int(lo_all[start]), int(hi_all[stop - 1])
+        step = max(1, _BLOCK_ELEMENTS // (stop - start))
+        for c0 in range(lo, hi, step):
+            c1 = min(hi, c0 + step)
+            moments[start:stop] += _window_moments(x_fit[start:stop], safe[start:stop], zero[start:stop],
+                                                   xp[c0:c1], values[c0:c1], wp[c0:c1], n_moments)
+        start = stop
+    return moments
+
+
 def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDArray[np.float64],
                 yp: NDArray[np.float64], wp: NDArray[np.float64], distinct: NDArray[np.float64],
                 degree: int) -> NDArray[np.float64]:
@@ -123,22 +151,12 @@ def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDA
     lo_all = np.searchsorted(xp, x_fit - radius, side="left")
     hi_all = np.searchsorted(xp, x_fit + radius, side="right")
     n_moments = 2 * degree + 1
-    moments = np.zeros((x_fit.size, n_moments, 2))
-    values = np.column_stack([np.ones_like(yp), yp])
-    start = 0
-    while start < x_fit.size:
-        # Rows whose windows overlap, in blocks of a few cache-sized (rows x columns) tiles.
-        stop = start + 1
-        while stop < x_fit.size and stop - start < 64 and \
-                (stop + 1 - start) * (hi_all[stop] - lo_all[start]) <= 64 * _BLOCK_ELEMENTS:
-            stop += 1
-        lo, hi = int(lo_all[start]), int(hi_all[stop - 1])
-        step = max(1, _BLOCK_ELEMENTS // (stop - start))
-        for c0 in range(lo, hi, step):
-            c1 = min(hi, c0 + step)
-            moments[start:stop] += _window_moments(x_fit[start:stop], safe[start:stop], zero[start:stop],
-                                                   xp[c0:c1], values[c0:c1], wp[c0:c1], n_moments)
-        start = stop
+    if _loess_kernel.window_moments is not None:  # numba installed: one compiled loop per window
+        moments = _loess_kernel.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
+                                               np.ascontiguousarray(xp), np.ascontiguousarray(yp),
+                                               np.ascontiguousarray(wp), n_moments)
+    else:
+        moments = _blocked_window_moments(x_fit, safe, zero, lo_all, hi_all, xp, yp, wp, n_moments)
     size = degree + 1
     index = np.arange(size)
     matrix = moments[:, index[:, None] + index[None, :], 0]

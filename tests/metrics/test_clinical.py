@@ -1,4 +1,5 @@
 """Tests for calib_core.clinical.summaries: Cox calibration, the loess smoother and ICI, prevalence shifts."""
+import os
 import warnings
 
 import numpy as np
@@ -336,3 +337,47 @@ def test_loess_on_predictions_of_one_in_10_to_the_300_does_not_overflow():
     x = np.array([0.0, 1e-300, 2e-300, 0.5, 0.6, 0.7, 0.8, 0.9])
     y = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
     assert np.isfinite(cc.loess_smooth(x, y, span=0.3, degree=1)).all()
+
+
+# ----------------------------------------------------------------------------- compiled loess kernel
+
+def _loess_paths(monkeypatch, compute):
+    """``compute()`` with the compiled window moments (numba) and with the numpy path."""
+    import importlib
+    kernel = importlib.import_module("calib_core.metrics._loess_kernel")
+    if kernel.window_moments is None:
+        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":  # CI installs numba: both paths are tested there
+            pytest.fail("numba is not installed: the compiled loess kernel is untested")
+        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    compiled = compute()
+    monkeypatch.setattr(kernel, "window_moments", None)
+    return compiled, compute()
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2])
+@pytest.mark.parametrize("iterations, delta", [(0, None), (2, 0.0), (0, 0.01)])
+def test_compiled_loess_kernel_equals_the_numpy_path(monkeypatch, degree, iterations, delta):
+    """Issue 15: the optional numba kernel (calib-core[fast]) gives the numpy path's loess, up to summation order;
+    with repeated x values (weights), zero-width windows (x shared by more than span * N rows) and far tails."""
+    rng = np.random.default_rng(degree)
+    x = np.concatenate([rng.uniform(size=3000), np.full(1200, 0.25), rng.uniform(size=50) * 1e-300])
+    y = (rng.uniform(size=x.size) < np.clip(x, 0, 1) ** 2).astype(float)
+    compiled, plain = _loess_paths(monkeypatch, lambda: cc.loess_smooth(x, y, span=0.2, degree=degree,
+                                                                         iterations=iterations, delta=delta))
+    np.testing.assert_allclose(compiled, plain, rtol=0, atol=1e-12)
+
+
+def test_compiled_loess_kernel_gives_the_numpy_ici_of_a_demo(monkeypatch):
+    data = cc.load_demo("digits_gaussian_nb")
+    compiled, plain = _loess_paths(monkeypatch, lambda: cc.ici(data.probs, data.labels))
+    for field in ("ici", "e50", "e90"):
+        np.testing.assert_allclose(getattr(compiled, field), getattr(plain, field), rtol=1e-10, atol=1e-13)
+
+
+def test_no_numba_environment_variable_turns_the_kernel_off():
+    import subprocess
+    import sys
+    code = "import calib_core.metrics._loess_kernel as k; print(k.window_moments is None)"
+    env = {**os.environ, "CALIB_CORE_NO_NUMBA": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
