@@ -45,6 +45,13 @@ jobs = metrics_page.fill_known(table, jobs)  # intervals this session already ha
 run = metrics_page.run_key(models, n_bins=n_bins, binning=binning, n_boot=int(n_boot), alpha=alpha, seed=int(seed))
 pending = metrics_page.STOPPED if metrics_page.is_stopped(run) else metrics_page.COMPUTING
 names = {spec.key: cc.metric_name(spec.key, n_bins=n_bins, binning=binning) for spec in cc.METRICS}
+many_fits = [m for m in models if any(cc.get_metric(key).per_class_fit
+                                      for key in cc.skipped_for_size(*m.predictions.probs.shape))]
+if many_fits:
+    st.info(f"{md(', '.join(m.name for m in many_fits))}: more than {cc.MAX_FIT_CELLS:,} rows × per-class fits, "
+            "so the one-vs-rest fits (Cox slope, Cox intercept, calibration-in-the-large, ICI, E50, E90: one "
+            "regression or loess curve per class) are left out here; `calib_core.cox_calibration` and "
+            "`calib_core.ici` compute them.")
 large = [m for m in models if cc.skipped_quadratic(m.predictions.n_samples)]
 if large:
     st.info(f"{md(', '.join(m.name for m in large))}: more than {cc.MAX_QUADRATIC_ROWS:,} rows, so "

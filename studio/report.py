@@ -39,7 +39,7 @@ from plotly.offline import get_plotlyjs
 import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.inference.intervals import metric_interval
-from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name, metric_report
+from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name, metric_report, size_note
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.validation import CalibrationInputError, row_argmax
 
@@ -237,8 +237,7 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
             rows.append({"key": spec.key, "name": metric_name(spec.key, n_bins=settings.n_bins,
                                                               binning=settings.binning),
                          "estimate": None, "low": None, "high": None, "method": "none", "n_boot": 0,
-                         "note": f"left out: {model.predictions.n_samples:,} rows > {settings.max_quadratic_rows:,} "
-                                 "(O(N^2) metric)"})
+                         "note": size_note(spec.key, *probs.shape, max_quadratic_rows=settings.max_quadratic_rows)})
             continue
         value = report.values[spec.key]
         row = {"key": spec.key, "name": metric_name(spec.key, n_bins=settings.n_bins, binning=settings.binning),

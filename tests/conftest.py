@@ -75,10 +75,9 @@ def fresh_streamlit_caches(demo_dir):
 
 @pytest.fixture
 def downloads(monkeypatch) -> dict:
-    """The bytes of every ``st.download_button`` a page draws, by file name (the buttons still draw).
+    """The data of every ``st.download_button`` a page draws, by file name (the buttons still draw).
 
-    A button whose ``data`` is a function (made on the click, as the session file is) records what the
-    function returns, as a click would.
+    Bytes, or the function a click calls (the session file and the reports are made on the click).
     """
     import streamlit
 
@@ -86,7 +85,7 @@ def downloads(monkeypatch) -> dict:
     original = streamlit.download_button
 
     def record(label, data, *args, **kwargs):
-        captured[kwargs.get("file_name")] = data() if callable(data) else data
+        captured[kwargs.get("file_name")] = data
         return original(label, data, *args, **kwargs)
 
     monkeypatch.setattr(streamlit, "download_button", record)

@@ -22,7 +22,7 @@ from calib_core.inference.calibration_tests import TEST_METHODS, calibration_tes
 from calib_core.inference.groups import by_group, multicalibration
 from calib_core.io import load_predictions
 from calib_core.lab.size_power import SIZE_NOTES
-from calib_core.metrics.registry import METRICS, get_metric, metric_name, metric_report
+from calib_core.metrics.registry import MAX_FIT_CELLS, METRICS, fit_cells, get_metric, metric_name, metric_report
 from calib_core.validation import CalibrationInputError
 
 EXIT_BAD_INPUT = 2
@@ -165,9 +165,14 @@ def _report(args: argparse.Namespace) -> dict:
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
     report = metric_report(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
                            max_quadratic_rows=limit)
-    skipped = report.skipped
-    notes = [f"left out the O(N^2) metrics {', '.join(skipped)}: {predictions.n_samples:,} rows > "
-             f"--max-quadratic-rows {limit:,} (0 computes them anyway)"] if skipped else []
+    quadratic = [key for key in report.skipped if get_metric(key).quadratic]
+    fits = [key for key in report.skipped if get_metric(key).per_class_fit]
+    notes = [f"left out the O(N^2) metrics {', '.join(quadratic)}: {predictions.n_samples:,} rows > "
+             f"--max-quadratic-rows {limit:,} (0 computes them anyway)"] if quadratic else []
+    if fits:
+        notes.append(f"left out the per-class fits {', '.join(fits)}: {predictions.n_samples:,} rows x "
+                     f"{predictions.n_classes:,} classes = {fit_cells(*predictions.probs.shape):,} rows x fits > "
+                     f"{MAX_FIT_CELLS:,} (calib_core.ici and calib_core.cox_calibration compute them)")
     return {
         **_report_head(args, predictions, warnings=list(predictions.warnings) + notes, metrics=report.values,
                        reasons=report.reasons, engine="memory"),

@@ -34,7 +34,7 @@ from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection,
 from calib_core.metrics.canonical import canonical_ce, canonical_ce_table, lens_view
 from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ICIResult, ici, loess_smooth
-from calib_core.metrics.registry import (MAX_QUADRATIC_ROWS, METRICS, MetricReport, MetricSpec, compute_metrics, get_metric, metric_function, metric_name, metric_report, metric_value, skipped_quadratic)
+from calib_core.metrics.registry import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, METRICS, MetricReport, MetricSpec, compute_metrics, fit_cells, get_metric, metric_function, metric_name, metric_report, metric_value, size_note, skipped_for_size, skipped_quadratic)
 
 __all__ = [
     "accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "top_label",
@@ -52,5 +52,6 @@ __all__ = [
     "COX_EPSILON", "CoxCalibration", "cox_calibration", "one_vs_rest",
     "ICIResult", "ici", "loess_smooth",
     "MAX_QUADRATIC_ROWS", "METRICS", "MetricReport", "MetricSpec", "compute_metrics", "get_metric",
-    "metric_function", "metric_name", "metric_report", "metric_value", "skipped_quadratic",
+    "metric_function", "metric_name", "metric_report", "metric_value", "skipped_quadratic", "MAX_FIT_CELLS",
+    "fit_cells", "size_note", "skipped_for_size",
 ]

@@ -20,6 +20,7 @@ Every number shown under a metric's name comes from here:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,7 +37,8 @@ from calib_core.validation import (CalibrationInputError, check_binning, check_n
 
 __all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH",
            "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function", "metric_name", "metric_report", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
-           "skipped_quadratic", "LOESS_MAX_BOOT"]
+           "skipped_quadratic", "LOESS_MAX_BOOT", "MAX_FIT_CELLS", "fit_cells", "size_note",
+           "skipped_for_size"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
 MMCE_BANDWIDTH = 0.4
@@ -81,6 +83,10 @@ class MetricSpec:
         One evaluation fits a smoother per class (the loess summaries, tens
         of milliseconds on a few thousand rows): resampling studies leave it
         out by default.
+    per_class_fit : bool
+        One evaluation fits a model per class for K > 2 (one-vs-rest: the
+        Cox regressions and the loess summaries): :func:`metric_report`
+        leaves it out when rows x fits exceeds ``max_fit_cells``.
     calibration_error : bool
         False for accuracy and the proper scores (not calibration errors).
     signed : bool
@@ -131,6 +137,7 @@ class MetricSpec:
     uses_binning: bool = False
     quadratic: bool = False
     slow: bool = False
+    per_class_fit: bool = False
     calibration_error: bool = True
     signed: bool = False
     probability_scale: bool = True
@@ -479,38 +486,38 @@ METRICS: list[MetricSpec] = [
                "side), then shown as not available; for K > 2 the mean of the one-vs-rest slopes, and not "
                "available if any class's fit is not.", uses_bins=False, calibration_error=False, signed=True,
                probability_scale=False, interval="variance", ideal=1.0, always_defined=False,
-               variance=_cox_variance("slope")),
+               variance=_cox_variance("slope"), per_class_fit=True),
     MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", _cox_compute("intercept"),
                "Intercept a of the same regression (Cox 1958), on the logit scale; ideal 0 together with slope 1.",
                "Depends on the slope fitted with it (read it with the slope, or use the calibration-in-the-large "
                "for the mean level); not available when the slope is not.", uses_bins=False,
                calibration_error=False, signed=True, probability_scale=False, interval="variance",
-               always_defined=False, variance=_cox_variance("intercept")),
+               always_defined=False, variance=_cox_variance("intercept"), per_class_fit=True),
     MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", _cox_compute("citl"),
                "Intercept of the regression with the slope fixed at 1 (logit(p) as an offset), on the logit scale: "
                "ideal 0; above 0 the model predicts too low on average, below 0 too high.",
                "Only the mean level: a model with the right average and a wrong slope has a calibration-in-the-"
                "large of 0; not defined when the outcome is constant.", uses_bins=False, calibration_error=False,
                signed=True, probability_scale=False, interval="variance", always_defined=False,
-               variance=_cox_variance("citl")),
+               variance=_cox_variance("citl"), per_class_fit=True),
     MetricSpec("ici", f"ICI ({_OVR})", _ici_compute("ici"),
                "Integrated calibration index (Austin & Steyerberg 2019): mean over rows of |c(p) - p|, with c the "
                "loess calibration curve (span 0.75, local quadratic, as R's loess).",
                "Depends on the smoother's span; biased upwards on small N like the binned errors; for K > 2 the "
                "mean of the one-vs-rest ICIs (not a top-label error); the interval uses at most "
                f"{LOESS_MAX_BOOT} bootstrap resamples (one loess fit per class per resample).", uses_bins=False,
-               slow=True, max_boot=LOESS_MAX_BOOT),
+               slow=True, max_boot=LOESS_MAX_BOOT, per_class_fit=True),
     MetricSpec("e50", f"E50 ({_OVR})", _ici_compute("e50"),
                "Median over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg 2019).",
                "As the ICI; the median ignores the few rows where the curve is far off (see E90); no interval "
                "(see the ICI's).", uses_bins=False, slow=True, interval="none",
-               no_interval=_LOESS_NO_INTERVAL),
+               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True),
     MetricSpec("e90", f"E90 ({_OVR})", _ici_compute("e90"),
                "90th percentile over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg "
                "2019).",
                "As the ICI; the smoothed curve is least certain at the extremes, where the largest gaps usually "
                "lie; no interval (see the ICI's).", uses_bins=False, slow=True, interval="none",
-               no_interval=_LOESS_NO_INTERVAL),
+               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True),
 ]
 
 
@@ -699,6 +706,12 @@ def metric_bandwidth(key: str, probs: ArrayLike, labels: ArrayLike) -> float:
 #: by default (about 10 s each here at 20,000 rows; the Estimators page subsamples).
 MAX_QUADRATIC_ROWS = 20_000
 
+#: Above this many rows x fits (fits: 1 for two classes, K for K > 2) the per-class fits (Cox terms and
+#: loess summaries, ``MetricSpec.per_class_fit``) are left out of :func:`metric_report` by default: at
+#: 50,000 x 1,000 they are 1,000 loess fits and 3,000 logistic regressions (minutes); at 100,000 x 10,
+#: 1.5 s with the compiled loess kernel.
+MAX_FIT_CELLS = 5_000_000
+
 
 @dataclass(frozen=True)
 class MetricReport:
@@ -713,8 +726,9 @@ class MetricReport:
     reasons : dict
         ``{key: reason}`` for the keys whose value is None.
     skipped : tuple of str
-        O(N^2) metrics left out because of ``max_quadratic_rows`` or
-        ``include_quadratic=False``.
+        Metrics left out for size: O(N^2) metrics because of
+        ``max_quadratic_rows`` or ``include_quadratic=False``, per-class fits
+        because of ``max_fit_cells`` (:func:`skipped_for_size`).
     """
 
     values: dict[str, float | None]
@@ -735,7 +749,8 @@ def _check_max_quadratic_rows(max_quadratic_rows: object) -> int | None:
 
 def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                   keys: list[str] | None = None, include_quadratic: bool = True,
-                  max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> MetricReport:
+                  max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
+                  max_fit_cells: int | None = MAX_FIT_CELLS) -> MetricReport:
     """Every registered metric (or those in ``keys``); one that fails is reported, not raised.
 
     Parameters
@@ -748,6 +763,10 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     include_quadratic : bool, default True
     max_quadratic_rows : int or None, default MAX_QUADRATIC_ROWS
         The O(N^2) metrics are left out above this many rows (None: no limit).
+    max_fit_cells : int or None, default MAX_FIT_CELLS
+        The per-class fits (Cox terms, ICI, E50, E90) are left out when
+        rows x fits exceeds this (fits: 1 for two classes, K beyond; None: no
+        limit). :func:`skipped_for_size` says which keys are left out.
 
     Returns
     -------
@@ -764,8 +783,8 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     check_n_bins(n_bins)
     check_binning(binning)
     specs = METRICS if keys is None else [get_metric(k) for k in keys]
-    skipped = set(skipped_quadratic(probs.shape[0], include_quadratic=include_quadratic,
-                                    max_quadratic_rows=max_quadratic_rows))
+    skipped = set(skipped_for_size(*probs.shape, include_quadratic=include_quadratic,
+                                   max_quadratic_rows=max_quadratic_rows, max_fit_cells=max_fit_cells))
     values: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
     for spec in specs:
@@ -785,18 +804,71 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
 
 def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                     keys: list[str] | None = None, include_quadratic: bool = True,
-                    max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> dict[str, float]:
+                    max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
+                    max_fit_cells: int | None = MAX_FIT_CELLS) -> dict[str, float]:
     """Every registered metric (or those in ``keys``) as ``{key: value}``.
 
     The O(N^2) metrics are left out when ``include_quadratic`` is false or
     when N exceeds ``max_quadratic_rows`` (``None``: no limit); use
-    :func:`skipped_quadratic` to say which were left out. A metric that
+    :func:`skipped_quadratic` to say which were left out; likewise the
+    per-class fits above ``max_fit_cells`` (:func:`skipped_for_size`). A metric that
     cannot be computed on valid input is NaN; :func:`metric_report` gives
     the reason.
     """
     report = metric_report(probs, labels, n_bins=n_bins, binning=binning, keys=keys,
-                           include_quadratic=include_quadratic, max_quadratic_rows=max_quadratic_rows)
+                           include_quadratic=include_quadratic, max_quadratic_rows=max_quadratic_rows,
+                           max_fit_cells=max_fit_cells)
     return {key: math.nan if value is None else value for key, value in report.values.items()}
+
+
+def fit_cells(n_rows: int, n_classes: int) -> int:
+    """Rows x fits of a per-class fit metric: one fit for two classes, one per class (one-vs-rest) beyond."""
+    return int(n_rows) * (1 if n_classes <= 2 else int(n_classes))
+
+
+def skipped_for_size(n_rows: int, n_classes: int, *, include_quadratic: bool = True,
+                     max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
+                     max_fit_cells: int | None = MAX_FIT_CELLS) -> list[str]:
+    """Keys :func:`metric_report` leaves out for an ``n_rows x n_classes`` input, in registry order.
+
+    The O(N^2) metrics (:func:`skipped_quadratic`) and, when
+    :func:`fit_cells` exceeds ``max_fit_cells``, the per-class fits
+    (``MetricSpec.per_class_fit``: Cox slope, intercept, calibration-in-the-large, ICI, E50, E90).
+
+    Examples
+    --------
+    >>> skipped_for_size(50_000, 1_000)
+    ['skce', 'kde_ce_kl', 'kde_ce_l2', 'cox_slope', 'cox_intercept', 'citl', 'ici', 'e50', 'e90']
+    >>> skipped_for_size(1_000, 10)
+    []
+    """
+    if max_fit_cells is not None and (isinstance(max_fit_cells, bool) or not isinstance(max_fit_cells, numbers.Integral)
+                                      or max_fit_cells < 1):
+        raise CalibrationInputError(
+            f"`max_fit_cells` must be a positive whole number or None (no limit), got {max_fit_cells!r}.")
+    quadratic = set(skipped_quadratic(n_rows, include_quadratic=include_quadratic,
+                                      max_quadratic_rows=max_quadratic_rows))
+    too_many_fits = max_fit_cells is not None and fit_cells(n_rows, n_classes) > max_fit_cells
+    return [spec.key for spec in METRICS if spec.key in quadratic or (spec.per_class_fit and too_many_fits)]
+
+
+def size_note(key: str, n_rows: int, n_classes: int, *, max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
+              max_fit_cells: int | None = MAX_FIT_CELLS) -> str:
+    """Why :func:`metric_report` left ``key`` out for size: one sentence for pages, reports and the CLI.
+
+    Examples
+    --------
+    >>> size_note("ici", 50_000, 1_000)
+    'left out: 50,000 rows x 1,000 classes = 50,000,000 rows x fits > 5,000,000 (one fit per class; calib_core.ici and cox_calibration compute it)'
+    """
+    spec = get_metric(key)
+    if spec.quadratic:
+        limit = "no limit" if max_quadratic_rows is None else f"{max_quadratic_rows:,}"
+        return f"left out: {n_rows:,} rows > {limit} (O(N^2) metric)"
+    if spec.per_class_fit:
+        return (f"left out: {n_rows:,} rows x {n_classes:,} classes = {fit_cells(n_rows, n_classes):,} rows x fits > "
+                f"{max_fit_cells:,} (one fit per class; calib_core.ici and cox_calibration compute it)")
+    return ""
 
 
 def skipped_quadratic(n_rows: int, *, include_quadratic: bool = True,

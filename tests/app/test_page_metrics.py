@@ -206,3 +206,19 @@ def test_a_rerun_computes_only_the_missing_intervals(monkeypatch):
     table = at.dataframe[1].value.set_index("key")
     found = cc.metric_interval("ece", p.probs, p.labels, n_bins=15, n_boot=100, seed=0)
     assert (table.loc["ece", "ci_low"], table.loc["ece", "ci_high"]) == (found.low, found.high)
+
+
+def test_per_class_fits_left_out_for_size_are_named_in_a_note_and_have_no_rows(monkeypatch):
+    """Issue 15: above MAX_FIT_CELLS (rows x per-class fits; 50,000 x 1,000 is 50 million) the Cox terms and the
+    loess summaries are left out, and the page says so (the limit is lowered here to fit a small model)."""
+    registry = cc.metrics.registry
+    for function in (registry.metric_report, registry.skipped_for_size):
+        monkeypatch.setitem(function.__kwdefaults__, "max_fit_cells", 500)
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet([1, 1, 1], 300)
+    at = open_with(Predictions(probs, rng.integers(0, 3, 300), ("a", "b", "c"), name="three classes"))
+    assert not at.exception and not at.error
+    (note,) = [i.value for i in at.info if "per-class fits" in i.value]
+    assert "three classes" in note and "ICI" in note
+    keys = set(at.dataframe[1].value["key"])
+    assert "ece" in keys and not keys & {"ici", "e50", "e90", "cox_slope", "cox_intercept", "citl"}

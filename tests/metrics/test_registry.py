@@ -381,3 +381,23 @@ def test_ici_e50_e90_and_the_cox_summaries_share_one_fit_on_a_predictions_arrays
     other.flags.writeable = False
     cc.metric_value("ici", other, labels)  # other arrays: a new fit
     assert calls["ici"] == 5
+
+
+def test_per_class_fits_are_left_out_above_max_fit_cells_and_listed_as_skipped():
+    """Issue 15: at 50,000 x 1,000 the Cox terms and loess summaries are 1,000 fits each (minutes): above
+    max_fit_cells (rows x fits) metric_report leaves them out and says so in `skipped`, as for O(N^2) ones."""
+    probs, labels = predictions(0, 400, 5)
+    fits = ["cox_slope", "cox_intercept", "citl", "ici", "e50", "e90"]
+    assert [s.key for s in cc.METRICS if s.per_class_fit] == fits
+    assert cc.fit_cells(400, 5) == 2000 and cc.fit_cells(400, 2) == 400
+    limited = cc.metric_report(probs, labels, max_fit_cells=1999)
+    assert set(fits) <= set(limited.skipped) and not set(fits) & set(limited.values)
+    assert cc.skipped_for_size(400, 5, max_fit_cells=1999) == [k for k in limited.skipped]
+    full = cc.metric_report(probs, labels, max_fit_cells=2000)
+    assert not set(fits) & set(full.skipped) and set(fits) <= set(full.values)
+    assert full.values["ici"] == cc.ici(probs, labels).ici.mean()
+    assert cc.metric_report(probs, labels, max_fit_cells=None).values == full.values
+    assert set(cc.skipped_for_size(50_000, 1_000)) >= set(fits)
+    assert not set(cc.skipped_for_size(100_000, 10)) & set(fits)  # the 100,000 x 10 case keeps them
+    with pytest.raises(cc.CalibrationInputError, match="max_fit_cells"):
+        cc.metric_report(probs, labels, max_fit_cells=0)
