@@ -279,3 +279,15 @@ def test_refused_file_names_the_command_line_flag_not_the_python_argument(tmp_pa
     message = capsys.readouterr().err
     assert flag in message and "renormalize=True" not in message and "percentages=True" not in message
     assert main(["report", str(path), flag, "--json"]) == 0
+
+
+def test_per_class_fits_left_out_for_size_are_null_free_and_named_in_the_warnings(predictions_csv, capsys,
+                                                                                   monkeypatch):
+    """Issue 15: as the Metrics page, the report leaves the per-class fits out above MAX_FIT_CELLS and says so."""
+    monkeypatch.setitem(cc.metrics.registry.metric_report.__kwdefaults__, "max_fit_cells", 1000)
+    path, _, _ = predictions_csv  # 400 rows x 3 classes = 1,200 rows x fits
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert not {"ici", "e50", "e90", "cox_slope", "cox_intercept", "citl"} & set(result["metrics"])
+    (note,) = [w for w in result["warnings"] if "per-class fits" in w]
+    assert "cox_slope" in note and "ici" in note and "400 rows x 3 classes = 1,200 rows x fits" in note
