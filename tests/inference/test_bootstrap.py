@@ -192,3 +192,21 @@ def test_engine_counts_above_int8_take_the_wide_path():
                                            [resample.binned_spec(m) for m in metrics], indices)
     for values, metric in zip(got, metrics):
         np.testing.assert_allclose(values, [metric(probs[r], labels[r]) for r in indices], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("n_rows, n_classes", [(400, 2), (900, 3), (600, 60), (300, 400)])
+def test_classwise_uniform_resamples_from_column_totals_equal_the_materialised_resamples(n_rows, n_classes):
+    """Issue 15: class-wise metrics with uniform bins take each class's first bin as its column total minus its
+    other bins (W @ probs, and bincounts over the entries of at least 1/B), with no sort and no pass per column."""
+    from calib_core.inference.resample import BinnedResampler, binned_spec, resampled_binned_values
+    rng = np.random.default_rng(n_classes)
+    logits = rng.normal(size=(n_rows, n_classes)) * 3
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    probs[:20] = np.eye(n_classes)[rng.integers(0, n_classes, 20)]  # values on the edges 0 and 1
+    labels = rng.integers(0, n_classes, n_rows)
+    indices = rng.integers(0, n_rows, size=(9, n_rows))
+    metrics = [cc.sce, functools.partial(cc.classwise_ece, n_bins=7, right=False, norm="l2"),
+               functools.partial(cc.classwise_ece, norm="max")]
+    fast = resampled_binned_values(BinnedResampler(probs, labels), [binned_spec(m) for m in metrics], indices)
+    slow = np.array([[m(probs[rows], labels[rows]) for rows in indices] for m in metrics])
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
