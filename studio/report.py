@@ -39,7 +39,8 @@ from plotly.offline import get_plotlyjs
 import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.inference.intervals import metric_interval
-from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name, metric_report, size_note
+from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name
+from calib_core.metrics.reports import MAX_QUADRATIC_ROWS, metric_report, size_note
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.validation import CalibrationInputError, row_argmax
 
@@ -88,7 +89,7 @@ class ReportSettings:
     seed: int = 0
     alpha: float = 0.05
     n_resamples: int = 1000
-    max_quadratic_rows: int | None = cc.metrics.registry.MAX_QUADRATIC_ROWS
+    max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS
     sensitivity_bins: tuple[int, ...] = tuple(range(2, 201))
     simplex_bins: int = 10
 

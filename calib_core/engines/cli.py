@@ -22,7 +22,8 @@ from calib_core.inference.calibration_tests import TEST_METHODS, calibration_tes
 from calib_core.inference.groups import by_group, multicalibration
 from calib_core.io import load_predictions
 from calib_core.lab.size_power import SIZE_NOTES
-from calib_core.metrics.registry import MAX_FIT_CELLS, METRICS, fit_cells, get_metric, metric_name, metric_report
+from calib_core.metrics.registry import METRICS, get_metric, metric_name
+from calib_core.metrics.reports import MAX_FIT_CELLS, fit_cells, metric_report
 from calib_core.validation import CalibrationInputError
 
 EXIT_BAD_INPUT = 2

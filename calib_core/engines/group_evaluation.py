@@ -30,7 +30,8 @@ from calib_core.engines.stats import CalibrationStats
 from calib_core.engines.streaming import StreamResult, _stats_dict_without_sketches
 from calib_core.inference.groups import (_choose_worst, _group_codes, multicalibration_from_table,
                                          stack_group_reliability)
-from calib_core.metrics.registry import compute_metrics, metric_name
+from calib_core.metrics.registry import metric_name
+from calib_core.metrics.reports import compute_metrics
 from calib_core.metrics.reliability import reliability_frame
 from calib_core.validation import CalibrationInputError, check_choice
 

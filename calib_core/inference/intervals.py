@@ -14,7 +14,9 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from calib_core.inference.bootstrap import bootstrap_ci
-from calib_core.metrics.registry import get_metric, metric_bandwidth, metric_function, metric_value
+from calib_core.inference.resample import binned_spec
+from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOOT, get_metric, metric_bandwidth,
+                                         metric_function, metric_value)
 from calib_core.validation import CalibrationInputError, check_count, check_fraction, check_probs_labels
 
 @dataclass(frozen=True)
@@ -53,6 +55,28 @@ class MetricInterval:
     n_boot: int
     bandwidth: float
     note: str
+
+
+def boot_cap(metric, n_rows: int, n_classes: int, max_boot: int | None = None) -> int | float:
+    """Most bootstrap resamples :func:`metric_interval` gives ``metric`` on an ``n_rows x n_classes`` input.
+
+    ``max_boot`` (the registry's cap, e.g. :data:`LOESS_MAX_BOOT`), and for a
+    class-wise metric with adaptive bins (:func:`binned_spec` family
+    ``classwise`` or ``adaptive_mean`` with adaptive binning) at most
+    ``CLASSWISE_BOOT_CELLS // (n_rows * n_classes)``, never below
+    :data:`CLASSWISE_MIN_BOOT`. ``inf`` when nothing caps it.
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> boot_cap(cc.ace, 50_000, 1_000), boot_cap(cc.ace, 100_000, 10), boot_cap(cc.ece, 50_000, 1_000)
+    (40, 2000, inf)
+    """
+    cap: int | float = math.inf if max_boot is None else int(max_boot)
+    spec = binned_spec(metric)
+    if spec is not None and spec.binning == "adaptive" and spec.family in ("classwise", "adaptive_mean"):
+        cap = min(cap, max(CLASSWISE_MIN_BOOT, CLASSWISE_BOOT_CELLS // max(1, int(n_rows) * int(n_classes))))
+    return cap
 
 
 def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
@@ -108,8 +132,9 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
       K > 2, the sandwich error of the mean of the one-vs-rest estimates
       (:func:`cox_mean_std_error`).
     * A metric with :attr:`MetricSpec.max_boot` (the ICI: at most
-      :data:`LOESS_MAX_BOOT`) uses at most that many resamples; the note
-      says so.
+      :data:`LOESS_MAX_BOOT`) uses at most that many resamples, and a
+      class-wise metric with adaptive bins at most
+      ``CLASSWISE_BOOT_CELLS / (N K)`` (:func:`boot_cap`); the note says so.
     * ``"none"`` (CE_KL, CE_2^2): a resample repeats rows, and a repeated row
       is its own nearest neighbour in the leave-one-out kernel estimate.
       E50, E90: each resample refits the loess curves (:data:`LOESS_MAX_BOOT`).
@@ -147,9 +172,9 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
         return result(estimate, note="none: " + (spec.no_interval or "not defined for this metric"))
     if n_boot < 2:
         return result(estimate, note="none: no bootstrap resamples")
-    asked, n_boot = int(n_boot), int(n_boot) if spec.max_boot is None else min(int(n_boot), spec.max_boot)
-    resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
     metric = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+    asked, n_boot = int(n_boot), min(int(n_boot), boot_cap(metric, *probs.shape, spec.max_boot))
+    resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
     try:
         boot = bootstrap_ci(metric, probs, labels, n_boot=n_boot, alpha=alpha, seed=seed)
     except CalibrationInputError as exc:

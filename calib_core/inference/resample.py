@@ -64,6 +64,10 @@ MAX_INDEX_BLOCK = 1 << 21
 #: Largest ``resamples x rows`` of the weight and cumulative-sum blocks.
 MAX_WEIGHT_BLOCK = 1 << 21
 
+#: Largest ``rows x classes`` whose sorted class columns a :class:`BinnedResampler` keeps between blocks
+#: (each cell takes about 72 bytes there: order, sorted values, ties and two copies of the sums' terms).
+MAX_KEPT_CELLS = 4_000_000
+
 
 def index_blocks(rng: np.random.Generator, n_rows: int, n_boot: int) -> Iterator[tuple[int, int, NDArray[np.int64]]]:
     """The row indices of ``n_boot`` resamples of ``n_rows`` rows, in blocks.
@@ -228,7 +232,9 @@ class _Column:
         terms[:n_rows, 1] = sorted_values
         terms[:n_rows, 2] = targets[order[:n_rows]]
         terms = terms.reshape(n_chunks, chunk, 3)
-        tie_end = np.searchsorted(sorted_values, sorted_values, side="right")
+        # End of each run of ties: the next position whose value differs (one O(N) pass, no search).
+        change = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
+        tie_end = np.repeat(np.append(change, n_rows), np.diff(np.concatenate([[0], change, [n_rows]])))
         return cls(order, sorted_values, terms, np.ascontiguousarray(terms.transpose(0, 2, 1)), tie_end)
 
     def uniform_ends(self, n_bins: int, right: bool) -> NDArray[np.intp]:
@@ -387,6 +393,16 @@ class BinnedResampler:
         return [_Column.build(np.ascontiguousarray(self.probs[:, k]), self.labels == k)
                 for k in range(self.n_classes)]
 
+    def _class_columns(self) -> Iterator[_Column]:
+        """Each class column sorted (:class:`_Column`): kept for the next block when all of them hold at most
+        :data:`MAX_KEPT_CELLS` rows x classes, else built when needed and dropped (at 50,000 x 1,000 they
+        would hold 3.6 GB)."""
+        if self.n_rows * self.n_classes <= MAX_KEPT_CELLS:
+            yield from self.classwise
+            return
+        for k in range(self.n_classes):
+            yield _Column.build(np.ascontiguousarray(self.probs[:, k]), self.labels == k)
+
     def values(self, specs: list[BinnedSpec], indices: NDArray[np.int64]) -> NDArray[np.float64]:
         """Each spec's metric on each resample ``rows[indices[r]]``: ``(len(specs), R)``.
 
@@ -415,7 +431,7 @@ class BinnedResampler:
             if not mine:
                 continue
             per_column: dict[int, list] = {i: [] for i in mine}
-            for column in (self.top_label if top else self.classwise):
+            for column in (self.top_label if top else self._class_columns()):
                 prefix = _Prefix(column, weights, buffers)
                 for i in mine:
                     per_column[i].append(self._column_stats(specs[i], prefix, column))

@@ -16,6 +16,7 @@ module              what it computes
 ``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
 ``cox``, ``ici``    Cox slope / intercept and the ICI (the clinical summaries)
 ``registry``        one entry per metric: defaults, name with settings, interval method
+``reports``         every metric at once (metric_report), the size limits that leave some out
 ==================  =============================================================
 """
 from calib_core.metrics.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
@@ -34,7 +35,8 @@ from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection,
 from calib_core.metrics.canonical import canonical_ce, canonical_ce_table, lens_view
 from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ICIResult, ici, loess_smooth
-from calib_core.metrics.registry import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, METRICS, MetricReport, MetricSpec, compute_metrics, fit_cells, get_metric, metric_function, metric_name, metric_report, metric_value, size_note, skipped_for_size, skipped_quadratic)
+from calib_core.metrics.registry import METRICS, MetricSpec, get_metric, metric_function, metric_name, metric_value
+from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, MetricReport, compute_metrics, fit_cells, metric_report, size_note, skipped_for_size, skipped_quadratic)
 
 __all__ = [
     "accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "top_label",

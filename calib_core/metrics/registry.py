@@ -13,14 +13,13 @@ Every number shown under a metric's name comes from here:
   h = 0.01"), so that one name always means one computation;
 * :func:`calib_core.inference.intervals.metric_interval` -- the interval the
   metric declares (:attr:`MetricSpec.interval`);
-* :func:`metric_report` -- every metric, with a reason for each one that
-  cannot be computed on valid input (:func:`compute_metrics` keeps its
-  ``{key: float}`` form, NaN for those).
+* :func:`calib_core.metrics.reports.metric_report` -- every metric, with a
+  reason for each one that cannot be computed on valid input, and the size
+  limits that leave some out.
 """
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,10 +34,9 @@ from calib_core.metrics.ici import ici
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
                                    check_probs_labels)
 
-__all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "MAX_QUADRATIC_ROWS", "METRICS", "MMCE_BANDWIDTH",
-           "MetricReport", "MetricSpec", "SKCE_MEDIAN_ROWS", "compute_metrics", "get_metric", "metric_function", "metric_name", "metric_report", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
-           "skipped_quadratic", "LOESS_MAX_BOOT", "MAX_FIT_CELLS", "fit_cells", "size_note",
-           "skipped_for_size"]
+__all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS", "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS",
+           "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
+           "skce_pair_order", "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
 MMCE_BANDWIDTH = 0.4
@@ -51,6 +49,14 @@ SKCE_MEDIAN_ROWS = kernel.MEDIAN_MAX_ROWS
 #: on a 900-row, 10-class demo here), so 200 resamples of ICI, E50 and E90 added 10-25 s to the Metrics page of
 #: one such model. 30 resamples (a standard error within about 13 %) add 1-3 s; E50 and E90 get no interval.
 LOESS_MAX_BOOT = 30
+
+#: Bootstrap resamples of a class-wise metric with adaptive bins (ACE, TACE, class-wise ECE adaptive) are capped
+#: so that rows x classes x resamples stays within this many cells: each resample re-bins every class column
+#: (about 1.3 ns per cell here), so 200 resamples at 50,000 x 1,000 took 31 s per metric; the cap gives 40
+#: resamples there (a standard error within about 11 %) and no cap below 10,000,000 rows x classes.
+CLASSWISE_BOOT_CELLS = 2_000_000_000
+#: The cap never goes below this many resamples.
+CLASSWISE_MIN_BOOT = 30
 
 #: How an interval can be made (:attr:`MetricSpec.interval`).
 INTERVAL_METHODS = {
@@ -698,182 +704,3 @@ def metric_bandwidth(key: str, probs: ArrayLike, labels: ArrayLike) -> float:
     if spec.bandwidth == "median":
         return skce_bandwidth(probs, labels)
     return float(spec.bandwidth) if isinstance(spec.bandwidth, (int, float)) else math.nan
-
-
-# ----------------------------------------------------------------------------- reports
-
-#: Above this many rows the O(N^2) metrics are left out of :func:`compute_metrics`
-#: by default (about 10 s each here at 20,000 rows; the Estimators page subsamples).
-MAX_QUADRATIC_ROWS = 20_000
-
-#: Above this many rows x fits (fits: 1 for two classes, K for K > 2) the per-class fits (Cox terms and
-#: loess summaries, ``MetricSpec.per_class_fit``) are left out of :func:`metric_report` by default: at
-#: 50,000 x 1,000 they are 1,000 loess fits and 3,000 logistic regressions (minutes); at 100,000 x 10,
-#: 1.5 s with the compiled loess kernel.
-MAX_FIT_CELLS = 5_000_000
-
-
-@dataclass(frozen=True)
-class MetricReport:
-    """Every requested metric, with a reason for each one that is not available.
-
-    Attributes
-    ----------
-    values : dict
-        ``{key: float or None}`` in registry order; None when the metric
-        cannot be computed on this (valid) input. Metrics left out for size
-        (``skipped``) are not keys.
-    reasons : dict
-        ``{key: reason}`` for the keys whose value is None.
-    skipped : tuple of str
-        Metrics left out for size: O(N^2) metrics because of
-        ``max_quadratic_rows`` or ``include_quadratic=False``, per-class fits
-        because of ``max_fit_cells`` (:func:`skipped_for_size`).
-    """
-
-    values: dict[str, float | None]
-    reasons: dict[str, str]
-    skipped: tuple[str, ...]
-
-
-def _check_max_quadratic_rows(max_quadratic_rows: object) -> int | None:
-    if max_quadratic_rows is None:
-        return None
-    if (isinstance(max_quadratic_rows, bool) or not isinstance(max_quadratic_rows, (int, np.integer))
-            or max_quadratic_rows < 1):
-        raise CalibrationInputError(
-            f"`max_quadratic_rows` must be a positive number of rows or None (no limit), got {max_quadratic_rows!r}."
-        )
-    return int(max_quadratic_rows)
-
-
-def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
-                  keys: list[str] | None = None, include_quadratic: bool = True,
-                  max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                  max_fit_cells: int | None = MAX_FIT_CELLS) -> MetricReport:
-    """Every registered metric (or those in ``keys``); one that fails is reported, not raised.
-
-    Parameters
-    ----------
-    probs : array_like of shape (N, K)
-    labels : array_like of shape (N,)
-    n_bins, binning : bin settings of the binned metrics.
-    keys : list of str, optional
-        Keys of :data:`METRICS`; default all.
-    include_quadratic : bool, default True
-    max_quadratic_rows : int or None, default MAX_QUADRATIC_ROWS
-        The O(N^2) metrics are left out above this many rows (None: no limit).
-    max_fit_cells : int or None, default MAX_FIT_CELLS
-        The per-class fits (Cox terms, ICI, E50, E90) are left out when
-        rows x fits exceeds this (fits: 1 for two classes, K beyond; None: no
-        limit). :func:`skipped_for_size` says which keys are left out.
-
-    Returns
-    -------
-    MetricReport
-
-    Raises
-    ------
-    CalibrationInputError
-        Invalid input (predictions, labels, bin settings, keys): then no
-        metric means anything. A metric that cannot be computed on valid input
-        (SKCE on one row, a non-finite value) is None with its reason instead.
-    """
-    probs, labels = check_probs_labels(probs, labels)
-    check_n_bins(n_bins)
-    check_binning(binning)
-    specs = METRICS if keys is None else [get_metric(k) for k in keys]
-    skipped = set(skipped_for_size(*probs.shape, include_quadratic=include_quadratic,
-                                   max_quadratic_rows=max_quadratic_rows, max_fit_cells=max_fit_cells))
-    values: dict[str, float | None] = {}
-    reasons: dict[str, str] = {}
-    for spec in specs:
-        if spec.key in skipped:
-            continue
-        try:
-            value = float(spec.compute(probs, labels, n_bins, binning))
-        except CalibrationInputError as exc:
-            values[spec.key], reasons[spec.key] = None, " ".join(str(exc).split())
-            continue
-        if not math.isfinite(value):
-            values[spec.key], reasons[spec.key] = None, f"the estimate is not finite ({value})."
-            continue
-        values[spec.key] = value
-    return MetricReport(values, reasons, tuple(spec.key for spec in specs if spec.key in skipped))
-
-
-def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
-                    keys: list[str] | None = None, include_quadratic: bool = True,
-                    max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                    max_fit_cells: int | None = MAX_FIT_CELLS) -> dict[str, float]:
-    """Every registered metric (or those in ``keys``) as ``{key: value}``.
-
-    The O(N^2) metrics are left out when ``include_quadratic`` is false or
-    when N exceeds ``max_quadratic_rows`` (``None``: no limit); use
-    :func:`skipped_quadratic` to say which were left out; likewise the
-    per-class fits above ``max_fit_cells`` (:func:`skipped_for_size`). A metric that
-    cannot be computed on valid input is NaN; :func:`metric_report` gives
-    the reason.
-    """
-    report = metric_report(probs, labels, n_bins=n_bins, binning=binning, keys=keys,
-                           include_quadratic=include_quadratic, max_quadratic_rows=max_quadratic_rows,
-                           max_fit_cells=max_fit_cells)
-    return {key: math.nan if value is None else value for key, value in report.values.items()}
-
-
-def fit_cells(n_rows: int, n_classes: int) -> int:
-    """Rows x fits of a per-class fit metric: one fit for two classes, one per class (one-vs-rest) beyond."""
-    return int(n_rows) * (1 if n_classes <= 2 else int(n_classes))
-
-
-def skipped_for_size(n_rows: int, n_classes: int, *, include_quadratic: bool = True,
-                     max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                     max_fit_cells: int | None = MAX_FIT_CELLS) -> list[str]:
-    """Keys :func:`metric_report` leaves out for an ``n_rows x n_classes`` input, in registry order.
-
-    The O(N^2) metrics (:func:`skipped_quadratic`) and, when
-    :func:`fit_cells` exceeds ``max_fit_cells``, the per-class fits
-    (``MetricSpec.per_class_fit``: Cox slope, intercept, calibration-in-the-large, ICI, E50, E90).
-
-    Examples
-    --------
-    >>> skipped_for_size(50_000, 1_000)
-    ['skce', 'kde_ce_kl', 'kde_ce_l2', 'cox_slope', 'cox_intercept', 'citl', 'ici', 'e50', 'e90']
-    >>> skipped_for_size(1_000, 10)
-    []
-    """
-    if max_fit_cells is not None and (isinstance(max_fit_cells, bool) or not isinstance(max_fit_cells, numbers.Integral)
-                                      or max_fit_cells < 1):
-        raise CalibrationInputError(
-            f"`max_fit_cells` must be a positive whole number or None (no limit), got {max_fit_cells!r}.")
-    quadratic = set(skipped_quadratic(n_rows, include_quadratic=include_quadratic,
-                                      max_quadratic_rows=max_quadratic_rows))
-    too_many_fits = max_fit_cells is not None and fit_cells(n_rows, n_classes) > max_fit_cells
-    return [spec.key for spec in METRICS if spec.key in quadratic or (spec.per_class_fit and too_many_fits)]
-
-
-def size_note(key: str, n_rows: int, n_classes: int, *, max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-              max_fit_cells: int | None = MAX_FIT_CELLS) -> str:
-    """Why :func:`metric_report` left ``key`` out for size: one sentence for pages, reports and the CLI.
-
-    Examples
-    --------
-    >>> size_note("ici", 50_000, 1_000)
-    'left out: 50,000 rows x 1,000 classes = 50,000,000 rows x fits > 5,000,000 (one fit per class; calib_core.ici and cox_calibration compute it)'
-    """
-    spec = get_metric(key)
-    if spec.quadratic:
-        limit = "no limit" if max_quadratic_rows is None else f"{max_quadratic_rows:,}"
-        return f"left out: {n_rows:,} rows > {limit} (O(N^2) metric)"
-    if spec.per_class_fit:
-        return (f"left out: {n_rows:,} rows x {n_classes:,} classes = {fit_cells(n_rows, n_classes):,} rows x fits > "
-                f"{max_fit_cells:,} (one fit per class; calib_core.ici and cox_calibration compute it)")
-    return ""
-
-
-def skipped_quadratic(n_rows: int, *, include_quadratic: bool = True,
-                      max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS) -> list[str]:
-    """Keys of the O(N^2) metrics :func:`compute_metrics` leaves out for ``n_rows`` rows."""
-    limit = _check_max_quadratic_rows(max_quadratic_rows)
-    too_many = limit is not None and n_rows > limit
-    return [spec.key for spec in METRICS if spec.quadratic and (too_many or not include_quadratic)]

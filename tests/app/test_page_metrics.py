@@ -211,8 +211,8 @@ def test_a_rerun_computes_only_the_missing_intervals(monkeypatch):
 def test_per_class_fits_left_out_for_size_are_named_in_a_note_and_have_no_rows(monkeypatch):
     """Issue 15: above MAX_FIT_CELLS (rows x per-class fits; 50,000 x 1,000 is 50 million) the Cox terms and the
     loess summaries are left out, and the page says so (the limit is lowered here to fit a small model)."""
-    registry = cc.metrics.registry
-    for function in (registry.metric_report, registry.skipped_for_size):
+    from calib_core.metrics import reports
+    for function in (reports.metric_report, reports.skipped_for_size):
         monkeypatch.setitem(function.__kwdefaults__, "max_fit_cells", 500)
     rng = np.random.default_rng(2)
     probs = rng.dirichlet([1, 1, 1], 300)

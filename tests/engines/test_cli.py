@@ -284,7 +284,7 @@ def test_refused_file_names_the_command_line_flag_not_the_python_argument(tmp_pa
 def test_per_class_fits_left_out_for_size_are_null_free_and_named_in_the_warnings(predictions_csv, capsys,
                                                                                    monkeypatch):
     """Issue 15: as the Metrics page, the report leaves the per-class fits out above MAX_FIT_CELLS and says so."""
-    monkeypatch.setitem(cc.metrics.registry.metric_report.__kwdefaults__, "max_fit_cells", 1000)
+    monkeypatch.setitem(cc.metrics.reports.metric_report.__kwdefaults__, "max_fit_cells", 1000)
     path, _, _ = predictions_csv  # 400 rows x 3 classes = 1,200 rows x fits
     assert main(["report", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

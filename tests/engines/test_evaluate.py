@@ -20,7 +20,7 @@ from calib_core.engines.batches import choose_engine, resolve_files
 from calib_core.engines.evaluate import evaluate, evaluate_arrays
 from calib_core.engines.streaming import STREAM_METRICS
 from calib_core.engines.summary import load_summary
-from calib_core.metrics.registry import compute_metrics
+from calib_core.metrics.reports import compute_metrics
 from calib_core.metrics.sensitivity import bin_sensitivity
 from calib_core.validation import CalibrationInputError
 

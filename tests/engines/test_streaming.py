@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import calib_core as cc
 from calib_core.binning import binned_error, mean_abs_gap
 from calib_core.binning import upper_edge_index
-from calib_core.metrics.registry import compute_metrics
+from calib_core.metrics.reports import compute_metrics
 from calib_core.engines.grouped import GroupedStats
 from calib_core.engines.sketch import QuantileSketch
 from calib_core.engines.stats import CalibrationStats, _CellIndex

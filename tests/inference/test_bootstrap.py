@@ -210,3 +210,47 @@ def test_classwise_uniform_resamples_from_column_totals_equal_the_materialised_r
     fast = resampled_binned_values(BinnedResampler(probs, labels), [binned_spec(m) for m in metrics], indices)
     slow = np.array([[m(probs[rows], labels[rows]) for rows in indices] for m in metrics])
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
+
+
+def test_class_columns_built_per_block_when_too_many_to_keep_give_the_same_values(monkeypatch):
+    """Issue 15: at 50,000 x 1,000 the sorted class columns would hold 3.6 GB; above MAX_KEPT_CELLS each block
+    builds and drops them. Same values as keeping them (and as the materialised resamples)."""
+    from calib_core.inference import resample
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet(np.full(6, 0.4), size=500)
+    labels = rng.integers(0, 6, 500)
+    metrics = [cc.ace, cc.tace, functools.partial(cc.classwise_ece, binning="adaptive", n_bins=6)]
+    indices = rng.integers(0, 500, size=(5, 500))
+    specs = [resample.binned_spec(m) for m in metrics]
+    keep = resample.resampled_binned_values(resample.BinnedResampler(probs, labels), specs, indices)
+    monkeypatch.setattr(resample, "MAX_KEPT_CELLS", 0)
+    streamed = resample.BinnedResampler(probs, labels)
+    np.testing.assert_array_equal(resample.resampled_binned_values(streamed, specs, indices), keep)
+    assert "classwise" not in vars(streamed)  # nothing kept
+    slow = np.array([[m(probs[rows], labels[rows]) for rows in indices] for m in metrics])
+    np.testing.assert_allclose(keep, slow, rtol=1e-12, atol=1e-15)
+
+
+def test_class_wise_adaptive_intervals_are_capped_by_rows_times_classes_and_say_so():
+    """Issue 15: each resample of ACE re-bins every class column; rows x classes x resamples is capped at
+    CLASSWISE_BOOT_CELLS (40 resamples at 50,000 x 1,000), never below CLASSWISE_MIN_BOOT, and the note says so."""
+    from calib_core.inference.intervals import boot_cap
+    registry = cc.metrics.registry
+    assert boot_cap(cc.ace, 50_000, 1_000) == registry.CLASSWISE_BOOT_CELLS // 50_000_000 == 40
+    assert boot_cap(cc.ace, 10**6, 1_000) == registry.CLASSWISE_MIN_BOOT
+    assert boot_cap(cc.sce, 50_000, 1_000) == boot_cap(cc.ece, 50_000, 1_000) == float("inf")
+    assert boot_cap(functools.partial(cc.classwise_ece, binning="adaptive"), 50_000, 1_000) == 40
+    assert boot_cap(cc.ici, 100, 3, max_boot=30) == 30
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.ones(50), size=400)
+    labels = rng.integers(0, 50, 400)
+    cells = 400 * 50 * 35  # room for 35 resamples
+    original = registry.CLASSWISE_BOOT_CELLS
+    from calib_core.inference import intervals
+    try:
+        intervals.CLASSWISE_BOOT_CELLS = cells
+        found = cc.metric_interval("ace", probs, labels, n_boot=200, seed=0)
+    finally:
+        intervals.CLASSWISE_BOOT_CELLS = original
+    assert found.n_boot == 35 and "35 resamples, capped from 200 for time" in found.note
+    assert cc.metric_interval("ace", probs, labels, n_boot=200, seed=0).n_boot == 200

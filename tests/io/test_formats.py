@@ -24,7 +24,7 @@ from calib_core.io.formats import (
     sniff_csv,
     sniff_csv_file,
 )
-from calib_core.metrics.registry import compute_metrics
+from calib_core.metrics.reports import compute_metrics
 from calib_core.validation import CalibrationInputError
 
 KEYS = ["accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ks", "brier", "nll"]

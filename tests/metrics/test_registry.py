@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.metrics.registry import METRICS, compute_metrics, get_metric, metric_function, resolve_metrics
+from calib_core.metrics.registry import METRICS, get_metric, metric_function, resolve_metrics
+from calib_core.metrics.reports import compute_metrics
 
 KEYS = [spec.key for spec in METRICS]
 
