@@ -180,14 +180,16 @@ def skce_bandwidth(probs: ArrayLike, labels: ArrayLike) -> float:
     All pairs up to :data:`SKCE_MEDIAN_ROWS` rows (then it equals the
     bandwidth ``skce(..., bandwidth=None)`` uses), else the pairs of that many
     rows of :func:`skce_pair_order` (seed 0), so the value does not depend on
-    the row order. A zero median falls back to the median distance between
+    the row order; above 10 classes fewer rows
+    (:func:`calib_core.metrics.kernel.median_rows`: 500 at 1,000 classes). A zero median falls back to the median distance between
     distinct predictions, and constant predictions (where the kernel is 1
     for every bandwidth) to 1.0.
     """
     probs, labels = check_probs_labels(probs, labels)
     if probs.shape[0] < 2:
         raise CalibrationInputError(f"`skce` needs at least 2 rows, `probs` has {probs.shape[0]}.")
-    return kernel.median_heuristic(probs[skce_pair_order(probs, labels)], max_rows=SKCE_MEDIAN_ROWS, seed=0)
+    return kernel.median_heuristic(probs[skce_pair_order(probs, labels)], max_rows=kernel.median_rows(probs.shape[1]),
+                                   seed=0)
 
 
 def _check_bandwidth(bandwidth: float | None) -> float | None:

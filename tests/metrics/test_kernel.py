@@ -299,3 +299,20 @@ def test_standard_errors_match_the_spread_over_samples(estimator):
 def test_standard_error_needs_enough_rows():
     assert np.isnan(cc.skce_estimate([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]], [0, 1, 1], bandwidth=1.0).std_error)
     assert np.isnan(cc.skce_estimate([[0.7, 0.3], [0.2, 0.8]], [0, 1], 1.0, "block").std_error)
+
+
+def test_the_default_median_takes_fewer_rows_with_many_classes():
+    """Issue 15: the median of 5,000 rows of 1,000 classes took 25 s (twice per table of metrics). Above 10
+    classes the default median heuristic uses sqrt(MEDIAN_MAX_CELLS / K) rows; up to 10 classes nothing changes."""
+    from calib_core.metrics import kernel
+    assert [kernel.median_rows(k) for k in (2, 10, 40, 1000, 10**6)] == [5000, 5000, 2500, 500, 100]
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(200), size=1500)  # 200 classes: 1,118 rows
+    labels = rng.integers(0, 200, 1500)
+    order = cc.metrics.registry.skce_pair_order(probs, labels)
+    expected = kernel.median_heuristic(probs[order], max_rows=1118, seed=0)
+    assert cc.metrics.registry.skce_bandwidth(probs, labels) == expected
+    assert expected != kernel.median_heuristic(probs[order], seed=0)  # all 1,500 rows would give another value
+    block = cc.skce(probs, labels, estimator="block", seed=0)
+    assert block == cc.skce(probs, labels, estimator="block", seed=0,
+                            bandwidth=kernel.median_pairwise_distance(probs, max_rows=1118, seed=0))
