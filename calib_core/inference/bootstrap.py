@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.inference.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
+from calib_core.inference.resample import (BinnedResampler, binned_spec, index_blocks, resampled_binned_values,
+                                           row_values)
 from calib_core.validation import check_count, check_fraction, check_probs_labels
 
 __all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics"]
@@ -67,12 +68,16 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     rng = np.random.default_rng(seed)
     specs = [binned_spec(metric) for metric in metrics]
     fast = [i for i, spec in enumerate(specs) if spec is not None]
-    slow = [i for i, spec in enumerate(specs) if spec is None]
+    rows_of = {i: row_values(metrics[i], probs, labels) for i, spec in enumerate(specs) if spec is None}
+    means = {i: values for i, values in rows_of.items() if values is not None}
+    slow = [i for i in rows_of if i not in means]
     resampler = BinnedResampler(probs, labels) if fast else None
     samples = np.empty((len(metrics), int(n_boot)))
     for start, stop, indices in index_blocks(rng, probs.shape[0], int(n_boot)):
         if fast:
             samples[fast, start:stop] = resampled_binned_values(resampler, [specs[i] for i in fast], indices)
+        for i, values in means.items():
+            samples[i, start:stop] = np.take(values, indices).mean(axis=1)
         for offset, rows in enumerate(indices if slow else ()):
             resample = probs[rows], labels[rows]
             for i in slow:
@@ -119,8 +124,11 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     row weights and the per-bin sums of a block of resamples come from
     cumulative sums along one sort per column (:mod:`calib_core.inference.resample`):
     the same resamples and the same values, up to round-off, as calling the
-    metric on each materialised resample, in a fraction of the time. Any
-    other metric is called on each ``probs[rows], labels[rows]``.
+    metric on each materialised resample, in a fraction of the time. The
+    accuracy, Brier score and NLL are means of per-row values
+    (:func:`calib_core.inference.resample.row_values`), taken over each
+    resample's rows without copying them. Any other metric is called on each
+    ``probs[rows], labels[rows]``.
 
     Examples
     --------

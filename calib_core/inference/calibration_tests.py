@@ -346,8 +346,8 @@ def _spiegelhalter_columns(p: NDArray[np.float64], y: NDArray[np.float64]) -> tu
 # ----------------------------------------------------------------------------
 
 def _skce_bandwidth(probs: NDArray[np.float64], bandwidth: float | None) -> float:
-    if bandwidth is None:
-        return float(kernel.median_heuristic(probs))
+    if bandwidth is None:  # all pairs of MEDIAN_MAX_ROWS rows up to 10 classes, fewer rows beyond (median_rows)
+        return float(kernel.median_heuristic(probs, max_rows=kernel.median_rows(probs.shape[1])))
     return check_positive(bandwidth, "bandwidth")
 
 

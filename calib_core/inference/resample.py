@@ -43,9 +43,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.metrics import binned
+from calib_core.metrics import binned, scores
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index
 from calib_core.validation import (
+    row_argmax,
     check_right,
     CalibrationInputError,
     check_binning,
@@ -54,7 +55,7 @@ from calib_core.validation import (
     check_positive,
 )
 
-__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values"]
+__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_values"]
 
 #: Largest number of resampled row indices drawn in one call. numpy's bounded
 #: integers come from one stream whatever the call sizes (tests/inference/test_bootstrap.py
@@ -149,6 +150,37 @@ _RECOGNISED: dict[Callable, Callable] = {
     binned.ece: _top_label, binned.mce: _mce, binned.classwise_ece: _classwise,
     binned.sce: _sce, binned.ace: _ace, binned.tace: _tace,
 }
+
+
+def _correct_rows(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64]:
+    return (row_argmax(probs) == labels).astype(np.float64)
+
+
+#: Metrics that are the mean of a per-row value, and that value (the same elementwise computation).
+_ROW_MEANS: dict[Callable, Callable] = {binned.accuracy: _correct_rows, scores.brier_score: scores.brier_rows,
+                                        scores.nll: scores.nll_rows}
+
+
+def row_values(metric: Callable, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64] | None:
+    """The per-row values whose mean is ``metric`` (accuracy, Brier score, NLL), or None for other metrics.
+
+    A resample's value is then ``values[rows].mean()``: the metric of the
+    materialised resample (the same per-row values, summed in the same order),
+    without copying ``probs[rows]`` (400 MB per resample at 50,000 x 1,000).
+
+    Examples
+    --------
+    >>> import calib_core as cc
+    >>> row_values(cc.accuracy, np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0])).tolist()
+    [1.0, 0.0]
+    >>> row_values(cc.ece, np.array([[0.9, 0.1]]), np.array([0])) is None
+    True
+    """
+    try:
+        values = _ROW_MEANS.get(metric)
+    except TypeError:  # unhashable callables
+        return None
+    return None if values is None else values(probs, labels)
 
 
 def binned_spec(metric: Callable) -> BinnedSpec | None:

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.binned import top_label
 from calib_core.validation import check_probs_labels
 
-__all__ = ["brier_score", "ks_error", "nll"]
+__all__ = ["brier_rows", "brier_score", "ks_error", "nll", "nll_rows"]
 
 #: Probabilities are clipped at this value only inside the logarithm of :func:`nll`.
 NLL_EPSILON = 1e-12
@@ -30,10 +30,20 @@ def brier_score(probs: ArrayLike, labels: ArrayLike) -> float:
     >>> round(brier_score([[0.8, 0.2], [0.5, 0.5]], [0, 1]), 6)
     0.29
     """
+    return float(brier_rows(probs, labels).mean())
+
+
+def brier_rows(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
+    """Each row's Brier score ``sum_k p_k^2 - 2 p_y + 1``: :func:`brier_score` is their mean.
+
+    Examples
+    --------
+    >>> brier_rows([[0.8, 0.2], [0.5, 0.5]], [0, 1]).round(6).tolist()
+    [0.08, 0.5]
+    """
     probs, labels = check_probs_labels(probs, labels)
     true_prob = probs[np.arange(probs.shape[0]), labels]
-    per_row = np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0
-    return float(per_row.mean())
+    return np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0
 
 
 def nll(probs: ArrayLike, labels: ArrayLike) -> float:
@@ -43,9 +53,20 @@ def nll(probs: ArrayLike, labels: ArrayLike) -> float:
     ``NLL_EPSILON`` only inside the logarithm, so a confident mistake costs
     at most ``-log(1e-12) ~ 27.6`` instead of infinity.
     """
+    return float(np.mean(nll_rows(probs, labels)))
+
+
+def nll_rows(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
+    """Each row's ``-log(max(p_y, NLL_EPSILON))``: :func:`nll` is their mean.
+
+    Examples
+    --------
+    >>> nll_rows([[0.5, 0.5], [1.0, 0.0]], [0, 1]).round(4).tolist()
+    [0.6931, 27.631]
+    """
     probs, labels = check_probs_labels(probs, labels)
     true_prob = probs[np.arange(probs.shape[0]), labels]
-    return float(-np.mean(np.log(np.maximum(true_prob, NLL_EPSILON))))
+    return -np.log(np.maximum(true_prob, NLL_EPSILON))
 
 
 def ks_error(probs: ArrayLike, labels: ArrayLike) -> float:

@@ -72,7 +72,7 @@ from calib_core.inference.resample import (MAX_WEIGHT_BLOCK, BinnedResampler, bi
                                            resampled_binned_values)
 from calib_core.metrics import get_metric, metric_function
 from calib_core.metrics.binned import top_label
-from calib_core.metrics.scores import NLL_EPSILON
+from calib_core.metrics.scores import brier_rows, nll_rows
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
@@ -482,9 +482,7 @@ _PER_ROW_MEANS = ("nll", "brier", "accuracy")
 
 def _per_row_means(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
     """Per-row values whose mean is the NLL, the Brier score and the accuracy (their registry definitions)."""
-    true_prob = probs[np.arange(labels.size), labels]
-    return {"nll": -np.log(np.maximum(true_prob, NLL_EPSILON)),
-            "brier": np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0,
+    return {"nll": nll_rows(probs, labels), "brier": brier_rows(probs, labels),
             "accuracy": (row_argmax(probs) == labels).astype(np.float64)}
 
 

@@ -254,3 +254,20 @@ def test_class_wise_adaptive_intervals_are_capped_by_rows_times_classes_and_say_
         intervals.CLASSWISE_BOOT_CELLS = original
     assert found.n_boot == 35 and "35 resamples, capped from 200 for time" in found.note
     assert cc.metric_interval("ace", probs, labels, n_boot=200, seed=0).n_boot == 200
+
+
+@pytest.mark.parametrize("key", ["accuracy", "brier", "nll"])
+def test_row_mean_metrics_resample_their_per_row_values_without_copying_the_rows(key, monkeypatch):
+    """Issue 15: accuracy, Brier score and NLL resampled 200 copies of probs[rows] (400 MB each at 50,000 x
+    1,000); they are means of per-row values, so a resample is values[rows].mean(): the same numbers."""
+    from calib_core.inference import resample
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet(np.ones(4), size=700)
+    labels = rng.integers(0, 4, 700)
+    metric = cc.metrics.registry.metric_function(key)
+    assert resample.row_values(metric, probs, labels) is not None
+    fast = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
+    monkeypatch.setattr(resample, "_ROW_MEANS", {})
+    slow = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
+    np.testing.assert_array_equal(fast.samples, slow.samples)
+    assert (fast.low, fast.high) == (slow.low, slow.high)

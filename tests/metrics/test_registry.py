@@ -402,3 +402,16 @@ def test_per_class_fits_are_left_out_above_max_fit_cells_and_listed_as_skipped()
     assert not set(cc.skipped_for_size(100_000, 10)) & set(fits)  # the 100,000 x 10 case keeps them
     with pytest.raises(cc.CalibrationInputError, match="max_fit_cells"):
         cc.metric_report(probs, labels, max_fit_cells=0)
+
+
+def test_skce_pair_order_is_the_full_lexicographic_order_with_two_sorts():
+    """Issue 15: np.lexsort over 1,001 keys took 4 s per call at 50,000 x 1,000; the order is unchanged."""
+    from calib_core.metrics.registry import _lexicographic_order
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n, k = int(rng.integers(1, 80)), int(rng.integers(1, 6))
+        probs = rng.integers(0, 3, size=(n, k)) / 2.0  # many ties on every column
+        labels = rng.integers(0, 2, n)
+        np.testing.assert_array_equal(_lexicographic_order(probs, labels), np.lexsort((*probs.T[::-1], labels)))
+    probs, labels = predictions(1, 500, 4)
+    np.testing.assert_array_equal(_lexicographic_order(probs, labels), np.lexsort((*probs.T[::-1], labels)))
