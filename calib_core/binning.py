@@ -357,15 +357,46 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     return _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept)
 
 
+def upper_bin_entries(probs: NDArray[np.float64], n_bins: int,
+                      right: bool = True) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
+    """The entries of ``probs`` outside the first uniform bin: rows, ``class * n_bins + bin`` and values.
+
+    Every value below ``1/n_bins`` is in the first bin, and a row (summing to 1)
+    has fewer than ``n_bins`` values of at least ``1/n_bins``; so a class's
+    first bin is its column total minus these entries. At 1,000 classes they
+    are a few per row instead of 1,000. The bins are :func:`uniform_index`'s
+    (the one bin rule), found for the values above a margin below ``1/n_bins``.
+
+    Examples
+    --------
+    >>> rows, slots, values = upper_bin_entries(np.array([[0.05, 0.95], [0.5, 0.5]]), 10)
+    >>> rows.tolist(), slots.tolist(), values.tolist()
+    ([0, 1, 1], [19, 4, 14], [0.95, 0.5, 0.5])
+    """
+    rows, classes = np.nonzero(probs >= (1.0 - 1e-9) / n_bins)
+    values = probs[rows, classes]
+    bins = uniform_index(values, n_bins, right)
+    upper = bins > 0
+    return rows[upper], classes[upper] * n_bins + bins[upper], values[upper]
+
+
 def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right) -> BinStats:
     n_rows, n_classes = probs.shape
     offsets = np.arange(n_classes) * n_bins
-    flat_index = (uniform_index(probs, n_bins, right) + offsets).ravel()
     size = n_classes * n_bins
-    weights = None if keep is None else keep.ravel().astype(np.float64)
-    count = np.bincount(flat_index, weights=weights, minlength=size)
-    value_weights = probs.ravel() if keep is None else np.where(keep, probs, 0.0).ravel()
-    sum_value = np.bincount(flat_index, weights=value_weights, minlength=size)
+    if keep is None:
+        # The first bin of each class is its column total minus the other bins (upper_bin_entries).
+        _, slots, values = upper_bin_entries(probs, n_bins, right)
+        count = np.bincount(slots, minlength=size).astype(np.float64).reshape(n_classes, n_bins)
+        # (float64 also when there is no such entry: bincount then returns integers)
+        sum_value = np.bincount(slots, weights=values, minlength=size).astype(np.float64).reshape(n_classes, n_bins)
+        count[:, 0] = n_rows - count[:, 1:].sum(axis=1)
+        sum_value[:, 0] = probs.sum(axis=0) - sum_value[:, 1:].sum(axis=1)
+        count, sum_value = count.ravel(), sum_value.ravel()
+    else:
+        flat_index = (uniform_index(probs, n_bins, right) + offsets).ravel()
+        count = np.bincount(flat_index, weights=keep.ravel().astype(np.float64), minlength=size)
+        sum_value = np.bincount(flat_index, weights=np.where(keep, probs, 0.0).ravel(), minlength=size)
     true_index = uniform_index(true_value, n_bins, right) + offsets[labels]
     sum_target = np.bincount(true_index[true_kept], minlength=size).astype(np.float64)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
@@ -395,16 +426,20 @@ def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> B
     bin_starts = np.concatenate([np.zeros((n_classes, 1), dtype=bin_ends.dtype), bin_ends[:, :-1]], axis=1)
     count = (bin_ends - bin_starts).astype(np.float64)
     flat_starts = bin_starts + (np.arange(n_classes) * n_rows)[:, None]
-    # A trailing 0 gives empty bins of the last class a valid start (K * N) without
-    # cutting the last value off the bin before them.
-    flat_values = np.append(np.nan_to_num(columns.ravel()), 0.0)
-    sums = np.add.reduceat(flat_values, flat_starts.ravel()).reshape(n_classes, n_bins)
-    sum_value = np.where(count > 0, sums, 0.0)
-    sum_target = np.zeros((n_classes, n_bins))
-    for k in range(n_classes):
-        mine = (labels == k) & true_kept
-        index = np.searchsorted(upper[k], true_value[mine], side="left")
-        sum_target[k] = np.bincount(index, minlength=n_bins)[:n_bins]
+    if keep is not None:
+        columns[np.isnan(columns)] = 0.0  # the dropped tail of each column (our copy) adds nothing
+    # Only the non-empty bins' starts: each run then ends where the next non-empty bin starts (the empty bins
+    # between them hold nothing; a column's dropped tail is 0), and no start is K * N. No copy of the columns.
+    nonempty = (count > 0).ravel()
+    sum_value = np.zeros(n_classes * n_bins)
+    sum_value[nonempty] = np.add.reduceat(columns.ravel(), flat_starts.ravel()[nonempty])
+    sum_value = sum_value.reshape(n_classes, n_bins)
+    # Each kept true entry's bin: the number of its class's upper edges below it (searchsorted "left";
+    # NaN edges of runs without values compare False).
+    kept_rows = np.flatnonzero(true_kept)
+    below = upper[labels[kept_rows]] < true_value[kept_rows, None]
+    target_index = labels[kept_rows] * n_bins + below.sum(axis=1)
+    sum_target = np.bincount(target_index, minlength=n_classes * n_bins).reshape(n_classes, n_bins).astype(np.float64)
     upper = np.where(count > 0, upper, np.nan)
     previous = np.concatenate([np.zeros((n_classes, 1)), np.fmax.accumulate(np.nan_to_num(upper, nan=0.0), axis=1)[:, :-1]], axis=1)
     lower = np.where(count > 0, previous, np.nan)

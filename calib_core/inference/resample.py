@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core.metrics import binned, scores
-from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index
+from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
 from calib_core.validation import (
     row_argmax,
     check_right,
@@ -476,14 +476,9 @@ class BinnedResampler:
         values and targets (``labels == class``). A row has fewer than ``n_bins`` of them (its values sum to 1)."""
         key = (n_bins, right)
         if key not in self._upper_entries:
-            # A margin below the first edge 1/B; the bin of each candidate is then the one bin rule's.
-            rows, classes = np.nonzero(self.probs >= (1.0 - 1e-9) / n_bins)
-            values = self.probs[rows, classes]
-            bins = uniform_index(values, n_bins, right)
-            upper = bins > 0
-            rows, classes, values, bins = rows[upper], classes[upper], values[upper], bins[upper]
-            targets = (self.labels[rows] == classes).astype(np.float64)
-            self._upper_entries[key] = (rows, classes * n_bins + bins, values, targets)
+            rows, slots, values = upper_bin_entries(self.probs, n_bins, right)
+            targets = (self.labels[rows] == slots // n_bins).astype(np.float64)
+            self._upper_entries[key] = (rows, slots, values, targets)
         return self._upper_entries[key]
 
     def _classwise_uniform(self, specs: list[BinnedSpec], weights: NDArray[np.integer]) -> NDArray[np.float64]:
@@ -510,8 +505,10 @@ class BinnedResampler:
             picked = drawn[:, rows]  # (R, M) weights of the entries
             flat = (slots[None, :] + (np.arange(n_res) * (n_classes * n_bins))[:, None]).ravel()
             size = n_res * n_classes * n_bins
+            # float64 also without entries (bincount then returns integers, which would truncate below)
             count, value, target = (np.bincount(flat, weights=(picked * factor).ravel(), minlength=size)
-                                    .reshape(n_res, n_classes, n_bins) for factor in (1.0, values, targets))
+                                    .astype(np.float64).reshape(n_res, n_classes, n_bins)
+                                    for factor in (1.0, values, targets))
             count[:, :, 0] = n_rows - count[:, :, 1:].sum(axis=2)
             value[:, :, 0] = total_value - value[:, :, 1:].sum(axis=2)
             target[:, :, 0] = total_target - target[:, :, 1:].sum(axis=2)

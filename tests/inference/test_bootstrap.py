@@ -271,3 +271,16 @@ def test_row_mean_metrics_resample_their_per_row_values_without_copying_the_rows
     slow = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
     np.testing.assert_array_equal(fast.samples, slow.samples)
     assert (fast.low, fast.high) == (slow.low, slow.high)
+
+
+def test_classwise_uniform_resamples_without_any_entry_outside_the_first_bin():
+    """Flat predictions over 40 classes with 15 bins: no value reaches 1/15, every class has only its first bin
+    (numpy's bincount of no entries is integer-typed, which truncated the first bins' sums)."""
+    from calib_core.inference.resample import BinnedResampler, binned_spec, resampled_binned_values
+    probs = np.full((300, 40), 1 / 40)
+    labels = np.arange(300) % 40
+    indices = np.random.default_rng(0).integers(0, 300, size=(4, 300))
+    fast = resampled_binned_values(BinnedResampler(probs, labels), [binned_spec(cc.sce)], indices)[0]
+    np.testing.assert_allclose(fast, [cc.sce(probs[rows], labels[rows]) for rows in indices], rtol=1e-12)
+    # One bin per class: |mean prediction - class frequency|, averaged over the classes.
+    assert cc.sce(probs, labels) == pytest.approx(np.abs(1 / 40 - np.bincount(labels) / 300).mean(), abs=1e-15)
