@@ -140,10 +140,19 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     True
     """
     probs, labels = check_probs_labels(probs, labels)
+    return resampled_interval(metric, probs, labels, float(metric(probs, labels)), n_boot=n_boot, alpha=alpha,
+                              seed=seed, on_progress=on_progress)
+
+
+def resampled_interval(metric: Callable[[NDArray, NDArray], float], probs: NDArray[np.float64],
+                       labels: NDArray[np.intp], estimate: float, *, n_boot: int, alpha: float,
+                       seed: int | np.random.Generator | None,
+                       on_progress: Callable[[int, int], None] | None = None) -> BootstrapResult:
+    """:func:`bootstrap_ci` for checked arrays whose estimate the caller already has (not computed again:
+    0.7 s for ACE at 50,000 x 1,000). :func:`calib_core.inference.intervals.metric_interval` uses it."""
     _check_options(n_boot, alpha)
-    estimate = float(metric(probs, labels))
     samples = _resampled([metric], probs, labels, int(n_boot), seed, on_progress)[0]
-    return _result(estimate, samples, float(alpha))
+    return _result(float(estimate), samples, float(alpha))
 
 
 def bootstrap_metrics(metrics: Mapping[str, Callable[[NDArray, NDArray], float]], probs: ArrayLike,

@@ -16,6 +16,7 @@ References
 """
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,23 +68,32 @@ class _LabelSampler:
 
     def __init__(self, probs: NDArray[np.float64]):
         self.n_rows, self.n_classes = probs.shape
-        cdf = np.cumsum(probs, axis=1)
-        if self.n_classes <= _COMPARE_MAX_CLASSES:
-            # label = #{k < K-1 : u >= F_k}, the first k with u < F_k; the
-            # last column is left out so rounding of F_{K-1} cannot give K.
-            self.columns = np.ascontiguousarray(cdf[:, :-1].T)
-            self.flat = None
-        else:
-            # One sorted array of all rows' CDFs shifted by the row number:
-            # a binary search for i + u finds row i's first F_k > u.
-            cdf[:, -1] = 1.0
-            self.flat = (cdf + np.arange(self.n_rows)[:, None]).ravel()
-            self.columns = None
+        self.probs = probs
+        self.compare = self.n_classes <= _COMPARE_MAX_CLASSES
+
+    @functools.cached_property
+    def cdf(self) -> NDArray[np.float64]:
+        """Each row's cumulative sums ``F_k`` (one sequential sum per row)."""
+        return np.cumsum(self.probs, axis=1)
+
+    @functools.cached_property
+    def columns(self) -> NDArray[np.float64]:
+        """K <= 32: ``F_0 .. F_(K-2)`` as rows; label = #{k < K-1 : u >= F_k}, the first k with u < F_k
+        (the last column is left out so that rounding of F_(K-1) cannot give K)."""
+        return np.ascontiguousarray(self.cdf[:, :-1].T)
+
+    @functools.cached_property
+    def flat(self) -> NDArray[np.float64]:
+        """K > 32: one sorted array of all rows' CDFs shifted by the row number (the last set to 1): a binary
+        search for ``i + u`` finds row i's first ``F_k > u``."""
+        cdf = self.cdf.copy()
+        cdf[:, -1] = 1.0
+        return (cdf + np.arange(self.n_rows)[:, None]).ravel()
 
     def draw(self, rng: np.random.Generator, n_draws: int) -> NDArray[np.integer]:
         """Labels of shape (n_draws, N); a small integer dtype when K is small."""
         uniform = rng.random((n_draws, self.n_rows))
-        if self.flat is None:
+        if self.compare:
             # uint8 counters: the K-1 comparisons cost less than one intp pass.
             labels = np.zeros((n_draws, self.n_rows), dtype=np.uint8)
             for column in self.columns:
@@ -104,18 +114,15 @@ class _LabelSampler:
         """
         uniform = rng.random((n_draws, self.n_rows))
         last = self.n_classes - 1
-        if self.flat is None:
-            rows = np.arange(self.n_rows)
-            cdf = self.columns  # (K-1, N): F_0 .. F_(K-2)
-            low = np.where(reference > 0, cdf[np.maximum(reference - 1, 0), rows], -np.inf)
-            high = np.where(reference < last, cdf[np.minimum(reference, last - 1), rows], np.inf)
-        else:
+        rows = np.arange(self.n_rows)
+        # Only the two cumulative sums around each row's reference class are needed (no flat array).
+        low = np.where(reference > 0, self.cdf[rows, np.maximum(reference - 1, 0)], -np.inf)
+        high = np.where(reference < last, self.cdf[rows, np.minimum(reference, last - 1)], np.inf)
+        if not self.compare:
             # The flat search compares i + u with i + F_k: the same sums here.
-            rows = np.arange(self.n_rows)
             uniform += rows
-            start = rows * self.n_classes
-            low = np.where(reference > 0, self.flat[start + np.maximum(reference - 1, 0)], -np.inf)
-            high = np.where(reference < last, self.flat[start + reference], np.inf)
+            low += rows
+            high += rows
         other = uniform < low
         other |= uniform >= high
         return other.view(np.uint8)

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from calib_core.inference.bootstrap import bootstrap_ci
+from calib_core.inference.bootstrap import resampled_interval
 from calib_core.inference.resample import binned_spec
 from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOOT, get_metric, metric_bandwidth,
                                          metric_function, metric_value)
@@ -176,7 +176,7 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
     asked, n_boot = int(n_boot), min(int(n_boot), boot_cap(metric, *probs.shape, spec.max_boot))
     resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
     try:
-        boot = bootstrap_ci(metric, probs, labels, n_boot=n_boot, alpha=alpha, seed=seed)
+        boot = resampled_interval(metric, probs, labels, estimate, n_boot=n_boot, alpha=alpha, seed=seed)
     except CalibrationInputError as exc:
         return result(estimate, note=f"none: a resample could not be evaluated ({' '.join(str(exc).split())})")
     if spec.interval == "percentile":
