@@ -15,7 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.resample import (BinnedResampler, binned_spec, index_blocks, resampled_binned_values,
-                                           row_values)
+                                           row_values, top_label_function)
+from calib_core.metrics.binned import top_label
 from calib_core.validation import check_count, check_fraction, check_probs_labels
 
 __all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics"]
@@ -70,7 +71,10 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     fast = [i for i, spec in enumerate(specs) if spec is not None]
     rows_of = {i: row_values(metrics[i], probs, labels) for i, spec in enumerate(specs) if spec is None}
     means = {i: values for i, values in rows_of.items() if values is not None}
-    slow = [i for i in rows_of if i not in means]
+    tops = {i: function for i in rows_of if i not in means
+            and (function := top_label_function(metrics[i])) is not None}
+    slow = [i for i in rows_of if i not in means and i not in tops]
+    confidence, correct = top_label(probs, labels) if tops else (None, None)
     resampler = BinnedResampler(probs, labels) if fast else None
     samples = np.empty((len(metrics), int(n_boot)))
     for start, stop, indices in index_blocks(rng, probs.shape[0], int(n_boot)):
@@ -78,6 +82,9 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
             samples[fast, start:stop] = resampled_binned_values(resampler, [specs[i] for i in fast], indices)
         for i, values in means.items():
             samples[i, start:stop] = np.take(values, indices).mean(axis=1)
+        for i, function in tops.items():
+            for offset, rows in enumerate(indices):
+                samples[i, start + offset] = function(confidence[rows], correct[rows])
         for offset, rows in enumerate(indices if slow else ()):
             resample = probs[rows], labels[rows]
             for i in slow:
@@ -127,8 +134,10 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     metric on each materialised resample, in a fraction of the time. The
     accuracy, Brier score and NLL are means of per-row values
     (:func:`calib_core.inference.resample.row_values`), taken over each
-    resample's rows without copying them. Any other metric is called on each
-    ``probs[rows], labels[rows]``.
+    resample's rows without copying them; the KS error and MMCE see only the
+    top label, whose two arrays are resampled
+    (:func:`calib_core.inference.resample.top_label_function`). Any other
+    metric is called on each ``probs[rows], labels[rows]``.
 
     Examples
     --------

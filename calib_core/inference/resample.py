@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.metrics import binned, scores
+from calib_core.metrics import binned, kernel, scores
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
 from calib_core.validation import (
     row_argmax,
@@ -55,7 +55,8 @@ from calib_core.validation import (
     check_positive,
 )
 
-__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_values"]
+__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_values",
+           "top_label_function"]
 
 #: Largest number of resampled row indices drawn in one call. numpy's bounded
 #: integers come from one stream whatever the call sizes (tests/inference/test_bootstrap.py
@@ -181,6 +182,35 @@ def row_values(metric: Callable, probs: NDArray[np.float64], labels: NDArray[np.
     except TypeError:  # unhashable callables
         return None
     return None if values is None else values(probs, labels)
+
+
+def top_label_function(metric: Callable) -> Callable[[NDArray, NDArray], float] | None:
+    """For a metric of the top label alone (KS error, MMCE), its function of (confidence, correctness).
+
+    The bootstrap then resamples those two arrays instead of ``probs[rows]``
+    (an N x K copy per resample) and gets the same values. None for other metrics.
+
+    Examples
+    --------
+    >>> import calib_core as cc, functools
+    >>> f = top_label_function(functools.partial(cc.mmce, bandwidth=0.2))
+    >>> round(f(np.array([0.8, 0.6]), np.array([1.0, 0.0])), 6) == round(cc.mmce([[0.8, 0.2], [0.6, 0.4]], [0, 1], 0.2), 6)
+    True
+    """
+    function, args, keywords = metric, (), {}
+    while isinstance(function, functools.partial):
+        args, keywords = function.args + args, {**function.keywords, **keywords}
+        function = function.func
+    if function is scores.ks_error and not args and not keywords:
+        return scores.ks_of_top_label
+    if function is kernel.mmce and not args and set(keywords) <= {"bandwidth"}:
+        bandwidth = keywords.get("bandwidth", inspect.signature(kernel.mmce).parameters["bandwidth"].default)
+        try:
+            bandwidth = check_positive(bandwidth, "bandwidth")
+        except CalibrationInputError:
+            return None  # the metric itself raises, on the generic path
+        return functools.partial(kernel.mmce_of_top_label, bandwidth=bandwidth)
+    return None
 
 
 def binned_spec(metric: Callable) -> BinnedSpec | None:

@@ -375,7 +375,15 @@ def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4) -> float:
     """
     probs, labels = check_probs_labels(probs, labels)
     bandwidth = check_positive(bandwidth, "bandwidth")
-    confidence, correct = top_label(probs, labels)
+    return mmce_of_top_label(*top_label(probs, labels), bandwidth)
+
+
+def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64], bandwidth: float) -> float:
+    """:func:`mmce` from the top-label confidences and correctness (checked; ``bandwidth`` > 0).
+
+    What :func:`mmce` computes after :func:`calib_core.metrics.binned.top_label`;
+    the bootstrap resamples these two arrays instead of the whole matrix.
+    """
     order = np.argsort(confidence, kind="stable")
     scaled = confidence[order] / bandwidth
     residual = (correct - confidence)[order]
@@ -389,7 +397,7 @@ def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4) -> float:
         # Exclusive prefix: F_i = sum_{j < i} part_j exp(scaled_j - scaled_i).
         prefix = np.exp(running[:-1] - scaled[1:])
         total += 2.0 * sign * float(np.dot(residual[1:], prefix))
-    return float(np.sqrt(max(total, 0.0)) / probs.shape[0])
+    return float(np.sqrt(max(total, 0.0)) / confidence.shape[0])
 
 
 # --------------------------------------------------------------------------- SKCE

@@ -415,7 +415,8 @@ _BINNED_PARTIALS: dict[str, Callable[[int, str], Callable[[ArrayLike, ArrayLike]
 
 
 #: Registry entries that are a function of ``(probs, labels)`` alone.
-_PLAIN_FUNCTIONS = {"accuracy": binned.accuracy, "brier": scores.brier_score, "nll": scores.nll}
+_PLAIN_FUNCTIONS = {"accuracy": binned.accuracy, "brier": scores.brier_score, "nll": scores.nll,
+                    "ks": scores.ks_error}
 
 
 def _binned(key: str) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
@@ -616,6 +617,8 @@ def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
         return _BINNED_PARTIALS[key](n_bins, binning)
     if key in _PLAIN_FUNCTIONS and bandwidth is None:  # no settings: the function itself (bootstrap_ci knows it)
         return _PLAIN_FUNCTIONS[key]
+    if key == "mmce":
+        return partial(kernel.mmce, bandwidth=MMCE_BANDWIDTH if bandwidth is None else _check_bandwidth(bandwidth))
     return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
 
 

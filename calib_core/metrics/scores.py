@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.metrics.binned import top_label
 from calib_core.validation import check_probs_labels
 
-__all__ = ["brier_rows", "brier_score", "ks_error", "nll", "nll_rows"]
+__all__ = ["brier_rows", "brier_score", "ks_error", "ks_of_top_label", "nll", "nll_rows"]
 
 #: Probabilities are clipped at this value only inside the logarithm of :func:`nll`.
 NLL_EPSILON = 1e-12
@@ -88,9 +88,14 @@ def ks_error(probs: ArrayLike, labels: ArrayLike) -> float:
     reference implementation (``np.cumsum`` over the sorted rows).
     """
     probs, labels = check_probs_labels(probs, labels)
-    confidence, correct = top_label(probs, labels)
+    return ks_of_top_label(*top_label(probs, labels))
+
+
+def ks_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64]) -> float:
+    """:func:`ks_error` from the top-label confidences and correctness (what it computes after
+    :func:`~calib_core.metrics.binned.top_label`; the bootstrap resamples these two arrays)."""
     order = np.argsort(confidence, kind="stable")
     sorted_confidence = confidence[order]
     difference = np.cumsum(sorted_confidence - correct[order])
     group_end = np.append(sorted_confidence[1:] != sorted_confidence[:-1], True)
-    return float(np.abs(difference[group_end]).max() / probs.shape[0])
+    return float(np.abs(difference[group_end]).max() / confidence.shape[0])
