@@ -8,6 +8,7 @@ module              what it does
 ``intervals``       each registered metric's interval, made as its entry declares
 ``verdicts``        the one rule reading a test into calibrated / miscalibrated / inconclusive
 ``consistency``     consistency resampling (Vaicenavicius et al. 2019, appendix C)
+``draws``           labels drawn from the predictions; an estimate on many draws at once
 ``lenses``          expected miscalibration per lens, distance and partition (Tables 3-5)
 ``calibration_tests``  consistency, SKCE, Hosmer-Lemeshow and Spiegelhalter tests, Holm
 ``groups``          a metric per subgroup with intervals; multicalibration

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.inference.consistency import _consistency_result, _draw_blocks, _occupancy, _resampled_estimates
+from calib_core.inference.consistency import _consistency_result, _occupancy
+from calib_core.inference.draws import _draw_blocks, _resampled_estimates
 from calib_core.inference.verdicts import DEFAULT_ALPHA
 from calib_core.metrics.canonical import Seed, _lens, _Options
 from calib_core.metrics.simplex import (_PARTITIONS, DISTANCES, Partition, _cell_sums, _split_at_means,

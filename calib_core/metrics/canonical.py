@@ -202,8 +202,20 @@ def _check_options(distance: object, partition: object, n_bins: object, min_bin_
     return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
 
 
+#: The last partition of read-only points (the arrays of a loaded Predictions), with its points and settings:
+#: an estimate, its cell occupancy and its consistency draws partition the same points three times.
+_LAST_PARTITION: list = [None]
+
+
 def _partition(points: NDArray[np.float64], options: _Options) -> Partition:
-    return _make_partition(points, options.partition, options.n_bins, options.min_bin_size)
+    settings = (options.partition, options.n_bins, options.min_bin_size)
+    last = _LAST_PARTITION[0]
+    if last is not None and last[0] is points and last[1] == settings:
+        return last[2]
+    partition = _make_partition(points, options.partition, options.n_bins, options.min_bin_size)
+    if not points.flags.writeable:  # cannot change behind the memo's back
+        _LAST_PARTITION[0] = (points, settings, partition)
+    return partition
 
 
 def canonical_ce_table(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.validation import CalibrationInputError
-from calib_core.metrics import _loess_kernel
+from calib_core.metrics import _compiled
 from calib_core.metrics.cox import _shape, one_vs_rest
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]
@@ -110,7 +110,7 @@ def _blocked_window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64
                             yp: NDArray[np.float64], wp: NDArray[np.float64], n_moments: int) -> NDArray[np.float64]:
     """Every fit's window moments with numpy: :func:`_window_moments` on tiles of bounded size.
 
-    The numpy path of :data:`calib_core.metrics._loess_kernel.window_moments`
+    The numpy path of :data:`calib_core.metrics._compiled.window_moments`
     (the same arguments and result; ``safe`` is the radius with 1 where it is 0).
     """
     moments = np.zeros((x_fit.size, n_moments, 2))
@@ -151,8 +151,8 @@ def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDA
     lo_all = np.searchsorted(xp, x_fit - radius, side="left")
     hi_all = np.searchsorted(xp, x_fit + radius, side="right")
     n_moments = 2 * degree + 1
-    if _loess_kernel.window_moments is not None:  # numba installed: one compiled loop per window
-        moments = _loess_kernel.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
+    if _compiled.window_moments is not None:  # numba installed: one compiled loop per window
+        moments = _compiled.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
                                                np.ascontiguousarray(xp), np.ascontiguousarray(yp),
                                                np.ascontiguousarray(wp), n_moments)
     else:

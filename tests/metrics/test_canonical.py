@@ -262,13 +262,13 @@ def test_batched_and_per_draw_paths_agree():
 def test_two_class_lenses_draw_their_outcome_and_agree_with_whole_labels(n_classes, lens, class_index, distance):
     """Issue 15: a two-class lens draws ``label != reference`` from the same uniforms (two comparisons per
     entry, no label) and counts cells with one matrix product; the draws and values are those of whole labels."""
-    from calib_core.inference import consistency
+    from calib_core.inference import draws
     probs, labels = overconfident(600, n_classes, 5)
     for partition in ("uniform", "data_dependent"):
         estimator = cc.CanonicalCE(lens=lens, class_index=class_index, distance=distance, partition=partition,
                                    min_bin_size=60)
         reference, _ = estimator.outcome_evaluator(probs)
-        sampler = consistency._LabelSampler(probs)
+        sampler = draws._LabelSampler(probs)
         whole = sampler.draw(np.random.default_rng(3), 30)
         np.testing.assert_array_equal(sampler.draw_other(np.random.default_rng(3), 30, reference),
                                       whole != reference)
@@ -282,7 +282,7 @@ def test_two_class_lenses_draw_their_outcome_and_agree_with_whole_labels(n_class
 
 
 def test_two_class_cell_counts_by_matrix_product_equal_the_general_cell_sums():
-    from calib_core.inference import consistency
+    from calib_core.inference import draws as drawing
     from calib_core.metrics.simplex import data_dependent_partition, uniform_partition
     rng = np.random.default_rng(11)
     value = rng.uniform(size=2000)
@@ -291,8 +291,8 @@ def test_two_class_cell_counts_by_matrix_product_equal_the_general_cell_sums():
     distances = ("tv", "sq_euclidean", "euclidean")
     for part in (uniform_partition(points, 15), data_dependent_partition(points, 100)):
         np.testing.assert_allclose(
-            consistency._two_class_cell_estimates(points, part.cell_index, part.n_cells, draws, distances),
-            consistency._resampled_cell_estimates(points, part.cell_index, part.n_cells, draws, distances),
+            drawing._two_class_cell_estimates(points, part.cell_index, part.n_cells, draws, distances),
+            drawing._resampled_cell_estimates(points, part.cell_index, part.n_cells, draws, distances),
             rtol=0, atol=1e-14)
 
 def test_consistency_result_fields():
@@ -570,3 +570,26 @@ def test_lens_estimates_rows_carry_the_verdict():
     frame = tab.to_frame()
     assert {"verdict", "verdict_reason"} <= set(frame.columns)
     assert set(frame["verdict"]) <= set(cc.VERDICTS)
+
+
+@pytest.mark.parametrize("n_classes", [33, 300])
+def test_compiled_label_search_draws_the_labels_of_the_flat_numpy_search(n_classes, monkeypatch):
+    """Issue 15: above 32 classes numpy searched all rows' cumulative sums at once (25 s for 1,000 draws at
+    50,000 x 1,000); the optional numba kernel searches each row's own sums with the same additions: same labels."""
+    import os
+    from calib_core.inference import draws
+    from calib_core.metrics import _compiled
+    if _compiled.label_search is None:
+        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":
+            pytest.fail("numba is not installed: the compiled label search is untested")
+        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    rng = np.random.default_rng(n_classes)
+    probs = rng.dirichlet(np.full(n_classes, 0.3), size=700)
+    probs[:10] = np.eye(n_classes)[rng.integers(0, n_classes, 10)]  # zeros before and after the mass
+    probs[10:20, -1] = 0.0
+    probs[10:20] /= probs[10:20].sum(axis=1, keepdims=True)
+    sampler = draws._LabelSampler(probs)
+    compiled = sampler.draw(np.random.default_rng(5), 30)
+    monkeypatch.setattr(_compiled, "label_search", None)
+    np.testing.assert_array_equal(compiled, sampler.draw(np.random.default_rng(5), 30))
+    assert compiled.min() >= 0 and compiled.max() < n_classes

@@ -344,7 +344,7 @@ def test_loess_on_predictions_of_one_in_10_to_the_300_does_not_overflow():
 def _loess_paths(monkeypatch, compute):
     """``compute()`` with the compiled window moments (numba) and with the numpy path."""
     import importlib
-    kernel = importlib.import_module("calib_core.metrics._loess_kernel")
+    kernel = importlib.import_module("calib_core.metrics._compiled")
     if kernel.window_moments is None:
         if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":  # CI installs numba: both paths are tested there
             pytest.fail("numba is not installed: the compiled loess kernel is untested")
@@ -356,7 +356,7 @@ def _loess_paths(monkeypatch, compute):
 
 @pytest.mark.parametrize("degree", [0, 1, 2])
 @pytest.mark.parametrize("iterations, delta", [(0, None), (2, 0.0), (0, 0.01)])
-def test_compiled_loess_kernel_equals_the_numpy_path(monkeypatch, degree, iterations, delta):
+def test_compiled_compiled_equals_the_numpy_path(monkeypatch, degree, iterations, delta):
     """Issue 15: the optional numba kernel (calib-core[fast]) gives the numpy path's loess, up to summation order;
     with repeated x values (weights), zero-width windows (x shared by more than span * N rows) and far tails."""
     rng = np.random.default_rng(degree)
@@ -367,7 +367,7 @@ def test_compiled_loess_kernel_equals_the_numpy_path(monkeypatch, degree, iterat
     np.testing.assert_allclose(compiled, plain, rtol=0, atol=1e-12)
 
 
-def test_compiled_loess_kernel_gives_the_numpy_ici_of_a_demo(monkeypatch):
+def test_compiled_compiled_gives_the_numpy_ici_of_a_demo(monkeypatch):
     data = cc.load_demo("digits_gaussian_nb")
     compiled, plain = _loess_paths(monkeypatch, lambda: cc.ici(data.probs, data.labels))
     for field in ("ici", "e50", "e90"):
@@ -377,7 +377,7 @@ def test_compiled_loess_kernel_gives_the_numpy_ici_of_a_demo(monkeypatch):
 def test_no_numba_environment_variable_turns_the_kernel_off():
     import subprocess
     import sys
-    code = "import calib_core.metrics._loess_kernel as k; print(k.window_moments is None)"
+    code = "import calib_core.metrics._compiled as k; print(k.window_moments is None)"
     env = {**os.environ, "CALIB_CORE_NO_NUMBA": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True"

@@ -1,0 +1,117 @@
+"""Optional compiled kernels (``pip install calib-core[fast]``: numba), each with a numpy path that gives the same numbers.
+
+``window_moments``
+    The tricube-weighted window moments of :func:`calib_core.metrics.ici.loess_smooth`'s
+    local fits (about ``fits x span x N`` weights, each used for ``2 * degree + 1``
+    moments). The numpy path builds them as dense (fits x rows) tiles, about
+    fifteen passes over memory per weight; the kernel computes each fit's
+    window in one loop with the moments in registers: 3.3x faster at 100,000
+    rows (0.14 s against 0.47 s per loess fit here). Same moments up to the
+    order of the floating-point sums (the loess values agree to about 1e-13).
+``label_search``
+    The consistency resampling's label draws for more than 32 classes
+    (:class:`calib_core.inference.draws._LabelSampler`): numpy searches
+    all rows' cumulative sums at once (``i + u`` in one sorted array of N x K
+    values, 25 s for 1,000 draws at 50,000 x 1,000); the kernel searches each
+    row's own K values, with the same sums and comparisons, so the same labels.
+
+Both run on one thread and release the GIL (``nogil``): the app may call them
+from several sessions at once, which numba's default parallel back-end does
+not allow. Each is ``None`` when numba is not installed or the environment
+variable ``CALIB_CORE_NO_NUMBA`` is set to a non-empty value other than ``0``;
+the numpy path is then used. Compiled code is cached on disk (numba's
+``cache=True``; ``NUMBA_CACHE_DIR`` moves the cache when the package folder
+is read-only).
+
+References
+----------
+Lam, S. K., Pitrou, A. & Seibert, S. "Numba: a LLVM-based Python JIT
+compiler", LLVM-HPC 2015.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["label_search", "window_moments"]
+
+
+def _load() -> dict[str, Callable] | None:
+    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+    def moments_kernel(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments):  # pragma: no cover - compiled
+        n_fits = x_fit.shape[0]
+        out = np.zeros((n_fits, n_moments, 2))
+        for i in range(n_fits):
+            centre = x_fit[i]
+            if zero[i]:  # a window of one value: weight wp where xp == centre, t = 0
+                for j in range(lo[i], hi[i]):
+                    if xp[j] == centre:
+                        out[i, 0, 0] += wp[j]
+                        out[i, 0, 1] += wp[j] * yp[j]
+                continue
+            scale = radius[i]
+            # Up to five moments (degree 2) in registers; the loop vectorises (sums reassociated).
+            w0 = w1 = w2 = w3 = w4 = 0.0
+            v0 = v1 = v2 = v3 = v4 = 0.0
+            for j in range(lo[i], hi[i]):
+                t = min(max((xp[j] - centre) / scale, -1.0), 1.0)  # as numpy: divide, then clip
+                a = abs(t)
+                cube = max(1.0 - a * a * a, 0.0)
+                weight = cube * cube * cube * wp[j]
+                wy = weight * yp[j]
+                t2 = t * t
+                w0 += weight
+                v0 += wy
+                w1 += weight * t
+                v1 += wy * t
+                w2 += weight * t2
+                v2 += wy * t2
+                w3 += weight * t2 * t
+                v3 += wy * t2 * t
+                w4 += weight * t2 * t2
+                v4 += wy * t2 * t2
+            sums = (w0, w1, w2, w3, w4)
+            values = (v0, v1, v2, v3, v4)
+            for p in range(n_moments):
+                out[i, p, 0] = sums[p]
+                out[i, p, 1] = values[p]
+        return out
+
+    @numba.njit(cache=True, nogil=True)
+    def label_kernel(flat, uniform, n_classes):  # pragma: no cover - compiled
+        n_draws, n_rows = uniform.shape
+        out = np.empty((n_draws, n_rows), dtype=np.int64)
+        for i in range(n_rows):  # row by row: the row's K values stay in cache for all its draws
+            for b in range(n_draws):
+                needle = uniform[b, i] + i  # the sum numpy's search compares
+                low, high = i * n_classes, (i + 1) * n_classes
+                while low < high:  # first position whose value exceeds the needle (side="right")
+                    middle = (low + high) // 2
+                    if flat[middle] <= needle:
+                        low = middle + 1
+                    else:
+                        high = middle
+                out[b, i] = min(low - i * n_classes, n_classes - 1)
+        return out
+
+    return {"window_moments": moments_kernel, "label_search": label_kernel}
+
+
+#: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
+#: Fit ``i`` sums over ``xp[lo[i]:hi[i]]``: ``w t^p`` and ``w t^p y`` with ``t = (xp - x_fit[i]) / radius[i]``
+#: clipped to [-1, 1], ``w = (1 - |t|^3)^3 wp`` (``zero[i]``: ``wp`` where ``xp == x_fit[i]``, ``t = 0``).
+_KERNELS = _load() or {}
+window_moments = _KERNELS.get("window_moments")
+#: ``label_search(flat, uniform, n_classes) -> (draws, N) int64``, or None: for each uniform ``u`` of row ``i``,
+#: the number of values of ``flat[i K:(i + 1) K]`` that are ``<= u + i``, at most ``K - 1``: what
+#: ``np.searchsorted(flat, uniform + i, side="right") - i K`` gives, capped as the sampler caps it.
+label_search = _KERNELS.get("label_search")
