@@ -18,6 +18,8 @@ References
 from __future__ import annotations
 
 import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -391,12 +393,21 @@ def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int 
     """
     classes, scores, outcomes = one_vs_rest(probs, labels)
     _check_smoother_options(span, degree, iterations, delta)
-    summaries = []
-    for j in range(len(classes)):
+
+    def summarise(j: int) -> tuple[float, float, float, float]:
         gap = np.abs(loess_smooth(scores[:, j], outcomes[:, j], span=span, degree=degree,
                                   iterations=iterations, delta=delta) - scores[:, j])
         e50, e90 = np.quantile(gap, [0.5, 0.9])
-        summaries.append((float(gap.mean()), float(e50), float(e90), float(gap.max())))
+        return float(gap.mean()), float(e50), float(e90), float(gap.max())
+
+    workers = min(len(classes), os.cpu_count() or 1)
+    if _compiled.window_moments is not None and workers > 1:
+        # The compiled kernel releases the GIL: the classes' curves are fitted on every core (the same
+        # fits, in class order).
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            summaries = list(pool.map(summarise, range(len(classes))))
+    else:
+        summaries = [summarise(j) for j in range(len(classes))]
     binary = len(classes) == 1
     columns = list(zip(*summaries))
     return ICIResult(ici=_shape(list(columns[0]), binary), e50=_shape(list(columns[1]), binary),
