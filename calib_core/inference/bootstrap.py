@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.resample import (BinnedResampler, binned_spec, index_blocks, resampled_binned_values,
-                                           row_values, top_label_function)
+                                           row_mean_function, top_label_function)
 from calib_core.metrics.binned import top_label
 from calib_core.validation import check_count, check_fraction, check_probs_labels
 
@@ -69,8 +69,8 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     rng = np.random.default_rng(seed)
     specs = [binned_spec(metric) for metric in metrics]
     fast = [i for i, spec in enumerate(specs) if spec is not None]
-    rows_of = {i: row_values(metrics[i], probs, labels) for i, spec in enumerate(specs) if spec is None}
-    means = {i: values for i, values in rows_of.items() if values is not None}
+    rows_of = {i: row_mean_function(metrics[i]) for i, spec in enumerate(specs) if spec is None}
+    means = {i: (found[0](probs, labels), found[1]) for i, found in rows_of.items() if found is not None}
     tops = {i: function for i in rows_of if i not in means
             and (function := top_label_function(metrics[i])) is not None}
     slow = [i for i in rows_of if i not in means and i not in tops]
@@ -80,8 +80,9 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     for start, stop, indices in index_blocks(rng, probs.shape[0], int(n_boot)):
         if fast:
             samples[fast, start:stop] = resampled_binned_values(resampler, [specs[i] for i in fast], indices)
-        for i, values in means.items():
-            samples[i, start:stop] = np.take(values, indices).mean(axis=1)
+        for i, (values, of_mean) in means.items():
+            mean = np.take(values, indices).mean(axis=1)
+            samples[i, start:stop] = mean if of_mean is None else of_mean(mean)
         for i, function in tops.items():
             for offset, rows in enumerate(indices):
                 samples[i, start + offset] = function(confidence[rows], correct[rows])
@@ -132,12 +133,13 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     cumulative sums along one sort per column (:mod:`calib_core.inference.resample`):
     the same resamples and the same values, up to round-off, as calling the
     metric on each materialised resample, in a fraction of the time. The
-    accuracy, Brier score and NLL are means of per-row values
-    (:func:`calib_core.inference.resample.row_values`), taken over each
-    resample's rows without copying them; the KS error and MMCE see only the
-    top label, whose two arrays are resampled
+    accuracy, Brier score and NLL are means of per-row values, and the root
+    Brier score a function of one
+    (:func:`calib_core.inference.resample.row_mean_function`): they are
+    taken over each resample's rows without copying them. The KS error, MMCE
+    and smECE see only the top label, whose two arrays are resampled
     (:func:`calib_core.inference.resample.top_label_function`). Any other
-    metric is called on each ``probs[rows], labels[rows]``.
+    metric is called on each ``probs[rows], labels[rows]``: the same values.
 
     Examples
     --------

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.metrics import binned, kernel, scores
+from calib_core.metrics import binned, decomposition, kernel, scores, smooth
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
 from calib_core.validation import (
     row_argmax,
@@ -55,8 +55,8 @@ from calib_core.validation import (
     check_positive,
 )
 
-__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_values",
-           "top_label_function"]
+__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_mean_function",
+           "row_values", "top_label_function"]
 
 #: Largest number of resampled row indices drawn in one call. numpy's bounded
 #: integers come from one stream whatever the call sizes (tests/inference/test_bootstrap.py
@@ -160,6 +160,9 @@ def _correct_rows(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArr
 #: Metrics that are the mean of a per-row value, and that value (the same elementwise computation).
 _ROW_MEANS: dict[Callable, Callable] = {binned.accuracy: _correct_rows, scores.brier_score: scores.brier_rows,
                                         scores.nll: scores.nll_rows}
+#: Metrics that are a function of such a mean: the per-row value and the function (the root Brier score).
+_OF_ROW_MEANS: dict[Callable, tuple[Callable, Callable]] = {
+    decomposition.calibration_upper_bound: (scores.brier_rows, np.sqrt)}
 
 
 def row_values(metric: Callable, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64] | None:
@@ -177,11 +180,22 @@ def row_values(metric: Callable, probs: NDArray[np.float64], labels: NDArray[np.
     >>> row_values(cc.ece, np.array([[0.9, 0.1]]), np.array([0])) is None
     True
     """
+    found = row_mean_function(metric)
+    return None if found is None else found[0](probs, labels)
+
+
+def row_mean_function(metric: Callable) -> tuple[Callable, Callable | None] | None:
+    """``(per-row values, function of their mean or None)`` of a row-mean metric, or None (see :func:`row_values`).
+
+    The root Brier score (:func:`calib_core.metrics.decomposition.calibration_upper_bound`
+    at its default score) is ``sqrt`` of the mean of :func:`calib_core.metrics.scores.brier_rows`.
+    """
     try:
-        values = _ROW_MEANS.get(metric)
+        if metric in _ROW_MEANS:
+            return _ROW_MEANS[metric], None
+        return _OF_ROW_MEANS.get(metric)
     except TypeError:  # unhashable callables
         return None
-    return None if values is None else values(probs, labels)
 
 
 def top_label_function(metric: Callable) -> Callable[[NDArray, NDArray], float] | None:
@@ -203,6 +217,8 @@ def top_label_function(metric: Callable) -> Callable[[NDArray, NDArray], float] 
         function = function.func
     if function is scores.ks_error and not args and not keywords:
         return scores.ks_of_top_label
+    if function is smooth.smooth_ece and not args and set(keywords) <= {"bandwidth", "method"}:
+        return functools.partial(smooth.smooth_ece_of_top_label, **keywords)
     if function is kernel.mmce and not args and set(keywords) <= {"bandwidth"}:
         bandwidth = keywords.get("bandwidth", inspect.signature(kernel.mmce).parameters["bandwidth"].default)
         try:

@@ -416,7 +416,7 @@ _BINNED_PARTIALS: dict[str, Callable[[int, str], Callable[[ArrayLike, ArrayLike]
 
 #: Registry entries that are a function of ``(probs, labels)`` alone.
 _PLAIN_FUNCTIONS = {"accuracy": binned.accuracy, "brier": scores.brier_score, "nll": scores.nll,
-                    "ks": scores.ks_error}
+                    "ks": scores.ks_error, "calibration_upper_bound": decomposition.calibration_upper_bound}
 
 
 def _binned(key: str) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
@@ -619,6 +619,8 @@ def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
         return _PLAIN_FUNCTIONS[key]
     if key == "mmce":
         return partial(kernel.mmce, bandwidth=MMCE_BANDWIDTH if bandwidth is None else _check_bandwidth(bandwidth))
+    if key == "smooth_ece":
+        return partial(smooth.smooth_ece, bandwidth=bandwidth)
     return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
 
 

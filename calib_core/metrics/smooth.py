@@ -44,7 +44,7 @@ from scipy.signal import fftconvolve
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_fraction, check_positive,
                                    check_probs_labels)
 
-__all__ = ["SmoothReliabilityCurve", "smooth_ece", "smooth_reliability_curve"]
+__all__ = ["SmoothReliabilityCurve", "smooth_ece", "smooth_ece_of_top_label", "smooth_reliability_curve"]
 
 #: Grid points per bandwidth (at least) and in total (at least).
 _POINTS_PER_SIGMA = 40
@@ -221,8 +221,12 @@ def _fixed_point(evaluate: _SmeceEvaluator) -> float:
 
 def _prepare(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None, method: str):
     probs, labels = check_probs_labels(probs, labels)
+    return _prepare_top_label(*top_label(probs, labels), bandwidth, method)
+
+
+def _prepare_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64], bandwidth: float | None,
+                       method: str):
     method = check_choice(method, "method", _METHODS)
-    confidence, correct = top_label(probs, labels)
     residual = correct - confidence
     evaluate = _SmeceEvaluator(confidence, residual, method)
     if bandwidth is None:
@@ -308,6 +312,13 @@ def smooth_ece(probs: ArrayLike, labels: ArrayLike, *, bandwidth: float | None =
     0.25
     """
     return _prepare(probs, labels, bandwidth, method)[3]
+
+
+def smooth_ece_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64], *,
+                            bandwidth: float | None = None, method: str = "relplot") -> float:
+    """:func:`smooth_ece` from the top-label confidences and correctness (what it computes after
+    :func:`~calib_core.metrics.binned.top_label`; the bootstrap resamples these two arrays)."""
+    return _prepare_top_label(confidence, correct, bandwidth, method)[3]
 
 
 @dataclass(frozen=True)

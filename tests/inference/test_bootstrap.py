@@ -256,7 +256,7 @@ def test_class_wise_adaptive_intervals_are_capped_by_rows_times_classes_and_say_
     assert cc.metric_interval("ace", probs, labels, n_boot=200, seed=0).n_boot == 200
 
 
-@pytest.mark.parametrize("key", ["accuracy", "brier", "nll"])
+@pytest.mark.parametrize("key", ["accuracy", "brier", "nll", "calibration_upper_bound"])
 def test_row_mean_metrics_resample_their_per_row_values_without_copying_the_rows(key, monkeypatch):
     """Issue 15: accuracy, Brier score and NLL resampled 200 copies of probs[rows] (400 MB each at 50,000 x
     1,000); they are means of per-row values, so a resample is values[rows].mean(): the same numbers."""
@@ -268,6 +268,7 @@ def test_row_mean_metrics_resample_their_per_row_values_without_copying_the_rows
     assert resample.row_values(metric, probs, labels) is not None
     fast = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
     monkeypatch.setattr(resample, "_ROW_MEANS", {})
+    monkeypatch.setattr(resample, "_OF_ROW_MEANS", {})
     slow = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
     np.testing.assert_array_equal(fast.samples, slow.samples)
     assert (fast.low, fast.high) == (slow.low, slow.high)
@@ -288,7 +289,9 @@ def test_classwise_uniform_resamples_without_any_entry_outside_the_first_bin():
 
 @pytest.mark.parametrize("metric", [cc.ks_error, functools.partial(cc.mmce, bandwidth=0.25),
                                     cc.metrics.registry.metric_function("mmce"),
-                                    cc.metrics.registry.metric_function("ks")])
+                                    cc.metrics.registry.metric_function("ks"),
+                                    cc.metrics.registry.metric_function("smooth_ece"),
+                                    functools.partial(cc.smooth_ece, bandwidth=0.05, method="exact")])
 def test_top_label_metrics_resample_confidence_and_correctness_only(metric, monkeypatch):
     """Issue 15: the KS error and MMCE copied probs[rows] per resample (400 MB at 50,000 x 1,000; 20 s for 200
     resamples) although they see only the top label: the two arrays are resampled instead, same samples."""
