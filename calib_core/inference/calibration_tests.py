@@ -62,7 +62,7 @@ from calib_core.metrics import kernel
 from calib_core.binning import bin_index
 from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_positive, check_probs,
-                                   check_probs_labels)
+                                   check_probs_labels, row_blocks)
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
 
 __all__ = ["TEST_METHODS", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust",
@@ -331,9 +331,14 @@ def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike) -> tuple[float, float]:
 
 
 def _spiegelhalter_columns(p: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[NDArray, NDArray]:
-    slope = 1.0 - 2.0 * p
-    numerator = np.sum((y - p) * slope, axis=0)
-    variance = np.sum(slope ** 2 * p * (1.0 - p), axis=0)
+    # Row blocks that fit in cache: at 50,000 x 1,000 the whole-matrix temporaries took 3.7 s.
+    numerator, variance = np.zeros(p.shape[1]), np.zeros(p.shape[1])
+    for start, block in row_blocks(p):
+        outcome = y[start:start + block.shape[0]]
+        slope = 1.0 - 2.0 * block
+        numerator += np.einsum("ij,ij->j", outcome - block, slope)
+        slope *= slope
+        variance += np.einsum("ij,ij->j", slope, block * (1.0 - block))
     positive = variance > 0
     z = np.full(p.shape[1], np.nan)
     z[positive] = numerator[positive] / np.sqrt(variance[positive])

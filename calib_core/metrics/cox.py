@@ -62,7 +62,8 @@ def one_vs_rest(probs: ArrayLike, labels: ArrayLike) -> tuple[tuple[int, ...], N
     classes = (1,) if n_classes == 2 else tuple(range(n_classes))
     columns = list(classes)
     outcomes = (labels[:, None] == np.asarray(columns)[None, :]).astype(np.float64)
-    return classes, probs[:, columns], outcomes
+    # K > 2: every column in order, so the scores are probs itself (no copy of an N x K matrix).
+    return classes, (probs if n_classes > 2 else probs[:, columns]), outcomes
 
 
 def _shape(values: list, binary: bool):
