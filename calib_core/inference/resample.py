@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.metrics import binned, decomposition, kernel, scores, smooth
+from calib_core.metrics import _compiled, binned, decomposition, kernel, scores, smooth
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
 from calib_core.validation import (
     row_argmax,
@@ -599,7 +599,14 @@ class BinnedResampler:
         settings = sorted({(spec.n_bins, spec.right) for spec in specs})
         sums = {s: np.empty((3, n_res, 1, s[0])) for s in settings}
         confidence = self._confidence[0]
-        for r, rows in enumerate(indices):
+        if _compiled.key_sums is not None:  # numba: one pass over each resample's drawn rows, the same sums
+            for setting in settings:
+                counts, values = _compiled.key_sums(indices, self._uniform_keys(*setting), confidence, 2 * setting[0])
+                counts = counts.reshape(n_res, -1, 2)
+                sums[setting][0, :, 0] = counts.sum(axis=2)
+                sums[setting][1, :, 0] = values.reshape(n_res, -1, 2).sum(axis=2)
+                sums[setting][2, :, 0] = counts[:, :, 1]
+        for r, rows in enumerate(indices if _compiled.key_sums is None else ()):
             drawn = np.take(confidence, rows, mode="clip")  # rows are in range
             for setting in settings:
                 keys = np.take(self._uniform_keys(*setting), rows, mode="clip")

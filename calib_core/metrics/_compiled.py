@@ -14,6 +14,12 @@
     all rows' cumulative sums at once (``i + u`` in one sorted array of N x K
     values, 25 s for 1,000 draws at 50,000 x 1,000); the kernel searches each
     row's own K values, with the same sums and comparisons, so the same labels.
+``key_sums``
+    The bootstrap of top-label metrics with uniform bins
+    (:meth:`calib_core.inference.resample.BinnedResampler._top_label_uniform`):
+    each resample's counts and confidence sums per (bin, correct) key in one
+    pass over its drawn rows, instead of two gathers and two bincounts (the
+    same additions in the same order, so the same sums).
 
 Both run on one thread and release the GIL (``nogil``): the app may call them
 from several sessions at once, which numba's default parallel back-end does
@@ -35,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["label_search", "window_moments"]
+__all__ = ["key_sums", "label_search", "window_moments"]
 
 
 def _load() -> dict[str, Callable] | None:
@@ -103,7 +109,20 @@ def _load() -> dict[str, Callable] | None:
                 out[b, i] = min(low - i * n_classes, n_classes - 1)
         return out
 
-    return {"window_moments": moments_kernel, "label_search": label_kernel}
+    @numba.njit(cache=True, nogil=True)
+    def key_sums_kernel(indices, keys, values, n_keys):  # pragma: no cover - compiled
+        n_res, n_drawn = indices.shape
+        counts = np.zeros((n_res, n_keys), dtype=np.int64)
+        sums = np.zeros((n_res, n_keys))
+        for r in range(n_res):
+            for j in range(n_drawn):  # in draw order, as np.bincount adds its weights
+                row = indices[r, j]
+                key = keys[row]
+                counts[r, key] += 1
+                sums[r, key] += values[row]
+        return counts, sums
+
+    return {"window_moments": moments_kernel, "label_search": label_kernel, "key_sums": key_sums_kernel}
 
 
 #: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
@@ -115,3 +134,7 @@ window_moments = _KERNELS.get("window_moments")
 #: the number of values of ``flat[i K:(i + 1) K]`` that are ``<= u + i``, at most ``K - 1``: what
 #: ``np.searchsorted(flat, uniform + i, side="right") - i K`` gives, capped as the sampler caps it.
 label_search = _KERNELS.get("label_search")
+#: ``key_sums(indices, keys, values, n_keys) -> (counts, sums)`` of shape (R, n_keys), or None: for each resample
+#: ``r``, ``np.bincount(keys[indices[r]], minlength=n_keys)`` and the same with ``weights=values[indices[r]]``
+#: (the same additions in the same order), without gathering the drawn rows' keys and values first.
+key_sums = _KERNELS.get("key_sums")

@@ -309,3 +309,22 @@ def test_top_label_metrics_resample_confidence_and_correctness_only(metric, monk
     slow = cc.bootstrap_ci(metric, probs, labels, n_boot=40, seed=2)
     np.testing.assert_array_equal(fast.samples, slow.samples)
     assert resample.top_label_function(functools.partial(cc.mmce, bandwidth=-1.0)) is None
+
+
+@pytest.mark.parametrize("metric", [cc.ece, functools.partial(cc.mce, n_bins=7, right=False),
+                                    functools.partial(cc.ece, norm="l2", n_bins=30)])
+def test_compiled_key_sums_give_the_numpy_bootstrap_of_top_label_metrics(metric, monkeypatch):
+    """Issue 15: with numba, each resample's (bin, correct) counts and confidence sums come from one pass over
+    its drawn rows (the same additions in the same order as np.bincount): the same samples, bit for bit."""
+    import os
+    from calib_core.metrics import _compiled
+    if _compiled.key_sums is None:
+        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":
+            pytest.fail("numba is not installed: the compiled key sums are untested")
+        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    rng = np.random.default_rng(4)
+    probs = rng.dirichlet(np.ones(6) * 0.5, size=3000)
+    labels = rng.integers(0, 6, 3000)
+    compiled = cc.bootstrap_ci(metric, probs, labels, n_boot=60, seed=1)
+    monkeypatch.setattr(_compiled, "key_sums", None)
+    np.testing.assert_array_equal(compiled.samples, cc.bootstrap_ci(metric, probs, labels, n_boot=60, seed=1).samples)
