@@ -34,8 +34,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
 
-from calib_core.binning import (SortedValues, sort_columns, sort_values, sorted_bin_sums,
-                                sorted_columns_bin_sums)
+from calib_core.binning import SortedValues, _sorted_columns_bin_sums, sort_columns, sort_values, sorted_bin_sums
 from calib_core.metrics.binned import top_label
 from calib_core.validation import (
     MAX_N_BINS,
@@ -227,7 +226,7 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
         top = sort_columns(confidence[None, :], correct[None, :])
         for binning in binnings:
             found[binning, "ece"] = np.concatenate([
-                _binned_l1(*sorted_columns_bin_sums(top, chunk, binning, right=right), segments, n_rows)[0]
+                _binned_l1(*_sorted_columns_bin_sums(top, tuple(chunk), binning, right, None), segments, n_rows)[0]
                 for _, chunk, segments in chunks])
     classwise = [metric for metric in ("sce", "ace", "tace") if metric in metrics]
     if not classwise:
@@ -241,13 +240,13 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
         for part, chunk, segments in chunks:
             for binning in binnings:
                 if "sce" in classwise or "ace" in classwise:
-                    sums = sorted_columns_bin_sums(columns, chunk, binning, right=right)
+                    sums = _sorted_columns_bin_sums(columns, tuple(chunk), binning, right, None)
                     if "sce" in classwise:
                         per_class[binning, "sce"][lo:hi, part] = _binned_l1(*sums, segments, n_rows)
                     if "ace" in classwise:
                         per_class[binning, "ace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
                 if "tace" in classwise:
-                    sums = sorted_columns_bin_sums(columns, chunk, binning, right=right, threshold=threshold)
+                    sums = _sorted_columns_bin_sums(columns, tuple(chunk), binning, right, threshold)
                     per_class[binning, "tace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
     found.update({key: value.mean(axis=0) for key, value in per_class.items()})
     return found
