@@ -222,3 +222,15 @@ def test_per_class_fits_left_out_for_size_are_named_in_a_note_and_have_no_rows(m
     assert "three classes" in note and "ICI" in note
     keys = set(at.dataframe[1].value["key"])
     assert "ece" in keys and not keys & {"ici", "e50", "e90", "cox_slope", "cox_intercept", "citl"}
+
+
+def test_estimates_in_two_cached_halves_are_one_metric_report():
+    """Issue 15: the binned metrics and the others are cached apart (a bins change recomputes only the binned
+    half); merged they are exactly the report of one metric_report call, in registry order."""
+    from studio import compute
+    data = cc.load_demo("wine_logistic_regression")
+    for n_bins, binning in ((15, "uniform"), (7, "adaptive")):
+        merged = compute.metric_estimates(data, "wine", n_bins, binning)
+        whole = cc.metric_report(data.probs, data.labels, n_bins=n_bins, binning=binning)
+        assert list(merged.values) == list(whole.values)
+        assert merged.values == whole.values and merged.reasons == whole.reasons and merged.skipped == whole.skipped
