@@ -139,10 +139,35 @@ def uniform_edges(n_bins: int) -> NDArray[np.float64]:
 
 
 def uniform_index(values: NDArray[np.float64], n_bins: int, right: bool = True) -> NDArray[np.intp]:
-    """Index of the uniform bin holding each value: ``(lo, hi]`` (``right``) or ``[lo, hi)``."""
+    """Index of the uniform bin holding each value: ``(lo, hi]`` (``right``) or ``[lo, hi)``.
+
+    :func:`upper_edge_index` with the edges ``np.linspace(0, 1, n_bins + 1)[1:]``.
+    For many values the bin is first guessed from ``value * n_bins`` and then
+    moved by at most one so that the same comparisons with the same edges hold
+    (the guess is off by at most one where the product rounds): the same
+    index, in about half the time of the binary search.
+    """
     # 0 and 1 are in the first and last bin under both rules; values a rounding error
     # above 1 (accepted by the row-sum tolerance) are in the last bin.
-    return upper_edge_index(values, np.linspace(0.0, 1.0, n_bins + 1)[1:], right=right)
+    upper = np.linspace(0.0, 1.0, n_bins + 1)[1:]
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < _GUESS_MIN_VALUES:
+        return upper_edge_index(values, upper, right=right)
+    scaled = values * n_bins
+    guess = (np.ceil(scaled, out=scaled) - 1.0) if right else np.floor(scaled, out=scaled)
+    index = np.clip(guess, 0, n_bins - 1).astype(np.intp)
+    # right=True: bin b holds (upper[b-1], upper[b]]; right=False: [upper[b-1], upper[b]).
+    above = (values > upper[index]) if right else (values >= upper[index])
+    above &= index < n_bins - 1
+    index += above
+    below = (values <= upper[index - 1]) if right else (values < upper[index - 1])
+    below &= index > 0
+    index -= below
+    return index
+
+
+#: From this many values on, :func:`uniform_index` guesses each bin from ``value * n_bins`` (fewer: binary search).
+_GUESS_MIN_VALUES = 4096
 
 
 def array_split_ends(n_values: NDArray[np.intp] | int, n_bins: int) -> NDArray[np.intp]:

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from calib_core import binning
 from calib_core import CalibrationInputError, optimal_n_bins
 from calib_core.binning import (
     adaptive_upper_edges,
@@ -206,3 +207,19 @@ def test_right_does_not_change_adaptive_bins():
 def test_right_must_be_a_bool(bad):
     with pytest.raises(CalibrationInputError, match="`right` must be True or False"):
         bin_statistics([0.5], [1.0], 4, right=bad)
+
+
+@pytest.mark.parametrize("n_bins", [1, 2, 3, 7, 10, 15, 49, 100, 999, 10_000])
+@pytest.mark.parametrize("right", [True, False])
+def test_uniform_index_by_guess_is_the_binary_search_on_edges_and_their_neighbours(n_bins, right):
+    """Issue 15: for many values the uniform bin is guessed from value * n_bins and moved by at most one; it must
+    be the one bin rule's index everywhere, above all on the edges and one or two ulps either side of them."""
+    rng = np.random.default_rng(n_bins)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    steps = [edges, np.nextafter(edges, 2), np.nextafter(edges, -1)]
+    steps += [np.nextafter(steps[1], 2), np.nextafter(steps[2], -1)]
+    values = np.concatenate([*steps, rng.uniform(size=5000), rng.uniform(size=2000) ** 40,
+                             [0.0, 1.0, 1.0 + 1e-12, -1e-15, 1e-300, 5e-324]])
+    assert values.size >= binning._GUESS_MIN_VALUES  # the guessing path
+    np.testing.assert_array_equal(binning.uniform_index(values, n_bins, right),
+                                  binning.upper_edge_index(values, edges[1:], right=right))
