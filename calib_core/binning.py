@@ -338,7 +338,8 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
 
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],
                              n_bins: int = 15, binning: str = "uniform", *,
-                             keep: NDArray[np.bool_] | None = None, right: bool = True) -> BinStats:
+                             keep: NDArray[np.bool_] | None = None, right: bool = True,
+                             threshold: float | None = None) -> BinStats:
     """Bin every class column ``probs[:, k]`` against ``labels == k`` at once.
 
     Parameters
@@ -356,6 +357,10 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); no effect
         on adaptive bins.
+    threshold : float, optional
+        Bin only the values above it (TACE): the same as ``keep=probs >
+        threshold``, without the (N, K) mask for adaptive bins (the kept
+        values are the end of each sorted column). Not together with ``keep``.
 
     Returns
     -------
@@ -375,11 +380,18 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     binning = check_binning(binning)
     right = check_right(right)
     n_rows, n_classes = probs.shape
+    if threshold is not None and (keep is not None or binning == "uniform"):
+        if keep is not None:
+            raise CalibrationInputError("Give `keep` or `threshold`, not both.")
+        keep, threshold = probs > threshold, None
     true_value = probs[np.arange(n_rows), labels]
-    true_kept = np.ones(n_rows, dtype=bool) if keep is None else keep[np.arange(n_rows), labels]
+    if threshold is not None:
+        true_kept = true_value > threshold
+    else:
+        true_kept = np.ones(n_rows, dtype=bool) if keep is None else keep[np.arange(n_rows), labels]
     if binning == "uniform":
         return _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right)
-    return _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept)
+    return _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept, threshold)
 
 
 def upper_bin_entries(probs: NDArray[np.float64], n_bins: int,
@@ -431,7 +443,7 @@ def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right
                     np.broadcast_to(edges[:-1], shape), np.broadcast_to(edges[1:], shape), n_total, right)
 
 
-def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> BinStats:
+def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept, threshold=None) -> BinStats:
     n_rows, n_classes = probs.shape
     # A fresh copy: the columns are overwritten and sorted in place below.
     columns = np.array(probs.T, order="C", copy=True)
@@ -439,20 +451,30 @@ def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept) -> B
         # Dropped values become NaN, which np.sort puts after every kept value.
         columns[~keep.T] = np.nan
     columns.sort(axis=1)
-    n_kept = np.full(n_classes, n_rows) if keep is None else keep.sum(axis=0)
-    run_ends = array_split_ends(n_kept, n_bins)  # (K, B)
-    run_starts = np.concatenate([np.zeros((n_classes, 1), dtype=run_ends.dtype), run_ends[:, :-1]], axis=1)
+    # The kept values of a sorted column are positions first:first + n_kept (with a threshold, the values
+    # <= threshold come first; with a mask, the dropped NaN come last).
+    if threshold is not None:
+        first = np.array([np.searchsorted(column, threshold, side="right") for column in columns], dtype=np.intp)
+        n_kept = n_rows - first
+    else:
+        first = np.zeros(n_classes, dtype=np.intp)
+        n_kept = np.full(n_classes, n_rows) if keep is None else keep.sum(axis=0)
+    run_ends = array_split_ends(n_kept, n_bins) + first[:, None]  # (K, B)
+    run_starts = np.concatenate([first[:, None], run_ends[:, :-1]], axis=1)
     has_run = run_ends > run_starts
     upper = np.where(has_run, np.take_along_axis(columns, np.maximum(run_ends - 1, 0), axis=1), np.nan)
     # A bin ends after the last value <= its edge, so tied values share a bin.
     bin_ends = np.empty_like(run_ends)
     for k in range(n_classes):
-        bin_ends[k] = np.searchsorted(columns[k, : n_kept[k]], np.nan_to_num(upper[k], nan=np.inf), side="right")
-    bin_starts = np.concatenate([np.zeros((n_classes, 1), dtype=bin_ends.dtype), bin_ends[:, :-1]], axis=1)
+        kept = columns[k, first[k]: first[k] + n_kept[k]]
+        bin_ends[k] = first[k] + np.searchsorted(kept, np.nan_to_num(upper[k], nan=np.inf), side="right")
+    bin_starts = np.concatenate([first[:, None], bin_ends[:, :-1]], axis=1)
     count = (bin_ends - bin_starts).astype(np.float64)
     flat_starts = bin_starts + (np.arange(n_classes) * n_rows)[:, None]
     if keep is not None:
         columns[np.isnan(columns)] = 0.0  # the dropped tail of each column (our copy) adds nothing
+    for k in np.flatnonzero(first):
+        columns[k, :first[k]] = 0.0  # the dropped head of a column likewise
     # Only the non-empty bins' starts: each run then ends where the next non-empty bin starts (the empty bins
     # between them hold nothing; a column's dropped tail is 0), and no start is K * N. No copy of the columns.
     nonempty = (count > 0).ravel()

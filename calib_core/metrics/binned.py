@@ -237,8 +237,9 @@ def _adaptive_classwise(probs: ArrayLike, labels: ArrayLike, n_bins: int, thresh
                         per_class: bool) -> float | NDArray[np.float64]:
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
-    keep = None if threshold is None else probs > check_positive(threshold, "threshold", allow_zero=True)
-    stats = classwise_bin_statistics(probs, labels, n_bins, "adaptive", keep=keep)
+    if threshold is not None:
+        threshold = check_positive(threshold, "threshold", allow_zero=True)
+    stats = classwise_bin_statistics(probs, labels, n_bins, "adaptive", threshold=threshold)
     per_class_values = mean_abs_gap(stats)
     return per_class_values if per_class else float(per_class_values.mean())
 

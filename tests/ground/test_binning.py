@@ -223,3 +223,25 @@ def test_uniform_index_by_guess_is_the_binary_search_on_edges_and_their_neighbou
     assert values.size >= binning._GUESS_MIN_VALUES  # the guessing path
     np.testing.assert_array_equal(binning.uniform_index(values, n_bins, right),
                                   binning.upper_edge_index(values, edges[1:], right=right))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), k=st.integers(2, 6), n_bins=st.integers(1, 12),
+       binning=st.sampled_from(["uniform", "adaptive"]), threshold=st.sampled_from([0.0, 0.1, 0.2, 0.5]))
+def test_classwise_threshold_is_the_keep_mask_of_the_values_above_it(seed, n, k, n_bins, binning, threshold):
+    """Issue 15: TACE's threshold keeps the end of each sorted column instead of masking (N, K) entries
+    (1.2 s -> 0.8 s at 50,000 x 1,000); the bins and sums are those of keep=probs > threshold."""
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(k) * 0.5, size=n).round(int(rng.integers(1, 3)))  # ties, values = threshold
+    probs[:, -1] = 1 - probs[:, :-1].sum(axis=1)
+    probs = np.abs(probs)
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, k, size=n)
+    by_threshold = classwise_bin_statistics(probs, labels, n_bins, binning, threshold=threshold)
+    by_mask = classwise_bin_statistics(probs, labels, n_bins, binning, keep=probs > threshold)
+    for field in ("count", "sum_target", "n_total"):
+        np.testing.assert_array_equal(getattr(by_threshold, field), getattr(by_mask, field))
+    np.testing.assert_allclose(by_threshold.sum_value, by_mask.sum_value, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(by_threshold.upper, by_mask.upper)
+    with pytest.raises(CalibrationInputError, match="not both"):
+        classwise_bin_statistics(probs, labels, n_bins, binning, keep=probs > threshold, threshold=threshold)
