@@ -202,19 +202,21 @@ def _check_options(distance: object, partition: object, n_bins: object, min_bin_
     return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
 
 
-#: The last partition of read-only points (the arrays of a loaded Predictions), with its points and settings:
-#: an estimate, its cell occupancy and its consistency draws partition the same points three times.
-_LAST_PARTITION: list = [None]
+#: The last few partitions of read-only points (the arrays of a loaded Predictions), with their points and
+#: settings, newest first: an estimate, its cell occupancy and its consistency draws partition the same points
+#: three times, and a page interleaves the model with its triangle view.
+_PARTITIONS: list = []
+_KEPT_PARTITIONS = 4
 
 
 def _partition(points: NDArray[np.float64], options: _Options) -> Partition:
     settings = (options.partition, options.n_bins, options.min_bin_size)
-    last = _LAST_PARTITION[0]
-    if last is not None and last[0] is points and last[1] == settings:
-        return last[2]
+    for kept_points, kept_settings, kept in list(_PARTITIONS):
+        if kept_points is points and kept_settings == settings:
+            return kept
     partition = _make_partition(points, options.partition, options.n_bins, options.min_bin_size)
     if not points.flags.writeable:  # cannot change behind the memo's back
-        _LAST_PARTITION[0] = (points, settings, partition)
+        _PARTITIONS[:] = [(points, settings, partition), *_PARTITIONS[: _KEPT_PARTITIONS - 1]]
     return partition
 
 

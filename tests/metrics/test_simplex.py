@@ -383,3 +383,28 @@ def test_arrows_do_not_shrink_when_miscalibrated():
     probs = cc.softmax(logits)
     labels = cc.sample_labels(cc.softmax(logits / 2.0), seed=1)[0]  # model twice too confident
     assert cc.simplex_reliability(probs, labels, n_bins=5, distance="euclidean").estimate > 0.05
+
+
+@pytest.mark.parametrize("dim, n_bins", [(3, 10), (3, 1), (12, 7), (60, 10), (40, 300)])
+def test_grid_keys_bin_only_the_values_outside_the_first_bin(dim, n_bins):
+    """Issue 15: with many classes most values are below 1/n; only the others are binned, into small integers
+    (50 MB of keys at 50,000 x 1,000, not 400). The keys are those of binning every value."""
+    from calib_core.binning import bin_index
+    from calib_core.metrics.simplex import _grid_keys
+    rng = np.random.default_rng(dim)
+    points = rng.dirichlet(np.full(dim, 0.3), size=500)
+    grid = np.linspace(0, 1, n_bins + 1)
+    points[:20] = 0.0
+    points[:20, 0] = 1.0
+    if dim == 3:  # points on the grid: every coordinate a multiple of 1/n, moved onto a full cell
+        points[20:40] = rng.multinomial(n_bins, np.ones(3) / 3, size=20) / n_bins
+        points[40:60, :2] = grid[rng.integers(0, n_bins + 1, size=(20, 2))] / 2
+        points[40:60, 2] = 1.0 - points[40:60, :2].sum(axis=1)
+    keys = _grid_keys(points, n_bins)
+    dense = bin_index(points.ravel(), n_bins, "uniform").reshape(points.shape)
+    low, high = max(n_bins - dim + 1, 0), n_bins - 1
+    fine = (dense.sum(axis=1) >= low) & (dense.sum(axis=1) <= high)
+    np.testing.assert_array_equal(keys[fine], dense[fine])  # the rows the fix-up leaves alone
+    total = keys.astype(np.intp).sum(axis=1)
+    assert ((total >= low) & (total <= high)).all()  # every point in a full cell
+    assert keys.dtype == (np.uint8 if n_bins <= 256 else np.uint16)
