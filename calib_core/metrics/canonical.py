@@ -230,8 +230,9 @@ def canonical_ce_table(probs: ArrayLike, labels: ArrayLike, distance: str = "tv"
     CellTable
         Count, mean prediction, observed frequency and deviation of every
         non-empty cell of the lens's simplex; ``estimate`` equals
-        :func:`canonical_ce` with the same arguments, and
-        ``partition.cell_index`` gives each row's cell.
+        :func:`canonical_ce` with the same arguments (above 32 classes up to
+        the rounding of the row sums), and ``partition.cell_index`` gives
+        each row's cell.
 
     Examples
     --------
@@ -239,11 +240,17 @@ def canonical_ce_table(probs: ArrayLike, labels: ArrayLike, distance: str = "tv"
     >>> table.count.tolist(), table.observed_frequency.tolist(), round(table.estimate, 6)
     ([2.0], [[1.0, 0.0]], 0.4)
     """
+    view, outcomes, part, options = _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens,
+                                              class_index)
+    return _table_from_assignment(view.points, outcomes, part, options.distance)
+
+
+def _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens, class_index):
+    """Checked inputs seen through the lens, and their partition: ``(view, outcomes, partition, options)``."""
     probs, labels = check_probs_labels(probs, labels)
     options = _check_options(distance, partition, n_bins, min_bin_size, lens, class_index, probs.shape[1])
     view = _lens(probs, options.lens, options.class_index)
-    part = _partition(view.points, options)
-    return _table_from_assignment(view.points, view.outcomes(labels), part, options.distance)
+    return view, view.outcomes(labels), _partition(view.points, options), options
 
 
 def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",
@@ -317,11 +324,8 @@ def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", part
     >>> canonical_ce([[1.0, 0.0]], [0], partition="data_dependent")
     0.0
     """
-    probs, labels = check_probs_labels(probs, labels)
-    options = _check_options(distance, partition, n_bins, min_bin_size, lens, class_index, probs.shape[1])
-    view = _lens(probs, options.lens, options.class_index)
-    part = _partition(view.points, options)
-    outcomes = view.outcomes(labels)
+    view, outcomes, part, options = _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens,
+                                              class_index)
     if view.points.shape[1] <= _DENSE_MAX_DIM or options.distance == "euclidean":
         return _table_from_assignment(view.points, outcomes, part, options.distance).estimate
     return _split_estimate(view.points, outcomes, part, options.distance)
