@@ -20,8 +20,16 @@
     each resample's counts and confidence sums per (bin, correct) key in one
     pass over its drawn rows, instead of two gathers and two bincounts (the
     same additions in the same order, so the same sums).
+``sweep_reductions``
+    The bin-count sweep of :func:`calib_core.bin_sensitivity` over class
+    columns: numpy gathers every bin's count and sums for every bin count
+    (1,000 x 20,099 values, three arrays, at 1,000 classes and 2-200 bins)
+    and then reduces them; the kernel walks each sorted column's bins once
+    and keeps only the two reductions (the L1 sum and the mean gap over the
+    non-empty bins). The same differences of the same prefix sums, added in
+    bin order (agrees with numpy to about 1e-15).
 
-Both run on one thread and release the GIL (``nogil``): the app may call them
+Each runs on one thread and release the GIL (``nogil``): the app may call them
 from several sessions at once, which numba's default parallel back-end does
 not allow. Each is ``None`` when numba is not installed or the environment
 variable ``CALIB_CORE_NO_NUMBA`` is set to a non-empty value other than ``0``;
@@ -41,7 +49,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["key_sums", "label_search", "window_moments"]
+__all__ = ["key_sums", "label_search", "sweep_reductions", "window_moments"]
 
 
 def _load() -> dict[str, Callable] | None:
@@ -122,7 +130,67 @@ def _load() -> dict[str, Callable] | None:
                 sums[r, key] += values[row]
         return counts, sums
 
-    return {"window_moments": moments_kernel, "label_search": label_kernel, "key_sums": key_sums_kernel}
+
+    @numba.njit(cache=True, nogil=True)
+    def sweep_kernel(values, cum_values, cum_targets, counts, edges, which, right, adaptive, first):  # pragma: no cover
+        n_sets, m = values.shape
+        n_counts = counts.shape[0]
+        l1 = np.zeros((n_sets, n_counts))
+        gap = np.zeros((n_sets, n_counts))
+        positions = np.empty(edges.shape[0] + 1, dtype=np.intp)
+        group_end = np.empty(m + 1, dtype=np.intp)
+        for c in range(n_sets):
+            if adaptive:  # group_end[i]: the first tie-group end at or after position i
+                group_end[m] = m
+                for i in range(m - 1, -1, -1):
+                    group_end[i] = i if (i == 0 or values[c, i] > values[c, i - 1]) else group_end[i + 1]
+            else:  # np.searchsorted(values[c], edges, side) by one merge of two sorted arrays
+                i = 0
+                for e in range(edges.shape[0]):
+                    if i == m:  # every later edge lies above the column's largest value
+                        positions[e:] = m
+                        break
+                    if right:
+                        while i < m and values[c, i] <= edges[e]:
+                            i += 1
+                    else:
+                        while i < m and values[c, i] < edges[e]:
+                            i += 1
+                    positions[e] = i
+                positions[edges.shape[0]] = m
+            start = first[c]
+            n_kept = m - start
+            offset = 0
+            for j in range(n_counts):
+                n_bins = counts[j]
+                size, extra = n_kept // n_bins, n_kept % n_bins
+                previous = start
+                total = 0.0
+                gaps = 0.0
+                nonempty = 0
+                for r in range(n_bins):
+                    if previous == m:  # every later bin is empty: it adds nothing
+                        break
+                    if adaptive:
+                        run = r + 1
+                        end = group_end[run * size + min(run, extra) + start]
+                    else:
+                        end = max(positions[which[offset + r]], start)
+                    if end == previous:  # an empty bin: no gap
+                        continue
+                    difference = abs((cum_values[c, end] - cum_values[c, previous])
+                                     - (cum_targets[c, end] - cum_targets[c, previous]))
+                    total += difference
+                    gaps += difference / (end - previous)
+                    nonempty += 1
+                    previous = end
+                l1[c, j] = total
+                gap[c, j] = gaps / nonempty if nonempty else 0.0
+                offset += n_bins
+        return l1, gap
+
+    return {"window_moments": moments_kernel, "label_search": label_kernel, "key_sums": key_sums_kernel,
+            "sweep_reductions": sweep_kernel}
 
 
 #: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
@@ -138,3 +206,10 @@ label_search = _KERNELS.get("label_search")
 #: ``r``, ``np.bincount(keys[indices[r]], minlength=n_keys)`` and the same with ``weights=values[indices[r]]``
 #: (the same additions in the same order), without gathering the drawn rows' keys and values first.
 key_sums = _KERNELS.get("key_sums")
+#: ``sweep_reductions(values, cum_values, cum_targets, counts, edges, which, right, adaptive, first) -> (l1, gap)``
+#: of shape (C, len(counts)), or None: for each sorted row of a :class:`calib_core.binning.SortedColumns` and each
+#: bin count, the bins of :func:`calib_core.binning.sorted_columns_bin_sums` (uniform: ``edges``/``which`` of its
+#: sweep plan; adaptive: ``array_split`` runs moved to the end of their tie group; values before ``first[c]``
+#: dropped), reduced in one loop to ``sum_b |sum_value - sum_target|`` and the mean of ``|...| / count`` over the
+#: non-empty bins, without materialising the (C, sum(counts)) bin sums.
+sweep_reductions = _KERNELS.get("sweep_reductions")

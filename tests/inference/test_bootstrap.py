@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import calib_core as cc
+from tests.compiled_support import require_kernel
 from calib_core import CalibrationInputError
 
 
@@ -316,12 +317,8 @@ def test_top_label_metrics_resample_confidence_and_correctness_only(metric, monk
 def test_compiled_key_sums_give_the_numpy_bootstrap_of_top_label_metrics(metric, monkeypatch):
     """Issue 15: with numba, each resample's (bin, correct) counts and confidence sums come from one pass over
     its drawn rows (the same additions in the same order as np.bincount): the same samples, bit for bit."""
-    import os
     from calib_core.metrics import _compiled
-    if _compiled.key_sums is None:
-        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":
-            pytest.fail("numba is not installed: the compiled key sums are untested")
-        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    require_kernel("key_sums")
     rng = np.random.default_rng(4)
     probs = rng.dirichlet(np.ones(6) * 0.5, size=3000)
     labels = rng.integers(0, 6, 3000)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import calib_core as cc
+from tests.compiled_support import require_kernel
 
 CIE = cc.CalibrationInputError
 
@@ -576,13 +577,9 @@ def test_lens_estimates_rows_carry_the_verdict():
 def test_compiled_label_search_draws_the_labels_of_the_flat_numpy_search(n_classes, monkeypatch):
     """Issue 15: above 32 classes numpy searched all rows' cumulative sums at once (25 s for 1,000 draws at
     50,000 x 1,000); the optional numba kernel searches each row's own sums with the same additions: same labels."""
-    import os
     from calib_core.inference import draws
     from calib_core.metrics import _compiled
-    if _compiled.label_search is None:
-        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":
-            pytest.fail("numba is not installed: the compiled label search is untested")
-        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    require_kernel("label_search")
     rng = np.random.default_rng(n_classes)
     probs = rng.dirichlet(np.full(n_classes, 0.3), size=700)
     probs[:10] = np.eye(n_classes)[rng.integers(0, n_classes, 10)]  # zeros before and after the mass

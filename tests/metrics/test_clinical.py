@@ -7,6 +7,7 @@ import pytest
 from scipy.special import expit, logit
 
 import calib_core as cc
+from tests.compiled_support import require_kernel
 from calib_core import CalibrationInputError
 
 sm = pytest.importorskip("statsmodels.api")
@@ -345,10 +346,7 @@ def _loess_paths(monkeypatch, compute):
     """``compute()`` with the compiled window moments (numba) and with the numpy path."""
     import importlib
     kernel = importlib.import_module("calib_core.metrics._compiled")
-    if kernel.window_moments is None:
-        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":  # CI installs numba: both paths are tested there
-            pytest.fail("numba is not installed: the compiled loess kernel is untested")
-        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    require_kernel("window_moments")
     compiled = compute()
     monkeypatch.setattr(kernel, "window_moments", None)
     return compiled, compute()

@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
+from tests.compiled_support import require_kernel
 from calib_core import CalibrationInputError
 from calib_core.binning import classwise_bin_statistics, mean_abs_gap, sort_columns, sorted_columns_bin_sums
 from calib_core.lab.generators import LogisticNormalModel
 from calib_core.lab.pathologies import nixon_figure4_data
-from calib_core.metrics import sensitivity
+from calib_core.metrics import _compiled, sensitivity
 from calib_core.metrics.sensitivity import (GCE_VARIANTS, BinRanking, _GceSets, bin_rank_stability, bin_sensitivity,
                                             competition_ranks, rank_by_bins, spearman_rows)
 
@@ -169,30 +170,40 @@ def tied_predictions(n, k, seed, decimals):
 COUNTS = [1, 2, 3, 7, 10, 15, 40, 199, 200, 700]
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def sweep_path(request, monkeypatch):
+    """Run a test on the compiled class-column sweep (numba) and on the numpy one."""
+    if request.param == "compiled":
+        require_kernel("sweep_reductions")
+    else:
+        monkeypatch.setattr(_compiled, "sweep_reductions", None)
+    return request.param
+
+
 @pytest.mark.parametrize("k", [2, 50])
 @pytest.mark.parametrize("right", [True, False])
 @pytest.mark.parametrize("ties", [False, True])
-def test_sweep_equals_the_per_count_metrics(k, right, ties):
+def test_sweep_equals_the_per_count_metrics(k, right, ties, sweep_path):
     probs, labels = tied_predictions(400, k, seed=k, decimals=2) if ties else random_predictions(n=400, k=k, seed=k)
     assert_sweep_equals_reference(probs, labels, COUNTS, right=right)
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.3, 0.6, 0.99, 1.0])
-def test_tace_thresholds_that_empty_classes(threshold):
+def test_tace_thresholds_that_empty_classes(threshold, sweep_path):
     probs, labels = tied_predictions(300, 50, seed=7, decimals=1)
     # some classes keep no value above the larger thresholds: they count 0 in the mean over classes
     assert_sweep_equals_reference(probs, labels, COUNTS, threshold=threshold)
     assert_sweep_equals_reference(probs, labels, COUNTS, threshold=threshold, right=False)
 
 
-def test_values_on_uniform_edges_with_both_rules():
+def test_values_on_uniform_edges_with_both_rules(sweep_path):
     probs = np.array([[0.0, 1.0], [0.3, 0.7], [0.5, 0.5], [0.1, 0.9], [0.25, 0.75], [0.7, 0.3], [1.0, 0.0]])
     labels = np.array([1, 0, 1, 1, 0, 0, 0])
     for right in (True, False):
         assert_sweep_equals_reference(probs, labels, [1, 2, 3, 4, 5, 10, 20], right=right)
 
 
-def test_one_row():
+def test_one_row(sweep_path):
     assert_sweep_equals_reference(np.array([[0.2, 0.8]]), np.array([0]), [1, 2, 5])
 
 
@@ -203,13 +214,33 @@ def test_one_row():
 def test_sweep_equals_the_per_count_metrics_on_random_tied_data(seed, n, k, decimals, right, threshold, counts):
     probs, labels = tied_predictions(n, k, seed, decimals)
     assert_sweep_equals_reference(probs, labels, counts, threshold=threshold, right=right)
+    kernel = _compiled.sweep_reductions
+    if kernel is not None:  # and the numpy path, which the kernel replaces when numba is installed
+        try:
+            _compiled.sweep_reductions = None
+            assert_sweep_equals_reference(probs, labels, counts, threshold=threshold, right=right)
+        finally:
+            _compiled.sweep_reductions = kernel
 
 
-def test_small_blocks_and_chunks_of_bin_counts_give_the_same_table(monkeypatch):
+def test_compiled_sweep_gives_the_numpy_sweep_at_many_classes(monkeypatch):
+    """Issue 15: bin_sensitivity at 5,000 x 1,000 took 1.3 s (85x one classwise_ece, target 40x), most of it
+    gathering 20 million bin sums per array; the kernel reduces each column's bins as it walks them."""
+    require_kernel("sweep_reductions")
+    probs, labels = tied_predictions(700, 300, seed=5, decimals=3)  # ties, zeros, and columns empty above 0.01
+    for right in (True, False):
+        compiled = bin_sensitivity(probs, labels, right=right)
+        with monkeypatch.context() as patch:
+            patch.setattr(_compiled, "sweep_reductions", None)
+            pd.testing.assert_frame_equal(compiled, bin_sensitivity(probs, labels, right=right), rtol=1e-13, atol=1e-15)
+
+
+def test_small_blocks_and_chunks_of_bin_counts_give_the_same_table(monkeypatch, sweep_path):
     probs, labels = tied_predictions(90, 7, seed=11, decimals=2)
     counts = [300, 2, 5, 40, 120, 1, 77]
     expected = bin_sensitivity(probs, labels, bin_counts=counts)
     monkeypatch.setattr(sensitivity, "_BLOCK_VALUES", 100)  # one column per block, counts in several chunks
+    monkeypatch.setattr(sensitivity, "_COMPILED_BLOCK_VALUES", 100)
     assert sensitivity._count_chunks(counts) == [slice(0, 1), slice(1, 4), slice(4, 5), slice(5, 7)]
     pd.testing.assert_frame_equal(bin_sensitivity(probs, labels, bin_counts=counts), expected, rtol=1e-13)
     assert_sweep_equals_reference(probs, labels, counts)

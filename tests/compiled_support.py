@@ -1,0 +1,21 @@
+"""The tests of the optional compiled kernels (numba, ``calib_core.metrics._compiled``): one helper for all.
+
+CI installs numba and sets ``CALIB_STUDIO_REQUIRE_ALL=1``: a missing kernel
+fails there, so both the compiled and the numpy path of each kernel are
+tested; elsewhere the compiled half is skipped.
+"""
+import os
+
+import pytest
+
+from calib_core.metrics import _compiled
+
+
+def require_kernel(name: str):
+    """The compiled kernel ``_compiled.<name>``; skip the test (fail it in CI) when numba is not installed."""
+    kernel = getattr(_compiled, name)
+    if kernel is None:
+        if os.environ.get("CALIB_STUDIO_REQUIRE_ALL") == "1":
+            pytest.fail(f"numba is not installed: the compiled {name} kernel is untested")
+        pytest.skip("numba is not installed (pip install calib-core[fast])")
+    return kernel
