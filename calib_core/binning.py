@@ -44,11 +44,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.validation import (
-    check_right,
     CalibrationInputError,
     check_binning,
     check_n_bins,
     check_positive,
+    check_right,
+    transposed,
 )
 
 __all__ = [
@@ -446,7 +447,7 @@ def _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right
 def _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept, threshold=None) -> BinStats:
     n_rows, n_classes = probs.shape
     # A fresh copy: the columns are overwritten and sorted in place below.
-    columns = np.array(probs.T, order="C", copy=True)
+    columns = transposed(probs)
     if keep is not None:
         # Dropped values become NaN, which np.sort puts after every kept value.
         columns[~keep.T] = np.nan

@@ -46,13 +46,14 @@ from numpy.typing import NDArray
 from calib_core.metrics import _compiled, binned, decomposition, kernel, scores, smooth
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
 from calib_core.validation import (
-    row_argmax,
-    check_right,
     CalibrationInputError,
     check_binning,
     check_choice,
     check_n_bins,
     check_positive,
+    check_right,
+    row_argmax,
+    transposed,
 )
 
 __all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_mean_function",
@@ -276,6 +277,9 @@ def _chunk_size(n_rows: int) -> int:
     """Power of two near sqrt(N), at most :data:`_CHUNK`: balances chunk sums and partial sums."""
     return int(min(_CHUNK, max(8, 2 ** round(np.log2(max(n_rows, 1)) / 2))))
 
+#: Values per block of class columns cut from the matrix at once by the compiled adaptive path.
+_COLUMN_BLOCK = 1 << 21
+
 #: Largest number of (resample, position) pairs whose chunks are gathered at once.
 _PAIRS = 4096
 
@@ -302,23 +306,35 @@ class _Column:
         chunk = _chunk_size(n_rows)
         n_chunks = -(-n_rows // chunk)
         order = np.full(n_chunks * chunk, n_rows, dtype=np.intp)
-        # Any order of tied values will do: every bin boundary falls at the end of a run of ties.
-        order[:n_rows] = np.argsort(values)
-        sorted_values = values[order[:n_rows]]
+        order[:n_rows], sorted_values, sorted_targets, tie_end = _sorted_column(values, targets)
         terms = np.zeros((n_chunks * chunk, 3))
         terms[:n_rows, 0] = 1.0
         terms[:n_rows, 1] = sorted_values
-        terms[:n_rows, 2] = targets[order[:n_rows]]
+        terms[:n_rows, 2] = sorted_targets
         terms = terms.reshape(n_chunks, chunk, 3)
-        # End of each run of ties: the next position whose value differs (one O(N) pass, no search).
-        change = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
-        tie_end = np.repeat(np.append(change, n_rows), np.diff(np.concatenate([[0], change, [n_rows]])))
         return cls(order, sorted_values, terms, np.ascontiguousarray(terms.transpose(0, 2, 1)), tie_end)
 
     def uniform_ends(self, n_bins: int, right: bool) -> NDArray[np.intp]:
         """``(n_bins + 1,)`` sorted positions bounding each uniform bin (the one bin rule)."""
         index = uniform_index(self.values, n_bins, right)
         return np.concatenate([[0], np.searchsorted(index, np.arange(n_bins), side="right")])
+
+
+def _sorted_column(values: NDArray[np.float64], targets: NDArray[np.bool_]
+                   ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
+    """``order`` (rows by ascending value), the values and targets in that order, and ``tie_end``.
+
+    ``tie_end[j]`` is the end (exclusive) of the run of values equal to the
+    j-th. Any order of tied values will do: every bin boundary falls at the
+    end of a run of ties.
+    """
+    n_rows = values.shape[0]
+    order = np.argsort(values)
+    sorted_values = values[order]
+    # End of each run of ties: the next position whose value differs (one O(N) pass, no search).
+    change = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
+    tie_end = np.repeat(np.append(change, n_rows), np.diff(np.concatenate([[0], change, [n_rows]])))
+    return order, sorted_values, targets[order].astype(np.float64), tie_end
 
 
 class _Prefix:
@@ -505,8 +521,12 @@ class BinnedResampler:
                   and self._few_upper_entries(specs[i])]
         if sparse:
             out[sparse] = self._classwise_uniform([specs[i] for i in sparse], weights)
+        walked = ([i for i in weighted if specs[i].family != "top_label" and specs[i].binning == "adaptive"]
+                  if _compiled.adaptive_bin_sums is not None else [])
+        if walked:
+            out[walked] = self._classwise_adaptive_compiled([specs[i] for i in walked], weights)
         for top in (True, False):
-            mine = [i for i in weighted if (specs[i].family == "top_label") == top and i not in sparse]
+            mine = [i for i in weighted if (specs[i].family == "top_label") == top and i not in sparse + walked]
             if not mine:
                 continue
             per_column: dict[int, list] = {i: [] for i in mine}
@@ -575,6 +595,37 @@ class BinnedResampler:
                 if (spec.n_bins, spec.right) == setting:
                     out[i] = binned_error(stats, spec.norm).mean(axis=1)
         return out
+
+    def _classwise_adaptive_compiled(self, specs: list[BinnedSpec], weights: NDArray[np.integer]
+                                     ) -> NDArray[np.float64]:
+        """Class-wise metrics with adaptive bins by the compiled kernel (:data:`_compiled.adaptive_bin_sums`).
+
+        Each class column is sorted once per block of resamples; the kernel
+        walks its sorted rows once per resample with that resample's row
+        weights, closing each bin at the end of the run of ties that reaches
+        its goal: the bins of :func:`_adaptive_ends`, without the chunked
+        weights, matrix products and searches of the numpy path. Columns are
+        cut from the matrix in blocks (a strided single-column copy reads the
+        whole matrix each time).
+        """
+        n_rows, n_classes = self.n_rows, self.n_classes
+        parts: list[list] = [[] for _ in specs]
+        by_row = np.ascontiguousarray(weights.T)  # (N + 1, R): a row's weights in every resample together
+        totals = weights.sum(axis=1, dtype=np.int64).astype(np.float64)
+        block = max(1, _COLUMN_BLOCK // max(n_rows, 1))
+        buffer = np.empty((min(block, n_classes), n_rows))
+        for lo in range(0, n_classes, block):
+            columns = transposed(self.probs[:, lo:lo + block], buffer[:min(block, n_classes - lo)])
+            for offset, column in enumerate(columns):
+                order, values, targets, tie_end = _sorted_column(column, self.labels == lo + offset)
+                for part, spec in zip(parts, specs):
+                    start = (0 if spec.threshold is None
+                             else int(np.searchsorted(values, spec.threshold, side="right")))
+                    count, value, target = _compiled.adaptive_bin_sums(order, values, targets, tie_end, by_row,
+                                                                       totals, start, spec.n_bins)
+                    total = count.sum(axis=1) if spec.threshold is not None else float(n_rows)
+                    part.append((count, value, target, total))
+        return np.array([self._reduce_parts(spec, part) for spec, part in zip(specs, parts)])
 
     def _uniform_keys(self, n_bins: int, right: bool) -> NDArray[np.intp]:
         """``2 * bin + correct`` of each row's top-label confidence (uniform bins, the one bin rule)."""

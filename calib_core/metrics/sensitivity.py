@@ -45,8 +45,8 @@ from calib_core.binning import (
 from calib_core.metrics import _compiled
 from calib_core.metrics.binned import top_label
 from calib_core.validation import (
-    MAX_N_BINS,
     CalibrationInputError,
+    MAX_N_BINS,
     check_binning,
     check_choice,
     check_n_bins,
@@ -55,6 +55,7 @@ from calib_core.validation import (
     check_right,
     check_sizes,
     row_argmax,
+    transposed,
 )
 
 __all__ = ["BinRanking", "GCE_VARIANTS", "RankStability", "SENSITIVITY_COLUMNS", "SENSITIVITY_METRICS",
@@ -247,7 +248,7 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
     block = max(1, _BLOCK_VALUES // max(n_rows, max(sum(chunk) for _, chunk, _ in chunks)))
     for lo in range(0, n_classes, block):
         hi = min(lo + block, n_classes)
-        columns = sort_columns(np.ascontiguousarray(probs[:, lo:hi].T),
+        columns = sort_columns(transposed(probs[:, lo:hi]),
                                labels[None, :] == np.arange(lo, hi)[:, None])
         for part, chunk, segments in chunks:
             for binning in binnings:
@@ -280,7 +281,7 @@ def _compiled_class_sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], 
     block = max(1, _COMPILED_BLOCK_VALUES // max(n_rows, 1))
     for lo in range(0, n_classes, block):
         hi = min(lo + block, n_classes)
-        columns = sort_columns(np.ascontiguousarray(probs[:, lo:hi].T),
+        columns = sort_columns(transposed(probs[:, lo:hi]),
                                labels[None, :] == np.arange(lo, hi)[:, None])
         everything = np.zeros(hi - lo, dtype=np.intp)
         above = (columns.values <= threshold).sum(axis=1).astype(np.intp)

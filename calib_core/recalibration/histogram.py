@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.validation import check_flag, check_n_bins, row_argmax
+from calib_core.validation import check_flag, check_n_bins, row_argmax, transposed
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
@@ -129,7 +129,7 @@ class HistogramBinning(Recalibrator):
             maps = [(confidence, (predicted == labels).astype(np.float64))]
         else:
             classes = [1] if n_classes == 2 else range(n_classes)
-            columns = np.ascontiguousarray(x.T)
+            columns = transposed(x)
             maps = [(columns[k], (labels == k).astype(np.float64)) for k in classes]
         for values, targets in maps:
             edges, means = _fit_bins(values, targets, n_bins)
@@ -157,10 +157,10 @@ class HistogramBinning(Recalibrator):
             q = self.values_[0][_bin_of(x[:, 1], self.edges_[0])]
             return np.column_stack([1.0 - q, q])
         # Column by column on the transpose (contiguous reads and writes), then back to rows.
-        columns = np.ascontiguousarray(x.T)
+        columns = transposed(x)
         for k in range(n_classes):
             columns[k] = self.values_[k][_bin_of(columns[k], self.edges_[k])]
-        return _renormalise(np.ascontiguousarray(columns.T))
+        return _renormalise(transposed(columns))
 
 
 class AccuracyPreservingCalibratedMap(Recalibrator):

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from calib_core.recalibration._base import Recalibrator, _renormalise
 from calib_core.recalibration._numeric import class_log_probs, fit_logistic, isotonic_fit, log_probabilities
-from calib_core.validation import check_flag
+from calib_core.validation import check_flag, transposed
 
 __all__ = ["BetaCalibration", "IsotonicCalibration", "PlattScaling"]
 
@@ -179,7 +179,7 @@ class BetaCalibration(Recalibrator):
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         classes = _target_classes(x.shape[1])
         log_p, log_not_p = self._features(x, classes)
-        log_p, log_not_p = np.ascontiguousarray(log_p.T), np.ascontiguousarray(log_not_p.T)
+        log_p, log_not_p = transposed(log_p), transposed(log_not_p)
         ones = np.ones(x.shape[0])
         a, b, c = np.zeros(len(classes)), np.zeros(len(classes)), np.zeros(len(classes))
         for j, k in enumerate(classes):
@@ -268,7 +268,7 @@ class IsotonicCalibration(Recalibrator):
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         classes = _target_classes(x.shape[1])
         # Column by column on the transpose (contiguous reads and writes), then back to rows.
-        columns = np.ascontiguousarray(x.T[classes])
+        columns = transposed(x[:, classes])
         for j in range(len(classes)):
             columns[j] = np.interp(columns[j], self.knots_x_[j], self.knots_y_[j])
-        return _combine(np.ascontiguousarray(columns.T))
+        return _combine(transposed(columns))
