@@ -470,11 +470,7 @@ def _skce_asymptotic(probs: NDArray[np.float64], labels: NDArray[np.intp], bandw
     n = probs.shape[0]
     order = rng.permutation(n)
     m = n // 2
-    first, second = order[0:2 * m:2], order[1:2 * m:2]
-    residual = -probs.copy()
-    residual[np.arange(n), labels] += 1.0
-    distance = np.sqrt(np.sum((probs[first] - probs[second]) ** 2, axis=1))
-    terms = np.exp(-distance / bandwidth) * np.einsum("ij,ij->i", residual[first], residual[second])
+    terms = kernel.pair_terms(probs, labels, order[0:2 * m:2], order[1:2 * m:2], bandwidth)
     estimate = float(terms.mean())
     std_error = float(terms.std(ddof=1) / np.sqrt(m))
     if std_error > 0:

@@ -459,13 +459,14 @@ def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
     """
     probs, labels, residual, bandwidth = _skce_inputs(probs, labels, bandwidth, estimator, seed)
     if estimator == "block":
-        return float(np.mean(_block_terms(probs, residual, bandwidth)))
+        return float(np.mean(_block_terms(probs, labels, bandwidth)))
     return _u_statistic(probs, residual, bandwidth, moments=False)[0]
 
 
 def _skce_inputs(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None, estimator: str,
                  seed: int | np.random.Generator | None):
-    """Validated inputs, the residuals ``onehot(y) - p`` and the bandwidth of :func:`skce`."""
+    """Validated inputs, the residuals ``onehot(y) - p`` (None for the block estimator, which forms the
+    residuals of its pairs only) and the bandwidth of :func:`skce`."""
     probs, labels = check_probs_labels(probs, labels)
     check_choice(estimator, "estimator", _ESTIMATORS)
     n = probs.shape[0]
@@ -481,18 +482,51 @@ def _skce_inputs(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None, e
             )
     else:
         bandwidth = check_positive(bandwidth, "bandwidth")
+    if estimator == "block":
+        return probs, labels, None, float(bandwidth)
     residual = -probs
     residual[np.arange(n), labels] += 1.0
     return probs, labels, residual, float(bandwidth)
 
 
-def _block_terms(probs: NDArray[np.float64], residual: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
+#: Probabilities per block of :func:`pair_terms` (the two rows of each pair gathered, then their residuals).
+_PAIR_BLOCK_VALUES = 1 << 16
+
+
+def pair_terms(probs: NDArray[np.float64], labels: NDArray[np.intp], first: NDArray[np.intp],
+               second: NDArray[np.intp], bandwidth: float) -> NDArray[np.float64]:
+    """``h(i, j) = exp(-||p_i - p_j|| / h) <e_i, e_j>`` of the pairs ``(first[m], second[m])``, checked inputs.
+
+    ``e = onehot(y) - p`` (Widmann et al. 2019, eq. 3 with the Laplacian
+    kernel). The pairs' rows are gathered block by block, so neither the
+    (N, K) residuals nor a reordered copy of ``probs`` is made (each took
+    about 0.4 s at 50,000 x 1,000); the arithmetic of each term is the same.
+    """
+    terms = np.empty(first.shape[0])
+    step = max(1, _PAIR_BLOCK_VALUES // max(probs.shape[1], 1))
+    for start in range(0, first.shape[0], step):
+        rows_a, rows_b = first[start:start + step], second[start:start + step]
+        a, b = probs[rows_a], probs[rows_b]
+        distance = np.sqrt(np.sum((a - b) ** 2, axis=1))
+        inside = np.arange(rows_a.shape[0])
+        np.negative(a, out=a)
+        a[inside, labels[rows_a]] += 1.0
+        np.negative(b, out=b)
+        b[inside, labels[rows_b]] += 1.0
+        terms[start:start + step] = np.exp(-distance / bandwidth) * np.einsum("ij,ij->i", a, b)
+    return terms
+
+
+def _block_terms(probs: NDArray[np.float64], labels: NDArray[np.intp], bandwidth: float) -> NDArray[np.float64]:
     """``h`` of the pairs of rows ``(0, 1), (2, 3), ...`` (a last odd row is left out)."""
     half = probs.shape[0] // 2
-    first, second = probs[0:2 * half:2], probs[1:2 * half:2]
-    distance = np.sqrt(np.sum((first - second) ** 2, axis=1))
-    inner = np.einsum("ij,ij->i", residual[0:2 * half:2], residual[1:2 * half:2])
-    return np.exp(-distance / bandwidth) * inner
+    return pair_terms(probs, labels, np.arange(0, 2 * half, 2), np.arange(1, 2 * half, 2), bandwidth)
+
+
+def block_estimate(terms: NDArray[np.float64], bandwidth: float) -> SKCEEstimate:
+    """The linear-time estimate from its pair terms, with standard error ``sd(h) / sqrt(m)`` (see :func:`skce_estimate`)."""
+    std_error = float(terms.std(ddof=1) / math.sqrt(terms.size)) if terms.size >= 2 else math.nan
+    return SKCEEstimate(float(terms.mean()), std_error, bandwidth, "block", int(terms.size))
 
 
 def _u_statistic(probs: NDArray[np.float64], residual: NDArray[np.float64], bandwidth: float, *,
@@ -565,8 +599,8 @@ def skce_block_terms(probs: ArrayLike, labels: ArrayLike, bandwidth: float) -> N
     >>> skce_block_terms([[0.8, 0.2], [0.3, 0.7]], [1, 0], bandwidth=1.0).round(6)
     array([-0.552237])
     """
-    probs, _, residual, bandwidth = _skce_inputs(probs, labels, bandwidth, "block", 0)
-    return _block_terms(probs, residual, bandwidth)
+    probs, labels, _, bandwidth = _skce_inputs(probs, labels, bandwidth, "block", 0)
+    return _block_terms(probs, labels, bandwidth)
 
 
 @dataclass(frozen=True)
@@ -637,11 +671,9 @@ def skce_estimate(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None =
     True
     """
     estimator = check_choice(estimator, "estimator", _ESTIMATORS)
-    probs, _, residual, bandwidth = _skce_inputs(probs, labels, bandwidth, estimator, seed)
+    probs, labels, residual, bandwidth = _skce_inputs(probs, labels, bandwidth, estimator, seed)
     n = probs.shape[0]
     if estimator == "block":
-        terms = _block_terms(probs, residual, bandwidth)
-        std_error = float(terms.std(ddof=1) / math.sqrt(terms.size)) if terms.size >= 2 else math.nan
-        return SKCEEstimate(float(terms.mean()), std_error, bandwidth, estimator, int(terms.size))
+        return block_estimate(_block_terms(probs, labels, bandwidth), bandwidth)
     estimate, variance = _u_statistic(probs, residual, bandwidth, moments=True)
     return SKCEEstimate(estimate, math.sqrt(variance), bandwidth, estimator, n * (n - 1) // 2)

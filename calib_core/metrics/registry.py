@@ -234,8 +234,16 @@ def _skce_block(probs, labels, bandwidth=None):
     """``skce(..., estimator="block")`` on the pairs of :func:`skce_pair_order`."""
     probs, labels = check_probs_labels(probs, labels)
     bandwidth = skce_bandwidth(probs, labels) if bandwidth is None else _check_bandwidth(bandwidth)
+    return float(np.mean(_ordered_pair_terms(probs, labels, bandwidth)))
+
+
+def _ordered_pair_terms(probs, labels, bandwidth):
+    """The block estimator's terms on the pairs of :func:`skce_pair_order` (checked inputs, no reordered copy)."""
+    if probs.shape[0] < 2:
+        raise CalibrationInputError(f"`skce` needs at least 2 rows, `probs` has {probs.shape[0]}.")
     order = skce_pair_order(probs, labels)
-    return kernel.skce(probs[order], labels[order], bandwidth=bandwidth, estimator="block")
+    half = order.shape[0] // 2
+    return kernel.pair_terms(probs, labels, order[0:2 * half:2], order[1:2 * half:2], bandwidth)
 
 
 def _kde(divergence):
@@ -259,8 +267,7 @@ def _skce_variance(estimator):
         probs, labels = check_probs_labels(probs, labels)
         h = skce_bandwidth(probs, labels) if bandwidth is None else _check_bandwidth(bandwidth)
         if estimator == "block":
-            order = skce_pair_order(probs, labels)
-            found = kernel.skce_estimate(probs[order], labels[order], bandwidth=h, estimator="block")
+            found = kernel.block_estimate(_ordered_pair_terms(probs, labels, h), h)
         else:
             found = kernel.skce_estimate(probs, labels, bandwidth=h)
         if not np.isfinite(found.std_error):

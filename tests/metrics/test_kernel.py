@@ -267,6 +267,24 @@ def test_unbiased_standard_error_follows_hoeffdings_formula():
     assert found.n_terms == 780 and found.bandwidth == 0.4
 
 
+def test_pair_terms_in_small_blocks_equal_the_whole_matrix_formula(monkeypatch):
+    """Issue 15: the block SKCE built the (N, K) residuals and a reordered copy of probs (2 s at 50,000 x 1,000);
+    the pairs are now gathered block by block, with the same arithmetic per term: the same numbers, bit for bit."""
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(7), size=301)
+    labels = rng.integers(0, 7, 301)
+    order = rng.permutation(301)
+    first, second = order[0:300:2], order[1:300:2]
+    residual = -probs
+    residual[np.arange(301), labels] += 1.0
+    distance = np.sqrt(np.sum((probs[first] - probs[second]) ** 2, axis=1))
+    expected = np.exp(-distance / 0.4) * np.einsum("ij,ij->i", residual[first], residual[second])
+    kept = probs.copy()
+    monkeypatch.setattr(kernel, "_PAIR_BLOCK_VALUES", 7 * 11)  # 11 pairs per block, a short last block
+    np.testing.assert_array_equal(kernel.pair_terms(probs, labels, first, second, 0.4), expected)
+    np.testing.assert_array_equal(probs, kept)  # the input is not changed
+
+
 def test_block_standard_error_is_the_spread_of_the_pair_terms():
     rng = np.random.default_rng(4)
     probs = rng.dirichlet([1, 1], 51)
