@@ -579,13 +579,17 @@ class BinnedResampler:
         for setting in sorted({(spec.n_bins, spec.right) for spec in specs}):
             n_bins = setting[0]
             rows, slots, values, targets = self._upper_bin_entries(*setting)
-            picked = drawn[:, rows]  # (R, M) weights of the entries
-            flat = (slots[None, :] + (np.arange(n_res) * (n_classes * n_bins))[:, None]).ravel()
-            size = n_res * n_classes * n_bins
-            # float64 also without entries (bincount then returns integers, which would truncate below)
-            count, value, target = (np.bincount(flat, weights=(picked * factor).ravel(), minlength=size)
-                                    .astype(np.float64).reshape(n_res, n_classes, n_bins)
-                                    for factor in (1.0, values, targets))
+            if _compiled.entry_sums is not None:  # numba: the same sums from the integer weights, no temporaries
+                count, value, target = (sums.reshape(n_res, n_classes, n_bins) for sums in _compiled.entry_sums(
+                    weights, rows, slots, values, targets, n_classes * n_bins))
+            else:
+                picked = drawn[:, rows]  # (R, M) weights of the entries
+                flat = (slots[None, :] + (np.arange(n_res) * (n_classes * n_bins))[:, None]).ravel()
+                size = n_res * n_classes * n_bins
+                # float64 also without entries (bincount then returns integers, which would truncate below)
+                count, value, target = (np.bincount(flat, weights=(picked * factor).ravel(), minlength=size)
+                                        .astype(np.float64).reshape(n_res, n_classes, n_bins)
+                                        for factor in (1.0, values, targets))
             count[:, :, 0] = n_rows - count[:, :, 1:].sum(axis=2)
             value[:, :, 0] = total_value - value[:, :, 1:].sum(axis=2)
             target[:, :, 0] = total_target - target[:, :, 1:].sum(axis=2)

@@ -40,6 +40,14 @@
     ties that reaches its goal. The same bins; the sums differ from numpy's
     chunked ones only in the order of the additions.
 
+``entry_sums``
+    The bootstrap of class-wise metrics with uniform bins at many classes
+    (:meth:`calib_core.inference.resample.BinnedResampler._classwise_uniform`):
+    each resample's weighted counts and sums of the entries above the first
+    bin, read from the row weights directly instead of through three
+    (resamples x entries) float arrays and their keys (the same sums, bit
+    for bit).
+
 Each runs on one thread and release the GIL (``nogil``): the app may call them
 from several sessions at once, which numba's default parallel back-end does
 not allow. Each is ``None`` when numba is not installed or the environment
@@ -60,7 +68,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["adaptive_bin_sums", "key_sums", "label_search", "sweep_reductions", "window_moments"]
+__all__ = ["adaptive_bin_sums", "entry_sums", "key_sums", "label_search", "sweep_reductions", "window_moments"]
 
 
 def _load() -> dict[str, Callable] | None:
@@ -268,7 +276,22 @@ def _load() -> dict[str, Callable] | None:
                     slack = min(slack, goal[r] - drawn[r])
         return count, value, target
 
-    return {"adaptive_bin_sums": adaptive_kernel, "window_moments": moments_kernel, "label_search": label_kernel,
+    @numba.njit(cache=True, nogil=True)
+    def entry_kernel(weights, rows, slots, values, targets, n_slots):  # pragma: no cover - compiled
+        n_res = weights.shape[0]
+        count = np.zeros((n_res, n_slots))
+        value = np.zeros((n_res, n_slots))
+        target = np.zeros((n_res, n_slots))
+        for r in range(n_res):
+            for e in range(rows.shape[0]):  # in entry order, as np.bincount adds its weights
+                w = float(weights[r, rows[e]])
+                slot = slots[e]
+                count[r, slot] += w
+                value[r, slot] += w * values[e]
+                target[r, slot] += w * targets[e]
+        return count, value, target
+
+    return {"adaptive_bin_sums": adaptive_kernel, "entry_sums": entry_kernel, "window_moments": moments_kernel, "label_search": label_kernel,
             "key_sums": key_sums_kernel, "sweep_reductions": sweep_kernel}
 
 
@@ -300,3 +323,7 @@ sweep_reductions = _KERNELS.get("sweep_reductions")
 #: resample's kept values, each bin ending at the end of the run of ties that reaches its goal), as
 #: :func:`calib_core.inference.resample._adaptive_ends` and ``_stats`` give them.
 adaptive_bin_sums = _KERNELS.get("adaptive_bin_sums")
+#: ``entry_sums(weights, rows, slots, values, targets, n_slots) -> (count, value, target)`` of shape (R, n_slots),
+#: or None: for each resample ``r``, ``np.bincount(slots, weights=w * x, minlength=n_slots)`` with
+#: ``w = weights[r, rows]`` and ``x`` = 1, ``values``, ``targets`` (the same additions in the same order).
+entry_sums = _KERNELS.get("entry_sums")
