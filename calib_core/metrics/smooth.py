@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.metrics import _compiled
 from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
@@ -76,6 +77,8 @@ def _spread(values: NDArray[np.float64], weights: NDArray[np.float64], size: int
 
     ``weights`` may have a leading batch axis ``(B, N)``; the result is ``(..., size)``.
     """
+    if _compiled.spread is not None:
+        return _compiled.spread(values, np.ascontiguousarray(np.atleast_2d(weights)), size)
     position = values * (size - 1)
     left = np.clip(np.floor(position).astype(np.intp), 0, size - 2)
     fraction = position - left
@@ -153,7 +156,8 @@ def _relplot_interpolate(mesh: NDArray[np.float64], values: NDArray[np.float64])
     return values[..., left] * (1.0 - fraction) + values[..., left + 1] * fraction
 
 
-def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np.float64], sigma: float) -> float:
+def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np.float64], sigma: float,
+                           spread_cache: dict[int, NDArray[np.float64]] | None = None) -> float:
     """``relplot.metrics.smooth_ece(f, y, sigma)`` of relplot >= 1.0.2 (checked against 1.0.3).
 
     Residual and density are spread onto ``max(2000, round(20 / sigma)) // 2 + 1``
@@ -162,10 +166,17 @@ def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np
     ``sum_t |r(t)| / sum_t (d(t) + 1e-4)`` is returned, with ``d`` the
     smoothed count density (relplot writes it as
     ``sum |r / (d + eps)| (d + eps) / sum (d + eps)``).
+
+    The grid size is 1,001 for every sigma of at least 0.01, so a bandwidth
+    search spreads the masses once: ``spread_cache`` keeps them per size.
     """
     mesh = np.linspace(0.0, 1.0, max(round(10.0 / sigma), _RELPLOT_GRID))
     size = max(2000, round(20.0 / sigma)) // 2 + 1
-    masses = _spread(confidence, np.stack([residual, np.ones_like(residual)]), size)
+    masses = None if spread_cache is None else spread_cache.get(size)
+    if masses is None:
+        masses = _spread(confidence, np.stack([residual, np.ones_like(residual)]), size)
+        if spread_cache is not None:
+            spread_cache[size] = masses
     smoothed = _relplot_interpolate(mesh, _relplot_convolve(masses, sigma))
     density = smoothed[1] + _RELPLOT_DENSITY_EPSILON
     regression = smoothed[0] / density
@@ -187,12 +198,13 @@ class _SmeceEvaluator:
         self.method = method
         self.size = _RELPLOT_GRID
         self.grid: NDArray[np.float64] | None = None
+        self.spread_cache: dict[int, NDArray[np.float64]] = {}
 
     def __call__(self, sigma: float) -> float:
         if self.method == "exact":
             return _smece_at(self.confidence, self.residual, sigma)
         if self.method == "relplot":
-            return _relplot_current_smece(self.confidence, self.residual, sigma)
+            return _relplot_current_smece(self.confidence, self.residual, sigma, self.spread_cache)
         size = self.size
         while round(20.0 / sigma) > size:
             size *= 4
