@@ -15,7 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.resample import (BinnedResampler, binned_spec, index_blocks, resampled_binned_values,
-                                           row_mean_function, top_label_function)
+                                           row_mean_function, sorts_by_confidence, top_label_function)
+from calib_core.metrics import _compiled
 from calib_core.metrics.binned import top_label
 from calib_core.validation import check_count, check_fraction, check_probs_labels
 
@@ -75,6 +76,11 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
             and (function := top_label_function(metrics[i])) is not None}
     slow = [i for i in rows_of if i not in means and i not in tops]
     confidence, correct = top_label(probs, labels) if tops else (None, None)
+    ranks = None
+    if _compiled.sorted_draws is not None and any(sorts_by_confidence(function) for function in tops.values()):
+        # Each resample's rows in the stable order of their confidence (the dense rank of each value, ties
+        # equal): the KS error's and MMCE's own stable sort then meets sorted data and sees the same sequence.
+        distinct, ranks = np.unique(confidence, return_inverse=True)
     resampler = BinnedResampler(probs, labels) if fast else None
     samples = np.empty((len(metrics), int(n_boot)))
     for start, stop, indices in index_blocks(rng, probs.shape[0], int(n_boot)):
@@ -83,9 +89,14 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
         for i, (values, of_mean) in means.items():
             mean = np.take(values, indices).mean(axis=1)
             samples[i, start:stop] = mean if of_mean is None else of_mean(mean)
-        for i, function in tops.items():
-            for offset, rows in enumerate(indices):
-                samples[i, start + offset] = function(confidence[rows], correct[rows])
+        for offset, rows in enumerate(indices if tops else ()):
+            drawn = confidence[rows], correct[rows]
+            ordered = drawn
+            if ranks is not None:
+                ordered_rows = _compiled.sorted_draws(ranks, rows, distinct.shape[0])
+                ordered = confidence[ordered_rows], correct[ordered_rows]
+            for i, function in tops.items():
+                samples[i, start + offset] = function(*(ordered if sorts_by_confidence(function) else drawn))
         for offset, rows in enumerate(indices if slow else ()):
             resample = probs[rows], labels[rows]
             for i in slow:

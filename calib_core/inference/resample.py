@@ -199,6 +199,17 @@ def row_mean_function(metric: Callable) -> tuple[Callable, Callable | None] | No
         return None
 
 
+def sorts_by_confidence(function: Callable) -> bool:
+    """Whether a :func:`top_label_function` begins with a stable sort of the confidences (KS error, MMCE).
+
+    Such a function gives the same number for its arguments put in that
+    order first, which is what the bootstrap's counting sort does.
+    """
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function is scores.ks_of_top_label or function is kernel.mmce_of_top_label
+
+
 def top_label_function(metric: Callable) -> Callable[[NDArray, NDArray], float] | None:
     """For a metric of the top label alone (KS error, MMCE), its function of (confidence, correctness).
 

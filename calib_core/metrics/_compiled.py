@@ -56,6 +56,14 @@
     bincounts each time; the kernel reads each value once. The same sums,
     bit for bit.
 
+``sorted_draws``
+    The bootstrap of the KS error, MMCE and smooth ECE
+    (:func:`calib_core.inference.bootstrap._resampled`): each resample's
+    rows are put in the stable order of their confidence by a counting sort
+    on the confidences' ranks (computed once), so the metric's own stable
+    sort meets sorted data (about 0.05 ms instead of 3.5 ms at 50,000 rows).
+    The metric sees the same sequence of values, so the same numbers.
+
 Each runs on one thread and release the GIL (``nogil``): the app may call them
 from several sessions at once, which numba's default parallel back-end does
 not allow. Each is ``None`` when numba is not installed or the environment
@@ -76,7 +84,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["adaptive_bin_sums", "entry_sums", "key_sums", "label_search", "spread", "sweep_reductions",
+__all__ = ["adaptive_bin_sums", "entry_sums", "key_sums", "label_search", "sorted_draws", "spread", "sweep_reductions",
            "window_moments"]
 
 
@@ -315,7 +323,22 @@ def _load() -> dict[str, Callable] | None:
                 right_grid[b, left + 1] += weights[b, i] * fraction
         return left_grid + right_grid
 
-    return {"adaptive_bin_sums": adaptive_kernel, "spread": spread_kernel, "entry_sums": entry_kernel, "window_moments": moments_kernel, "label_search": label_kernel,
+    @numba.njit(cache=True, nogil=True)
+    def counting_kernel(keys, rows, n_keys):  # pragma: no cover - compiled
+        n = rows.shape[0]
+        start = np.zeros(n_keys + 1, dtype=np.int64)
+        for j in range(n):
+            start[keys[rows[j]] + 1] += 1
+        for k in range(n_keys):
+            start[k + 1] += start[k]
+        out = np.empty(n, dtype=np.int64)
+        for j in range(n):  # in draw order within each key: a stable sort
+            key = keys[rows[j]]
+            out[start[key]] = rows[j]
+            start[key] += 1
+        return out
+
+    return {"adaptive_bin_sums": adaptive_kernel, "sorted_draws": counting_kernel, "spread": spread_kernel, "entry_sums": entry_kernel, "window_moments": moments_kernel, "label_search": label_kernel,
             "key_sums": key_sums_kernel, "sweep_reductions": sweep_kernel}
 
 
@@ -355,3 +378,7 @@ entry_sums = _KERNELS.get("entry_sums")
 #: ``weights`` (B, N) at ``values`` (N,), each mass split linearly between its two grid points, in one pass
 #: (the left and the right shares summed apart in point order and then added, as numpy's two bincounts).
 spread = _KERNELS.get("spread")
+#: ``sorted_draws(keys, rows, n_keys) -> rows`` reordered, or None: the drawn ``rows`` in ascending order of
+#: ``keys[rows]`` (integers in ``0..n_keys-1``), ties in draw order: ``rows[np.argsort(keys[rows], kind="stable")]``,
+#: by one counting pass instead of a comparison sort.
+sorted_draws = _KERNELS.get("sorted_draws")
