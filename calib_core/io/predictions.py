@@ -88,6 +88,11 @@ def _sealed(array: NDArray[Any], owned: bool, n_classes: int | None = None) -> N
         while isinstance(current, np.ndarray):
             current.flags.writeable = False
             current = current.base
+        if current is not None and not isinstance(current, bytes):
+            # A view of memory numpy does not own (an Arrow buffer of a Parquet file's labels): it could not be
+            # marked, so every call would check it again. A copy of our own can.
+            array = array.copy()
+            array.flags.writeable = False
     return mark_validated(array, n_classes)
 
 

@@ -23,6 +23,7 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_n_bins,
+    remembered,
     check_positive,
     check_probs_by_block,
     check_probs_labels,
@@ -46,6 +47,7 @@ __all__ = [
 _NORMS = ("l1", "l2", "max")
 
 
+@remembered
 def top_label(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Top-label confidence and correctness of checked predictions.
 

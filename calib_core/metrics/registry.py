@@ -32,7 +32,7 @@ from calib_core.metrics import binned, decomposition, kde, kernel, scores, smoot
 from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ici
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels)
+                                   check_probs_labels, remembered)
 
 __all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS", "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS",
            "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
@@ -199,6 +199,7 @@ def _lexicographic_order(probs: NDArray[np.float64], labels: NDArray[np.intp]) -
     return order
 
 
+@remembered
 def skce_bandwidth(probs: ArrayLike, labels: ArrayLike) -> float:
     """The default SKCE bandwidth: :func:`calib_core.metrics.kernel.median_heuristic` of the rows.
 

@@ -460,3 +460,50 @@ def test_row_argmax_equals_numpy_on_read_only_matrices_with_ties():
     matrix = np.round(rng.random((50_000, 7)), 1)  # many ties: the lowest index wins, as numpy's
     matrix.flags.writeable = False
     np.testing.assert_array_equal(row_argmax(matrix), np.asarray(matrix).argmax(axis=1))
+
+
+def test_the_labels_of_a_parquet_file_are_marked(tmp_path):
+    """Issue 15: a Parquet file's labels were a view of an Arrow buffer, which cannot be marked, so every metric
+    call checked them again and nothing derived from them could be kept; they are now copied once and marked."""
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.dirichlet(np.ones(3), size=50), columns=["p0", "p1", "p2"])
+    frame["label"] = rng.integers(0, 3, 50)
+    frame.to_parquet(tmp_path / "model.parquet")
+    pred = cc.load_predictions(tmp_path / "model.parquet")
+    assert is_validated(pred.probs) and is_validated(pred.labels, 3)
+    np.testing.assert_array_equal(pred.labels, frame["label"].to_numpy())
+
+
+def test_remembered_keeps_the_last_value_for_marked_arrays_only():
+    """Issue 15: the Metrics page asked for the top label of one model about 20 times (45 ms each at
+    50,000 x 1,000) and for its SKCE bandwidth 3 times (0.4 s each); for marked arrays the last one is kept."""
+    import gc
+    from calib_core.validation import remembered
+    calls = []
+
+    @remembered
+    def spread_of(probs, labels, scale=1.0):
+        calls.append(scale)
+        return probs.max(axis=1) * scale, float(labels.sum())
+
+    rng = np.random.default_rng(1)
+    pred = cc.Predictions.from_arrays(rng.dirichlet(np.ones(3), size=40).tolist(), rng.integers(0, 3, 40).tolist())
+    assert is_validated(pred.probs) and is_validated(pred.labels, 3)  # its own copies: frozen and marked
+    first = spread_of(pred.probs, pred.labels)
+    assert spread_of(pred.probs, pred.labels) is first and calls == [1.0]
+    assert not first[0].flags.writeable  # nobody can change the kept value
+    spread_of(pred.probs, pred.labels, 2.0)  # other settings: computed
+    assert calls == [1.0, 2.0]
+    writable = np.array(pred.probs)  # not marked: computed every time
+    spread_of(writable, pred.labels)
+    spread_of(writable, pred.labels)
+    assert calls == [1.0, 2.0, 1.0, 1.0]
+    assert first[0].flags.writeable is False and first[1] == float(pred.labels.sum())
+    # The memo holds weak references: it keeps no model alive.
+    import weakref
+    alive = weakref.ref(pred.probs)
+    spread_of(pred.probs, pred.labels)
+    del pred, first
+    gc.collect()
+    assert alive() is None
