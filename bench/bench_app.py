@@ -30,7 +30,8 @@ a long computation; the page then shows ``timeout``), warmed up on the demo,
 then with empty caches (``st.cache_data`` and ``st.cache_resource``
 cleared) in a fresh session holding the upload: the first visit is timed
 (with ``BENCH_APP_PROFILE=folder`` in the environment and yappi installed, its
-profile, every thread, is written there in pstats form, one ``page.prof`` each), then the re-render after one change of the page's main control
+profile, every thread, is written there in pstats form, one ``page.prof`` each, and the first
+re-render's as ``page.rerender.prof``), then the re-render after one change of the page's main control
 (``UPLOAD_PAGES``; ``--repeats`` changes, default 1). On the Metrics page
 a visit lasts until every interval is in (the page fills them in
 progressively); the notes give separately the time until the estimates
@@ -319,7 +320,14 @@ def child(page: str, file: Path, timeout: float, repeats: int) -> None:
     results = []
     for value in moves:
         _move(widget, value)
-        results.append(run(at))
+        if profile_dir and not results:  # the first re-render's profile too
+            yappi.clear_stats()
+            yappi.start()
+            results.append(run(at))
+            yappi.stop()
+            yappi.get_func_stats().save(str(Path(profile_dir) / (Path(page).stem + ".rerender.prof")), type="pstat")
+        else:
+            results.append(run(at))
         if "exception" in results[-1] or results[-1].get("timeout"):
             break
         widget = _find_widget(at, kind, key)

@@ -452,7 +452,8 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
         make_batched = getattr(estimator, "draw_evaluator", None)
         batched = make_batched(probs) if callable(make_batched) else None
     values = np.empty(n_resamples)
-    for start, draws in _draw_blocks(probs, n_resamples, rng, probs.shape[0], reference):
+    known_seed = int(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else None
+    for start, draws in _draw_blocks(probs, n_resamples, rng, probs.shape[0], reference, known_seed):
         stop = start + draws.shape[0]
         if batched is not None:
             values[start:stop] = batched(draws)

@@ -631,3 +631,28 @@ def test_uniform_partition_keys_of_many_coordinates_stay_small_and_equal():
     rows = np.arange(0, 400, 3)
     assert _squared_norm_sum(probs, rows) == pytest.approx(float(np.einsum("ij,ij->", probs[rows], probs[rows])),
                                                            rel=1e-13)
+
+
+def test_label_draws_of_read_only_predictions_are_kept_for_an_integer_seed(monkeypatch):
+    """Issue 15: a Simplex re-render with other cells drew the same 100 label vectors again (0.6 s at
+    50,000 x 1,000): for read-only predictions and an integer seed the draws are a function of (probs, seed,
+    count) and the last sets are kept. The same results; a Generator, or writable predictions, draw anew."""
+    from calib_core.inference import draws
+    monkeypatch.setattr(draws, "_KEPT_DRAWS", [])
+    probs, labels = overconfident(600, 40, 5)
+    frozen = probs.copy()
+    frozen.flags.writeable = False
+    calls = []
+    original = draws._LabelSampler.draw
+    monkeypatch.setattr(draws._LabelSampler, "draw", lambda self, rng, n: calls.append(n) or original(self, rng, n))
+    first = cc.consistency_resampling(frozen, labels, cc.CanonicalCE(n_bins=4), 50, 7)
+    again = cc.consistency_resampling(frozen, labels, cc.CanonicalCE(n_bins=6), 50, 7)
+    assert len(calls) == 1  # the second resampling, with other cells, reused the draws
+    fresh = cc.consistency_resampling(probs, labels, cc.CanonicalCE(n_bins=6), 50, 7)  # writable: drawn again
+    np.testing.assert_array_equal(again.resampled, fresh.resampled)
+    assert len(calls) == 2
+    cc.consistency_resampling(frozen, labels, cc.CanonicalCE(n_bins=4), 50, np.random.default_rng(7))
+    cc.consistency_resampling(frozen, labels, cc.CanonicalCE(n_bins=4), 60, 7)  # another count
+    assert len(calls) == 4
+    np.testing.assert_array_equal(cc.consistency_resampling(frozen, labels, cc.CanonicalCE(n_bins=4), 50, 7).resampled,
+                                  first.resampled)
