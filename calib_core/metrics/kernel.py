@@ -20,6 +20,7 @@ References
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -34,9 +35,9 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.metrics.binned import top_label
 
 try:  # installed with scikit-learn; optional here
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import ThreadpoolController
 except ImportError:  # pragma: no cover - then BLAS keeps its own threads
-    threadpool_limits = None
+    ThreadpoolController = None
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
@@ -133,12 +134,23 @@ def map_blocks(function: Callable[[int, int], _T], blocks: Iterable[tuple[int, i
     on 2 cores); the parallelism comes from the block threads instead.
     """
     blocks = list(blocks)
-    limit = threadpool_limits(limits=1, user_api="blas") if threadpool_limits is not None else nullcontext()
-    with limit:
+    controller = _blas_controller()
+    with controller.limit(limits=1, user_api="blas") if controller is not None else nullcontext():
         if WORKERS == 1 or len(blocks) < 2:
             return [function(start, stop) for start, stop in blocks]
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             return list(pool.map(lambda block: function(*block), blocks))
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """One threadpoolctl controller for the process (None without threadpoolctl).
+
+    ``threadpool_limits`` finds the loaded libraries anew at every call: in the
+    app (about 240 shared libraries) 1.5 ms, paid by each of the 1,001 kernel
+    regressions of an Estimators-page re-render at 1,000 classes.
+    """
+    return ThreadpoolController() if ThreadpoolController is not None else None
 
 
 def _distance_factors(points: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

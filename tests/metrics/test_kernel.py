@@ -334,3 +334,23 @@ def test_the_default_median_takes_fewer_rows_with_many_classes():
     block = cc.skce(probs, labels, estimator="block", seed=0)
     assert block == cc.skce(probs, labels, estimator="block", seed=0,
                             bandwidth=kernel.median_pairwise_distance(probs, max_rows=1118, seed=0))
+
+
+def test_map_blocks_finds_the_blas_libraries_once(monkeypatch):
+    """Issue 15: threadpool_limits scanned the process's shared libraries at every map_blocks call (1.5 ms in
+    the app, 1,001 times per Estimators re-render at 1,000 classes); one controller now serves every call,
+    and BLAS is still held to one thread inside."""
+    pytest.importorskip("threadpoolctl")
+    made = []
+    real = kernel.ThreadpoolController
+    monkeypatch.setattr(kernel, "ThreadpoolController", lambda: made.append(1) or real())
+    kernel._blas_controller.cache_clear()
+    try:
+        seen = []
+        for _ in range(3):
+            kernel.map_blocks(lambda start, stop: seen.append(
+                [info["num_threads"] for info in real().info() if info["user_api"] == "blas"]), [(0, 1), (1, 2)])
+        assert len(made) == 1
+        assert all(threads == 1 for found in seen for threads in found)
+    finally:
+        kernel._blas_controller.cache_clear()
