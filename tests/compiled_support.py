@@ -19,3 +19,17 @@ def require_kernel(name: str):
             pytest.fail(f"numba is not installed: the compiled {name} kernel is untested")
         pytest.skip("numba is not installed (pip install calib-core[fast])")
     return kernel
+
+
+def kernel_paths(name: str, fixture_name: str):
+    """A fixture, ``fixture_name``, that runs each test using it twice: with ``_compiled.<name>`` (numba) and
+    with the numpy path it replaces (the kernel set to None)."""
+    @pytest.fixture(params=["compiled", "numpy"], name=fixture_name)
+    def path(request, monkeypatch):
+        if request.param == "compiled":
+            require_kernel(name)
+        else:
+            monkeypatch.setattr(_compiled, name, None)
+        return request.param
+
+    return path

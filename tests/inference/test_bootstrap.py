@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import calib_core as cc
-from tests.compiled_support import require_kernel
+from tests.compiled_support import kernel_paths, require_kernel
 from calib_core import CalibrationInputError
 
 
@@ -89,15 +89,7 @@ def tied_predictions(n, k, seed, decimals=1):
     return probs, rng.integers(0, k, size=n)
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def adaptive_path(request, monkeypatch):
-    """Run a test with the compiled walk of class-wise adaptive bins (numba) and with the numpy chunked path."""
-    from calib_core.metrics import _compiled
-    if request.param == "compiled":
-        require_kernel("adaptive_bin_sums")
-    else:
-        monkeypatch.setattr(_compiled, "adaptive_bin_sums", None)
-    return request.param
+adaptive_path = kernel_paths("adaptive_bin_sums", "adaptive_path")
 
 
 @pytest.mark.parametrize("name", sorted(SUPPORTED))
@@ -230,15 +222,7 @@ def test_engine_counts_above_int8_take_the_wide_path():
         np.testing.assert_allclose(values, [metric(probs[r], labels[r]) for r in indices], rtol=1e-12, atol=1e-13)
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def entry_path(request, monkeypatch):
-    """Run a test with the compiled entry sums of class-wise uniform bins (numba) and with numpy's bincounts."""
-    from calib_core.metrics import _compiled
-    if request.param == "compiled":
-        require_kernel("entry_sums")
-    else:
-        monkeypatch.setattr(_compiled, "entry_sums", None)
-    return request.param
+entry_path = kernel_paths("entry_sums", "entry_path")
 
 
 @pytest.mark.parametrize("n_rows, n_classes", [(400, 2), (900, 3), (600, 60), (300, 400)])

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from tests.compiled_support import require_kernel
+from tests.compiled_support import kernel_paths, require_kernel
 from calib_core import CalibrationInputError
 from calib_core.binning import classwise_bin_statistics, mean_abs_gap, sort_columns, sorted_columns_bin_sums
 from calib_core.lab.generators import LogisticNormalModel
@@ -170,14 +170,7 @@ def tied_predictions(n, k, seed, decimals):
 COUNTS = [1, 2, 3, 7, 10, 15, 40, 199, 200, 700]
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def sweep_path(request, monkeypatch):
-    """Run a test on the compiled class-column sweep (numba) and on the numpy one."""
-    if request.param == "compiled":
-        require_kernel("sweep_reductions")
-    else:
-        monkeypatch.setattr(_compiled, "sweep_reductions", None)
-    return request.param
+sweep_path = kernel_paths("sweep_reductions", "sweep_path")  # the compiled class-column sweep and numpy's
 
 
 @pytest.mark.parametrize("k", [2, 50])
