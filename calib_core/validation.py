@@ -367,7 +367,10 @@ def remembered(function):
     last result is kept (with weak references to the arrays, so that it
     keeps no model alive) and returned for the same two objects and
     settings; any other call computes as usual. Array results are made
-    read-only, so no caller can change the kept value.
+    read-only, so no caller can change the kept value. Like the mark itself,
+    this trusts that frozen data stay frozen: data made writeable, changed
+    and frozen again by hand (never done by calib_core) would get the value
+    kept from before.
     """
     name = f"{function.__module__}.{function.__qualname__}"
 

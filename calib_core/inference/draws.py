@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core.metrics import _compiled
+from calib_core.validation import is_validated
 from calib_core.metrics.simplex import Partition, _cell_means, _squared_norm_sum
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
@@ -103,7 +104,7 @@ class _LabelSampler:
         return other.view(np.uint8)
 
 
-#: The sampler of the last read-only ``probs`` (a loaded Predictions' array): its cumulative sums (and, above
+#: The sampler of the last marked ``probs`` (a loaded Predictions' frozen array): its cumulative sums (and, above
 #: 32 classes, the flat array, 1.2 s at 50,000 x 1,000) serve every later resampling of the same predictions.
 _LAST_SAMPLER: list = [None]
 
@@ -113,7 +114,7 @@ def _sampler(probs: NDArray[np.float64]) -> _LabelSampler:
     if last is not None and last.probs is probs:
         return last
     sampler = _LabelSampler(probs)
-    if not probs.flags.writeable:  # cannot change behind the memo's back
+    if is_validated(probs):  # frozen and marked: cannot change behind the memo's back
         _LAST_SAMPLER[0] = sampler
     return sampler
 
@@ -128,18 +129,19 @@ def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Genera
 
     ``seed``: the integer ``rng`` was made from, when it was. The labels are
     then a function of (``probs``, ``seed``, ``n_draws``) alone, and for
-    read-only ``probs`` the last few sets are kept (:data:`_KEPT_DRAWS`): a
+    marked predictions (:func:`calib_core.validation.is_validated`: a
+    ``Predictions``' frozen arrays) the last few sets are kept (:data:`_KEPT_DRAWS`): a
     page that changes only the partition (the Simplex page's cells) draws
     the same labels again (0.6 s for 100 draws at 50,000 x 1,000).
     """
     key = None
-    if (seed is not None and reference is None and not probs.flags.writeable
+    if (seed is not None and reference is None and is_validated(probs)
             and n_draws * probs.shape[0] <= _MAX_KEPT_DRAW_ENTRIES):
         key = (seed, n_draws, per_draw)
         for kept_probs, kept_key, blocks in _KEPT_DRAWS:
             if kept_probs is probs and kept_key == key:
-                for start, labels in blocks:
-                    yield start, labels.astype(np.intp)
+                for start, labels, dtype in blocks:
+                    yield start, labels.astype(dtype)
                 return
     sampler = _sampler(probs)
     block = max(1, _BLOCK_ELEMENTS // max(per_draw, 1))
@@ -148,14 +150,14 @@ def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Genera
         size = min(block, n_draws - start)
         labels = sampler.draw(rng, size) if reference is None else sampler.draw_other(rng, size, reference)
         if key is not None:
-            kept.append((start, labels.astype(np.min_scalar_type(probs.shape[1] - 1))))
+            kept.append((start, labels.astype(np.min_scalar_type(probs.shape[1] - 1)), labels.dtype))
         yield start, labels
     if key is not None:
         _KEPT_DRAWS[:] = [(probs, key, kept), *_KEPT_DRAWS[: _KEEP_DRAW_SETS - 1]]
 
 
-#: The last label draws of read-only predictions: (probs, (seed, n_draws, per_draw), [(start, labels)]), newest
-#: first (a page resamples the model and its triangle view). Labels kept in the smallest integer type.
+#: The last label draws of marked predictions: (probs, (seed, n_draws, per_draw), [(start, labels, dtype)]), newest
+#: first. Labels kept in the smallest integer type and handed out in the type they were drawn in.
 _KEPT_DRAWS: list = []
 _KEEP_DRAW_SETS = 2
 #: Most draws x rows kept per set (uint16 labels at 1,000 classes: 33 MB; 200 draws of 50,000 rows: 20 MB).

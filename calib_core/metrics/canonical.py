@@ -46,7 +46,7 @@ from calib_core.metrics.simplex import (
     _table_from_assignment,
     _squared_norm_sum,
 )
-from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, row_argmax
+from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, is_validated, row_argmax
 
 __all__ = [
     "LENSES",
@@ -203,7 +203,7 @@ def _check_options(distance: object, partition: object, n_bins: object, min_bin_
     return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
 
 
-#: The last few partitions of read-only points (the arrays of a loaded Predictions), with their points and
+#: The last few partitions of marked points (the frozen arrays of a loaded Predictions), with their points and
 #: settings, newest first: an estimate, its cell occupancy and its consistency draws partition the same points
 #: three times, and a page interleaves the model with its triangle view.
 _PARTITIONS: list = []
@@ -216,7 +216,7 @@ def _partition(points: NDArray[np.float64], options: _Options) -> Partition:
         if kept_points is points and kept_settings == settings:
             return kept
     partition = _make_partition(points, options.partition, options.n_bins, options.min_bin_size)
-    if not points.flags.writeable:  # cannot change behind the memo's back
+    if is_validated(points):  # frozen and marked: cannot change behind the memo's back
         _PARTITIONS[:] = [(points, settings, partition), *_PARTITIONS[: _KEPT_PARTITIONS - 1]]
     return partition
 

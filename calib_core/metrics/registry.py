@@ -32,7 +32,7 @@ from calib_core.metrics import binned, decomposition, kde, kernel, scores, smoot
 from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ici
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels, remembered)
+                                   check_probs_labels, is_validated, remembered)
 
 __all__ = ["INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS", "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS",
            "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
@@ -322,11 +322,11 @@ def _shared_fit(function: Callable, probs: np.ndarray, labels: np.ndarray):
     ICI, E50 and E90 read one loess fit per class, and Cox's slope, intercept
     and calibration-in-the-large one regression: a table of every metric would
     fit each three times (4.7 s per loess fit at 100,000 x 10). The last fit is
-    reused only for the very same arrays and only when neither is writeable
-    (those of a :class:`~calib_core.io.Predictions`), so no in-place change
-    can make it stale.
+    reused only for the very same arrays and only when both are frozen and
+    marked (those of a :class:`~calib_core.io.Predictions`), so no in-place
+    change can make it stale (a read-only view of writeable memory is not).
     """
-    if probs.flags.writeable or labels.flags.writeable:
+    if not (is_validated(probs) and is_validated(labels, probs.shape[1])):
         return function(probs, labels)
     last = _LAST_FITS.get(function.__name__)
     if last is not None and last[0] is probs and last[1] is labels:

@@ -640,8 +640,7 @@ def test_label_draws_of_read_only_predictions_are_kept_for_an_integer_seed(monke
     from calib_core.inference import draws
     monkeypatch.setattr(draws, "_KEPT_DRAWS", [])
     probs, labels = overconfident(600, 40, 5)
-    frozen = probs.copy()
-    frozen.flags.writeable = False
+    frozen = cc.Predictions.from_arrays(probs.tolist(), labels.tolist()).probs  # frozen and marked
     calls = []
     original = draws._LabelSampler.draw
     monkeypatch.setattr(draws._LabelSampler, "draw", lambda self, rng, n: calls.append(n) or original(self, rng, n))
@@ -656,3 +655,27 @@ def test_label_draws_of_read_only_predictions_are_kept_for_an_integer_seed(monke
     assert len(calls) == 4
     np.testing.assert_array_equal(cc.consistency_resampling(frozen, labels, cc.CanonicalCE(n_bins=4), 50, 7).resampled,
                                   first.resampled)
+
+
+def test_kept_label_draws_need_marked_predictions_and_keep_their_type():
+    """Review of issue 15's memo: a read-only view of memory that is still writeable got the draws kept from
+    before the memory changed, and a replay handed out int64 labels where a fresh draw gives uint8."""
+    from calib_core.inference import draws
+    rng = np.random.default_rng(0)
+    memory = rng.dirichlet([1, 1, 1], size=200)
+    labels = rng.integers(0, 3, 200)
+    view = memory.view()
+    view.flags.writeable = False
+    estimator = lambda p, y: cc.ece(p, y)  # noqa: E731 - a plain callable: called once per draw
+    cc.consistency_resampling(view, labels, estimator, 50, seed=1)
+    memory[:] = memory[:, ::-1].copy()
+    fresh = cc.consistency_resampling(memory.copy(), labels, estimator, 50, seed=1)
+    np.testing.assert_array_equal(cc.consistency_resampling(view, labels, estimator, 50, seed=1).resampled,
+                                  fresh.resampled)
+    pred = cc.Predictions.from_arrays(memory.tolist(), labels.tolist())
+    seen = []
+    typed = lambda p, y: seen.append(y.dtype) or cc.ece(p, y)  # noqa: E731
+    cc.consistency_resampling(pred.probs, pred.labels, typed, 5, seed=2)
+    cc.consistency_resampling(pred.probs, pred.labels, typed, 5, seed=2)  # replayed from the kept draws
+    drawn, replayed = seen[1:6], seen[7:]  # each run first evaluates the observed labels
+    assert replayed == drawn and any(entry[0] is pred.probs for entry in draws._KEPT_DRAWS)

@@ -355,7 +355,7 @@ def test_resolve_metrics_errors(metrics, kwargs, match):
 
 def test_ici_e50_e90_and_the_cox_summaries_share_one_fit_on_a_predictions_arrays(monkeypatch):
     """A table of every metric fitted the same loess curves three times (ICI, E50, E90) and Cox's regression
-    three times; on read-only arrays (a Predictions') one fit now serves them, on writeable ones nothing is kept."""
+    three times; on a Predictions' frozen, marked arrays one fit now serves them; on others nothing is kept."""
     from calib_core.metrics import registry
 
     calls = {"ici": 0}
@@ -373,15 +373,17 @@ def test_ici_e50_e90_and_the_cox_summaries_share_one_fit_on_a_predictions_arrays
     labels = rng.integers(0, 3, 300)
     writeable = [cc.metric_value(key, probs, labels) for key in ("ici", "e50", "e90")]
     assert calls["ici"] == 3
-    probs.flags.writeable = False
-    labels.flags.writeable = False
-    frozen = [cc.metric_value(key, probs, labels) for key in ("ici", "e50", "e90")]
+    view = probs.view()
+    view.flags.writeable = False  # read-only, but its memory is not: nothing kept
+    cc.metric_value("ici", view, labels)
     assert calls["ici"] == 4
-    assert frozen == writeable
-    other = probs.copy()
-    other.flags.writeable = False
-    cc.metric_value("ici", other, labels)  # other arrays: a new fit
+    pred = cc.Predictions.from_arrays(probs.tolist(), labels.tolist())  # frozen and marked
+    frozen = [cc.metric_value(key, pred.probs, pred.labels) for key in ("ici", "e50", "e90")]
     assert calls["ici"] == 5
+    assert frozen == writeable
+    other = cc.Predictions.from_arrays(probs.tolist(), labels.tolist())
+    cc.metric_value("ici", other.probs, other.labels)  # other arrays: a new fit
+    assert calls["ici"] == 6
 
 
 def test_per_class_fits_are_left_out_above_max_fit_cells_and_listed_as_skipped():
