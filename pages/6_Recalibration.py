@@ -5,8 +5,8 @@ from calib_core.recalibration import RECALIBRATORS
 from calib_core.recalibration import defaults
 from calib_core.recalibration.compare import CAUTIONARY, Protocol
 from studio import compute_recalibration as cr
-from studio import layout
-from studio.recalibration import charts, results
+from studio import layout, progressive
+from studio.recalibration import charts, intervals, results
 from studio.recalibration.fitting import fit_all
 
 SCHEME_LABELS = {
@@ -98,17 +98,38 @@ if CAUTIONARY in methods:
 protocol = Protocol(scheme, float(test_fraction), seed, int(n_folds), bool(in_sample))
 
 # ----------------------------------------------------------------------------- fits, verdicts, one model in detail
-model_results = fit_all(models, methods, protocol, n_boot=int(n_boot), seed=seed)
+# Every estimate, verdict and chart is drawn first; the bootstrap intervals fill in at the end (progress and a
+# Stop button at the top), redrawing each model's verdict and the details table as they come.
+model_results = fit_all(models, methods, protocol, n_boot=int(n_boot))
 if not model_results:
     st.stop()
-results.show_verdicts(model_results, methods)
+run = progressive.run_key(models, methods=tuple(methods), protocol=protocol, n_boot=int(n_boot))
+model_results = intervals.known(model_results, n_boot=int(n_boot), seed=seed,
+                                stopped=intervals.STOP.is_stopped(run))
+status_slot = st.empty()
+verdict_slots = results.show_verdicts(model_results, methods)
 result = results.choose_model(model_results)
 results.show_problems(result)
-results.show_tables(result, n_boot=int(n_boot), seed=seed)
+table_slots = results.show_tables(result, n_boot=int(n_boot), seed=seed)
 
 # ----------------------------------------------------------------------------- charts and downloads
-diagram_method = charts.show_reliability(result)
+diagram_method, draw_report = charts.show_reliability(result)
 charts.show_simplex(result, diagram_method)
 charts.show_surface(result)
 charts.show_ranking(result)
 charts.show_downloads(result)
+
+# ----------------------------------------------------------------------------- the intervals, last
+intervals.show_stopped(model_results, status_slot)
+
+
+def redraw(updated):
+    """A model's intervals are in: its verdict, and for the model shown in detail its table, chart and report."""
+    results.draw_verdict(verdict_slots[updated.view.name], updated)
+    if updated.view.name == result.view.name:
+        table_slots.draw_details(updated)
+        table_slots.draw_change(updated)
+        draw_report(updated)
+
+
+intervals.fill(model_results, n_boot=int(n_boot), seed=seed, run=run, status_slot=status_slot, on_result=redraw)

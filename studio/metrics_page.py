@@ -26,14 +26,13 @@ CSV download
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-import calib_core as cc
-from studio import compute
+from studio import compute, progressive
 
 #: Session-state key of the stop flag: the settings tuple the run was stopped at (or ``True``: the current ones).
 STOP_KEY = "metric_intervals_stopped"
@@ -47,48 +46,23 @@ COMPUTING = "pending: being computed"
 STOPPED = "stopped: press “Compute the remaining intervals”"
 
 
-def run_key(models: Sequence[Any], **settings: Any) -> tuple:
-    """What identifies one run of the intervals: the models' fingerprints and every setting."""
-    return (tuple(m.fingerprint for m in models), *sorted(settings.items()))
-
-
-def is_stopped(key: tuple) -> bool:
-    """Whether the intervals of ``key`` were stopped; a flag left by other settings is cleared."""
-    flag = st.session_state.get(STOP_KEY)
-    if flag is True:
-        st.session_state[STOP_KEY] = key
-        return True
-    if flag is not None and flag != key:
-        del st.session_state[STOP_KEY]
-    return flag == key
-
-
-def _stop(key: tuple) -> None:
-    st.session_state[STOP_KEY] = key
-
-
-def _resume() -> None:
-    st.session_state.pop(STOP_KEY, None)
+#: The page's stop flag and the intervals this session has computed (:mod:`studio.progressive`).
+STOP = progressive.StopFlag(STOP_KEY)
+DONE = progressive.Memory(DONE_KEY, MAX_REMEMBERED)
+run_key = progressive.run_key
+is_stopped = STOP.is_stopped
 
 
 def fill_known(table: pd.DataFrame, jobs: list[compute.IntervalJob]) -> list[compute.IntervalJob]:
     """Fill the intervals this session has already computed into ``table``; return the jobs still to do."""
-    done = st.session_state.get(DONE_KEY, {})
     left = []
     for job in jobs:
-        found = done.get(job.cache_key)
+        found = DONE.get(job.cache_key)
         if found is None:
             left.append(job)
         else:
             compute.fill_interval(table, job, found)
     return left
-
-
-def _remember(job: compute.IntervalJob, found: cc.MetricInterval) -> None:
-    done = st.session_state.setdefault(DONE_KEY, {})
-    if len(done) >= MAX_REMEMBERED:
-        done.clear()
-    done[job.cache_key] = found
 
 
 def marked(table: pd.DataFrame, text: str) -> pd.DataFrame:
@@ -135,7 +109,7 @@ def fill_intervals(table: pd.DataFrame, jobs: list[compute.IntervalJob], *, key:
             with status_slot.container():
                 st.info(f"Stopped: {len(jobs)} interval(s) are not computed yet; the estimates and every "
                         "finished interval are shown.", icon=":material/pause_circle:")
-                st.button("Compute the remaining intervals", key="metric_intervals_resume", on_click=_resume,
+                st.button("Compute the remaining intervals", key="metric_intervals_resume", on_click=STOP.resume,
                           icon=":material/play_arrow:")
         table = marked(table, STOPPED)
         show_table(table_slot, table, level)
@@ -144,11 +118,11 @@ def fill_intervals(table: pd.DataFrame, jobs: list[compute.IntervalJob], *, key:
     if jobs:
         with status_slot.container():
             bar = st.progress(0.0, text=f"Computing the intervals (0 of {len(jobs)})")
-            st.button("Stop", key="metric_intervals_stop", on_click=_stop, args=(key,), icon=":material/stop:",
+            st.button("Stop", key="metric_intervals_stop", on_click=STOP.stop, args=(key,), icon=":material/stop:",
                       help="Keep the estimates and the intervals computed so far; the rest can be computed later.")
         for done, job in enumerate(jobs, start=1):
             found = job.compute()
-            _remember(job, found)
+            DONE.put(job.cache_key, found)
             compute.fill_interval(table, job, found)
             bar.progress(done / len(jobs), text=f"Computing the intervals ({done} of {len(jobs)})")
             show_table(table_slot, marked(table, COMPUTING), level)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
@@ -26,8 +27,14 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
 
 
-def show_reliability(result: ModelResult) -> str:
-    """Reliability diagrams before and after the method picked here (returned), and the report button."""
+def show_reliability(result: ModelResult) -> tuple[str, Callable[[ModelResult], None]]:
+    """Reliability diagrams before and after the method picked here, and the report button.
+
+    Returns the method and a function that draws the report button for a
+    result (the button's report holds the result's table, so while the
+    intervals are pending a caption holds its place; the page calls it when
+    they are in).
+    """
     view, ev, fits, ok_methods = result.view, result.ev, result.fits, result.ok_methods
     st.subheader("Reliability diagrams, before and after")
     picker_col, bins_col, binning_col = st.columns([4, 2, 3])
@@ -45,11 +52,20 @@ def show_reliability(result: ModelResult) -> str:
                     config=downloads.chart_config("Recalibration", view.name, method, n_bins, binning))
     st.caption("Top-label reliability: each point is a bin's mean confidence against how often the predicted class "
                "was right, with 95% Wilson intervals; bars below: share of evaluation rows per bin.")
-    downloads.report_button("recalibration", [view], n_bins=n_bins, binning=binning,
-                            recalibration=report.Recalibration(
-                                view.name, result.table, {"Before": before_table, after_name: after_table},
-                                note=f"{result.sentence} {ev.labels.size:,} evaluation rows."))
-    return method
+    report_slot = st.empty()
+
+    def draw_report(final: ModelResult) -> None:
+        with report_slot:
+            downloads.report_button("recalibration", [view], n_bins=n_bins, binning=binning,
+                                    recalibration=report.Recalibration(
+                                        view.name, final.table, {"Before": before_table, after_name: after_table},
+                                        note=f"{final.sentence} {ev.labels.size:,} evaluation rows."))
+
+    if result.intervals == "pending":
+        report_slot.caption("The report download appears when the bootstrap intervals are in.")
+    else:
+        draw_report(result)
+    return method, draw_report
 
 
 def show_simplex(result: ModelResult, method: str) -> None:

@@ -1,4 +1,4 @@
-"""Fitting every chosen method on every model, with progress, and the bootstrap intervals of each model."""
+"""Fitting every chosen method on every model, with progress (the intervals come after: :mod:`.intervals`)."""
 from __future__ import annotations
 
 import time
@@ -12,7 +12,6 @@ from calib_core import CalibrationInputError
 from calib_core.recalibration import compare
 from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol
 from studio import compute_recalibration as cr
-from studio import layout
 from studio.state import ModelView
 from studio.text import literal
 
@@ -31,13 +30,18 @@ class ModelResult:
     fits : dict of str to MethodFit
         Every chosen method, failed ones included.
     table : pandas.DataFrame
-        :func:`calib_core.recalibration.compare.results_table` (with intervals when computed).
+        :func:`calib_core.recalibration.compare.results_table`, its interval
+        columns NaN until :mod:`studio.recalibration.intervals` fills them in.
     sentence : str
         The protocol sentence of the fits ("" when none was fitted).
     boot_note : str or None
         Why the bootstrap was skipped (too slow), Markdown.
     note : str or None
         Why the model's protocol differs from the chosen one, Markdown.
+    intervals : str
+        Where the intervals stand: ``"none"`` (no resamples chosen, none
+        fitted, or skipped: ``boot_note``), ``"pending"``, ``"stopped"``
+        (the *Stop* button) or ``"done"``.
     """
 
     view: ModelView
@@ -47,6 +51,7 @@ class ModelResult:
     sentence: str
     boot_note: str | None
     note: str | None
+    intervals: str = "none"
 
     @property
     def ok_methods(self) -> list[str]:
@@ -58,11 +63,18 @@ class ModelResult:
         return (self.view.fingerprint, self.ev.input, self.ev.protocol)
 
 
-def interval_text(n_boot: int, seed: int, n_rows: int) -> str:
-    if n_boot == 0:
+def interval_text(result: ModelResult, n_boot: int, seed: int) -> str:
+    """The caption under the details table: how its intervals were made, or where they stand."""
+    n_rows = result.ev.labels.size
+    if n_boot == 0 or result.boot_note or not result.ok_methods:
         return "No bootstrap intervals (choose resamples above to get them)."
-    return (f"Intervals: {1 - ALPHA:.0%} percentile bootstrap over the {n_rows:,} evaluation rows, {n_boot:,} "
-            f"resamples, seed {seed}; before and after resample the same rows, so the change has its own interval.")
+    how = (f"{1 - ALPHA:.0%} percentile bootstrap over the {n_rows:,} evaluation rows, {n_boot:,} resamples, "
+           f"seed {seed}; before and after resample the same rows, so the change has its own interval.")
+    if result.intervals == "pending":
+        return f"Intervals: being computed (progress at the top of the page): {how}"
+    if result.intervals == "stopped":
+        return f"Intervals: stopped before they were computed (resume at the top of the page): {how}"
+    return f"Intervals: {how}"
 
 
 def _fit_with_status(models: Sequence[ModelView], methods: Sequence[str],
@@ -94,29 +106,27 @@ def _fit_with_status(models: Sequence[ModelView], methods: Sequence[str],
     return all_fits
 
 
-def _intervals(view: ModelView, ev: EvaluationSet, ok: dict[str, MethodFit], n_boot: int,
-               seed: int) -> tuple[pd.DataFrame | None, str | None]:
-    """The interval table, or ``None`` and why the bootstrap was skipped (too slow for the budget)."""
-    predicted = compare.bootstrap_seconds(ev, n_boot, len(ok))
-    if predicted > cr.BOOT_BUDGET_SECONDS:
-        affordable = [n for n in cr.BOOT_CHOICES
-                      if n and compare.bootstrap_seconds(ev, n, len(ok)) <= cr.BOOT_BUDGET_SECONDS]
-        advice = (f"Choose {max(affordable):,} resamples or fewer" if affordable
-                  else "Choose fewer methods, or no resamples")
-        return None, (f"Bootstrap intervals for {literal(view.name)} skipped: {n_boot:,} resamples would take "
-                      f"about {predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. {advice} to get "
-                      "them.")
-    return layout.run_with_progress(
-        f"{literal(view.name)}: bootstrap intervals",
-        lambda report: cr.intervals(view.fingerprint, ev, ok, n_boot=int(n_boot), seed=seed, alpha=ALPHA,
-                                    on_progress=report)), None
+def _bootstrap_note(view: ModelView, ev: EvaluationSet, n_ok: int, n_boot: int) -> str | None:
+    """Why the bootstrap is skipped (its predicted time is over the budget), or ``None``."""
+    predicted = compare.bootstrap_seconds(ev, n_boot, n_ok)
+    if predicted <= cr.BOOT_BUDGET_SECONDS:
+        return None
+    affordable = [n for n in cr.BOOT_CHOICES
+                  if n and compare.bootstrap_seconds(ev, n, n_ok) <= cr.BOOT_BUDGET_SECONDS]
+    advice = (f"Choose {max(affordable):,} resamples or fewer" if affordable
+              else "Choose fewer methods, or no resamples")
+    return (f"Bootstrap intervals for {literal(view.name)} skipped: {n_boot:,} resamples would take "
+            f"about {predicted / 60:.0f} min on its {ev.labels.size:,} evaluation rows. {advice} to get them.")
 
 
-def fit_all(models: Sequence[ModelView], methods: Sequence[str], protocol: Protocol, *, n_boot: int,
-            seed: int) -> dict[str, ModelResult]:
-    """Fit every method on every model (a status box with progress), then each model's intervals.
+def fit_all(models: Sequence[ModelView], methods: Sequence[str], protocol: Protocol, *,
+            n_boot: int) -> dict[str, ModelResult]:
+    """Fit every method on every model (a status box with progress); the tables without intervals.
 
-    A model whose rows the protocol cannot split gets an error message and no result.
+    A model whose rows the protocol cannot split gets an error message and no
+    result. With ``n_boot`` resamples, a model's intervals are ``"pending"``
+    (:func:`studio.recalibration.intervals.fill` computes them) unless their
+    predicted time is over the budget (then ``boot_note`` says so).
     """
     problems: dict[str, str] = {}
     for view in models:
@@ -136,8 +146,9 @@ def fit_all(models: Sequence[ModelView], methods: Sequence[str], protocol: Proto
         ev = cr.evaluation_set(view.predictions, view.fingerprint, used)
         fits = all_fits[view.name]
         ok = {name: fit for name, fit in fits.items() if fit.ok}
-        interval_table, boot_note = _intervals(view, ev, ok, n_boot, seed) if n_boot and ok else (None, None)
-        table = compare.results_table(ev, fits, interval_table)
+        boot_note = _bootstrap_note(view, ev, len(ok), n_boot) if n_boot and ok else None
+        table = compare.results_table(ev, fits)
         sentence = next((fit.protocol for fit in ok.values()), "")
-        results[view.name] = ModelResult(view, ev, fits, table, sentence, boot_note, note)
+        state = "pending" if n_boot and ok and boot_note is None else "none"
+        results[view.name] = ModelResult(view, ev, fits, table, sentence, boot_note, note, state)
     return results

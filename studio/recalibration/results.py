@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
@@ -14,11 +16,16 @@ from studio.recalibration.fitting import ModelResult, interval_text
 from studio.text import literal
 
 
-def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> None:
-    """One verdict per model, with its protocol stated once (every table and chart below is on its rows)."""
+def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> dict[str, Any]:
+    """One verdict per model, with its protocol stated once (every table and chart below is on its rows).
+
+    Returns each model's verdict slots, for :func:`draw_verdict` once its intervals are in.
+    """
     st.subheader("Verdict")
+    slots = {}
     for name, result in results.items():
-        st.markdown(compare.verdict(literal(name), result.table))
+        slots[name] = (st.empty(), st.empty())
+        draw_verdict(slots[name], result)
         if result.sentence:
             st.info(f"**Protocol:** {result.sentence} Every number and chart below is on these evaluation rows.",
                     icon=":material/rule:")
@@ -27,6 +34,25 @@ def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> No
     st.caption("Recommended: among the methods that lower the ECE without raising the Brier score (a proper score, "
                "so sharpness counts too), the one with the lowest Brier score on the evaluation rows"
                + (f"; never {CAUTIONARY}, a baseline." if CAUTIONARY in methods else "."))
+    return slots
+
+
+def draw_verdict(slots: tuple[Any, Any], result: ModelResult) -> None:
+    """One model's verdict sentence into ``slots[0]``; into ``slots[1]``, while its intervals are missing, why.
+
+    One element per ``st.empty`` slot: a slot redrawn with fewer elements
+    than it held would keep the others on screen until the run ends.
+    """
+    sentence_slot, note_slot = slots
+    sentence_slot.markdown(compare.verdict(literal(result.view.name), result.table))
+    if result.intervals == "pending":
+        note_slot.caption(":material/hourglass_top: Its bootstrap intervals are being computed: whether the Brier "
+                          "change is beyond bootstrap noise is added when they are in.")
+    elif result.intervals == "stopped":
+        note_slot.caption(":material/pause_circle: Its bootstrap intervals were stopped, so this verdict does not "
+                          "say whether the Brier change is beyond bootstrap noise.")
+    else:
+        note_slot.empty()
 
 
 def choose_model(results: dict[str, ModelResult]) -> ModelResult:
@@ -62,25 +88,55 @@ def show_problems(result: ModelResult) -> None:
                    "−27.6, as in scikit-learn's temperature scaling.")
 
 
-def show_tables(result: ModelResult, *, n_boot: int, seed: int) -> None:
-    """The summary matrix (best per metric in green), the details with intervals, the change chart."""
+@dataclass(frozen=True)
+class TableSlots:
+    """Where :func:`show_tables` drew the details table and the change chart, to complete them later."""
+
+    details: Any
+    details_caption: Any
+    change: Any
+    n_boot: int
+    seed: int
+
+    def draw_details(self, result: ModelResult) -> None:
+        """The details table with its intervals (as far as they are in) and the caption saying how they were made."""
+        table = result.table
+        self.details.dataframe(cr.styled_details(table), hide_index=True, width="stretch",
+                               column_config=cr.DETAIL_LABELS)
+        intervals_missing = table[compare.INTERVAL_COLUMNS].isna()
+        self.details_caption.caption(interval_text(result, self.n_boot, self.seed)
+                                     + (f" {cr.MISSING}: no interval (the resampled values were not finite)."
+                                        if result.intervals == "done" and intervals_missing.any().any()
+                                        and not intervals_missing.all().all() else ""))
+
+    def draw_change(self, result: ModelResult) -> None:
+        """The change chart, drawn once per run: when the intervals are in, stopped, or not asked for."""
+        with self.change:
+            st.plotly_chart(change_figure(result.table, keys=compare.PROBABILITY_SCALE_KEYS,
+                                          colors={m: i for i, m in enumerate(result.ok_methods)},
+                                          title="Change of each calibration error (after − before)"),
+                            theme=None, key="recal_change",
+                            config=downloads.chart_config("Recalibration", result.view.name, "change",
+                                                          result.ev.protocol.scheme))
+
+
+def show_tables(result: ModelResult, *, n_boot: int, seed: int) -> TableSlots:
+    """The summary matrix (best per metric in green), the details with intervals, the change chart.
+
+    The change chart waits for the intervals (its error bars): while they are
+    pending, a caption holds its place.
+    """
     ev, table, view = result.ev, result.table, result.view
-    ok_methods = result.ok_methods
     st.subheader(f"Before and after: {literal(view.name)}")
     matrix = compare.summary_matrix(ev, table)
     st.dataframe(cr.styled_summary(matrix, compare.best_methods(table)), width="stretch")
     st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows (15 uniform bins for the binned errors); "
-               f"first row: {BEFORE.lower()}. {cr.best_note(ok_methods)}"
+               f"first row: {BEFORE.lower()}. {cr.best_note(result.ok_methods)}"
                + (f" {cr.MISSING}: could not be computed." if matrix.isna().any().any() else ""))
-
-    st.dataframe(cr.styled_details(table), hide_index=True, width="stretch", column_config=cr.DETAIL_LABELS)
-    intervals_missing = table[compare.INTERVAL_COLUMNS].isna()
-    st.caption(interval_text(int(n_boot) if not result.boot_note else 0, seed, ev.labels.size)
-               + (f" {cr.MISSING}: no interval (the resampled values were not finite)."
-                  if intervals_missing.any().any() and not intervals_missing.all().all() else ""))
-
-    st.plotly_chart(change_figure(table, keys=compare.PROBABILITY_SCALE_KEYS,
-                                  colors={m: i for i, m in enumerate(ok_methods)},
-                                  title="Change of each calibration error (after − before)"),
-                    theme=None, key="recal_change",
-                    config=downloads.chart_config("Recalibration", view.name, "change", ev.protocol.scheme))
+    slots = TableSlots(st.empty(), st.empty(), st.empty(), int(n_boot), int(seed))
+    slots.draw_details(result)
+    if result.intervals == "pending":
+        slots.change.caption("The chart of each change with its interval appears when the intervals are in.")
+    else:
+        slots.draw_change(result)
+    return slots

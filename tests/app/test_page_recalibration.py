@@ -512,3 +512,75 @@ def test_temperature_surface_takes_the_same_logarithm_as_temperature_scaling():
     fitted_t = compare.fitted_temperatures({"Temperature scaling": fit})["Temperature scaling"]
     direct = TemperatureScaling().fit(np.log(probs[ev.fit_index] + 1e-12), labels[ev.fit_index]).temperature_
     assert fitted_t == pytest.approx(direct, rel=1e-9) and fitted_t < 20
+
+
+# ----------------------------------------------------------------------------- estimates first, intervals after
+
+def expected_intervals(predictions: Predictions, n_boot: int, seed: int = 0) -> pd.DataFrame:
+    """The interval table of the default methods under the split column, computed without the page."""
+    fingerprint = state.fingerprint(predictions)
+    ev = cr.evaluation_set(predictions, fingerprint, compare.Protocol())
+    fits = {m: cr.fit_method(predictions, fingerprint, m, compare.Protocol()) for m in cr.DEFAULT_METHODS}
+    return compare.intervals(ev, {m: f for m, f in fits.items() if f.ok}, n_boot=n_boot, seed=seed)
+
+
+def test_every_estimate_and_chart_is_drawn_before_the_intervals_are_computed(monkeypatch):
+    """Issue 15, item 2: the intervals (most of a re-render at 100,000 rows) come after everything else."""
+    predictions = synthetic(300, 3, split=True, name="m")
+
+    def interrupted(*args, **kwargs):
+        raise RuntimeError("intervals reached")
+
+    monkeypatch.setattr(cr, "intervals", interrupted)
+    at = open_with_model(predictions, n_boot=50)
+    assert at.exception  # the interruption (its message redacted, as every error shown to a visitor)
+    # Drawn before: the verdict (without its noise check), both tables, reliability, simplex, surface, ranking.
+    assert "`m`:" in markdown(at) and "bootstrap noise" not in markdown(at)
+    assert "being computed" in all_text(at)
+    assert set(details(at)["method"]) == set(cr.DEFAULT_METHODS)
+    assert not set(compare.INTERVAL_COLUMNS) & set(details(at).columns)
+    assert len(at.get("plotly_chart")) == 5  # all but the change chart, which waits for its error bars
+    assert "The chart of each change with its interval appears when the intervals are in." in all_text(at)
+
+
+def test_intervals_fill_in_and_a_rerun_reuses_them_without_recomputing(monkeypatch):
+    predictions = synthetic(300, 3, split=True, name="m")
+    at = open_with_model(predictions, n_boot=50)
+    assert_clean(at)
+    expected = expected_intervals(predictions, 50).set_index(["method", "key"])
+    shown = details(at).assign(key=lambda t: t["metric"].map(
+        {compare.metric_label(k): k for k in compare.METRIC_KEYS})).set_index(["method", "key"])
+    for column in compare.INTERVAL_COLUMNS:
+        assert np.allclose(shown[column], expected.loc[shown.index, column], rtol=1e-12, atol=0), column
+    assert "being computed" not in all_text(at) and "bootstrap noise" in markdown(at)
+    assert len(at.get("plotly_chart")) == 6
+    assert "recal_intervals_stop" not in [b.key for b in at.button], "the progress and Stop are gone when done"
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert labels[0] == "Download report (HTML)"
+    # A display control: the intervals come from this session's memory, drawn at once, nothing recomputed.
+    calls = []
+    original = cr.intervals
+    monkeypatch.setattr(cr, "intervals", lambda *a, **k: calls.append(1) or original(*a, **k))
+    at.radio(key="recal_binning").set_value("adaptive").run()
+    assert_clean(at)
+    assert calls == [] and "bootstrap noise" in markdown(at)
+    assert details(at)["after_low"].notna().all()
+
+
+def test_a_stopped_run_keeps_every_estimate_and_resumes():
+    from studio.recalibration import intervals
+
+    predictions = synthetic(300, 3, split=True, name="m")
+    at = app_support.open_with_model(
+        PAGE, predictions, timeout=TIMEOUT, session_values={"recal_boot": 50, intervals.STOP.session_key: True})
+    assert_clean(at)
+    assert any("Stopped: the bootstrap intervals of `m` are not computed yet" in i.value for i in at.info)
+    assert "were stopped" in all_text(at) and "bootstrap noise is added" not in all_text(at)
+    assert not set(compare.INTERVAL_COLUMNS) & set(details(at).columns)
+    assert len(at.get("plotly_chart")) == 6  # the change chart without error bars, and the report, after a stop
+    assert [d.proto.label for d in at.get("download_button")][0] == "Download report (HTML)"
+    at.button(key="recal_intervals_resume").click().run()
+    assert_clean(at)
+    assert intervals.STOP.session_key not in at.session_state
+    assert details(at)["after_low"].notna().all() and "bootstrap noise" in markdown(at)
+    assert "were stopped" not in all_text(at)
