@@ -56,8 +56,8 @@ from calib_core.validation import (
     transposed,
 )
 
-__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_mean_function",
-           "row_values", "top_label_function"]
+__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values",
+           "row_mean_function", "row_values", "row_weights", "top_label_function"]
 
 #: Largest number of resampled row indices drawn in one call. numpy's bounded
 #: integers come from one stream whatever the call sizes (tests/inference/test_bootstrap.py
@@ -70,6 +70,10 @@ MAX_WEIGHT_BLOCK = 1 << 21
 #: Largest ``rows x classes`` whose sorted class columns a :class:`BinnedResampler` keeps between blocks
 #: (each cell takes about 72 bytes there: order, sorted values, ties and two copies of the sums' terms).
 MAX_KEPT_CELLS = 4_000_000
+
+#: Largest share of a class-wise metric's entries outside the first uniform bin at which the compiled entry
+#: sums beat the per-column sums (:meth:`BinnedResampler._few_upper_entries`; bench/bench_bootstrap.py).
+COMPILED_ENTRY_SHARE = 0.75
 
 
 def index_blocks(rng: np.random.Generator, n_rows: int, n_boot: int) -> Iterator[tuple[int, int, NDArray[np.int64]]]:
@@ -451,7 +455,7 @@ def _adaptive_ends(prefix: _Prefix, column: _Column, n_bins: int, start: int) ->
     return np.concatenate([first, ends], axis=1), n_kept
 
 
-def _row_weights(indices: NDArray[np.int64], n_rows: int) -> NDArray[np.integer]:
+def row_weights(indices: NDArray[np.int64], n_rows: int) -> NDArray[np.integer]:
     """Multinomial counts ``(R, N + 1)``: how often each row is drawn; the last column is 0.
 
     Stored as int8 whenever no count exceeds 127 (always in practice: a count
@@ -480,6 +484,8 @@ class BinnedResampler:
         self._keys: dict[tuple, NDArray[np.integer]] = {}
         self._upper_entries: dict[tuple[int, bool], tuple] = {}
         self._buffers: dict[np.dtype, NDArray] = {}
+        # Sorted class columns of the compiled adaptive path by first class of their block (kept when small).
+        self._sorted_blocks: dict[int, list[tuple]] = {}
 
     def _buffer(self, size: int, dtype: type | np.dtype) -> NDArray:
         """A 1-D work array of at least ``size`` items of ``dtype``, kept for the next block."""
@@ -508,13 +514,15 @@ class BinnedResampler:
         for k in range(self.n_classes):
             yield _Column.build(np.ascontiguousarray(self.probs[:, k]), self.labels == k)
 
-    def values(self, specs: list[BinnedSpec], indices: NDArray[np.int64]) -> NDArray[np.float64]:
+    def values(self, specs: list[BinnedSpec], indices: NDArray[np.int64],
+               weights: NDArray[np.integer] | None = None) -> NDArray[np.float64]:
         """Each spec's metric on each resample ``rows[indices[r]]``: ``(len(specs), R)``.
 
         Top-label metrics with uniform bins count the drawn rows' bin keys
         directly (:meth:`_top_label_uniform`). Every other spec works on the
-        row weights: each column's chunked weighted sums are built once per
-        block and shared by every spec that bins that column.
+        row weights (``weights``: :func:`row_weights` of ``indices``, when the
+        caller has them already): each column's chunked weighted sums are
+        built once per block and shared by every spec that bins that column.
         """
         n_res = indices.shape[0]
         out = np.empty((len(specs), n_res))
@@ -526,7 +534,8 @@ class BinnedResampler:
             return out
         chunk = _chunk_size(self.n_rows)
         size = n_res * -(-self.n_rows // chunk) * chunk
-        weights = _row_weights(indices, self.n_rows)
+        if weights is None:
+            weights = row_weights(indices, self.n_rows)
         buffers = (self._buffer(size, weights.dtype), self._buffer(size, np.float64))
         sparse = [i for i in weighted if specs[i].family == "classwise" and specs[i].binning == "uniform"
                   and self._few_upper_entries(specs[i])]
@@ -560,14 +569,19 @@ class BinnedResampler:
         return self._upper_entries[key]
 
     def _few_upper_entries(self, spec: BinnedSpec) -> bool:
-        """Whether :meth:`_classwise_uniform` pays: fewer than 1 in 8 entries outside the first bin (many classes).
+        """Whether :meth:`_classwise_uniform` pays: few entries outside the first bin.
 
-        With few classes most of the mass lies above ``1/B`` and gathering each
-        entry's weight costs more than the per-column sums (at 100,000 x 10 the
-        column path is about 6x faster; at 50,000 x 1,000 this one is).
+        With the compiled entry sums, fewer than :data:`COMPILED_ENTRY_SHARE`
+        of the entries (every case but nearly binary ones: 0.33 of them at
+        10 classes, where it is twice as fast as the per-column sums at
+        50,000 and 100,000 rows; at 2 classes, 0.82 of them and as fast).
+        With numpy's bincounts, fewer than 1 in 8 (many classes): gathering
+        each entry's weight then costs more (at 100,000 x 10 the column path
+        is about 6x faster; at 50,000 x 1,000 this one is).
         """
         rows = self._upper_bin_entries(spec.n_bins, spec.right)[0]
-        return rows.size * 8 < self.n_rows * self.n_classes
+        share = COMPILED_ENTRY_SHARE if _compiled.entry_sums is not None else 1 / 8
+        return rows.size < share * self.n_rows * self.n_classes
 
     def _classwise_uniform(self, specs: list[BinnedSpec], weights: NDArray[np.integer]) -> NDArray[np.float64]:
         """Class-wise metrics with uniform bins, without sorting or visiting every (row, class) per resample.
@@ -615,7 +629,8 @@ class BinnedResampler:
                                      ) -> NDArray[np.float64]:
         """Class-wise metrics with adaptive bins by the compiled kernel (:data:`_compiled.adaptive_bin_sums`).
 
-        Each class column is sorted once per block of resamples; the kernel
+        Each class column is sorted once (once per block of resamples above
+        :data:`MAX_KEPT_CELLS` rows x classes, where they are not kept); the kernel
         walks its sorted rows once per resample with that resample's row
         weights, closing each bin at the end of the run of ties that reaches
         its goal: the bins of :func:`_adaptive_ends`, without the chunked
@@ -629,10 +644,17 @@ class BinnedResampler:
         totals = weights.sum(axis=1, dtype=np.int64).astype(np.float64)
         block = max(1, _COLUMN_BLOCK // max(n_rows, 1))
         buffer = np.empty((min(block, n_classes), n_rows))
+        keep = n_rows * n_classes <= MAX_KEPT_CELLS
         for lo in range(0, n_classes, block):
-            columns = transposed(self.probs[:, lo:lo + block], buffer[:min(block, n_classes - lo)])
-            for offset, column in enumerate(columns):
-                order, values, targets, tie_end = _sorted_column(column, self.labels == lo + offset)
+            if keep and lo in self._sorted_blocks:
+                sorted_columns = self._sorted_blocks[lo]
+            else:
+                columns = transposed(self.probs[:, lo:lo + block], buffer[:min(block, n_classes - lo)])
+                sorted_columns = [_sorted_column(column, self.labels == lo + offset)
+                                  for offset, column in enumerate(columns)]
+                if keep:  # for the next block of resamples
+                    self._sorted_blocks[lo] = sorted_columns
+            for order, values, targets, tie_end in sorted_columns:
                 for part, spec in zip(parts, specs):
                     start = (0 if spec.threshold is None
                              else int(np.searchsorted(values, spec.threshold, side="right")))

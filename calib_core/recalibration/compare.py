@@ -68,8 +68,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from calib_core.inference import bootstrap_ci
-from calib_core.inference.resample import (MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, index_blocks,
-                                           resampled_binned_values)
+from calib_core.inference.resample import MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, index_blocks, row_weights
 from calib_core.metrics import get_metric, metric_function
 from calib_core.metrics.binned import top_label
 from calib_core.metrics.scores import brier_rows, nll_rows
@@ -486,13 +485,6 @@ def _per_row_means(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarra
             "accuracy": (row_argmax(probs) == labels).astype(np.float64)}
 
 
-def _block_weights(indices: np.ndarray, n_rows: int) -> np.ndarray:
-    """Multinomial counts ``(R, N)`` of a block of resamples (how often each row is drawn)."""
-    n_res = indices.shape[0]
-    flat = (indices + (np.arange(n_res) * n_rows)[:, None]).ravel()
-    return np.bincount(flat, minlength=n_res * n_rows).reshape(n_res, n_rows).astype(np.float64)
-
-
 def metric_samples(probs: np.ndarray, labels: np.ndarray, n_boot: int, seed: int,
                    keys: Sequence[str] = METRIC_KEYS) -> dict[str, np.ndarray]:
     """Resampled values of every metric in ``keys``, on the resamples of :func:`calib_core.bootstrap_ci`.
@@ -531,26 +523,28 @@ def metric_samples(probs: np.ndarray, labels: np.ndarray, n_boot: int, seed: int
     resampler = BinnedResampler(probs, labels) if binned_keys else None
     if weighted:
         # Everything weighted is kept in the order of the sorted confidences, so one weight matrix
-        # (the counts of the drawn rows' sorted positions) serves the means and the KS error.
+        # (the row counts in that order) serves the means and the KS error.
         confidence, correct = top_label(probs, labels)
         order = np.argsort(confidence, kind="stable")
-        position = np.empty(n_rows, dtype=np.intp)
-        position[order] = np.arange(n_rows)
         per_row = {key: v[order] for key, v in _per_row_means(probs, labels).items() if key in keys}
         gap = confidence[order] - correct[order]
         sorted_confidence = confidence[order]
         group_end = np.append(sorted_confidence[1:] != sorted_confidence[:-1], True)
     out = {key: np.empty(int(n_boot)) for key in keys}
     rng = np.random.default_rng(seed)
+    step = max(1, MAX_WEIGHT_BLOCK // n_rows)
     for start, stop, indices in index_blocks(rng, n_rows, int(n_boot)):
-        if binned_keys:
-            values = resampled_binned_values(resampler, [specs[key] for key in binned_keys], indices)
-            for key, row in zip(binned_keys, values):
-                out[key][start:stop] = row
-        step = max(1, MAX_WEIGHT_BLOCK // n_rows)
-        for low in range(0, (stop - start) if weighted else 0, step):
+        # One block of row weights (the multinomial counts of the drawn rows) serves every metric.
+        for low in range(0, (stop - start) if binned_keys or weighted else 0, step):
             high = min(stop - start, low + step)
-            weights = _block_weights(position[indices[low:high]], n_rows)
+            counts = row_weights(indices[low:high], n_rows)
+            if binned_keys:
+                values = resampler.values([specs[key] for key in binned_keys], indices[low:high], counts)
+                for key, row in zip(binned_keys, values):
+                    out[key][start + low:start + high] = row
+            if not weighted:
+                continue
+            weights = np.take(counts, order, axis=1).astype(np.float64)  # in the order of the sorted confidences
             for key, values in per_row.items():
                 out[key][start + low:start + high] = weights @ values / n_rows
             if "ks" in keys:
