@@ -18,6 +18,7 @@ as typed.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -115,11 +116,27 @@ def evaluation_set(predictions: Predictions, fingerprint: str, protocol: Protoco
     return _evaluation_set(predictions, cache_key(predictions, fingerprint), protocol)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+def _shared(result: EvaluationSet | MethodFit) -> EvaluationSet | MethodFit:
+    """``result`` with its arrays read-only, as :func:`st.cache_resource` hands the same object to every run.
+
+    The evaluation rows and each fit's probabilities are the largest objects
+    of the page (25,000 x 1,000 floats, 200 MB, at 50,000 x 1,000):
+    ``st.cache_data`` would unpickle a fresh copy on every cache hit (0.3 s
+    each, 1.7 s of a re-render there). Shared instead, they must not change:
+    a write raises.
+    """
+    for field in dataclasses.fields(result):
+        value = getattr(result, field.name)
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return result
+
+
+@st.cache_resource(show_spinner=False, max_entries=256, ttl="1h")
 def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> EvaluationSet:
     x, kind = model_input(_predictions)
-    return compare.evaluation_set(x, _predictions.probs, _predictions.labels, protocol, input=kind,
-                                  split=_predictions.split, class_names=class_labels(_predictions))
+    return _shared(compare.evaluation_set(x, _predictions.probs, _predictions.labels, protocol, input=kind,
+                                          split=_predictions.split, class_names=class_labels(_predictions)))
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -132,11 +149,11 @@ def fit_method(predictions: Predictions, fingerprint: str, method: str, protocol
     return _fit_method(predictions, cache_key(predictions, fingerprint), method, protocol)
 
 
-@st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
+@st.cache_resource(show_spinner=False, max_entries=1024, ttl="1h")
 def _fit_method(_predictions: Predictions, key: str, method: str, protocol: Protocol) -> MethodFit:
     ev = evaluation_set(_predictions, key.rsplit("/", 1)[0], protocol)
     x, _ = model_input(_predictions)
-    return compare.fit_method(method, x, _predictions.labels, ev)
+    return _shared(compare.fit_method(method, x, _predictions.labels, ev))
 
 
 def fit_methods(models: Sequence, methods: Sequence[str], protocol: Protocol, *,
