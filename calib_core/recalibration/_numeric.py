@@ -111,48 +111,67 @@ def class_log_probs(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], N
 
 
 # -- temperature ---------------------------------------------------------------
+#: Values per row block of the losses below: each pass over a block of this many float64 values (1 MiB) stays
+#: in cache, and the work arrays are this small instead of two copies of the matrix (200 MB each at
+#: 25,000 x 1,000, whose first touch cost more than the arithmetic).
+LOSS_BLOCK_VALUES = 1 << 17
+
+
+def row_blocks(n_rows: int, n_columns: int) -> range:
+    """Starts of the row blocks of :data:`LOSS_BLOCK_VALUES` values (at least one row each)."""
+    return range(0, n_rows, max(1, LOSS_BLOCK_VALUES // max(n_columns, 1)))
+
+
 class _TemperatureLoss:
-    """Loss of ``softmax(z / T)`` and its derivatives in ``u = log T``, with one reusable buffer."""
+    """Loss of ``softmax(z / T)`` and its derivatives in ``u = log T``, by row blocks in two small buffers."""
 
     def __init__(self, scores: NDArray[np.float64], labels: NDArray[np.intp], loss: str) -> None:
         self.scores, self.labels, self.loss = scores, labels, loss
-        self.rows = np.arange(scores.shape[0])
-        self.true_scores = scores[self.rows, labels]
-        self.buffer = np.empty_like(scores)
-        self.scaled = np.empty_like(scores)
+        n_rows, n_classes = scores.shape
+        self.starts = row_blocks(n_rows, n_classes)
+        self.step = self.starts.step
+        self.true_scores = scores[np.arange(n_rows), labels]
+        block = (min(self.step, n_rows), n_classes)
+        self.buffer, self.scaled = np.empty(block), np.empty(block)
 
     def __call__(self, log_t: float, *, hessian: bool = False) -> tuple[float, float, float]:
-        """Loss, d/du and (NLL only, when asked) d2/du2 at ``u = log_t``."""
+        """Loss, d/du and (NLL only, when asked) d2/du2 at ``u = log_t``: sums over row blocks, then means."""
         beta = float(np.exp(-log_t))
-        probs = np.multiply(self.scores, beta, out=self.buffer)
-        row_max = probs.max(axis=1)
-        probs -= row_max[:, None]
-        np.exp(probs, out=probs)
-        totals = probs.sum(axis=1)
-        probs /= totals[:, None]
-        # E_p[s] with s = beta * z, from one matrix-vector pass per row
-        mean_s = beta * np.einsum("ij,ij->i", probs, self.scores)
-        true_s = beta * self.true_scores
+        n_rows, n_classes = self.scores.shape
+        value = grad = second = 0.0
+        for start in self.starts:
+            stop = min(n_rows, start + self.step)
+            scores, labels = self.scores[start:stop], self.labels[start:stop]
+            rows = np.arange(stop - start)
+            probs = np.multiply(scores, beta, out=self.buffer[:stop - start])
+            row_max = probs.max(axis=1)
+            probs -= row_max[:, None]
+            np.exp(probs, out=probs)
+            totals = probs.sum(axis=1)
+            probs /= totals[:, None]
+            # E_p[s] with s = beta * z, from one matrix-vector pass per row
+            mean_s = beta * np.einsum("ij,ij->i", probs, scores)
+            true_s = beta * self.true_scores[start:stop]
+            if self.loss == "nll":
+                # NLL_i = log sum exp(s_i) - s_iy;  d/du = s_y - E_p[s];  d2/du2 = Var_p(s) + E_p[s] - s_y
+                value += float(np.sum(np.log(totals) + row_max - true_s))
+                grad += float(np.sum(true_s - mean_s))
+                if hessian:
+                    weighted = np.multiply(probs, scores, out=self.scaled[:stop - start])
+                    mean_s2 = beta**2 * np.einsum("ij,ij->i", weighted, scores)
+                    second += float(np.sum(mean_s2 - mean_s**2 + mean_s - true_s))
+                continue
+            # sum over N*K of (p - onehot)^2;  d p_k / du = -p_k (s_k - E_p[s])
+            value += float(np.vdot(probs, probs)) - 2.0 * float(probs[rows, labels].sum()) + (stop - start)
+            scaled = np.multiply(scores, beta, out=self.scaled[:stop - start])
+            scaled -= mean_s[:, None]
+            scaled *= probs  # p_k (s_k - E_p[s]) = -d p_k / du
+            # sum_k (p_k - y_k) d p_k / du = -sum_k p_k * scaled_k + scaled_y
+            grad += 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[rows, labels].sum()))
         if self.loss == "nll":
-            # NLL_i = log sum exp(s_i) - s_iy;  d/du = s_y - E_p[s];  d2/du2 = Var_p(s) + E_p[s] - s_y
-            value = float(np.mean(np.log(totals) + row_max - true_s))
-            grad = float(np.mean(true_s - mean_s))
-            second = 0.0
-            if hessian:
-                weighted = np.multiply(probs, self.scores, out=self.scaled)
-                mean_s2 = beta**2 * np.einsum("ij,ij->i", weighted, self.scores)
-                second = float(np.mean(mean_s2 - mean_s**2 + mean_s - true_s))
-            return value, grad, second
-        # mean over N*K of (p - onehot)^2;  d p_k / du = -p_k (s_k - E_p[s])
-        n_entries = probs.size
-        true_p = probs[self.rows, self.labels]
-        value = (float(np.vdot(probs, probs)) - 2.0 * float(true_p.sum()) + probs.shape[0]) / n_entries
-        scaled = np.multiply(self.scores, beta, out=self.scaled)
-        scaled -= mean_s[:, None]
-        scaled *= probs  # p_k (s_k - E_p[s]) = -d p_k / du
-        # sum_k (p_k - y_k) d p_k / du = -sum_k p_k * scaled_k + scaled_y
-        grad = 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[self.rows, self.labels].sum())) / n_entries
-        return value, grad, 0.0
+            return value / n_rows, grad / n_rows, second / n_rows
+        # mean over the N * K entries (Zhang et al. 2020's loss)
+        return value / (n_rows * n_classes), grad / (n_rows * n_classes), 0.0
 
 
 def fit_log_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp], *, loss: str = "nll") -> float:
@@ -232,18 +251,18 @@ def l2_penalty(n_classes: int, reg_lambda: float) -> QuadraticPenalty:
     return QuadraticPenalty(np.full((n_classes, n_classes), scale), np.full(n_classes, scale))
 
 
-def _softmax_nll_and_residual(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[float, NDArray[np.float64]]:
-    """Mean NLL of softmax(logits) and ``(softmax - onehot) / N`` (overwrites ``logits``)."""
-    n_rows = logits.shape[0]
-    rows = np.arange(n_rows)
+def _softmax_nll_and_residual(logits: NDArray[np.float64], labels: NDArray[np.intp],
+                              n_total: int) -> tuple[float, NDArray[np.float64]]:
+    """Summed NLL of softmax(logits) over these rows and ``(softmax - onehot) / n_total`` (overwrites ``logits``)."""
+    rows = np.arange(logits.shape[0])
     logits -= logits.max(axis=1, keepdims=True)
     true_logit = logits[rows, labels]
     np.exp(logits, out=logits)
     totals = logits.sum(axis=1)
-    value = float(np.mean(np.log(totals) - true_logit))
+    value = float(np.sum(np.log(totals) - true_logit))
     logits /= totals[:, None]
     logits[rows, labels] -= 1.0
-    logits /= n_rows
+    logits /= n_total
     return value, logits
 
 
@@ -276,10 +295,13 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
     ``mean_i p_ik (1 - p_ik) f_ij^2`` plus the penalty's. The penalty is
     applied to ``(W, b)`` through the chain rule. One ``(N, K)`` buffer is
     reused by every evaluation (allocating 40 MB per call costs more than
-    the arithmetic).
+    the arithmetic); the sums run over row blocks (:func:`row_blocks`), so
+    that work array holds one block, not the whole ``(N, K)`` matrix.
     """
     n_rows, n_classes = x.shape
-    buffer = np.empty_like(x)
+    starts = row_blocks(n_rows, n_classes + 1)
+    step = starts.step
+    buffer = np.empty((min(step, n_rows), n_classes))
     if full:
         offset = x.mean(axis=1)
         rho = float(np.sqrt(np.mean(offset**2)))
@@ -314,16 +336,17 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
     w_size = int(np.prod(w_shape))
 
     # Jacobi preconditioner: diagonal curvature at the starting point.
-    logits0 = features @ params0.T if full else features * params0
-    logits0 += bias0
-    probs0 = softmax_unchecked(logits0)
-    probs0 *= 1.0 - probs0
-    if full:
-        curvature_w = probs0.T @ (features**2) / n_rows
-    else:
-        curvature_w = np.einsum("ij,ij->j", probs0, features**2) / n_rows
-    curvature_b = probs0.mean(axis=0)
-    del logits0, probs0
+    curvature_w, curvature_b = np.zeros(w_shape), np.zeros(n_classes)
+    for start in starts:
+        block = features[start:start + step]
+        logits0 = block @ params0.T if full else block * params0
+        logits0 += bias0
+        probs0 = softmax_unchecked(logits0)
+        probs0 *= 1.0 - probs0
+        curvature_w += probs0.T @ (block**2) if full else np.einsum("ij,ij->j", probs0, block**2)
+        curvature_b += probs0.sum(axis=0)
+    curvature_w /= n_rows
+    curvature_b /= n_rows
     curvature = np.concatenate([(curvature_w + penalty_curvature_w).ravel(), curvature_b + 2.0 * penalty.coef_b])
     floor = 1e-6 * float(curvature.max()) if curvature.max() > 0 else 1.0
     scale = 1.0 / np.sqrt(np.maximum(curvature, floor))  # theta = scale * phi
@@ -332,14 +355,17 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
         theta = phi * scale
         params = theta[:w_size].reshape(w_shape)
         bias = theta[w_size:]
-        if full:
-            logits = np.matmul(features, params.T, out=buffer)
-        else:
-            logits = np.multiply(features, params, out=buffer)
-        logits += bias
-        value, residual = _softmax_nll_and_residual(logits, labels)
-        grad_params = residual.T @ features if full else np.einsum("ij,ij->j", residual, features)
-        grad_b = residual.sum(axis=0)
+        value, grad_params, grad_b = 0.0, np.zeros(w_shape), np.zeros(n_classes)
+        for start in starts:
+            block = features[start:start + step]
+            out = buffer[:block.shape[0]]
+            logits = np.matmul(block, params.T, out=out) if full else np.multiply(block, params, out=out)
+            logits += bias
+            part, residual = _softmax_nll_and_residual(logits, labels[start:start + step], n_rows)
+            value += part
+            grad_params += residual.T @ block if full else np.einsum("ij,ij->j", residual, block)
+            grad_b += residual.sum(axis=0)
+        value /= n_rows
         extra, pen_w, pen_b = penalty(to_weights(params), bias)
         if extra:
             grad_params = grad_params + weights_grad_to_params(pen_w)

@@ -116,7 +116,8 @@ class TemperatureScaling(Recalibrator):
         self.temperature_ = float(np.exp(fit_log_temperature(x, labels, loss="nll")))
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return softmax_unchecked(x / self.temperature_)
+        scaled = x / self.temperature_
+        return softmax_unchecked(scaled, out=scaled)
 
 
 class VectorScaling(Recalibrator):
@@ -176,7 +177,9 @@ class VectorScaling(Recalibrator):
             x, labels, full=False, penalty=penalty, weights0=np.full(n_classes, start), bias0=np.zeros(n_classes))
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return softmax_unchecked(x * self.weights_ + self.bias_)
+        logits = x * self.weights_
+        logits += self.bias_
+        return softmax_unchecked(logits, out=logits)
 
 
 class _FullLinearScaling(Recalibrator):
@@ -218,7 +221,7 @@ class _FullLinearScaling(Recalibrator):
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         logits = self._scores(x) @ self.weights_.T
         logits += self.bias_
-        return softmax_unchecked(logits)
+        return softmax_unchecked(logits, out=logits)
 
 
 class MatrixScaling(_FullLinearScaling):
@@ -412,7 +415,8 @@ class EnsembleTemperatureScaling(Recalibrator):
         n_rows, n_classes = x.shape
         rows = np.arange(n_rows)
         temperature = float(np.exp(fit_log_temperature(x, labels, loss=self.loss)))
-        scaled = softmax_unchecked(x / temperature)
+        scaled = x / temperature
+        softmax_unchecked(scaled, out=scaled)
         original = softmax_unchecked(x)
         if self.loss == "mse":
             scaled[rows, labels] -= 1.0
@@ -450,7 +454,8 @@ class EnsembleTemperatureScaling(Recalibrator):
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         w_scaled, w_original, w_uniform = self.weights_
-        out = softmax_unchecked(x / self.temperature_)
+        out = x / self.temperature_
+        softmax_unchecked(out, out=out)
         out *= w_scaled
         out += w_original * softmax_unchecked(x)
         out += w_uniform / x.shape[1]
@@ -538,11 +543,13 @@ class MetricOptimizedTemperature(Recalibrator):
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         metric = self.metric if self.metric is not None else _default_metric()
         seen: dict[float, float] = {}
+        buffer = np.empty_like(x)  # every candidate's probabilities, in one work array
 
         def score(log_t: float) -> float:
             log_t = float(np.clip(log_t, *LOG_T_BOUNDS))
             if log_t not in seen:
-                value = float(metric(softmax_unchecked(x * np.exp(-log_t)), labels))
+                probs = softmax_unchecked(np.multiply(x, np.exp(-log_t), out=buffer), out=buffer)
+                value = float(metric(probs, labels))
                 seen[log_t] = value if np.isfinite(value) else np.inf
             return seen[log_t]
 
@@ -559,7 +566,8 @@ class MetricOptimizedTemperature(Recalibrator):
         self.metric_value_ = float(seen[best])
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return softmax_unchecked(x / self.temperature_)
+        scaled = x / self.temperature_
+        return softmax_unchecked(scaled, out=scaled)
 
     def _params_to_json(self) -> dict[str, Any]:
         params = self.get_params()
