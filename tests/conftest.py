@@ -2,7 +2,11 @@
 import sys
 from pathlib import Path
 
-import pytest
+from tests.blas_support import pin_this_process
+
+pin_this_process()  # before anything loads numpy: one OpenBLAS kernel on every CPU (tests/blas_support.py)
+
+import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

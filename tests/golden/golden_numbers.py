@@ -8,12 +8,16 @@ the CLI are used, so the recorder survives any internal layout.
 Re-record (only when a number is meant to change, and say so in the commit):
 
     PYTHONPATH=. python tests/golden/golden_numbers.py --write
+
+The script reruns itself with OpenBLAS's kernel pinned, as the tests run
+(``tests/blas_support.py``): the full-matrix fits differ between kernels.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -180,6 +184,10 @@ def golden_numbers() -> dict:
 
 
 if __name__ == "__main__":
+    from tests.blas_support import pinned_environment
+
+    if pinned_environment() != dict(os.environ):  # OpenBLAS reads its kernel once: rerun with it pinned
+        sys.exit(subprocess.run([sys.executable, *sys.argv], env=pinned_environment()).returncode)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write golden.json")
     args = parser.parse_args()
