@@ -48,6 +48,27 @@ def _check_same(a: Any, b: Any, what: str) -> None:
 _KEY, _LO, _HI, _SUM_VALUE, _SUM_TARGET = range(5)
 
 
+def _sorted_pairs(values: NDArray[np.float64], targets: NDArray[np.float64]
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``values`` ascending with their ``targets``; equal values in some order (any keeps the rank bounds).
+
+    Probabilities with 0/1 targets (every value set of the engines) are
+    sorted as one int64 key per pair, ``bits(value) << 1 | target``: the
+    bits of a non-negative float ascend with its value, and below 2.0 they
+    stay below 2^62, so the shifted key keeps its sign; numpy's SIMD sort of
+    integers then orders the pairs, ties with target 0 first, about 2.5x
+    faster than an arg-sort and two gathers. Other input takes the arg-sort.
+    """
+    if (values.size and float(values.min()) >= 0.0 and float(values.max()) < 2.0
+            and bool(((targets == 0.0) | (targets == 1.0)).all())):
+        keys = values.view(np.int64) << 1  # -0.0 becomes +0.0: the same value
+        keys |= targets.astype(np.int64)
+        keys.sort()
+        return (keys >> 1).view(np.float64), (keys & 1).astype(np.float64)
+    order = np.argsort(values)
+    return np.take(values, order), np.take(targets, order)
+
+
 class QuantileSketch:
     """Mergeable one-pass quantile sketch whose items carry value and target sums.
 
@@ -120,8 +141,7 @@ class QuantileSketch:
             # key = lo = hi = sum of values), the same items as from the five rows, at about half the cost.
             if held.shape[1]:
                 values, targets = np.concatenate([held[_KEY], values]), np.concatenate([held[_SUM_TARGET], targets])
-            order = np.argsort(values)
-            values, targets = np.take(values, order), np.take(targets, order)
+            values, targets = _sorted_pairs(values, targets)
             self._push(0, np.empty((5, 0)))
             self._compact(0, values, values, values, values, targets)
         self._compress()
@@ -139,8 +159,9 @@ class QuantileSketch:
         while level < len(self._levels):
             items = self._levels[level]
             if items.shape[1] > self.capacity:
-                # Any order of equal keys keeps the rank bounds.
-                self._compact(level, *np.take(items, np.argsort(items[_KEY]), axis=1))  # take: 3x fancy indexing
+                # Any order of equal keys keeps the rank bounds. A level holds a few runs sorted by key (what
+                # compactions below pushed): the stable sort merges runs in linear time (3x quicksort's speed).
+                self._compact(level, *np.take(items, np.argsort(items[_KEY], kind="stable"), axis=1))
             level += 1
 
     def _compact(self, level: int, key: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],

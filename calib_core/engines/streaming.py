@@ -39,6 +39,7 @@ from calib_core.binning import BinStats, binned_error, mean_abs_gap, upper_edge_
 from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY, QuantileSketch, _adaptive_binstats, _run_end_ranks
 from calib_core.engines.stats import (_BINNED_TOP, _LOOKUP_CELLS, _NORM_OF, CalibrationStats, _BatchUpdates,
                                       _set_keys, _top_label, _value_sets)
+from calib_core.metrics import _compiled
 from calib_core.validation import CalibrationInputError, check_binning, check_count, check_n_bins, check_positive
 
 __all__ = [
@@ -50,6 +51,17 @@ __all__ = [
 
 #: Metric keys :func:`stream_metrics` computes (those of :mod:`calib_core.metrics.registry`).
 STREAM_METRICS = ("accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ace", "tace", "ks", "brier", "nll")
+
+
+#: Placeholders of :meth:`_Slots.add_set` for the kernel's unused targets or labels.
+_NO_TARGETS = np.zeros(0)
+_NO_LABELS = np.zeros(0, dtype=np.intp)
+
+
+def _set_of(key: str) -> tuple[str, int]:
+    """``("top", -1)``, ``("class", k)`` or ``("above", k)`` from a value set's key (:func:`_set_keys`)."""
+    kind = key.rstrip("0123456789")
+    return kind, (int(key[len(kind):]) if kind != "top" else -1)
 
 
 class _Slots:
@@ -88,18 +100,61 @@ class _Slots:
         slot for all its values (``2 * #{points below it}``); the few values
         in grid cells that hold a point are placed by ``searchsorted``.
         """
+        scaled = np.multiply(values, float(_LOOKUP_CELLS), out=np.empty(values.shape, np.intp), casting="unsafe")
+        index = self._lookup().take(scaled, mode="clip").astype(np.intp)
+        unsure = np.flatnonzero(index < 0)
+        if unsure.size:
+            index[unsure] = self._exact_slot(values[unsure])
+        return index
+
+    def _lookup(self) -> NDArray[np.signedinteger]:
+        """The slot of each grid cell ``[c / G, (c + 1) / G)``, or -1 where a point lies in the cell.
+
+        In the smallest signed type that holds every slot (int16 below 16,384
+        points): a pass goes through the 21 value sets of a block in turn, and
+        21 tables of 64 K int64 slots (11 MB) fall out of cache between blocks
+        where int16 ones (2.8 MB) stay in it (10.5 -> 4 ns per value).
+        """
         if self._table is None:
             cells = np.arange(_LOOKUP_CELLS + 64, dtype=np.float64)
             table = 2 * np.searchsorted(self.points, (cells + 0.5) / _LOOKUP_CELLS, side="left")
             touched = np.floor(self.points * _LOOKUP_CELLS).astype(np.int64)
             table[touched[(touched >= 0) & (touched < table.size)]] = -1
-            self._table = table
-        scaled = np.multiply(values, float(_LOOKUP_CELLS), out=np.empty(values.shape, np.intp), casting="unsafe")
-        index = self._table.take(scaled, mode="clip")
-        unsure = np.flatnonzero(index < 0)
-        if unsure.size:
-            index[unsure] = self._exact_slot(values[unsure])
-        return index
+            self._table = table.astype(np.int16 if self.count.size <= np.iinfo(np.int16).max else np.int32)
+        return self._table
+
+    def add_set(self, values: NDArray[np.float64], targets: NDArray[np.float64] | None,
+                labels: NDArray[np.intp] | None = None, label: int = -1, threshold: float = -np.inf) -> None:
+        """:meth:`add` of one value set of a block, without building it first.
+
+        The values above ``threshold`` with their ``targets``, or with targets
+        ``labels == label`` (``targets`` None): the sets of
+        :func:`calib_core.engines.stats._value_sets`. One pass of the
+        compiled :data:`calib_core.metrics._compiled.slot_sums` when numba is
+        installed (the same sums, bit for bit), else the set is built and added.
+        """
+        kernel = _compiled.slot_sums
+        if kernel is None:
+            kept = values > threshold if threshold > -np.inf else slice(None)
+            if targets is None:
+                targets = (labels == label).astype(np.float64)
+            self.add(values[kept], targets[kept])
+            return
+        if values.size == 0:
+            return
+        size = self.count.size
+        count, sum_value, sum_target = np.zeros(size), np.zeros(size), np.zeros(size)
+        kept_values, kept_targets = np.empty(values.size), np.empty(values.size)
+        n_kept = kernel(values, _NO_TARGETS if targets is None else targets,
+                        _NO_LABELS if labels is None else labels, int(label), float(threshold), self._lookup(),
+                        float(_LOOKUP_CELLS), self.points, self.collect, count, sum_value, sum_target,
+                        kept_values, kept_targets)
+        self.count += count
+        self.sum_value += sum_value
+        self.sum_target += sum_target
+        if n_kept:
+            self.values.append(kept_values[:n_kept].copy())
+            self.targets.append(kept_targets[:n_kept].copy())
 
     def add(self, values: NDArray[np.float64], targets: NDArray[np.float64]) -> None:
         if values.size == 0:
@@ -231,12 +286,21 @@ class SecondPass(_BatchUpdates):
     def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         confidence, correct = _top_label(probs, labels)
         self.n_rows += probs.shape[0]
-        if self.brackets:
+        if self.brackets and _compiled.slot_sums is not None:
+            # Each set straight from its column (numba): no set, targets or slots built first.
+            for key, slots in self.brackets.items():
+                kind, label = _set_of(key)
+                if kind == "top":
+                    slots.add_set(confidence, correct)
+                else:
+                    slots.add_set(probs[:, label], None, labels, label,
+                                  self.threshold if kind == "above" else -np.inf)
+        elif self.brackets:
             kinds = {key.rstrip("0123456789") for key in self.brackets}
             for key, values, targets in _value_sets(probs, labels, confidence, correct, self.threshold, kinds):
                 self.brackets[key].add(values, targets)
         if self.ks_regions is not None:
-            self.ks_regions.add(confidence, correct)
+            self.ks_regions.add_set(confidence, correct)
 
     def merge(self, other: "SecondPass") -> "SecondPass":
         merged = SecondPass(self.n_classes, {key: s.merge(other.brackets[key]) for key, s in self.brackets.items()},

@@ -17,6 +17,8 @@ from calib_core.engines.stats import CalibrationStats, _CellIndex
 from calib_core.engines.streaming import STREAM_METRICS, SecondPass, stream_metrics
 from calib_core.validation import CalibrationInputError
 
+from tests.compiled_support import kernel_paths, require_kernel
+
 
 def _data(seed, n, k, ties=False, concentration=0.5):
     rng = np.random.default_rng(seed)
@@ -185,6 +187,79 @@ def test_slot_lookup_agrees_with_searchsorted_at_and_around_points():
                                  [0.0, 5e-324, 1.0, 1.0001]])
         values = values[(values >= 0) & (values <= 1.0001)]
         np.testing.assert_array_equal(slots.slot(values), slots._exact_slot(values))
+
+
+slot_path = kernel_paths("slot_sums", "slot_path")
+
+
+def _slot_cases():
+    rng = np.random.default_rng(8)
+    many = np.unique(np.concatenate([np.linspace(0.3, 0.30001, 500), rng.random(20_000)]))  # int32 lookup table
+    for points in [np.empty(0), np.array([0.0]), np.array([1.0]), np.unique(rng.random(50)),
+                   np.unique(np.concatenate([np.linspace(0.3, 0.30001, 500), rng.random(20), [0.0, 1.0]])), many]:
+        collect = rng.random(2 * points.size + 1) < 0.3
+        values = np.concatenate([rng.dirichlet([0.3, 0.3, 0.4], 3_000).ravel(), points, np.nextafter(points, 0),
+                                 np.nextafter(points, 2), [0.0, 5e-324, 1.0]])
+        yield points, collect, np.clip(values, 0.0, 1.0)
+
+
+def test_slot_sums_of_a_value_set_equal_the_built_set_added(slot_path):
+    """Issue 15: the exact passes add each value set straight from its column (numba); the same sums, bit for
+    bit, and the same collected values in the same order, as building the set, its targets and slots first."""
+    from calib_core.engines.streaming import _Slots
+
+    rng = np.random.default_rng(9)
+    for points, collect, values in _slot_cases():
+        labels = rng.integers(0, 3, values.size)
+        targets = rng.integers(0, 2, values.size).astype(np.float64)
+        for kind in ("top", "class", "above"):
+            fast, slow = _Slots(points, collect), _Slots(points, collect)
+            for piece in (slice(0, 700), slice(700, None)):  # two blocks: sums added per block
+                column, block_labels = values[piece], labels[piece]
+                if kind == "top":
+                    fast.add_set(column, targets[piece])
+                    slow.add(column, targets[piece])
+                else:
+                    threshold = 0.01 if kind == "above" else -np.inf
+                    fast.add_set(column, None, block_labels, 2, threshold)
+                    kept = column > threshold
+                    slow.add(column[kept], (block_labels[kept] == 2).astype(np.float64))
+            for name in ("count", "sum_value", "sum_target"):
+                np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+            for got, expected in zip(fast.collected(), slow.collected()):
+                np.testing.assert_array_equal(got, expected)
+        assert _Slots(points, collect)._lookup().dtype == (np.int16 if points.size < 16_000 else np.int32)
+
+
+def test_second_pass_numbers_are_the_same_on_both_paths(monkeypatch):
+    """The exact streaming metrics with the compiled slot sums and with numpy's: the same numbers, bit for bit."""
+    from calib_core.metrics import _compiled
+
+    require_kernel("slot_sums")
+    probs, labels = _data(11, 3_000, 6, ties=True, concentration=0.3)
+    run = _batch_runner(probs, labels, list(range(0, 3_000, 400)))
+    kwargs = dict(binning="adaptive", sketch_capacity=16, ks_regions=8, ks_collect_rows=50, collect_rows=100)
+    compiled = stream_metrics(run, 6, **kwargs).metrics
+    monkeypatch.setattr(_compiled, "slot_sums", None)
+    assert stream_metrics(run, 6, **kwargs).metrics == compiled
+
+
+def test_sketch_sorts_probability_pairs_as_one_integer_key():
+    """Issue 15: level 0 of the sketch sorts (value, 0/1 target) pairs as int64 keys (numpy's SIMD sort):
+    the values ascend with their own targets; other input takes the arg-sort."""
+    from calib_core.engines.sketch import _sorted_pairs
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.random(5_000), np.round(rng.random(5_000), 2), [0.0, -0.0, 1.0, 5e-324]])
+    targets = (rng.random(values.size) < 0.4).astype(np.float64)
+    got_values, got_targets = _sorted_pairs(values, targets)
+    order = np.lexsort((targets, values))  # by value, ties: target 0 first
+    np.testing.assert_array_equal(got_values, values[order])
+    np.testing.assert_array_equal(got_targets, targets[order])
+    for other_values, other_targets in ((values - 0.5, targets), (values, targets * 0.5), (values * 3.0, targets)):
+        got_values, got_targets = _sorted_pairs(other_values, other_targets)
+        np.testing.assert_array_equal(got_values, np.sort(other_values))
+        assert sorted(zip(got_values, got_targets)) == sorted(zip(other_values, other_targets))
 
 
 def _assert_stats_close(a, b):
