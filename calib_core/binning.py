@@ -69,6 +69,7 @@ __all__ = [
     "sorted_bin_ends",
     "sorted_bin_sums",
     "sorted_columns_bin_sums",
+    "sorted_pairs",
     "uniform_edges",
     "uniform_index",
     "upper_edge_index",
@@ -500,9 +501,10 @@ def _adaptive_block(columns, n_bins, keep, threshold):
     upper = np.where(has_run, np.take_along_axis(columns, np.maximum(run_ends - 1, 0), axis=1), np.nan)
     # A bin ends after the last value <= its edge, so tied values share a bin.
     bin_ends = np.empty_like(run_ends)
+    edges = np.nan_to_num(upper, nan=np.inf)  # once per block, not per column (11 us each, 50,000 per page)
     for k in range(n_columns):
         kept = columns[k, first[k]: first[k] + n_kept[k]]
-        bin_ends[k] = first[k] + np.searchsorted(kept, np.nan_to_num(upper[k], nan=np.inf), side="right")
+        bin_ends[k] = first[k] + np.searchsorted(kept, edges[k], side="right")
     bin_starts = np.concatenate([first[:, None], bin_ends[:, :-1]], axis=1)
     count = (bin_ends - bin_starts).astype(np.float64)
     flat_starts = bin_starts + (np.arange(n_columns) * n_rows)[:, None]
@@ -579,21 +581,42 @@ class SortedValues:
         return int(self.values.shape[0])
 
 
+def sorted_pairs(values: NDArray[np.float64], targets: NDArray[np.float64]
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``values`` ascending with their ``targets``; tied values in an unspecified order.
+
+    Probabilities with 0/1 targets (every set a calibration error bins) are
+    sorted as one int64 key per pair, ``bits(value) << 1 | target``: the bits
+    of a non-negative float below 2.0 ascend with its value and stay below
+    2^62, so numpy's SIMD sort of integers orders the pairs (ties: target 0
+    first; -0.0 comes back as +0.0), about 8x faster than a stable arg-sort
+    and two gathers. Other input takes the stable arg-sort. Sums over whole
+    tie groups are the same either way: their values are equal, their 0/1
+    targets add exactly.
+    """
+    if (values.size and float(values.min()) >= 0.0 and float(values.max()) < 2.0
+            and bool(((targets == 0.0) | (targets == 1.0)).all())):
+        keys = values.view(np.int64) << 1
+        keys |= targets.astype(np.int64)
+        keys.sort()
+        return (keys >> 1).view(np.float64), (keys & 1).astype(np.float64)
+    order = np.argsort(values, kind="stable")
+    return np.take(values, order), np.take(targets, order)
+
+
 def sort_values(values: ArrayLike, targets: ArrayLike) -> SortedValues:
     """Sort ``values`` once and keep the prefix sums of values and targets (:class:`SortedValues`).
 
     The order among tied values does not matter: every bin ends at the end
-    of a tie group (:func:`sorted_bin_ends`).
+    of a tie group (:func:`sorted_bin_ends`); :func:`sorted_pairs` sorts.
     """
-    values = np.asarray(values, dtype=np.float64)
-    targets = np.asarray(targets, dtype=np.float64)
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
+    sorted_values, sorted_targets = sorted_pairs(np.asarray(values, dtype=np.float64),
+                                                 np.asarray(targets, dtype=np.float64))
     m = sorted_values.shape[0]
     group_ends = (np.concatenate([np.flatnonzero(np.diff(sorted_values) > 0) + 1, [m]]).astype(np.intp) if m
                   else np.zeros(0, dtype=np.intp))
     return SortedValues(sorted_values, np.concatenate([[0.0], np.cumsum(sorted_values)]),
-                        np.concatenate([[0.0], np.cumsum(targets[order])]), group_ends)
+                        np.concatenate([[0.0], np.cumsum(sorted_targets)]), group_ends)
 
 
 def sorted_bin_ends(sorted_values: SortedValues, n_bins: int, binning: str = "uniform", *,

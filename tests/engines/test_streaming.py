@@ -244,24 +244,6 @@ def test_second_pass_numbers_are_the_same_on_both_paths(monkeypatch):
     assert stream_metrics(run, 6, **kwargs).metrics == compiled
 
 
-def test_sketch_sorts_probability_pairs_as_one_integer_key():
-    """Issue 15: level 0 of the sketch sorts (value, 0/1 target) pairs as int64 keys (numpy's SIMD sort):
-    the values ascend with their own targets; other input takes the arg-sort."""
-    from calib_core.engines.sketch import _sorted_pairs
-
-    rng = np.random.default_rng(3)
-    values = np.concatenate([rng.random(5_000), np.round(rng.random(5_000), 2), [0.0, -0.0, 1.0, 5e-324]])
-    targets = (rng.random(values.size) < 0.4).astype(np.float64)
-    got_values, got_targets = _sorted_pairs(values, targets)
-    order = np.lexsort((targets, values))  # by value, ties: target 0 first
-    np.testing.assert_array_equal(got_values, values[order])
-    np.testing.assert_array_equal(got_targets, targets[order])
-    for other_values, other_targets in ((values - 0.5, targets), (values, targets * 0.5), (values * 3.0, targets)):
-        got_values, got_targets = _sorted_pairs(other_values, other_targets)
-        np.testing.assert_array_equal(got_values, np.sort(other_values))
-        assert sorted(zip(got_values, got_targets)) == sorted(zip(other_values, other_targets))
-
-
 def _assert_stats_close(a, b):
     left, right = a.to_dict(), b.to_dict()
     for key in ("n_rows", "n_correct", "label_count", "bin_counts"):

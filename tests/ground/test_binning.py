@@ -12,6 +12,8 @@ from calib_core.binning import (
     bin_index,
     bin_statistics,
     classwise_bin_statistics,
+    sort_values,
+    sorted_pairs,
     uniform_edges,
     upper_edge_index,
 )
@@ -245,3 +247,34 @@ def test_classwise_threshold_is_the_keep_mask_of_the_values_above_it(seed, n, k,
     np.testing.assert_array_equal(by_threshold.upper, by_mask.upper)
     with pytest.raises(CalibrationInputError, match="not both"):
         classwise_bin_statistics(probs, labels, n_bins, binning, keep=probs > threshold, threshold=threshold)
+
+
+def test_sorted_pairs_sorts_probabilities_with_01_targets_as_one_integer_key():
+    """Issue 15: the sketch's level 0, the sorted-values sweep and the isotonic fit sort (value, 0/1 target) pairs
+    as int64 keys (numpy's SIMD sort): the values ascend with their own targets; other input (negative values,
+    values of 2 or more, whose shifted keys would change sign, other targets) takes the arg-sort."""
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.random(5_000), np.round(rng.random(5_000), 2), [0.0, -0.0, 1.0, 5e-324]])
+    targets = (rng.random(values.size) < 0.4).astype(np.float64)
+    got_values, got_targets = sorted_pairs(values, targets)
+    order = np.lexsort((targets, values))  # by value, ties: target 0 first
+    np.testing.assert_array_equal(got_values, values[order])
+    np.testing.assert_array_equal(got_targets, targets[order])
+    for other_values, other_targets in ((values - 0.5, targets), (values, targets * 0.5), (values * 3.0, targets)):
+        got_values, got_targets = sorted_pairs(other_values, other_targets)
+        np.testing.assert_array_equal(got_values, np.sort(other_values))
+        assert sorted(zip(got_values, got_targets)) == sorted(zip(other_values, other_targets))
+
+
+def test_sort_values_sums_at_tie_group_ends_equal_the_stable_argsort_ones():
+    """The sorted-values sweep sorted by sorted_pairs: the same sums at every tie group's end, bit for bit."""
+    rng = np.random.default_rng(5)
+    values = np.round(rng.random(4_000), 3)
+    targets = (rng.random(values.size) < values).astype(np.float64)
+    swept = sort_values(values, targets)
+    order = np.argsort(values, kind="stable")
+    ends = swept.group_ends
+    np.testing.assert_array_equal(swept.values, values[order])
+    np.testing.assert_array_equal(swept.cum_targets[ends], np.concatenate([[0.0], np.cumsum(targets[order])])[ends])
+    np.testing.assert_array_equal(swept.cum_values[ends], np.concatenate([[0.0], np.cumsum(values[order])])[ends])
