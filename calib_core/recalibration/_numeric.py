@@ -5,6 +5,8 @@ vectorised over rows; loops run at most over classes.
 """
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq, isotonic_regression, minimize
 from scipy.special import logsumexp
 
+from calib_core.binning import sorted_pairs
+from calib_core.metrics.kernel import map_blocks
 from calib_core.validation import row_argmax, softmax_unchecked
 
 #: Bounds on log T for every temperature fit: T in [1e-3, 1e3].
@@ -117,57 +121,107 @@ def class_log_probs(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], N
 LOSS_BLOCK_VALUES = 1 << 17
 
 
+#: The row blocks of a loss are summed in this many chunks of consecutive blocks, one thread per chunk
+#: (:func:`calib_core.metrics.kernel.map_blocks`), and the chunks' sums then added in order: the same chunks
+#: on any machine, so the sums (and every fit through them) do not depend on its cores.
+LOSS_CHUNKS = 2
+
+
 def row_blocks(n_rows: int, n_columns: int) -> range:
     """Starts of the row blocks of :data:`LOSS_BLOCK_VALUES` values (at least one row each)."""
     return range(0, n_rows, max(1, LOSS_BLOCK_VALUES // max(n_columns, 1)))
 
 
+def block_sums(n_rows: int, n_columns: int, terms: Callable[..., Sequence], *, n_work: int = 1,
+               work_columns: int | None = None) -> list:
+    """Sums over the row blocks (:func:`row_blocks` of ``n_columns``) of ``terms(start, stop, *work)``.
+
+    The terms are floats or arrays. ``work`` are ``n_work`` arrays of shape
+    ``(block rows, work_columns)`` (default ``n_columns``) of the calling
+    thread's own, the block's scratch space. Each of the
+    :data:`LOSS_CHUNKS` chunks adds its blocks in order on its own thread;
+    the chunks are added in order. With one block (up to
+    :data:`LOSS_BLOCK_VALUES` values) this is ``terms(0, n_rows, *work)``.
+    """
+    starts = row_blocks(n_rows, n_columns)
+    step = starts.step
+    scratch = threading.local()
+
+    def chunk(first: int, last: int) -> list:
+        work = getattr(scratch, "work", None)
+        if work is None:
+            shape = (min(step, n_rows), n_columns if work_columns is None else work_columns)
+            work = scratch.work = [np.empty(shape) for _ in range(n_work)]
+        total: list = []
+        for start in starts[first:last]:
+            stop = min(n_rows, start + step)
+            parts = terms(start, stop, *(array[:stop - start] for array in work))
+            if not total:
+                total = [part.copy() if isinstance(part, np.ndarray) else part for part in parts]
+                continue
+            for index, part in enumerate(parts):
+                if isinstance(part, np.ndarray):
+                    total[index] += part
+                else:
+                    total[index] = total[index] + part
+        return total
+
+    bounds = np.linspace(0, len(starts), min(LOSS_CHUNKS, len(starts)) + 1).round().astype(int)
+    chunks = map_blocks(chunk, zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    totals = chunks[0]
+    for other in chunks[1:]:
+        for index, part in enumerate(other):
+            totals[index] = totals[index] + part
+    return totals
+
+
 class _TemperatureLoss:
-    """Loss of ``softmax(z / T)`` and its derivatives in ``u = log T``, by row blocks in two small buffers."""
+    """Loss of ``softmax(z / T)`` and its derivatives in ``u = log T``, summed over row blocks (:func:`block_sums`)."""
 
     def __init__(self, scores: NDArray[np.float64], labels: NDArray[np.intp], loss: str) -> None:
         self.scores, self.labels, self.loss = scores, labels, loss
-        n_rows, n_classes = scores.shape
-        self.starts = row_blocks(n_rows, n_classes)
-        self.step = self.starts.step
-        self.true_scores = scores[np.arange(n_rows), labels]
-        block = (min(self.step, n_rows), n_classes)
-        self.buffer, self.scaled = np.empty(block), np.empty(block)
+        self.true_scores = scores[np.arange(scores.shape[0]), labels]
+
+    def _terms(self, start: int, stop: int, probs: NDArray[np.float64], scaled: NDArray[np.float64], beta: float,
+               hessian: bool) -> tuple[float, float, float]:
+        """The block's sums of the loss and its derivatives; ``probs`` and ``scaled`` are its scratch space."""
+        scores, labels = self.scores[start:stop], self.labels[start:stop]
+        rows = np.arange(stop - start)
+        np.multiply(scores, beta, out=probs)
+        row_max = probs.max(axis=1)
+        probs -= row_max[:, None]
+        np.exp(probs, out=probs)
+        totals = probs.sum(axis=1)
+        probs /= totals[:, None]
+        # E_p[s] with s = beta * z, from one matrix-vector pass per row
+        mean_s = beta * np.einsum("ij,ij->i", probs, scores)
+        true_s = beta * self.true_scores[start:stop]
+        if self.loss == "nll":
+            # NLL_i = log sum exp(s_i) - s_iy;  d/du = s_y - E_p[s];  d2/du2 = Var_p(s) + E_p[s] - s_y
+            value = float(np.sum(np.log(totals) + row_max - true_s))
+            grad = float(np.sum(true_s - mean_s))
+            second = 0.0
+            if hessian:
+                weighted = np.multiply(probs, scores, out=scaled)
+                mean_s2 = beta**2 * np.einsum("ij,ij->i", weighted, scores)
+                second = float(np.sum(mean_s2 - mean_s**2 + mean_s - true_s))
+            return value, grad, second
+        # sum over N*K of (p - onehot)^2;  d p_k / du = -p_k (s_k - E_p[s])
+        value = float(np.vdot(probs, probs)) - 2.0 * float(probs[rows, labels].sum()) + (stop - start)
+        np.multiply(scores, beta, out=scaled)
+        scaled -= mean_s[:, None]
+        scaled *= probs  # p_k (s_k - E_p[s]) = -d p_k / du
+        # sum_k (p_k - y_k) d p_k / du = -sum_k p_k * scaled_k + scaled_y
+        grad = 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[rows, labels].sum()))
+        return value, grad, 0.0
 
     def __call__(self, log_t: float, *, hessian: bool = False) -> tuple[float, float, float]:
         """Loss, d/du and (NLL only, when asked) d2/du2 at ``u = log_t``: sums over row blocks, then means."""
         beta = float(np.exp(-log_t))
         n_rows, n_classes = self.scores.shape
-        value = grad = second = 0.0
-        for start in self.starts:
-            stop = min(n_rows, start + self.step)
-            scores, labels = self.scores[start:stop], self.labels[start:stop]
-            rows = np.arange(stop - start)
-            probs = np.multiply(scores, beta, out=self.buffer[:stop - start])
-            row_max = probs.max(axis=1)
-            probs -= row_max[:, None]
-            np.exp(probs, out=probs)
-            totals = probs.sum(axis=1)
-            probs /= totals[:, None]
-            # E_p[s] with s = beta * z, from one matrix-vector pass per row
-            mean_s = beta * np.einsum("ij,ij->i", probs, scores)
-            true_s = beta * self.true_scores[start:stop]
-            if self.loss == "nll":
-                # NLL_i = log sum exp(s_i) - s_iy;  d/du = s_y - E_p[s];  d2/du2 = Var_p(s) + E_p[s] - s_y
-                value += float(np.sum(np.log(totals) + row_max - true_s))
-                grad += float(np.sum(true_s - mean_s))
-                if hessian:
-                    weighted = np.multiply(probs, scores, out=self.scaled[:stop - start])
-                    mean_s2 = beta**2 * np.einsum("ij,ij->i", weighted, scores)
-                    second += float(np.sum(mean_s2 - mean_s**2 + mean_s - true_s))
-                continue
-            # sum over N*K of (p - onehot)^2;  d p_k / du = -p_k (s_k - E_p[s])
-            value += float(np.vdot(probs, probs)) - 2.0 * float(probs[rows, labels].sum()) + (stop - start)
-            scaled = np.multiply(scores, beta, out=self.scaled[:stop - start])
-            scaled -= mean_s[:, None]
-            scaled *= probs  # p_k (s_k - E_p[s]) = -d p_k / du
-            # sum_k (p_k - y_k) d p_k / du = -sum_k p_k * scaled_k + scaled_y
-            grad += 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[rows, labels].sum()))
+        value, grad, second = block_sums(
+            n_rows, n_classes, lambda start, stop, probs, scaled: self._terms(start, stop, probs, scaled, beta, hessian),
+            n_work=2)
         if self.loss == "nll":
             return value / n_rows, grad / n_rows, second / n_rows
         # mean over the N * K entries (Zhang et al. 2020's loss)
@@ -295,13 +349,11 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
     ``mean_i p_ik (1 - p_ik) f_ij^2`` plus the penalty's. The penalty is
     applied to ``(W, b)`` through the chain rule. One ``(N, K)`` buffer is
     reused by every evaluation (allocating 40 MB per call costs more than
-    the arithmetic); the sums run over row blocks (:func:`row_blocks`), so
-    that work array holds one block, not the whole ``(N, K)`` matrix.
+    the arithmetic); the sums run over row blocks on two threads
+    (:func:`block_sums`), so each work array holds one block, not the whole
+    ``(N, K)`` matrix.
     """
     n_rows, n_classes = x.shape
-    starts = row_blocks(n_rows, n_classes + 1)
-    step = starts.step
-    buffer = np.empty((min(step, n_rows), n_classes))
     if full:
         offset = x.mean(axis=1)
         rho = float(np.sqrt(np.mean(offset**2)))
@@ -335,16 +387,16 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
         penalty_curvature_w = 2.0 * penalty.coef_w
     w_size = int(np.prod(w_shape))
 
-    # Jacobi preconditioner: diagonal curvature at the starting point.
-    curvature_w, curvature_b = np.zeros(w_shape), np.zeros(n_classes)
-    for start in starts:
-        block = features[start:start + step]
-        logits0 = block @ params0.T if full else block * params0
-        logits0 += bias0
-        probs0 = softmax_unchecked(logits0)
+    def curvature_terms(start: int, stop: int, probs0: NDArray[np.float64]) -> tuple[NDArray, NDArray]:
+        block = features[start:stop]
+        np.matmul(block, params0.T, out=probs0) if full else np.multiply(block, params0, out=probs0)
+        probs0 += bias0
+        softmax_unchecked(probs0, out=probs0)
         probs0 *= 1.0 - probs0
-        curvature_w += probs0.T @ (block**2) if full else np.einsum("ij,ij->j", probs0, block**2)
-        curvature_b += probs0.sum(axis=0)
+        return (probs0.T @ (block**2) if full else np.einsum("ij,ij->j", probs0, block**2)), probs0.sum(axis=0)
+
+    # Jacobi preconditioner: diagonal curvature at the starting point.
+    curvature_w, curvature_b = block_sums(n_rows, n_classes + 1, curvature_terms, work_columns=n_classes)
     curvature_w /= n_rows
     curvature_b /= n_rows
     curvature = np.concatenate([(curvature_w + penalty_curvature_w).ravel(), curvature_b + 2.0 * penalty.coef_b])
@@ -355,16 +407,16 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
         theta = phi * scale
         params = theta[:w_size].reshape(w_shape)
         bias = theta[w_size:]
-        value, grad_params, grad_b = 0.0, np.zeros(w_shape), np.zeros(n_classes)
-        for start in starts:
-            block = features[start:start + step]
-            out = buffer[:block.shape[0]]
-            logits = np.matmul(block, params.T, out=out) if full else np.multiply(block, params, out=out)
+
+        def terms(start: int, stop: int, logits: NDArray[np.float64]) -> tuple[float, NDArray, NDArray]:
+            block = features[start:stop]
+            np.matmul(block, params.T, out=logits) if full else np.multiply(block, params, out=logits)
             logits += bias
-            part, residual = _softmax_nll_and_residual(logits, labels[start:start + step], n_rows)
-            value += part
-            grad_params += residual.T @ block if full else np.einsum("ij,ij->j", residual, block)
-            grad_b += residual.sum(axis=0)
+            part, residual = _softmax_nll_and_residual(logits, labels[start:stop], n_rows)
+            return (part, residual.T @ block if full else np.einsum("ij,ij->j", residual, block),
+                    residual.sum(axis=0))
+
+        value, grad_params, grad_b = block_sums(n_rows, n_classes + 1, terms, work_columns=n_classes)
         value /= n_rows
         extra, pen_w, pen_b = penalty(to_weights(params), bias)
         if extra:
@@ -434,11 +486,16 @@ def isotonic_fit(values: NDArray[np.float64], targets: NDArray[np.float64]) -> t
     interior points of constant runs dropped, as
     ``sklearn.isotonic.IsotonicRegression`` stores them. Predict with
     ``np.interp(v, knots_x, knots_y)`` (linear in between, clipped outside).
+    Sorted once (:func:`calib_core.binning.sorted_pairs`); tie groups are
+    the runs of equal sorted values.
     """
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    unique, start, counts = np.unique(sorted_values, return_index=True, return_counts=True)
-    means = np.add.reduceat(targets[order], start) / counts
+    sorted_values, sorted_targets = sorted_pairs(values, targets)
+    starts_run = np.ones(sorted_values.size, dtype=bool)
+    starts_run[1:] = sorted_values[1:] != sorted_values[:-1]
+    start = np.flatnonzero(starts_run)
+    unique = sorted_values[start]
+    counts = np.diff(start, append=sorted_values.size)
+    means = np.add.reduceat(sorted_targets, start) / counts
     fitted = isotonic_regression(means, weights=counts.astype(np.float64), increasing=True).x
     keep = np.ones(fitted.size, dtype=bool)
     if fitted.size > 2:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.validation import check_flag, check_n_bins, row_argmax, transposed
+from calib_core.validation import check_flag, check_n_bins, map_columns, row_argmax, transposed
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
@@ -156,11 +156,8 @@ class HistogramBinning(Recalibrator):
         if n_classes == 2:
             q = self.values_[0][_bin_of(x[:, 1], self.edges_[0])]
             return np.column_stack([1.0 - q, q])
-        # Column by column on the transpose (contiguous reads and writes), then back to rows.
-        columns = transposed(x)
-        for k in range(n_classes):
-            columns[k] = self.values_[k][_bin_of(columns[k], self.edges_[k])]
-        return _renormalise(transposed(columns))
+        # Column by column, each contiguous (map_columns: blocks of columns transposed into one buffer).
+        return _renormalise(map_columns(x, lambda k, column: self.values_[k][_bin_of(column, self.edges_[k])]))
 
 
 class AccuracyPreservingCalibratedMap(Recalibrator):

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from calib_core.recalibration._base import Recalibrator, _renormalise
 from calib_core.recalibration._numeric import class_log_probs, fit_logistic, isotonic_fit, log_probabilities
-from calib_core.validation import check_flag, transposed
+from calib_core.validation import check_flag, map_columns, transposed
 
 __all__ = ["BetaCalibration", "IsotonicCalibration", "PlattScaling"]
 
@@ -36,11 +36,14 @@ def _target_classes(n_classes: int) -> list[int]:
 
 
 def _combine(columns: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``(N, 1)`` binary output -> ``(1 - q, q)``; ``(N, K)`` one-vs-rest outputs -> renormalised rows."""
+    """``(N, 1)`` binary output -> ``(1 - q, q)``; ``(N, K)`` one-vs-rest outputs -> renormalised rows.
+
+    ``columns`` is a work array of the caller's: the K-class case clips and renormalises it in place.
+    """
     if columns.shape[1] == 1:
         q = np.clip(columns[:, 0], 0.0, 1.0)
         return np.column_stack([1.0 - q, q])
-    return _renormalise(np.clip(columns, 0.0, None))
+    return _renormalise(np.clip(columns, 0.0, None, out=columns))
 
 
 def _sigmoid(eta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -267,8 +270,6 @@ class IsotonicCalibration(Recalibrator):
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         classes = _target_classes(x.shape[1])
-        # Column by column on the transpose (contiguous reads and writes), then back to rows.
-        columns = transposed(x[:, classes])
-        for j in range(len(classes)):
-            columns[j] = np.interp(columns[j], self.knots_x_[j], self.knots_y_[j])
-        return _combine(transposed(columns))
+        # Column by column, each contiguous (map_columns: blocks of columns transposed into one buffer).
+        return _combine(map_columns(x if len(classes) == x.shape[1] else x[:, classes],
+                                    lambda j, column: np.interp(column, self.knots_x_[j], self.knots_y_[j])))

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.metrics.registry import get_metric, resolve_metrics
 from calib_core.recalibration import Recalibrator
 from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_fraction, check_labels,
-                                   check_logits, check_probs, softmax_unchecked)
+                                   check_logits, check_probs, mark_validated, softmax_unchecked)
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -324,12 +324,13 @@ class RecalibrationReport:
     in_sample : bool
         True when the methods were evaluated on their own fitting data.
     labels : ndarray of shape (M,)
-        Labels of the evaluated rows.
+        Labels of the evaluated rows (read-only).
     before : ndarray of shape (M, K)
-        Probabilities of the evaluated rows before recalibration.
+        Probabilities of the evaluated rows before recalibration (read-only
+        when the report computed their metrics).
     after : dict of str to ndarray of shape (M, K)
         Recalibrated probabilities of the evaluated rows (out-of-fold under
-        cross-fitting), per method.
+        cross-fitting), per method; read-only (checked once for every metric).
     models : dict of str to Recalibrator
         Fitted methods (under cross-fitting: refitted on all rows when
         ``refit=True``, for export; their in-sample predictions are not in
@@ -387,6 +388,24 @@ def _as_eval_probs(x: ArrayLike, input: str, name: str) -> NDArray[np.float64]:
     if input == "probs":
         return check_probs(x, name=name)
     return softmax_unchecked(check_logits(x, name=name))
+
+
+def _checked_once(predictions: NDArray[np.float64], *inputs: ArrayLike | None) -> NDArray[np.float64]:
+    """A method's recalibrated probabilities, checked once and frozen, so that every metric skips its check.
+
+    The metrics of :func:`evaluate_recalibration` each validate their input
+    (a pass over M x K values: eight passes per method, 0.3 s at 25,000 x
+    1,000). Checked here once and marked (:func:`calib_core.validation.mark_validated`),
+    they are not scanned again. Only an array of the method's own is frozen:
+    one that shares memory with the inputs, or is a view, is copied first.
+    Invalid output raises the error the first metric would have raised.
+    """
+    checked = check_probs(predictions)
+    if checked.base is not None or any(
+            isinstance(x, np.ndarray) and np.may_share_memory(checked, x) for x in inputs if x is not None):
+        checked = checked.copy()
+    checked.flags.writeable = False
+    return mark_validated(checked)
 
 
 def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLike],
@@ -509,7 +528,10 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     if split_description:
         protocol += f" How the rows were split: {split_description}."
 
+    labels_eval = mark_validated(np.array(labels_eval), n_classes)  # a frozen copy: checked once for every metric
     known = dict(before_values or {})
+    if any(key not in known for key, _, _ in resolved_metrics):
+        before = _checked_once(before, x_fit, x_eval)
     before_values = {key: float(known[key]) if key in known else float(function(before, labels_eval))
                      for key, _, function in resolved_metrics}
     rows, after, models = [], {}, {}
@@ -528,6 +550,7 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
             seconds = time.perf_counter() - start
             models[name] = model
             predictions = model.predict_proba(x_fit_array if mode == "in_sample" else x_eval)
+        predictions = _checked_once(predictions, x_fit, x_eval)
         after[name] = predictions
         for key, label, function in resolved_metrics:
             value = float(function(predictions, labels_eval))
