@@ -365,19 +365,33 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
     norm = check_choice(norm, "norm", ("l1", "l2"))
     threshold = check_positive(threshold, "threshold", allow_zero=True)
     right = check_right(right)
+    stats = gce_bin_statistics(probs, labels, n_bins, binning, max_prob, class_conditional, threshold, right)
+    return gce_of_statistics(stats, class_conditional, norm)
+
+
+def gce_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp], n_bins: int, binning: str,
+                       max_prob: bool, class_conditional: bool, threshold: float, right: bool = True) -> BinStats:
+    """The bins of one :func:`gce` variant (checked arguments): one row per class, or one pooled row.
+
+    Both norms of a variant share them (:func:`gce_of_statistics`).
+    """
     if class_conditional:
         keep = probs > threshold
         if max_prob:
             predicted = row_argmax(probs)
             keep &= np.arange(probs.shape[1]) == predicted[:, None]
-        parts = _part(classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right), norm)
-        value = float(parts.mean())
+        return classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right)
+    if max_prob:
+        values, targets = top_label(probs, labels)
     else:
-        if max_prob:
-            values, targets = top_label(probs, labels)
-        else:
-            values = probs.ravel()
-            targets = (np.arange(probs.shape[1]) == labels[:, None]).ravel().astype(np.float64)
-        kept = values > threshold
-        value = float(_part(bin_statistics(values[kept], targets[kept], n_bins, binning, right=right), norm))
+        values = probs.ravel()
+        targets = (np.arange(probs.shape[1]) == labels[:, None]).ravel().astype(np.float64)
+    kept = values > threshold
+    return bin_statistics(values[kept], targets[kept], n_bins, binning, right=right)
+
+
+def gce_of_statistics(stats: BinStats, class_conditional: bool, norm: str) -> float:
+    """:func:`gce` from its bins (:func:`gce_bin_statistics`): the mean part over classes or the pooled one."""
+    parts = _part(stats, norm)
+    value = float(parts.mean()) if class_conditional else float(parts)
     return float(np.sqrt(value)) if norm == "l2" else value

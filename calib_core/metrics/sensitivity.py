@@ -43,7 +43,7 @@ from calib_core.binning import (
     sorted_bin_sums,
 )
 from calib_core.metrics import _compiled
-from calib_core.metrics.binned import top_label
+from calib_core.metrics.binned import gce_bin_statistics, gce_of_statistics, top_label
 from calib_core.validation import (
     CalibrationInputError,
     MAX_N_BINS,
@@ -508,6 +508,32 @@ GCE_VARIANTS: tuple[tuple[str, bool, bool, float, str], ...] = tuple(
     for threshold in (0.0, 0.01)
     for norm in ("l1", "l2")
 )
+
+
+def gce_variants(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> NDArray[np.float64]:
+    """:func:`calib_core.gce` under each of the :data:`GCE_VARIANTS`, in their order (shape (32,)).
+
+    The two norms of a setting share one set of bins
+    (:func:`calib_core.metrics.binned.gce_bin_statistics`): 16 binnings
+    instead of 32, each value bit for bit the one :func:`calib_core.gce` gives.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calib_core import gce
+    >>> p = np.array([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]]); y = np.array([0, 1, 1])
+    >>> bool(gce_variants(p, y, 10)[4] == gce(p, y, n_bins=10))
+    True
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    values = np.empty(len(GCE_VARIANTS))
+    for index in range(0, len(GCE_VARIANTS), 2):  # l1 then l2 of each setting
+        binning, max_prob, class_conditional, threshold, _ = GCE_VARIANTS[index]
+        stats = gce_bin_statistics(probs, labels, n_bins, binning, max_prob, class_conditional, threshold)
+        for offset in (0, 1):
+            values[index + offset] = gce_of_statistics(stats, class_conditional, GCE_VARIANTS[index + offset][4])
+    return values
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calib_core.metrics.sensitivity import GCE_VARIANTS, competition_ranks, spearman_rows
-from calib_core.metrics import ace, ece, gce, kde_ce, nll, sce
+from calib_core.metrics.sensitivity import GCE_VARIANTS, competition_ranks, gce_variants, spearman_rows
+from calib_core.metrics import ace, ece, kde_ce, nll, sce
 from calib_core.validation import CalibrationInputError, softmax
 
 __all__ = ["NAMED_VARIANTS", "PAPER_NAMES", "GceRanking", "TemperatureSurface", "gce_ranking",
-           "kde_rows_for", "rows_for", "subset_rows", "surface_range", "temperature_surface", "variant_settings",
+           "kde_rows_for", "rows_for", "subset_rows", "surface_range", "surface_rows", "temperature_surface", "variant_settings",
            "variant_table"]
 
 #: Rows used by the temperature surface and the GCE ranking (a seeded random subset above).
@@ -63,6 +63,15 @@ PAPER_NAMES = {0: "class-conditional ECE", 8: "SCE", 24: "ACE"}
 def rows_for(n_classes: int, max_rows: int) -> int:
     """Rows of the surface or the ranking: ``max_rows``, fewer when ``rows x n_classes`` exceeds :data:`MAX_ENTRIES`."""
     return int(max(2, min(max_rows, MAX_ENTRIES // max(int(n_classes), 1))))
+
+
+def surface_rows(n_rows: int, n_classes: int, seed: int) -> np.ndarray:
+    """The rows of :func:`temperature_surface` among ``n_rows``: all, or its seeded subset.
+
+    A caller holding probabilities can take their logarithms on these rows
+    only; the surface of the subset is the surface of all rows.
+    """
+    return subset_rows(n_rows, rows_for(n_classes, SURFACE_MAX_ROWS), seed)
 
 
 def subset_rows(n_rows: int, limit: int, seed: int) -> np.ndarray:
@@ -143,7 +152,7 @@ def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tupl
         At most :data:`SURFACE_MAX_ROWS` rows are used, and at most
         :data:`MAX_ENTRIES` probabilities (:func:`rows_for`; a seeded subset).
     """
-    rows = subset_rows(labels.size, rows_for(np.shape(scores)[1], SURFACE_MAX_ROWS), seed)
+    rows = surface_rows(labels.size, np.shape(scores)[1], seed)
     scores = np.asarray(scores)[rows]
     labels = labels[rows]
     n_kde = kde_rows_for(rows.size, scores.shape[1]) if with_kde else 0
@@ -265,10 +274,7 @@ def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: 
     picked_labels = labels[pick]
     values = np.empty((len(names), len(GCE_VARIANTS)))
     for i, name in enumerate(names):
-        picked = np.asarray(probs[name])[pick]
-        for j, (binning, max_prob, class_conditional, threshold, norm) in enumerate(GCE_VARIANTS):
-            values[i, j] = gce(picked, picked_labels, n_bins=n_bins, binning=binning, max_prob=max_prob,
-                               class_conditional=class_conditional, threshold=threshold, norm=norm)
+        values[i] = gce_variants(np.asarray(probs[name])[pick], picked_labels, n_bins)
     ranks = competition_ranks(values, axis=0)
     correlation = np.full((values.shape[1], values.shape[1]), np.nan)
     if len(names) >= 3:
