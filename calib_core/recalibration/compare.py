@@ -75,7 +75,7 @@ from calib_core.metrics.scores import brier_rows, nll_rows
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
-from calib_core.validation import CalibrationInputError, row_argmax
+from calib_core.validation import CalibrationInputError, check_probs, mark_validated, row_argmax
 
 __all__ = [
     "BEFORE", "CAUTIONARY", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",
@@ -211,7 +211,7 @@ class EvaluationSet:
     labels : ndarray of shape (M,)
         Labels of the evaluated rows.
     before : ndarray of shape (M, K)
-        Their probabilities before recalibration.
+        Their probabilities before recalibration (read-only, checked once).
     before_values : dict of str to float
         :data:`METRIC_KEYS` on them.
     metrics_seconds : float
@@ -221,6 +221,10 @@ class EvaluationSet:
     input : {"logits", "probs"}
     notes : tuple of str
         Warnings about classes with too few rows (:func:`class_notes`).
+    x_fit : ndarray of shape (N_fit, K) or None
+        What the methods are fitted on: the model input (:func:`model_input`)
+        of the fitting rows, read-only, shared by every method (``None``
+        under cross-fitting, which fits on folds of every row).
     """
 
     protocol: Protocol
@@ -233,6 +237,7 @@ class EvaluationSet:
     description: str | None
     input: str
     notes: tuple[str, ...]
+    x_fit: np.ndarray | None = None
 
     @property
     def cross_fitted(self) -> bool:
@@ -332,15 +337,28 @@ def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protoco
     else:
         raise CalibrationInputError(f"unknown protocol scheme {protocol.scheme!r}; choose one of "
                                     f"{', '.join(SCHEMES)}.")
-    before = np.ascontiguousarray(probs[eval_index])
-    eval_labels = labels[eval_index]
+    # Copies of the evaluation rows of our own, frozen and marked as checked: every metric of every method
+    # reads them without scanning them again (and, for probabilities, they are the methods' evaluation input).
+    before = np.array(probs[eval_index], dtype=np.float64, order="C")
+    before.flags.writeable = False
+    before = mark_validated(before)
+    eval_labels = np.array(labels[eval_index], dtype=np.intp)
+    eval_labels.flags.writeable = False
+    eval_labels = mark_validated(eval_labels, n_classes)
     start = time.perf_counter()
     before_values = metric_values(before, eval_labels)
     seconds = time.perf_counter() - start
     names = list(class_names) if class_names is not None else [str(k) for k in range(n_classes)]
     notes = class_notes(labels, fit_index, eval_index, protocol, names)
+    x_fit = None
+    if protocol.scheme != "cross_fit" or protocol.in_sample:
+        # One copy of the fitting rows for every method (each took its own, 200 MB at 25,000 x 1,000).
+        x_fit = np.array(x[fit_index], dtype=np.float64, order="C")
+        x_fit.flags.writeable = False
+        if input == "probs":
+            x_fit = mark_validated(check_probs(x_fit, name="x_fit"))
     return EvaluationSet(protocol, fit_index, eval_index, eval_labels, before, before_values, seconds,
-                         description, input, notes)
+                         description, input, notes, x_fit)
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -391,10 +409,13 @@ def _evaluate(method: str, x: np.ndarray, labels: np.ndarray, ev: EvaluationSet)
         if protocol.in_sample:
             return evaluate_recalibration(methods, x, labels, allow_in_sample=True, **common)
         return evaluate_recalibration(methods, x, labels, n_folds=protocol.n_folds, seed=protocol.seed, **common)
-    x_fit, y_fit = x[ev.fit_index], labels[ev.fit_index]
+    x_fit = ev.x_fit if ev.x_fit is not None else x[ev.fit_index]
+    y_fit = labels[ev.fit_index]
     if protocol.in_sample:
         return evaluate_recalibration(methods, x_fit, y_fit, allow_in_sample=True, **common)
-    return evaluate_recalibration(methods, x_fit, y_fit, x[ev.eval_index], labels[ev.eval_index], **common)
+    # Probabilities: the evaluation input is ev.before itself (checked once, no copy per method).
+    x_eval = ev.before if ev.input == "probs" else x[ev.eval_index]
+    return evaluate_recalibration(methods, x_fit, y_fit, x_eval, ev.labels, **common)
 
 
 def fit_method(method: str, x: np.ndarray, labels: np.ndarray, ev: EvaluationSet) -> MethodFit:

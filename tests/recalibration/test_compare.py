@@ -344,3 +344,27 @@ def test_fit_method_reuses_the_before_values_of_the_evaluation_set():
     assert given.table.loc[given.table["metric_key"] == "ece", "before"].iloc[0] == -1.0
     pd.testing.assert_frame_equal(report.table.drop(columns="fit_seconds").iloc[1:],
                                   given.table.drop(columns="fit_seconds").iloc[1:])
+
+
+def test_evaluation_rows_are_checked_once_and_are_every_probability_methods_input(comparison, monkeypatch):
+    """Issue 15: at 25,000 x 1,000 each method copied and checked the fitting and evaluation rows again (two 200 MB
+    copies and scans per method); the evaluation set holds them checked once, frozen, as every method's input."""
+    from calib_core.validation import is_validated
+
+    demo, ev, fits, table = comparison
+    assert is_validated(ev.before) and is_validated(ev.labels, demo.n_classes)
+    assert not ev.before.flags.writeable and not ev.labels.flags.writeable
+    seen = {}
+    original = compare.evaluate_recalibration
+
+    def spy(methods, x_fit, y_fit, x_eval=None, y_eval=None, **kwargs):
+        seen["x_fit"], seen["x_eval"] = x_fit, x_eval
+        return original(methods, x_fit, y_fit, x_eval, y_eval, **kwargs)
+
+    monkeypatch.setattr(compare, "evaluate_recalibration", spy)
+    x, _ = compare.model_input(demo.probs, demo.logits)
+    fit = compare.fit_method("Temperature scaling", x, demo.labels, ev)
+    assert seen["x_eval"] is ev.before and seen["x_fit"] is ev.x_fit
+    assert is_validated(ev.x_fit) and not ev.x_fit.flags.writeable
+    np.testing.assert_array_equal(ev.x_fit, x[ev.fit_index])
+    assert fit.after == fits["Temperature scaling"].after
