@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.validation import check_flag, check_n_bins, map_columns, row_argmax, transposed
+from calib_core.validation import check_flag, check_n_bins, column_blocks, map_columns, row_argmax
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
@@ -127,10 +127,11 @@ class HistogramBinning(Recalibrator):
             predicted = row_argmax(x)
             confidence = x[np.arange(n_rows), predicted]
             maps = [(confidence, (predicted == labels).astype(np.float64))]
-        else:
-            classes = [1] if n_classes == 2 else range(n_classes)
-            columns = transposed(x)
-            maps = [(columns[k], (labels == k).astype(np.float64)) for k in classes]
+        elif n_classes == 2:
+            maps = [(np.ascontiguousarray(x[:, 1]), (labels == 1).astype(np.float64))]
+        else:  # each class column contiguous, by blocks of columns
+            maps = ((column, (labels == k).astype(np.float64))
+                    for first, columns in column_blocks(x) for k, column in enumerate(columns, start=first))
         for values, targets in maps:
             edges, means = _fit_bins(values, targets, n_bins)
             self.edges_.append(edges)

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from calib_core.recalibration._base import Recalibrator, _renormalise
 from calib_core.recalibration._numeric import class_log_probs, fit_logistic, isotonic_fit, log_probabilities
-from calib_core.validation import check_flag, map_columns, transposed
+from calib_core.validation import check_flag, column_blocks, map_columns, transposed
 
 __all__ = ["BetaCalibration", "IsotonicCalibration", "PlattScaling"]
 
@@ -261,12 +261,12 @@ class IsotonicCalibration(Recalibrator):
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         classes = _target_classes(x.shape[1])
-        columns = np.ascontiguousarray(x[:, classes].T)
         self.knots_x_, self.knots_y_ = [], []
-        for j, k in enumerate(classes):
-            knots_x, knots_y = isotonic_fit(columns[j], (labels == k).astype(np.float64))
-            self.knots_x_.append(knots_x)
-            self.knots_y_.append(knots_y)
+        for first, columns in column_blocks(x if len(classes) == x.shape[1] else x[:, classes]):
+            for j, column in enumerate(columns, start=first):
+                knots_x, knots_y = isotonic_fit(column, (labels == classes[j]).astype(np.float64))
+                self.knots_x_.append(knots_x)
+                self.knots_y_.append(knots_y)
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         classes = _target_classes(x.shape[1])
