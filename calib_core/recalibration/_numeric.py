@@ -15,7 +15,7 @@ from scipy.optimize import brentq, isotonic_regression, minimize
 from scipy.special import logsumexp
 
 from calib_core.binning import sorted_pairs
-from calib_core.metrics.kernel import map_blocks
+from calib_core.metrics.kernel import blas_single_threaded, map_blocks
 from calib_core.validation import row_argmax, softmax_unchecked
 
 #: Bounds on log T for every temperature fit: T in [1e-3, 1e3].
@@ -243,7 +243,12 @@ def fit_log_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp], *
     on the same bracket. A bound is returned when the derivative has the
     same sign at both ends.
     """
-    objective = _TemperatureLoss(scores, labels, loss)
+    with blas_single_threaded():  # its loss evaluations run on the blocks' threads (see block_sums)
+        return _solve_log_temperature(_TemperatureLoss(scores, labels, loss), loss)
+
+
+def _solve_log_temperature(objective: _TemperatureLoss, loss: str) -> float:
+    """The root of the loss's derivative in ``u = log T`` (:func:`fit_log_temperature`'s Notes)."""
     low, high = LOG_T_BOUNDS
     if loss == "mse":
         g_low, g_high = objective(low)[1], objective(high)[1]
@@ -425,8 +430,9 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
         return value + extra, np.concatenate([grad_params.ravel(), grad_b]) * scale
 
     phi0 = np.concatenate([params0.ravel(), bias0]) / scale
-    result = minimize(objective, phi0, jac=True, method="L-BFGS-B",
-                      options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-8})
+    with blas_single_threaded():  # the blocks' threads are the parallelism (see block_sums)
+        result = minimize(objective, phi0, jac=True, method="L-BFGS-B",
+                          options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-8})
     theta = result.x * scale
     weights = to_weights(theta[:w_size].reshape(w_shape))
     return (np.ascontiguousarray(weights), np.ascontiguousarray(theta[w_size:]),
