@@ -249,6 +249,27 @@ def metric_values(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     return {key: float(metric_function(key)(probs, labels)) for key in METRIC_KEYS}
 
 
+#: Rows of the untimed first evaluation of every metric (:func:`_first_rows`).
+WARM_UP_ROWS = 64
+
+
+def _first_rows(probs: np.ndarray, labels: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first :data:`WARM_UP_ROWS` rows, frozen and marked as ``probs`` and ``labels`` are.
+
+    :attr:`EvaluationSet.metrics_seconds` predicts the bootstrap's time, so it
+    must not include what only a process's first call pays (loading the
+    compiled kernels: 0.17 s, which made a 450-row demo's 200 resamples look
+    like a minute and skipped them). The metrics are evaluated on these rows
+    first, along the same code paths, and only the second evaluation is timed.
+    """
+    first = []
+    for array, classes in ((probs, None), (labels, n_classes)):
+        copy = np.array(array[:WARM_UP_ROWS])
+        copy.flags.writeable = False
+        first.append(mark_validated(copy, classes))
+    return first[0], first[1]
+
+
 def _rows(count: int) -> str:
     return f"{count:,} row" + ("" if count == 1 else "s")
 
@@ -345,6 +366,7 @@ def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protoco
     eval_labels = np.array(labels[eval_index], dtype=np.intp)
     eval_labels.flags.writeable = False
     eval_labels = mark_validated(eval_labels, n_classes)
+    metric_values(*_first_rows(before, eval_labels, n_classes))  # first calls load compiled code: not timed
     start = time.perf_counter()
     before_values = metric_values(before, eval_labels)
     seconds = time.perf_counter() - start
@@ -466,6 +488,23 @@ def fitted_temperatures(fits: Mapping[str, MethodFit]) -> dict[str, float]:
         if isinstance(value, (int, float)) and math.isfinite(value):
             marks[name] = float(value)
     return marks
+
+
+def unconverged_fits(fits: Mapping[str, MethodFit]) -> dict[str, int]:
+    """The fitted methods among ``fits`` whose optimiser stopped at its iteration cap: name -> iterations.
+
+    Matrix and Dirichlet scaling leave their diagonal free; on near-separable
+    fitting rows the objective is flat along it and L-BFGS-B stops at its cap
+    (``converged_`` False). Such a map is where the optimiser stopped, and the
+    rounding of the machine's BLAS moves it (up to 0.15 in probability seen
+    between two CPUs on the bundled wine demo), so the page says so.
+    """
+    out = {}
+    for name, fit in fits.items():
+        params = fitted_params(fit) if fit.ok else {}
+        if params.get("converged_") is False:
+            out[name] = int(params.get("n_iter_", 0))
+    return out
 
 
 def recalibrated_frame(x: np.ndarray, labels: np.ndarray, ev: EvaluationSet, fit: MethodFit, *,
@@ -590,9 +629,10 @@ def bootstrap_samples(probs: np.ndarray, labels: np.ndarray, metric: str, n_boot
 
 
 #: Seconds of :func:`metric_samples` per resample, as a share of one evaluation of every metric
-#: (:attr:`EvaluationSet.metrics_seconds`): measured 0.11-0.23 at 5,000-50,000 x 10 and 0.27 at
-#: 10,000 x 1,000 (bench/bench_recalibration.py --page; the resamples share the per-row work).
-SAMPLE_COST_RATIO = 0.25
+#: (:attr:`EvaluationSet.metrics_seconds`, on checked rows, after a first untimed call): measured
+#: 0.05-0.15 from 900 x 10 to 50,000 x 10 and 0.07-0.08 at 10,000-25,000 x 1,000 (the resamples share
+#: the per-row work); the largest is used, so the prediction errs long.
+SAMPLE_COST_RATIO = 0.15
 
 
 def bootstrap_seconds(ev: EvaluationSet, n_boot: int, n_methods: int) -> float:
