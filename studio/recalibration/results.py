@@ -76,6 +76,12 @@ def show_problems(result: ModelResult) -> None:
             (st.warning if fit.severity == "warning" else st.error)(
                 f"**{method}** could not be fitted on {literal(name)}: {fit.message} Remove it from the methods "
                 "or change the protocol.", icon=":material/warning:")
+    for method, n_iter in compare.unconverged_fits(result.fits).items():
+        st.warning(f"**{method}** on {literal(name)} stopped at its iteration cap ({n_iter} L-BFGS-B iterations) "
+                   "before meeting its tolerance: its objective is flat along some directions (near-separable "
+                   "fitting rows), so its map is where the optimiser stopped and can differ slightly between "
+                   "machines. Read its numbers with care, or prefer a method with fewer parameters.",
+                   icon=":material/warning:")
     if result.boot_note:
         st.warning(result.boot_note, icon=":material/timer:")
     if not result.ok_methods:

@@ -242,6 +242,17 @@ def test_binary_demo_with_every_method():
     assert compare.CAUTIONARY not in verdict
 
 
+def test_a_fit_stopped_at_its_iteration_cap_is_flagged_on_the_page():
+    """digits_mlp: Dirichlet calibration stops at its 150-iteration cap; the page says so (its map is where the
+    optimiser stopped, and differs between machines), and the default demo's converged fits get no such warning."""
+    at = open_page("digits_mlp", n_boot=0)
+    assert_clean(at)
+    flagged = [w.value for w in at.warning if "stopped at its iteration cap" in w.value]
+    assert len(flagged) == 1 and "**Dirichlet calibration**" in flagged[0] and "150 L-BFGS-B" in flagged[0]
+    default = open_page(n_boot=0)
+    assert not any("iteration cap" in w.value for w in default.warning)
+
+
 def test_model_without_split_column_gets_a_random_split_and_downloads():
     predictions = synthetic(240, 3, name="upload_no_split")
     at = open_with_model(predictions)
