@@ -68,6 +68,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from calib_core.inference import bootstrap_ci
+from calib_core.inference.intervals import interval_from_samples
 from calib_core.inference.resample import MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, index_blocks, row_weights
 from calib_core.metrics import get_metric, metric_function
 from calib_core.metrics.binned import top_label
@@ -642,12 +643,18 @@ def bootstrap_seconds(ev: EvaluationSet, n_boot: int, n_methods: int) -> float:
 
 def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int, alpha: float = 0.05,
               on_progress: ProgressCallback | None = None, samples: Sampler | None = None) -> pd.DataFrame:
-    """Paired percentile bootstrap intervals of before, after and the change, per method and metric.
+    """Paired bootstrap intervals of before, after and the change, per method and metric.
 
     Every array is resampled with the same ``seed``, so resample ``b`` of
-    "before" and of each method's "after" holds the same rows; the
-    ``alpha / 2`` and ``1 - alpha / 2`` quantiles of ``after - before`` are
-    the interval of the change.
+    "before" and of each method's "after" holds the same rows, and
+    ``after_b - before_b`` are the resampled changes. Each interval is made
+    the way the metric's registry entry declares, as on the Metrics page
+    (:func:`calib_core.inference.intervals.interval_from_samples`): the
+    percentile interval for the NLL, the Brier score and the accuracy; for
+    the binned errors and the KS error, ``estimate +- z * se`` with the
+    bootstrap standard error (their resamples are biased upwards, and a
+    percentile interval of a class-wise error at 300 classes lay wholly above
+    its estimate); the change's low end is not cut at 0.
 
     Parameters
     ----------
@@ -680,15 +687,18 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
     before = samples(BEFORE, ev.before)
     if on_progress is not None:
         on_progress(1, total)
-    quantiles = [alpha / 2, 1 - alpha / 2]
     rows = []
     for done, name in enumerate(done_methods, start=2):
         after_samples = samples(name, fits[name].probs)
         for key in METRIC_KEYS:
+            spec = get_metric(key)
+            estimate_before, estimate_after = ev.before_values[key], fits[name].after[key]
             after = after_samples[key]
-            b_low, b_high = np.quantile(before[key], quantiles)
-            a_low, a_high = np.quantile(after, quantiles)
-            d_low, d_high = np.quantile(after - before[key], quantiles)
+            b_low, b_high = interval_from_samples(spec.interval, estimate_before, before[key], alpha,
+                                                  signed=spec.signed)
+            a_low, a_high = interval_from_samples(spec.interval, estimate_after, after, alpha, signed=spec.signed)
+            d_low, d_high = interval_from_samples(spec.interval, estimate_after - estimate_before,
+                                                  after - before[key], alpha, signed=True)
             rows.append({"method": name, "key": key, "before_low": b_low, "before_high": b_high,
                          "after_low": a_low, "after_high": a_high, "delta_low": d_low, "delta_high": d_high})
         if on_progress is not None:

@@ -15,7 +15,7 @@ from studio import compute_recalibration as cr
 from studio.state import ModelView
 from studio.text import literal
 
-#: The intervals are 1 - ALPHA percentile intervals.
+#: The intervals cover 1 - ALPHA.
 ALPHA = 0.05
 
 
@@ -68,8 +68,10 @@ def interval_text(result: ModelResult, n_boot: int, seed: int) -> str:
     n_rows = result.ev.labels.size
     if n_boot == 0 or result.boot_note or not result.ok_methods:
         return "No bootstrap intervals (choose resamples above to get them)."
-    how = (f"{1 - ALPHA:.0%} percentile bootstrap over the {n_rows:,} evaluation rows, {n_boot:,} resamples, "
-           f"seed {seed}; before and after resample the same rows, so the change has its own interval.")
+    how = (f"{1 - ALPHA:.0%} bootstrap intervals over the {n_rows:,} evaluation rows, {n_boot:,} resamples, "
+           f"seed {seed}, made as on the Metrics page: percentiles for the NLL, Brier score and accuracy, the "
+           "estimate ± 1.96 bootstrap standard errors for the binned and KS errors (their resamples are biased "
+           "upwards); before and after resample the same rows, so the change has its own interval.")
     if result.intervals == "pending":
         return f"Intervals: being computed (progress at the top of the page): {how}"
     if result.intervals == "stopped":
