@@ -384,6 +384,17 @@ def mark_validated(array: NDArray[Any], n_classes: int | None = None) -> NDArray
     return view
 
 
+def marked_copy(array: NDArray[Any], n_classes: int | None = None, dtype: Any = None) -> NDArray[Any]:
+    """A frozen, C-ordered copy of a checked array, marked by :func:`mark_validated` (``dtype`` optional).
+
+    For rows taken out of checked arrays (an evaluation split): every check
+    given the copy later skips its scan.
+    """
+    copy = np.array(array, dtype=dtype, order="C")
+    copy.flags.writeable = False
+    return mark_validated(copy, n_classes)
+
+
 def is_validated(array: object, n_classes: int | None = None) -> bool:
     """Whether ``array`` is a view marked by :func:`mark_validated` whose data are still read-only."""
     return (isinstance(array, np.ndarray) and _VALIDATED.get((id(array), n_classes)) is array

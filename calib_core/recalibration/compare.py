@@ -76,7 +76,7 @@ from calib_core.metrics.scores import brier_rows, nll_rows
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
-from calib_core.validation import CalibrationInputError, check_probs, mark_validated, row_argmax
+from calib_core.validation import CalibrationInputError, check_probs, mark_validated, marked_copy, row_argmax
 
 __all__ = [
     "BEFORE", "CAUTIONARY", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",
@@ -263,12 +263,7 @@ def _first_rows(probs: np.ndarray, labels: np.ndarray, n_classes: int) -> tuple[
     like a minute and skipped them). The metrics are evaluated on these rows
     first, along the same code paths, and only the second evaluation is timed.
     """
-    first = []
-    for array, classes in ((probs, None), (labels, n_classes)):
-        copy = np.array(array[:WARM_UP_ROWS])
-        copy.flags.writeable = False
-        first.append(mark_validated(copy, classes))
-    return first[0], first[1]
+    return marked_copy(probs[:WARM_UP_ROWS]), marked_copy(labels[:WARM_UP_ROWS], n_classes)
 
 
 def _rows(count: int) -> str:
@@ -361,12 +356,8 @@ def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protoco
                                     f"{', '.join(SCHEMES)}.")
     # Copies of the evaluation rows of our own, frozen and marked as checked: every metric of every method
     # reads them without scanning them again (and, for probabilities, they are the methods' evaluation input).
-    before = np.array(probs[eval_index], dtype=np.float64, order="C")
-    before.flags.writeable = False
-    before = mark_validated(before)
-    eval_labels = np.array(labels[eval_index], dtype=np.intp)
-    eval_labels.flags.writeable = False
-    eval_labels = mark_validated(eval_labels, n_classes)
+    before = marked_copy(probs[eval_index], dtype=np.float64)
+    eval_labels = marked_copy(labels[eval_index], n_classes, dtype=np.intp)
     metric_values(*_first_rows(before, eval_labels, n_classes))  # first calls load compiled code: not timed
     start = time.perf_counter()
     before_values = metric_values(before, eval_labels)

@@ -29,7 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.metrics.registry import get_metric, resolve_metrics
 from calib_core.recalibration import Recalibrator
 from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_fraction, check_labels,
-                                   check_logits, check_probs, mark_validated, softmax_unchecked)
+                                   check_logits, check_probs, mark_validated, marked_copy,
+                                   softmax_unchecked)
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -528,7 +529,7 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     if split_description:
         protocol += f" How the rows were split: {split_description}."
 
-    labels_eval = mark_validated(np.array(labels_eval), n_classes)  # a frozen copy: checked once for every metric
+    labels_eval = marked_copy(labels_eval, n_classes)  # checked once for every metric
     known = dict(before_values or {})
     if any(key not in known for key, _, _ in resolved_metrics):
         before = _checked_once(before, x_fit, x_eval)
