@@ -585,14 +585,11 @@ def sorted_pairs(values: NDArray[np.float64], targets: NDArray[np.float64]
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``values`` ascending with their ``targets``; tied values in an unspecified order.
 
-    Probabilities with 0/1 targets (every set a calibration error bins) are
-    sorted as one int64 key per pair, ``bits(value) << 1 | target``: the bits
-    of a non-negative float below 2.0 ascend with its value and stay below
-    2^62, so numpy's SIMD sort of integers orders the pairs (ties: target 0
-    first; -0.0 comes back as +0.0), about 8x faster than a stable arg-sort
-    and two gathers. Other input takes the stable arg-sort. Sums over whole
-    tie groups are the same either way: their values are equal, their 0/1
-    targets add exactly.
+    Probabilities with 0/1 targets are sorted as one int64 key per pair,
+    ``bits(value) << 1 | target`` (the bits of a float in [0, 2) ascend with
+    it and stay below 2^62; -0.0 comes back as +0.0): numpy's SIMD sort of
+    integers, 8x faster than a stable arg-sort and two gathers. Other input
+    takes the stable arg-sort. Sums over whole tie groups agree either way.
     """
     if (values.size and float(values.min()) >= 0.0 and float(values.max()) < 2.0
             and bool(((targets == 0.0) | (targets == 1.0)).all())):

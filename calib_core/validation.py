@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import numbers
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -255,43 +255,6 @@ def transposed(matrix: NDArray, out: NDArray | None = None) -> NDArray:
         out = np.empty(matrix.shape[::-1], dtype=matrix.dtype)
     for start in range(0, matrix.shape[0], _TRANSPOSE_ROWS):
         out[:, start : start + _TRANSPOSE_ROWS] = matrix[start : start + _TRANSPOSE_ROWS].T
-    return out
-
-
-#: Columns per block of :func:`column_blocks` (64 columns of 25,000 rows: a 12.8 MB buffer).
-_COLUMN_BLOCK = 64
-
-
-def column_blocks(matrix: NDArray) -> Iterator[tuple[int, NDArray]]:
-    """``(first, matrix[:, first:first + C].T)`` over blocks of C = 64 columns, each C-ordered, in one reused buffer.
-
-    For per-column work on a row-major matrix: each column is contiguous,
-    without a whole transposed copy (at 25,000 x 1,000 a transpose and its
-    way back took 0.5-1 s, most of it first touching two 200 MB arrays; by
-    blocks, 0.07 s). The buffer is overwritten by the next block: keep
-    nothing of it.
-    """
-    n_rows, n_columns = matrix.shape
-    buffer = np.empty((min(_COLUMN_BLOCK, n_columns), n_rows), dtype=matrix.dtype)
-    for first in range(0, n_columns, _COLUMN_BLOCK):
-        last = min(n_columns, first + _COLUMN_BLOCK)
-        yield first, transposed(matrix[:, first:last], out=buffer[:last - first])
-
-
-def map_columns(matrix: NDArray[np.float64],
-                function: Callable[[int, NDArray[np.float64]], NDArray[np.float64]]) -> NDArray[np.float64]:
-    """A new C-ordered matrix whose column ``k`` is ``function(k, matrix[:, k])``, by :func:`column_blocks`.
-
-    Examples
-    --------
-    >>> map_columns(np.arange(6.0).reshape(3, 2), lambda k, column: column * (k + 1)).tolist()
-    [[0.0, 2.0], [2.0, 6.0], [4.0, 10.0]]
-    """
-    out = np.empty(matrix.shape)
-    for first, columns in column_blocks(matrix):
-        for offset in range(columns.shape[0]):
-            columns[offset] = function(first + offset, columns[offset])
-        out[:, first:first + columns.shape[0]] = columns.T
     return out
 
 

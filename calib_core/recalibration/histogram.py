@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.validation import check_flag, check_n_bins, column_blocks, map_columns, row_argmax
+from calib_core.recalibration._numeric import column_results, map_columns
+from calib_core.validation import check_flag, check_n_bins, row_argmax
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
@@ -122,20 +123,16 @@ class HistogramBinning(Recalibrator):
         n_rows, n_classes = x.shape
         n_bins = optimal_n_bins(n_rows) if self.n_bins is None else int(self.n_bins)
         self.n_bins_ = n_bins
-        self.edges_, self.values_ = [], []
         if not self.class_conditional:
             predicted = row_argmax(x)
             confidence = x[np.arange(n_rows), predicted]
-            maps = [(confidence, (predicted == labels).astype(np.float64))]
+            fitted = [_fit_bins(confidence, (predicted == labels).astype(np.float64), n_bins)]
         elif n_classes == 2:
-            maps = [(np.ascontiguousarray(x[:, 1]), (labels == 1).astype(np.float64))]
+            fitted = [_fit_bins(np.ascontiguousarray(x[:, 1]), (labels == 1).astype(np.float64), n_bins)]
         else:  # each class column contiguous, by blocks of columns
-            maps = ((column, (labels == k).astype(np.float64))
-                    for first, columns in column_blocks(x) for k, column in enumerate(columns, start=first))
-        for values, targets in maps:
-            edges, means = _fit_bins(values, targets, n_bins)
-            self.edges_.append(edges)
-            self.values_.append(means)
+            fitted = column_results(x, lambda k, column: _fit_bins(column, (labels == k).astype(np.float64), n_bins))
+        self.edges_ = [edges for edges, _ in fitted]
+        self.values_ = [means for _, means in fitted]
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         n_rows, n_classes = x.shape
@@ -157,7 +154,7 @@ class HistogramBinning(Recalibrator):
         if n_classes == 2:
             q = self.values_[0][_bin_of(x[:, 1], self.edges_[0])]
             return np.column_stack([1.0 - q, q])
-        # Column by column, each contiguous (map_columns: blocks of columns transposed into one buffer).
+        # Column by column, each contiguous (map_columns: blocks of columns, no transposed copy).
         return _renormalise(map_columns(x, lambda k, column: self.values_[k][_bin_of(column, self.edges_[k])]))
 
 

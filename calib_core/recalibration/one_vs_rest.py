@@ -24,8 +24,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core.recalibration._base import Recalibrator, _renormalise
-from calib_core.recalibration._numeric import class_log_probs, fit_logistic, isotonic_fit, log_probabilities
-from calib_core.validation import check_flag, column_blocks, map_columns, transposed
+from calib_core.recalibration._numeric import (class_log_probs, column_results, fit_logistic, isotonic_fit,
+                                                log_probabilities, map_columns)
+from calib_core.validation import check_flag, transposed
 
 __all__ = ["BetaCalibration", "IsotonicCalibration", "PlattScaling"]
 
@@ -261,15 +262,13 @@ class IsotonicCalibration(Recalibrator):
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         classes = _target_classes(x.shape[1])
-        self.knots_x_, self.knots_y_ = [], []
-        for first, columns in column_blocks(x if len(classes) == x.shape[1] else x[:, classes]):
-            for j, column in enumerate(columns, start=first):
-                knots_x, knots_y = isotonic_fit(column, (labels == classes[j]).astype(np.float64))
-                self.knots_x_.append(knots_x)
-                self.knots_y_.append(knots_y)
+        knots = column_results(x if len(classes) == x.shape[1] else x[:, classes],
+                               lambda j, column: isotonic_fit(column, (labels == classes[j]).astype(np.float64)))
+        self.knots_x_ = [knots_x for knots_x, _ in knots]
+        self.knots_y_ = [knots_y for _, knots_y in knots]
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         classes = _target_classes(x.shape[1])
-        # Column by column, each contiguous (map_columns: blocks of columns transposed into one buffer).
+        # Column by column, each contiguous (map_columns: blocks of columns, no transposed copy).
         return _combine(map_columns(x if len(classes) == x.shape[1] else x[:, classes],
                                     lambda j, column: np.interp(column, self.knots_x_[j], self.knots_y_[j])))

@@ -24,6 +24,7 @@ import pandas as pd
 
 from calib_core.metrics.sensitivity import GCE_VARIANTS, competition_ranks, gce_variants, spearman_rows
 from calib_core.metrics import ace, ece, kde_ce, nll, sce
+from calib_core.metrics.kernel import map_blocks
 from calib_core.validation import CalibrationInputError, softmax
 
 __all__ = ["NAMED_VARIANTS", "PAPER_NAMES", "GceRanking", "TemperatureSurface", "gce_ranking",
@@ -159,17 +160,23 @@ def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tupl
     kde_pick = subset_rows(rows.size, n_kde, seed + 1) if n_kde >= 2 else None
     functions = {"NLL": nll, "ECE": ece, "ACE": ace, "SCE": sce}
     temperatures = np.geomspace(float(t_range[0]), float(t_range[1]), T_POINTS)
-    records = []
-    for temperature in temperatures:
-        probs = softmax(scores / temperature)
-        for name, function in functions.items():
-            records.append((temperature, name, float(function(probs, labels))))
-        if kde_pick is not None:
-            try:
-                value = float(kde_ce(probs[kde_pick], labels[kde_pick], "kl"))
-            except CalibrationInputError:
-                value = np.nan
-            records.append((temperature, "CE_KL (kernel)", value))
+
+    def at_temperatures(first: int, last: int) -> list[tuple[float, str, float]]:
+        records = []
+        for temperature in temperatures[first:last]:
+            probs = softmax(scores / temperature)
+            for name, function in functions.items():
+                records.append((temperature, name, float(function(probs, labels))))
+            if kde_pick is not None:
+                try:
+                    value = float(kde_ce(probs[kde_pick], labels[kde_pick], "kl"))
+                except CalibrationInputError:
+                    value = np.nan
+                records.append((temperature, "CE_KL (kernel)", value))
+        return records
+
+    # The temperatures are independent: two threads take one each (numpy releases the GIL), in order.
+    records = [r for part in map_blocks(at_temperatures, ((t, t + 1) for t in range(T_POINTS))) for r in part]
     table = pd.DataFrame(records, columns=["temperature", "metric", "value"])
     table.loc[~np.isfinite(table["value"]), "value"] = np.nan
     minimisers, failed, at_edge = [], [], []
@@ -273,8 +280,11 @@ def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: 
     pick = subset_rows(n_rows, rows_for(n_classes, GCE_MAX_ROWS), seed)
     picked_labels = labels[pick]
     values = np.empty((len(names), len(GCE_VARIANTS)))
-    for i, name in enumerate(names):
-        values[i] = gce_variants(np.asarray(probs[name])[pick], picked_labels, n_bins)
+    # The methods are independent: two threads take one each (numpy releases the GIL), in order.
+    rows = map_blocks(lambda i, _: gce_variants(np.asarray(probs[names[i]])[pick], picked_labels, n_bins),
+                      ((i, i + 1) for i in range(len(names))))
+    for i, row in enumerate(rows):
+        values[i] = row
     ranks = competition_ranks(values, axis=0)
     correlation = np.full((values.shape[1], values.shape[1]), np.nan)
     if len(names) >= 3:

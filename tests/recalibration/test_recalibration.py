@@ -799,3 +799,29 @@ def test_loss_sums_over_row_blocks_do_not_depend_on_the_threads(monkeypatch):
     monkeypatch.setattr(kernel, "WORKERS", 1)
     for a, b in zip(fits(), two):
         np.testing.assert_array_equal(a, b)
+
+
+def test_column_by_column_work_equals_the_plain_loop_on_any_number_of_threads(monkeypatch):
+    """Issue 15: one-vs-rest fits and predictions read their columns by blocks of 64 on two threads (no transposed
+    copy of a 200 MB matrix); the results are the plain loop's, in order, with one thread or two."""
+    from calib_core.metrics import kernel
+    from calib_core.recalibration import _numeric
+
+    rng = np.random.default_rng(8)
+    matrix = rng.random((300, 150))  # three blocks of columns
+    expected_results = [(k, float(matrix[:, k].sum())) for k in range(150)]
+    expected_map = np.column_stack([np.sort(matrix[:, k]) * k for k in range(150)])
+    for workers in (2, 1):
+        monkeypatch.setattr(kernel, "WORKERS", workers)
+        assert _numeric.column_results(matrix, lambda k, column: (k, float(column.sum()))) == expected_results
+        np.testing.assert_array_equal(_numeric.map_columns(matrix, lambda k, column: np.sort(column) * k),
+                                      expected_map)
+    probs = rng.dirichlet(np.ones(80), 400)
+    labels = rng.integers(0, 80, 400)
+    outputs = []
+    for workers in (2, 1):
+        monkeypatch.setattr(kernel, "WORKERS", workers)
+        outputs.append([IsotonicCalibration().fit(probs, labels).predict_proba(probs),
+                        HistogramBinning().fit(probs, labels).predict_proba(probs)])
+    for a, b in zip(*outputs):
+        np.testing.assert_array_equal(a, b)
