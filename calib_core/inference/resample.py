@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -639,29 +640,42 @@ class BinnedResampler:
         whole matrix each time).
         """
         n_rows, n_classes = self.n_rows, self.n_classes
-        parts: list[list] = [[] for _ in specs]
         by_row = np.ascontiguousarray(weights.T)  # (N + 1, R): a row's weights in every resample together
         totals = weights.sum(axis=1, dtype=np.int64).astype(np.float64)
         block = max(1, _COLUMN_BLOCK // max(n_rows, 1))
-        buffer = np.empty((min(block, n_classes), n_rows))
         keep = n_rows * n_classes <= MAX_KEPT_CELLS
-        for lo in range(0, n_classes, block):
+        scratch = threading.local()
+
+        def column_block(lo: int, hi: int) -> list[list]:
+            """Every spec's bin sums of the columns ``lo:hi`` (one thread's block; the kernel releases the GIL)."""
             if keep and lo in self._sorted_blocks:
                 sorted_columns = self._sorted_blocks[lo]
             else:
-                columns = transposed(self.probs[:, lo:lo + block], buffer[:min(block, n_classes - lo)])
+                buffer = getattr(scratch, "buffer", None)
+                if buffer is None:
+                    buffer = scratch.buffer = np.empty((min(block, n_classes), n_rows))
+                columns = transposed(self.probs[:, lo:hi], buffer[:hi - lo])
                 sorted_columns = [_sorted_column(column, self.labels == lo + offset)
                                   for offset, column in enumerate(columns)]
                 if keep:  # for the next block of resamples
                     self._sorted_blocks[lo] = sorted_columns
+            block_parts: list[list] = [[] for _ in specs]
             for order, values, targets, tie_end in sorted_columns:
-                for part, spec in zip(parts, specs):
+                for part, spec in zip(block_parts, specs):
                     start = (0 if spec.threshold is None
                              else int(np.searchsorted(values, spec.threshold, side="right")))
                     count, value, target = _compiled.adaptive_bin_sums(order, values, targets, tie_end, by_row,
                                                                        totals, start, spec.n_bins)
                     total = count.sum(axis=1) if spec.threshold is not None else float(n_rows)
                     part.append((count, value, target, total))
+            return block_parts
+
+        # Blocks of columns on two threads (kernel.map_blocks), their parts joined in column order.
+        parts: list[list] = [[] for _ in specs]
+        for block_parts in kernel.map_blocks(column_block, ((lo, min(n_classes, lo + block))
+                                                            for lo in range(0, n_classes, block))):
+            for part, block_part in zip(parts, block_parts):
+                part.extend(block_part)
         return np.array([self._reduce_parts(spec, part) for spec, part in zip(specs, parts)])
 
     def _uniform_keys(self, n_bins: int, right: bool) -> NDArray[np.intp]:

@@ -622,7 +622,7 @@ def bootstrap_samples(probs: np.ndarray, labels: np.ndarray, metric: str, n_boot
 
 #: Seconds of :func:`metric_samples` per resample, as a share of one evaluation of every metric
 #: (:attr:`EvaluationSet.metrics_seconds`, on checked rows, after a first untimed call): measured
-#: 0.05-0.15 from 900 x 10 to 50,000 x 10 and 0.07-0.08 at 10,000-25,000 x 1,000 (the resamples share
+#: 0.05-0.15 from 900 x 10 to 50,000 x 10 and about 0.05 at 10,000-25,000 x 1,000 (the resamples share
 #: the per-row work); the largest is used, so the prediction errs long.
 SAMPLE_COST_RATIO = 0.15
 

