@@ -80,6 +80,8 @@ if show_bands:
 st.plotly_chart(figure, theme=None, key="reliability_chart",
                 config=downloads.chart_config("Reliability", *[m.name for m in models], n_bins, binning))
 downloads.report_button("reliability", models, n_bins=n_bins, binning=binning)
+if show_smooth and target == "top_label":
+    st.caption(figures_estimators.SMOOTH_RANGE_NOTE)
 if show_bands:
     outside = {name: int(band.outside.sum()) for name, band in bands.items()}
     st.caption("Bins outside their consistency band: "

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
 from calib_core.metrics.decomposition import BoundChain, ScoreDecomposition
@@ -54,6 +55,9 @@ BAND_SUFFIX = "band"
 SPARSE_SUFFIX = "few predictions"
 #: Below this density of the confidences (1 = uniform on [0, 1]) the smoothed curve is drawn faint.
 SPARSE_DENSITY = 0.1
+#: What the pages say under a smoothed curve (:func:`_curve_traces` draws it so).
+SMOOTH_RANGE_NOTE = ("The smoothed curve is drawn only between each model's smallest and largest confidence (beyond "
+                     "them it would be an extrapolation), and an estimate outside [0, 1] is drawn at 0 or 1.")
 
 #: Display names of the chain's terms (Gruber & Buettner 2022, eq. 6).
 CHAIN_LABELS = {
@@ -305,8 +309,22 @@ def bound_chain_figure(chains: Mapping[str, BoundChain], *, colors: Mapping[str,
 
 # ----------------------------------------------------------------------------- smoothed reliability
 
+def _on_data_range(curve: SmoothReliabilityCurve, *values: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """``[x, *values]`` read between the smallest and largest confidence of the data (both ends included).
+
+    Beyond the data the smoothed accuracy is an extrapolation that drifts away
+    from [0, 1] (the term ``t - local mean confidence`` grows with the distance),
+    so it is not drawn there.
+    """
+    low, high = curve.confidence_min, curve.confidence_max
+    inside = curve.mesh[(curve.mesh > low) & (curve.mesh < high)]
+    x = np.concatenate([[low], inside, [high]]) if high > low else np.array([low])
+    return [x, *(np.interp(x, curve.mesh, v) for v in values)]
+
+
 def _band_traces(name: str, curve: SmoothReliabilityCurve, color: str, legendgroup: str) -> list[go.Scatter]:
-    """The bootstrap band (clipped to [0, 1]) as an invisible upper edge and a lower edge filled up to it.
+    """The bootstrap band (clipped to [0, 1], over the data range) as an invisible upper edge and a lower
+    edge filled up to it.
 
     ``name`` is the model's name as given (user text); the traces show it as plain text.
     """
@@ -315,12 +333,13 @@ def _band_traces(name: str, curve: SmoothReliabilityCurve, color: str, legendgro
     label = plot_text(name)
     band_name = f"{label}: {SMOOTH_SUFFIX} {BAND_SUFFIX}"
     level = f"{1 - curve.alpha:.0%}"
+    x, lower, upper = _on_data_range(curve, np.clip(curve.lower, 0.0, 1.0), np.clip(curve.upper, 0.0, 1.0))
     return [
-        go.Scatter(x=curve.mesh, y=np.clip(curve.upper, 0.0, 1.0), mode="lines", line=dict(width=0),
+        go.Scatter(x=x, y=upper, mode="lines", line=dict(width=0),
                    showlegend=False, hoverinfo="skip", legendgroup=legendgroup, name=f"{band_name} (upper)"),
-        go.Scatter(x=curve.mesh, y=np.clip(curve.lower, 0.0, 1.0), mode="lines", line=dict(width=0),
+        go.Scatter(x=x, y=lower, mode="lines", line=dict(width=0),
                    fill="tonexty", fillcolor=_rgba(color, 0.2), showlegend=False, legendgroup=legendgroup,
-                   name=band_name, customdata=np.clip(curve.upper, 0.0, 1.0),
+                   name=band_name, customdata=upper,
                    hovertemplate=(f"{level} band at %{{x:.2f}}: [%{{y:.3f}}, %{{customdata:.3f}}]"
                                   f"<extra>{label}</extra>")),
     ]
@@ -331,24 +350,32 @@ def _curve_traces(name: str, curve: SmoothReliabilityCurve, color: str, legendgr
     """The curve where the confidences are dense enough (:data:`SPARSE_DENSITY`), and a faint rest.
 
     Where almost no prediction falls, the smoothed accuracy is a ratio of two
-    tiny numbers and swings far outside [0, 1]; that part is drawn thin and
-    dotted so that it does not read as evidence. ``name`` is the model's name
-    as given (user text); the traces show it as plain text.
+    tiny numbers and swings far; that part is drawn thin and dotted so that it
+    does not read as evidence. The curve is drawn only over the range of the
+    confidences and clipped to [0, 1] (:data:`SMOOTH_RANGE_NOTE`); the hover
+    gives the estimate itself where it was clipped. ``name`` is the model's
+    name as given (user text); the traces show it as plain text.
     """
     label = plot_text(name)
-    dense = curve.density >= SPARSE_DENSITY
+    x, accuracy, density = _on_data_range(curve, curve.accuracy, curve.density)
+    shown = np.clip(accuracy, 0.0, 1.0)
+    estimate = np.array([f"{a:.3f}" if a == s else f"{a:.3f} (outside [0, 1]: drawn at {s:.0f})"
+                         for a, s in zip(accuracy, shown)])
+    dense = density >= SPARSE_DENSITY
     # Widen the sparse part by one mesh point each side so that the two parts meet.
     sparse = np.convolve((~dense).astype(np.float64), np.ones(3), mode="same") > 0
     hover = (f"<b>{label}</b> (smoothed, bandwidth {curve.bandwidth:.3g})<br>confidence %{{x:.3f}}"
-             "<br>smoothed accuracy %{y:.3f}<br>density %{customdata:.3f}<extra></extra>")
+             "<br>smoothed accuracy %{text}<br>density %{customdata:.3f}"
+             f"<br>drawn over the confidences' range {curve.confidence_min:.2f}-{curve.confidence_max:.2f};"
+             "<br>an estimate outside [0, 1] is drawn at 0 or 1<extra></extra>")
     traces = [go.Scatter(
-        x=curve.mesh, y=np.where(dense, curve.accuracy, np.nan), mode="lines", customdata=curve.density,
+        x=x, y=np.where(dense, shown, np.nan), mode="lines", customdata=density, text=estimate,
         name=f"{label}: {SMOOTH_SUFFIX} (smECE {curve.smece:.4f})", legendgroup=legendgroup,
         line=dict(color=color, width=2.5, dash=dash), hovertemplate=hover,
     )]
     if sparse.any():
         traces.append(go.Scatter(
-            x=curve.mesh, y=np.where(sparse, curve.accuracy, np.nan), mode="lines", customdata=curve.density,
+            x=x, y=np.where(sparse, shown, np.nan), mode="lines", customdata=density, text=estimate,
             name=f"{label}: {SMOOTH_SUFFIX}, {SPARSE_SUFFIX}", legendgroup=legendgroup, showlegend=False,
             line=dict(color=_rgba(color, 0.45), width=1, dash="dot"), hovertemplate=hover,
         ))

@@ -344,7 +344,11 @@ class SmoothReliabilityCurve:
     accuracy : ndarray of shape (M,)
         Smoothed accuracy ``t + r(t) / (density(t) + DENSITY_EPSILON / N)``,
         with ``r`` the kernel-smoothed residual ``correct - confidence``
-        (weights 1/N) and ``density`` below.
+        (weights 1/N) and ``density`` below. An estimate, not a probability:
+        it can leave [0, 1] near the ends of the data, and outside
+        ``[confidence_min, confidence_max]`` it is an extrapolation (the
+        term ``t - local mean confidence`` grows with the distance to the
+        data); a plot clips it to [0, 1] and draws it over the data range.
     density : ndarray of shape (M,)
         Kernel density of the confidences (integrates to 1 over [0, 1]).
     lower, upper : ndarray of shape (M,)
@@ -356,6 +360,9 @@ class SmoothReliabilityCurve:
         :func:`smooth_ece` at that bandwidth (with the chosen ``method``).
     alpha : float
         The band covers ``1 - alpha`` pointwise.
+    confidence_min, confidence_max : float
+        Smallest and largest top-label confidence of the data: the range
+        where the curve is an estimate rather than an extrapolation.
     """
 
     mesh: NDArray[np.float64]
@@ -366,6 +373,8 @@ class SmoothReliabilityCurve:
     bandwidth: float
     smece: float
     alpha: float
+    confidence_min: float
+    confidence_max: float
 
 
 def _curves(confidence: NDArray[np.float64], correct: NDArray[np.float64], weights: NDArray[np.float64],
@@ -461,4 +470,6 @@ def smooth_reliability_curve(probs: ArrayLike, labels: ArrayLike, *, bandwidth: 
         bandwidth=float(bandwidth),
         smece=smece,
         alpha=alpha,
+        confidence_min=float(confidence.min()),
+        confidence_max=float(confidence.max()),
     )

@@ -9,7 +9,8 @@ from studio import compute_estimators as ce
 from studio import downloads, state
 from studio.estimators.estimates import Estimates, Steps
 from studio.estimators.settings import Plans, Settings
-from studio.figures_estimators import CHAIN_LABELS, bound_chain_figure, decomposition_figure, smooth_reliability_figure
+from studio.figures_estimators import (CHAIN_LABELS, SMOOTH_RANGE_NOTE, bound_chain_figure, decomposition_figure,
+                                       smooth_reliability_figure)
 from studio.text import md
 
 #: The closing notes of the page (Markdown).
@@ -138,7 +139,7 @@ def smooth_section(usable, settings: Settings, plans: Plans, found: Estimates, s
         "Instead of bins, the correctness of every prediction is smoothed over the confidence with a Gaussian "
         "kernel (reflected at 0 and 1); the area between this curve and the diagonal, weighted by the density of "
         "the confidences below, is the **smooth ECE** (Blasiok & Nakkiran 2023). The shaded band is a pointwise "
-        "95% bootstrap band at the same bandwidth."
+        "95% bootstrap band at the same bandwidth. " + SMOOTH_RANGE_NOTE
     )
     curves = {}
     for model in usable:

@@ -422,14 +422,18 @@ def test_smooth_overlay_goes_onto_each_models_reliability_axes(two_models):
             assert (line.xaxis, line.yaxis) == axes[name]
             assert line.line.color == figures.color_for(0 if name == WINE else 1), "the model's own colour"
             assert line.line.dash == "dash"
-            dense = curve.density >= fe.SPARSE_DENSITY
-            np.testing.assert_allclose(np.asarray(line.y, dtype=float)[dense], curve.accuracy[dense])
+            # Drawn over the range of the confidences only, clipped to [0, 1] (tests/app/test_figures_smooth.py).
+            x = np.asarray(line.x, dtype=float)
+            assert (x[0], x[-1]) == (curve.confidence_min, curve.confidence_max)
+            dense = np.interp(x, curve.mesh, curve.density) >= fe.SPARSE_DENSITY
+            np.testing.assert_allclose(np.asarray(line.y, dtype=float)[dense],
+                                       np.clip(np.interp(x, curve.mesh, curve.accuracy), 0, 1)[dense])
             assert np.isnan(np.asarray(line.y, dtype=float)[~dense]).all()
             (band,) = [t for t in added if t.name == f"{name}: smoothed band"]
             assert band.fill == "tonexty" and (band.xaxis, band.yaxis) == axes[name]
-            np.testing.assert_allclose(band.y, np.clip(curve.lower, 0, 1))
+            np.testing.assert_allclose(band.y, np.interp(x, curve.mesh, np.clip(curve.lower, 0, 1)))
             (upper,) = [t for t in added if t.name == f"{name}: smoothed band (upper)"]
-            np.testing.assert_allclose(upper.y, np.clip(curve.upper, 0, 1))
+            np.testing.assert_allclose(upper.y, np.interp(x, curve.mesh, np.clip(curve.upper, 0, 1)))
             # Legend entries toggle the binned and the smoothed curve together.
             (binned,) = [t for t in fig.data[:before] if t.name == name]
             assert line.legendgroup == binned.legendgroup
