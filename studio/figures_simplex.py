@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,10 +30,19 @@ ARROW_TRACE_NAME = "arrows"
 #: Distinct fill colours used for the count colour scale (one trace each at most).
 _COLOUR_LEVELS = 48
 
-#: With a colour bar the triangle takes the left part of the figure, the bar sits to its right
-#: (Plotly would otherwise draw the bar over the third vertex's title).
-_TERNARY_WIDTH = 0.78
-_COLOUR_BAR_X = 0.92
+#: Vertex titles are wrapped at spaces into lines of at most this many characters, and the margins are
+#: made wide enough for the widest line: Plotly centres the bottom titles about 20 px outside their
+#: vertex (``_TITLE_SHIFT_PX``) and its 14 px title font is about 7.9 px per character in Chromium
+#: (``_TITLE_PX_PER_CHAR`` keeps a little slack). Without this, "p_rep + strong_dem" was cut at the
+#: left edge.
+_TITLE_LINE_CHARS = 18
+_TITLE_PX_PER_CHAR = 8.5
+_TITLE_SHIFT_PX = 20
+_TITLE_LINE_PX = 18
+#: The colour bar sits in the right margin, ``xpad`` px after the plot area (where the triangle ends at
+#: the latest), so it never covers the third vertex's title; thickness and room for its tick labels.
+_COLOUR_BAR_THICKNESS = 16
+_COLOUR_BAR_LABELS_PX = 64
 
 #: Marker sizes (px) of an arrow's tail and head; the head must stay visible on short arrows.
 #: (Plotly draws no tail marker: with angleref="previous" the first point of a segment has no
@@ -53,6 +63,15 @@ def _vertex_names(result: SimplexReliability | CellTable, class_names: Sequence[
     raise CalibrationInputError(
         f"`class_names` must hold {expected} names (the vertices, or every class), got {len(names)}."
     )
+
+
+def _vertex_title(name: str) -> tuple[str, float]:
+    """``name`` as a Plotly title wrapped at spaces (lines joined by ``<br>``), and half its widest line in px.
+
+    Each line is plain text (:func:`~studio.text.plot_text`); a word longer than a line is cut.
+    """
+    lines = textwrap.wrap(name, _TITLE_LINE_CHARS, break_on_hyphens=False) or [""]
+    return "<br>".join(plot_text(line) for line in lines), max(map(len, lines)) * _TITLE_PX_PER_CHAR / 2
 
 
 def _fmt(vector: np.ndarray) -> str:
@@ -183,8 +202,8 @@ def _cell_traces(table: CellTable, polygons: Sequence[np.ndarray], colorscale: s
         a=[1.0 / 3.0, 1.0 / 3.0], b=[1.0 / 3.0, 1.0 / 3.0], c=[1.0 / 3.0, 1.0 / 3.0], mode="markers",
         name="count", showlegend=False, hoverinfo="skip",
         marker={"color": [low, high], "colorscale": colorscale, "cmin": low, "cmax": high, "opacity": 0,
-                "showscale": True, "colorbar": {**ticks, "x": _COLOUR_BAR_X, "xanchor": "left", "len": 0.8,
-                                         "thickness": 16}},
+                "showscale": True, "colorbar": {**ticks, "x": 1.0, "xanchor": "left", "len": 0.8,
+                                         "thickness": _COLOUR_BAR_THICKNESS}},
     ))
     return traces
 
@@ -338,7 +357,9 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral) or max_points < 1:
         raise CalibrationInputError(f"`max_points` must be a whole number >= 1, got {max_points!r}.")
     # Vertex titles and the arrows' hover show user-supplied class names: plain text, never markup.
-    names = tuple(plot_text(name) for name in _vertex_names(table_or_result, class_names))
+    raw_names = _vertex_names(table_or_result, class_names)
+    names = tuple(plot_text(name) for name in raw_names)
+    (a_title, _), (b_title, b_half), (c_title, c_half) = (_vertex_title(name) for name in raw_names)
 
     partition = table.partition
     regions = None
@@ -361,20 +382,27 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     traces.append(_arrow_trace(table, float(arrow_scale), names))
 
     fig = go.Figure(traces)
+    right = max(40, math.ceil(c_half) + _TITLE_SHIFT_PX + 4)
+    if colour_bar:
+        bar_pad = right
+        right = bar_pad + _COLOUR_BAR_THICKNESS + _COLOUR_BAR_LABELS_PX
+        fig.update_traces(selector={"name": "count"}, marker_colorbar_xpad=bar_pad)
     # No tick labels at 0 and 1: those sit on the vertices, under the vertex titles.
     axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickvals": [0.2, 0.4, 0.6, 0.8],
             "tickformat": ".1f", "layer": "below traces"}  # arrows along an edge (binary views) stay visible
     fig.update_layout(
         ternary={
             "sum": 1.0,
-            "aaxis": {**axis, "title": {"text": names[0]}},
-            "baxis": {**axis, "title": {"text": names[1]}},
-            "caxis": {**axis, "title": {"text": names[2]}},
+            "aaxis": {**axis, "title": {"text": a_title}},
+            "baxis": {**axis, "title": {"text": b_title}},
+            "caxis": {**axis, "title": {"text": c_title}},
             "bgcolor": "white",
-            "domain": {"x": [0.0, _TERNARY_WIDTH] if colour_bar else [0.05, 0.95], "y": [0.0, 1.0]},
+            "domain": {"x": [0.0, 1.0], "y": [0.0, 1.0]},
         },
         title={"text": title} if title else None,
-        margin={"l": 70, "r": 40, "t": 80 if title else 50, "b": 60},
+        margin={"l": max(70, math.ceil(b_half) + _TITLE_SHIFT_PX + 4), "r": right,
+                "t": (80 if title else 50) + _TITLE_LINE_PX * a_title.count("<br>"),
+                "b": 42 + _TITLE_LINE_PX * (max(b_title.count("<br>"), c_title.count("<br>")) + 1)},
         showlegend=False,
     )
     return fig

@@ -86,3 +86,55 @@ def test_simplex_figure_rejects_bad_input():
         simplex_figure(rel, count_scale="sqrt")
     with pytest.raises(CIE, match="max_points"):
         simplex_figure(rel, max_points=0)
+
+
+# ----------------------------------------------------------------------------
+# Vertex titles inside the figure (issue 23 item 8: "p_rep + strong_dem" was cut at the left edge)
+# ----------------------------------------------------------------------------
+
+#: Measured in Chromium: Plotly's 14 px axis-title font is 7.9 px per character of "p_rep + strong_dem"
+#: (142 px), and the bottom titles are centred about 20 px outside their vertex (tick label + tick).
+TITLE_PX_PER_CHAR, TITLE_SHIFT_PX = 8.0, 20.0
+ANES = ["p_rep", "strong_dem", "ind", "weak_dem", "lean_rep"]
+
+
+def title_half_width(text: str) -> float:
+    return max(len(line) for line in text.split("<br>")) * TITLE_PX_PER_CHAR / 2
+
+
+def title_words(text: str) -> str:
+    return " ".join(text.replace("<br>", " ").split())
+
+
+@pytest.mark.parametrize("partition", ["uniform", "data_dependent", "table"])
+@pytest.mark.parametrize("groups", [[[0, 1], [2], [3, 4]], [[2], [0, 1], [3, 4]], [[2], [3, 4], [0, 1]],
+                                    [[0], [1, 2, 3], [4]]])
+def test_bottom_vertex_titles_fit_in_the_margins(partition, groups):
+    """The bottom-left title reaches ``shift + half width`` left of its vertex, which is at least at the left
+    margin; the bottom-right one as far right, where the colour bar (if any) starts after its padding."""
+    probs = dirichlet(3000, 5, 3)
+    labels = cc.sample_labels(probs, seed=1)[0]
+    kwargs = {"partition": "data_dependent", "min_bin_size": 300} if partition == "data_dependent" else {"n_bins": 5}
+    rel = cc.simplex_reliability(probs, labels, groups=groups, **kwargs)
+    if partition == "table":  # a bare cell table knows no classes: the three vertex titles are given
+        fig = simplex_figure(rel.table, class_names=[" + ".join(ANES[k] for k in group) for group in groups])
+    else:
+        fig = simplex_figure(rel, class_names=ANES)
+    ternary, margin = fig.layout.ternary, fig.layout.margin
+    # Every class name is still there, in order, whatever the line breaks.
+    for axis, group in zip((ternary.aaxis, ternary.baxis, ternary.caxis), groups):
+        assert title_words(axis.title.text) == " + ".join(ANES[k] for k in group)
+    assert ternary.domain.x[0] >= 0 and ternary.domain.x[1] <= 1
+    assert title_half_width(ternary.baxis.title.text) + TITLE_SHIFT_PX <= margin.l
+    right = title_half_width(ternary.caxis.title.text) + TITLE_SHIFT_PX
+    bars = [t for t in fig.data if t.name == "count"]
+    if bars:
+        colorbar = bars[0].marker.colorbar
+        # The bar starts at the plot area's right end (where the triangle ends at the latest) plus its padding.
+        assert colorbar.x == 1.0 and colorbar.xanchor == "left" and ternary.domain.x[1] == 1.0
+        assert right <= colorbar.xpad
+        assert colorbar.xpad + colorbar.thickness + 60 <= margin.r, "the bar and its tick labels fit too"
+    else:
+        assert right <= margin.r
+    lines = max(axis.title.text.count("<br>") for axis in (ternary.baxis, ternary.caxis)) + 1
+    assert margin.b >= 40 + 18 * lines, "the lines of a wrapped bottom title stay above the bottom edge"
