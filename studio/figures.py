@@ -703,5 +703,31 @@ def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | N
                            "<br>interval [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>"),
         ))
     fig.update_layout(scattermode="group", scattergap=0.6)
+    metrics = list(dict.fromkeys(part["metric"]))
+    ticks, note = _short_metric_names(metrics)
+    fig.update_xaxes(tickmode="array", tickvals=metrics, ticktext=ticks, automargin=True,
+                     title=dict(text=note, standoff=12, font=dict(size=12)))
     fig.update_yaxes(rangemode="tozero", title_text="Calibration error (lower is better)")
     return _base_layout(fig, height=380, title=title)
+
+
+def _short_metric_names(names: Sequence[str]) -> tuple[list[str], str]:
+    """Tick labels without the parenthesised qualifiers, and one line saying each qualifier once.
+
+    ``"ICI (binary: class 1; K > 2: one-vs-rest mean)"`` becomes ``"ICI"`` and the note
+    ``"ICI, E50, E90: binary: class 1; K > 2: one-vs-rest mean"`` (spelled out side by side, the long
+    names ran into each other). A name whose short form another name already has keeps its qualifier.
+    """
+    short = [name.split(" (", 1)[0] if name.endswith(")") else name for name in names]
+    counts = {label: short.count(label) for label in short}
+    qualifiers: dict[str, list[str]] = {}
+    ticks = []
+    for name, label in zip(names, short):
+        if label == name or counts[label] > 1:
+            ticks.append(plot_text(name))
+            continue
+        ticks.append(plot_text(label))
+        qualifiers.setdefault(name[len(label) + 2:-1], []).append(label)
+    note = "<br>".join(f"{plot_text(', '.join(labels))}: {plot_text(qualifier)}"
+                       for qualifier, labels in qualifiers.items())
+    return ticks, note
