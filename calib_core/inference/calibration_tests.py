@@ -283,12 +283,50 @@ def _hosmer_lemeshow_groups(size: NDArray[np.float64], observed: NDArray[np.floa
     denominator = expected * (1.0 - expected / np.where(formed, size, 1.0))
     gap = (observed - expected) ** 2
     degenerate = denominator <= 1e-12 * size
-    terms = np.where(degenerate, np.where(gap <= 1e-18, 0.0, np.inf), gap / np.where(degenerate, 1.0, denominator))
+    terms = np.where(_impossible_groups(size, observed, expected), np.inf,
+                     np.where(degenerate, 0.0, gap / np.where(degenerate, 1.0, denominator)))
     statistic = np.where(formed, terms, 0.0).sum(axis=1)
     dof = (formed.sum(axis=1) - dof_offset).astype(np.float64)
     with np.errstate(invalid="ignore"):
         p_value = np.where(dof >= 1, stats.chi2.sf(statistic, np.maximum(dof, 1.0)), np.nan)
     return statistic, p_value, dof
+
+
+def _impossible_groups(size: NDArray[np.float64], observed: NDArray[np.float64],
+                       expected: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Groups whose Hosmer-Lemeshow term is infinite: expected 0 (or all) events, and a different count seen."""
+    formed = size > 0
+    degenerate = expected * (1.0 - expected / np.where(formed, size, 1.0)) <= 1e-12 * size
+    return formed & degenerate & ((observed - expected) ** 2 > 1e-18)
+
+
+def _infinite_statistic_note(size: NDArray[np.float64], observed: NDArray[np.float64],
+                             expected: NDArray[np.float64], classes: tuple[int, ...]) -> str:
+    """Why a Hosmer-Lemeshow statistic is infinite, in words ("" when none is).
+
+    A risk group whose predicted probabilities are all 0 (or all 1) expects
+    no event (or only events); one event more (or fewer) makes its term
+    ``(O - E)^2 / (E (1 - E / n))`` a division by zero.
+    """
+    impossible = _impossible_groups(size, observed, expected)
+    rows = np.flatnonzero(impossible.any(axis=1))
+    if rows.size == 0:
+        return ""
+    parts = []
+    for row in rows[:3]:
+        j = int(np.flatnonzero(impossible[row])[0])
+        formed = np.flatnonzero(size[row] > 0)
+        n, o, e = int(size[row, j]), int(round(observed[row, j])), float(expected[row, j])
+        certain = "0" if e < 0.5 * n else "1"
+        exact = e in (0.0, float(n))
+        where = f"class {classes[row]}, " if len(classes) > 1 else ""
+        parts.append(f"{where}risk group {int(np.searchsorted(formed, j)) + 1} of {formed.size} ({n:,} rows): "
+                     f"expected {e:.2g} events (every predicted probability {'' if exact else 'about '}{certain}), "
+                     f"observed {o:,}")
+    more = f"; and {rows.size - 3} more class{'es' if rows.size > 4 else ''}" if rows.size > 3 else ""
+    return ("The statistic is infinite: rows predicted with probability 0 (or 1) had the event (or did not), "
+            "which a calibrated model never produces. " + "; ".join(parts).capitalize()[:1]
+            + "; ".join(parts)[1:] + more + ".")
 
 
 def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike) -> tuple[float, float]:
@@ -663,6 +701,8 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         picked = list(classes)
         statistic, raw, dof = _hosmer_lemeshow_groups(groups.count[picked], groups.sum_target[picked],
                                                       groups.sum_value[picked], dof_offset)
+        infinite = _infinite_statistic_note(groups.count[picked], groups.sum_target[picked],
+                                            groups.sum_value[picked], classes)
         if np.all(dof == n_groups - dof_offset):
             null_text = (f"chi-square with g - {dof_offset} = {n_groups - dof_offset} degrees of freedom "
                          f"(g = {n_groups} groups by predicted risk)")
@@ -675,6 +715,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         columns = probs if n_classes > 2 else probs[:, 1:]
         statistic, raw = _spiegelhalter_columns(columns, labels, np.asarray(classes, dtype=np.intp))
         null_text = "standard normal, two-sided"
+        infinite = ""
     computable = np.isfinite(raw)
     if not computable.any():
         why = ("fewer than 3 distinct predicted risks" if method == "hosmer_lemeshow"
@@ -695,6 +736,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         skipped = [classes[i] for i in np.flatnonzero(~computable)]
         if skipped:
             note += f" Not testable (left out): class {', '.join(map(str, skipped))}."
+    note = f"{note} {infinite}".strip()
     reading = read_test(p_value, alpha, test=_TEST_NAMES[method], note=note)
     return CalibrationTestResult(method, float(statistic[best]), p_value, null_text, reading.verdict,
                                  reading.reason, alpha, n_rows, reference, classes, statistic, raw, adjusted,
