@@ -729,10 +729,10 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         m = int(computable.sum())
         flagged = [classes[i] for i in np.flatnonzero(adjusted < alpha)]
         null_text += f"; one-vs-rest for each of {m} classes, Holm-adjusted (the smallest adjusted p-value)"
-        note = (f"One test per class ({m} one-vs-rest tests): the p-value is the smallest Holm-adjusted one "
-                f"(= Bonferroni, min(1, {m} × smallest p)), so the chance of a false alarm over all classes "
-                f"stays at α")
-        note += (f"; classes with adjusted p < α: {', '.join(map(str, flagged))}." if flagged else ".")
+        note = (f"One test per class ({m} one-vs-rest tests); the p-value shown is the smallest one corrected for "
+                f"testing {m} classes (Holm's method: the smallest raw p-value × {m}, at most 1), so the chance of a false "
+                "alarm on any class stays at α.")
+        note += (f" Classes flagged: {', '.join(map(str, flagged))}." if flagged else "")
         skipped = [classes[i] for i in np.flatnonzero(~computable)]
         if skipped:
             note += f" Not testable (left out): class {', '.join(map(str, skipped))}."

@@ -12,7 +12,7 @@ tests of :func:`calib_core.calibration_test`, the lens estimates) is read by
     the observed estimate lies below the band of its values under perfect
     calibration (the estimator's bias dominates), or most rows sit in cells
     too small for their observed frequency to mean anything. Not evidence of
-    calibration; the reason says which setting would give the test power.
+    calibration; the reason says which setting would let the test detect miscalibration.
 ``"consistent"``
     ``p >= alpha`` otherwise: at this sample size the data are consistent
     with a calibrated model (which is not proof that it is calibrated).
@@ -211,21 +211,24 @@ def read_test(p_value: float, alpha: float = DEFAULT_ALPHA, *, test: str, below_
         reason = (f"{test}: {level} < α = {alpha:g}, more miscalibration than a calibrated model with these "
                   "predictions shows by chance.")
         if occupancy is not None and occupancy.sparse:
-            reason += (f" This holds although {occupancy.describe()}: a rejection is valid at any power.")
+            reason += (f" Many cells hold few rows ({occupancy.describe()}). That makes the test less sensitive, "
+                       "not less trustworthy: the model was compared with labels drawn from its own predictions "
+                       "in the same cells, so a gap this large is still evidence.")
         return Verdict("miscalibrated", reason + tail)
     problems = []
     if below_null:
-        problems.append(f"{below_null}: smaller than the estimator gives for most calibrated models, so its "
-                        "bias at calibration dominates and the test cannot see miscalibration at this setting")
+        problems.append(f"{below_null}: lower than most perfectly calibrated models with these predictions would "
+                        "score (at this sample size the estimator overstates the error by more than any "
+                        "miscalibration adds), so the test cannot detect miscalibration with these settings")
     if occupancy is not None and occupancy.sparse:
         problems.append(f"{occupancy.describe()}, so their observed frequencies are mostly noise")
     if problems:
         reason = f"{test}: {level} ≥ α = {alpha:g}, but " + "; and ".join(problems) + "."
         reason += " This is not evidence of calibration."
         if occupancy is not None and occupancy.advice:
-            reason += f" To give the test power: {occupancy.advice}."
+            reason += f" To let the test detect miscalibration, try {occupancy.advice}."
         elif below_null:
-            reason += " To give the test power: fewer, fuller cells or more rows."
+            reason += " To let the test detect miscalibration, use fewer, fuller cells or more rows."
         return Verdict("inconclusive", reason + tail)
     reason = (f"{test}: {level} ≥ α = {alpha:g}, within what a calibrated model with these predictions gives "
               "by chance; no evidence of miscalibration at this sample size (which is not proof of calibration).")

@@ -148,7 +148,7 @@ def test_simplex_verdicts_of_digits_random_forest(server, page):
     inconclusive = [a for a in alerts if "Inconclusive." in a]
     assert len(inconclusive) == 1 and whole.verdict == "inconclusive"
     assert f"the estimate {whole.observed:.4f} lies below its band" in inconclusive[0]
-    assert "To give the test power" in inconclusive[0]
+    assert "To let the test detect miscalibration" in inconclusive[0]
     assert any("Miscalibrated." in a and f"p = {arrows_band.p_value:.3f}" in a for a in alerts)
     assert any("The two tests read differently" in a for a in alerts)
     assert not any("no sign of miscalibration" in a for a in alerts)

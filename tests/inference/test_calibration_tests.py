@@ -263,7 +263,7 @@ def test_read_test_rule():
     assert sparse.sparse and not full.sparse
     assert read_test(0.01, test="t").verdict == "miscalibrated"
     assert read_test(0.01, test="t", occupancy=sparse).verdict == "miscalibrated"  # a rejection stays one
-    assert "valid at any power" in read_test(0.01, test="t", occupancy=sparse).reason
+    assert "not less trustworthy" in read_test(0.01, test="t", occupancy=sparse).reason
     low_power = read_test(0.3, test="t", occupancy=sparse)
     assert low_power.verdict == "inconclusive" and "fewer bins" in low_power.reason
     assert read_test(0.97, test="t", below_null="the estimate lies below its band").verdict == "inconclusive"

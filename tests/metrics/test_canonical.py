@@ -516,7 +516,7 @@ def test_verdict_sparse_cells_inside_the_band_is_inconclusive():
     assert not res.below_band and res.p_value >= 0.05  # neither of the other rules applies
     assert res.occupancy.sparse
     assert res.verdict == "inconclusive"
-    assert "fewer than 5 rows" in res.verdict_reason and "To give the test power" in res.verdict_reason
+    assert "fewer than 5 rows" in res.verdict_reason and "To let the test detect miscalibration" in res.verdict_reason
 
 
 def test_verdict_miscalibrated_and_consistent():
@@ -534,7 +534,7 @@ def test_verdict_rejection_in_sparse_cells_stays_miscalibrated():
     probs, labels = overconfident(400, 10, 4, factor=4.0)
     res = cc.consistency_resampling(probs, labels, cc.CanonicalCE(n_bins=10), n_resamples=200, seed=0)
     assert res.occupancy.sparse and res.p_value < 0.05
-    assert res.verdict == "miscalibrated" and "valid at any power" in res.verdict_reason
+    assert res.verdict == "miscalibrated" and "not less trustworthy" in res.verdict_reason
 
 
 def test_verdict_alpha_and_estimators_without_cells():
