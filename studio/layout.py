@@ -147,10 +147,33 @@ def view_url() -> str:
     """
     base = str(st.context.url or "").split("?", 1)[0].split("#", 1)[0]
     drawn = _link_values()
+    # A receiver cannot load an uploaded model: the link names only the models it reopens (the sidebar
+    # points to the session file for the others, see _unlinked_note).
+    unlinked = set(_unlinked_models())
     pairs = [(key, value) for key in st.query_params if key not in drawn
-             for value in st.query_params.get_all(key)]
+             for value in st.query_params.get_all(key) if not (key == "models" and value in unlinked)]
     pairs += [(key, value) for key, values in drawn.items() if values for value in values]
     return base + (f"?{urlencode(pairs)}" if pairs else "")
+
+
+def _unlinked_models() -> list[str]:
+    """Names of the loaded models a link cannot reopen (uploads: only demos travel in ``?demo=``)."""
+    return [name for name, model in state.get_entries().items() if model.origin != "demo" or not model.demo]
+
+
+def _unlinked_note() -> None:
+    """Under the link box: which models the link leaves out, and the session file that carries them."""
+    unlinked = _unlinked_models()
+    if not unlinked:
+        return
+    demos = len(state.get_entries()) > len(unlinked)
+    opens = ("reopens only the demos and this page's settings" if demos
+             else "opens the default demo with this page's settings, not these models")
+    st.caption(f"Uploaded models ({md(', '.join(unlinked))}) cannot travel in a link: this link {opens}. To "
+               "share everything, send the session file (*Download session file* on the Data page): it restores "
+               "every model and this view's settings.")
+    st.page_link("app.py", label="Data page: Download session file", icon=":material/save:",
+                 query_params=state.link_params() or None)
 
 
 def _show_link() -> None:
@@ -191,6 +214,7 @@ def _sidebar(current: str) -> None:
         st.session_state[_LINK_VALUES] = {}
         st.session_state[_LINK_SLOT] = st.empty()
         _show_link()
+        _unlinked_note()
         st.radio("Chart downloads", downloads.CHART_FORMATS, key=downloads.CHART_FORMAT_KEY, horizontal=True,
                  help="What each chart's camera button saves: PNG (a picture, twice the screen size) or SVG "
                       "(vector, for papers and slides).")
