@@ -172,24 +172,44 @@ def sklearn_quantile_index(p1, n_bins):
     return np.searchsorted(edges[1:-1], p1)
 
 
-@pytest.mark.parametrize("n_bins", [2, 5, 10])
-def test_sklearn_quantile(n_bins):
-    rng = np.random.default_rng(n_bins)
-    for n in (n_bins * 40 + 1, n_bins * 40 + 3):
-        p1 = rng.random(n)
-        labels = (rng.random(n) < p1).astype(int)
-        same = cc.bin_index(p1, n_bins, "adaptive")
-        theirs = sklearn_quantile_index(p1, n_bins)
-        prob_true, prob_pred = calibration_curve(labels, p1, n_bins=n_bins, strategy="quantile")
-        table = cc.reliability_table(cc.as_probs(p1), labels, n_bins=n_bins, binning="adaptive", target=1)
-        if n % n_bins == 1:  # the documented case: the same bins
-            np.testing.assert_array_equal(same, theirs)
-            np.testing.assert_allclose(table["observed_frequency"], prob_true, atol=1e-12)
-            np.testing.assert_allclose(table["mean_confidence"], prob_pred, atol=1e-12)
-        else:  # interpolated percentile edges: boundaries move by at most one value
-            assert not np.array_equal(same, theirs)
-            assert np.abs(np.bincount(same, minlength=n_bins) - np.bincount(theirs, minlength=n_bins)).max() <= 2
-            assert np.all(np.abs(same - theirs) <= 1)
+def sklearn_quantile_case(n_bins, n, seed):
+    """Distinct values: our adaptive bins, sklearn's quantile bins, their curve and our table."""
+    rng = np.random.default_rng(seed)
+    p1 = rng.random(n)
+    labels = (rng.random(n) < p1).astype(int)
+    prob_true, prob_pred = calibration_curve(labels, p1, n_bins=n_bins, strategy="quantile")
+    table = cc.reliability_table(cc.as_probs(p1), labels, n_bins=n_bins, binning="adaptive", target=1)
+    return cc.bin_index(p1, n_bins, "adaptive"), sklearn_quantile_index(p1, n_bins), prob_true, prob_pred, table
+
+
+@pytest.mark.parametrize("n_bins", [2, 4, 8, 16, 32])
+def test_sklearn_quantile_equals_ours_when_n_is_m_n_bins_plus_1_and_n_bins_a_power_of_2(n_bins):
+    """docs/peers.md: the percentile positions (N - 1) k / n_bins are then computed exactly in floating point,
+    whole, and on the ends of the np.array_split runs."""
+    for m in (1, 2, 3, 7, 40, 41, 100, 333):
+        same, theirs, prob_true, prob_pred, table = sklearn_quantile_case(n_bins, m * n_bins + 1, seed=m)
+        np.testing.assert_array_equal(same, theirs)
+        np.testing.assert_allclose(table["observed_frequency"], prob_true, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(table["mean_confidence"], prob_pred, rtol=0, atol=1e-12)
+
+
+def test_sklearn_quantile_differs_at_15_bins_even_when_n_is_m_n_bins_plus_1():
+    """Issue 23 item 8: the old claim ("exactly when N = m n + 1") is false at 15 bins: np.percentile rounds the
+    interpolated positions, so a boundary value moves to the next bin."""
+    same, theirs, prob_true, prob_pred, table = sklearn_quantile_case(15, 601, seed=0)
+    assert not np.array_equal(same, theirs)
+    assert np.abs(table["mean_confidence"].to_numpy() - prob_pred).max() > 1e-4
+    moved = [m for m in range(1, 121) if not np.array_equal(*sklearn_quantile_case(15, 15 * m + 1, seed=m)[:2])]
+    assert len(moved) > 100, "at 15 bins nearly every such N differs"
+
+
+@pytest.mark.parametrize("n_bins", list(range(2, 31)))
+def test_sklearn_quantile_boundaries_move_by_at_most_one_value(n_bins):
+    """Every bin count, N = m n + 1 or not: the bins differ only in where a boundary value goes."""
+    for n in (n_bins * 7 + 1, n_bins * 40 + 1, n_bins * 40 + 3, 601):
+        same, theirs, *_ = sklearn_quantile_case(n_bins, n, seed=n_bins * n)
+        assert np.all(np.abs(same - theirs) <= 1)
+        assert np.abs(np.bincount(same, minlength=n_bins) - np.bincount(theirs, minlength=n_bins)).max() <= 2
 
 
 # --- Kumar et al. 2019 ----------------------------------------------------------------------------
@@ -264,3 +284,12 @@ def test_kumar_uniform_edges_can_differ_from_linspace_by_an_ulp():
     value = np.array([5 / 6])
     assert cc.bin_index(value, 6).tolist() == [5]  # above the float edge: next bin
     assert np.searchsorted([i / 6 for i in range(1, 7)], value).tolist() == [4]  # Kumar: <= 5/6
+
+
+def test_peers_md_states_the_quantile_claim_with_its_condition():
+    """docs/peers.md's scikit-learn quantile row says when the bins are equal: N = m n + 1 *and* n a power of 2."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "peers.md").read_text()
+    (row,) = [line for line in text.splitlines() if 'strategy="quantile"' in line and line.startswith("| scikit")]
+    assert "power of 2" in row and "n = 15" in row and "at most one value" in row
