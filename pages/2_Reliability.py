@@ -79,9 +79,9 @@ if show_bands:
     figures.add_consistency_bands(figure, bands, layout=arrangement if len(tables) > 1 else "overlay")
 st.plotly_chart(figure, theme=None, key="reliability_chart",
                 config=downloads.chart_config("Reliability", *[m.name for m in models], n_bins, binning))
-downloads.report_button("reliability", models, n_bins=n_bins, binning=binning)
 if show_smooth and target == "top_label":
     st.caption(figures_estimators.SMOOTH_RANGE_NOTE)
+downloads.report_button("reliability", models, n_bins=n_bins, binning=binning)
 if show_bands:
     outside = {name: int(band.outside.sum()) for name, band in bands.items()}
     st.caption("Bins outside their consistency band: "
