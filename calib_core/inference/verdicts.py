@@ -105,7 +105,7 @@ class CellOccupancy:
     def describe(self) -> str:
         """One sentence: cells, median rows per cell and the share of rows in sparse cells."""
         rows = "row" if self.median_rows == 1 else "rows"
-        return (f"the median of its {self.n_cells:,} non-empty cells holds {self.median_rows:g} {rows}, and "
+        return (f"the median of the {self.n_cells:,} non-empty cells holds {self.median_rows:g} {rows}, and "
                 f"{self.sparse_share:.0%} of the {self.n_rows:,} rows sit in cells of fewer than "
                 f"{SPARSE_CELL_ROWS} rows")
 
