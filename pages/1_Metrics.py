@@ -3,6 +3,7 @@
 The estimates are drawn at once; the intervals fill in at the end of the script, one metric at a time, with a
 progress bar and a Stop button (:mod:`studio.metrics_page`).
 """
+import numpy as np
 import streamlit as st
 
 import calib_core as cc
@@ -141,6 +142,11 @@ st.dataframe(
         "measured_size": st.column_config.TextColumn("Measured size at α = 0.05", width="large"),
     },
 )
+infinite = tests[np.isinf(tests["statistic"].astype(float))]
+if len(infinite):
+    st.caption(md(
+        "Infinity in the Statistic column (" + ", ".join(f"{row.test} on {row.model}" for row in infinite.itertuples())
+        + "): the model gave probability 0 (or 1) to rows whose labels say otherwise; the Why column says which."))
 flagged = [cc.lab.size_power.TEST_LABELS[m] for m in cc.lab.size_power.FLAGGED_TESTS]
 if flagged:
     st.warning(f"Flagged by the Lab: {', '.join(flagged)}: its measured size leaves [0.03, 0.07], so its p-value "

@@ -736,7 +736,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         skipped = [classes[i] for i in np.flatnonzero(~computable)]
         if skipped:
             note += f" Not testable (left out): class {', '.join(map(str, skipped))}."
-    note = f"{note} {infinite}".strip()
+    note = f"{infinite} {note}".strip()  # the infinite statistic first: it is what the reader asks about
     reading = read_test(p_value, alpha, test=_TEST_NAMES[method], note=note)
     return CalibrationTestResult(method, float(statistic[best]), p_value, null_text, reading.verdict,
                                  reading.reason, alpha, n_rows, reference, classes, statistic, raw, adjusted,

@@ -69,3 +69,15 @@ def test_data_card_verdict_is_plain():
     assert any(test.verdict_reason in line.replace("\u2060", "") for line in lines), lines
     assert "less sensitive, not less trustworthy" in test.verdict_reason, "the default demo's cells are sparse"
     assert not any(jargon_in(line) for line in lines), lines
+
+
+def test_metrics_page_says_why_a_statistic_reads_infinity():
+    """Hosmer-Lemeshow's statistic is infinite on the default demo: the table shows "Infinity", the page says
+    where to read why, and the reason (from calib_core) starts its explanation right after the verdict."""
+    at = app_support.open_link("pages/1_Metrics.py", timeout=180)
+    app_support.assert_clean(at)
+    frame = next(f.value for f in at.dataframe if "reason" in f.value.columns and "statistic" in f.value.columns)
+    row = frame[np.isinf(frame["statistic"].astype(float))].iloc[0]
+    assert row["reason"].split(". ", 2)[1].startswith("The statistic is infinite")
+    captions = " ".join(c.value for c in at.caption)
+    assert "Infinity" in captions and "Hosmer" in captions, captions
