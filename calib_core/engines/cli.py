@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import stat
 import sys
@@ -218,7 +219,7 @@ def _tests_section(predictions, args: argparse.Namespace) -> dict:
                                "reason": " ".join(str(exc).split()), "null_distribution": None,
                                "measured_size": SIZE_NOTES[method]}
             continue
-        section[method] = {"statistic": float(found.statistic), "p_value": float(found.p_value),
+        section[method] = {"statistic": _finite(found.statistic), "p_value": float(found.p_value),
                            "verdict": found.verdict, "reason": found.verdict_reason,
                            "null_distribution": found.null_distribution, "measured_size": SIZE_NOTES[method]}
     return section
@@ -231,8 +232,8 @@ GROUP_METRICS = ("ece", "ace")
 
 
 def _finite(value) -> float | None:
-    """JSON has no NaN: a missing number is null."""
-    return float(value) if value is not None and value == value else None
+    """JSON has no NaN or infinity: a missing or infinite number is null (a reason beside it says why)."""
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def _groups_section(predictions, args: argparse.Namespace) -> dict:
