@@ -206,13 +206,25 @@ def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: 
 def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int,
               alpha: float = 0.05, on_progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """:func:`calib_core.recalibration.compare.intervals`, each array's resamples cached."""
+    return compare.intervals(ev, fits, n_boot=n_boot, seed=seed, alpha=alpha, on_progress=on_progress,
+                             samples=_sampler(fingerprint, ev, n_boot, seed))
+
+
+def _sampler(fingerprint: str, ev: EvaluationSet, n_boot: int, seed: int) -> compare.Sampler:
+    """Each array's resamples through :func:`metric_samples`, keyed by the model, its protocol and the array's name."""
     base_key = (fingerprint, ev.input, ev.protocol)
 
     def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
         return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed)
 
-    return compare.intervals(ev, fits, n_boot=n_boot, seed=seed, alpha=alpha, on_progress=on_progress,
-                             samples=samples)
+    return samples
+
+
+def runner_up_difference(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame,
+                         *, n_boot: int, seed: int, alpha: float = 0.05) -> compare.PairedDifference | None:
+    """:func:`calib_core.recalibration.compare.runner_up_difference` on the resamples :func:`intervals` cached."""
+    return compare.runner_up_difference(ev, fits, table, n_boot=n_boot, seed=seed, alpha=alpha,
+                                        samples=_sampler(fingerprint, ev, n_boot, seed))
 
 
 # ----------------------------------------------------------------------------- diagrams

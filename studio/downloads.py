@@ -15,7 +15,7 @@
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
@@ -54,8 +54,14 @@ def chart_config(*name_parts: object, image_format: str | None = None) -> dict:
                                      "scale": 2}}
 
 
-def _report_models(models: Sequence[state.ModelView]) -> list[report.ReportModel]:
-    entries = state.get_entries()
+def _report_models(models: Sequence[state.ModelView],
+                   entries: Mapping[str, state.LoadedModel]) -> list[report.ReportModel]:
+    """The report's models with each one's file name and SHA-256 (hashed here, when the button is clicked).
+
+    ``entries`` are the loaded models as the script run saw them: the report
+    is built on the click, outside the script run, where the session state
+    cannot be read (reading it there gave every model an empty file list).
+    """
     out = []
     for view in models:
         entry = entries.get(view.name)
@@ -67,11 +73,16 @@ def _report_models(models: Sequence[state.ModelView]) -> list[report.ReportModel
 
 def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: int = 15, binning: str = "uniform",
                   n_boot: int = APP_REPORT_N_BOOT, seed: int = 0,
-                  recalibration: report.Recalibration | None = None) -> None:
+                  recalibration: report.Recalibration | Sequence[report.Recalibration] | None = None,
+                  recalibration_settings: report.RecalibrationSettings | None = None) -> None:
     """A "Download report (HTML)" button for this page's ``section`` ("everything": every section).
 
     The report (metrics with intervals, verdicts, charts, file hashes and every
     setting) is built when the button is clicked, for the models shown.
+    ``recalibration``: the Recalibration page's comparisons; without them
+    the report's recalibration section (in "everything") makes its own with
+    ``recalibration_settings`` (default: the page's first view, the report's
+    resamples and seed).
     """
     if not models:
         return
@@ -81,10 +92,12 @@ def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: in
     settings = report.ReportSettings(n_bins=int(n_bins), binning=binning, n_boot=int(n_boot),
                                      seed=int(seed))
     chosen = list(models)
+    entries = dict(state.get_entries())  # read now: the click's build runs where the session state cannot be read
 
     def build() -> str:
-        return report.build_report(_report_models(chosen), settings, sections=sections, recalibration=recalibration,
-                                   title=f"Calibration report ({section.replace('_', ' ')})")
+        return report.build_report(_report_models(chosen, entries), settings, sections=sections, recalibration=recalibration,
+                                   title=f"Calibration report ({section.replace('_', ' ')})",
+                                   recalibration_settings=recalibration_settings)
 
     st.download_button(
         "Download report (HTML)" if section != "everything" else "Download report of everything (HTML)",

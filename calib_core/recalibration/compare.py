@@ -1041,7 +1041,10 @@ class Comparison:
     recommendation : Recommendation
         :func:`recommend` of ``table`` with the margin over the runner-up.
     n_boot, seed : int
-        Resamples and seed of the intervals.
+        Resamples and seed of the intervals (``n_boot`` 0: none made).
+    skipped_seconds : float or None
+        The predicted time of the intervals when it was over the budget and
+        they were left out (:func:`bootstrap_seconds`).
     """
 
     ev: EvaluationSet
@@ -1050,6 +1053,7 @@ class Comparison:
     recommendation: Recommendation
     n_boot: int
     seed: int
+    skipped_seconds: float | None = None
 
     @property
     def ok_methods(self) -> list[str]:
@@ -1065,7 +1069,7 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
                     split: ArrayLike | None = None, split_names: Sequence[object] = (),
                     class_names: Sequence[str] | None = None, methods: Sequence[str] | None = None,
                     protocol: Protocol = Protocol(), n_boot: int = 200, seed: int = 0,
-                    alpha: float = 0.05) -> Comparison:
+                    alpha: float = 0.05, boot_budget_seconds: float | None = None) -> Comparison:
     """Fit every method honestly, bootstrap every change, recommend one: the Recalibration page in one call.
 
     The same steps as the page (and the same numbers for the same settings):
@@ -1094,6 +1098,9 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     n_boot, seed : int
         Resamples of the intervals and their seed (0: no intervals).
     alpha : float
+    boot_budget_seconds : float, optional
+        Leave the intervals out when their predicted time
+        (:func:`bootstrap_seconds`) is above this (as the page does above a minute).
 
     Raises
     ------
@@ -1110,6 +1117,11 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     ev = evaluation_set(x, probs, labels, used, input=kind, split=split, class_names=class_names)
     fits = {method: fit_method(method, x, labels, ev) for method in methods}
     ok = {name: fit for name, fit in fits.items() if fit.ok}
+    skipped = None
+    if n_boot and ok and boot_budget_seconds is not None:
+        predicted = bootstrap_seconds(ev, int(n_boot), len(ok))
+        if predicted > boot_budget_seconds:
+            skipped, n_boot = predicted, 0
     cache: dict[str, dict[str, np.ndarray]] = {}
 
     def samples(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
@@ -1122,4 +1134,4 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     table = results_table(ev, fits, interval_table)
     pair = runner_up_difference(ev, ok, table, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \
         if n_boot and ok else None
-    return Comparison(ev, fits, table, recommend(table, pair=pair), int(n_boot), int(seed))
+    return Comparison(ev, fits, table, recommend(table, pair=pair), int(n_boot), int(seed), skipped)

@@ -44,13 +44,18 @@ def draw_verdict(slots: tuple[Any, Any], result: ModelResult) -> None:
     than it held would keep the others on screen until the run ends.
     """
     sentence_slot, note_slot = slots
-    sentence_slot.markdown(compare.verdict(literal(result.view.name), result.table))
+    recommendation = result.recommendation
+    comparison = recommendation.comparison()
+    sentence_slot.markdown(recommendation.sentence(literal(result.view.name))
+                           + (f"\n\n{comparison}" if comparison else ""))
     if result.intervals == "pending":
         note_slot.caption(":material/hourglass_top: Its bootstrap intervals are being computed: whether the Brier "
-                          "change is beyond bootstrap noise is added when they are in.")
+                          "change, and the margin over the runner-up, are beyond bootstrap noise is added when they "
+                          "are in.")
     elif result.intervals == "stopped":
         note_slot.caption(":material/pause_circle: Its bootstrap intervals were stopped, so this verdict does not "
-                          "say whether the Brier change is beyond bootstrap noise.")
+                          "say whether the Brier change, or the margin over the runner-up, is beyond bootstrap "
+                          "noise.")
     else:
         note_slot.empty()
 

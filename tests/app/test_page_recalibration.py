@@ -631,3 +631,59 @@ def test_a_stopped_run_keeps_every_estimate_and_resumes():
     assert intervals.STOP.session_key not in at.session_state
     assert details(at)["after_low"].notna().all() and "bootstrap noise" in markdown(at)
     assert "were stopped" not in all_text(at)
+
+
+# ----------------------------------------------------------------------------- the answer in the pickers and report
+
+def _expected_comparison(predictions: Predictions, n_boot: int) -> compare.Comparison:
+    """The page's comparison made by calib_core directly: its first methods, protocol and seed."""
+    return compare.compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
+                                   split=predictions.split, split_names=predictions.split_names,
+                                   class_names=list(predictions.class_names),
+                                   methods=cr.default_methods([ModelView("m", predictions, "", "")]),
+                                   n_boot=n_boot, seed=0)
+
+
+def test_the_recommended_method_is_shown_first_and_the_report_holds_the_verdict_and_its_diagram(monkeypatch):
+    """Issue 23, item 7: the report had no verdict line and drew temperature scaling (the first method), and the
+    Downloads selector started on temperature scaling; both follow the recommendation now."""
+    downloads = app_support.DeferredDownloads.install(monkeypatch)
+    at = open_page(n_boot=50)
+    assert_clean(at)
+    expected = _expected_comparison(load_demo(DIGITS), 50).recommendation
+    assert expected.method == "Dirichlet calibration" and expected.method != cr.DEFAULT_METHODS[0]
+    assert at.selectbox(key="download").value == expected.method
+    assert at.selectbox(key="method").value == expected.method
+    # The page's verdict and the winner-against-runner-up sentence with its paired interval.
+    page = markdown(at)
+    assert expected.sentence(literal(DIGITS)) in page and expected.comparison() in page
+    assert expected.pair is not None and f"[{expected.pair.low:+.4f}, {expected.pair.high:+.4f}]" in page
+    text = downloads.get(at, "Download report (HTML)").decode()
+    import html
+
+    for line in (expected.sentence(DIGITS, markdown=False), expected.comparison(markdown=False)):
+        assert html.escape(line, quote=True) in text
+    assert f"After: {expected.method}" in text
+    data = json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
+    (entry,) = data["recalibration"]
+    assert entry["recommended"] == expected.method and entry["runner_up"] == expected.runner_up
+    assert entry["margin"]["low"] == pytest.approx(expected.pair.low, abs=1e-12)
+
+
+def test_rows_test_says_whether_the_winner_beats_the_runner_up():
+    """Issue 23, item 8: with Rows = test the recommended method changes; the page says whether it beats the
+    runner-up beyond noise, with the paired interval of their Brier difference."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["split"] = "test"
+    at.session_state["recal_boot"] = 50
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    expected = _expected_comparison(load_demo(DIGITS).select_split("test"), 50).recommendation
+    pair = expected.pair
+    assert (pair.winner, pair.runner_up) == (expected.method, expected.runner_up)
+    page = markdown(at)
+    assert expected.comparison() in page
+    interval = f"[{pair.low:+.4f}, {pair.high:+.4f}]"
+    assert interval in page
+    claim = "beats" if pair.low > 0 else "are within bootstrap noise of each other"
+    assert claim in expected.comparison()

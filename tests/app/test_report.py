@@ -158,3 +158,46 @@ def test_cli_html_errors_are_one_line_exit_2(repo_root, tmp_path, capsys, monkey
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2
     assert err[-1].startswith("calib-core: error: --html needs plotly") and "calib-core[report]" in err[-1]
+
+
+# ----------------------------------------------------------------------------- the app's reports (issue 23, item 7)
+
+def _hostile_upload(repo_root) -> tuple[str, bytes]:
+    return "upload <b>svc</b>.csv", (repo_root / "data" / "demo" / "breast_cancer_svc.csv").read_bytes()
+
+
+def test_the_data_pages_report_of_everything_has_the_upload_hash_and_a_recalibration_section(repo_root, monkeypatch):
+    """The Data page's "report of everything" lists a recalibration section: it must have one (the verdict from
+    calib_core, the winner against the runner-up, the recommended method's diagram), and the uploaded file's
+    SHA-256 as the CLI's report has it."""
+    from streamlit.testing.v1 import AppTest
+
+    from calib_core.recalibration import compare
+    from tests.app_support import APP, DeferredDownloads
+
+    downloads = DeferredDownloads.install(monkeypatch)
+    file_name, raw = _hostile_upload(repo_root)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.file_uploader(key="data:uploads").upload(file_name, raw, "text/csv")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    text = downloads.get(at, "Download report of everything (HTML)").decode()
+    data = _data(text)
+    assert hashlib.sha256(raw).hexdigest() in text
+    assert {"name": file_name, "sha256": hashlib.sha256(raw).hexdigest()} in data["models"][0]["summary"]["files"]
+    assert "<h2>Recalibration</h2>" in text
+    # The verdict is calib_core's, on the same rows with the page's first settings and the report's resamples.
+    p = load_predictions(raw, name=file_name)
+    found = compare.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+                                    class_names=list(p.class_names), n_boot=200, seed=0)
+    name = data["models"][0]["summary"]["name"]
+    rec = found.recommendation
+    assert rec.method is not None
+    (entry,) = data["recalibration"]
+    assert entry["recommended"] == rec.method and entry["verdict"] == rec.sentence(name, markdown=False)
+    assert entry["comparison"] == rec.comparison(markdown=False) and entry["margin"]["n_boot"] == 200
+    for line in (rec.sentence(name, markdown=False), rec.comparison(markdown=False)):
+        assert html_escaped(line) in text
+    assert html_escaped(f"After: {rec.method}") in text
+    assert "<b>svc</b>" not in text
