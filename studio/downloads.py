@@ -71,6 +71,32 @@ def _report_models(models: Sequence[state.ModelView],
     return out
 
 
+#: Session keys of the Recalibration page's settings (pages/6_Recalibration.py), read by the report of everything.
+RECALIBRATION_KEYS = {"methods": "methods", "scheme": "protocol", "test_fraction": "test_fraction",
+                      "n_folds": "folds", "seed": "recal_seed", "n_boot": "recal_boot", "in_sample": "in_sample"}
+
+
+def page_recalibration_settings() -> report.RecalibrationSettings | None:
+    """The Recalibration page's settings of this session, for the report of everything (None: never set).
+
+    So the report's recalibration section says what the page said: the
+    same methods, protocol, seed and resamples. Settings the page never
+    received keep the page's first view.
+    """
+    found = {name: st.session_state[key] for name, key in RECALIBRATION_KEYS.items() if key in st.session_state}
+    if not found:
+        return None
+    from calib_core.recalibration.compare import Protocol
+
+    first = Protocol()
+    seed = int(found.get("seed", first.seed))
+    protocol = Protocol(str(found.get("scheme", first.scheme)), float(found.get("test_fraction", first.test_fraction)),
+                        seed, int(found.get("n_folds", first.n_folds)), bool(found.get("in_sample", False)))
+    methods = tuple(found["methods"]) if "methods" in found else None
+    return report.RecalibrationSettings(methods=methods, protocol=protocol,
+                                        n_boot=int(found["n_boot"]) if "n_boot" in found else None, seed=seed)
+
+
 def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: int = 15, binning: str = "uniform",
                   n_boot: int = APP_REPORT_N_BOOT, seed: int = 0,
                   recalibration: report.Recalibration | Sequence[report.Recalibration] | None = None,
@@ -92,6 +118,8 @@ def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: in
     settings = report.ReportSettings(n_bins=int(n_bins), binning=binning, n_boot=int(n_boot),
                                      seed=int(seed))
     chosen = list(models)
+    if section == "everything" and recalibration is None and recalibration_settings is None:
+        recalibration_settings = page_recalibration_settings()
     entries = dict(state.get_entries())  # read now: the click's build runs where the session state cannot be read
 
     def build() -> str:

@@ -140,6 +140,16 @@ def test_cli_writes_the_html_report(repo_root, tmp_path, capsys):
     ece = {row["key"]: row for row in data["models"][0]["metrics"]}["ece"]
     assert ece["estimate"] == cc.ece(p.probs, p.labels, n_bins=10)
     assert f"{report.chart_count(text)} charts" in capsys.readouterr().out
+    # The recalibration section: calib_core's verdict and margin over the runner-up, with the CLI's resamples and seed.
+    from calib_core.recalibration import compare
+
+    found = compare.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+                                    class_names=list(p.class_names), n_boot=20, seed=0).recommendation
+    (entry,) = data["recalibration"]
+    name = data["models"][0]["summary"]["name"]
+    assert entry["verdict"] == found.sentence(name, markdown=False) and entry["recommended"] == found.method
+    assert entry["comparison"] == found.comparison(markdown=False)
+    assert html_escaped(entry["verdict"]) in text and f"After: {found.method}" in text
 
 
 def test_cli_html_errors_are_one_line_exit_2(repo_root, tmp_path, capsys, monkeypatch):
@@ -201,3 +211,33 @@ def test_the_data_pages_report_of_everything_has_the_upload_hash_and_a_recalibra
         assert html_escaped(line) in text
     assert html_escaped(f"After: {rec.method}") in text
     assert "<b>svc</b>" not in text
+
+
+def test_the_report_of_everything_follows_the_recalibration_pages_settings(monkeypatch):
+    """The Data page's report makes its recalibration section with the settings the Recalibration page has in this
+    session (methods, seed, resamples), so the two say the same."""
+    from streamlit.testing.v1 import AppTest
+
+    from calib_core.io import load_demo
+    from calib_core.recalibration import compare
+    from tests.app_support import APP, DeferredDownloads
+
+    downloads = DeferredDownloads.install(monkeypatch)
+    methods = ["Temperature scaling", "Isotonic regression"]
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["demo"] = "breast_cancer_svc"
+    at.session_state["recal_boot"] = 50
+    at.session_state["recal_seed"] = 3
+    at.session_state["methods"] = methods
+    at.switch_page("pages/6_Recalibration.py").run()
+    assert not at.exception
+    at.switch_page("app.py").run()
+    assert not at.exception and not at.error
+    text = downloads.get(at, "Download report of everything (HTML)").decode()
+    p = load_demo("breast_cancer_svc")
+    found = compare.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+                                    class_names=list(p.class_names), methods=methods, n_boot=50, seed=3,
+                                    protocol=compare.Protocol(seed=3)).recommendation
+    (entry,) = _data(text)["recalibration"]
+    assert entry["verdict"] == found.sentence("breast_cancer_svc", markdown=False)
+    assert entry["margin"]["n_boot"] == 50 and "Temperature scaling, Isotonic regression" in text
