@@ -47,7 +47,7 @@ from calib_core.recalibration.compare import Protocol, Recommendation
 from calib_core.validation import CalibrationInputError, row_argmax
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
-           "calib_core_version", "chart_file_name", "recalibration_of", "report_file_name", "report_data",
+           "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name", "report_data",
            "sha256_hex"]
 
 #: Sections in report order (a page's button asks for its own; "everything" for all).
@@ -559,14 +559,23 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
     if best is not None:
         diagrams[f"After: {best}"] = cc.reliability_table(found.fits[best].probs, ev.labels, settings.n_bins,
                                                           settings.binning)
-    failed = [f"{name} could not be fitted: {fit.message}" for name, fit in found.fits.items() if not fit.ok]
     intervals = (f"{found.n_boot:,} paired bootstrap resamples, seed {found.seed}" if found.n_boot
                  else f"no bootstrap intervals (predicted {found.skipped_seconds:.0f} s, over the "
                       f"{recalibration.boot_budget_seconds:.0f} s budget)" if found.skipped_seconds
                  else "no bootstrap intervals")
     note = " ".join([found.protocol_sentence, f"{ev.labels.size:,} evaluation rows.",
-                     f"Methods: {', '.join(found.fits)}; {intervals}.", *ev.notes, *failed]).strip()
+                     f"Methods: {', '.join(found.fits)}; {intervals}.", *comparison_notes(ev, found.fits)]).strip()
     return Recalibration(model.name, found.table, diagrams, note, found.recommendation)
+
+
+def comparison_notes(ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit]) -> list[str]:
+    """The warnings the Recalibration page shows beside a verdict, as sentences: classes with too few rows,
+    methods that could not be fitted, fits stopped at their iteration cap."""
+    notes = list(ev.notes)
+    notes += [f"{name} could not be fitted: {fit.message}" for name, fit in fits.items() if not fit.ok]
+    notes += [f"{name} stopped at its iteration cap ({n_iter} L-BFGS-B iterations): read its numbers with care."
+              for name, n_iter in compare.unconverged_fits(fits).items()]
+    return notes
 
 
 def _recalibration_data(recalibration: Recalibration) -> dict:

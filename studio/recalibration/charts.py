@@ -41,9 +41,9 @@ def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | N
     for method in dict.fromkeys(m for m in (found.method, picked) if m in result.ok_methods):
         diagrams[f"After: {method}"] = cr.reliability(result.fits[method].probs, ev.labels,
                                                       (*result.key_base, method), int(n_bins), binning)
-    return report.Recalibration(result.view.name, result.table, diagrams,
-                                note=f"{result.sentence} {ev.labels.size:,} evaluation rows.",
-                                recommendation=found)
+    note = " ".join([result.sentence, f"{ev.labels.size:,} evaluation rows.",
+                     *report.comparison_notes(ev, result.fits)]).strip()
+    return report.Recalibration(result.view.name, result.table, diagrams, note=note, recommendation=found)
 
 
 def show_reliability(result: ModelResult) -> tuple[str, Callable[[dict[str, ModelResult]], None]]:
