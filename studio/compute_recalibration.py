@@ -28,9 +28,10 @@ import streamlit as st
 import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
-from calib_core.recalibration import compare, defaults, sweeps
+from calib_core.recalibration import compare, defaults, recommendation, sweeps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, EvaluationSet, MethodFit, Protocol
 from calib_core.recalibration.defaults import DEFAULT_METHODS
+from calib_core.recalibration.recommendation import PairedDifference
 from calib_core.recalibration.sweeps import GceRanking, TemperatureSurface
 from studio.text import literal
 
@@ -221,9 +222,10 @@ def _sampler(fingerprint: str, ev: EvaluationSet, n_boot: int, seed: int) -> com
 
 
 def runner_up_difference(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame,
-                         *, n_boot: int, seed: int, alpha: float = 0.05) -> compare.PairedDifference | None:
-    """:func:`calib_core.recalibration.compare.runner_up_difference` on the resamples :func:`intervals` cached."""
-    return compare.runner_up_difference(ev, fits, table, n_boot=n_boot, seed=seed, alpha=alpha,
+                         *, n_boot: int, seed: int, alpha: float = 0.05) -> PairedDifference | None:
+    """:func:`calib_core.recalibration.recommendation.runner_up_difference` on the resamples that
+    :func:`intervals` cached."""
+    return recommendation.runner_up_difference(ev, fits, table, n_boot=n_boot, seed=seed, alpha=alpha,
                                         samples=_sampler(fingerprint, ev, n_boot, seed))
 
 

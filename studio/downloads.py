@@ -123,7 +123,8 @@ def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: in
     entries = dict(state.get_entries())  # read now: the click's build runs where the session state cannot be read
 
     def build() -> str:
-        return report.build_report(_report_models(chosen, entries), settings, sections=sections, recalibration=recalibration,
+        return report.build_report(_report_models(chosen, entries), settings, sections=sections,
+                                   recalibration=recalibration,
                                    title=f"Calibration report ({section.replace('_', ' ')})",
                                    recalibration_settings=recalibration_settings)
 

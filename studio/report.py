@@ -43,12 +43,13 @@ from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name
 from calib_core.metrics.reports import MAX_QUADRATIC_ROWS, metric_report, size_note
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.recalibration import compare
-from calib_core.recalibration.compare import Protocol, Recommendation
+from calib_core.recalibration.compare import Protocol
+from calib_core.recalibration.recommendation import Recommendation, compare_methods
 from calib_core.validation import CalibrationInputError, row_argmax
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
-           "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name", "report_data",
-           "sha256_hex"]
+           "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
+           "report_data", "sha256_hex"]
 
 #: Sections in report order (a page's button asks for its own; "everything" for all).
 REPORT_SECTIONS = ("data", "metrics", "verdicts", "reliability", "per_class", "sensitivity", "simplex",
@@ -154,9 +155,9 @@ class Recalibration:
         ``reliability_table`` output before and after (e.g. ``{"Before": ..., "After: temperature": ...}``).
     note : str
         Protocol and settings of the comparison, in words.
-    recommendation : calib_core.recalibration.compare.Recommendation, optional
+    recommendation : calib_core.recalibration.recommendation.Recommendation, optional
         The object the page's verdict is rendered from
-        (:func:`calib_core.recalibration.compare.recommend`): the report
+        (:func:`calib_core.recalibration.recommendation.recommend`): the report
         renders the same sentences from it, as plain text.
     """
 
@@ -535,7 +536,7 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
                      recalibration: RecalibrationSettings | None = None) -> Recalibration:
     """The comparison of the Recalibration page for one model, made here (the Data page's and the CLI's reports).
 
-    :func:`calib_core.recalibration.compare.compare_methods` with
+    :func:`calib_core.recalibration.recommendation.compare_methods` with
     ``recalibration``'s methods, protocol, resamples and seed; the diagrams
     are the reliability tables (the report's bins) before and after the
     recommended method. A model whose rows the protocol cannot split gets
@@ -547,7 +548,7 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
     n_boot = settings.n_boot if recalibration.n_boot is None else recalibration.n_boot
     seed = settings.seed if recalibration.seed is None else recalibration.seed
     try:
-        found = compare.compare_methods(
+        found = compare_methods(
             p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
             class_names=[str(c) for c in p.class_names] or None, methods=recalibration.methods, protocol=protocol,
             n_boot=int(n_boot), seed=int(seed), alpha=settings.alpha,

@@ -10,7 +10,8 @@ import streamlit as st
 
 from calib_core import CalibrationInputError
 from calib_core.recalibration import compare
-from calib_core.recalibration.compare import EvaluationSet, MethodFit, PairedDifference, Protocol, Recommendation
+from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol
+from calib_core.recalibration.recommendation import PairedDifference, Recommendation, recommend
 from studio import compute_recalibration as cr
 from studio.state import ModelView
 from studio.text import literal
@@ -44,7 +45,7 @@ class ModelResult:
         (the *Stop* button) or ``"done"``.
     pair : PairedDifference or None
         The recommended method's margin over the runner-up with its paired
-        interval (:func:`calib_core.recalibration.compare.runner_up_difference`),
+        interval (:func:`calib_core.recalibration.recommendation.runner_up_difference`),
         once the intervals are in.
     """
 
@@ -60,8 +61,9 @@ class ModelResult:
 
     @property
     def recommendation(self) -> Recommendation:
-        """:func:`calib_core.recalibration.compare.recommend`: what the verdict, the pickers and the report say."""
-        return compare.recommend(self.table, pair=self.pair)
+        """:func:`calib_core.recalibration.recommendation.recommend`: what the verdict, the pickers and the
+        report say."""
+        return recommend(self.table, pair=self.pair)
 
     @property
     def ok_methods(self) -> list[str]:

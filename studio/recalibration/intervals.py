@@ -26,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 from calib_core.recalibration import compare
+from calib_core.recalibration.recommendation import PairedDifference
 from studio import compute_recalibration as cr
 from studio import progressive
 from studio.recalibration.fitting import ALPHA, ModelResult
@@ -41,7 +42,7 @@ def _memory_key(result: ModelResult, n_boot: int, seed: int) -> tuple:
     return (*result.key_base, tuple(result.ok_methods), int(n_boot), int(seed), ALPHA)
 
 
-def with_intervals(result: ModelResult, found: tuple[pd.DataFrame, compare.PairedDifference | None]) -> ModelResult:
+def with_intervals(result: ModelResult, found: tuple[pd.DataFrame, PairedDifference | None]) -> ModelResult:
     """``result`` with its table's interval columns and its margin over the runner-up: ``found`` = (intervals, pair)."""
     interval_table, pair = found
     table = compare.results_table(result.ev, result.fits, interval_table)

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 import calib_core as cc
 from calib_core.io import Predictions, load_demo
 from calib_core.recalibration import RECALIBRATORS, Recalibrator, TemperatureScaling
-from calib_core.recalibration import compare, sweeps
+from calib_core.recalibration import compare, recommendation, sweeps
 from studio import compute_recalibration as cr
 from studio import state
 from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
@@ -635,9 +635,9 @@ def test_a_stopped_run_keeps_every_estimate_and_resumes():
 
 # ----------------------------------------------------------------------------- the answer in the pickers and report
 
-def _expected_comparison(predictions: Predictions, n_boot: int) -> compare.Comparison:
+def _expected_comparison(predictions: Predictions, n_boot: int) -> recommendation.Comparison:
     """The page's comparison made by calib_core directly: its first methods, protocol and seed."""
-    return compare.compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
+    return recommendation.compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
                                    split=predictions.split, split_names=predictions.split_names,
                                    class_names=list(predictions.class_names),
                                    methods=cr.default_methods([ModelView("m", predictions, "", "")]),

@@ -141,9 +141,9 @@ def test_cli_writes_the_html_report(repo_root, tmp_path, capsys):
     assert ece["estimate"] == cc.ece(p.probs, p.labels, n_bins=10)
     assert f"{report.chart_count(text)} charts" in capsys.readouterr().out
     # The recalibration section: calib_core's verdict and margin over the runner-up, with the CLI's resamples and seed.
-    from calib_core.recalibration import compare
+    from calib_core.recalibration import recommendation
 
-    found = compare.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+    found = recommendation.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
                                     class_names=list(p.class_names), n_boot=20, seed=0).recommendation
     (entry,) = data["recalibration"]
     name = data["models"][0]["summary"]["name"]
@@ -182,7 +182,7 @@ def test_the_data_pages_report_of_everything_has_the_upload_hash_and_a_recalibra
     SHA-256 as the CLI's report has it."""
     from streamlit.testing.v1 import AppTest
 
-    from calib_core.recalibration import compare
+    from calib_core.recalibration import recommendation
     from tests.app_support import APP, DeferredDownloads
 
     downloads = DeferredDownloads.install(monkeypatch)
@@ -199,7 +199,7 @@ def test_the_data_pages_report_of_everything_has_the_upload_hash_and_a_recalibra
     assert "<h2>Recalibration</h2>" in text
     # The verdict is calib_core's, on the same rows with the page's first settings and the report's resamples.
     p = load_predictions(raw, name=file_name)
-    found = compare.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+    found = recommendation.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
                                     class_names=list(p.class_names), n_boot=200, seed=0)
     name = data["models"][0]["summary"]["name"]
     rec = found.recommendation
@@ -219,7 +219,8 @@ def test_the_report_of_everything_follows_the_recalibration_pages_settings(monke
     from streamlit.testing.v1 import AppTest
 
     from calib_core.io import load_demo
-    from calib_core.recalibration import compare
+    from calib_core.recalibration import recommendation
+    from calib_core.recalibration.compare import Protocol
     from tests.app_support import APP, DeferredDownloads
 
     downloads = DeferredDownloads.install(monkeypatch)
@@ -235,9 +236,9 @@ def test_the_report_of_everything_follows_the_recalibration_pages_settings(monke
     assert not at.exception and not at.error
     text = downloads.get(at, "Download report of everything (HTML)").decode()
     p = load_demo("breast_cancer_svc")
-    found = compare.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+    found = recommendation.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
                                     class_names=list(p.class_names), methods=methods, n_boot=50, seed=3,
-                                    protocol=compare.Protocol(seed=3)).recommendation
+                                    protocol=Protocol(seed=3)).recommendation
     (entry,) = _data(text)["recalibration"]
     assert entry["verdict"] == found.sentence("breast_cancer_svc", markdown=False)
     assert entry["margin"]["n_boot"] == 50 and "Temperature scaling, Isotonic regression" in text

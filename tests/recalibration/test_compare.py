@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 import calib_core as cc
 from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
-from calib_core.recalibration import compare, defaults, sweeps
+from calib_core.recalibration import compare, defaults, recommendation, sweeps
 from calib_core.metrics import metric_function
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, METRIC_KEYS, Protocol
 
@@ -446,11 +446,11 @@ def test_the_recommendation_says_whether_it_beats_the_runner_up_with_the_paired_
     """Issue 23, item 8: with Rows = test the recommended method changes; the page must say whether the winner
     beats the runner-up beyond noise, with the paired interval of their Brier difference."""
     test_rows = load_demo(DIGITS).select_split("test")
-    found = compare.compare_methods(test_rows.probs, test_rows.labels, split=test_rows.split,
+    found = recommendation.compare_methods(test_rows.probs, test_rows.labels, split=test_rows.split,
                                     split_names=test_rows.split_names, class_names=test_rows.class_names,
                                     n_boot=200, seed=0)
     rec = found.recommendation
-    ranked = compare.ranked_candidates(found.table)
+    ranked = recommendation.ranked_candidates(found.table)
     assert (rec.method, rec.runner_up) == tuple(ranked[:2]) and rec.method is not None
     # The margin and its interval, computed independently: bootstrap_ci's resamples of each method's Brier score.
     winner, runner_up = found.fits[rec.method], found.fits[rec.runner_up]
@@ -493,18 +493,19 @@ def test_within_noise_and_beyond_noise_are_told_apart():
     fits = {"A": fit("A", sharp), "B": fit("B", 0.9 * noisy[ev.eval_index] + 0.1 / 3),
             "C": fit("C", sharp[:, [0, 1, 2]].copy())}
     table = compare.results_table(ev, fits, compare.intervals(ev, fits, n_boot=100, seed=0))
-    assert compare.ranked_candidates(table)[:2] == ["A", "C"]  # equal Brier scores: the table's order
-    pair = compare.runner_up_difference(ev, fits, table, n_boot=100, seed=0)
+    assert recommendation.ranked_candidates(table)[:2] == ["A", "C"]  # equal Brier scores: the table's order
+    pair = recommendation.runner_up_difference(ev, fits, table, n_boot=100, seed=0)
     assert pair.estimate == 0 and pair.beyond_noise is False
-    assert "within bootstrap noise" in compare.recommend(table, pair=pair).comparison()
+    assert "within bootstrap noise" in recommendation.recommend(table, pair=pair).comparison()
     apart = {"A": fits["A"], "B": fits["B"]}
     table = compare.results_table(ev, apart, compare.intervals(ev, apart, n_boot=100, seed=0))
-    pair = compare.runner_up_difference(ev, apart, table, n_boot=100, seed=0)
+    pair = recommendation.runner_up_difference(ev, apart, table, n_boot=100, seed=0)
     assert pair.low > 0 and pair.beyond_noise
-    assert compare.recommend(table, pair=pair).comparison().startswith("**A** beats **B** beyond bootstrap noise")
+    assert recommendation.recommend(table, pair=pair).comparison().startswith(
+        "**A** beats **B** beyond bootstrap noise")
     # Without intervals: the runner-up is named, and the sentence says the noise check needs them.
-    bare = compare.recommend(compare.results_table(ev, apart))
+    bare = recommendation.recommend(compare.results_table(ev, apart))
     assert bare.pair is None and "needs the bootstrap intervals" in bare.comparison()
-    alone = compare.recommend(compare.results_table(ev, {"A": fits["A"]}))
-    assert "only method" in alone.comparison() and compare.runner_up_difference(
+    alone = recommendation.recommend(compare.results_table(ev, {"A": fits["A"]}))
+    assert "only method" in alone.comparison() and recommendation.runner_up_difference(
         ev, {"A": fits["A"]}, compare.results_table(ev, {"A": fits["A"]}), n_boot=100, seed=0) is None
