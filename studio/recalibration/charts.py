@@ -27,9 +27,23 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
 
 
-def _recommended_index(result: ModelResult) -> int:
-    """Where the recommended method stands among the fitted ones (the pickers' default), else 0."""
+#: Session key prefix of the recommended method each picker last started on.
+_STARTED_ON = "recal:started_on:"
+
+
+def _recommended_index(result: ModelResult, key: str) -> int:
+    """Where the recommended method stands among the fitted ones (the picker ``key``'s default), else 0.
+
+    A picker left on the method it started on follows the recommendation
+    when that changes (other rows, another protocol or seed): its kept value
+    is forgotten, so it starts again from the new default. A method the
+    visitor picked stays.
+    """
     best = result.recommendation.method
+    started_on = st.session_state.get(_STARTED_ON + key)
+    if started_on is not None and started_on != best and st.session_state.get(key) == started_on:
+        del st.session_state[key]
+    st.session_state[_STARTED_ON + key] = best
     return result.ok_methods.index(best) if best in result.ok_methods else 0
 
 
@@ -58,7 +72,7 @@ def show_reliability(result: ModelResult) -> tuple[str, Callable[[dict[str, Mode
     view, ev, fits, ok_methods = result.view, result.ev, result.fits, result.ok_methods
     st.subheader("Reliability diagrams, before and after")
     picker_col, bins_col, binning_col = st.columns([4, 2, 3])
-    method = layout.linked(picker_col.selectbox, "Method", ok_methods, index=_recommended_index(result), key="method",
+    method = layout.linked(picker_col.selectbox, "Method", ok_methods, index=_recommended_index(result, "method"), key="method",
                            options=ok_methods,
                            help="The recalibrated predictions shown on the right (and in the simplex); first shown: "
                                 "the recommended method.")
@@ -172,7 +186,7 @@ def show_downloads(result: ModelResult) -> None:
     """The recalibrated predictions (CSV) and the fitted parameters (JSON) of one method."""
     view, ev, ok_methods = result.view, result.ev, result.ok_methods
     st.subheader("Downloads")
-    method = layout.linked(st.selectbox, "Method to download", ok_methods, index=_recommended_index(result),
+    method = layout.linked(st.selectbox, "Method to download", ok_methods, index=_recommended_index(result, "download"),
                            key="download", options=ok_methods, help="First shown: the recommended method.")
     fit = result.fits[method]
     csv_col, json_col = st.columns(2)

@@ -687,3 +687,20 @@ def test_rows_test_says_whether_the_winner_beats_the_runner_up():
     assert interval in page
     claim = "beats" if pair.low > 0 else "are within bootstrap noise of each other"
     assert claim in expected.comparison()
+
+
+def test_the_pickers_follow_the_recommendation_until_a_method_is_picked():
+    """Switching Rows to "test" changes the recommended method: pickers left alone follow it, a picked one stays."""
+    from studio import state
+
+    at = open_page(n_boot=0)
+    assert_clean(at)
+    on_all = _expected_comparison(load_demo(DIGITS), 0).recommendation.method
+    on_test = _expected_comparison(load_demo(DIGITS).select_split("test"), 0).recommendation.method
+    assert on_all != on_test
+    assert at.selectbox(key="download").value == at.selectbox(key="method").value == on_all
+    at.selectbox(key="method").set_value("Isotonic regression").run()
+    at.radio(key=state.SPLIT_WIDGET).set_value("test").run()
+    assert_clean(at)
+    assert at.selectbox(key="download").value == on_test
+    assert at.selectbox(key="method").value == "Isotonic regression"
