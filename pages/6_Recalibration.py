@@ -113,7 +113,7 @@ results.show_problems(result)
 table_slots = results.show_tables(result, n_boot=int(n_boot), seed=seed)
 
 # ----------------------------------------------------------------------------- charts and downloads
-diagram_method, draw_report = charts.show_reliability(result)
+diagram_method, draw_report = charts.show_reliability(result, n_boot=int(n_boot), seed=seed)
 charts.show_simplex(result, diagram_method)
 charts.show_surface(result)
 charts.show_ranking(result)

@@ -65,7 +65,8 @@ def _report_models(models: Sequence[state.ModelView],
     out = []
     for view in models:
         entry = entries.get(view.name)
-        files = ((entry.file_name, report.sha256_hex(entry.source_bytes())),) if entry is not None else ()
+        has_file = entry is not None and (entry.raw is not None or entry.demo is not None)  # else: arrays only
+        files = ((entry.file_name, report.sha256_hex(entry.source_bytes())),) if has_file else ()
         out.append(report.ReportModel(view.name, view.predictions, files, view.rows,
                                       tuple(entry.fixes) if entry is not None else ()))
     return out

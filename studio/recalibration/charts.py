@@ -47,7 +47,8 @@ def _recommended_index(result: ModelResult, key: str) -> int:
     return result.ok_methods.index(best) if best in result.ok_methods else 0
 
 
-def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | None = None) -> report.Recalibration:
+def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | None = None, *, n_boot: int = 0,
+                 seed: int = 0) -> report.Recalibration:
     """One model's comparison for the HTML report: its table, the verdict object the page shows, and the
     reliability tables before and after the recommended method (and ``picked``, the method shown on the page)."""
     ev, found = result.ev, result.recommendation
@@ -55,12 +56,16 @@ def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | N
     for method in dict.fromkeys(m for m in (found.method, picked) if m in result.ok_methods):
         diagrams[f"After: {method}"] = cr.reliability(result.fits[method].probs, ev.labels,
                                                       (*result.key_base, method), int(n_bins), binning)
+    intervals = (f"{n_boot:,} paired bootstrap resamples, seed {seed}" if result.intervals == "done"
+                 else "no bootstrap intervals")
     note = " ".join([result.sentence, f"{ev.labels.size:,} evaluation rows.",
+                     f"Methods: {', '.join(result.fits)}; {intervals}.",
                      *report.comparison_notes(ev, result.fits)]).strip()
     return report.Recalibration(result.view.name, result.table, diagrams, note=note, recommendation=found)
 
 
-def show_reliability(result: ModelResult) -> tuple[str, Callable[[dict[str, ModelResult]], None]]:
+def show_reliability(result: ModelResult, *, n_boot: int,
+                     seed: int) -> tuple[str, Callable[[dict[str, ModelResult]], None]]:
     """Reliability diagrams before and after the method picked here (first: the recommended one), and the report
     button.
 
@@ -92,10 +97,10 @@ def show_reliability(result: ModelResult) -> tuple[str, Callable[[dict[str, Mode
 
     def draw_report(finals: dict[str, ModelResult]) -> None:
         with report_slot:
-            entries = [report_entry(final, n_bins, binning, method if name == view.name else None)
-                       for name, final in finals.items()]
+            entries = [report_entry(final, n_bins, binning, method if name == view.name else None, n_boot=n_boot,
+                                    seed=seed) for name, final in finals.items()]
             downloads.report_button("recalibration", [final.view for final in finals.values()], n_bins=n_bins,
-                                    binning=binning, recalibration=entries)
+                                    binning=binning, n_boot=n_boot, seed=seed, recalibration=entries)
 
     report_slot.caption("The report download appears when the bootstrap intervals are in.")
     return method, draw_report

@@ -704,3 +704,22 @@ def test_the_pickers_follow_the_recommendation_until_a_method_is_picked():
     assert_clean(at)
     assert at.selectbox(key="download").value == on_test
     assert at.selectbox(key="method").value == "Isotonic regression"
+
+
+def test_the_page_report_states_the_pages_seed_and_resamples(monkeypatch):
+    """The report's settings and verdict use the page's seed and resamples (the report button used seed 0)."""
+    downloads = app_support.DeferredDownloads.install(monkeypatch)
+    predictions = synthetic(400, 3, name="m", seed=5)
+    at = app_support.open_with_model(PAGE, predictions, timeout=TIMEOUT,
+                                     session_values={"recal_boot": 50, "recal_seed": 2})
+    assert_clean(at)
+    text = downloads.get(at, "Download report (HTML)").decode()
+    data = json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
+    assert data["settings"]["seed"] == 2 and data["settings"]["n_boot"] == 50
+    expected = recommendation.compare_methods(
+        predictions.probs, predictions.labels, methods=cr.default_methods([ModelView("m", predictions, "", "")]),
+        protocol=compare.Protocol(seed=2), n_boot=50, seed=2).recommendation
+    (entry,) = data["recalibration"]
+    assert entry["verdict"] == expected.sentence("m", markdown=False)
+    assert entry["comparison"] == expected.comparison(markdown=False)
+    assert "50 paired bootstrap resamples, seed 2" in entry["note"]
