@@ -242,3 +242,16 @@ def test_the_report_of_everything_follows_the_recalibration_pages_settings(monke
     (entry,) = _data(text)["recalibration"]
     assert entry["verdict"] == found.sentence("breast_cancer_svc", markdown=False)
     assert entry["margin"]["n_boot"] == 50 and "Temperature scaling, Isotonic regression" in text
+
+
+def test_the_recalibration_section_escapes_names_and_says_when_intervals_are_missing(repo_root):
+    p = load_predictions(repo_root / "data" / "demo" / "breast_cancer_svc.csv")
+    text = report.build_report([report.ReportModel(HOSTILE, p)], report.ReportSettings(n_boot=0),
+                               sections=("recalibration",))
+    assert "<script>alert(1)</script>" not in text and html_escaped(HOSTILE) in text
+    (entry,) = _data(text)["recalibration"]
+    assert entry["margin"] is None and entry["verdict"].startswith(HOSTILE)
+    assert html_escaped(entry["verdict"]) in text
+    if entry["runner_up"] is not None:
+        assert "needs the bootstrap intervals" in entry["comparison"]
+    assert "no bootstrap intervals" in entry["note"] and report.chart_count(text) == 1
