@@ -33,7 +33,10 @@ def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> di
             st.info(result.note, icon=":material/shuffle:")
     st.caption("Recommended: among the methods that lower the ECE without raising the Brier score (a proper score, "
                "so sharpness counts too), the one with the lowest Brier score on the evaluation rows"
-               + (f"; never {CAUTIONARY}, a baseline." if CAUTIONARY in methods else "."))
+               + (f"; never {CAUTIONARY}, a baseline." if CAUTIONARY in methods else ".")
+               + " The runner-up is the next of them; the interval of their Brier difference is made on the same "
+                 "resamples of the evaluation rows for both, so it says whether their order is beyond the noise of "
+                 "these rows.")
     return slots
 
 
