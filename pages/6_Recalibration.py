@@ -113,7 +113,7 @@ results.show_problems(result)
 table_slots = results.show_tables(result, n_boot=int(n_boot), seed=seed)
 
 # ----------------------------------------------------------------------------- charts and downloads
-diagram_method, draw_report = charts.show_reliability(result)
+diagram_method, draw_report = charts.show_reliability(result, n_boot=int(n_boot), seed=seed)
 charts.show_simplex(result, diagram_method)
 charts.show_surface(result)
 charts.show_ranking(result)
@@ -121,15 +121,21 @@ charts.show_downloads(result)
 
 # ----------------------------------------------------------------------------- the intervals, last
 intervals.show_stopped(model_results, status_slot)
+current = dict(model_results)
+if not any(r.intervals == "pending" for r in current.values()):
+    draw_report(current)
 
 
 def redraw(updated):
-    """A model's intervals are in: its verdict, and for the model shown in detail its table, chart and report."""
+    """A model's intervals are in: its verdict, for the model shown in detail its table and chart, and once every
+    model's are in, the report (every model's verdict)."""
+    current[updated.view.name] = updated
     results.draw_verdict(verdict_slots[updated.view.name], updated)
     if updated.view.name == result.view.name:
         table_slots.draw_details(updated)
         table_slots.draw_change(updated)
-        draw_report(updated)
+    if not any(r.intervals == "pending" for r in current.values()):
+        draw_report(current)
 
 
 intervals.fill(model_results, n_boot=int(n_boot), seed=seed, run=run, status_slot=status_slot, on_result=redraw)

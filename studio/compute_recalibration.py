@@ -28,9 +28,10 @@ import streamlit as st
 import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
-from calib_core.recalibration import compare, defaults, sweeps
+from calib_core.recalibration import compare, defaults, recommendation, sweeps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, EvaluationSet, MethodFit, Protocol
 from calib_core.recalibration.defaults import DEFAULT_METHODS
+from calib_core.recalibration.recommendation import PairedDifference
 from calib_core.recalibration.sweeps import GceRanking, TemperatureSurface
 from studio.text import literal
 
@@ -206,13 +207,26 @@ def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: 
 def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int,
               alpha: float = 0.05, on_progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """:func:`calib_core.recalibration.compare.intervals`, each array's resamples cached."""
+    return compare.intervals(ev, fits, n_boot=n_boot, seed=seed, alpha=alpha, on_progress=on_progress,
+                             samples=_sampler(fingerprint, ev, n_boot, seed))
+
+
+def _sampler(fingerprint: str, ev: EvaluationSet, n_boot: int, seed: int) -> compare.Sampler:
+    """Each array's resamples through :func:`metric_samples`, keyed by the model, its protocol and the array's name."""
     base_key = (fingerprint, ev.input, ev.protocol)
 
     def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
         return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed)
 
-    return compare.intervals(ev, fits, n_boot=n_boot, seed=seed, alpha=alpha, on_progress=on_progress,
-                             samples=samples)
+    return samples
+
+
+def runner_up_difference(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame,
+                         *, n_boot: int, seed: int, alpha: float = 0.05) -> PairedDifference | None:
+    """:func:`calib_core.recalibration.recommendation.runner_up_difference` on the resamples that
+    :func:`intervals` cached."""
+    return recommendation.runner_up_difference(ev, fits, table, n_boot=n_boot, seed=seed, alpha=alpha,
+                                        samples=_sampler(fingerprint, ev, n_boot, seed))
 
 
 # ----------------------------------------------------------------------------- diagrams

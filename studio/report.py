@@ -42,10 +42,14 @@ from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name
 from calib_core.metrics.reports import MAX_QUADRATIC_ROWS, metric_report, size_note
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
+from calib_core.recalibration import compare
+from calib_core.recalibration.compare import Protocol
+from calib_core.recalibration.recommendation import Recommendation, compare_methods
 from calib_core.validation import CalibrationInputError, row_argmax
 
-__all__ = ["REPORT_SECTIONS", "Recalibration", "ReportModel", "ReportSettings", "build_report", "calib_core_version",
-           "chart_file_name", "report_file_name", "report_data", "sha256_hex"]
+__all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
+           "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
+           "report_data", "sha256_hex"]
 
 #: Sections in report order (a page's button asks for its own; "everything" for all).
 REPORT_SECTIONS = ("data", "metrics", "verdicts", "reliability", "per_class", "sensitivity", "simplex",
@@ -151,12 +155,44 @@ class Recalibration:
         ``reliability_table`` output before and after (e.g. ``{"Before": ..., "After: temperature": ...}``).
     note : str
         Protocol and settings of the comparison, in words.
+    recommendation : calib_core.recalibration.recommendation.Recommendation, optional
+        The object the page's verdict is rendered from
+        (:func:`calib_core.recalibration.recommendation.recommend`): the report
+        renders the same sentences from it, as plain text.
     """
 
     model: str
     table: pd.DataFrame
     diagrams: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     note: str = ""
+    recommendation: Recommendation | None = None
+
+
+@dataclass(frozen=True)
+class RecalibrationSettings:
+    """How a report that is handed no comparison makes one (:func:`recalibration_of`).
+
+    The defaults are the Recalibration page's first view: its default methods
+    at the model's K, the file's split column (else a stratified random split
+    of half the rows), and the report's resamples and seed.
+
+    Attributes
+    ----------
+    methods : tuple of str or None
+        Keys of :data:`calib_core.RECALIBRATORS` (None: the page's default set).
+    protocol : Protocol or None
+        None: ``Protocol(seed=settings.seed)``.
+    n_boot, seed : int or None
+        Resamples and seed of the intervals (None: the report settings').
+    boot_budget_seconds : float
+        Above this predicted time per model the intervals are left out and the report says so.
+    """
+
+    methods: tuple[str, ...] | None = None
+    protocol: Protocol | None = None
+    n_boot: int | None = None
+    seed: int | None = None
+    boot_budget_seconds: float = 60.0
 
 
 # ----------------------------------------------------------------------------- small pure helpers
@@ -323,7 +359,7 @@ def report_data(models: Sequence[ReportModel], settings: ReportSettings, *,
 # ----------------------------------------------------------------------------- figures
 
 def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: Sequence[str],
-             recalibration: Recalibration | None) -> list[tuple[str, str, object]]:
+             recalibrations: Sequence[Recalibration] = ()) -> list[tuple[str, str, object]]:
     """``(section, caption, plotly Figure)`` for every chart, in report order."""
     from studio import figures
     from studio.figures_simplex import simplex_figure
@@ -377,9 +413,21 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
             out.append(("simplex", f"{m.name}: simplex arrows ({vertex}), {settings.simplex_bins} subdivisions",
                         simplex_figure(result, class_names=list(m.predictions.class_names),
                                        title=plot_text(m.name))))
-    if "recalibration" in sections and recalibration is not None and recalibration.diagrams:
+    if "recalibration" in sections:
+        out += _recalibration_figures(recalibrations)
+    return out
+
+
+def _recalibration_figures(recalibrations: Sequence[Recalibration]) -> list[tuple[str, str, object]]:
+    """One before/after reliability figure per comparison (its recommended method, and the one picked on the page)."""
+    from studio import figures
+
+    out = []
+    for recalibration in recalibrations:
+        if not recalibration.diagrams:
+            continue
         keys = list(recalibration.diagrams)
-        out.append(("recalibration", f"{recalibration.model}: reliability before and after",
+        out.append(("recalibration", f"{recalibration.model}: reliability before and after ({', '.join(keys[1:])})",
                     figures.reliability_figure(dict(recalibration.diagrams), layout="side_by_side",
                                                colors={key: 2 * i for i, key in enumerate(keys)})))
     return out
@@ -468,13 +516,106 @@ def _verdicts_section(models: Sequence[ReportModel], data: dict, settings: Repor
     return "".join(parts)
 
 
-def _recalibration_section(recalibration: Recalibration) -> str:
+def _recalibration_section(recalibration: Recalibration, charts: str = "") -> str:
+    """One comparison: the verdict and the margin over the runner-up (the page's sentences), the note, the
+    before/after diagram(s) (``charts``, HTML) and the table."""
     frame = recalibration.table
     rows = [[("" if isinstance(v, float) and not math.isfinite(v) else
               f"{v:.6f}" if isinstance(v, (float, np.floating)) else v) for v in row]
             for row in frame.itertuples(index=False)]
-    return (f"<h3>{_e(recalibration.model)}</h3><p class='note'>{_e(recalibration.note)}</p>"
+    verdict = ""
+    if recalibration.recommendation is not None:
+        found = recalibration.recommendation
+        lines = [found.sentence(recalibration.model, markdown=False), found.comparison(markdown=False)]
+        verdict = "".join(f"<p class='verdict'>{_e(line)}</p>" for line in lines if line)
+    return (f"<h3>{_e(recalibration.model)}</h3>{verdict}<p class='note'>{_e(recalibration.note)}</p>{charts}"
             + _table([str(c) for c in frame.columns], rows, cls="recalibration"))
+
+
+def recalibration_of(model: ReportModel, settings: ReportSettings,
+                     recalibration: RecalibrationSettings | None = None) -> Recalibration:
+    """The comparison of the Recalibration page for one model, made here (the Data page's and the CLI's reports).
+
+    :func:`calib_core.recalibration.recommendation.compare_methods` with
+    ``recalibration``'s methods, protocol, resamples and seed; the diagrams
+    are the reliability tables (the report's bins) before and after the
+    recommended method. A model whose rows the protocol cannot split gets
+    the reason as its note and no verdict.
+    """
+    recalibration = recalibration or RecalibrationSettings()
+    p = model.predictions
+    protocol = recalibration.protocol or Protocol(seed=settings.seed)
+    n_boot = settings.n_boot if recalibration.n_boot is None else recalibration.n_boot
+    seed = settings.seed if recalibration.seed is None else recalibration.seed
+    try:
+        found = compare_methods(
+            p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+            class_names=[str(c) for c in p.class_names] or None, methods=recalibration.methods, protocol=protocol,
+            n_boot=int(n_boot), seed=int(seed), alpha=settings.alpha,
+            boot_budget_seconds=recalibration.boot_budget_seconds)
+    except CalibrationInputError as exc:
+        return Recalibration(model.name, pd.DataFrame(), note=f"No comparison: {exc}")
+    ev, best = found.ev, found.recommendation.method
+    diagrams = {"Before": cc.reliability_table(ev.before, ev.labels, settings.n_bins, settings.binning)}
+    if best is not None:
+        diagrams[f"After: {best}"] = cc.reliability_table(found.fits[best].probs, ev.labels, settings.n_bins,
+                                                          settings.binning)
+    intervals = (f"{found.n_boot:,} paired bootstrap resamples, seed {found.seed}" if found.n_boot
+                 else f"no bootstrap intervals (predicted {found.skipped_seconds:.0f} s, over the "
+                      f"{recalibration.boot_budget_seconds:.0f} s budget)" if found.skipped_seconds
+                 else "no bootstrap intervals")
+    note = " ".join([found.protocol_sentence, f"{ev.labels.size:,} evaluation rows.",
+                     f"Methods: {', '.join(found.fits)}; {intervals}.", *comparison_notes(ev, found.fits)]).strip()
+    return Recalibration(model.name, found.table, diagrams, note, found.recommendation)
+
+
+def comparison_notes(ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit]) -> list[str]:
+    """The warnings the Recalibration page shows beside a verdict, as sentences: classes with too few rows,
+    methods that could not be fitted, fits stopped at their iteration cap."""
+    notes = list(ev.notes)
+    notes += [f"{name} could not be fitted: {fit.message}" for name, fit in fits.items() if not fit.ok]
+    notes += [f"{name} stopped at its iteration cap ({n_iter} L-BFGS-B iterations): read its numbers with care."
+              for name, n_iter in compare.unconverged_fits(fits).items()]
+    return notes
+
+
+def _recalibration_data(recalibration: Recalibration) -> dict:
+    """A comparison's verdict for the report's JSON: the recommended method, the runner-up and their margin."""
+    found = recalibration.recommendation
+    out = {"model": recalibration.model, "note": recalibration.note, "recommended": None, "runner_up": None,
+           "verdict": None, "comparison": None, "margin": None}
+    if found is None:
+        return out
+    out.update(recommended=found.method, runner_up=found.runner_up,
+               verdict=found.sentence(recalibration.model, markdown=False),
+               comparison=found.comparison(markdown=False))
+    if found.pair is not None:
+        pair = found.pair
+        out["margin"] = {"metric": pair.key, "winner": pair.winner, "runner_up": pair.runner_up,
+                         "estimate": _finite(pair.estimate), "low": _finite(pair.low), "high": _finite(pair.high),
+                         "beyond_noise": pair.beyond_noise, "n_boot": pair.n_boot, "alpha": pair.alpha}
+    return out
+
+
+def _recalibrations(models: Sequence[ReportModel], settings: ReportSettings, sections: Sequence[str],
+                    given: Recalibration | Sequence[Recalibration] | None,
+                    recalibration_settings: RecalibrationSettings | None) -> tuple[tuple[Recalibration, ...], list]:
+    """The comparisons of the recalibration section (given, or made per model) and their settings-table rows."""
+    if "recalibration" not in sections:
+        return (), []
+    if given is not None:
+        return ((given,) if isinstance(given, Recalibration) else tuple(given)), []
+    made = recalibration_settings or RecalibrationSettings()
+    protocol = made.protocol or Protocol(seed=settings.seed)
+    rows = [("recalibration methods", "the Recalibration page's default set at each model's K" if made.methods is None
+             else ", ".join(made.methods)),
+            ("recalibration protocol", f"{compare.SCHEMES[protocol.scheme]} (a stratified random split of "
+             f"{protocol.test_fraction:g} when a model has no usable split column), seed {protocol.seed}"
+             + (f", {protocol.n_folds} folds" if protocol.scheme == "cross_fit" else "")
+             + (", IN-SAMPLE" if protocol.in_sample else "")),
+            ("recalibration resamples and seed", f"{settings.n_boot if made.n_boot is None else made.n_boot}, "
+             f"seed {settings.seed if made.seed is None else made.seed}")]
+    return tuple(recalibration_of(m, settings, made) for m in models), rows
 
 
 _TITLES = {"reliability": "Reliability diagrams", "per_class": "Per-class ACE", "sensitivity": "Bin sensitivity",
@@ -483,8 +624,10 @@ _TITLES = {"reliability": "Reliability diagrams", "per_class": "Per-class ACE", 
 
 
 def build_report(models: Sequence[ReportModel], settings: ReportSettings | None = None, *,
-                 sections: Sequence[str] = REPORT_SECTIONS, recalibration: Recalibration | None = None,
-                 title: str = "Calibration report", generated: str | None = None) -> str:
+                 sections: Sequence[str] = REPORT_SECTIONS,
+                 recalibration: Recalibration | Sequence[Recalibration] | None = None,
+                 title: str = "Calibration report", generated: str | None = None,
+                 recalibration_settings: RecalibrationSettings | None = None) -> str:
     """The report as one self-contained HTML document.
 
     Parameters
@@ -494,12 +637,17 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
         Defaults: 15 uniform bins, 1000 resamples, seed 0, alpha 0.05.
     sections : sequence of str
         Which of :data:`REPORT_SECTIONS` to include ("data" is always included).
-    recalibration : Recalibration, optional
-        A comparison already computed; shown when "recalibration" is in ``sections``.
+    recalibration : Recalibration or sequence of them, optional
+        Comparisons already computed (a page's); shown when "recalibration"
+        is in ``sections``. Without them that section makes one per model
+        (:func:`recalibration_of` with ``recalibration_settings``).
     title : str
         Document title (plain text; escaped).
     generated : str, optional
         Timestamp to print (default: now, UTC, ISO 8601).
+    recalibration_settings : RecalibrationSettings, optional
+        How the recalibration section is made when no comparison is given
+        (default: the Recalibration page's first view).
 
     Returns
     -------
@@ -520,10 +668,14 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
         raise CalibrationInputError(f"`sections` has unknown names {unknown}; choose from {list(REPORT_SECTIONS)}.")
     sections = ("data", *[s for s in REPORT_SECTIONS if s in sections and s != "data"])
     data = report_data(models, settings, sections=sections, generated=generated)
-    charts = _figures(models, settings, sections, recalibration)
+    recalibrations, recalibration_rows = _recalibrations(models, settings, sections, recalibration,
+                                                         recalibration_settings)
+    if recalibrations:
+        data["recalibration"] = [_recalibration_data(r) for r in recalibrations]
+    charts = _figures(models, settings, sections, recalibrations)
 
     head_rows = [("calib_core version", data["calib_core_version"]), ("generated (UTC)", data["generated"]),
-                 ("sections", ", ".join(sections)), *settings.rows()]
+                 ("sections", ", ".join(sections)), *settings.rows(), *recalibration_rows]
     body = [f"<h1>{_e(title)}</h1>", "<h2>Provenance and settings</h2>", _table(("item", "value"), head_rows,
                                                                                 cls="settings"),
             _data_section(data)]
@@ -536,18 +688,25 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
         by_section.setdefault(section, []).append((caption, fig))
     config = {"displaylogo": False, "responsive": True}
     n = 0
+    def chart_div(section: str, caption: str, fig) -> str:
+        nonlocal n
+        n += 1
+        chart_config = {**config, "toImageButtonOptions": {"format": "png",
+                                                           "filename": chart_file_name("report", section, n)}}
+        div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"chart-{n}", config=chart_config)
+        return f"<div class='chart'><p class='caption'>{_e(caption)}</p>{div}</div>"
+
     for section in sections:
-        if section == "recalibration" and recalibration is not None:
-            body.append(f"<h2>{_TITLES[section]}</h2>" + _recalibration_section(recalibration))
+        if section == "recalibration" and recalibrations:
+            # each comparison with its own diagram, in the order of the figures (one per comparison with diagrams)
+            pending = iter(by_section.pop(section, []))
+            body.append(f"<h2>{_TITLES[section]}</h2>" + "".join(
+                _recalibration_section(r, chart_div(section, *next(pending)) if r.diagrams else "")
+                for r in recalibrations))
         elif section in by_section:
             body.append(f"<h2>{_TITLES[section]}</h2>")
         for caption, fig in by_section.get(section, []):
-            n += 1
-            chart_config = {**config, "toImageButtonOptions": {"format": "png",
-                                                               "filename": chart_file_name("report", section, n)}}
-            div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"chart-{n}",
-                              config=chart_config)
-            body.append(f"<div class='chart'><p class='caption'>{_e(caption)}</p>{div}</div>")
+            body.append(chart_div(section, caption, fig))
         if section in ("simplex",) and section not in by_section and any(m.predictions.n_classes < 3 for m in models):
             body.append("<h2>Simplex</h2><p class='note'>No model with three or more classes.</p>")
     payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \

@@ -67,3 +67,42 @@ def trace_array(data) -> np.ndarray:
     if isinstance(data, dict) and "bdata" in data:
         return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).astype(float)
     return np.array([np.nan if v is None else v for v in data], dtype=float)
+
+
+class DeferredDownloads:
+    """What a click on a download button gets, for AppTests: the button's deferred function, run outside the script.
+
+    Install with :meth:`install` before the AppTest is created (it records the
+    media file manager and storage the test run uses).
+    """
+
+    def __init__(self) -> None:
+        self.storages: list = []
+        self.managers: list = []
+
+    @classmethod
+    def install(cls, monkeypatch) -> DeferredDownloads:
+        import streamlit.testing.v1.app_test as app_test_module
+        from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+        recorder = cls()
+
+        class Storage(MemoryMediaFileStorage):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                recorder.storages.append(self)
+
+        class Manager(app_test_module.MediaFileManager):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                recorder.managers.append(self)
+
+        monkeypatch.setattr(app_test_module, "MemoryMediaFileStorage", Storage)
+        monkeypatch.setattr(app_test_module, "MediaFileManager", Manager)
+        return recorder
+
+    def get(self, at: AppTest, label: str) -> bytes:
+        """The bytes of the (deferred) download button labelled ``label``."""
+        button = next(b for b in at.get("download_button") if b.proto.label == label)
+        url = self.managers[-1].execute_deferred(button.proto.deferred_file_id)
+        return self.storages[-1].get_file(url.rsplit("/", 1)[-1]).content

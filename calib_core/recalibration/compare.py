@@ -772,14 +772,8 @@ def _excludes_zero(table: pd.DataFrame, method: str, key: str) -> bool | None:
 
 
 def verdict(model_name: str, table: pd.DataFrame, *, cautionary: str = CAUTIONARY) -> str:
-    """Which fix helps, in one sentence (Markdown).
-
-    The recommended method is, among the methods that lower the ECE without
-    raising the Brier score (a proper score: calibration and sharpness
-    together), the one with the lowest Brier score after recalibration (ties:
-    the lower ECE). The cautionary baseline is never recommended. With
-    intervals, the sentence says whether the Brier change is beyond bootstrap
-    noise (its paired interval excludes 0).
+    """Which fix helps, in one sentence (Markdown): the ``sentence`` of
+    :func:`calib_core.recalibration.recommendation.recommend`.
 
     Parameters
     ----------
@@ -790,21 +784,6 @@ def verdict(model_name: str, table: pd.DataFrame, *, cautionary: str = CAUTIONAR
     cautionary : str
         The method never recommended.
     """
-    if table.empty:
-        return f"{model_name}: no method could be fitted, so there is no verdict."
-    wide = table.pivot(index="method", columns="key", values="delta")
-    after = table.pivot(index="method", columns="key", values="after")
-    before = table.drop_duplicates("key").set_index("key")["before"]
-    candidates = [m for m in wide.index if m != cautionary and wide.loc[m, "ece"] < 0 and wide.loc[m, "brier"] <= 0]
-    if not candidates:
-        return (f"{model_name}: no method lowers both the ECE and the Brier score on the evaluation rows; "
-                "keep the model as it is, or collect more calibration rows and try again.")
-    best = min(candidates, key=lambda m: (after.loc[m, "brier"], after.loc[m, "ece"]))
-    accuracy_change = wide.loc[best, "accuracy"]
-    accuracy_text = ("accuracy unchanged" if abs(accuracy_change) < 1e-12
-                     else f"accuracy {accuracy_change:+.1%}")
-    noise = _excludes_zero(table, best, "brier")
-    noise_text = ("" if noise is None else "; the Brier improvement is beyond bootstrap noise" if noise
-                  else "; but the Brier change is within bootstrap noise")
-    return (f"{model_name}: **{best}** helps most: ECE {_fmt(before['ece'])} → {_fmt(after.loc[best, 'ece'])}, "
-            f"Brier score {_fmt(before['brier'])} → {_fmt(after.loc[best, 'brier'])}, {accuracy_text}{noise_text}.")
+    from calib_core.recalibration.recommendation import recommend  # it builds on this module
+
+    return recommend(table, cautionary=cautionary).sentence(model_name)

@@ -27,19 +27,60 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
 
 
-def show_reliability(result: ModelResult) -> tuple[str, Callable[[ModelResult], None]]:
-    """Reliability diagrams before and after the method picked here, and the report button.
+#: Session key prefix of the recommended method each picker last started on.
+_STARTED_ON = "recal:started_on:"
 
-    Returns the method and a function that draws the report button for a
-    result (the button's report holds the result's table, so while the
-    intervals are pending a caption holds its place; the page calls it when
-    they are in).
+
+def _recommended_index(result: ModelResult, key: str) -> int:
+    """Where the recommended method stands among the fitted ones (the picker ``key``'s default), else 0.
+
+    A picker left on the method it started on follows the recommendation
+    when that changes (other rows, another protocol or seed): its kept value
+    is forgotten, so it starts again from the new default. A method the
+    visitor picked stays.
+    """
+    best = result.recommendation.method
+    started_on = st.session_state.get(_STARTED_ON + key)
+    if started_on is not None and started_on != best and st.session_state.get(key) == started_on:
+        del st.session_state[key]
+    st.session_state[_STARTED_ON + key] = best
+    return result.ok_methods.index(best) if best in result.ok_methods else 0
+
+
+def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | None = None, *, n_boot: int = 0,
+                 seed: int = 0) -> report.Recalibration:
+    """One model's comparison for the HTML report: its table, the verdict object the page shows, and the
+    reliability tables before and after the recommended method (and ``picked``, the method shown on the page)."""
+    ev, found = result.ev, result.recommendation
+    diagrams = {"Before": cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning)}
+    for method in dict.fromkeys(m for m in (found.method, picked) if m in result.ok_methods):
+        diagrams[f"After: {method}"] = cr.reliability(result.fits[method].probs, ev.labels,
+                                                      (*result.key_base, method), int(n_bins), binning)
+    intervals = (f"{n_boot:,} paired bootstrap resamples, seed {seed}" if result.intervals == "done"
+                 else "no bootstrap intervals")
+    note = " ".join([result.sentence, f"{ev.labels.size:,} evaluation rows.",
+                     f"Methods: {', '.join(result.fits)}; {intervals}.",
+                     *report.comparison_notes(ev, result.fits)]).strip()
+    return report.Recalibration(result.view.name, result.table, diagrams, note=note, recommendation=found)
+
+
+def show_reliability(result: ModelResult, *, n_boot: int,
+                     seed: int) -> tuple[str, Callable[[dict[str, ModelResult]], None]]:
+    """Reliability diagrams before and after the method picked here (first: the recommended one), and the report
+    button.
+
+    Returns the method and a function that draws the report button for the
+    page's results (the report holds every model's verdict and table, so
+    while intervals are pending a caption holds its place; the page calls it
+    when they are all in).
     """
     view, ev, fits, ok_methods = result.view, result.ev, result.fits, result.ok_methods
     st.subheader("Reliability diagrams, before and after")
     picker_col, bins_col, binning_col = st.columns([4, 2, 3])
-    method = layout.linked(picker_col.selectbox, "Method", ok_methods, index=0, key="method", options=ok_methods,
-                           help="The recalibrated predictions shown on the right (and in the simplex).")
+    method = layout.linked(picker_col.selectbox, "Method", ok_methods, index=_recommended_index(result, "method"), key="method",
+                           options=ok_methods,
+                           help="The recalibrated predictions shown on the right (and in the simplex); first shown: "
+                                "the recommended method.")
     n_bins = layout.linked(bins_col.selectbox, "Bins", [10, 15, 20, 30], index=1, key="recal_bins")
     binning = layout.linked(binning_col.radio, "Binning", ["uniform", "adaptive"], horizontal=True, index=0,
                             key="recal_binning")
@@ -54,17 +95,14 @@ def show_reliability(result: ModelResult) -> tuple[str, Callable[[ModelResult], 
                "was right, with 95% Wilson intervals; bars below: share of evaluation rows per bin.")
     report_slot = st.empty()
 
-    def draw_report(final: ModelResult) -> None:
+    def draw_report(finals: dict[str, ModelResult]) -> None:
         with report_slot:
-            downloads.report_button("recalibration", [view], n_bins=n_bins, binning=binning,
-                                    recalibration=report.Recalibration(
-                                        view.name, final.table, {"Before": before_table, after_name: after_table},
-                                        note=f"{final.sentence} {ev.labels.size:,} evaluation rows."))
+            entries = [report_entry(final, n_bins, binning, method if name == view.name else None, n_boot=n_boot,
+                                    seed=seed) for name, final in finals.items()]
+            downloads.report_button("recalibration", [final.view for final in finals.values()], n_bins=n_bins,
+                                    binning=binning, n_boot=n_boot, seed=seed, recalibration=entries)
 
-    if result.intervals == "pending":
-        report_slot.caption("The report download appears when the bootstrap intervals are in.")
-    else:
-        draw_report(result)
+    report_slot.caption("The report download appears when the bootstrap intervals are in.")
     return method, draw_report
 
 
@@ -153,8 +191,8 @@ def show_downloads(result: ModelResult) -> None:
     """The recalibrated predictions (CSV) and the fitted parameters (JSON) of one method."""
     view, ev, ok_methods = result.view, result.ev, result.ok_methods
     st.subheader("Downloads")
-    method = layout.linked(st.selectbox, "Method to download", ok_methods, index=0, key="download",
-                           options=ok_methods)
+    method = layout.linked(st.selectbox, "Method to download", ok_methods, index=_recommended_index(result, "download"),
+                           key="download", options=ok_methods, help="First shown: the recommended method.")
     fit = result.fits[method]
     csv_col, json_col = st.columns(2)
     csv_col.download_button(

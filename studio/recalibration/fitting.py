@@ -11,6 +11,7 @@ import streamlit as st
 from calib_core import CalibrationInputError
 from calib_core.recalibration import compare
 from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol
+from calib_core.recalibration.recommendation import PairedDifference, Recommendation, recommend
 from studio import compute_recalibration as cr
 from studio.state import ModelView
 from studio.text import literal
@@ -42,6 +43,10 @@ class ModelResult:
         Where the intervals stand: ``"none"`` (no resamples chosen, none
         fitted, or skipped: ``boot_note``), ``"pending"``, ``"stopped"``
         (the *Stop* button) or ``"done"``.
+    pair : PairedDifference or None
+        The recommended method's margin over the runner-up with its paired
+        interval (:func:`calib_core.recalibration.recommendation.runner_up_difference`),
+        once the intervals are in.
     """
 
     view: ModelView
@@ -52,6 +57,13 @@ class ModelResult:
     boot_note: str | None
     note: str | None
     intervals: str = "none"
+    pair: PairedDifference | None = None
+
+    @property
+    def recommendation(self) -> Recommendation:
+        """:func:`calib_core.recalibration.recommendation.recommend`: what the verdict, the pickers and the
+        report say."""
+        return recommend(self.table, pair=self.pair)
 
     @property
     def ok_methods(self) -> list[str]:

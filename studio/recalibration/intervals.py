@@ -8,7 +8,9 @@ intervals pending, then :func:`fill` computes them one model at a time
 (a progress bar per prediction set, a *Stop* button), and each model's
 verdict and, for the model shown in detail, its table are redrawn as they
 come. The verdict's choice of method reads the point estimates only; the
-intervals add whether the Brier change is beyond bootstrap noise.
+intervals add whether the Brier change is beyond bootstrap noise, and
+whether the recommended method beats the runner-up beyond it (the paired
+interval of their Brier difference, on the same cached resamples).
 
 Stop and resume work as on the Metrics page (:mod:`studio.progressive`):
 the intervals finished in this session are remembered, so a rerun shows
@@ -24,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 from calib_core.recalibration import compare
+from calib_core.recalibration.recommendation import PairedDifference
 from studio import compute_recalibration as cr
 from studio import progressive
 from studio.recalibration.fitting import ALPHA, ModelResult
@@ -39,10 +42,11 @@ def _memory_key(result: ModelResult, n_boot: int, seed: int) -> tuple:
     return (*result.key_base, tuple(result.ok_methods), int(n_boot), int(seed), ALPHA)
 
 
-def with_intervals(result: ModelResult, interval_table: pd.DataFrame) -> ModelResult:
-    """``result`` with its table's interval columns filled in from ``interval_table``."""
+def with_intervals(result: ModelResult, found: tuple[pd.DataFrame, PairedDifference | None]) -> ModelResult:
+    """``result`` with its table's interval columns and its margin over the runner-up: ``found`` = (intervals, pair)."""
+    interval_table, pair = found
     table = compare.results_table(result.ev, result.fits, interval_table)
-    return dataclasses.replace(result, table=table, intervals="done")
+    return dataclasses.replace(result, table=table, intervals="done", pair=pair)
 
 
 def known(results: Mapping[str, ModelResult], *, n_boot: int, seed: int, stopped: bool) -> dict[str, ModelResult]:
@@ -100,8 +104,11 @@ def fill(results: Mapping[str, ModelResult], *, n_boot: int, seed: int, run: tup
         ok = {method: result.fits[method] for method in result.ok_methods}
         table = cr.intervals(result.view.fingerprint, result.ev, ok, n_boot=int(n_boot), seed=int(seed),
                              alpha=ALPHA, on_progress=report)
-        DONE.put(_memory_key(result, n_boot, seed), table)
-        out[name] = with_intervals(result, table)
+        full = compare.results_table(result.ev, result.fits, table)
+        pair = cr.runner_up_difference(result.view.fingerprint, result.ev, ok, full, n_boot=int(n_boot),
+                                       seed=int(seed), alpha=ALPHA)
+        DONE.put(_memory_key(result, n_boot, seed), (table, pair))
+        out[name] = with_intervals(result, (table, pair))
         on_result(out[name])
         finished += len(ok) + 1
     status_slot.empty()

@@ -33,7 +33,10 @@ def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> di
             st.info(result.note, icon=":material/shuffle:")
     st.caption("Recommended: among the methods that lower the ECE without raising the Brier score (a proper score, "
                "so sharpness counts too), the one with the lowest Brier score on the evaluation rows"
-               + (f"; never {CAUTIONARY}, a baseline." if CAUTIONARY in methods else "."))
+               + (f"; never {CAUTIONARY}, a baseline." if CAUTIONARY in methods else ".")
+               + " The runner-up is the next of them; the interval of their Brier difference is made on the same "
+                 "resamples of the evaluation rows for both, so it says whether their order is beyond the noise of "
+                 "these rows.")
     return slots
 
 
@@ -44,13 +47,18 @@ def draw_verdict(slots: tuple[Any, Any], result: ModelResult) -> None:
     than it held would keep the others on screen until the run ends.
     """
     sentence_slot, note_slot = slots
-    sentence_slot.markdown(compare.verdict(literal(result.view.name), result.table))
+    recommendation = result.recommendation
+    comparison = recommendation.comparison()
+    sentence_slot.markdown(recommendation.sentence(literal(result.view.name))
+                           + (f"\n\n{comparison}" if comparison else ""))
     if result.intervals == "pending":
         note_slot.caption(":material/hourglass_top: Its bootstrap intervals are being computed: whether the Brier "
-                          "change is beyond bootstrap noise is added when they are in.")
+                          "change, and the margin over the runner-up, are beyond bootstrap noise is added when they "
+                          "are in.")
     elif result.intervals == "stopped":
         note_slot.caption(":material/pause_circle: Its bootstrap intervals were stopped, so this verdict does not "
-                          "say whether the Brier change is beyond bootstrap noise.")
+                          "say whether the Brier change, or the margin over the runner-up, is beyond bootstrap "
+                          "noise.")
     else:
         note_slot.empty()
 

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 import calib_core as cc
 from calib_core.io import Predictions, load_demo
 from calib_core.recalibration import RECALIBRATORS, Recalibrator, TemperatureScaling
-from calib_core.recalibration import compare, sweeps
+from calib_core.recalibration import compare, recommendation, sweeps
 from studio import compute_recalibration as cr
 from studio import state
 from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
@@ -631,3 +631,95 @@ def test_a_stopped_run_keeps_every_estimate_and_resumes():
     assert intervals.STOP.session_key not in at.session_state
     assert details(at)["after_low"].notna().all() and "bootstrap noise" in markdown(at)
     assert "were stopped" not in all_text(at)
+
+
+# ----------------------------------------------------------------------------- the answer in the pickers and report
+
+def _expected_comparison(predictions: Predictions, n_boot: int) -> recommendation.Comparison:
+    """The page's comparison made by calib_core directly: its first methods, protocol and seed."""
+    return recommendation.compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
+                                   split=predictions.split, split_names=predictions.split_names,
+                                   class_names=list(predictions.class_names),
+                                   methods=cr.default_methods([ModelView("m", predictions, "", "")]),
+                                   n_boot=n_boot, seed=0)
+
+
+def test_the_recommended_method_is_shown_first_and_the_report_holds_the_verdict_and_its_diagram(monkeypatch):
+    """Issue 23, item 7: the report had no verdict line and drew temperature scaling (the first method), and the
+    Downloads selector started on temperature scaling; both follow the recommendation now."""
+    downloads = app_support.DeferredDownloads.install(monkeypatch)
+    at = open_page(n_boot=50)
+    assert_clean(at)
+    expected = _expected_comparison(load_demo(DIGITS), 50).recommendation
+    assert expected.method == "Dirichlet calibration" and expected.method != cr.DEFAULT_METHODS[0]
+    assert at.selectbox(key="download").value == expected.method
+    assert at.selectbox(key="method").value == expected.method
+    # The page's verdict and the winner-against-runner-up sentence with its paired interval.
+    page = markdown(at)
+    assert expected.sentence(literal(DIGITS)) in page and expected.comparison() in page
+    assert expected.pair is not None and f"[{expected.pair.low:+.4f}, {expected.pair.high:+.4f}]" in page
+    text = downloads.get(at, "Download report (HTML)").decode()
+    import html
+
+    for line in (expected.sentence(DIGITS, markdown=False), expected.comparison(markdown=False)):
+        assert html.escape(line, quote=True) in text
+    assert f"After: {expected.method}" in text
+    data = json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
+    (entry,) = data["recalibration"]
+    assert entry["recommended"] == expected.method and entry["runner_up"] == expected.runner_up
+    assert entry["margin"]["low"] == pytest.approx(expected.pair.low, abs=1e-12)
+
+
+def test_rows_test_says_whether_the_winner_beats_the_runner_up():
+    """Issue 23, item 8: with Rows = test the recommended method changes; the page says whether it beats the
+    runner-up beyond noise, with the paired interval of their Brier difference."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["split"] = "test"
+    at.session_state["recal_boot"] = 50
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    expected = _expected_comparison(load_demo(DIGITS).select_split("test"), 50).recommendation
+    pair = expected.pair
+    assert (pair.winner, pair.runner_up) == (expected.method, expected.runner_up)
+    page = markdown(at)
+    assert expected.comparison() in page
+    interval = f"[{pair.low:+.4f}, {pair.high:+.4f}]"
+    assert interval in page
+    claim = "beats" if pair.low > 0 else "are within bootstrap noise of each other"
+    assert claim in expected.comparison()
+
+
+def test_the_pickers_follow_the_recommendation_until_a_method_is_picked():
+    """Switching Rows to "test" changes the recommended method: pickers left alone follow it, a picked one stays."""
+    from studio import state
+
+    at = open_page(n_boot=0)
+    assert_clean(at)
+    on_all = _expected_comparison(load_demo(DIGITS), 0).recommendation.method
+    on_test = _expected_comparison(load_demo(DIGITS).select_split("test"), 0).recommendation.method
+    assert on_all != on_test
+    assert at.selectbox(key="download").value == at.selectbox(key="method").value == on_all
+    at.selectbox(key="method").set_value("Isotonic regression").run()
+    at.radio(key=state.SPLIT_WIDGET).set_value("test").run()
+    assert_clean(at)
+    assert at.selectbox(key="download").value == on_test
+    assert at.selectbox(key="method").value == "Isotonic regression"
+
+
+def test_the_page_report_states_the_pages_seed_and_resamples(monkeypatch):
+    """The report's settings and verdict use the page's seed and resamples (the report button used seed 0)."""
+    downloads = app_support.DeferredDownloads.install(monkeypatch)
+    predictions = synthetic(400, 3, name="m", seed=5)
+    at = app_support.open_with_model(PAGE, predictions, timeout=TIMEOUT,
+                                     session_values={"recal_boot": 50, "recal_seed": 2})
+    assert_clean(at)
+    text = downloads.get(at, "Download report (HTML)").decode()
+    data = json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
+    assert data["settings"]["seed"] == 2 and data["settings"]["n_boot"] == 50
+    expected = recommendation.compare_methods(
+        predictions.probs, predictions.labels, methods=cr.default_methods([ModelView("m", predictions, "", "")]),
+        protocol=compare.Protocol(seed=2), n_boot=50, seed=2).recommendation
+    (entry,) = data["recalibration"]
+    assert entry["verdict"] == expected.sentence("m", markdown=False)
+    assert entry["comparison"] == expected.comparison(markdown=False)
+    assert "50 paired bootstrap resamples, seed 2" in entry["note"]

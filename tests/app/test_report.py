@@ -140,6 +140,16 @@ def test_cli_writes_the_html_report(repo_root, tmp_path, capsys):
     ece = {row["key"]: row for row in data["models"][0]["metrics"]}["ece"]
     assert ece["estimate"] == cc.ece(p.probs, p.labels, n_bins=10)
     assert f"{report.chart_count(text)} charts" in capsys.readouterr().out
+    # The recalibration section: calib_core's verdict and margin over the runner-up, with the CLI's resamples and seed.
+    from calib_core.recalibration import recommendation
+
+    found = recommendation.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+                                    class_names=list(p.class_names), n_boot=20, seed=0).recommendation
+    (entry,) = data["recalibration"]
+    name = data["models"][0]["summary"]["name"]
+    assert entry["verdict"] == found.sentence(name, markdown=False) and entry["recommended"] == found.method
+    assert entry["comparison"] == found.comparison(markdown=False)
+    assert html_escaped(entry["verdict"]) in text and f"After: {found.method}" in text
 
 
 def test_cli_html_errors_are_one_line_exit_2(repo_root, tmp_path, capsys, monkeypatch):
@@ -158,3 +168,90 @@ def test_cli_html_errors_are_one_line_exit_2(repo_root, tmp_path, capsys, monkey
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2
     assert err[-1].startswith("calib-core: error: --html needs plotly") and "calib-core[report]" in err[-1]
+
+
+# ----------------------------------------------------------------------------- the app's reports (issue 23, item 7)
+
+def _hostile_upload(repo_root) -> tuple[str, bytes]:
+    return "upload <b>svc</b>.csv", (repo_root / "data" / "demo" / "breast_cancer_svc.csv").read_bytes()
+
+
+def test_the_data_pages_report_of_everything_has_the_upload_hash_and_a_recalibration_section(repo_root, monkeypatch):
+    """The Data page's "report of everything" lists a recalibration section: it must have one (the verdict from
+    calib_core, the winner against the runner-up, the recommended method's diagram), and the uploaded file's
+    SHA-256 as the CLI's report has it."""
+    from streamlit.testing.v1 import AppTest
+
+    from calib_core.recalibration import recommendation
+    from tests.app_support import APP, DeferredDownloads
+
+    downloads = DeferredDownloads.install(monkeypatch)
+    file_name, raw = _hostile_upload(repo_root)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.file_uploader(key="data:uploads").upload(file_name, raw, "text/csv")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    text = downloads.get(at, "Download report of everything (HTML)").decode()
+    data = _data(text)
+    assert hashlib.sha256(raw).hexdigest() in text
+    assert {"name": file_name, "sha256": hashlib.sha256(raw).hexdigest()} in data["models"][0]["summary"]["files"]
+    assert "<h2>Recalibration</h2>" in text
+    # The verdict is calib_core's, on the same rows with the page's first settings and the report's resamples.
+    p = load_predictions(raw, name=file_name)
+    found = recommendation.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+                                    class_names=list(p.class_names), n_boot=200, seed=0)
+    name = data["models"][0]["summary"]["name"]
+    rec = found.recommendation
+    assert rec.method is not None
+    (entry,) = data["recalibration"]
+    assert entry["recommended"] == rec.method and entry["verdict"] == rec.sentence(name, markdown=False)
+    assert entry["comparison"] == rec.comparison(markdown=False) and entry["margin"]["n_boot"] == 200
+    for line in (rec.sentence(name, markdown=False), rec.comparison(markdown=False)):
+        assert html_escaped(line) in text
+    assert html_escaped(f"After: {rec.method}") in text
+    assert "<b>svc</b>" not in text
+
+
+def test_the_report_of_everything_follows_the_recalibration_pages_settings(monkeypatch):
+    """The Data page's report makes its recalibration section with the settings the Recalibration page has in this
+    session (methods, seed, resamples), so the two say the same."""
+    from streamlit.testing.v1 import AppTest
+
+    from calib_core.io import load_demo
+    from calib_core.recalibration import recommendation
+    from calib_core.recalibration.compare import Protocol
+    from tests.app_support import APP, DeferredDownloads
+
+    downloads = DeferredDownloads.install(monkeypatch)
+    methods = ["Temperature scaling", "Isotonic regression"]
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["demo"] = "breast_cancer_svc"
+    at.session_state["recal_boot"] = 50
+    at.session_state["recal_seed"] = 3
+    at.session_state["methods"] = methods
+    at.switch_page("pages/6_Recalibration.py").run()
+    assert not at.exception
+    at.switch_page("app.py").run()
+    assert not at.exception and not at.error
+    text = downloads.get(at, "Download report of everything (HTML)").decode()
+    p = load_demo("breast_cancer_svc")
+    found = recommendation.compare_methods(p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
+                                    class_names=list(p.class_names), methods=methods, n_boot=50, seed=3,
+                                    protocol=Protocol(seed=3)).recommendation
+    (entry,) = _data(text)["recalibration"]
+    assert entry["verdict"] == found.sentence("breast_cancer_svc", markdown=False)
+    assert entry["margin"]["n_boot"] == 50 and "Temperature scaling, Isotonic regression" in text
+
+
+def test_the_recalibration_section_escapes_names_and_says_when_intervals_are_missing(repo_root):
+    p = load_predictions(repo_root / "data" / "demo" / "breast_cancer_svc.csv")
+    text = report.build_report([report.ReportModel(HOSTILE, p)], report.ReportSettings(n_boot=0),
+                               sections=("recalibration",))
+    assert "<script>alert(1)</script>" not in text and html_escaped(HOSTILE) in text
+    (entry,) = _data(text)["recalibration"]
+    assert entry["margin"] is None and entry["verdict"].startswith(HOSTILE)
+    assert html_escaped(entry["verdict"]) in text
+    if entry["runner_up"] is not None:
+        assert "needs the bootstrap intervals" in entry["comparison"]
+    assert "no bootstrap intervals" in entry["note"] and report.chart_count(text) == 1

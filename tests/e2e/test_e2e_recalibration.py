@@ -24,6 +24,7 @@ import pytest
 import calib_core as cc
 from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
+from calib_core.recalibration.recommendation import compare_methods
 from studio import compute_recalibration as cr
 from studio.figures_recalibration import MINIMISER_PREFIX
 from studio.state import DEFAULT_DEMO
@@ -72,10 +73,14 @@ def protocol_box(page) -> str:
 
 
 def test_recalibration_deep_link_draws_the_table_and_the_before_after_charts(server, page):
-    """The first visit of the fresh server opens /Recalibration on the default demo (10 classes, split column)."""
+    """The first visit of the fresh server opens /Recalibration on the default demo (10 classes, split column);
+    the before/after views show the recommended method first."""
     data = load_demo(DEFAULT_DEMO)
-    cal, test = data.split == "calibration", data.split == "test"
-    after = TemperatureScaling(input="probs").fit(data.probs[cal], data.labels[cal]).predict_proba(data.probs[test])
+    test = data.split == "test"
+    found = compare_methods(data.probs, data.labels, split=data.split, split_names=data.split_names,
+                            methods=cr.DEFAULT_METHODS, n_boot=0)
+    recommended = found.recommendation.method
+    after = found.fits[recommended].probs
     groups = cc.default_groups(10)
     cells_before = cc.simplex_reliability(data.probs[test], data.labels[test], groups=groups).table.n_cells
     cells_after = cc.simplex_reliability(after, data.labels[test], groups=groups).table.n_cells
@@ -96,7 +101,7 @@ def test_recalibration_deep_link_draws_the_table_and_the_before_after_charts(ser
     # Before/after reliability diagrams side by side: both curves drawn, with their histograms.
     reliability = charts[RELIABILITY]
     assert named(reliability, "Before")["segments"] >= 1
-    assert named(reliability, "After: Temperature scaling")["segments"] >= 1
+    assert named(reliability, f"After: {recommended}")["segments"] >= 1
     assert sum(t["type"] == "bar" for t in reliability) == 2
     assert named(charts[SIMPLEX_BEFORE], "arrows")["segments"] == cells_before
     assert named(charts[SIMPLEX_AFTER], "arrows")["segments"] == cells_after
@@ -122,7 +127,7 @@ def test_recalibration_deep_link_draws_the_table_and_the_before_after_charts(ser
 
 def test_cross_fitting_in_the_browser_and_csv_download(server, page):
     data = load_demo("wine_random_forest")
-    page.goto(f"{server}/Recalibration?demo=wine_random_forest")
+    page.goto(f"{server}/Recalibration?demo=wine_random_forest&download=Temperature+scaling")
     wait_for_app(page)
     wait_for_charts(page, 6)
     page.locator("[data-testid='stRadio']").filter(has_text="Protocol").get_by_text("K-fold cross-fitting").click()

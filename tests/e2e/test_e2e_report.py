@@ -31,8 +31,9 @@ def test_report_opens_offline_and_draws_every_chart(browser, report_file):
     k = {entry["summary"]["name"]: entry["summary"]["n_classes"] for entry in data["models"]}
     assert k == {"digits_random_forest.csv": 10, "breast_cancer_svc.csv": 2}
     # top label per class group (10 + 2 classes, separate class sets), one per-class bar chart per class set,
-    # one bin-sensitivity chart, one simplex for the 10-class model.
-    expected = 1 + 10 + 2 + 2 + 1 + 1
+    # one bin-sensitivity chart, one simplex for the 10-class model, one recalibration before/after per model.
+    expected = 1 + 10 + 2 + 2 + 1 + 1 + 2
+    assert [entry["model"] for entry in data["recalibration"]] == list(k)
     assert f"wrote {out}: {expected} charts" in stdout
 
     context = browser.new_context(viewport={"width": 1300, "height": 900})

@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 import calib_core as cc
 from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
-from calib_core.recalibration import compare, defaults, sweeps
+from calib_core.recalibration import compare, defaults, recommendation, sweeps
 from calib_core.metrics import metric_function
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, METRIC_KEYS, Protocol
 
@@ -438,3 +438,74 @@ def test_intervals_of_class_wise_errors_hold_their_estimate_at_many_classes():
         row = table[table["key"] == key].iloc[0]
         assert row["before_low"] <= row["before"] <= row["before_high"]
         assert row["after_low"] <= row["after"] <= row["after_high"]
+
+
+# ----------------------------------------------------------------------------- winner against runner-up
+
+def test_the_recommendation_says_whether_it_beats_the_runner_up_with_the_paired_interval():
+    """Issue 23, item 8: with Rows = test the recommended method changes; the page must say whether the winner
+    beats the runner-up beyond noise, with the paired interval of their Brier difference."""
+    test_rows = load_demo(DIGITS).select_split("test")
+    found = recommendation.compare_methods(test_rows.probs, test_rows.labels, split=test_rows.split,
+                                    split_names=test_rows.split_names, class_names=test_rows.class_names,
+                                    n_boot=200, seed=0)
+    rec = found.recommendation
+    ranked = recommendation.ranked_candidates(found.table)
+    assert (rec.method, rec.runner_up) == tuple(ranked[:2]) and rec.method is not None
+    # The margin and its interval, computed independently: bootstrap_ci's resamples of each method's Brier score.
+    winner, runner_up = found.fits[rec.method], found.fits[rec.runner_up]
+    labels = found.ev.labels
+    margin = cc.brier_score(runner_up.probs, labels) - cc.brier_score(winner.probs, labels)
+    resampled = (cc.bootstrap_ci(cc.brier_score, runner_up.probs, labels, n_boot=200, seed=0).samples
+                 - cc.bootstrap_ci(cc.brier_score, winner.probs, labels, n_boot=200, seed=0).samples)
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    pair = rec.pair
+    assert (pair.winner, pair.runner_up, pair.key) == (rec.method, rec.runner_up, "brier")
+    assert pair.estimate == pytest.approx(margin, abs=1e-12)
+    assert [pair.low, pair.high] == pytest.approx([low, high], abs=1e-9)
+    text = rec.comparison(markdown=False)
+    interval = f"[{pair.low:+.4f}, {pair.high:+.4f}]"
+    assert interval in text and f"{margin:.4f}" in text and "95% paired bootstrap interval, 200 resamples" in text
+    if low > 0:
+        assert text.startswith(f"{rec.method} beats {rec.runner_up} beyond bootstrap noise")
+    else:
+        assert text.startswith(f"{rec.method} and {rec.runner_up} are within bootstrap noise of each other")
+    # The page's verdict sentence is the recommendation's.
+    assert compare.verdict("m", found.table) == rec.sentence("m")
+    assert "**" not in rec.sentence("m", markdown=False) and "**" not in text
+
+
+def test_within_noise_and_beyond_noise_are_told_apart():
+    """Two methods with equal Brier scores are within noise; a clearly better one beats the other."""
+    rng = np.random.default_rng(1)
+    n_rows = 2000
+    labels = rng.integers(0, 3, n_rows)
+    good = np.full((n_rows, 3), 0.1) + 0.7 * np.eye(3)[labels]
+    noisy = 0.5 * good + 0.5 * rng.dirichlet(np.ones(3), n_rows)
+    before = 0.6 * noisy + 0.4 / 3 + 0.0 * good
+    ev = compare.evaluation_set(before, before, labels, Protocol("random"), input="probs")
+    eval_labels = ev.labels
+
+    def fit(name, probs):
+        return compare.MethodFit(name, True, "", "", "", 0.0, compare.metric_values(probs, eval_labels), probs, None)
+
+    sharp = good[ev.eval_index]
+    fits = {"A": fit("A", sharp), "B": fit("B", 0.9 * noisy[ev.eval_index] + 0.1 / 3),
+            "C": fit("C", sharp[:, [0, 1, 2]].copy())}
+    table = compare.results_table(ev, fits, compare.intervals(ev, fits, n_boot=100, seed=0))
+    assert recommendation.ranked_candidates(table)[:2] == ["A", "C"]  # equal Brier scores: the table's order
+    pair = recommendation.runner_up_difference(ev, fits, table, n_boot=100, seed=0)
+    assert pair.estimate == 0 and pair.beyond_noise is False
+    assert "within bootstrap noise" in recommendation.recommend(table, pair=pair).comparison()
+    apart = {"A": fits["A"], "B": fits["B"]}
+    table = compare.results_table(ev, apart, compare.intervals(ev, apart, n_boot=100, seed=0))
+    pair = recommendation.runner_up_difference(ev, apart, table, n_boot=100, seed=0)
+    assert pair.low > 0 and pair.beyond_noise
+    assert recommendation.recommend(table, pair=pair).comparison().startswith(
+        "**A** beats **B** beyond bootstrap noise")
+    # Without intervals: the runner-up is named, and the sentence says the noise check needs them.
+    bare = recommendation.recommend(compare.results_table(ev, apart))
+    assert bare.pair is None and "needs the bootstrap intervals" in bare.comparison()
+    alone = recommendation.recommend(compare.results_table(ev, {"A": fits["A"]}))
+    assert "only method" in alone.comparison() and recommendation.runner_up_difference(
+        ev, {"A": fits["A"]}, compare.results_table(ev, {"A": fits["A"]}), n_boot=100, seed=0) is None

@@ -1,0 +1,403 @@
+"""Which method to recommend, and whether it beats the runner-up beyond bootstrap noise.
+
+Built on :mod:`calib_core.recalibration.compare` (the fits, the paired
+bootstrap, the results table):
+
+* :func:`ranked_candidates` -- the methods that lower the ECE without raising
+  the Brier score (a proper score: calibration and sharpness together), best
+  (lowest Brier score) first; the cautionary baseline is never one.
+* :func:`runner_up_difference` -- the paired bootstrap interval of the Brier
+  score of the runner-up minus the recommended method's, on the resamples of
+  :func:`~calib_core.recalibration.compare.intervals`.
+* :func:`recommend` -- a :class:`Recommendation`: the one object the
+  Recalibration page, both HTML reports and the CLI render their verdict
+  sentences from (Markdown or plain text).
+* :func:`compare_methods` -- the page's whole comparison in one call (the
+  reports make their recalibration section with it).
+
+The recommendation ranks by point estimates, so it may change with the rows
+(the sidebar's *Rows*, the seed of a random split); :meth:`Recommendation.comparison`
+says whether the winner's margin over the runner-up is beyond the noise of
+the evaluation rows, so a flip between two methods within noise reads as such.
+
+Examples
+--------
+>>> import numpy as np
+>>> from calib_core import softmax
+>>> from calib_core.recalibration.recommendation import compare_methods
+>>> rng = np.random.default_rng(0)
+>>> labels = rng.integers(0, 3, 600)
+>>> logits = 3 * (rng.normal(size=(600, 3)) + 1.5 * np.eye(3)[labels])
+>>> found = compare_methods(softmax(logits), labels, logits=logits, n_boot=50,
+...                         methods=("Temperature scaling", "Vector scaling"))
+>>> found.recommendation.method, found.recommendation.runner_up
+('Temperature scaling', 'Vector scaling')
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from calib_core.inference.intervals import interval_from_samples
+from calib_core.metrics import get_metric
+from calib_core.recalibration import defaults
+from calib_core.recalibration.compare import (CAUTIONARY, EvaluationSet, MethodFit, Protocol, Sampler, _excludes_zero,
+                                              _fmt, bootstrap_seconds, effective_protocol, evaluation_set, fit_method,
+                                              intervals, metric_samples, model_input, results_table,
+                                              split_column_ready)
+
+__all__ = ["Comparison", "PairedDifference", "Recommendation", "compare_methods", "ranked_candidates", "recommend",
+           "runner_up_difference"]
+
+
+def ranked_candidates(table: pd.DataFrame, *, cautionary: str = CAUTIONARY) -> list[str]:
+    """The methods that may be recommended, best first.
+
+    A candidate lowers the ECE without raising the Brier score (a proper
+    score: calibration and sharpness together); candidates are ordered by
+    their Brier score after recalibration (ties: the lower ECE). The
+    cautionary baseline is never a candidate.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`results_table`.
+    cautionary : str
+        The method never recommended.
+    """
+    if table.empty:
+        return []
+    wide = table.pivot(index="method", columns="key", values="delta")
+    after = table.pivot(index="method", columns="key", values="after")
+    candidates = [m for m in wide.index if m != cautionary and wide.loc[m, "ece"] < 0 and wide.loc[m, "brier"] <= 0]
+    order = {m: i for i, m in enumerate(dict.fromkeys(table["method"]))}  # the table's order breaks exact ties
+    return sorted(candidates, key=lambda m: (after.loc[m, "brier"], after.loc[m, "ece"], order[m]))
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """How much lower the recommended method's Brier score is than the runner-up's, on the same resamples.
+
+    Attributes
+    ----------
+    winner, runner_up : str
+        The first two of :func:`ranked_candidates`.
+    key : str
+        The metric compared (``"brier"``: the score the recommendation ranks by).
+    estimate : float
+        ``runner_up's value - winner's value`` on the evaluation rows (at least 0).
+    low, high : float
+        Its ``1 - alpha`` paired bootstrap interval: the same resamples of
+        the evaluation rows scored under both methods, differenced per
+        resample, the interval made as the metric's registry entry declares
+        (percentiles for the Brier score). NaN when the resamples were not finite.
+    n_boot : int
+    alpha : float
+    """
+
+    winner: str
+    runner_up: str
+    key: str
+    estimate: float
+    low: float
+    high: float
+    n_boot: int
+    alpha: float
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """Whether the interval excludes 0 (``None`` without a finite interval)."""
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return None
+        return self.low > 0 or self.high < 0
+
+
+def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame, *, n_boot: int,
+                         seed: int, alpha: float = 0.05, samples: Sampler | None = None,
+                         cautionary: str = CAUTIONARY) -> PairedDifference | None:
+    """The paired bootstrap interval of the Brier score of the runner-up minus the recommended method.
+
+    Both methods' recalibrated evaluation rows are resampled with the same
+    ``seed`` (the same rows in resample ``b``, as :func:`intervals` pairs
+    before and after), so ``brier_runner_up_b - brier_winner_b`` is the
+    bootstrap distribution of the margin (Efron & Tibshirani 1993, section
+    6.2, paired comparison of two statistics on one sample).
+
+    Parameters
+    ----------
+    ev : EvaluationSet
+    fits : mapping of str to MethodFit
+    table : pandas.DataFrame
+        :func:`results_table` of ``fits``: the winner and the runner-up are
+        the first two of :func:`ranked_candidates`.
+    n_boot, seed : int
+        Resamples and their seed (those of :func:`intervals`, so a cached
+        sampler returns the same resamples).
+    alpha : float
+        A ``1 - alpha`` interval.
+    samples : callable, optional
+        As in :func:`intervals` (default :func:`metric_samples` on ``ev.labels``).
+    cautionary : str
+        The method never recommended.
+
+    Returns
+    -------
+    PairedDifference or None
+        ``None`` with fewer than two candidates or no resamples.
+    """
+    ranked = ranked_candidates(table, cautionary=cautionary)
+    if len(ranked) < 2 or int(n_boot) <= 0:
+        return None
+    if samples is None:
+        def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
+            return metric_samples(probs, ev.labels, n_boot, seed)
+    winner, runner_up = ranked[:2]
+    key = "brier"
+    margin = fits[runner_up].after[key] - fits[winner].after[key]
+    resampled = samples(runner_up, fits[runner_up].probs)[key] - samples(winner, fits[winner].probs)[key]
+    spec = get_metric(key)
+    low, high = interval_from_samples(spec.interval, margin, resampled, alpha, signed=True)
+    return PairedDifference(winner, runner_up, key, float(margin), float(low), float(high), int(n_boot),
+                            float(alpha))
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Which fix helps, and whether it beats the runner-up beyond bootstrap noise (:func:`recommend`).
+
+    The page, both HTML reports and the CLI render their sentences from this
+    one object (:meth:`sentence`, :meth:`comparison`), in Markdown or plain text.
+
+    Attributes
+    ----------
+    method : str or None
+        The recommended method (``None``: no fit, or none lowers both the ECE and the Brier score).
+    runner_up : str or None
+        The next candidate of :func:`ranked_candidates` (``None`` when there is no second).
+    status : {"recommended", "none_helps", "no_fit"}
+    before, after : dict of str to float
+        ECE, Brier score and accuracy before, and after ``method`` (empty without one).
+    brier_beyond_noise : bool or None
+        Whether the paired interval of the method's own Brier change excludes 0 (``None`` without intervals).
+    runner_up_brier : float or None
+        The runner-up's Brier score after recalibration.
+    pair : PairedDifference or None
+        The margin over the runner-up with its interval (``None`` without intervals).
+    """
+
+    method: str | None
+    runner_up: str | None
+    status: str
+    before: dict
+    after: dict
+    brier_beyond_noise: bool | None = None
+    runner_up_brier: float | None = None
+    pair: PairedDifference | None = None
+
+    def sentence(self, model_name: str, *, markdown: bool = True) -> str:
+        """The verdict: which method helps most, its ECE and Brier score before and after.
+
+        ``model_name`` is inserted as given (escape a user-supplied name
+        first for Markdown or HTML); ``markdown=False``: no emphasis marks.
+        """
+        if self.status == "no_fit":
+            return f"{model_name}: no method could be fitted, so there is no verdict."
+        if self.status == "none_helps":
+            return (f"{model_name}: no method lowers both the ECE and the Brier score on the evaluation rows; "
+                    "keep the model as it is, or collect more calibration rows and try again.")
+        best = f"**{self.method}**" if markdown else self.method
+        accuracy_change = self.after["accuracy"] - self.before["accuracy"]
+        accuracy_text = ("accuracy unchanged" if abs(accuracy_change) < 1e-12
+                         else f"accuracy {accuracy_change:+.1%}")
+        noise = self.brier_beyond_noise
+        noise_text = ("" if noise is None else "; the Brier improvement is beyond bootstrap noise" if noise
+                      else "; but the Brier change is within bootstrap noise")
+        return (f"{model_name}: {best} helps most: ECE {_fmt(self.before['ece'])} → {_fmt(self.after['ece'])}, "
+                f"Brier score {_fmt(self.before['brier'])} → {_fmt(self.after['brier'])}, "
+                f"{accuracy_text}{noise_text}.")
+
+    def comparison(self, *, markdown: bool = True) -> str | None:
+        """Whether the recommended method beats the runner-up beyond noise, with the paired interval.
+
+        ``None`` without a recommendation. The interval is that of
+        :class:`PairedDifference` (runner-up's Brier score minus the winner's).
+        """
+        if self.method is None:
+            return None
+        best = f"**{self.method}**" if markdown else self.method
+        if self.runner_up is None:
+            return (f"{best} is the only method that lowers both the ECE and the Brier score, so there is no "
+                    "runner-up to compare it with.")
+        other = f"**{self.runner_up}**" if markdown else self.runner_up
+        margin = self.runner_up_brier - self.after["brier"]
+        pair = self.pair
+        if pair is None or pair.beyond_noise is None:
+            return (f"Runner-up: {other} (Brier score {_fmt(self.runner_up_brier)}, {margin:.4f} higher); "
+                    "whether the recommended method beats it beyond noise needs the bootstrap intervals.")
+        interval = f"[{_signed(pair.low)}, {_signed(pair.high)}]"
+        level = f"{1 - pair.alpha:.0%} paired bootstrap interval, {pair.n_boot:,} resamples"
+        if pair.beyond_noise and pair.low > 0:
+            return (f"{best} beats {other} beyond bootstrap noise: its Brier score is lower by {margin:.4f} "
+                    f"{interval} ({level}).")
+        return (f"{best} and {other} are within bootstrap noise of each other: Brier score difference "
+                f"{margin:.4f} {interval} ({level}); another protocol, seed or set of rows may rank them the "
+                "other way, and either is a sound choice.")
+
+
+def _signed(value: float) -> str:
+    """A difference of two Brier scores and its interval's ends: four decimals (margins are often below 0.001)."""
+    return f"{value:+.4f}"
+
+
+def recommend(table: pd.DataFrame, *, pair: PairedDifference | None = None,
+              cautionary: str = CAUTIONARY) -> Recommendation:
+    """The recommended method of a results table, the runner-up, and the margin between them.
+
+    The recommended method is the first of :func:`ranked_candidates`: among
+    the methods that lower the ECE without raising the Brier score, the one
+    with the lowest Brier score after recalibration (ties: the lower ECE).
+    The cautionary baseline is never recommended. With intervals in
+    ``table``, :attr:`Recommendation.brier_beyond_noise` says whether its
+    Brier change is beyond bootstrap noise (its paired interval excludes 0).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`results_table`.
+    pair : PairedDifference, optional
+        :func:`runner_up_difference` of the same table (ignored when it
+        names other methods than the first two candidates).
+    cautionary : str
+        The method never recommended.
+    """
+    if table.empty:
+        return Recommendation(None, None, "no_fit", {}, {})
+    before = table.drop_duplicates("key").set_index("key")["before"]
+    before_values = {key: float(before[key]) for key in ("ece", "brier", "accuracy")}
+    ranked = ranked_candidates(table, cautionary=cautionary)
+    if not ranked:
+        return Recommendation(None, None, "none_helps", before_values, {})
+    after = table.pivot(index="method", columns="key", values="after")
+    best = ranked[0]
+    runner_up = ranked[1] if len(ranked) > 1 else None
+    if pair is not None and (pair.winner, pair.runner_up) != (best, runner_up):
+        pair = None
+    return Recommendation(best, runner_up, "recommended", before_values,
+                          {key: float(after.loc[best, key]) for key in ("ece", "brier", "accuracy")},
+                          _excludes_zero(table, best, "brier"),
+                          None if runner_up is None else float(after.loc[runner_up, "brier"]), pair)
+
+
+# ----------------------------------------------------------------------------- the whole comparison
+
+@dataclass(frozen=True)
+class Comparison:
+    """One model's comparison, as the Recalibration page makes it (:func:`compare_methods`).
+
+    Attributes
+    ----------
+    ev : EvaluationSet
+    fits : dict of str to MethodFit
+        Every method asked for, failed ones included.
+    table : pandas.DataFrame
+        :func:`results_table` with the intervals of :func:`intervals` (NaN without resamples).
+    recommendation : Recommendation
+        :func:`recommend` of ``table`` with the margin over the runner-up.
+    n_boot, seed : int
+        Resamples and seed of the intervals (``n_boot`` 0: none made).
+    skipped_seconds : float or None
+        The predicted time of the intervals when it was over the budget and
+        they were left out (:func:`bootstrap_seconds`).
+    """
+
+    ev: EvaluationSet
+    fits: dict
+    table: pd.DataFrame
+    recommendation: Recommendation
+    n_boot: int
+    seed: int
+    skipped_seconds: float | None = None
+
+    @property
+    def ok_methods(self) -> list[str]:
+        return [name for name, fit in self.fits.items() if fit.ok]
+
+    @property
+    def protocol_sentence(self) -> str:
+        """The protocol sentence of the fits ("" when none was fitted)."""
+        return next((fit.protocol for fit in self.fits.values() if fit.ok), "")
+
+
+def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray | None = None,
+                    split: ArrayLike | None = None, split_names: Sequence[object] = (),
+                    class_names: Sequence[str] | None = None, methods: Sequence[str] | None = None,
+                    protocol: Protocol = Protocol(), n_boot: int = 200, seed: int = 0,
+                    alpha: float = 0.05, boot_budget_seconds: float | None = None) -> Comparison:
+    """Fit every method honestly, bootstrap every change, recommend one: the Recalibration page in one call.
+
+    The same steps as the page (and the same numbers for the same settings):
+    :func:`effective_protocol` (a random split when the ``split`` column
+    cannot be used), :func:`evaluation_set`, :func:`fit_method` per method,
+    :func:`intervals`, :func:`results_table`, :func:`runner_up_difference`
+    and :func:`recommend`. The HTML report's recalibration section is made
+    with it when no page handed it a comparison.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K)
+        Valid probabilities.
+    labels : ndarray of shape (N,)
+    logits : ndarray of shape (N, K), optional
+        The methods receive them when given (:func:`model_input`).
+    split : array-like of shape (N,), optional
+        The file's split column.
+    split_names : sequence
+        Its distinct values (:func:`split_column_ready`).
+    class_names : sequence of str, optional
+    methods : sequence of str, optional
+        Keys of :data:`calib_core.RECALIBRATORS`; default the page's first
+        selection (:func:`calib_core.recalibration.defaults.default_methods` at K).
+    protocol : Protocol
+    n_boot, seed : int
+        Resamples of the intervals and their seed (0: no intervals).
+    alpha : float
+    boot_budget_seconds : float, optional
+        Leave the intervals out when their predicted time
+        (:func:`bootstrap_seconds`) is above this (as the page does above a minute).
+
+    Raises
+    ------
+    CalibrationInputError
+        When the protocol cannot split the rows.
+    """
+    probs, labels = np.asarray(probs, dtype=np.float64), np.asarray(labels)
+    if methods is None:
+        methods = defaults.default_methods(probs.shape[1], defaults.DEFAULT_METHODS)
+    used = effective_protocol(protocol, split_ready=split_column_ready(split_names))
+    x, kind = model_input(probs, logits)
+    ev = evaluation_set(x, probs, labels, used, input=kind, split=split, class_names=class_names)
+    fits = {method: fit_method(method, x, labels, ev) for method in methods}
+    ok = {name: fit for name, fit in fits.items() if fit.ok}
+    skipped = None
+    if n_boot and ok and boot_budget_seconds is not None:
+        predicted = bootstrap_seconds(ev, int(n_boot), len(ok))
+        if predicted > boot_budget_seconds:
+            skipped, n_boot = predicted, 0
+    cache: dict[str, dict[str, np.ndarray]] = {}
+
+    def samples(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
+        if name not in cache:
+            cache[name] = metric_samples(values, ev.labels, n_boot, seed)
+        return cache[name]
+
+    interval_table = intervals(ev, ok, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \
+        if n_boot and ok else None
+    table = results_table(ev, fits, interval_table)
+    pair = runner_up_difference(ev, ok, table, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \
+        if n_boot and ok else None
+    return Comparison(ev, fits, table, recommend(table, pair=pair), int(n_boot), int(seed), skipped)
