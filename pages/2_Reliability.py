@@ -83,7 +83,7 @@ downloads.report_button("reliability", models, n_bins=n_bins, binning=binning)
 if show_bands:
     outside = {name: int(band.outside.sum()) for name, band in bands.items()}
     st.caption("Bins outside their consistency band: "
-               + ", ".join(f"{name}: {count} of {len(bands[name].count)}" for name, count in outside.items())
+               + ", ".join(f"{md(name)}: {count} of {len(bands[name].count)}" for name, count in outside.items())
                + f" ({band_draws} label draws from the predictions, seed 0). Each band holds 90% of a calibrated "
                "model's frequencies, so about 1 bin in 10 falls outside by chance; for a verdict on the whole "
                "model see the lens estimates below or the Simplex page.")

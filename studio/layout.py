@@ -209,7 +209,8 @@ def _sidebar(current: str) -> None:
         options = state.split_options()
         if len(options) > 1:
             st.session_state[state.SPLIT_WIDGET] = state.get_split()
-            st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed,
+            # A radio renders its option labels as Markdown: the split values come from the files.
+            st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed, format_func=md,
                      help="Analyse every row, or only the rows of one split (the files' `split` column).")
         for view in state.active_models():
             st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), "
