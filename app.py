@@ -275,7 +275,7 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
             _mapping_form(name, entry)
 
 
-layout.setup_page("Data", ":material/upload_file:")
+layout.setup_page("Data")
 
 st.title("Data")
 st.markdown(

@@ -6,7 +6,7 @@ from calib_core.io.export import csv_bytes
 from studio import compute, compute_estimators, compute_simplex, downloads, figures, figures_estimators, layout, state
 from studio.text import md
 
-models = layout.setup_page("Reliability", ":material/show_chart:")
+models = layout.setup_page("Reliability")
 st.title("Reliability diagram")
 st.markdown(
     "Each point is one bin: the mean predicted probability of its rows (x) against how often the event "

@@ -14,7 +14,7 @@ PARTITIONS = {"uniform": "uniform triangles", "data_dependent": "data-dependent"
 #: Values of the partition setting not in use (so that its cache entries are shared).
 UNUSED_N_BINS, UNUSED_MIN_BIN_SIZE = 10, 1000
 
-models = layout.setup_page("Simplex", ":material/change_history:")
+models = layout.setup_page("Simplex")
 st.title("Simplex: calibration of the whole distribution")
 st.markdown(
     "A model is calibrated in the *canonical* sense when its whole predicted distribution is right, not only "

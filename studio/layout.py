@@ -12,6 +12,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -196,15 +197,20 @@ def _show_link() -> None:
         slot.code(view_url(), language=None, wrap_lines=True)
 
 
-def setup_page(title: str, icon: str) -> list[state.ModelView]:
-    """Configure the page, load the models of a fresh session, draw the sidebar.
+#: The browser tab's icon, shipped with the app: a Material icon as ``page_icon`` makes every visitor's
+#: browser fetch it from fonts.gstatic.com (an outside host; an offline server has no favicon then).
+FAVICON = Path(__file__).with_name("favicon.png")
+
+
+def setup_page(title: str) -> list[state.ModelView]:
+    """Configure the page (title, the shipped :data:`FAVICON`), load the models of a fresh session, draw the sidebar.
 
     Returns
     -------
     list of studio.state.ModelView
         The models to analyse (shown models, chosen rows).
     """
-    st.set_page_config(page_title=f"{title} · Calibration studio", page_icon=icon, layout="wide",
+    st.set_page_config(page_title=f"{title} · Calibration studio", page_icon=FAVICON, layout="wide",
                        initial_sidebar_state="expanded")
     # A link's parameters are checked in the run that opens its page (see linked()); later
     # reruns of the same page may see parameters the browser already dropped.
