@@ -448,7 +448,7 @@ def ensure_models_loaded() -> None:
     if unknown:
         st.error(
             f"The link asks for the demo {', '.join(literal(n) for n in unknown)}, which does not exist. "
-            f"Available demos: {md(', '.join(available) or 'none')}. Pick one on the Data page or fix the "
+            f"Available demos: {', '.join(available) or 'none'}. Pick one on the Data page or fix the "
             "`?demo=` part of the link.",
             icon=":material/link_off:",
         )
