@@ -13,7 +13,7 @@ import calib_core as cc
 from calib_core import CalibrationInputError
 from calib_core.io import demo_datasets
 from studio import compute, downloads, figures, layout, state
-from studio.text import md, plot_text
+from studio.text import literal, md, plot_text
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy", "zip"]  # .zip: a session file
 UPLOADS = "data:uploads"
@@ -74,8 +74,8 @@ def _demos_changed() -> None:
             try:
                 state.add_demo(demo)
             except CalibrationInputError as exc:
-                st.session_state["data:demo_error"] = (f"The demo {demo!r} could not be loaded: "
-                                                       f"{state.load_problem(exc).message}")
+                st.session_state["data:demo_error"] = (f"The demo {literal(demo)} could not be loaded: "
+                                                       f"{md(state.load_problem(exc).message)}")
 
 
 def _mapping_key(name: str, field: str) -> str:
@@ -267,7 +267,7 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
                 else "probabilities")
         shown = ", ".join(predictions.class_names[:20]) + (" …" if predictions.n_classes > 20 else "")
         for fix in entry.fixes:
-            st.info(f"Fix applied: {fix}.", icon=":material/build:")
+            st.info(md(f"Fix applied: {fix}."), icon=":material/build:")  # a session file's text, too
         st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}")
         for warning in predictions.warnings:
             st.warning(md(state.app_message(warning)), icon=":material/info:")
@@ -275,7 +275,7 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
             _mapping_form(name, entry)
 
 
-layout.setup_page("Data", ":material/upload_file:")
+layout.setup_page("Data")
 
 st.title("Data")
 st.markdown(
@@ -338,7 +338,7 @@ for file in st.session_state.get(UPLOADS) or []:
         st.caption(FIX_BUTTONS_HINT)
         buttons = st.columns(max(3, len(problem.fixes)))  # same button width for one fix or three
         for column, fix in zip(buttons, problem.fixes):
-            column.button(fix.label, key=f"data:fix:{file.file_id}:{fix.key}", help=fix.description,
+            column.button(md(fix.label), key=f"data:fix:{file.file_id}:{fix.key}", help=md(fix.description),
                           on_click=_apply_fix, args=(file.file_id, fix.key), width="stretch")
 
 entries = state.get_entries()

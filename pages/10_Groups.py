@@ -12,7 +12,7 @@ LAYOUTS = ["overlay", "small multiples"]
 MAX_DIAGRAMS = 8
 SEED = 0
 
-models = layout.setup_page("Groups", ":material/groups:")
+models = layout.setup_page("Groups")
 st.title("Calibration by group")
 st.markdown(
     "A model can be calibrated on average and miscalibrated for every group of users taken alone: the groups' "

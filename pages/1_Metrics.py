@@ -10,7 +10,7 @@ import calib_core as cc
 from studio import compute, downloads, figures, layout, metrics_page, state
 from studio.text import md
 
-models = layout.setup_page("Metrics", ":material/table_chart:")
+models = layout.setup_page("Metrics")
 st.title("Metrics")
 st.markdown(
     "Every metric for every model, named with the settings that change its value (bins, kernel bandwidth h), "

@@ -6,7 +6,7 @@ from calib_core.io.export import csv_bytes
 from studio import compute, compute_estimators, compute_simplex, downloads, figures, figures_estimators, layout, state
 from studio.text import md
 
-models = layout.setup_page("Reliability", ":material/show_chart:")
+models = layout.setup_page("Reliability")
 st.title("Reliability diagram")
 st.markdown(
     "Each point is one bin: the mean predicted probability of its rows (x) against how often the event "
@@ -85,7 +85,7 @@ downloads.report_button("reliability", models, n_bins=n_bins, binning=binning)
 if show_bands:
     outside = {name: int(band.outside.sum()) for name, band in bands.items()}
     st.caption("Bins outside their consistency band: "
-               + ", ".join(f"{name}: {count} of {len(bands[name].count)}" for name, count in outside.items())
+               + ", ".join(f"{md(name)}: {count} of {len(bands[name].count)}" for name, count in outside.items())
                + f" ({band_draws} label draws from the predictions, seed 0). Each band holds 90% of a calibrated "
                "model's frequencies, so about 1 bin in 10 falls outside by chance; for a verdict on the whole "
                "model see the lens estimates below or the Simplex page.")

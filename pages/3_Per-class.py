@@ -10,7 +10,7 @@ from studio.text import md, plot_text
 
 SORTS = {"class": "class order", "ace": "ACE (largest first)", "classwise_ece": "class-wise ECE (largest first)"}
 
-models = layout.setup_page("Per-class", ":material/bar_chart:")
+models = layout.setup_page("Per-class")
 st.title("Per-class calibration")
 st.markdown(
     "A single number hides which classes are miscalibrated. Left: the adaptive calibration error (ACE) of "

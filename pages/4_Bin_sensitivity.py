@@ -19,7 +19,7 @@ def _add_siblings(prefix: str) -> None:
             state.add_demo(name)
 
 
-models = layout.setup_page("Bin sensitivity", ":material/tune:")
+models = layout.setup_page("Bin sensitivity")
 st.title("Bin sensitivity")
 st.markdown(
     "A binned calibration error depends on the bins as much as on the model. Each panel shows one metric "

@@ -7,13 +7,14 @@ from studio import layout
 from studio.simplex.chart import show_cells, show_chart, vertex_titles
 from studio.simplex.estimates import DISTANCES, show_estimates
 from studio.simplex.vertices import class_label, pick_vertices
+from studio.text import md
 
 LENSES = {"canonical": "canonical", "max": "max (top label)", "marginal": "marginal (one class)"}
 PARTITIONS = {"uniform": "uniform triangles", "data_dependent": "data-dependent"}
 #: Values of the partition setting not in use (so that its cache entries are shared).
 UNUSED_N_BINS, UNUSED_MIN_BIN_SIZE = 10, 1000
 
-models = layout.setup_page("Simplex", ":material/change_history:")
+models = layout.setup_page("Simplex")
 st.title("Simplex: calibration of the whole distribution")
 st.markdown(
     "A model is calibrated in the *canonical* sense when its whole predicted distribution is right, not only "
@@ -88,7 +89,7 @@ try:
     view = cs.simplex_view(predictions, model.fingerprint, vertices, lens, class_index, partition, n_bins,
                            min_bin_size, distance)
 except CalibrationInputError as exc:
-    st.error(f"This view cannot be drawn: {exc} Pick other vertices or settings.", icon=":material/error:")
+    st.error(f"This view cannot be drawn: {md(exc)} Pick other vertices or settings.", icon=":material/error:")
     st.stop()
 titles = vertex_titles(view, lens, class_names, class_index)
 with st.container():

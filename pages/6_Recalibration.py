@@ -22,7 +22,7 @@ def method_label(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------- page
-models = layout.setup_page("Recalibration", ":material/auto_fix_high:")
+models = layout.setup_page("Recalibration")
 st.title("Recalibration: which fix helps?")
 st.markdown(
     "Fit post-hoc recalibration methods and compare **every metric before and after**. The comparison is "

@@ -14,7 +14,7 @@ from studio.estimators.sections import (chain_intro, chain_section, decompositio
 from studio.estimators.settings import (CHAIN_ESTIMATORS, DIRICHLET_MODES, KDE_ESTIMATORS, SKCE_MODES, SMECE_MODES,
                                         Settings, block_label, plan_models, plan_notes)
 
-models = layout.setup_page("Estimators", ":material/functions:")
+models = layout.setup_page("Estimators")
 st.title("Estimators beyond binning")
 st.markdown(
     "Binned calibration errors such as the ECE depend on the bins and are biased. The estimators on this page "

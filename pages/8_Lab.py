@@ -19,7 +19,7 @@ from studio.lab.subsets import your_data
 TABS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size", "Bin-count rank stability",
         "Pathology gallery"]
 
-models = layout.setup_page("Lab", ":material/science:")
+models = layout.setup_page("Lab")
 st.title("Lab: how far can a calibration number be trusted?")
 st.markdown(
     "Every calibration error you compute is an *estimate* from a finite test set, and estimators differ in how "

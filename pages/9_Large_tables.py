@@ -8,7 +8,7 @@ from calib_core.io.export import csv_bytes
 from studio import compute_summary, downloads, figures, layout
 from studio.text import md
 
-layout.setup_page("Large tables", ":material/dataset:")
+layout.setup_page("Large tables")
 st.title("Tables too large to upload")
 
 upload_limit = int(st.get_option("server.maxUploadSize"))

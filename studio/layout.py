@@ -8,12 +8,16 @@ same sidebar.
 """
 from __future__ import annotations
 
+import contextlib
+import math
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from studio import downloads, nav, state
 from studio.text import literal, md
@@ -83,7 +87,10 @@ def linked(widget: Callable[..., Any], label: str, *args: Any, key: str, options
         if stale:
             del st.session_state[key]
     raw = _link_raw(key)
-    value = widget(label, *args, key=key, bind="query-params", **kwargs)
+    # A link's infinite number is dropped and the widget left unbound for this run, so that it
+    # does not read the value at all (see _infinite_in_link); the note below says it fell back.
+    bind = None if _infinite_in_link(widget, key) else "query-params"
+    value = widget(label, *args, key=key, bind=bind, **kwargs)
     _linked_value(key, label, value, _default_of(kwargs, args), raw, kwargs.get("format_func"))
     return value
 
@@ -104,6 +111,37 @@ def linked_tabs(tabs: Sequence[str], *, key: str, name: str, default: str | None
     containers = st.tabs(list(tabs), key=key, bind="query-params", default=default)
     _linked_value(key, name, st.session_state[key], default or tabs[0], raw, None, note=note)
     return containers
+
+
+#: Widgets whose link value Streamlit reads as a number.
+_NUMERIC_WIDGETS = frozenset({"number_input", "slider"})
+
+
+def _infinite_in_link(widget: Callable[..., Any], key: str) -> bool:
+    """Whether the link gives numeric ``widget`` an infinite number (``?seed=inf``, ``1e999``); if so, remove it.
+
+    Streamlit reads such a value as ``float("inf")`` and an integer widget
+    then raises ``OverflowError`` while seeding itself from the URL (it
+    catches only ``ValueError`` and ``TypeError``): its error box instead of
+    the note every other bad value gets. Streamlit seeds from the URL the
+    page was opened with, so removing the parameter is not enough: the
+    caller draws the widget unbound for this run (it starts at its default).
+    """
+    if getattr(widget, "__name__", "") not in _NUMERIC_WIDGETS or key not in st.query_params:
+        return False
+    if not any(math.isinf(_as_float(v)) for v in st.query_params.get_all(key)):
+        return False
+    with contextlib.suppress(StreamlitAPIException):  # bound to a widget of this run already: keep it
+        del st.query_params[key]
+    return True
+
+
+def _as_float(text: str) -> float:
+    """``float(text)``, NaN for text that is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 def _link_raw(key: str) -> list[str] | None:
@@ -182,15 +220,20 @@ def _show_link() -> None:
         slot.code(view_url(), language=None, wrap_lines=True)
 
 
-def setup_page(title: str, icon: str) -> list[state.ModelView]:
-    """Configure the page, load the models of a fresh session, draw the sidebar.
+#: The browser tab's icon, shipped with the app: a Material icon as ``page_icon`` makes every visitor's
+#: browser fetch it from fonts.gstatic.com (an outside host; an offline server has no favicon then).
+FAVICON = Path(__file__).with_name("favicon.png")
+
+
+def setup_page(title: str) -> list[state.ModelView]:
+    """Configure the page (title, the shipped :data:`FAVICON`), load the models of a fresh session, draw the sidebar.
 
     Returns
     -------
     list of studio.state.ModelView
         The models to analyse (shown models, chosen rows).
     """
-    st.set_page_config(page_title=f"{title} · Calibration studio", page_icon=icon, layout="wide",
+    st.set_page_config(page_title=f"{title} · Calibration studio", page_icon=FAVICON, layout="wide",
                        initial_sidebar_state="expanded")
     # A link's parameters are checked in the run that opens its page (see linked()); later
     # reruns of the same page may see parameters the browser already dropped.
@@ -233,7 +276,8 @@ def _sidebar(current: str) -> None:
         options = state.split_options()
         if len(options) > 1:
             st.session_state[state.SPLIT_WIDGET] = state.get_split()
-            st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed,
+            # A radio renders its option labels as Markdown: the split values come from the files.
+            st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed, format_func=md,
                      help="Analyse every row, or only the rows of one split (the files' `split` column).")
         for view in state.active_models():
             st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), "

@@ -31,7 +31,7 @@ from calib_core import CalibrationInputError
 from calib_core.io import Predictions, demo_datasets
 from calib_core.io.interpret import LoadFix
 from studio import compute
-from studio.text import md
+from studio.text import literal, md
 
 #: The one ``st.session_state`` key owned by the app.
 APP_KEY = "calibration_studio"
@@ -447,7 +447,7 @@ def ensure_models_loaded() -> None:
     unknown = [name for name in wanted if name not in available]
     if unknown:
         st.error(
-            f"The link asks for the demo {', '.join(repr(n) for n in unknown)}, which does not exist. "
+            f"The link asks for the demo {', '.join(literal(n) for n in unknown)}, which does not exist. "
             f"Available demos: {', '.join(available) or 'none'}. Pick one on the Data page or fix the "
             "`?demo=` part of the link.",
             icon=":material/link_off:",
@@ -459,12 +459,13 @@ def ensure_models_loaded() -> None:
         try:
             add_demo(name)
         except CalibrationInputError as exc:  # a damaged demo file must not break the app
-            st.error(f"The demo {name!r} could not be loaded: {exc} Upload your own file on the Data page.")
+            st.error(f"The demo {literal(name)} could not be loaded: {md(load_problem(exc).message)} "
+                     "Upload your own file on the Data page.")
     if split:
         if split in split_options():
             store.split = split
         else:
-            st.warning(f"The link asks for the split {split!r}, which the loaded models do not have; "
+            st.warning(f"The link asks for the split {literal(split)}, which the loaded models do not have; "
                        "showing all rows. Choose the rows in the sidebar.")
     if shown:
         known_shown = [name for name in shown if name in store.models]

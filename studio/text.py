@@ -21,7 +21,8 @@ Two renderers interpret text in this app:
 
 Option labels of ``st.selectbox`` / ``st.multiselect`` and the cells of
 ``st.dataframe`` are plain text already; ``st.code`` and ``st.text`` show
-their argument as written.
+their argument as written. The option labels of ``st.radio`` are Markdown:
+pass ``format_func=md`` when they come from a file.
 
 All three functions accept any object (``str()`` of it), so a page can pass a
 class name that happens to be a number.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numbers
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.validation import CalibrationInputError
 from calib_core.metrics import _compiled
 from calib_core.metrics.cox import _shape, one_vs_rest
+from calib_core.metrics.kernel import parallel_map
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]
 
@@ -404,8 +404,7 @@ def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int 
     if _compiled.window_moments is not None and workers > 1:
         # The compiled kernel releases the GIL: the classes' curves are fitted on every core (the same
         # fits, in class order).
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            summaries = list(pool.map(summarise, range(len(classes))))
+        summaries = parallel_map(summarise, range(len(classes)), workers)
     else:
         summaries = [summarise(j) for j in range(len(classes))]
     binary = len(classes) == 1

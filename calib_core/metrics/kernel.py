@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -101,6 +101,7 @@ EXP_FLOOR = -700.0
 _ESTIMATORS = ("unbiased", "block")
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 
 # --------------------------------------------------------------------------- blocks
@@ -137,8 +138,29 @@ def map_blocks(function: Callable[[int, int], _T], blocks: Iterable[tuple[int, i
     with blas_single_threaded():
         if WORKERS == 1 or len(blocks) < 2:
             return [function(start, stop) for start, stop in blocks]
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(lambda block: function(*block), blocks))
+        return parallel_map(lambda block: function(*block), blocks, WORKERS)
+
+
+def parallel_map(function: Callable[[_S], _T], items: Sequence[_S], workers: int) -> list[_T]:
+    """``[function(item) for item in items]`` on ``workers`` threads, results in order.
+
+    When no thread can be started because the interpreter is shutting down
+    (a server stopped by SIGTERM while a script computes: concurrent.futures'
+    exit hook runs before the script's thread is joined, and every later
+    ``submit`` raises "cannot schedule new futures after interpreter
+    shutdown"), the items run on the calling thread instead, so the work
+    ends quietly with the same results.
+    """
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        try:
+            futures = [pool.submit(function, item) for item in items]
+        except RuntimeError as exc:
+            if "interpreter shutdown" not in str(exc):
+                raise
+            futures = None
+        if futures is not None:
+            return [future.result() for future in futures]
+    return [function(item) for item in items]
 
 
 def blas_single_threaded():

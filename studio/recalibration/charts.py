@@ -16,6 +16,7 @@ from studio.figures import reliability_figure
 from studio.figures_recalibration import gce_rank_figure, temperature_surface_figure
 from studio.figures_simplex import simplex_figure
 from studio.recalibration.fitting import ModelResult
+from studio.text import md
 
 #: Layouts of the temperature surface.
 SURFACE_LAYOUTS = {"relative": "one chart (each curve ÷ its minimum)", "panels": "one panel per metric"}
@@ -119,7 +120,7 @@ def show_simplex(result: ModelResult, method: str) -> None:
             try:
                 simplex_view = cr.simplex(probs, ev.labels, (*result.key_base, key), 10)
             except CalibrationInputError as exc:
-                st.warning(f"The simplex view cannot be drawn: {exc}", icon=":material/warning:")
+                st.warning(f"The simplex view cannot be drawn: {md(exc)}", icon=":material/warning:")
                 continue
             figure = simplex_figure(simplex_view, class_names=class_names, title=label)
             figure.update_layout(height=430)

@@ -14,7 +14,7 @@ from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol
 from calib_core.recalibration.recommendation import PairedDifference, Recommendation, recommend
 from studio import compute_recalibration as cr
 from studio.state import ModelView
-from studio.text import literal
+from studio.text import literal, md
 
 #: The intervals cover 1 - ALPHA.
 ALPHA = 0.05
@@ -153,7 +153,7 @@ def fit_all(models: Sequence[ModelView], methods: Sequence[str], protocol: Proto
     results = {}
     for view in models:
         if view.name in problems:
-            st.error(f"{literal(view.name)}: the rows cannot be split for this protocol: {problems[view.name]} "
+            st.error(f"{literal(view.name)}: the rows cannot be split for this protocol: {md(problems[view.name])} "
                      "Choose another protocol above (a random split, or fewer folds).", icon=":material/error:")
             continue
         used, note = cr.effective_protocol(view.predictions, protocol)

@@ -13,7 +13,7 @@ from studio import compute_recalibration as cr
 from studio import downloads, layout
 from studio.figures_recalibration import change_figure
 from studio.recalibration.fitting import ModelResult, interval_text
-from studio.text import literal
+from studio.text import literal, md
 
 
 def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def show_problems(result: ModelResult) -> None:
     for method, fit in result.fits.items():
         if not fit.ok:
             (st.warning if fit.severity == "warning" else st.error)(
-                f"**{method}** could not be fitted on {literal(name)}: {fit.message} Remove it from the methods "
+                f"**{method}** could not be fitted on {literal(name)}: {md(fit.message)} Remove it from the methods "
                 "or change the protocol.", icon=":material/warning:")
     for method, n_iter in compare.unconverged_fits(result.fits).items():
         st.warning(f"**{method}** on {literal(name)} stopped at its iteration cap ({n_iter} L-BFGS-B iterations) "

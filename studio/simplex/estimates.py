@@ -88,7 +88,7 @@ def show_estimates(model: ModelView, view, vertices: cs.Vertices, *, lens: str, 
             value = cs.lens_estimate(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size, lens,
                                      class_index)
         except CalibrationInputError as exc:
-            st.error(f"The estimate could not be computed: {exc} Pick other settings.", icon=":material/error:")
+            st.error(f"The estimate could not be computed: {md(exc)} Pick other settings.", icon=":material/error:")
             st.stop()
     # The numbers first, the bands (consistency resampling, the slow part) when they are ready.
     with whole_col:

@@ -39,3 +39,17 @@ def test_metrics_page_download_escapes_the_model_name(downloads):
     assert all(not v.startswith("'") for v in estimates)
     skce = body[[row[header.index("key")] for row in body].index("skce")]
     assert float(skce[header.index("estimate")]) == pytest.approx(cc.skce(probs, labels), rel=1e-9)
+
+
+def test_streamlits_own_table_download_is_off():
+    """Streamlit's dataframe toolbar downloaded a model named =cmd|' calc'!A0 as an unescaped CSV header
+    (issue 23, item 9): its export is switched off in the app's config, by an option Streamlit knows."""
+    import tomllib
+    from pathlib import Path
+
+    from streamlit import config
+
+    path = Path(app_support.APP).parent / ".streamlit" / "config.toml"
+    client = tomllib.loads(path.read_text(encoding="utf-8"))["client"]
+    assert client.get("disableDataExport") is True
+    assert "client.disableDataExport" in config._config_options_template

@@ -168,6 +168,15 @@ BAD = [
     ("pages/9_Large_tables.py", "selectbox", "summary_bins", "999", 15),  # a bin count the summary did not keep
     ("pages/9_Large_tables.py", "selectbox", "summary_event", "Class 12: twelve", "top_label"),  # no such class
     ("pages/9_Large_tables.py", "toggle", "summary_demo", "perhaps", True),  # not a boolean
+    # Infinite numbers: Streamlit's integer inputs raised OverflowError on them (issue 30, item 5).
+    ("pages/1_Metrics.py", "number_input", "seed", "inf", 0),
+    ("pages/6_Recalibration.py", "number_input", "recal_seed", "1e999", 0),
+    ("pages/7_Estimators.py", "number_input", "est_seed", "-inf", 0),
+    ("pages/5_Simplex.py", "number_input", "simplex_seed", "Infinity", 0),
+    ("pages/8_Lab.py", "number_input", "lab_seed", "inf", 0),
+    ("pages/8_Lab.py", "number_input", "lab_repetitions", "-1e400", 50),
+    ("pages/2_Reliability.py", "slider", "bins", "inf", 15),
+    ("pages/1_Metrics.py", "number_input", "prevalence", "inf", 0.1),
 ]
 
 

@@ -354,3 +354,24 @@ def test_map_blocks_finds_the_blas_libraries_once(monkeypatch):
         assert all(threads == 1 for found in seen for threads in found)
     finally:
         kernel._blas_controller.cache_clear()
+
+
+@pytest.mark.parametrize("use_ici", [False, True])
+def test_parallel_work_during_interpreter_shutdown_runs_serially(monkeypatch, use_ici):
+    """Issue 30, item 9: a server stopped by SIGTERM while a script computes shuts the thread pools down
+    (concurrent.futures' exit hook runs before the script's thread is joined); the script's next
+    map_blocks raised "cannot schedule new futures after interpreter shutdown" into the server log.
+    The work now finishes on the calling thread, with the same results."""
+    import concurrent.futures.thread as pool_thread
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(3), size=300)
+    labels = rng.integers(0, 3, 300)
+    if use_ici:
+        work = lambda: cc.ici(probs, labels).ici  # noqa: E731 -- its classes on a pool of its own
+    else:
+        work = lambda: kernel.map_blocks(lambda a, b: a * b, [(1, 2), (3, 4), (5, 6)])  # noqa: E731
+    expected = work()
+    monkeypatch.setattr(kernel, "WORKERS", 2)
+    monkeypatch.setattr(pool_thread, "_shutdown", True)
+    assert np.array_equal(np.asarray(work()), np.asarray(expected))
