@@ -17,6 +17,7 @@ from studio.text import md, plot_text
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy", "zip"]  # .zip: a session file
 UPLOADS = "data:uploads"
+KEEP_MODELS = "data:keep_models"  # restoring a session file keeps the models loaded (default: replaces them)
 DEMOS = "data:demos"
 DETECT = "(detect)"
 NO_SCORE = "(none)"
@@ -37,7 +38,8 @@ def _load_upload(file, options: tuple = ()) -> tuple[str | None, state.LoadProbl
     """Load one uploaded file; any failure becomes a LoadProblem (never a traceback)."""
     try:
         if file.name.lower().endswith(".zip"):  # a session file (Data page's "Download session file")
-            return ", ".join(state.restore_session(file.getvalue())), None
+            return ", ".join(state.restore_session(file.getvalue(), file_name=file.name,
+                                                   keep=bool(st.session_state.get(KEEP_MODELS, False)))), None
         return state.add_upload(file.name, file.getvalue(), options), None
     except Exception as exc:  # noqa: BLE001 -- the boundary where user files enter the app
         return None, state.load_problem(exc)
@@ -267,7 +269,7 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
                 else "probabilities")
         shown = ", ".join(predictions.class_names[:20]) + (" …" if predictions.n_classes > 20 else "")
         for fix in entry.fixes:
-            st.info(f"Fix applied: {fix}.", icon=":material/build:")
+            st.info(f"Fix applied: {md(fix)}.", icon=":material/build:")
         st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}")
         for warning in predictions.warnings:
             st.warning(md(state.app_message(warning)), icon=":material/info:")
@@ -307,6 +309,9 @@ with upload_column:
                      key=UPLOADS, on_change=_handle_uploads,
                      help="CSV, TSV, Parquet, NPZ or NPY; each file becomes one model. A session file (.zip, "
                           "from *Download session file*) restores its models and settings.")
+    st.checkbox("Keep the loaded models when restoring a session file", key=KEEP_MODELS, value=False,
+                help="A session file (.zip) replaces the models loaded here and this view's settings by its own. "
+                     "Tick this to add its models to those already loaded instead (its settings still apply).")
 with demo_column:
     available = demo_datasets()
     if available:
