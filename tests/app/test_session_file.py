@@ -455,3 +455,86 @@ def test_a_fix_text_in_the_manifest_is_never_markdown(monkeypatch):
                      for e in getattr(receiver, kind))
     assert "](http" not in shown and "**expired**" not in shown
     assert receiver.session_state[state.APP_KEY].models["iris_svc"].fixes == ()
+
+
+def _demo_session(settings: dict[str, list[str]], demo: str = "iris_svc") -> bytes:
+    """A session file of one bundled demo (read as the app reads it) and ``settings``."""
+    from calib_core.io import demo_datasets, load_predictions
+
+    path = demo_datasets()[demo]
+    p = load_predictions(path.read_bytes(), name=path.name)
+    return sf.pack([sf.SessionModel(name=demo, origin="demo", demo=demo, file_name=path.name,
+                                    source=path.read_bytes(), options=(), fixes=(), probs=p.probs, labels=p.labels,
+                                    class_names=p.class_names, logits=p.logits, split=p.split, groups=p.groups,
+                                    group_column=p.group_column)], settings)
+
+
+def test_a_restored_value_a_control_cannot_take_falls_back_with_a_note():
+    """A session file's settings are checked by their controls exactly as a link's are: no exception."""
+    data = _demo_session({"bins": ["500"], "binning": ["<b>x</b>"], "log": ["true"]})
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    at.file_uploader(key="data:uploads").upload("team.zip", data, "application/zip")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at = _follow_sidebar_link(at, "Reliability")
+    assert not at.exception and not at.error
+    assert at.slider(key="bins").value == 15 and at.toggle(key="log").value is True
+    notes = [i.value for i in at.info if "session file" in i.value]
+    assert any("bins=500" in n for n in notes) and any("binning=" in n for n in notes), notes
+
+
+# ----------------------------------------------------------------------------- fuzz (issue 30, Done-when: wide session files)
+
+from hypothesis import HealthCheck, given, settings as hypothesis_settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+_JSON = hst.recursive(hst.none() | hst.booleans() | hst.integers(-2**70, 2**70) | hst.floats() | hst.text(max_size=20),
+                      lambda inner: hst.lists(inner, max_size=4) | hst.dictionaries(hst.text(max_size=8), inner,
+                                                                                     max_size=4), max_leaves=12)
+_MUTATIONS = ("none", "class_names", "option", "setting", "field", "flip", "truncate", "member")
+
+
+@hypothesis_settings(max_examples=50, deadline=None, derandomize=True,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(k=hst.integers(2, 2_000), n=hst.integers(1, 12), mutation=hst.sampled_from(_MUTATIONS), data=hst.data())
+def test_fuzz_wide_session_files_load_or_give_one_clean_message(k, n, mutation, data):
+    """Every generated session file (wide, then mutated) unpacks consistently or is one CalibrationInputError."""
+    rng = np.random.default_rng(k * 31 + n)
+    model = sf.SessionModel(name="wide", origin="upload", file_name="wide.csv", source=b"x", options=(), fixes=(),
+                            probs=rng.dirichlet(np.ones(k), size=n), labels=rng.integers(0, k, n),
+                            class_names=tuple(f"c{j}" for j in range(k)),
+                            split=np.array(["calibration", "test"])[rng.integers(0, 2, n)] if k % 2 else None)
+    packed = sf.pack([model], {"bins": ["10"]})
+    if mutation in ("class_names", "option", "setting", "field"):
+        def mutate(manifest):
+            entry = manifest["models"][0]
+            if mutation == "class_names":
+                entry["class_names"] = entry["class_names"][: data.draw(hst.integers(0, k + 2))] + \
+                    data.draw(hst.lists(hst.text(max_size=5), max_size=3))
+            elif mutation == "option":
+                entry["options"] = [[data.draw(hst.sampled_from([*sf.LOAD_OPTIONS, "x"])), data.draw(_JSON)]]
+            elif mutation == "setting":
+                manifest["settings"] = {data.draw(hst.text(max_size=10)): data.draw(_JSON)}
+            else:
+                entry[data.draw(hst.sampled_from(sorted(entry)))] = data.draw(_JSON)
+            return manifest
+        packed = _with_manifest(packed, mutate)
+    elif mutation == "flip":
+        raw = bytearray(packed)
+        for at in data.draw(hst.lists(hst.integers(0, len(raw) - 1), min_size=1, max_size=8)):
+            raw[at] ^= data.draw(hst.integers(1, 255))
+        packed = bytes(raw)
+    elif mutation == "truncate":
+        packed = packed[: data.draw(hst.integers(0, len(packed) - 1))]
+    elif mutation == "member":
+        members = _members(packed)
+        members[data.draw(hst.sampled_from(sorted(members)))] = data.draw(hst.binary(max_size=200))
+        packed = _zip(members)
+    try:
+        session = sf.unpack(packed, name="fuzz.zip", max_bytes=50_000_000)
+    except CalibrationInputError as exc:
+        assert "session file 'fuzz.zip'" in str(exc)
+        return
+    (got,) = session.models
+    assert got.probs.shape == (got.labels.shape[0], len(got.class_names)) and len(got.class_names) >= 2
+    assert all(isinstance(key, str) and key in sf.LOAD_OPTIONS for key, _ in got.options)
