@@ -12,7 +12,11 @@ demos named by ``?demo=a,b`` (or the default demo), the rows named by
 ``?models=a&models=b``; after every change :func:`sync_query_params` writes
 them back into the URL, so copying it reproduces the view (uploads cannot
 travel in a link). The pages' own controls are bound to the URL by
-Streamlit itself (``studio.layout.linked``).
+Streamlit itself (``studio.layout.linked``), which reports each value drawn
+here (:func:`remember_control`), so a session file holds the controls of
+every page, not only the open one's; restoring a session file
+(:func:`restore_session`) replaces the models and hands its settings to the
+pages through the links (:func:`link_params`, :func:`take_restored`).
 """
 from __future__ import annotations
 
