@@ -398,6 +398,7 @@ def test_restoring_replaces_the_models_and_brings_back_every_page_s_controls(mon
     receiver.run()
     assert not receiver.exception and not receiver.error, [e.value for e in receiver.error]
     assert list(receiver.session_state[state.APP_KEY].models) == ["iris_svc"]   # the default demo is gone
+    assert any("team" in s.value and "replacing" in s.value for s in receiver.success)
     receiver = _follow_sidebar_link(receiver, "Reliability")
     assert not receiver.exception and not receiver.error
     assert receiver.slider(key="bins").value == 20 and receiver.radio(key="binning").value == "adaptive"
