@@ -230,7 +230,8 @@ def _text(value: Any, what: str, *, optional: bool = False, limit: int = MAX_TEX
     return value
 
 
-def _texts(value: Any, what: str, *, low: int, high: int, distinct: bool = False, limit: int = MAX_TEXT) -> tuple[str, ...]:
+def _texts(value: Any, what: str, *, low: int, high: int, distinct: bool = False,
+           limit: int = MAX_TEXT) -> tuple[str, ...]:
     """A list of ``low`` to ``high`` texts (checked in one pass; the count first)."""
     if not isinstance(value, list):
         raise _Invalid(f"{what} is not a list of texts.")

@@ -335,7 +335,7 @@ def test_the_class_cap_of_uploads_is_checked_before_any_member_is_read():
         sf.unpack(_zip(members), name="team.zip")
 
 
-# ----------------------------------------------------------------------------- issue 23.6: the view travels, models are replaced
+# ---------------------------------------------------------------- issue 23.6: the view travels, models are replaced
 
 def _recording(monkeypatch) -> tuple[list, list]:
     """Record the AppTests' media storages and managers, to fetch what a download button serves."""
@@ -484,14 +484,14 @@ def test_a_restored_value_a_control_cannot_take_falls_back_with_a_note():
     assert any("bins=500" in n for n in notes) and any("binning=" in n for n in notes), notes
 
 
-# ----------------------------------------------------------------------------- fuzz (issue 30, Done-when: wide session files)
+# ------------------------------------------------------------- fuzz (issue 30, Done-when: wide session files)
 
 from hypothesis import HealthCheck, given, settings as hypothesis_settings  # noqa: E402
 from hypothesis import strategies as hst  # noqa: E402
 
-_JSON = hst.recursive(hst.none() | hst.booleans() | hst.integers(-2**70, 2**70) | hst.floats() | hst.text(max_size=20),
-                      lambda inner: hst.lists(inner, max_size=4) | hst.dictionaries(hst.text(max_size=8), inner,
-                                                                                     max_size=4), max_leaves=12)
+_SCALARS = hst.none() | hst.booleans() | hst.integers(-2**70, 2**70) | hst.floats() | hst.text(max_size=20)
+_JSON = hst.recursive(_SCALARS, lambda inner: hst.lists(inner, max_size=4)
+                      | hst.dictionaries(hst.text(max_size=8), inner, max_size=4), max_leaves=12)
 _MUTATIONS = ("none", "class_names", "option", "setting", "field", "flip", "truncate", "member")
 
 
