@@ -574,7 +574,7 @@ def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFA
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError):
         raise CalibrationInputError(f"{label} cannot be restored: it is damaged (a member's compressed data or "
                                     "checksum is wrong; the file was cut short or changed).") from None
-    except (RuntimeError, NotImplementedError, RecursionError, zipfile.LargeZipFile, MemoryError):
+    except Exception:  # noqa: BLE001 -- RuntimeError, NotImplementedError, an Arrow error: one message, never raw
         raise CalibrationInputError(f"{label} cannot be restored: a member could not be read (damaged, "
-                                    "encrypted or compressed in a way session files never are).") from None
+                                    "encrypted or written in a way session files never are).") from None
     return Session(models, settings)

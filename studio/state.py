@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from calib_core import CalibrationInputError
 from calib_core.io import Predictions, demo_datasets
@@ -665,7 +666,10 @@ def _restore_settings(settings: dict[str, list[str]]) -> None:
     store.controls = {}
     store.restored = dict(controls)
     for key, values in controls.items():
-        st.query_params[key] = values if len(values) > 1 else values[0]
+        try:
+            st.query_params[key] = values if len(values) > 1 else values[0]
+        except StreamlitAPIException:  # a name Streamlit keeps for itself: the links still carry the value
+            pass
     split = (settings.get("split") or [ALL_ROWS])[0]
     store.split = split if split in split_options() else ALL_ROWS
     shown = settings.get("models") or []
