@@ -293,33 +293,43 @@ def _wide(k: int, n: int = 5) -> bytes:
 
 
 def _seconds(data: bytes, budget: float | None = None) -> float:
-    """Wall time of ``unpack(data)``; a budget stops a run that takes longer (SIGALRM, main thread)."""
+    """CPU time of this process (all its threads: pyarrow reads on several) for ``unpack(data)``, not slowed
+    by other processes on a shared machine; a budget (also in CPU time: SIGPROF, handled in the main thread)
+    stops a run that takes longer and returns infinity."""
     import signal
     import time
 
     def stop(*_):
         raise TimeoutError
 
-    previous = signal.signal(signal.SIGALRM, stop)
+    previous = signal.signal(signal.SIGPROF, stop)
     if budget is not None:
-        signal.setitimer(signal.ITIMER_REAL, budget)
+        signal.setitimer(signal.ITIMER_PROF, budget)
     try:
-        start = time.perf_counter()
+        start = time.process_time()
         sf.unpack(data)
-        return time.perf_counter() - start
+        return time.process_time() - start
     except TimeoutError:
         return float("inf")
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def test_unpack_time_grows_linearly_with_the_class_count():
-    """10,000 classes may cost at most 30x what 1,000 cost (linear: about 10x; before: about 100x)."""
+    """10,000 classes may cost at most 30x what 1,000 cost (linear: about 10x; before: about 100x).
+
+    CPU time of the process, each size measured three times in turn and the fastest kept, so that
+    neither other processes nor a slow first run decide the ratio.
+    """
     small, large = _wide(1_000), _wide(10_000)
-    base = min(_seconds(small) for _ in range(3))
-    took = min(_seconds(large, budget=max(30 * base, 0.5)) for _ in range(2))
-    assert took <= 30 * max(base, 0.01), (base, took)
+    base, took = float("inf"), float("inf")
+    for _ in range(3):
+        base = min(base, _seconds(small))
+        took = min(took, _seconds(large, budget=max(35 * base, 1.0)))
+        if took == float("inf"):
+            break
+    assert took <= 30 * max(base, 0.005), (base, took)
 
 
 def test_the_class_cap_of_uploads_is_checked_before_any_member_is_read():
