@@ -18,7 +18,7 @@ encryption, only stored or deflated members, declared uncompressed sizes
 summed against ``max_bytes``, so a zip bomb stops there) and the whole manifest
 is parsed against an allow-list schema (:func:`_manifest`): known keys only,
 each of its type and range; the per-model load options are the few
-``load_predictions`` overrides the app itself writes (:data:`LOAD_OPTIONS`),
+``load_predictions`` overrides the app itself writes (:data:`LOAD_OPTIONS`, :data:`LIMIT_OPTIONS`),
 and a limit among them (``max_bytes``) can only be tightened, never lifted;
 the class count is capped as for uploads (``calib_core.io.formats.MAX_CLASSES``)
 before a member is read. A Parquet member's decoded size (rows x columns x 8
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import re
 import zipfile
 import zlib
@@ -122,10 +121,6 @@ class Session:
     settings: dict[str, list[str]]
 
 
-def _bad(reason: str) -> CalibrationInputError:
-    return CalibrationInputError(f"this is not a valid session file: {reason}")
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return [_jsonable(v) for v in value]
@@ -134,10 +129,6 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     raise CalibrationInputError(f"load option value {value!r} cannot be stored in a session file.")
-
-
-def _frozen(value: Any) -> Any:
-    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
 def _parquet_bytes(model: SessionModel) -> bytes:
@@ -274,7 +265,7 @@ def _optional_text(value: Any, what: str) -> str | None:
 
 #: The ``load_predictions`` overrides a session file may carry (those the app writes: the column
 #: mapping, the fixes, a forced format) and how each is checked. ``max_bytes`` is checked by
-#: :func:`_options` against the limit of this upload: it can only be tightened.
+#: :func:`_options` against the limit of this upload (:data:`LIMIT_OPTIONS`): it can only be tightened.
 LOAD_OPTIONS: dict[str, Callable[[Any, str], Any]] = {
     "label_column": _label_column,
     "class_columns": _columns,
@@ -286,19 +277,22 @@ LOAD_OPTIONS: dict[str, Callable[[Any, str], Any]] = {
     "split_column": _optional_text,
     "group": _text,
     "file_format": _choice("csv", "tsv", "parquet", "npz", "npy"),
-    "max_bytes": None,  # type: ignore[dict-item]
 }
+#: The one limit among the load options: a session file may lower it (see :func:`_options`), never raise it.
+LIMIT_OPTIONS = ("max_bytes",)
 
 
 def _options(value: Any, model: str, max_bytes: int | None) -> tuple[tuple[str, Any], ...]:
     what = f"the load options of model {model!r}"
-    if not (isinstance(value, list) and len(value) <= len(LOAD_OPTIONS)
+    most = len(LOAD_OPTIONS) + len(LIMIT_OPTIONS)
+    if not (isinstance(value, list) and len(value) <= most
             and all(isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) for o in value)):
-        raise _Invalid(f"{what} are not a list of at most {len(LOAD_OPTIONS)} [name, value] pairs.")
+        raise _Invalid(f"{what} are not a list of at most {most} [name, value] pairs.")
     keys = [key for key, _ in value]
-    unknown = [key for key in keys if key not in LOAD_OPTIONS]
+    known = (*LOAD_OPTIONS, *LIMIT_OPTIONS)
+    unknown = [key for key in keys if key not in known]
     if unknown:
-        raise _Invalid(f"{what} name {unknown[0][:100]!r}, which is not one of {', '.join(LOAD_OPTIONS)}.")
+        raise _Invalid(f"{what} name {unknown[0][:100]!r}, which is not one of {', '.join(known)}.")
     if len(set(keys)) != len(keys):
         raise _Invalid(f"{what} give one option twice.")
     checked = []

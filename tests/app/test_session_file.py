@@ -526,7 +526,7 @@ def test_fuzz_wide_session_files_load_or_give_one_clean_message(k, n, mutation, 
                 entry["class_names"] = entry["class_names"][: data.draw(hst.integers(0, k + 2))] + \
                     data.draw(hst.lists(hst.text(max_size=5), max_size=3))
             elif mutation == "option":
-                entry["options"] = [[data.draw(hst.sampled_from([*sf.LOAD_OPTIONS, "x"])), data.draw(_JSON)]]
+                entry["options"] = [[data.draw(hst.sampled_from([*sf.LOAD_OPTIONS, *sf.LIMIT_OPTIONS, "x"])), data.draw(_JSON)]]
             elif mutation == "setting":
                 manifest["settings"] = {data.draw(hst.text(max_size=10)): data.draw(_JSON)}
             else:
@@ -551,4 +551,4 @@ def test_fuzz_wide_session_files_load_or_give_one_clean_message(k, n, mutation, 
         return
     (got,) = session.models
     assert got.probs.shape == (got.labels.shape[0], len(got.class_names)) and len(got.class_names) >= 2
-    assert all(isinstance(key, str) and key in sf.LOAD_OPTIONS for key, _ in got.options)
+    assert all(isinstance(key, str) and key in (*sf.LOAD_OPTIONS, *sf.LIMIT_OPTIONS) for key, _ in got.options)
