@@ -17,6 +17,8 @@ from studio.text import literal, md, plot_text
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy", "zip"]  # .zip: a session file
 UPLOADS = "data:uploads"
+KEEP_MODELS = "data:keep_models"  # restoring a session file keeps the models loaded (default: replaces them)
+RESTORED = "data:restored"  # the note shown once after a session file is restored
 DEMOS = "data:demos"
 DETECT = "(detect)"
 NO_SCORE = "(none)"
@@ -37,7 +39,12 @@ def _load_upload(file, options: tuple = ()) -> tuple[str | None, state.LoadProbl
     """Load one uploaded file; any failure becomes a LoadProblem (never a traceback)."""
     try:
         if file.name.lower().endswith(".zip"):  # a session file (Data page's "Download session file")
-            return ", ".join(state.restore_session(file.getvalue())), None
+            keep = bool(st.session_state.get(KEEP_MODELS, False))
+            names = state.restore_session(file.getvalue(), file_name=file.name, keep=keep)
+            st.session_state[RESTORED] = (f"Restored {len(names)} model{'s' if len(names) != 1 else ''} from "
+                                          f"{md(file.name)}" + ("" if keep else ", replacing the models loaded "
+                                          "before") + ". Each page opens with the settings saved in it.")
+            return ", ".join(names), None
         return state.add_upload(file.name, file.getvalue(), options), None
     except Exception as exc:  # noqa: BLE001 -- the boundary where user files enter the app
         return None, state.load_problem(exc)
@@ -307,6 +314,9 @@ with upload_column:
                      key=UPLOADS, on_change=_handle_uploads,
                      help="CSV, TSV, Parquet, NPZ or NPY; each file becomes one model. A session file (.zip, "
                           "from *Download session file*) restores its models and settings.")
+    st.checkbox("Keep the loaded models when restoring a session file", key=KEEP_MODELS, value=False,
+                help="A session file (.zip) replaces the models loaded here and this view's settings by its own. "
+                     "Tick this to add its models to those already loaded instead (its settings still apply).")
 with demo_column:
     available = demo_datasets()
     if available:
@@ -317,6 +327,9 @@ with demo_column:
                             "scikit-learn (digits: 10 classes, wine: 3, breast cancer: 2).")
     else:
         st.caption("No demo files found (the data/demo folder is missing).")
+restored = st.session_state.pop(RESTORED, None)
+if restored:
+    st.success(restored, icon=":material/restore:")
 demo_error = st.session_state.pop("data:demo_error", None)
 if demo_error:
     st.error(f"{demo_error} Pick another demo or upload a file.")

@@ -86,12 +86,12 @@ def linked(widget: Callable[..., Any], label: str, *args: Any, key: str, options
                  else kept not in options)
         if stale:
             del st.session_state[key]
-    raw = _link_raw(key)
+    raw, source = _link_raw(key)
     # A link's infinite number is dropped and the widget left unbound for this run, so that it
     # does not read the value at all (see _infinite_in_link); the note below says it fell back.
     bind = None if _infinite_in_link(widget, key) else "query-params"
     value = widget(label, *args, key=key, bind=bind, **kwargs)
-    _linked_value(key, label, value, _default_of(kwargs, args), raw, kwargs.get("format_func"))
+    _linked_value(key, label, value, _default_of(kwargs, args), raw, kwargs.get("format_func"), source=source)
     return value
 
 
@@ -106,10 +106,10 @@ def linked_tabs(tabs: Sequence[str], *, key: str, name: str, default: str | None
     -------
     The tab containers.
     """
-    raw = _link_raw(key)
+    raw, source = _link_raw(key)
     note = st.empty()  # above the tabs: a note drawn after them would follow the open tab's content
     containers = st.tabs(list(tabs), key=key, bind="query-params", default=default)
-    _linked_value(key, name, st.session_state[key], default or tabs[0], raw, None, note=note)
+    _linked_value(key, name, st.session_state[key], default or tabs[0], raw, None, note=note, source=source)
     return containers
 
 
@@ -144,23 +144,30 @@ def _as_float(text: str) -> float:
         return math.nan
 
 
-def _link_raw(key: str) -> list[str] | None:
-    """The link's values of parameter ``key`` in the run that entered the page (else None)."""
+def _link_raw(key: str) -> tuple[list[str] | None, str]:
+    """The link's values of parameter ``key`` in the run that entered the page (else None), and where they come
+    from: a restored session file's value (:func:`studio.state.take_restored`, carried on the links until its
+    control is drawn) or the link's."""
+    restored = state.take_restored(key)
+    if restored is not None:
+        return restored, "session file"
     checking = st.session_state.get(_ENTERED, False)
-    return st.query_params.get_all(key) if checking and key in st.query_params else None
+    return (st.query_params.get_all(key) if checking and key in st.query_params else None), "link"
 
 
 def _linked_value(key: str, label: str, value: Any, default: Any, raw: list[str] | None,
-                  format_func: Callable[[Any], Any] | None, note: Any = st) -> None:
-    """Record a bound control's URL value for the link box; note (in ``note``) a link value the control refused."""
+                  format_func: Callable[[Any], Any] | None, note: Any = st, source: str = "link") -> None:
+    """Record a bound control's URL value for the link box and the session file; note (in ``note``) a value of
+    the link (or of a restored session file, ``source``) that the control refused."""
     _link_values()[key] = None if value == default else _url_text(value, format_func)
+    state.remember_control(key, _link_values()[key])
     _show_link()
     if raw:
         after = st.query_params.get_all(key) if key in st.query_params else None
         as_default = raw == _url_text(default, format_func)
         if after != raw and not (value == default and as_default):
             shown = ", ".join(raw)
-            note.info(f"The link's {literal(f'{key}={shown}')} is not a valid choice for *{md(label)}* here, "
+            note.info(f"The {source}'s {literal(f'{key}={shown}')} is not a valid choice for *{md(label)}* here, "
                     f"so it shows {literal(', '.join(_url_text(value, format_func)))} instead.",
                     icon=":material/link_off:")
 

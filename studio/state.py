@@ -12,7 +12,11 @@ demos named by ``?demo=a,b`` (or the default demo), the rows named by
 ``?models=a&models=b``; after every change :func:`sync_query_params` writes
 them back into the URL, so copying it reproduces the view (uploads cannot
 travel in a link). The pages' own controls are bound to the URL by
-Streamlit itself (``studio.layout.linked``).
+Streamlit itself (``studio.layout.linked``), which reports each value drawn
+here (:func:`remember_control`), so a session file holds the controls of
+every page, not only the open one's; restoring a session file
+(:func:`restore_session`) replaces the models and hands its settings to the
+pages through the links (:func:`link_params`, :func:`take_restored`).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from calib_core import CalibrationInputError
 from calib_core.io import Predictions, demo_datasets
@@ -190,6 +195,10 @@ class _Store:
     # file_id of every upload already handled -> (model name or None, LoadProblem or None)
     uploads: dict[str, tuple[str | None, LoadProblem | None]] = field(default_factory=dict)
     views: dict[tuple[str, str, str], ModelView] = field(default_factory=dict)
+    # URL values of every bound control drawn in this session (None: at its default), any page; see remember_control
+    controls: dict[str, list[str] | None] = field(default_factory=dict)
+    # Settings of a restored session file that no page has drawn yet (carried on links; see take_restored)
+    restored: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _store() -> _Store:
@@ -501,9 +510,46 @@ LINK_KEYS = ("demo", "split", "models")
 
 
 def link_params() -> dict[str, str | list[str]]:
-    """The query parameters to carry on links between pages."""
-    return {key: (values if len(values) > 1 else values[0]) for key in LINK_KEYS
-            if (values := st.query_params.get_all(key))}
+    """The query parameters to carry on links between pages.
+
+    Besides ``demo``, ``split`` and ``models``: the settings of a restored
+    session file that no page has drawn yet, so that each page opened from a
+    link seeds its controls from them, as from a shared link.
+    """
+    params: dict[str, str | list[str]] = {key: (values if len(values) > 1 else values[0]) for key in LINK_KEYS
+                                          if (values := st.query_params.get_all(key))}
+    for key, values in _store().restored.items():
+        if values and key not in params:
+            params[key] = values if len(values) > 1 else values[0]
+    return params
+
+
+def remember_control(key: str, url_values: list[str] | None) -> None:
+    """Record the URL value of bound control ``key`` as drawn (None: at its default), for session files.
+
+    A page's controls are in the URL only while that page is open; the session
+    file holds the controls of every page drawn in the session (:func:`view_settings`).
+    """
+    _store().controls[key] = None if url_values is None else list(url_values)
+
+
+def take_restored(key: str) -> list[str] | None:
+    """The restored session file's value of bound control ``key``, once (None when it has none)."""
+    return _store().restored.pop(key, None)
+
+
+def view_settings() -> dict[str, list[str]]:
+    """The view's settings for a session file: ``demo``/``split``/``models``, every bound control of every page
+    drawn in this session that is not at its default, and the settings of a restored file not yet drawn."""
+    store = _store()
+    settings = {key: list(st.query_params.get_all(key)) for key in st.query_params}
+    settings.update(store.restored)
+    for key, values in store.controls.items():
+        if values is None:
+            settings.pop(key, None)
+        else:
+            settings[key] = list(values)
+    return settings
 
 
 def demo_path(name: str) -> Path:
@@ -514,7 +560,7 @@ def demo_path(name: str) -> Path:
 # ----------------------------------------------------------------------------- session files
 
 def session_file_packer() -> Callable[[], bytes]:
-    """The session file (zip) of every loaded model and the URL's query parameters (:mod:`studio.session_file`),
+    """The session file (zip) of every loaded model and the view's settings (:func:`view_settings`),
     as a function for ``st.download_button(data=...)``, which calls it only when the button is clicked.
 
     The models and parameters are read now (in the script run); the packing, about 0.6 s for 100,000 x 10
@@ -523,7 +569,7 @@ def session_file_packer() -> Callable[[], bytes]:
     from studio import session_file
 
     store = _store()
-    settings = {key: list(st.query_params.get_all(key)) for key in st.query_params}
+    settings = view_settings()
     key = (tuple((n, m.fingerprint, m.options) for n, m in store.models.items()), repr(sorted(settings.items())))
     # A dict of the session: the click's thread has no script-run context, so it writes here, not to session_state.
     packed = st.session_state.setdefault(APP_KEY + ":session_file", {})
@@ -550,32 +596,48 @@ def _same(a: Any, b: Any) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
-def restore_session(raw: bytes) -> list[str]:
-    """Load the models and settings of a session file; returns the names of the models added.
+def restore_session(raw: bytes, *, file_name: str | None = None, keep: bool = False) -> list[str]:
+    """Load the models and settings of a session file; returns the names of the models restored.
 
     Every model is read again from its stored source file with its stored
-    options (the same path as an upload, :func:`read_user_file`) and must
-    give exactly the predictions stored beside it; only then are the models
-    added (all or none) and the query parameters set, so the pages' bound
-    controls pick the settings up. A model already loaded under its name with
-    the same predictions (the default demo of a fresh visit) is kept, not
-    loaded twice. Raises CalibrationInputError for any bad file.
+    (schema-checked) options, through the same path as an upload
+    (:func:`read_user_file`), and must give exactly the predictions stored
+    beside it. Only then, all or none: the models loaded so far are removed
+    (unless ``keep``: then a model already loaded under its name with the
+    same predictions, such as the default demo, is kept, not loaded twice),
+    the restored models are added, and the view's settings replace the
+    visitor's: every bound control is reset, and the file's values are put
+    into the URL and kept until a page draws its control (:func:`link_params`,
+    :func:`take_restored`), so each page seeds its controls from them as from
+    a link, with the same note for a value it cannot take. The fixes shown on
+    the cards are derived from the checked options, never taken from the
+    file's texts. Raises CalibrationInputError, naming the session file, for
+    any bad file.
     """
     from studio import session_file
 
+    label = f"the session file {file_name!r}" if file_name else "the session file"
     limit = min(session_file.DEFAULT_MAX_BYTES, int(st.get_option("server.maxUploadSize")) * 1024 * 1024)
-    session = session_file.unpack(raw, max_bytes=limit)
+    session = session_file.unpack(raw, name=file_name, max_bytes=limit)
     loaded = []
     for model in session.models:
-        predictions = read_user_file(model.source, model.file_name, model.options)
+        try:
+            predictions = read_user_file(model.source, model.file_name, model.options)
+        except CalibrationInputError as exc:
+            raise CalibrationInputError(f"{label} cannot be restored: its model {model.name!r} could not be read "
+                                        f"again from its stored file: {load_problem(exc).message}") from None
         if not (predictions.class_names == model.class_names and _same(predictions.probs, model.probs)
                 and _same(predictions.labels.astype(np.int64), model.labels) and _same(predictions.logits, model.logits)
                 and _same(predictions.split, model.split) and _same(predictions.groups, model.groups)):
-            raise CalibrationInputError(f"the session file's predictions of {model.name!r} do not match the file "
-                                        "stored with them; it was changed after it was saved.")
+            raise CalibrationInputError(f"{label} cannot be restored: the predictions of its model {model.name!r} "
+                                        "do not match the file stored with them; it was changed after it was saved.")
         loaded.append((model, dataclasses.replace(predictions, name=model.name)))
-    names = []
     store = _store()
+    if not keep:
+        store.models.clear()
+        store.hidden.clear()
+        store.views.clear()
+    names = []
     for model, predictions in loaded:
         present = store.models.get(model.name)
         if present is not None and present.fingerprint == fingerprint(predictions):
@@ -585,15 +647,34 @@ def restore_session(raw: bytes) -> list[str]:
                               and demo_datasets()[model.demo].read_bytes() == model.source) else None
         names.append(_add(LoadedModel(predictions, fingerprint(predictions), "demo" if demo else "upload",
                                       model.file_name, None if demo else model.source, demo, model.options,
-                                      model.fixes)))
-    for key, values in session.settings.items():
-        if key not in ("demo", "split", "models") and values:
+                                      fix_sentence(model.options))))
+    _restore_settings(session.settings)
+    return names
+
+
+def _restore_settings(settings: dict[str, list[str]]) -> None:
+    """Replace the view's settings by a session file's (see :func:`restore_session`)."""
+    store = _store()
+    controls = {key: values for key, values in settings.items() if key not in LINK_KEYS and values}
+    # Every bound control drawn in this session goes back to its default (or the file's value): its page then
+    # draws it afresh, seeded from the URL like a link's. Only those keys: a name in the file is never used to
+    # delete anything else from the session.
+    for key in store.controls:
+        if key in st.session_state:
+            del st.session_state[key]
+    for key in [k for k in st.query_params if k not in LINK_KEYS]:
+        del st.query_params[key]
+    store.controls = {}
+    store.restored = dict(controls)
+    for key, values in controls.items():
+        try:
             st.query_params[key] = values if len(values) > 1 else values[0]
-    split = (session.settings.get("split") or [ALL_ROWS])[0]
-    store.split = split if split in split_options() else store.split
-    shown = session.settings.get("models") or []
+        except StreamlitAPIException:  # a name Streamlit keeps for itself: the links still carry the value
+            pass
+    split = (settings.get("split") or [ALL_ROWS])[0]
+    store.split = split if split in split_options() else ALL_ROWS
+    shown = settings.get("models") or []
     if shown and any(name in store.models for name in shown):
         store.hidden = {name for name in store.models if name not in shown}
     store.started = True
     sync_query_params()
-    return names

@@ -136,3 +136,48 @@ def test_a_session_file_carries_an_upload_to_another_browser(server, browser, de
     finally:
         for context in contexts:
             context.close()
+
+
+def test_a_session_file_replaces_the_models_and_restores_the_reliability_bins(server, browser, tmp_path):
+    """Issue 23, item 6: the receiver's default demo is replaced, and the Reliability page opens at the
+    sender's bins (set on that page, not on the Data page where the file is saved)."""
+    contexts = []
+    try:
+        context, page = _visitor(browser)
+        contexts.append(context)
+        page.goto(f"{server}/Reliability?demo=iris_svc&bins=7&binning=adaptive")
+        wait_for_app(page)
+        assert_no_exception(page)
+        page.locator("[data-testid='stSidebar']").get_by_role("link", name="Data").click()
+        page.get_by_role("heading", name="iris_svc").wait_for()
+        wait_for_app(page)
+        with page.expect_download() as download_info:
+            page.get_by_role("button", name="Download session file").click()
+        session_file = tmp_path / "team-session.zip"
+        download_info.value.save_as(str(session_file))
+
+        context, other = _visitor(browser)
+        contexts.append(context)
+        other.goto(server)
+        other.get_by_role("heading", name="digits_gaussian_nb").wait_for()
+        wait_for_app(other)
+        other.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(session_file))
+        other.get_by_role("heading", name="iris_svc").wait_for()
+        wait_for_app(other)
+        assert_no_exception(other)
+        assert other.get_by_role("heading", name="digits_gaussian_nb").count() == 0
+        assert "digits_gaussian_nb" not in other.locator("[data-testid='stSidebar']").inner_text()
+
+        other.locator("[data-testid='stSidebar']").get_by_role("link", name="Reliability").click()
+        other.get_by_role("heading", level=1).filter(has_text="Reliability").wait_for()
+        wait_for_app(other)
+        assert_no_exception(other)
+        value = other.locator("[data-testid='stSlider']").filter(has_text="Number of bins").locator(
+            "[data-testid='stSliderThumbValue']").first.inner_text()
+        assert value.strip() == "7", value
+        assert other.get_by_role("radio", name="adaptive", exact=True).is_checked()
+        assert "session file" not in other.locator("[data-testid='stMain']").inner_text()  # no fallback note
+        other.screenshot(path=str(ARTIFACTS / "sessions-restored-reliability.png"))
+    finally:
+        for context in contexts:
+            context.close()
