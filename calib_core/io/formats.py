@@ -37,7 +37,8 @@ from numpy.typing import NDArray
 
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_CLASSES", "CsvDialect", "format_of",
+__all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",
+           "CsvDialect", "format_of",
            "sniff_csv", "sniff_csv_file", "column_names"]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
@@ -61,6 +62,71 @@ _SNIFF_BYTES = 1 << 16
 #: the number of columns, but every page draws per-class views; ImageNet-21k's
 #: 21,841 classes fit. A file with more class columns is refused with a message.
 MAX_CLASSES = 25_000
+
+#: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
+MAX_BYTES = 500_000_000
+
+#: Largest number of rows a file may decode to in memory (the default of
+#: ``load_predictions(max_rows=...)``). Rows cost more than columns in the app: every
+#: page's bootstrap, binning and per-row caches scale with them.
+MAX_ROWS = 5_000_000
+
+#: Largest number of cells (rows x columns) a file may decode to in memory (the default of
+#: ``load_predictions(max_cells=...)``): 480 MB as float64; 50,000 rows x 1,000 classes fit.
+MAX_CELLS = 60_000_000
+
+_READ_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    """The limits on what a file decodes to (rows, and rows x columns), checked before it is materialised.
+
+    A file's size bounds neither: a 129 KB Parquet file holds 10,000,000 rows of constant
+    columns, and a 1.4 MB gzipped CSV unpacks to 450 MB. Parquet tells its row count in its
+    metadata, NPY/NPZ in their headers; CSV lines are counted while the bytes are scanned
+    (or unpacked), before pandas parses them. None lifts a limit.
+    """
+
+    max_rows: int | None = MAX_ROWS
+    max_cells: int | None = MAX_CELLS
+
+    def over(self, n_rows: int, n_columns: int) -> bool:
+        return ((self.max_rows is not None and n_rows > self.max_rows)
+                or (self.max_cells is not None and n_rows * max(n_columns, 1) > self.max_cells))
+
+    def check(self, n_rows: int, n_columns: int, display: str, *, at_least: bool = False) -> None:
+        """Refuse ``n_rows`` x ``n_columns`` over a limit (``at_least``: a count stopped early, so the
+        message names the limit passed rather than the partial count)."""
+        if not self.over(n_rows, n_columns):
+            return
+        if not at_least:
+            size = f"{n_rows:,} rows x {n_columns:,} columns ({n_rows * n_columns:,} cells)"
+        elif self.max_rows is not None and n_rows > self.max_rows:
+            size = f"more than {self.max_rows:,} rows x {n_columns:,} columns"
+        else:
+            size = f"{n_columns:,} columns and more than {self.max_cells:,} cells"
+        raise CalibrationInputError(
+            f"{display} holds {size}, over the limit of {_limit_text(self.max_rows, 'rows')} and "
+            f"{_limit_text(self.max_cells, 'cells')} that are loaded into memory. Evaluate it in record batches, "
+            "with memory bounded at any size: `calib-core report FILE --engine stream --json > summary.json` "
+            "(the Large tables page draws that summary), or load a sample of the rows. "
+            "In Python, `max_rows=None, max_cells=None` lift the limit."
+        )
+
+
+def _limit_text(limit: int | None, what: str) -> str:
+    return f"no limit on {what}" if limit is None else f"{limit:,} {what}"
+
+
+def _header_width(head: bytes) -> int:
+    """The number of fields of a text header (the sniffer's rule), or 0 when ``head`` is not text."""
+    if head.startswith((b"PAR1", b"\x93NUMPY", b"PK\x03\x04")) or _utf16_codec(head[:4096]) is not None:
+        return 0
+    line = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    if not line:
+        return 0
+    return len(sniff_csv(line).header)
 
 
 # ---------------------------------------------------------------------------
@@ -163,7 +229,9 @@ def _resolve_source(source: Any, name: str | None, max_bytes: int | None) -> _Ra
         raise CalibrationInputError(
             f"`source` must be a path, bytes or a binary file object, got {type(source).__name__}."
         )
-    display = f"upload {hint!r}" if hint else "the uploaded data"
+    # A file object that names its file (an open file, or bytes read from one with ``.name`` set) is a file.
+    named = from_stream and isinstance(getattr(source, "name", None), str) and bool(hint)
+    display = f"file {hint!r}" if named else f"upload {hint!r}" if hint else "the uploaded data"
     if max_bytes is not None and len(data) > max_bytes:
         # A stream is read only up to the limit, so its full size is unknown.
         size = f"more than {_format_bytes(max_bytes)}" if from_stream else _format_bytes(len(data))
@@ -236,18 +304,39 @@ def _detect_format(raw: _Raw, file_format: str | None, head: bytes) -> str:
     return "csv"
 
 
-def _maybe_gunzip(raw: _Raw, max_bytes: int | None) -> _Raw:
+def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> _Raw:
+    """The unpacked bytes of gzip data (else ``raw`` itself), unpacked in chunks.
+
+    Unpacking stops at ``max_bytes`` and, for text, once the lines counted so far
+    times the header's fields pass ``limits``: a gzipped CSV bomb is refused after
+    unpacking about the limit's worth of rows, never the whole of it.
+    """
     head = raw.head(2)
     if head != b"\x1f\x8b":
         return raw
+    parts: list[bytes] = []
+    unpacked = lines = width = 0
     try:
         with raw.open_binary() as packed, gzip.GzipFile(fileobj=packed) as handle:
-            limit = -1 if max_bytes is None else max_bytes + 1
-            data = handle.read(limit)
+            while True:
+                chunk = handle.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                if not parts:
+                    width = _header_width(chunk)
+                parts.append(chunk)
+                unpacked += len(chunk)
+                if max_bytes is not None and unpacked > max_bytes:
+                    raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}",
+                                   max_bytes)
+                if width:
+                    lines += chunk.count(b"\n")
+                    if limits.over(lines - 1, width):  # the header line is not a row
+                        limits.check(lines - 1, width, f"{raw.display} (decompressed)", at_least=True)
     except (OSError, EOFError) as exc:
         raise CalibrationInputError(f"{raw.display} is a damaged gzip file: {exc}.") from exc
-    if max_bytes is not None and len(data) > max_bytes:
-        raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}", max_bytes)
+    data = b"".join(parts)
+    del parts
     hint = raw.hint[:-3] if raw.hint.lower().endswith(".gz") else raw.hint
     return _Raw(path=None, data=data, hint=hint, display=raw.display)
 
@@ -503,7 +592,32 @@ def _csv_line_finder(raw: _Raw, delimiter: str, encoding: str) -> Callable[[int]
     return label
 
 
-def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
+def _check_csv_rows(raw: _Raw, n_columns: int, limits: _Decoded) -> None:
+    """Count the lines of a CSV (a file: in chunks, stopping early) and refuse it over ``limits``
+    before pandas parses it.
+
+    Every line after the header counts as a row: blank lines and line breaks inside quoted
+    cells count too, so the count is an upper bound (exact for the files tools write).
+    """
+    if limits.max_rows is None and limits.max_cells is None:
+        return
+    caps = [limits.max_rows, None if limits.max_cells is None else limits.max_cells // max(n_columns, 1)]
+    stop = min(c for c in caps if c is not None) + 1  # lines: the rows allowed and the header
+    if raw.data is not None:
+        lines, last = raw.data.count(b"\n"), raw.data[-1:]
+    else:
+        assert raw.path is not None
+        lines, last = 0, b""
+        with open(raw.path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(_READ_CHUNK), b""):
+                lines, last = lines + chunk.count(b"\n"), chunk[-1:]
+                if lines > stop:
+                    limits.check(lines - 1, n_columns, raw.display, at_least=True)
+    rows = lines - 1 + (last not in (b"\n", b""))  # a last line without a line break is a row too
+    limits.check(max(rows, 0), n_columns, raw.display)
+
+
+def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[str]]:
     notes: list[str] = []
     raw, utf16_note = _transcode_utf16(raw)
     if utf16_note:
@@ -525,6 +639,7 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
         _check_header_is_names(header, raw.display)
         _check_duplicates(header, raw.display)
         _check_column_count(len(header), raw.display)
+        _check_csv_rows(raw, len(header), limits)
         with _warnings.catch_warnings():
             # A first row longer than the header makes pandas drop data with only a warning.
             _warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -592,7 +707,7 @@ def _check_column_count(n_columns: int, display: str) -> None:
         )
 
 
-def _read_parquet(raw: _Raw) -> _Table:
+def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -609,6 +724,7 @@ def _read_parquet(raw: _Raw) -> _Table:
             names = [str(c).strip() for c in parquet.schema_arrow.names]
             _check_column_count(len(names), raw.display)
             _check_duplicates(names, raw.display)
+            limits.check(int(parquet.metadata.num_rows), len(names), raw.display)
             table = parquet.read()
     except CalibrationInputError:
         raise
@@ -650,7 +766,7 @@ def _pickle_refused(display: str, what: str) -> CalibrationInputError:
 
 
 def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: str,
-                        max_bytes: int | None) -> None:
+                        max_bytes: int | None) -> tuple[int, int]:
     """Check an ``.npy`` header before numpy allocates what it declares.
 
     A 192-byte file may declare shape ``(10**12, 2)``; numpy would try to
@@ -688,9 +804,22 @@ def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: st
         )
     if max_bytes is not None and declared > max_bytes:
         raise _too_big(f"{what} of {display}", declared, max_bytes)
+    return _npy_table_shape(tuple(int(x) for x in shape), dtype)
 
 
-def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
+def _npy_table_shape(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, int]:
+    """(rows, columns) of an array read as a table: the first axis is rows, the others and the fields of a
+    structured dtype are columns."""
+    rows = shape[0] if shape else 1
+    columns = 1
+    for extent in shape[1:]:
+        columns *= extent
+    return rows, columns * max(len(dtype.names or ()), 1)
+
+
+def _load_numpy(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> Any:
+    """The arrays of an NPY/NPZ file, once every header is checked: no pickles, declared sizes within the
+    data present, ``max_bytes`` and ``limits`` (an NPZ: the longest array's rows x all arrays' columns)."""
     fmt_name = "NPZ" if raw.head(4) == b"PK\x03\x04" else "NPY"
     try:
         if fmt_name == "NPZ":
@@ -699,11 +828,14 @@ def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
                 unpacked = sum(info.file_size for info in members)
                 if max_bytes is not None and unpacked > max_bytes:
                     raise _too_big(f"{raw.display} (unpacked)", unpacked, max_bytes)
+                n_rows = n_columns = 0
                 for info in members:
                     if info.filename.endswith(".npy"):
                         with archive.open(info) as member:
-                            _npy_declared_bytes(member, info.file_size, f"array {info.filename[:-4]!r}",
-                                                raw.display, max_bytes)
+                            rows, columns = _npy_declared_bytes(member, info.file_size,
+                                                                f"array {info.filename[:-4]!r}", raw.display, max_bytes)
+                        n_rows, n_columns = max(n_rows, rows), n_columns + columns
+                limits.check(n_rows, n_columns, raw.display)
         else:
             head = raw.head(8)
             if not head.startswith(b"\x93NUMPY"):
@@ -714,7 +846,8 @@ def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
                     "Save the array with np.save, or the predictions as CSV."
                 )
             with raw.open_binary() as handle:
-                _npy_declared_bytes(handle, raw.size(), "the array", raw.display, max_bytes)
+                limits.check(*_npy_declared_bytes(handle, raw.size(), "the array", raw.display, max_bytes),
+                             raw.display)
         loaded = np.load(raw.open_binary() if raw.data is not None else raw.path, allow_pickle=False)
     except CalibrationInputError:
         raise
