@@ -35,6 +35,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from calib_core.io.limits import (  # MAX_*: re-exported, the readers check them
+    _READ_CHUNK,
+    MAX_BYTES,
+    MAX_CELLS,
+    MAX_ROWS,
+    _Decoded,
+    _header_width,
+    _npy_table_shape,
+    count_csv_rows,
+)
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",
@@ -62,72 +72,6 @@ _SNIFF_BYTES = 1 << 16
 #: the number of columns, but every page draws per-class views; ImageNet-21k's
 #: 21,841 classes fit. A file with more class columns is refused with a message.
 MAX_CLASSES = 25_000
-
-#: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
-MAX_BYTES = 500_000_000
-
-#: Largest number of rows a file may decode to in memory (the default of
-#: ``load_predictions(max_rows=...)``). Rows cost more than columns in the app: every
-#: page's bootstrap, binning and per-row caches scale with them.
-MAX_ROWS = 5_000_000
-
-#: Largest number of cells (rows x columns) a file may decode to in memory (the default of
-#: ``load_predictions(max_cells=...)``): 480 MB as float64; 50,000 rows x 1,000 classes fit.
-MAX_CELLS = 60_000_000
-
-_READ_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class _Decoded:
-    """The limits on what a file decodes to (rows, and rows x columns), checked before it is materialised.
-
-    A file's size bounds neither: a 129 KB Parquet file holds 10,000,000 rows of constant
-    columns, and a 1.4 MB gzipped CSV unpacks to 450 MB. Parquet tells its row count in its
-    metadata, NPY/NPZ in their headers; CSV lines are counted while the bytes are scanned
-    (or unpacked), before pandas parses them. None lifts a limit.
-    """
-
-    max_rows: int | None = MAX_ROWS
-    max_cells: int | None = MAX_CELLS
-
-    def over(self, n_rows: int, n_columns: int) -> bool:
-        return ((self.max_rows is not None and n_rows > self.max_rows)
-                or (self.max_cells is not None and n_rows * max(n_columns, 1) > self.max_cells))
-
-    def check(self, n_rows: int, n_columns: int, display: str, *, at_least: bool = False) -> None:
-        """Refuse ``n_rows`` x ``n_columns`` over a limit (``at_least``: a count stopped early, so the
-        message names the limit passed rather than the partial count)."""
-        if not self.over(n_rows, n_columns):
-            return
-        if not at_least:
-            size = f"{n_rows:,} rows x {n_columns:,} columns ({n_rows * n_columns:,} cells)"
-        elif self.max_rows is not None and n_rows > self.max_rows:
-            size = f"more than {self.max_rows:,} rows x {n_columns:,} columns"
-        else:
-            size = f"{n_columns:,} columns and more than {self.max_cells:,} cells"
-        raise CalibrationInputError(
-            f"{display} holds {size}, over the limit of {_limit_text(self.max_rows, 'rows')} and "
-            f"{_limit_text(self.max_cells, 'cells')} that are loaded into memory. Evaluate it in record batches, "
-            "with memory bounded at any size: `calib-core report FILE --engine stream --json > summary.json` "
-            "(the Large tables page draws that summary), or load a sample of the rows. "
-            "In Python, `max_rows=None, max_cells=None` lift the limit."
-        )
-
-
-def _limit_text(limit: int | None, what: str) -> str:
-    return f"no limit on {what}" if limit is None else f"{limit:,} {what}"
-
-
-def _header_width(head: bytes) -> int:
-    """The number of fields of a text header (the sniffer's rule), or 0 when ``head`` is not text."""
-    if head.startswith((b"PAR1", b"\x93NUMPY", b"PK\x03\x04")) or _utf16_codec(head[:4096]) is not None:
-        return 0
-    line = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
-    if not line:
-        return 0
-    return len(sniff_csv(line).header)
-
 
 # ---------------------------------------------------------------------------
 # Text of cells
@@ -592,31 +536,6 @@ def _csv_line_finder(raw: _Raw, delimiter: str, encoding: str) -> Callable[[int]
     return label
 
 
-def _check_csv_rows(raw: _Raw, n_columns: int, limits: _Decoded) -> None:
-    """Count the lines of a CSV (a file: in chunks, stopping early) and refuse it over ``limits``
-    before pandas parses it.
-
-    Every line after the header counts as a row: blank lines and line breaks inside quoted
-    cells count too, so the count is an upper bound (exact for the files tools write).
-    """
-    if limits.max_rows is None and limits.max_cells is None:
-        return
-    caps = [limits.max_rows, None if limits.max_cells is None else limits.max_cells // max(n_columns, 1)]
-    stop = min(c for c in caps if c is not None) + 1  # lines: the rows allowed and the header
-    if raw.data is not None:
-        lines, last = raw.data.count(b"\n"), raw.data[-1:]
-    else:
-        assert raw.path is not None
-        lines, last = 0, b""
-        with open(raw.path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(_READ_CHUNK), b""):
-                lines, last = lines + chunk.count(b"\n"), chunk[-1:]
-                if lines > stop:
-                    limits.check(lines - 1, n_columns, raw.display, at_least=True)
-    rows = lines - 1 + (last not in (b"\n", b""))  # a last line without a line break is a row too
-    limits.check(max(rows, 0), n_columns, raw.display)
-
-
 def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[str]]:
     notes: list[str] = []
     raw, utf16_note = _transcode_utf16(raw)
@@ -639,7 +558,7 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
         _check_header_is_names(header, raw.display)
         _check_duplicates(header, raw.display)
         _check_column_count(len(header), raw.display)
-        _check_csv_rows(raw, len(header), limits)
+        count_csv_rows(raw.data, raw.path, len(header), limits, raw.display)
         with _warnings.catch_warnings():
             # A first row longer than the header makes pandas drop data with only a warning.
             _warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -805,16 +724,6 @@ def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: st
     if max_bytes is not None and declared > max_bytes:
         raise _too_big(f"{what} of {display}", declared, max_bytes)
     return _npy_table_shape(tuple(int(x) for x in shape), dtype)
-
-
-def _npy_table_shape(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, int]:
-    """(rows, columns) of an array read as a table: the first axis is rows, the others and the fields of a
-    structured dtype are columns."""
-    rows = shape[0] if shape else 1
-    columns = 1
-    for extent in shape[1:]:
-        columns *= extent
-    return rows, columns * max(len(dtype.names or ()), 1)
 
 
 def _load_numpy(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> Any:
