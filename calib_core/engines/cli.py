@@ -348,9 +348,16 @@ def _read_input(path: str) -> io.BytesIO:
     if size is not None and size > MAX_BYTES:
         raise CalibrationInputError(_too_big_for_memory(path, f"{size:,} bytes"))
     with open(path, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise CalibrationInputError(_too_big_for_memory(path, f"more than {MAX_BYTES:,} bytes"))
+        # A regular file: one read of the size found (one byte more tells a file that grew). Anything
+        # else: chunks, so that memory grows with what arrives and stops at the limit.
+        chunks = [handle.read(size + 1)] if size is not None else iter(lambda: handle.read(1 << 20), b"")
+        parts, total = [], 0
+        for chunk in chunks:
+            total += len(chunk)
+            if total > MAX_BYTES:
+                raise CalibrationInputError(_too_big_for_memory(path, f"more than {MAX_BYTES:,} bytes"))
+            parts.append(chunk)
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
     buffer = io.BytesIO(data)
     buffer.name = os.path.basename(path)  # the loader's messages say "file 'NAME'"
     return buffer
