@@ -133,12 +133,18 @@ def _shared(result: EvaluationSet | MethodFit) -> EvaluationSet | MethodFit:
     return result
 
 
+#: Bytes of evaluation sets and fits kept for every session: at 50,000 x 1,000 the evaluation rows and each
+#: fit's probabilities are 200 MB each, and the page's five default methods need the set and five fits at
+#: once, 1.2 GB (a smaller bound would refit them on every re-render). Small tables use a fraction of it.
+RECALIBRATION_BYTES = 1_280 * 2**20
+
+
 @st.cache_resource(show_spinner=False, max_entries=1, ttl="24h")
 def _shared_results() -> ResultStore:
     """The evaluation sets and fits shared by every session: ``st.cache_resource`` bounds only entries and age,
-    and one fit at 50,000 x 1,000 holds 200 MB, so they live in a store bounded in bytes too
-    (:class:`studio.memory.ResultStore`: 1,024 entries, :data:`studio.memory.SHARED_BYTES`, an hour)."""
-    return ResultStore(max_entries=1024)
+    so they live in a store bounded in bytes too (:class:`studio.memory.ResultStore`: 1,024 entries,
+    :data:`RECALIBRATION_BYTES`, an hour)."""
+    return ResultStore(max_entries=1024, max_bytes=RECALIBRATION_BYTES)
 
 
 def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> EvaluationSet:

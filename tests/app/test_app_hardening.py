@@ -156,7 +156,8 @@ def test_recalibration_fits_are_shared_from_a_byte_bounded_store():
     predictions = load_demo(state.DEFAULT_DEMO)
     fit = cr.fit_method(predictions, state.fingerprint(predictions), "Temperature scaling", cr.compare.Protocol())
     store = cr._shared_results()
-    assert store.max_bytes == memory.SHARED_BYTES and memory.nbytes(fit) <= store.size_bytes <= store.max_bytes
+    assert store.max_bytes == cr.RECALIBRATION_BYTES and memory.nbytes(fit) <= store.size_bytes <= store.max_bytes
+    assert store.size_bytes > 0 and memory.nbytes(fit) > 0
 
 
 def _rss_bytes() -> int:
