@@ -44,6 +44,7 @@ from calib_core.io.limits import (  # MAX_*: re-exported, the readers check them
     _header_width,
     _npy_table_shape,
     count_csv_rows,
+    line_breaks,
 )
 from calib_core.validation import CalibrationInputError
 
@@ -274,7 +275,7 @@ def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded(
                     raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}",
                                    max_bytes)
                 if width:
-                    lines += chunk.count(b"\n")
+                    lines += line_breaks(chunk)
                     if limits.over(lines - 1, width):  # the header line is not a row
                         limits.check(lines - 1, width, f"{raw.display} (decompressed)", at_least=True)
     except (OSError, EOFError) as exc:

@@ -18,7 +18,7 @@ import numpy as np
 
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows"]
+__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks"]
 
 #: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
 MAX_BYTES = 500_000_000
@@ -75,10 +75,15 @@ def _header_width(head: bytes) -> int:
     splits it), or 0 when ``head`` is not plain text (Parquet, NPY, zip, UTF-16)."""
     if head.startswith((b"PAR1", b"\x93NUMPY", b"PK\x03\x04")) or b"\x00" in head[:4096]:
         return 0
-    line = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    line = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
     if not line:
         return 0
     return max(len(next(csv.reader([line], delimiter=d))) for d in (",", "\t", ";"))
+
+
+def line_breaks(data: bytes) -> int:
+    """Line breaks in ``data`` as pandas and the csv module count them: LF, CR LF, or CR alone."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
 def count_csv_rows(data: bytes | None, path: Path | None, n_columns: int, limits: _Decoded, display: str) -> None:
@@ -98,16 +103,16 @@ def count_csv_rows(data: bytes | None, path: Path | None, n_columns: int, limits
     caps = [limits.max_rows, None if limits.max_cells is None else limits.max_cells // max(n_columns, 1)]
     stop = min(c for c in caps if c is not None) + 1  # lines: the rows allowed and the header
     if data is not None:
-        lines, last = data.count(b"\n"), data[-1:]
+        lines, last = line_breaks(data), data[-1:]
     else:
         assert path is not None
         lines, last = 0, b""
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(_READ_CHUNK), b""):
-                lines, last = lines + chunk.count(b"\n"), chunk[-1:]
+                lines, last = lines + line_breaks(chunk), chunk[-1:]
                 if lines > stop:
                     limits.check(lines - 1, n_columns, display, at_least=True)
-    rows = lines - 1 + (last not in (b"\n", b""))  # a last line without a line break is a row too
+    rows = lines - 1 + (last not in (b"\n", b"\r", b""))  # a last line without a line break is a row too
     limits.check(max(rows, 0), n_columns, display)
 
 

@@ -236,3 +236,19 @@ def test_the_limits_can_be_lifted_and_tables_under_them_load(parquet_bomb):
     for bad in (0, -1, 1.5, True):
         with pytest.raises(CalibrationInputError, match="max_rows"):
             cc.load_predictions(buffer.getvalue(), name="small.parquet", max_rows=bad)
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"])
+@pytest.mark.parametrize("packed", [False, True])
+def test_rows_are_counted_whatever_the_line_ending(tmp_path, ending, packed):
+    """pandas reads old-Mac files (lines ended by CR alone): counting only LF let 1,000 rows past a 10-row limit."""
+    data = b"label,p_0,p_1" + ending + (b"0,0.7,0.3" + ending) * 1_000
+    data = gzip.compress(data) if packed else data
+    name = "cr.csv.gz" if packed else "cr.csv"
+    with pytest.raises(CalibrationInputError, match=r"1,000 rows|more than 10 rows"):
+        cc.load_predictions(data, name=name, max_rows=10)
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(CalibrationInputError, match=r"1,000 rows|more than 10 rows"):
+        cc.load_predictions(path, max_rows=10)
+    assert cc.load_predictions(data, name=name, max_rows=1_000).n_samples == 1_000
