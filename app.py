@@ -12,6 +12,7 @@ import streamlit as st
 import calib_core as cc
 from calib_core import CalibrationInputError
 from calib_core.io import demo_datasets
+from calib_core.io.formats import MAX_CELLS, MAX_ROWS
 from studio import compute, downloads, figures, layout, state
 from studio.text import literal, md, plot_text
 
@@ -303,7 +304,9 @@ with st.expander("Which files work?"):
         "outside [0, 1] and the rows do not sum to one constant; the model's card then says so first. A file "
         "with a few bad values, rows summing to 100 or to another constant is not guessed at: you get the "
         "offending rows and buttons for the fixes (renormalise rows, divide by 100, read as logits).\n"
-        f"- Uploads are limited to {int(st.get_option('server.maxUploadSize'))} MB per file. For larger tables, "
+        f"- Uploads are limited to {int(st.get_option('server.maxUploadSize'))} MB per file, and to "
+        f"{MAX_ROWS:,} rows and {MAX_CELLS:,} cells (rows x columns) once read: a small compressed file can "
+        "hold many rows. For larger tables, "
         "run `calib-core report PATH --engine stream --json > summary.json` and view the summary on the "
         "*Large tables* page (no rows leave your machine)."
     )

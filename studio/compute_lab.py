@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,63 +47,15 @@ from calib_core.lab.pathologies import Pathology
 from calib_core.lab.size_power import cell_seed
 from calib_core.lab.stability import study_sizes
 from calib_core.validation import CalibrationInputError
+from studio.memory import RESULT_TTL_SECONDS, ResultStore  # noqa: F401  (ResultStore: re-exported for the tests)
 
 Progress = Callable[[int, int], None] | None
 
 # ============================================================================ store
 #: How long a finished chunk stays in the store. Chunks on a visitor's data (the test-set-size study,
 #: rank stability) are keyed by a hash of that data, so only the same visitor can reuse them; an hour
-#: covers a working session, and memory is given back after the visitors leave.
-RESULT_TTL_SECONDS = 3600.0
-
-
-class ResultStore:
-    """A bounded, thread-safe mapping from a chunk's parameters to its result.
-
-    Holds at most ``max_entries`` results (the least recently used goes first)
-    and drops a result ``ttl_seconds`` after it was stored, as ``st.cache_data``
-    does with ``max_entries`` and ``ttl``.
-    """
-
-    def __init__(self, max_entries: int = 512, ttl_seconds: float = RESULT_TTL_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_entries = max_entries
-        self.ttl_seconds = ttl_seconds
-        self._clock = clock
-        self._items: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _expire(self) -> None:
-        """Drop the results stored more than ``ttl_seconds`` ago (call with the lock held)."""
-        deadline = self._clock() - self.ttl_seconds
-        for key in [k for k, (stored, _) in self._items.items() if stored <= deadline]:
-            del self._items[key]
-
-    def get(self, key: Hashable) -> Any | None:
-        with self._lock:
-            self._expire()
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key][1]
-
-    def put(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._expire()
-            self._items[key] = (self._clock(), value)
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
-
-    def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            self._expire()
-            return key in self._items
-
-    def __len__(self) -> int:
-        with self._lock:
-            self._expire()
-            return len(self._items)
+#: covers a working session, and memory is given back after the visitors leave. The store is bounded in
+#: entries and in bytes (:class:`studio.memory.ResultStore`).
 
 
 @st.cache_resource(show_spinner=False, max_entries=1, ttl="24h")

@@ -33,6 +33,7 @@ from calib_core.recalibration.compare import BEFORE, CAUTIONARY, EvaluationSet, 
 from calib_core.recalibration.defaults import DEFAULT_METHODS
 from calib_core.recalibration.recommendation import PairedDifference
 from calib_core.recalibration.sweeps import GceRanking, TemperatureSurface
+from studio.memory import ResultStore
 from studio.text import literal
 
 #: Bootstrap resamples offered (0: no intervals).
@@ -133,11 +134,27 @@ def _shared(result: EvaluationSet | MethodFit) -> EvaluationSet | MethodFit:
     return result
 
 
-@st.cache_resource(show_spinner=False, max_entries=256, ttl="1h")
+#: Bytes of evaluation sets and fits kept for every session: at 50,000 x 1,000 the evaluation rows and each
+#: fit's probabilities are 200 MB each, and the page's five default methods need the set and five fits at
+#: once, 1.2 GB (a smaller bound would refit them on every re-render). Small tables use a fraction of it.
+RECALIBRATION_BYTES = 1_280 * 2**20
+
+
+@st.cache_resource(show_spinner=False, max_entries=1, ttl="24h")
+def _shared_results() -> ResultStore:
+    """The evaluation sets and fits shared by every session: ``st.cache_resource`` bounds only entries and age,
+    so they live in a store bounded in bytes too (:class:`studio.memory.ResultStore`: 1,024 entries,
+    :data:`RECALIBRATION_BYTES`, an hour)."""
+    return ResultStore(max_entries=1024, max_bytes=RECALIBRATION_BYTES)
+
+
 def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> EvaluationSet:
-    x, kind = model_input(_predictions)
-    return _shared(compare.evaluation_set(x, _predictions.probs, _predictions.labels, protocol, input=kind,
-                                          split=_predictions.split, class_names=class_labels(_predictions)))
+    def compute() -> EvaluationSet:
+        x, kind = model_input(_predictions)
+        return _shared(compare.evaluation_set(x, _predictions.probs, _predictions.labels, protocol, input=kind,
+                                              split=_predictions.split, class_names=class_labels(_predictions)))
+
+    return _shared_results().get_or_compute(("evaluation_set", key, protocol), compute)
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -150,11 +167,13 @@ def fit_method(predictions: Predictions, fingerprint: str, method: str, protocol
     return _fit_method(predictions, cache_key(predictions, fingerprint), method, protocol)
 
 
-@st.cache_resource(show_spinner=False, max_entries=1024, ttl="1h")
 def _fit_method(_predictions: Predictions, key: str, method: str, protocol: Protocol) -> MethodFit:
-    ev = evaluation_set(_predictions, key.rsplit("/", 1)[0], protocol)
-    x, _ = model_input(_predictions)
-    return _shared(compare.fit_method(method, x, _predictions.labels, ev))
+    def compute() -> MethodFit:
+        ev = evaluation_set(_predictions, key.rsplit("/", 1)[0], protocol)
+        x, _ = model_input(_predictions)
+        return _shared(compare.fit_method(method, x, _predictions.labels, ev))
+
+    return _shared_results().get_or_compute(("fit_method", key, method, protocol), compute)
 
 
 def fit_methods(models: Sequence, methods: Sequence[str], protocol: Protocol, *,

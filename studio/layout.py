@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from studio import downloads, nav, state
+from studio import downloads, memory, nav, state
 from studio.text import literal, md
 
 #: Session key holding the title of the page drawn by the previous run (see :func:`linked`).
@@ -246,6 +246,7 @@ def setup_page(title: str) -> list[state.ModelView]:
     # reruns of the same page may see parameters the browser already dropped.
     st.session_state[_ENTERED] = st.session_state.get(_LAST_PAGE) != title
     st.session_state[_LAST_PAGE] = title
+    memory.start_trimming()  # once per process: freed memory goes back to the system
     state.ensure_models_loaded()
     _sidebar(title)
     return state.active_models()

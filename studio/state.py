@@ -126,6 +126,7 @@ class LoadProblem:
 
 #: Python argument mentions in calib_core messages -> the control of the app that does it.
 _CONTROLS = (
+    (r"\s*In Python, `max_rows=None, max_cells=None` lift the limit\.", ""),
     (r"[Pp]ass a larger `max_bytes=`[^,.]*(?:\([^)]*\))?,? or ", ""),
     (r"`max_bytes=`", "a smaller file"),
     (r"[Pp]ass `file_format=` or a `name=` with the file's extension\.?",

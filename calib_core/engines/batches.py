@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from calib_core.engines.grouped import GroupedStats
 from calib_core.engines.stats import CalibrationStats
 from calib_core.io.columns import _group_text, _table_parts, split_mask
-from calib_core.io.formats import (ARRAY_FORMATS, TABLE_FORMATS, _check_duplicates, _plain_row_label, _Table,
+from calib_core.io.formats import (ARRAY_FORMATS, TABLE_FORMATS, _check_duplicates, _Decoded, _plain_row_label, _Table,
                                    format_of, sniff_csv_file)
 from calib_core.io.interpret import _binary_class_names, _interpret_scores, _labels_to_indices
 from calib_core.io.predictions import load_predictions
@@ -475,7 +475,8 @@ def _csv_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iter
 
 
 def _array_batches(path: Path, batch_rows: int, label_column: str | None, input_kind: str) -> Iterator[tuple[NDArray, NDArray]]:
-    predictions = load_predictions(path, label_column=label_column, input_kind=input_kind, max_bytes=None)
+    predictions = load_predictions(path, label_column=label_column, input_kind=input_kind, max_bytes=None,
+                                   max_rows=None, max_cells=None)
     for start in range(0, predictions.n_samples, batch_rows):
         yield predictions.probs[start:start + batch_rows], predictions.labels[start:start + batch_rows]
 
@@ -611,8 +612,12 @@ def auto_engine(files: Sequence[Path]) -> str:
     """The engine ``engine="auto"`` stands for, given the resolved files (the one rule).
 
     ``"stream"`` for several files (a folder, a glob or a list: the memory
-    engine would hold them all at once) and for a CSV/Parquet table of more
-    than :data:`MEMORY_ENGINE_MAX_BYTES` bytes on disk; else ``"memory"``.
+    engine would hold them all at once), for a CSV/Parquet table of more
+    than :data:`MEMORY_ENGINE_MAX_BYTES` bytes on disk, and for a Parquet
+    file whose metadata declares more rows (or rows x columns) than the
+    loader holds in memory (:data:`~calib_core.io.formats.MAX_ROWS`,
+    :data:`~calib_core.io.formats.MAX_CELLS`; a small file of constant
+    columns can hold millions of rows); else ``"memory"``.
     One NPZ/NPY file is ``"memory"`` at any size: every engine loads it
     whole (``load_predictions``), so streaming it saves no memory.
     :func:`~calib_core.engines.evaluate.evaluate` and ``calib-core report``
@@ -622,7 +627,21 @@ def auto_engine(files: Sequence[Path]) -> str:
         return "stream"
     if format_of(files[0]) in TABLE_FORMATS and _file_bytes(files) > MEMORY_ENGINE_MAX_BYTES:
         return "stream"
+    if format_of(files[0]) == "parquet" and _over_memory_limits(files[0]):
+        return "stream"
     return "memory"
+
+
+def _over_memory_limits(path: Path) -> bool:
+    """Whether a Parquet file's metadata declares more than the loader's default limits (False if unreadable:
+    the loader then says why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_metadata(path)
+    except Exception:  # a damaged file is reported by the reader that opens it
+        return False
+    return _Decoded().over(int(metadata.num_rows), int(metadata.num_columns))
 
 
 def choose_engine(source: SourceLike, engine: str = "auto") -> str:

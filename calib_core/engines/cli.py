@@ -9,12 +9,14 @@ the JSON; the rest of the report comes out and the exit status is 0.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
 import stat
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from calib_core.engines.batches import choose_engine
 from calib_core.io.columns import split_mask
@@ -22,6 +24,7 @@ from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_a
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.inference.groups import by_group, multicalibration
 from calib_core.io import load_predictions
+from calib_core.io.formats import MAX_BYTES
 from calib_core.lab.size_power import SIZE_NOTES
 from calib_core.metrics.registry import METRICS, get_metric, metric_name
 from calib_core.metrics.reports import MAX_FIT_CELLS, fit_cells, metric_report
@@ -30,8 +33,16 @@ from calib_core.validation import CalibrationInputError
 EXIT_BAD_INPUT = 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line, like every other bad input (no usage block), and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"calib-core: error: {' '.join(message.split())} "
+                                  "(`calib-core report --help` lists the options)\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="calib-core", description="Calibration metrics for classifier predictions.")
+    parser = _Parser(prog="calib-core", description="Calibration metrics for classifier predictions.")
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="print every calibration metric of a predictions file")
     report.add_argument("path", help="CSV/TSV, Parquet, NPZ or NPY file of probabilities or logits plus labels, "
@@ -111,10 +122,9 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
     options = dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
                    percentages=args.percentages)
     if os.path.isfile(path) or _pipe_kind(path):
-        with open(path, "rb") as handle:  # read once: the bytes hashed are the bytes loaded
-            raw = handle.read()
-        predictions = load_predictions(raw, name=os.path.basename(path), **options)
-        files = ((os.path.basename(path), html_report.sha256_hex(raw)),)
+        raw = _read_input(path)  # read once: the bytes hashed are the bytes loaded
+        predictions = load_predictions(raw, **options)
+        files = ((os.path.basename(path), html_report.sha256_hex(raw.getvalue())),)
     else:
         predictions = load_predictions(path, **options)
         matched = sorted(os.path.join(path, f) for f in os.listdir(path)) if os.path.isdir(path) else sorted(
@@ -153,12 +163,11 @@ def _report(args: argparse.Namespace) -> dict:
         )
     if scaled:
         return _report_scaled(args, engine)
-    if pipe:
-        with open(args.path, "rb") as handle:  # read once, as the bytes of an upload
-            predictions = load_predictions(handle, name=os.path.basename(args.path), label_column=args.label_column,
-                                           input_kind=args.input_kind, renormalize=args.renormalize,
-                                           percentages=args.percentages, group=args.group_by)
-    else:
+    if pipe or os.path.isfile(args.path):
+        predictions = load_predictions(_read_input(args.path), label_column=args.label_column,
+                                       input_kind=args.input_kind, renormalize=args.renormalize,
+                                       percentages=args.percentages, group=args.group_by)
+    else:  # a folder or a pattern: the loader says why it cannot be loaded in memory
         predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind,
                                        renormalize=args.renormalize, percentages=args.percentages,
                                        group=args.group_by)
@@ -327,6 +336,39 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
     }
 
 
+def _read_input(path: str) -> io.BytesIO:
+    """The bytes of one file for the memory engine, read once and bounded, named after the file.
+
+    A regular file's size is checked before it is opened; a pipe, device or socket has no
+    size and is read up to :data:`~calib_core.io.formats.MAX_BYTES` plus one byte (``report
+    /dev/zero`` ends with this message, not a MemoryError). The loader parses these bytes,
+    never the file itself, so a file rewritten while the report runs cannot change (or
+    crash) the read, and the bytes an HTML report hashes are the bytes it loaded.
+    """
+    size = os.stat(path).st_size if os.path.isfile(path) else None
+    if size is not None and size > MAX_BYTES:
+        raise CalibrationInputError(_too_big_for_memory(path, f"{size:,} bytes"))
+    with open(path, "rb") as handle:
+        # A regular file: one read of the size found (one byte more tells a file that grew). Anything
+        # else: chunks, so that memory grows with what arrives and stops at the limit.
+        chunks = [handle.read(size + 1)] if size is not None else iter(lambda: handle.read(1 << 20), b"")
+        parts, total = [], 0
+        for chunk in chunks:
+            total += len(chunk)
+            if total > MAX_BYTES:
+                raise CalibrationInputError(_too_big_for_memory(path, f"more than {MAX_BYTES:,} bytes"))
+            parts.append(chunk)
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
+    buffer = io.BytesIO(data)
+    buffer.name = os.path.basename(path)  # the loader's messages say "file 'NAME'"
+    return buffer
+
+
+def _too_big_for_memory(path: str, size: str) -> str:
+    return (f"{path} is {size}, over the {MAX_BYTES:,}-byte limit of the memory engine (and of --html); "
+            "evaluate it with --engine stream, whose memory is bounded at any size.")
+
+
 def _pipe_kind(path: str) -> str | None:
     """``"pipe (FIFO)"``, ``"character device"`` or ``"socket"`` for such a path (e.g. from ``mkfifo`` or
     ``<(...)``), None for regular files, folders, patterns and paths that do not exist."""
@@ -414,6 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _build_parser().parse_args(argv)
     try:
+        if args.seed < 0:
+            raise CalibrationInputError(f"--seed must be 0 or more, got {args.seed}.")
         if args.more_paths and not args.html:
             raise CalibrationInputError("several FILEs need --html (the table and --json report one FILE).")
         result = _html_report(args) if args.html else _report(args)

@@ -264,7 +264,7 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
         class_names, kind, notes = plan.class_names, plan.input_kind, plan.warnings
     else:
         predictions = load_predictions(opened.files[0], label_column=label_column, input_kind=input_kind,
-                                       max_bytes=None)
+                                       max_bytes=None, max_rows=None, max_cells=None)
         class_names, kind, notes = predictions.class_names, predictions.input_kind, predictions.warnings
     return Evaluation(metrics=result.metrics, n_samples=result.stats.n_rows, n_classes=n_classes,
                       class_names=tuple(class_names), input_kind=kind, files=tuple(str(p) for p in opened.files),

@@ -4,6 +4,7 @@
 module             what lives there
 =================  ==============================================================
 ``formats``        file formats by suffix and content, the one CSV sniffer, readers
+``limits``         what a file may cost: bytes, decoded rows and cells, checked first
 ``columns``        which column is the label, the classes, the split, the group
 ``interpret``      labels to class indices, scores to probabilities or logits, fixes
 ``predictions``    the ``Predictions`` object and ``load_predictions``

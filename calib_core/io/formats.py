@@ -35,9 +35,21 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from calib_core.io.limits import (  # MAX_*: re-exported, the readers check them
+    _READ_CHUNK,
+    MAX_BYTES,
+    MAX_CELLS,
+    MAX_ROWS,
+    _Decoded,
+    _header_width,
+    _npy_table_shape,
+    count_csv_rows,
+    line_breaks,
+)
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_CLASSES", "CsvDialect", "format_of",
+__all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",
+           "CsvDialect", "format_of",
            "sniff_csv", "sniff_csv_file", "column_names"]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
@@ -61,7 +73,6 @@ _SNIFF_BYTES = 1 << 16
 #: the number of columns, but every page draws per-class views; ImageNet-21k's
 #: 21,841 classes fit. A file with more class columns is refused with a message.
 MAX_CLASSES = 25_000
-
 
 # ---------------------------------------------------------------------------
 # Text of cells
@@ -163,7 +174,9 @@ def _resolve_source(source: Any, name: str | None, max_bytes: int | None) -> _Ra
         raise CalibrationInputError(
             f"`source` must be a path, bytes or a binary file object, got {type(source).__name__}."
         )
-    display = f"upload {hint!r}" if hint else "the uploaded data"
+    # A file object that names its file (an open file, or bytes read from one with ``.name`` set) is a file.
+    named = from_stream and isinstance(getattr(source, "name", None), str) and bool(hint)
+    display = f"file {hint!r}" if named else f"upload {hint!r}" if hint else "the uploaded data"
     if max_bytes is not None and len(data) > max_bytes:
         # A stream is read only up to the limit, so its full size is unknown.
         size = f"more than {_format_bytes(max_bytes)}" if from_stream else _format_bytes(len(data))
@@ -236,18 +249,39 @@ def _detect_format(raw: _Raw, file_format: str | None, head: bytes) -> str:
     return "csv"
 
 
-def _maybe_gunzip(raw: _Raw, max_bytes: int | None) -> _Raw:
+def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> _Raw:
+    """The unpacked bytes of gzip data (else ``raw`` itself), unpacked in chunks.
+
+    Unpacking stops at ``max_bytes`` and, for text, once the lines counted so far
+    times the header's fields pass ``limits``: a gzipped CSV bomb is refused after
+    unpacking about the limit's worth of rows, never the whole of it.
+    """
     head = raw.head(2)
     if head != b"\x1f\x8b":
         return raw
+    parts: list[bytes] = []
+    unpacked = lines = width = 0
     try:
         with raw.open_binary() as packed, gzip.GzipFile(fileobj=packed) as handle:
-            limit = -1 if max_bytes is None else max_bytes + 1
-            data = handle.read(limit)
+            while True:
+                chunk = handle.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                if not parts:
+                    width = _header_width(chunk)
+                parts.append(chunk)
+                unpacked += len(chunk)
+                if max_bytes is not None and unpacked > max_bytes:
+                    raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}",
+                                   max_bytes)
+                if width:
+                    lines += line_breaks(chunk)
+                    if limits.over(lines - 1, width):  # the header line is not a row
+                        limits.check(lines - 1, width, f"{raw.display} (decompressed)", at_least=True)
     except (OSError, EOFError) as exc:
         raise CalibrationInputError(f"{raw.display} is a damaged gzip file: {exc}.") from exc
-    if max_bytes is not None and len(data) > max_bytes:
-        raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}", max_bytes)
+    data = b"".join(parts)
+    del parts
     hint = raw.hint[:-3] if raw.hint.lower().endswith(".gz") else raw.hint
     return _Raw(path=None, data=data, hint=hint, display=raw.display)
 
@@ -503,7 +537,7 @@ def _csv_line_finder(raw: _Raw, delimiter: str, encoding: str) -> Callable[[int]
     return label
 
 
-def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
+def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[str]]:
     notes: list[str] = []
     raw, utf16_note = _transcode_utf16(raw)
     if utf16_note:
@@ -525,6 +559,7 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
         _check_header_is_names(header, raw.display)
         _check_duplicates(header, raw.display)
         _check_column_count(len(header), raw.display)
+        count_csv_rows(raw.data, raw.path, len(header), limits, raw.display)
         with _warnings.catch_warnings():
             # A first row longer than the header makes pandas drop data with only a warning.
             _warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -592,7 +627,7 @@ def _check_column_count(n_columns: int, display: str) -> None:
         )
 
 
-def _read_parquet(raw: _Raw) -> _Table:
+def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -609,6 +644,7 @@ def _read_parquet(raw: _Raw) -> _Table:
             names = [str(c).strip() for c in parquet.schema_arrow.names]
             _check_column_count(len(names), raw.display)
             _check_duplicates(names, raw.display)
+            limits.check(int(parquet.metadata.num_rows), len(names), raw.display)
             table = parquet.read()
     except CalibrationInputError:
         raise
@@ -650,7 +686,7 @@ def _pickle_refused(display: str, what: str) -> CalibrationInputError:
 
 
 def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: str,
-                        max_bytes: int | None) -> None:
+                        max_bytes: int | None) -> tuple[int, int]:
     """Check an ``.npy`` header before numpy allocates what it declares.
 
     A 192-byte file may declare shape ``(10**12, 2)``; numpy would try to
@@ -688,9 +724,12 @@ def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: st
         )
     if max_bytes is not None and declared > max_bytes:
         raise _too_big(f"{what} of {display}", declared, max_bytes)
+    return _npy_table_shape(tuple(int(x) for x in shape), dtype)
 
 
-def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
+def _load_numpy(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> Any:
+    """The arrays of an NPY/NPZ file, once every header is checked: no pickles, declared sizes within the
+    data present, ``max_bytes`` and ``limits`` (an NPZ: the longest array's rows x all arrays' columns)."""
     fmt_name = "NPZ" if raw.head(4) == b"PK\x03\x04" else "NPY"
     try:
         if fmt_name == "NPZ":
@@ -699,11 +738,14 @@ def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
                 unpacked = sum(info.file_size for info in members)
                 if max_bytes is not None and unpacked > max_bytes:
                     raise _too_big(f"{raw.display} (unpacked)", unpacked, max_bytes)
+                n_rows = n_columns = 0
                 for info in members:
                     if info.filename.endswith(".npy"):
                         with archive.open(info) as member:
-                            _npy_declared_bytes(member, info.file_size, f"array {info.filename[:-4]!r}",
-                                                raw.display, max_bytes)
+                            rows, columns = _npy_declared_bytes(member, info.file_size,
+                                                                f"array {info.filename[:-4]!r}", raw.display, max_bytes)
+                        n_rows, n_columns = max(n_rows, rows), n_columns + columns
+                limits.check(n_rows, n_columns, raw.display)
         else:
             head = raw.head(8)
             if not head.startswith(b"\x93NUMPY"):
@@ -714,7 +756,8 @@ def _load_numpy(raw: _Raw, max_bytes: int | None) -> Any:
                     "Save the array with np.save, or the predictions as CSV."
                 )
             with raw.open_binary() as handle:
-                _npy_declared_bytes(handle, raw.size(), "the array", raw.display, max_bytes)
+                limits.check(*_npy_declared_bytes(handle, raw.size(), "the array", raw.display, max_bytes),
+                             raw.display)
         loaded = np.load(raw.open_binary() if raw.data is not None else raw.path, allow_pickle=False)
     except CalibrationInputError:
         raise

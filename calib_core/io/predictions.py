@@ -33,7 +33,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.io.columns import MISSING_GROUP, _group_text, _npy_parts, _npz_parts, _shown, _table_parts, split_mask
 from calib_core.io.formats import (
+    MAX_BYTES,
+    MAX_CELLS,
+    MAX_ROWS,
     Source,
+    _Decoded,
     _as_text,
     _detect_format,
     _load_numpy,
@@ -500,9 +504,11 @@ def load_predictions(
     class_names: Sequence[str] | None = None,
     split_column: str | None = "split",
     name: str | None = None,
-    max_bytes: int | None = 500_000_000,
+    max_bytes: int | None = MAX_BYTES,
     file_format: str | None = None,
     group: str | None = None,
+    max_rows: int | None = MAX_ROWS,
+    max_cells: int | None = MAX_CELLS,
 ) -> Predictions:
     """Read a file of predictions into validated :class:`Predictions`.
 
@@ -556,6 +562,16 @@ def load_predictions(
         format hint. Default: the file name without extension.
     max_bytes : int or None
         Refuse files larger than this (also after unpacking gzip/NPZ).
+    max_rows, max_cells : int or None
+        Refuse files that decode to more rows, or more rows x columns, than
+        this (defaults :data:`~calib_core.io.formats.MAX_ROWS`, 5,000,000,
+        and :data:`~calib_core.io.formats.MAX_CELLS`, 60,000,000), checked
+        before the table is built: from Parquet metadata, NPY/NPZ headers,
+        and the line count of a CSV (counted while it is read or unpacked).
+        The message offers the streaming engine (``calib-core report FILE
+        --engine stream``), whose memory is bounded at any size. None lifts
+        a limit. A load's peak memory is measured by
+        ``bench/bench_decoded.py``.
     file_format : {"csv", "tsv", "parquet", "npz", "npy"}, optional
         Force a reader.
     group : str, optional
@@ -623,6 +639,9 @@ def load_predictions(
     if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
                                   or max_bytes <= 0):
         raise CalibrationInputError(f"`max_bytes` must be a positive whole number or None, got {max_bytes!r}.")
+    for keyword, limit in (("max_rows", max_rows), ("max_cells", max_cells)):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit <= 0):
+            raise CalibrationInputError(f"`{keyword}` must be a positive whole number or None, got {limit!r}.")
     if class_names is not None:
         if isinstance(class_names, str):
             raise CalibrationInputError("`class_names` must be a sequence of names, not one string.")
@@ -636,7 +655,9 @@ def load_predictions(
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
-                     file_format=file_format, group=group)
+                     file_format=file_format, group=group,
+                     limits=_Decoded(None if max_rows is None else int(max_rows),
+                                     None if max_cells is None else int(max_cells)))
     except CalibrationInputError:
         raise
     except MemoryError as exc:
@@ -656,26 +677,27 @@ def load_predictions(
 def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[str] | None,
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
-          max_bytes: int | None, file_format: str | None, group: str | None = None) -> Predictions:
+          max_bytes: int | None, file_format: str | None, group: str | None = None,
+          limits: _Decoded = _Decoded()) -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
     if raw.size() == 0:
         raise CalibrationInputError(
             f"{raw.display} is empty (0 bytes). Provide a table with a header row, e.g. "
             "'label,p_0,p_1', and one row per prediction."
         )
-    raw = _maybe_gunzip(raw, max_bytes)
+    raw = _maybe_gunzip(raw, max_bytes, limits)
     fmt = _detect_format(raw, file_format, raw.head(16))
     notes: list[str] = []
     options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
                    score_column=score_column, split_column=split_column, notes=notes, group_column=group)
     if fmt == "csv":
-        table, read_notes = _read_csv(raw)
+        table, read_notes = _read_csv(raw, limits)
         notes.extend(read_notes)
         parts = _table_parts(table, **options)
     elif fmt == "parquet":
-        parts = _table_parts(_read_parquet(raw), **options)
+        parts = _table_parts(_read_parquet(raw, limits), **options)
     else:
-        loaded = _load_numpy(raw, max_bytes)
+        loaded = _load_numpy(raw, max_bytes, limits)
         if isinstance(loaded, np.ndarray):
             fmt = "npy"
             if loaded.dtype.hasobject:

@@ -253,6 +253,27 @@ def test_bad_upload_shows_an_error_and_keeps_the_loaded_models(case):
     assert loaded(at) == [DEFAULT_DEMO, "pets"]
 
 
+def test_an_upload_over_the_decoded_limits_is_refused_and_the_page_states_them():
+    """Issue 30.1: a 129 KB Parquet of 10,000,000 rows took the server from 0.6 GB to 3.6 GB."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from calib_core.io.formats import MAX_CELLS, MAX_ROWS
+
+    n = MAX_ROWS + 1
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"label": np.zeros(n, np.int8), "p_0": np.full(n, 0.7), "p_1": np.full(n, 0.3)}),
+                   buffer, compression="zstd")
+    at = open_page("app.py")
+    assert any(f"{MAX_ROWS:,} rows and {MAX_CELLS:,} cells" in text for text in texts(at))
+    at.file_uploader[0].set_value(("bomb.parquet", buffer.getvalue(), "application/octet-stream")).run()
+    assert not at.exception and len(at.error) == 1
+    message = unescape(at.error[0].value)
+    assert f"{n:,} rows" in message and "--engine stream" in message and "Large tables" in message
+    assert not PYTHON_ARGUMENTS.search(message), message
+    assert loaded(at) == [DEFAULT_DEMO]
+
+
 def test_remove_a_model():
     at = open_page("app.py", {"demo": "wine_mlp,wine_svc"})
     at.button(key="data:remove:wine_mlp").click().run()

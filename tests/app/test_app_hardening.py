@@ -14,6 +14,11 @@ Cache policy (enforced by :func:`test_every_cache_decorator_is_bounded_by_entrie
   outlive its visitor, and one visitor's file never answers another's.
 * The Lab's process-wide :class:`studio.compute_lab.ResultStore` follows the same rule (512
   entries, an hour).
+
+Memory budget (issue 30, item 8; ``docs/deploy.md``): ``st.cache_data`` entries together are bounded in
+pickled bytes by ``server.maxCacheDataSize``; ``st.cache_resource`` bounds entries and age only, so it holds
+single objects of bounded size (``max_entries=1``) and the objects shared unpickled between sessions live in
+byte-bounded :class:`studio.memory.ResultStore` s; a thread gives freed memory back to the system.
 """
 from __future__ import annotations
 
@@ -110,6 +115,84 @@ def test_lab_result_store_drops_entries_after_its_ttl_and_beyond_max_entries():
         store.put(key, key)
     assert len(store) == 3 and "c" not in store, "the least recently used went first"
     assert cl.result_store().ttl_seconds == cl.RESULT_TTL_SECONDS <= 3600
+
+
+def test_st_cache_data_has_a_byte_budget_and_st_cache_resource_holds_single_objects():
+    """Idle RSS went from 72 MB to 944 MB after five visitors: caches were bounded in entries, not in bytes."""
+    import tomllib
+
+    from streamlit import byte_util
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    budget = byte_util.cache_data_max_size_to_bytes(config["server"]["maxCacheDataSize"])
+    assert 0 < budget <= 512 * 2**20
+    for path in APP_SOURCES:
+        for function, decorator in _cache_decorators(path):
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if target.attr == "cache_resource":
+                keywords = {k.arg: ast.literal_eval(k.value) for k in decorator.keywords}
+                assert keywords["max_entries"] == 1, (
+                    f"{path.relative_to(ROOT)} {function.name}: st.cache_resource has no byte bound; keep "
+                    "data-sized shared results in a studio.memory.ResultStore")
+
+
+def test_shared_result_store_is_bounded_in_bytes():
+    from studio import memory
+
+    store = memory.ResultStore(max_entries=10, max_bytes=1_000)
+    for key in "abc":
+        store.put(key, {"probs": np.zeros(50)})  # 400 bytes each
+    assert "a" not in store and store.get("b") is not None and store.size_bytes == 800
+    store.put("huge", np.zeros(200))  # 1,600 bytes: never stored, the bound holds
+    assert "huge" not in store and store.size_bytes == 800
+    view = np.zeros(100)
+    assert memory.nbytes((view, view[:10], {"x": view})) == 800, "an array and its views count once"
+
+
+def test_recalibration_fits_are_shared_from_a_byte_bounded_store():
+    from studio import compute_recalibration as cr
+    from studio import memory
+
+    predictions = load_demo(state.DEFAULT_DEMO)
+    fit = cr.fit_method(predictions, state.fingerprint(predictions), "Temperature scaling", cr.compare.Protocol())
+    store = cr._shared_results()
+    assert store.max_bytes == cr.RECALIBRATION_BYTES and memory.nbytes(fit) <= store.size_bytes <= store.max_bytes
+    assert store.size_bytes > 0 and memory.nbytes(fit) > 0
+
+
+def _rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_freed_memory_goes_back_to_the_system():
+    """Arrays under glibc's mmap threshold live in the heap; freed, their pages stayed in the server's RSS."""
+    from studio import memory
+
+    memory.release_freed_memory()
+    before = _rss_bytes()
+    blocks = [np.ones(8_000) for _ in range(3_000)]  # 64 KB each: from the heap, not mmap (192 MB)
+    pinned = np.ones(8_000)  # allocated last: the top of the heap stays in use, so free() cannot shrink it
+    del blocks
+    held = _rss_bytes() - before
+    assert memory.release_freed_memory()
+    returned = held - (_rss_bytes() - before)
+    del pinned
+    assert held > 150_000_000 and returned > 0.8 * held, (held, returned)
+
+
+def test_every_page_starts_the_trimming_thread():
+    import threading
+
+    from studio import memory
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    assert any(t.name == "studio-malloc-trim" and t.daemon for t in threading.enumerate())
+    assert memory.start_trimming() is True
 
 
 # ============================================================================ user text

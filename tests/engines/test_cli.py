@@ -291,3 +291,122 @@ def test_per_class_fits_left_out_for_size_are_null_free_and_named_in_the_warning
     assert not {"ici", "e50", "e90", "cox_slope", "cox_intercept", "citl"} & set(result["metrics"])
     (note,) = [w for w in result["warnings"] if "per-class fits" in w]
     assert "cox_slope" in note and "ici" in note and "400 rows x 3 classes = 1,200 rows x fits" in note
+
+
+# ------------------------------------------------------------------------------------ the edges (issue 30.6)
+
+def _cli(*args: str, address_space: int | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m calib_core`` in a subprocess; ``address_space`` caps its virtual memory (bytes) so that an
+    unbounded read fails fast instead of taking the machine's memory."""
+    def limit():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    return subprocess.run([sys.executable, "-m", "calib_core", *args], capture_output=True, text=True, cwd=REPO,
+                          check=False, timeout=timeout, preexec_fn=limit if address_space else None)
+
+
+def _one_line_error(done: subprocess.CompletedProcess, *words: str) -> str:
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    err = done.stderr
+    assert err.startswith("calib-core: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.mark.parametrize("extra", [(), ("--html", "out.html")])
+def test_a_negative_seed_is_a_one_line_error(predictions_csv, tmp_path, extra):
+    """`report good.csv --seed -1` printed numpy's traceback and exited 1."""
+    path, _, _ = predictions_csv
+    extra = tuple(str(tmp_path / e) if e.endswith(".html") else e for e in extra)
+    _one_line_error(_cli("report", str(path), "--seed", "-1", *extra), "--seed", "-1")
+
+
+@pytest.mark.parametrize("args, words", [
+    (("report", "PATH", "--n-bins", "x"), ("--n-bins", "'x'")),
+    (("report", "PATH", "--bogus"), ("--bogus",)),
+    (("report",), ("path",)),
+    ((), ("report",)),
+    (("report", "PATH", "--engine", "spark"), ("--engine", "spark")),
+])
+def test_argument_errors_are_one_line_and_status_2(predictions_csv, args, words):
+    """argparse printed its usage (2 to 11 lines) before the error."""
+    path, _, _ = predictions_csv
+    _one_line_error(_cli(*(str(path) if a == "PATH" else a for a in args)), *words)
+
+
+@pytest.mark.parametrize("extra", [(), ("--html", "out.html")])
+def test_an_endless_stream_is_refused_at_the_size_limit(tmp_path, extra):
+    """`report /dev/zero --html out.html` read the whole stream before any size check (MemoryError)."""
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("needs /dev/zero")
+    extra = tuple(str(tmp_path / e) if e.endswith(".html") else e for e in extra)
+    done = _cli("report", "/dev/zero", *extra, address_space=3 << 30)
+    _one_line_error(done, "/dev/zero", "more than 500,000,000 bytes")
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "huge.csv"
+    with open(path, "wb") as handle:  # a sparse file: 600 MB long, no disk used
+        handle.write(b"label,p_0,p_1\n")
+        handle.truncate(600_000_000)
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda file, *a, **k: opened.append(str(file)) or real_open(file, *a, **k))
+    for extra in ([], ["--html", str(tmp_path / "out.html")]):
+        assert main(["report", str(path), "--engine", "memory", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "600,000,000 bytes" in err and "--engine stream" in err and err.count("\n") == 1, err
+    assert str(path) not in opened
+
+
+def test_a_file_rewritten_while_it_is_loaded_does_not_change_the_report(predictions_csv, monkeypatch, capsys):
+    """A file rewritten during the read crashed pandas' reader with SIGBUS: the command line reads a regular file
+    once, into bytes, and loads those (the report is of the file as it was when read)."""
+    import calib_core.engines.cli as cli
+
+    path, probs, labels = predictions_csv
+    real_load = cli.load_predictions
+
+    def rewrite_then_load(source, **kwargs):
+        path.write_text("label,p_a,p_b,p_c\n0,1,0,0\n")  # rewritten after the read, before the parse
+        return real_load(source, **kwargs)
+
+    monkeypatch.setattr(cli, "load_predictions", rewrite_then_load)
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n_samples"] == 400
+    assert result["metrics"]["ece"] == pytest.approx(cc.ece(probs, labels), rel=1e-9)
+
+
+# ------------------------------------------------------------------- tables over the loader's limits (issue 30.1)
+
+@pytest.fixture
+def many_rows_parquet(tmp_path):
+    """A small Parquet file of more rows than the loader holds in memory (constant columns compress to little)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from calib_core.io.formats import MAX_ROWS
+
+    n = MAX_ROWS // 4 + 1
+    block = pa.table({"label": pa.array(np.zeros(n, dtype=np.int8)), "p_0": pa.array(np.full(n, 0.7)),
+                      "p_1": pa.array(np.full(n, 0.3))})
+    path = tmp_path / "many.parquet"
+    with pq.ParquetWriter(path, block.schema, compression="zstd") as writer:
+        for _ in range(4):
+            writer.write_table(block)
+    return path, 4 * n
+
+
+def test_a_table_over_the_memory_limits_streams_by_default_and_memory_says_how(many_rows_parquet):
+    path, n_rows = many_rows_parquet
+    done = _cli("report", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["engine"] == "stream" and result["n_samples"] == n_rows
+    assert result["metrics"]["ece"] == pytest.approx(0.3)
+    _one_line_error(_cli("report", str(path), "--engine", "memory"), f"{n_rows:,} rows", "--engine stream")

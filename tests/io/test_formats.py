@@ -139,3 +139,116 @@ def test_column_names_are_the_names_the_loader_reads():
     assert column_names(buffer.getvalue(), "m.npy") == []
     with pytest.raises((CalibrationInputError, zipfile.BadZipFile)):
         column_names(b"PK\x03\x04 not a zip", "m.npz")
+
+
+# ---------------------------------------------------------------------------------------------- decoded size
+# Issue 30.1: a 129 KB Parquet of 10,000,000 rows took the server from 0.6 GB to 3.6 GB, and a 1.37 MB gzipped
+# CSV (450 MB unpacked, under the byte limit) loaded at 3.3 GB. The byte limit bounds the file, not the table.
+
+from calib_core.io.formats import MAX_CELLS, MAX_ROWS  # noqa: E402
+
+BOMB_ROWS = 10_000_000
+
+
+@pytest.fixture(scope="module")
+def parquet_bomb(tmp_path_factory):
+    """The reported upload: ``label`` int8 zeros, ``p_0`` = 0.7, ``p_1`` = 0.3, zstd; 10,000,000 rows, written
+    as ten row groups so that making it costs little memory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path_factory.mktemp("bomb") / "bomb.parquet"
+    block = pa.table({"label": pa.array(np.zeros(BOMB_ROWS // 10, dtype=np.int8)),
+                      "p_0": pa.array(np.full(BOMB_ROWS // 10, 0.7)), "p_1": pa.array(np.full(BOMB_ROWS // 10, 0.3))})
+    with pq.ParquetWriter(path, block.schema, compression="zstd") as writer:
+        for _ in range(10):
+            writer.write_table(block)
+    assert path.stat().st_size < 1_000_000
+    return path
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_small_parquet_of_ten_million_rows_is_refused_from_its_metadata(parquet_bomb, as_bytes):
+    source = parquet_bomb.read_bytes() if as_bytes else parquet_bomb
+    with pytest.raises(CalibrationInputError, match=r"10,000,000 rows x 3 columns.*--engine stream"):
+        cc.load_predictions(source, name="bomb.parquet")
+
+
+def test_a_gzipped_csv_bomb_is_refused_while_it_is_unpacked(tmp_path):
+    import tracemalloc
+
+    text = b"label,p_0,p_1\n" + b"0,0.7,0.3\n" * BOMB_ROWS  # 100 MB of text
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(gzip.compress(text, compresslevel=1))
+    del text
+    tracemalloc.start()
+    try:
+        with pytest.raises(CalibrationInputError, match=r"more than 5,000,000 rows.*--engine stream"):
+            cc.load_predictions(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Unpacking stops at the row limit: never the whole 100 MB, nor a frame of it.
+    assert peak < 80_000_000, peak
+
+
+def test_a_plain_csv_over_the_limits_is_refused_before_pandas_reads_it(tmp_path, monkeypatch):
+    path = tmp_path / "wide.csv"
+    n_columns = 1_001
+    n_rows = MAX_CELLS // n_columns + 10
+    row = ("0," + ",".join(["0"] * (n_columns - 1)) + "\n").encode()
+    header = ("label," + ",".join(f"p_{k}" for k in range(n_columns - 1)) + "\n").encode()
+    with open(path, "wb") as handle:
+        handle.write(header)
+        handle.write(row * n_rows)
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("pandas was asked to read a table over the limits")
+
+    monkeypatch.setattr(pd, "read_csv", no_read)
+    for source in (path, path.read_bytes()):
+        with pytest.raises(CalibrationInputError, match=r"1,001 columns.*60,000,000 cells"):
+            cc.load_predictions(source, name="wide.csv", max_bytes=None)
+
+
+def test_an_npy_header_over_the_row_limit_is_refused(tmp_path):
+    path = tmp_path / "rows.npy"
+    np.save(path, np.zeros((MAX_ROWS + 1, 2), dtype=np.int8))
+    with pytest.raises(CalibrationInputError, match=r"5,000,001 rows"):
+        cc.load_predictions(path)
+    archive = tmp_path / "rows.npz"
+    np.savez(archive, probs=np.zeros((MAX_ROWS + 1, 2), dtype=np.int8), labels=np.zeros(MAX_ROWS + 1, np.int8))
+    with pytest.raises(CalibrationInputError, match=r"5,000,001 rows"):
+        cc.load_predictions(archive)
+
+
+def test_the_limits_can_be_lifted_and_tables_under_them_load(parquet_bomb):
+    import pyarrow.parquet as pq
+
+    small = pq.read_table(parquet_bomb).slice(0, 1_000)
+    buffer = io.BytesIO()
+    pq.write_table(small, buffer)
+    assert cc.load_predictions(buffer.getvalue(), name="small.parquet").n_samples == 1_000
+    with pytest.raises(CalibrationInputError, match=r"1,000 rows x 3 columns"):
+        cc.load_predictions(buffer.getvalue(), name="small.parquet", max_rows=999)
+    with pytest.raises(CalibrationInputError, match=r"3,000 cells"):
+        cc.load_predictions(buffer.getvalue(), name="small.parquet", max_cells=2_999)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(CalibrationInputError, match="max_rows"):
+            cc.load_predictions(buffer.getvalue(), name="small.parquet", max_rows=bad)
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"])
+@pytest.mark.parametrize("packed", [False, True])
+def test_rows_are_counted_whatever_the_line_ending(tmp_path, ending, packed):
+    """pandas reads old-Mac files (lines ended by CR alone): counting only LF let 1,000 rows past a 10-row limit."""
+    data = b"label,p_0,p_1" + ending + (b"0,0.7,0.3" + ending) * 1_000
+    data = gzip.compress(data) if packed else data
+    name = "cr.csv.gz" if packed else "cr.csv"
+    with pytest.raises(CalibrationInputError, match=r"1,000 rows|more than 10 rows"):
+        cc.load_predictions(data, name=name, max_rows=10)
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(CalibrationInputError, match=r"1,000 rows|more than 10 rows"):
+        cc.load_predictions(path, max_rows=10)
+    assert cc.load_predictions(data, name=name, max_rows=1_000).n_samples == 1_000

@@ -12,6 +12,7 @@ runs 100,000 with the same oracle (:func:`check_load`).
 """
 from __future__ import annotations
 
+import gzip
 import io
 import zipfile
 
@@ -299,3 +300,51 @@ def test_fuzz_oracle_is_not_vacuous(monkeypatch: pytest.MonkeyPatch) -> None:
     with zipfile.ZipFile(zipped, "w") as archive:
         archive.writestr("probs.npy", b"\x93NUMPY garbage")
     assert check_load(zipped.getvalue(), "f.npz") == "error"
+
+
+# ------------------------------------------------------------------ decoded size and long headers (issue 30)
+
+def _constant_table_bytes(fmt: str, n_rows: int, n_classes: int, name_width: int) -> tuple[bytes, str, int]:
+    """A valid file of ``n_rows`` rows (uniform probabilities, labels cycling) and its name and column count."""
+    probs = np.full((n_rows, n_classes), 1.0 / n_classes)
+    labels = np.arange(n_rows) % n_classes
+    names = [f"p_{k}_" + "x" * name_width for k in range(n_classes)]
+    if fmt in ("csv", "csv.gz"):
+        row = ",".join(repr(1.0 / n_classes) for _ in range(n_classes))
+        text = "label," + ",".join(names) + "\n" + "".join(f"{names[y][2:]},{row}\n" for y in labels)
+        data = text.encode()
+        return (gzip.compress(data, compresslevel=1) if fmt == "csv.gz" else data), f"f.{fmt}", n_classes + 1
+    buffer = io.BytesIO()
+    if fmt == "parquet":
+        frame = pd.DataFrame(probs, columns=names)
+        frame.insert(0, "label", labels)
+        frame.to_parquet(buffer)
+    elif fmt == "npz":
+        np.savez(buffer, probs=probs, labels=labels)
+    else:
+        np.save(buffer, np.column_stack([probs, labels]))
+    return buffer.getvalue(), f"f.{fmt}", n_classes + 1
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(fmt=st.sampled_from(["csv", "csv.gz", "parquet", "npz", "npy"]), n_rows=st.integers(1, 3_000),
+       n_classes=st.integers(2, 40), name_width=st.sampled_from([0, 0, 40, 2_000]),
+       row_slack=st.integers(-3, 3), cell_slack=st.integers(-50, 50), which=st.sampled_from(["rows", "cells", "none"]))
+def test_decoded_size_limits_refuse_exactly_what_is_over_them(fmt, n_rows, n_classes, name_width, row_slack,
+                                                            cell_slack, which) -> None:
+    """Tables around the row and cell limits, with headers up to 80 KB long: refused (naming the streaming engine)
+    exactly when over a limit, else loaded whole with every class of the header."""
+    if fmt in ("npz", "npy"):
+        name_width = 0  # arrays have no column names
+    data, name, n_columns = _constant_table_bytes(fmt, n_rows, n_classes, name_width)
+    max_rows = max(1, n_rows + row_slack) if which == "rows" else None
+    max_cells = max(1, n_rows * n_columns + cell_slack) if which == "cells" else None
+    over = (max_rows is not None and n_rows > max_rows) or (max_cells is not None and n_rows * n_columns > max_cells)
+    try:
+        pred = load_predictions(data, name=name, max_rows=max_rows, max_cells=max_cells, max_bytes=None)
+    except CalibrationInputError as exc:
+        assert over, f"refused under the limits: {exc}"
+        assert "--engine stream" in str(exc) and ("rows" in str(exc) or "cells" in str(exc))
+        return
+    assert not over, "loaded over a limit"
+    assert pred.n_samples == n_rows and pred.n_classes == n_classes

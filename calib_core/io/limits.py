@@ -1,0 +1,126 @@
+"""What a predictions file may cost to load: its bytes, and the rows and cells it decodes to.
+
+A file's size bounds neither its rows nor its cells: a 129 KB Parquet file holds
+10,000,000 rows of constant columns, and a 1.4 MB gzipped CSV unpacks to 450 MB.
+The readers of :mod:`calib_core.io.formats` check the decoded size before they
+build the table: Parquet from its metadata, NPY/NPZ from their headers, a CSV by
+counting its lines (:func:`count_csv_rows`; a gzipped one while it is unpacked).
+Tables over the limits are for the streaming engines (``calib-core report FILE
+--engine stream``), whose memory is bounded at any size.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calib_core.validation import CalibrationInputError
+
+__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks"]
+
+#: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
+MAX_BYTES = 500_000_000
+
+#: Largest number of rows a file may decode to in memory (the default of
+#: ``load_predictions(max_rows=...)``). Rows cost more than columns in the app: every
+#: page's bootstrap, binning and per-row caches scale with them.
+MAX_ROWS = 5_000_000
+
+#: Largest number of cells (rows x columns) a file may decode to in memory (the default of
+#: ``load_predictions(max_cells=...)``): 480 MB as float64; 50,000 rows x 1,000 classes fit.
+MAX_CELLS = 60_000_000
+
+_READ_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    """The limits on what a file decodes to (rows, and rows x columns); None lifts a limit."""
+
+    max_rows: int | None = MAX_ROWS
+    max_cells: int | None = MAX_CELLS
+
+    def over(self, n_rows: int, n_columns: int) -> bool:
+        return ((self.max_rows is not None and n_rows > self.max_rows)
+                or (self.max_cells is not None and n_rows * max(n_columns, 1) > self.max_cells))
+
+    def check(self, n_rows: int, n_columns: int, display: str, *, at_least: bool = False) -> None:
+        """Refuse ``n_rows`` x ``n_columns`` over a limit (``at_least``: a count stopped early, so the
+        message names the limit passed rather than the partial count)."""
+        if not self.over(n_rows, n_columns):
+            return
+        if not at_least:
+            size = f"{n_rows:,} rows x {n_columns:,} columns ({n_rows * n_columns:,} cells)"
+        elif self.max_rows is not None and n_rows > self.max_rows:
+            size = f"more than {self.max_rows:,} rows x {n_columns:,} columns"
+        else:
+            size = f"{n_columns:,} columns and more than {self.max_cells:,} cells"
+        raise CalibrationInputError(
+            f"{display} holds {size}, over the limit of {_limit_text(self.max_rows, 'rows')} and "
+            f"{_limit_text(self.max_cells, 'cells')} that are loaded into memory. Evaluate it in record batches, "
+            "with memory bounded at any size: `calib-core report FILE --engine stream --json > summary.json` "
+            "(the Large tables page draws that summary), or load a sample of the rows. "
+            "In Python, `max_rows=None, max_cells=None` lift the limit."
+        )
+
+
+def _limit_text(limit: int | None, what: str) -> str:
+    return f"no limit on {what}" if limit is None else f"{limit:,} {what}"
+
+
+def _header_width(head: bytes) -> int:
+    """The fields of the first line of text (the most of comma, tab and semicolon, as the sniffer
+    splits it), or 0 when ``head`` is not plain text (Parquet, NPY, zip, UTF-16)."""
+    if head.startswith((b"PAR1", b"\x93NUMPY", b"PK\x03\x04")) or b"\x00" in head[:4096]:
+        return 0
+    line = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    if not line:
+        return 0
+    return max(len(next(csv.reader([line], delimiter=d))) for d in (",", "\t", ";"))
+
+
+def line_breaks(data: bytes) -> int:
+    """Line breaks in ``data`` as pandas and the csv module count them: LF, CR LF, or CR alone."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def count_csv_rows(data: bytes | None, path: Path | None, n_columns: int, limits: _Decoded, display: str) -> None:
+    """Count the lines of a CSV (bytes, or a file in 1 MiB chunks, stopping early) and refuse it over
+    ``limits`` before pandas parses it.
+
+    Every line after the header counts as a row: blank lines and line breaks inside quoted
+    cells count too, so the count is an upper bound (exact for the files tools write).
+
+    Raises
+    ------
+    CalibrationInputError
+        When the rows, or the rows times ``n_columns``, are over ``limits``.
+    """
+    if limits.max_rows is None and limits.max_cells is None:
+        return
+    caps = [limits.max_rows, None if limits.max_cells is None else limits.max_cells // max(n_columns, 1)]
+    stop = min(c for c in caps if c is not None) + 1  # lines: the rows allowed and the header
+    if data is not None:
+        lines, last = line_breaks(data), data[-1:]
+    else:
+        assert path is not None
+        lines, last = 0, b""
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(_READ_CHUNK), b""):
+                lines, last = lines + line_breaks(chunk), chunk[-1:]
+                if lines > stop:
+                    limits.check(lines - 1, n_columns, display, at_least=True)
+    rows = lines - 1 + (last not in (b"\n", b"\r", b""))  # a last line without a line break is a row too
+    limits.check(max(rows, 0), n_columns, display)
+
+
+def _npy_table_shape(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, int]:
+    """(rows, columns) of an array read as a table: the first axis is rows, the others and the fields of a
+    structured dtype are columns."""
+    rows = shape[0] if shape else 1
+    columns = 1
+    for extent in shape[1:]:
+        columns *= extent
+    return rows, columns * max(len(dtype.names or ()), 1)

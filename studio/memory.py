@@ -1,0 +1,213 @@
+"""The server's memory: byte-bounded shared results, and freed memory given back to the system.
+
+Budget (``docs/deploy.md``, measured by ``bench/bench_visitors.py``):
+
+* ``st.cache_data`` entries of every function and session together: at most
+  ``server.maxCacheDataSize`` pickled bytes (``.streamlit/config.toml``),
+  least recently used first out; Streamlit enforces it.
+* Objects shared unpickled between sessions (the Recalibration page's
+  evaluation sets and fits, the Lab's chunks): ``st.cache_resource`` bounds
+  only entries and age, so they live in a :class:`ResultStore`, bounded in
+  bytes as well (:data:`SHARED_BYTES` each).
+* Freed memory: glibc keeps the heap pages of freed arrays (the server's RSS
+  stayed at 944 MB after five visitors had left); :func:`start_trimming`
+  returns them every :data:`TRIM_SECONDS` seconds.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Bytes of the shared objects each :class:`ResultStore` of the app may hold (arrays counted by ``nbytes``).
+SHARED_BYTES = 256 * 2**20
+
+#: Seconds between two calls of glibc's ``malloc_trim`` by the server's trimming thread.
+TRIM_SECONDS = 20.0
+
+#: How long a stored result is kept (seconds): an hour covers a working session.
+RESULT_TTL_SECONDS = 3600.0
+
+
+def nbytes(value: Any, _seen: set[int] | None = None) -> int:
+    """The bytes held by ``value``'s arrays, frames, byte strings and those of what it contains.
+
+    Walks containers, dataclasses and plain objects (their ``__dict__``) once
+    each; counts ``ndarray.nbytes`` (a view counts its base once), the values
+    of pandas objects, and ``bytes``. Python scalars and strings count 0: the
+    arrays are what grows with a visitor's rows and classes.
+    """
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if base is not value:
+            return nbytes(base, seen)
+        return int(value.nbytes)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return len(value)
+    if isinstance(value, (pd.DataFrame, pd.Series, pd.Index)):
+        usage = value.memory_usage(index=True, deep=False)
+        return int(usage.sum() if hasattr(usage, "sum") else usage)
+    if isinstance(value, dict):
+        return sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sum(nbytes(v, seen) for v in value)
+    if isinstance(value, (str, int, float, complex, bool, type(None))):
+        return 0
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(nbytes(getattr(value, f.name, None), seen) for f in dataclasses.fields(value))
+    state = getattr(value, "__dict__", None)
+    return nbytes(state, seen) if isinstance(state, dict) else 0
+
+
+class ResultStore:
+    """A bounded, thread-safe mapping from a result's parameters to the result, shared by every session.
+
+    Holds at most ``max_entries`` results and ``max_bytes`` bytes of them
+    (:func:`nbytes`; the least recently used go first) and drops a result
+    ``ttl_seconds`` after it was stored, as ``st.cache_data`` does with
+    ``max_entries``, ``max_size`` and ``ttl``. A result larger than
+    ``max_bytes`` on its own is not stored (it is recomputed when asked
+    again), so the bound holds.
+    """
+
+    def __init__(self, max_entries: int = 512, ttl_seconds: float = RESULT_TTL_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, max_bytes: int | None = SHARED_BYTES) -> None:
+        self.max_entries = max_entries
+        self.ttl_seconds = ttl_seconds
+        self.max_bytes = max_bytes
+        self._clock = clock
+        self._items: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def _expire(self) -> None:
+        """Drop the results stored more than ``ttl_seconds`` ago (call with the lock held)."""
+        deadline = self._clock() - self.ttl_seconds
+        for key in [k for k, (stored, _, _) in self._items.items() if stored <= deadline]:
+            self._bytes -= self._items.pop(key)[1]
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            self._expire()
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key][2]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        size = nbytes(value)
+        with self._lock:
+            self._expire()
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1]
+            if self.max_bytes is not None and size > self.max_bytes:
+                return
+            self._items[key] = (self._clock(), size, value)
+            self._bytes += size
+            while len(self._items) > self.max_entries or (self.max_bytes is not None and self._bytes > self.max_bytes):
+                self._bytes -= self._items.popitem(last=False)[1][1]
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The stored result of ``key``, else ``compute()`` stored (two sessions may both compute it)."""
+        found = self.get(key)
+        if found is None:
+            found = compute()
+            self.put(key, found)
+        return found
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the results held now."""
+        with self._lock:
+            self._expire()
+            return self._bytes
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            self._expire()
+            return key in self._items
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._items)
+
+
+# ----------------------------------------------------------------------------- freed memory
+
+def _malloc_trim() -> Callable[[], Any] | None:
+    """glibc's ``malloc_trim(0)``, or None on other C libraries (macOS, musl)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return lambda: trim(0)
+
+
+_trimmer: threading.Thread | None = None
+_trimmer_lock = threading.Lock()
+
+
+def release_freed_memory() -> bool:
+    """Give the pages of freed memory back to the system now (glibc); False where it cannot."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim()
+    return True
+
+
+def start_trimming(interval: float = TRIM_SECONDS) -> bool:
+    """Start (once per process) a daemon thread that calls :func:`release_freed_memory` every ``interval`` s.
+
+    glibc returns a freed block to the system only when it sits at the top of
+    the heap or was mapped on its own; the blocks of the arrays a visitor's
+    pages freed stay in the process otherwise, and the server's resident size
+    only grows. ``malloc_trim(0)`` hands back every free page; on an idle heap
+    it takes well under a millisecond. Pyarrow's own allocator (mimalloc or
+    jemalloc) keeps its freed memory too, so the app reads files through the
+    system allocator (:func:`use_system_allocator`). Returns whether trimming runs.
+    """
+    global _trimmer
+    if _malloc_trim() is None:
+        return False
+    with _trimmer_lock:
+        if _trimmer is None or not _trimmer.is_alive():
+            def run() -> None:
+                while True:
+                    time.sleep(interval)
+                    release_freed_memory()
+
+            use_system_allocator()
+            _trimmer = threading.Thread(target=run, name="studio-malloc-trim", daemon=True)
+            _trimmer.start()
+    return True
+
+
+def use_system_allocator() -> None:
+    """Let pyarrow allocate with the C library's malloc, whose freed pages :func:`start_trimming` returns."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        return
+    if pa.default_memory_pool().backend_name != "system":
+        pa.set_memory_pool(pa.system_memory_pool())
