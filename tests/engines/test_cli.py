@@ -291,3 +291,19 @@ def test_per_class_fits_left_out_for_size_are_null_free_and_named_in_the_warning
     assert not {"ici", "e50", "e90", "cox_slope", "cox_intercept", "citl"} & set(result["metrics"])
     (note,) = [w for w in result["warnings"] if "per-class fits" in w]
     assert "cox_slope" in note and "ici" in note and "400 rows x 3 classes = 1,200 rows x fits" in note
+
+
+def test_an_estimate_outside_its_bounds_is_marked_in_the_json_and_the_table(capsys):
+    """Issue 23, item 5: the default demo's CE_KL (16.8) is above its NLL (2.24), which bounds the true CE_KL."""
+    path = cc.demo_datasets()["digits_gaussian_nb"]
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["metrics"]["kde_ce_kl"] > result["metrics"]["nll"]
+    demo = cc.load_demo("digits_gaussian_nb")
+    assert result["unreliable"] == cc.metric_report(demo.probs, demo.labels).unreliable
+    assert result["unreliable"]["kde_ce_kl"].startswith("unreliable at this N and K (N = 899, K = 10)")
+    assert main(["report", str(path)]) == 0
+    table = capsys.readouterr().out
+    line = next(row for row in table.splitlines() if row.startswith("CE_KL (kernel), h = 0.01 "))
+    assert line.endswith("(unreliable at this N and K: see below)")
+    assert f"CE_KL (kernel), h = 0.01: {result['unreliable']['kde_ce_kl']}" in table
