@@ -154,13 +154,17 @@ def _padded_range(values: Sequence[float]) -> list[float] | None:
 
 # ----------------------------------------------------------------------------- decomposition
 
-def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecomposition]]) -> go.Figure:
+def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecomposition]], *,
+                         unreliable: Mapping[tuple[str, str], str] | None = None) -> go.Figure:
     """Stacked bars of the calibration-sharpness decomposition, one panel per score.
 
     Parameters
     ----------
     decompositions : mapping of model name to ``{"brier": ..., "log": ...}``
         :class:`calib_core.ScoreDecomposition` results (either score may be missing).
+    unreliable : mapping of (model name, score) to str, optional
+        A non-empty reason (:func:`calib_core.check_estimate`) draws that
+        calibration bar hatched and says "unreliable at this N and K" in its hover.
 
     Returns
     -------
@@ -185,9 +189,14 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
             x=both, y=[parts[n].refinement for n in parts for _ in (0, 1)], name=REFINEMENT_NAME,
             legendgroup="refinement", showlegend=first, marker_color=REFINEMENT_COLOR, hovertemplate=hover,
         ), row=1, col=col)
+        marked = [bool((unreliable or {}).get((n, score))) for n in parts]
         fig.add_trace(go.Bar(
             x=[models, ["score"] * len(models)], y=[parts[n].calibration for n in parts], name=CALIBRATION_NAME,
-            legendgroup="calibration", showlegend=first, marker_color=CALIBRATION_COLOR, hovertemplate=hover,
+            legendgroup="calibration", showlegend=first, hovertemplate=hover.replace(
+                "<extra>", "%{customdata}<extra>"),
+            customdata=[f"<br>{UNRELIABLE_NOTE}" if m else "" for m in marked],
+            marker=dict(color=CALIBRATION_COLOR, pattern=dict(shape=["x" if m else "" for m in marked],
+                                                              fgcolor="white")),
         ), row=1, col=col)
         fig.add_trace(go.Bar(
             x=[models, ["entropy"] * len(models)], y=[parts[n].sharpness for n in parts], name=SHARPNESS_NAME,
@@ -208,6 +217,10 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(barmode="relative", bargap=0.25)
     return _layout(fig, height=460, top=90)
+
+
+#: Hover note of a hatched calibration bar (:func:`decomposition_figure`).
+UNRELIABLE_NOTE = "unreliable at this N and K: mostly the estimator's bias (see the warning below the chart)"
 
 
 def _level_marks(models: list[str], column: str, values: list[float], name: str, color: str, width: float,
