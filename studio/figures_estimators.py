@@ -48,7 +48,7 @@ SHARPNESS_NAME = "Sharpness"
 SCORE_NAME = "Score"
 ENTROPY_NAME = "Entropy (score of the base rates)"
 HELD_NAME = "order holds"
-BROKEN_NAME = "order broken by the estimates"
+BROKEN_NAME = "out of order in these estimates"
 SMOOTH_SUFFIX = "smoothed"
 BAND_SUFFIX = "band"
 SPARSE_SUFFIX = "few predictions"
@@ -85,6 +85,10 @@ def _layout(fig: go.Figure, *, height: int, top: int = 50) -> go.Figure:
 
 # ----------------------------------------------------------------------------- estimates
 
+#: Hover note of an estimate outside its bounds (:func:`estimates_figure`, drawn as an x).
+UNRELIABLE_POINT = "<br>⚠ unreliable at this N and K (see the table)"
+
+
 def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = None,
                      n_columns: int = 2) -> go.Figure:
     """One panel per estimator: each model's estimate as a dot with its interval.
@@ -93,7 +97,9 @@ def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = 
     ----------
     table : pandas.DataFrame
         Columns ``model``, ``estimator`` (label), ``estimate``, ``ci_low``,
-        ``ci_high`` and ``interval`` (text); intervals may be NaN.
+        ``ci_high`` and ``interval`` (text); intervals may be NaN. An optional
+        ``unreliable`` column (a reason, or empty) draws that estimate as an x
+        with a note in its hover.
     colors : mapping of model name to colour index, optional
     n_columns : int, default 2
 
@@ -124,16 +130,20 @@ def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = 
             low, high = float(rows["ci_low"].iloc[0]), float(rows["ci_high"].iloc[0])
             has_ci = bool(np.isfinite(low) and np.isfinite(high))
             ends += [value, low, high] if has_ci else [value]
+            unreliable = "unreliable" in rows and bool(rows["unreliable"].iloc[0])
             fig.add_trace(go.Scatter(
                 x=[value], y=[plot_text(name)], mode="markers", name=plot_text(name), legendgroup=str(name),
-                showlegend=index == 0, marker=dict(color=palette[name], size=10, symbol="diamond"),
+                showlegend=index == 0, marker=dict(color=palette[name], size=10,
+                                                   symbol="x-thin-open" if unreliable else "diamond",
+                                                   line=dict(width=2, color=palette[name])),
+                text=[UNRELIABLE_POINT if unreliable else ""],
                 error_x=dict(type="data", array=[high - value if has_ci else 0.0],
                              arrayminus=[value - low if has_ci else 0.0], visible=has_ci,
                              color=palette[name], thickness=1.5, width=5),
                 customdata=[[low, high, str(rows["interval"].iloc[0])]],
                 hovertemplate=(f"<b>{plot_text(name)}</b><br>{label}: %{{x:.5f}}"
                                + ("<br>interval [%{customdata[0]:.5f}, %{customdata[1]:.5f}]" if has_ci else "")
-                               + "<br>%{customdata[2]}<extra></extra>"),
+                               + "<br>%{customdata[2]}%{text}<extra></extra>"),
             ), row=row, col=col)
         fig.update_yaxes(autorange="reversed", row=row, col=col, showticklabels=False)
         fig.update_xaxes(range=_padded_range(ends), zeroline=True, zerolinecolor="#bbbbbb", row=row, col=col)

@@ -624,9 +624,8 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("kde_ce_l2", "<=", "brier",
           "the Brier score is CE_2^2 plus a non-negative refinement term (Gruber & Buettner 2022, Theorem 4.3; "
           "Popordanoska et al. 2024, eq. 13)", _KDE_BIAS, _KDE_REMEDY),
-    *(Bound(key, ">=", CALIBRATED_BIAS, "the true error is at least 0, so an estimate at most twice its own bias "
-            "(its value on labels drawn from the predictions, where the true error is 0; consistency "
-            "resampling, Vaicenavicius et al. 2019) says more about the estimator than about the model",
+    *(Bound(key, ">=", CALIBRATED_BIAS, "an estimate that close to its own bias says more about the estimator "
+            "than about the model (consistency resampling, Vaicenavicius et al. 2019)",
             _KDE_BIAS, _KDE_REMEDY, scale=2.0) for key in ("kde_ce_kl", "kde_ce_l2")),
     Bound("ece", "<=", "calibration_upper_bound", _CHAIN, _BINNED_BIAS, "more rows, or fewer bins"),
     Bound("rmsce", "<=", "calibration_upper_bound", _CHAIN + " (RMSCE estimates TCE_2)", _BINNED_BIAS,

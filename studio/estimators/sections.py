@@ -47,12 +47,13 @@ def decomposition_section(usable, settings: Settings, plans: Plans, found: Estim
     """The Brier and log score of each model split into calibration, refinement, entropy and sharpness."""
     st.subheader("Calibration and refinement")
     st.markdown(
-        "A proper score splits into **calibration** (what recalibration could remove) and **refinement** (what "
-        "it cannot), and refinement into **entropy** minus **sharpness**: score = entropy − sharpness + "
-        "calibration (Gruber & Buettner 2022, Lemma 4.1). Entropy is the score of always predicting the class "
-        "frequencies; sharpness is how much the model's predictions improve on that. Refinement is estimated with "
-        "the leave-one-out Dirichlet kernel and calibration is the score minus it (Popordanoska et al. 2024, "
-        "eq. 13-15), so the bars add up to the score exactly."
+        "A proper score splits into **calibration** (what the best possible recalibration would remove) and "
+        "**refinement** (what it cannot), and refinement into **entropy** minus **sharpness**: score = entropy − "
+        "sharpness + calibration (Gruber & Buettner 2022, Lemma 4.1). Entropy is the score of always predicting the "
+        "class frequencies; sharpness is how much the model's predictions improve on that. Refinement is estimated "
+        "with the leave-one-out Dirichlet kernel and calibration is the score minus it (Popordanoska et al. 2024, "
+        "eq. 13-15), so the bars add up to the score exactly. That kernel estimate is biased upwards with few rows "
+        "or many classes; below the chart, what recalibration actually removes on rows it was not fitted on."
     )
     decompositions = {}
     for model in usable:
