@@ -206,9 +206,11 @@ def check_estimate(key: str, value: float | None, limits: Mapping[str, float | N
         if (value <= limit) if bound.relation == "<=" else (value >= limit):
             continue
         if bound.limit == CALIBRATED_BIAS:
-            broken = (f"this estimator gives {_shown(limit / bound.scale)} on average on labels drawn from the "
-                      f"predictions themselves (a perfectly calibrated model, true error 0), so {_shown(value)} is "
-                      f"not beyond {bound.scale:g} times its own bias: {bound.why}")
+            bias = limit / bound.scale
+            beyond = "below that bias itself" if value < bias else f"not beyond {bound.scale:g} times its own bias"
+            broken = (f"this estimator gives {_shown(bias)} on average on labels drawn from the predictions "
+                      f"themselves (a perfectly calibrated model, true error 0), so {_shown(value)} is {beyond}: "
+                      f"{bound.why}")
         else:
             side = "above" if bound.relation == "<=" else "below"
             shown_limit = f"{what} = {_shown(limit)}" if what else _shown(limit)

@@ -83,3 +83,12 @@ def test_the_chain_tells_expected_breaks_from_bugs():
     assert exact == {("sqrt2", "rbs"), ("tce2", "tce1")}
     binned = cc.bound_chain(demo.probs, demo.labels, estimator="binned")
     assert {(link.upper, link.lower) for link in binned.links if link.exact} == exact | {("tce1", "ece")}
+
+
+def test_an_estimate_below_its_own_bias_says_so():
+    reason = check_estimate("kde_ce_l2", 0.13, {"brier": 0.134}, n_rows=899, n_classes=10,
+                            biases={"kde_ce_l2": 0.30})
+    assert "gives 0.3 on average" in reason and "0.13 is below that bias itself" in reason
+    reason = check_estimate("kde_ce_l2", 0.4, {"brier": 0.9}, n_rows=899, n_classes=10, biases={"kde_ce_l2": 0.3})
+    assert "0.4 is not beyond 2 times its own bias" in reason
+    assert check_estimate("kde_ce_l2", 0.7, {"brier": 0.9}, n_rows=899, n_classes=10, biases={"kde_ce_l2": 0.3}) is None
