@@ -499,16 +499,18 @@ METRICS: list[MetricSpec] = [
                "the whole distribution.",
                "The value depends on the kernel bandwidth h (the Estimators page can choose it by leave-one-out "
                "likelihood); a small positive bias even for calibrated models; a class predicted with "
-               "probability 0 that occurs nearby makes it very large; O(N^2) time; no interval here (a bootstrap "
-               "repeats rows, which a leave-one-out estimate cannot take: the Estimators page gives block "
-               "intervals).", uses_bins=False, quadratic=True, probability_scale=False, interval="none",
+               "probability 0 that occurs nearby makes it very large; with few rows or many classes it can exceed "
+               "the NLL, which bounds the true CE_KL, and is then marked unreliable (see BOUNDS); O(N^2) time; no "
+               "interval here (a bootstrap repeats rows, which a leave-one-out estimate cannot take: the "
+               "Estimators page gives block intervals).", uses_bins=False, quadratic=True, probability_scale=False, interval="none",
                bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl"), no_interval=_LOO_NO_INTERVAL),
     MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", _default(_kde("l2")),
                "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
                "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
                "prediction.",
-               "Squared, so on another scale than ECE; depends on the bandwidth h; a small positive bias even "
-               "for calibrated models; O(N^2) time; no interval here (see CE_KL).", uses_bins=False,
+               "Squared, so on another scale than ECE; depends on the bandwidth h; a positive bias even for "
+               "calibrated models, large with few rows or many classes (an estimate within twice that bias, or "
+               "above the Brier score, is marked unreliable); O(N^2) time; no interval here (see CE_KL).", uses_bins=False,
                quadratic=True, probability_scale=False, interval="none", bandwidth=KDE_BANDWIDTH,
                with_bandwidth=_kde("l2"), no_interval=_LOO_NO_INTERVAL),
     MetricSpec("smooth_ece", "smECE", _default(_smooth_ece),
