@@ -192,4 +192,4 @@ metrics_page.fill_intervals(table, jobs, key=run, level=level, table_slot=table_
                             finish=finish)
 with fixable_slot.container():
     layout.run_with_progress("Cross-fitting the recalibration methods", lambda report: fixable_section(
-        models, n_boot=lambda model: int(n_boot), seed=int(seed)))
+        models, n_boot=lambda model: int(n_boot), seed=int(seed), key="metric_fixable"))

@@ -9,7 +9,7 @@ import streamlit as st
 import calib_core as cc
 from calib_core import CalibrationInputError
 from studio import compute_estimators as ce
-from studio import downloads, state
+from studio import downloads, layout, state
 from studio.estimators.estimates import Estimates, Steps
 from studio.estimators.settings import Plans, Settings
 from studio.figures_estimators import CHAIN_LABELS, bound_chain_figure, decomposition_figure, smooth_reliability_figure
@@ -100,7 +100,8 @@ def decomposition_section(usable, settings: Settings, plans: Plans, found: Estim
                    "A calibration bar below zero is finite-sample noise of a (nearly) calibrated model. A hatched "
                    "calibration bar is unreliable at this N and K: the estimator gives about as much on labels "
                    "drawn from the model's own predictions, where the true calibration error is 0.")
-    fixable_section(usable, n_boot=lambda model: plans.boots[model.name], seed=settings.seed, run=steps.run)
+    fixable_section(usable, n_boot=lambda model: plans.boots[model.name], seed=settings.seed, key="est_fixable",
+                    run=steps.run)
 
 
 #: What the fixable part is, for the pages (Markdown).
@@ -113,11 +114,25 @@ FIXABLE_INTRO = (
 )
 
 
-def fixable_section(models, *, n_boot: Callable[[object], int], seed: int,
+#: Above this many rows x classes (all models together) the fixable part waits for its toggle: five methods
+#: cross-fitted on 100,000 x 10 took 41 s on the 2-core reference machine under load (900 x 10: 2-5 s).
+FIXABLE_AUTO_CELLS = 500_000
+
+
+def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: str,
                     run: Callable | None = None) -> dict[str, cc.recalibration.fixable.FixablePart]:
-    """The fixable part of each model's scores (:func:`studio.compute_estimators.fixable`): a table and a sentence."""
+    """The fixable part of each model's scores (:func:`studio.compute_estimators.fixable`): a table and a sentence.
+
+    On large inputs (more than :data:`FIXABLE_AUTO_CELLS` rows x classes) it is computed when its toggle
+    (``key``) is switched on.
+    """
     run = run or (lambda text, function, *args: function(*args))
     st.markdown(FIXABLE_INTRO)
+    cells = sum(m.predictions.n_samples * m.predictions.n_classes for m in models)
+    if not layout.linked(st.toggle, "Measure what recalibration can fix", value=cells <= FIXABLE_AUTO_CELLS, key=key,
+                         help=f"{cells:,} rows × classes: five methods cross-fitted five times each take about "
+                              f"{max(1, round(41 * cells / 1_000_000))} s here."):
+        return {}
     found = {}
     for model in models:
         try:

@@ -100,3 +100,16 @@ def test_a_large_kernel_calibration_share_that_recalibration_cannot_fix_is_not_a
     assert table.loc["CE_2^2 (kernel), h = 0.01", "unreliable"].startswith("unreliable at this N and K")
     row = fixable_frame(at).loc["calibrated_8"]
     assert row["share of the brier score"] < 0.01 and row["brier drop low"] < 0.005
+
+
+def test_on_large_inputs_the_fixable_part_waits_for_its_toggle(monkeypatch):
+    from studio.estimators import sections
+
+    monkeypatch.setattr(sections, "FIXABLE_AUTO_CELLS", 1000)  # the demo's 899 x 10 counts as large
+    at = app_support.open_link(METRICS, timeout=TIMEOUT)
+    assert_clean(at)
+    toggle = at.toggle(key="metric_fixable")
+    assert toggle.value is False and "8,990 rows × classes" in toggle.help
+    assert not [d for d in at.dataframe if "brier drop low" in d.value.columns]
+    toggle.set_value(True).run()
+    assert list(fixable_frame(at).index) == [DIGITS]
