@@ -213,7 +213,8 @@ def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: i
         (:func:`calib_core.metric_name`), ``interval`` how the interval was
         made, ``reason`` why a metric is not available (its estimate is then
         NaN), ``unreliable`` why an estimate that breaks a bound of its true
-        quantity is unreliable (:func:`calib_core.check_estimate`; else empty). O(N^2) metrics left out on many rows have no row.
+        quantity is unreliable (:func:`calib_core.check_estimate`; else empty).
+        O(N^2) metrics left out on many rows have no row.
     """
     table, jobs = estimates_table(models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed, alpha=alpha)
     for done, job in enumerate(jobs, start=1):

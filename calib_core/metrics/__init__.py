@@ -35,7 +35,8 @@ from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection,
 from calib_core.metrics.canonical import canonical_ce, canonical_ce_table, lens_view
 from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ICIResult, ici, loess_smooth
-from calib_core.metrics.registry import BOUNDS, METRICS, Bound, MetricSpec, get_metric, metric_function, metric_name, metric_value
+from calib_core.metrics.registry import (BOUNDS, METRICS, Bound, MetricSpec, get_metric, metric_function, metric_name,
+                                         metric_value)
 from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, UNRELIABLE, MetricReport, check_bounds,
                                         check_estimate, compute_metrics, fit_cells, kernel_biases, metric_report,
                                         size_note, skipped_for_size, skipped_quadratic)

@@ -422,8 +422,8 @@ CHAIN_EXPLANATIONS = {
     ("rbs", "ce2"): ("√BS is exact, CE₂ a kernel estimate: with few rows per region of the simplex (small N, many "
                      "classes, a small bandwidth) it is biased upwards and can pass √BS; CE₂ is then unreliable "
                      "here, the model is not to blame"),
-    ("ce2", "cwce2"): ("CE₂ and CWCE₂ are estimated with different kernels (one on the whole simplex, one per class), "
-                       "each with its own bias; on a finite sample the class-wise one can come out larger"),
+    ("ce2", "cwce2"): ("CE₂ and CWCE₂ are estimated with different kernels (one on the whole simplex, one per "
+                       "class), each with its own bias; on a finite sample the class-wise one can come out larger"),
     ("cwce2", "tce2"): ("class-wise and top-label errors are estimated on different quantities with their own "
                         "smoothing; on a finite sample their order can flip"),
     ("tce2", "tce1"): ("the root mean square of the same gaps is never below their mean (Jensen's inequality), for "

@@ -188,9 +188,9 @@ def chain_section(usable, settings: Settings, plans: Plans, found: Estimates, st
             "**Why a line can be orange.** The order holds for the true errors. The numbers here are estimates "
             "from a finite sample, each with its own bias and noise, so an estimate can land above the one that "
             "must bound it: at small N or with many classes that is expected and says nothing about the model. "
-            "Only two links hold for the estimates on every sample (√2 ≥ √BS, and TCE₂ ≥ TCE₁, the root mean "
-            "square of the same gaps against their mean; with binned estimates also TCE₁ = ECE): a break there "
-            "would signal a bug."
+            "Only two links hold for the estimates on every sample (√2 ≥ √BS, and TCE₂ ≥ TCE₁, the root "
+            "mean square of the same gaps against their mean; with binned estimates also TCE₁ = ECE): a break "
+            "there would signal a bug."
         )
         for name, found_chain in chains.items():
             plan = plans.quadratic[name]
