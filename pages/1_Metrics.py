@@ -8,6 +8,7 @@ import streamlit as st
 
 import calib_core as cc
 from studio import compute, downloads, figures, layout, metrics_page, state
+from studio.estimators.sections import fixable_section
 from studio.text import md
 
 models = layout.setup_page("Metrics")
@@ -67,13 +68,17 @@ if not missing.empty:
 
 status_slot = st.empty()  # the progress of the intervals and the Stop button, near the top
 st.subheader("Overview")
-# One row per metric (its name with its settings), one column per model.
-wide = table.pivot(index="name", columns="model", values="estimate").reindex(
-    index=[n for n in names.values() if n in set(table["name"])], columns=list(dict.fromkeys(table["model"])))
-wide.index.name = "Metric (settings)"
+# One row per metric (its name with its settings), one column per model; an estimate outside its bounds is marked.
+wide = metrics_page.overview(table, list(names.values()))
 st.dataframe(wide, width="stretch", height=min(36 * (len(wide) + 1) + 3, 720), placeholder="n/a",
              column_config={"_index": st.column_config.TextColumn("Metric (settings)", width="large"),
-                            **{model: st.column_config.NumberColumn(model, format="%.4f") for model in wide.columns}})
+                            **{model: st.column_config.TextColumn(model) for model in wide.columns}})
+unreliable = table[table["unreliable"] != ""]
+if not unreliable.empty:
+    st.warning("**Unreliable at this N and K** (marked ⚠; the value is kept, but the true quantity cannot be "
+               "there):\n\n" + "\n".join(f"- {md(row.model)}, {md(row.name)} = {row.estimate:.4g}: "
+                                           f"{md(row.unreliable)}" for row in unreliable.itertuples()),
+               icon=":material/warning:")
 
 st.subheader("Estimates and intervals")
 st.caption("The estimates come first; the intervals fill in one metric at a time (*Stop* keeps those computed "
@@ -152,6 +157,10 @@ if flagged:
     st.warning(f"Flagged by the Lab: {', '.join(flagged)}: its measured size leaves [0.03, 0.07], so its p-value "
                "is not what it promises (see the last column).", icon=":material/flag:")
 
+st.subheader("What recalibration can fix")
+fixable_slot = st.empty()  # filled at the end of the page, after the intervals (cross-fitting takes seconds)
+fixable_slot.caption("Computed after the intervals.")
+
 st.info("Calibrated on average is not calibrated for everyone: the *Groups* page shows each group's ECE/ACE "
         "with an interval, the worst group and its gap to all rows (pick a group column on the Data page under "
         "*Correct the column mapping*).", icon=":material/groups:")
@@ -187,3 +196,6 @@ def finish(final, stopped):
 
 metrics_page.fill_intervals(table, jobs, key=run, level=level, table_slot=table_slot, status_slot=status_slot,
                             finish=finish)
+with fixable_slot.container():
+    layout.run_with_progress("Cross-fitting the recalibration methods", lambda report: fixable_section(
+        models, n_boot=lambda model: int(n_boot), seed=int(seed), key="metric_fixable"))

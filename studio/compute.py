@@ -29,7 +29,7 @@ Progress = Callable[[int, int], None] | None
 
 #: Columns of :func:`metrics_table`.
 METRIC_COLUMNS = ("model", "rows", "metric", "name", "key", "estimate", "ci_low", "ci_high", "std", "interval",
-                  "n_bins", "binning", "n_boot", "calibration_error", "probability_scale", "reason")
+                  "n_bins", "binning", "n_boot", "calibration_error", "probability_scale", "reason", "unreliable")
 
 
 # ----------------------------------------------------------------------------- loading
@@ -72,10 +72,14 @@ def metric_estimates(predictions: Predictions, fingerprint: str, n_bins: int, bi
     binned = _metric_estimates(predictions, fingerprint, n_bins, binning, True)
     other = _metric_estimates(predictions, fingerprint, 15, "uniform", False)
     order = [spec.key for spec in cc.METRICS]
-    values = {**binned.values, **other.values}
-    return cc.MetricReport({key: values[key] for key in order if key in values},
-                           {**binned.reasons, **other.reasons},
-                           tuple(key for key in order if key in binned.skipped or key in other.skipped))
+    values = {key: {**binned.values, **other.values}[key] for key in order
+              if key in binned.values or key in other.values}
+    # A bound may join the halves (the binned ECE against the root Brier score): checked on the merged values.
+    unreliable = cc.check_bounds(values, n_rows=predictions.n_samples, n_classes=predictions.n_classes,
+                                 biases=other.biases)
+    return cc.MetricReport(values, {**binned.reasons, **other.reasons},
+                           tuple(key for key in order if key in binned.skipped or key in other.skipped),
+                           unreliable, other.biases)
 
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
@@ -164,6 +168,7 @@ def estimates_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot:
                 "calibration_error": spec.calibration_error,
                 "probability_scale": spec.probability_scale,
                 "reason": report.reasons.get(spec.key, ""),
+                "unreliable": report.unreliable.get(spec.key, ""),
             })
     table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
     table["n_bins"] = table["n_bins"].astype("Int64")
@@ -207,7 +212,9 @@ def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: i
         is the registry label, ``name`` the label with its settings
         (:func:`calib_core.metric_name`), ``interval`` how the interval was
         made, ``reason`` why a metric is not available (its estimate is then
-        NaN). O(N^2) metrics left out on many rows have no row.
+        NaN), ``unreliable`` why an estimate that breaks a bound of its true
+        quantity is unreliable (:func:`calib_core.check_estimate`; else empty).
+        O(N^2) metrics left out on many rows have no row.
     """
     table, jobs = estimates_table(models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed, alpha=alpha)
     for done, job in enumerate(jobs, start=1):

@@ -42,6 +42,7 @@ from calib_core.inference.blocks import BlockEstimate, block_decomposition, bloc
 from calib_core.io import Predictions
 from calib_core.metrics.decomposition import BoundChain, ScoreDecomposition
 from calib_core.metrics.smooth import SmoothReliabilityCurve
+from calib_core.recalibration.fixable import FixablePart, fixable_part
 
 #: Rows per block offered for the O(N^2) estimators.
 BLOCK_SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
@@ -387,3 +388,39 @@ def smooth_curve(_predictions: Predictions, fingerprint: str, bandwidth: float |
     """:func:`calib_core.smooth_reliability_curve` with a ``n_boot``-resample band (none for 0)."""
     return cc.smooth_reliability_curve(_predictions.probs, _predictions.labels, bandwidth=bandwidth,
                                        n_boot=n_boot, seed=seed)
+
+
+# ----------------------------------------------------------------------------- bounds and the fixable part
+
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+def calibrated_bias(_predictions: Predictions, fingerprint: str, bandwidth: float, block_rows: int | None,
+                    seed: int) -> dict[tuple[str, str], float]:
+    """:func:`calib_core.calibrated_bias` (the kernel estimates on labels drawn from the predictions) on all
+    rows, or on the first block of ``block_rows`` rows (the bias of an estimate over blocks is that of one block)."""
+    rows = block_indices(_predictions.n_samples, block_rows, 1, seed)[0]
+    return cc.calibrated_bias(_predictions.probs[rows], bandwidth=bandwidth)
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+def bound_limits(_predictions: Predictions, fingerprint: str) -> dict[str, float]:
+    """The registry values the estimators' bounds compare with (NLL, Brier score, root Brier score), on all rows."""
+    probs, labels = _predictions.probs, _predictions.labels
+    return {key: cc.metric_value(key, probs, labels) for key in ("nll", "brier", "calibration_upper_bound")}
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+def fixable(_predictions: Predictions, fingerprint: str, n_boot: int, seed: int, alpha: float = 0.05) -> FixablePart:
+    """:func:`calib_core.recalibration.fixable.fixable_part`: the best default method's cross-fitted drop in
+    NLL and Brier score, with ``n_boot`` paired resamples (the same call on the Metrics and Estimators pages and
+    in the report)."""
+    return fixable_part(_predictions.probs, _predictions.labels, logits=_predictions.logits, n_boot=n_boot,
+                        seed=seed, alpha=alpha)
+
+
+def fixable_row(name: str, found: FixablePart) -> dict:
+    """One row of the fixable-part table of a page."""
+    return {"model": name, "best method": found.method or "none", "brier before": found.brier_before,
+            "brier after": found.brier_after, "brier drop": found.brier_drop, "brier drop low": found.brier_drop_low,
+            "brier drop high": found.brier_drop_high, "share of the brier score": found.brier_share,
+            "nll before": found.nll_before, "nll after": found.nll_after, "nll drop": found.nll_drop,
+            "nll drop low": found.nll_drop_low, "nll drop high": found.nll_drop_high}

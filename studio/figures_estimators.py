@@ -49,7 +49,7 @@ SHARPNESS_NAME = "Sharpness"
 SCORE_NAME = "Score"
 ENTROPY_NAME = "Entropy (score of the base rates)"
 HELD_NAME = "order holds"
-BROKEN_NAME = "order broken by the estimates"
+BROKEN_NAME = "out of order in these estimates"
 SMOOTH_SUFFIX = "smoothed"
 BAND_SUFFIX = "band"
 SPARSE_SUFFIX = "few predictions"
@@ -89,6 +89,10 @@ def _layout(fig: go.Figure, *, height: int, top: int = 50) -> go.Figure:
 
 # ----------------------------------------------------------------------------- estimates
 
+#: Hover note of an estimate outside its bounds (:func:`estimates_figure`, drawn as an x).
+UNRELIABLE_POINT = "<br>⚠ unreliable at this N and K (see the table)"
+
+
 def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = None,
                      n_columns: int = 2) -> go.Figure:
     """One panel per estimator: each model's estimate as a dot with its interval.
@@ -97,7 +101,9 @@ def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = 
     ----------
     table : pandas.DataFrame
         Columns ``model``, ``estimator`` (label), ``estimate``, ``ci_low``,
-        ``ci_high`` and ``interval`` (text); intervals may be NaN.
+        ``ci_high`` and ``interval`` (text); intervals may be NaN. An optional
+        ``unreliable`` column (a reason, or empty) draws that estimate as an x
+        with a note in its hover.
     colors : mapping of model name to colour index, optional
     n_columns : int, default 2
 
@@ -128,16 +134,20 @@ def estimates_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | None = 
             low, high = float(rows["ci_low"].iloc[0]), float(rows["ci_high"].iloc[0])
             has_ci = bool(np.isfinite(low) and np.isfinite(high))
             ends += [value, low, high] if has_ci else [value]
+            unreliable = "unreliable" in rows and bool(rows["unreliable"].iloc[0])
             fig.add_trace(go.Scatter(
                 x=[value], y=[plot_text(name)], mode="markers", name=plot_text(name), legendgroup=str(name),
-                showlegend=index == 0, marker=dict(color=palette[name], size=10, symbol="diamond"),
+                showlegend=index == 0, marker=dict(color=palette[name], size=10,
+                                                   symbol="x-thin-open" if unreliable else "diamond",
+                                                   line=dict(width=2, color=palette[name])),
+                text=[UNRELIABLE_POINT if unreliable else ""],
                 error_x=dict(type="data", array=[high - value if has_ci else 0.0],
                              arrayminus=[value - low if has_ci else 0.0], visible=has_ci,
                              color=palette[name], thickness=1.5, width=5),
                 customdata=[[low, high, str(rows["interval"].iloc[0])]],
                 hovertemplate=(f"<b>{plot_text(name)}</b><br>{label}: %{{x:.5f}}"
                                + ("<br>interval [%{customdata[0]:.5f}, %{customdata[1]:.5f}]" if has_ci else "")
-                               + "<br>%{customdata[2]}<extra></extra>"),
+                               + "<br>%{customdata[2]}%{text}<extra></extra>"),
             ), row=row, col=col)
         fig.update_yaxes(autorange="reversed", row=row, col=col, showticklabels=False)
         fig.update_xaxes(range=_padded_range(ends), zeroline=True, zerolinecolor="#bbbbbb", row=row, col=col)
@@ -158,13 +168,17 @@ def _padded_range(values: Sequence[float]) -> list[float] | None:
 
 # ----------------------------------------------------------------------------- decomposition
 
-def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecomposition]]) -> go.Figure:
+def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecomposition]], *,
+                         unreliable: Mapping[tuple[str, str], str] | None = None) -> go.Figure:
     """Stacked bars of the calibration-sharpness decomposition, one panel per score.
 
     Parameters
     ----------
     decompositions : mapping of model name to ``{"brier": ..., "log": ...}``
         :class:`calib_core.ScoreDecomposition` results (either score may be missing).
+    unreliable : mapping of (model name, score) to str, optional
+        A non-empty reason (:func:`calib_core.check_estimate`) draws that
+        calibration bar hatched and says "unreliable at this N and K" in its hover.
 
     Returns
     -------
@@ -189,9 +203,14 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
             x=both, y=[parts[n].refinement for n in parts for _ in (0, 1)], name=REFINEMENT_NAME,
             legendgroup="refinement", showlegend=first, marker_color=REFINEMENT_COLOR, hovertemplate=hover,
         ), row=1, col=col)
+        marked = [bool((unreliable or {}).get((n, score))) for n in parts]
         fig.add_trace(go.Bar(
             x=[models, ["score"] * len(models)], y=[parts[n].calibration for n in parts], name=CALIBRATION_NAME,
-            legendgroup="calibration", showlegend=first, marker_color=CALIBRATION_COLOR, hovertemplate=hover,
+            legendgroup="calibration", showlegend=first, hovertemplate=hover.replace(
+                "<extra>", "%{customdata}<extra>"),
+            customdata=[f"<br>{UNRELIABLE_NOTE}" if m else "" for m in marked],
+            marker=dict(color=CALIBRATION_COLOR, pattern=dict(shape=["x" if m else "" for m in marked],
+                                                              fgcolor="white")),
         ), row=1, col=col)
         fig.add_trace(go.Bar(
             x=[models, ["entropy"] * len(models)], y=[parts[n].sharpness for n in parts], name=SHARPNESS_NAME,
@@ -212,6 +231,10 @@ def decomposition_figure(decompositions: Mapping[str, Mapping[str, ScoreDecompos
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(barmode="relative", bargap=0.25)
     return _layout(fig, height=460, top=90)
+
+
+#: Hover note of a hatched calibration bar (:func:`decomposition_figure`).
+UNRELIABLE_NOTE = "unreliable at this N and K: mostly the estimator's bias (see the warning below the chart)"
 
 
 def _level_marks(models: list[str], column: str, values: list[float], name: str, color: str, width: float,

@@ -72,16 +72,21 @@ def marked(table: pd.DataFrame, text: str) -> pd.DataFrame:
 
 def show_table(slot: Any, table: pd.DataFrame, level: float) -> None:
     """The "Estimates and intervals" table, drawn into ``slot`` (an ``st.empty``)."""
-    shown = table[["model", "metric", "key", "name", "estimate", "ci_low", "ci_high", "std", "interval", "n_bins",
-                   "binning", "rows", "reason"]]
+    shown = table[["model", "metric", "key", "name", "estimate", "unreliable", "ci_low", "ci_high", "std", "interval",
+                   "n_bins", "binning", "rows", "reason"]]
     slot.dataframe(
         shown, hide_index=True, width="stretch", height=min(36 * (len(shown) + 1) + 3, 720),
         placeholder="–",  # a missing interval or value, not "None"
-        column_order=["model", "name", "estimate", "ci_low", "ci_high", "std", "interval", "rows", "reason"],
+        column_order=["model", "name", "estimate", "unreliable", "ci_low", "ci_high", "std", "interval", "rows",
+                      "reason"],
         column_config={
             "model": st.column_config.TextColumn("Model"),
             "name": st.column_config.TextColumn("Metric (settings)", width="large"),
             "estimate": st.column_config.NumberColumn("Estimate", format="%.4f"),
+            "unreliable": st.column_config.TextColumn(
+                "Within its bounds?", width="medium",
+                help="Empty: the estimate is within every bound its true quantity obeys (calib_core's registry). "
+                     "Otherwise why it is unreliable at this N and K, and what would make it reliable."),
             "ci_low": st.column_config.NumberColumn(f"{level:.0%} low", format="%.4f"),
             "ci_high": st.column_config.NumberColumn(f"{level:.0%} high", format="%.4f"),
             "std": st.column_config.NumberColumn("Std. error", format="%.4f",
@@ -92,6 +97,22 @@ def show_table(slot: Any, table: pd.DataFrame, level: float) -> None:
             "reason": st.column_config.TextColumn("Not available because", width="medium"),
         },
     )
+
+
+#: Appended to an overview value that breaks a bound of its true quantity (:func:`overview`).
+UNRELIABLE_MARK = " ⚠ unreliable"
+
+
+def overview(table: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """One row per metric (its name with settings), one column per model: the estimate as text, 4 decimals,
+    with :data:`UNRELIABLE_MARK` when it breaks a bound (calib_core's ``check_bounds``), empty when not available."""
+    text = table.assign(shown=[
+        "" if pd.isna(value) else f"{value:.4f}" + (UNRELIABLE_MARK if mark else "")
+        for value, mark in zip(table["estimate"], table["unreliable"])])
+    wide = text.pivot(index="name", columns="model", values="shown").reindex(
+        index=[n for n in names if n in set(table["name"])], columns=list(dict.fromkeys(table["model"])))
+    wide.index.name = "Metric (settings)"
+    return wide
 
 
 def fill_intervals(table: pd.DataFrame, jobs: list[compute.IntervalJob], *, key: tuple, level: float,

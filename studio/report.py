@@ -45,6 +45,7 @@ from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.recalibration import compare
 from calib_core.recalibration.compare import Protocol
 from calib_core.recalibration.recommendation import Recommendation, compare_methods
+from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError, row_argmax
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
@@ -279,7 +280,7 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
         value = report.values[spec.key]
         row = {"key": spec.key, "name": metric_name(spec.key, n_bins=settings.n_bins, binning=settings.binning),
                "estimate": _finite(value), "low": None, "high": None, "method": "none", "n_boot": 0,
-               "note": report.reasons.get(spec.key, "")}
+               "note": report.reasons.get(spec.key, ""), "unreliable": report.unreliable.get(spec.key, "")}
         if value is not None:
             found = metric_interval(spec.key, probs, labels, n_bins=settings.n_bins, binning=settings.binning,
                                     n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed)
@@ -287,6 +288,20 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
                        n_boot=int(found.n_boot), note=found.note)
         rows.append(row)
     return rows
+
+
+def _fixable(model: ReportModel, settings: ReportSettings) -> dict:
+    """:func:`calib_core.recalibration.fixable.fixable_part` (as the Metrics and Estimators pages), as plain data."""
+    p = model.predictions
+    try:
+        found = fixable_part(p.probs, p.labels, logits=p.logits, n_boot=settings.n_boot, seed=settings.seed,
+                             alpha=settings.alpha)
+    except CalibrationInputError as exc:
+        return {"method": None, "sentence": f"The fixable part cannot be measured: {exc}"}
+    return {"method": found.method, "brier_drop": _finite(found.brier_drop),
+            "brier_drop_low": _finite(found.brier_drop_low), "brier_drop_high": _finite(found.brier_drop_high),
+            "nll_drop": _finite(found.nll_drop), "nll_drop_low": _finite(found.nll_drop_low),
+            "nll_drop_high": _finite(found.nll_drop_high), "sentence": found.sentence()}
 
 
 def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
@@ -350,6 +365,7 @@ def report_data(models: Sequence[ReportModel], settings: ReportSettings, *,
         entry = {"summary": _summary(model)}
         if "metrics" in sections:
             entry["metrics"] = _metrics(model, settings)
+            entry["fixable"] = _fixable(model, settings)
         if "verdicts" in sections:
             entry["verdicts"] = _verdicts(model, settings)
         out["models"].append(entry)
@@ -496,11 +512,14 @@ def _metrics_section(models: Sequence[ReportModel], data: dict, settings: Report
              f"for each metric (metric_interval: {_e(methods)}), with {settings.n_boot} bootstrap resamples and "
              f"seed {settings.seed} where it is a bootstrap.</p>"]
     for model, entry in zip(models, data["models"]):
-        rows = [(r["name"], r["key"], _num(r["estimate"]), _num(r["low"]), _num(r["high"]),
-                 INTERVAL_METHODS.get(r["method"], r["method"]), r["n_boot"], r["note"]) for r in entry["metrics"]]
+        rows = [(r["name"], r["key"], _num(r["estimate"]) + (" ⚠ unreliable" if r.get("unreliable") else ""),
+                 _num(r["low"]), _num(r["high"]), INTERVAL_METHODS.get(r["method"], r["method"]), r["n_boot"],
+                 r["note"], f"no: {r['unreliable']}" if r.get("unreliable") else "yes") for r in entry["metrics"]]
         parts.append(_model_heading(model) + _table(
-            ("metric", "key", "estimate", "interval low", "interval high", "interval method", "resamples", "note"),
-            rows, cls="metrics"))
+            ("metric", "key", "estimate", "interval low", "interval high", "interval method", "resamples", "note",
+             "within its bounds?"), rows, cls="metrics"))
+        parts.append(f"<p class='fixable'><b>What recalibration can fix</b> (the best default method's drop under "
+                     f"cross-fitting, paired bootstrap interval): {_e(entry['fixable']['sentence'])}</p>")
     return "".join(parts)
 
 

@@ -4,7 +4,10 @@ Prints every registered metric for a predictions file as a table, or as JSON
 for CI pipelines. Bad input gives a one-line error on stderr and exit status 2.
 A metric that cannot be computed on valid input (e.g. SKCE on a one-row file)
 is "n/a -- reason" in the table and ``null`` with an entry in ``reasons`` in
-the JSON; the rest of the report comes out and the exit status is 0.
+the JSON; the rest of the report comes out and the exit status is 0. An
+estimate that breaks a bound of its true quantity (e.g. the kernel CE_KL above
+the NLL) keeps its value and is marked "unreliable at this N and K" with the
+reason (``unreliable`` in the JSON; see ``calib_core.metrics.reports.check_estimate``).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from calib_core.io import load_predictions
 from calib_core.io.formats import MAX_BYTES
 from calib_core.lab.size_power import SIZE_NOTES
 from calib_core.metrics.registry import METRICS, get_metric, metric_name
-from calib_core.metrics.reports import MAX_FIT_CELLS, fit_cells, metric_report
+from calib_core.metrics.reports import MAX_FIT_CELLS, UNRELIABLE, check_bounds, fit_cells, metric_report
 from calib_core.validation import CalibrationInputError
 
 EXIT_BAD_INPUT = 2
@@ -186,7 +189,7 @@ def _report(args: argparse.Namespace) -> dict:
                      f"{MAX_FIT_CELLS:,} (calib_core.ici and calib_core.cox_calibration compute them)")
     return {
         **_report_head(args, predictions, warnings=list(predictions.warnings) + notes, metrics=report.values,
-                       reasons=report.reasons, engine="memory"),
+                       reasons=report.reasons, engine="memory", unreliable=report.unreliable),
         "tests": _tests_section(predictions, args),
         **({"groups": _groups_section(predictions, args)} if args.group_by is not None else {}),
         **({"statistics": _summary_of(predictions, args)} if args.json else {}),
@@ -194,7 +197,7 @@ def _report(args: argparse.Namespace) -> dict:
 
 
 def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metrics: dict, reasons: dict,
-                 engine: str) -> dict:
+                 engine: str, unreliable: dict) -> dict:
     """The keys every report starts with, in the JSON's order; ``source`` (the loaded predictions or the
     :func:`evaluate` result) gives ``n_samples``, ``n_classes`` and ``input_kind``."""
     labels = {spec.key: spec.label for spec in METRICS}
@@ -209,6 +212,7 @@ def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metri
         "warnings": warnings,
         "metrics": metrics,
         "reasons": reasons,
+        "unreliable": unreliable,
         "metric_labels": {key: labels.get(key, key) for key in metrics},
         "metric_names": _names(metrics, args),
         "engine": engine,
@@ -330,7 +334,8 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
                       group_column=args.group_by)
     return {
         **_report_head(args, result, warnings=list(result.warnings), metrics=result.metrics, reasons={},
-                       engine=engine),
+                       engine=engine, unreliable=check_bounds(result.metrics, n_rows=result.n_samples,
+                                                              n_classes=result.n_classes)),
         **({"groups": result.groups.report_section(GROUP_METRICS)} if result.groups is not None else {}),
         **({"statistics": result.summary()} if args.json else {}),
     }
@@ -421,7 +426,10 @@ def _format_table(result: dict) -> str:
     width = max((len(name) for name in names.values()), default=0)
     for key, value in result["metrics"].items():
         shown = f"{value:.6f}" if value is not None else f"n/a -- {result['reasons'].get(key, 'not available')}"
+        if key in result.get("unreliable", {}):
+            shown += f"  ({UNRELIABLE}: see below)"
         lines.append(f"{names[key]:<{width}}  {shown}")
+    lines += [f"{names[key]}: {reason}" for key, reason in result.get("unreliable", {}).items()]
     if result.get("tests"):
         lines.append("calibration tests (alpha = 0.05):")
         for method, test in result["tests"].items():

@@ -10,13 +10,13 @@ module              what it computes
 ``debiased``        debiased ECE and the monotone-sweep ECE
 ``kernel``          MMCE and SKCE (Kumar et al. 2018; Widmann et al. 2019)
 ``kde``             CE_KL and CE_2^2 with a Dirichlet kernel (Popordanoska et al. 2024)
-``decomposition``   proper-score decompositions and the bound chain (Gruber & Buettner 2022)
+``decomposition``   proper-score decompositions, the kernel estimates' bias, the bound chain (Gruber & Buettner 2022)
 ``smooth``          smooth ECE (Blasiok & Nakkiran 2023)
 ``simplex``         partitions of the probability simplex and their cell tables
 ``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
 ``cox``, ``ici``    Cox slope / intercept and the ICI (the clinical summaries)
-``registry``        one entry per metric: defaults, name with settings, interval method
-``reports``         every metric at once (metric_report), the size limits that leave some out
+``registry``        one entry per metric: defaults, name with settings, interval method; the bounds they obey
+``reports``         every metric at once (metric_report), the size limits, the estimates that break a bound
 ==================  =============================================================
 """
 from calib_core.metrics.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
@@ -27,7 +27,7 @@ from calib_core.metrics.debiased import debiased_ece, ece_sweep
 from calib_core.metrics.kernel import SKCEEstimate, median_heuristic, median_pairwise_distance, mmce, skce, skce_estimate
 from calib_core.metrics.kde import kde_bandwidth, kde_ce, kde_conditional_expectation
 from calib_core.metrics.decomposition import (BoundChain, ChainLink, ChainTerm, ScoreDecomposition, bound_chain,
-                                              calibration_upper_bound, score_decomposition)
+                                              calibrated_bias, calibration_upper_bound, score_decomposition)
 from calib_core.metrics.smooth import SmoothReliabilityCurve, smooth_ece, smooth_reliability_curve
 from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection, SimplexReliability, cell_table,
                                         data_dependent_partition, default_groups, simplex_projection,
@@ -35,8 +35,11 @@ from calib_core.metrics.simplex import (CellTable, Partition, SimplexProjection,
 from calib_core.metrics.canonical import canonical_ce, canonical_ce_table, lens_view
 from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ICIResult, ici, loess_smooth
-from calib_core.metrics.registry import METRICS, MetricSpec, get_metric, metric_function, metric_name, metric_value
-from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, MetricReport, compute_metrics, fit_cells, metric_report, size_note, skipped_for_size, skipped_quadratic)
+from calib_core.metrics.registry import (BOUNDS, METRICS, Bound, MetricSpec, get_metric, metric_function, metric_name,
+                                         metric_value)
+from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, UNRELIABLE, MetricReport, check_bounds,
+                                        check_estimate, compute_metrics, fit_cells, kernel_biases, metric_report,
+                                        size_note, skipped_for_size, skipped_quadratic)
 
 __all__ = [
     "accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "top_label",
@@ -56,4 +59,5 @@ __all__ = [
     "MAX_QUADRATIC_ROWS", "METRICS", "MetricReport", "MetricSpec", "compute_metrics", "get_metric",
     "metric_function", "metric_name", "metric_report", "metric_value", "skipped_quadratic", "MAX_FIT_CELLS",
     "fit_cells", "size_note", "skipped_for_size",
+    "BOUNDS", "Bound", "UNRELIABLE", "calibrated_bias", "check_bounds", "check_estimate", "kernel_biases",
 ]

@@ -90,9 +90,22 @@ def _loo_log_kernel(log_points: NDArray, points: NDArray, log_norm: NDArray, ban
 def loo_conditional_mean(points: NDArray[np.float64], labels: NDArray[np.intp],
                          bandwidth: float) -> NDArray[np.float64]:
     """Leave-one-out Nadaraya-Watson estimate of E[Y | g(x_h)] with the Dirichlet kernel (eq. 11-12, 15)."""
+    return loo_conditional_means(points, labels[None, :], bandwidth)[0]
+
+
+def loo_conditional_means(points: NDArray[np.float64], label_sets: NDArray[np.intp],
+                          bandwidth: float) -> NDArray[np.float64]:
+    """:func:`loo_conditional_mean` for each row of ``label_sets`` (shape (R, N)), one kernel pass for all.
+
+    The kernel weights depend on the predictions only, so R sets of labels
+    on the same predictions (e.g. labels drawn from the predictions
+    themselves, :func:`calib_core.metrics.decomposition.calibrated_bias`)
+    share every block; returns shape (R, N, K).
+    """
     n, k = points.shape
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), labels] = 1.0
+    n_sets = label_sets.shape[0]
+    onehot = np.zeros((n, n_sets * k))
+    onehot[np.arange(n)[None, :], label_sets + k * np.arange(n_sets)[:, None]] = 1.0
     log_points = _log_points(points)
     log_norm = _log_normalisers(points, bandwidth)
 
@@ -105,7 +118,8 @@ def loo_conditional_mean(points: NDArray[np.float64], labels: NDArray[np.intp],
         np.exp(block, out=block)
         return (block @ onehot) / block.sum(axis=1, keepdims=True)
 
-    return np.concatenate(map_blocks(block_mean, row_blocks(n, n)))
+    stacked = np.concatenate(map_blocks(block_mean, row_blocks(n, n)))
+    return stacked.reshape(n, n_sets, k).transpose(1, 0, 2)
 
 
 def _likelihood_rows(points: NDArray[np.float64]) -> NDArray[np.intp]:

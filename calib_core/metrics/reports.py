@@ -9,22 +9,30 @@ sentence each (:func:`size_note`) for the pages, the HTML report and the CLI:
   (:func:`skipped_quadratic`);
 * the per-class fits (Cox terms, ICI, E50, E90: one fit per class for
   K > 2) above :data:`MAX_FIT_CELLS` rows x fits (:func:`fit_cells`).
+
+An estimate that breaks a bound its true quantity obeys (the registry's
+:data:`~calib_core.metrics.registry.BOUNDS`) is marked :data:`UNRELIABLE`
+with the reason (:func:`check_estimate`, :func:`check_bounds`): every page,
+the CLI and the reports show that reason beside the number.
 """
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from calib_core.metrics import registry
-from calib_core.metrics.registry import get_metric
+from calib_core.metrics.decomposition import calibrated_bias
+from calib_core.metrics.registry import BOUNDS, CALIBRATED_BIAS, KDE_BANDWIDTH, get_metric, metric_name
 from calib_core.validation import CalibrationInputError, check_binning, check_n_bins, check_probs_labels
 
-__all__ = ["MAX_FIT_CELLS", "MAX_QUADRATIC_ROWS", "MetricReport", "compute_metrics", "fit_cells", "metric_report",
-           "size_note", "skipped_for_size", "skipped_quadratic"]
+__all__ = ["MAX_FIT_CELLS", "MAX_QUADRATIC_ROWS", "MetricReport", "UNRELIABLE", "check_bounds", "check_estimate",
+           "compute_metrics", "fit_cells", "kernel_biases", "metric_report", "size_note", "skipped_for_size",
+           "skipped_quadratic"]
 
 
 #: Above this many rows the O(N^2) metrics are left out of :func:`compute_metrics`
@@ -54,11 +62,18 @@ class MetricReport:
         Metrics left out for size: O(N^2) metrics because of
         ``max_quadratic_rows`` or ``include_quadratic=False``, per-class fits
         because of ``max_fit_cells`` (:func:`skipped_for_size`).
+    unreliable : dict
+        ``{key: reason}`` for the values that break a bound of their true
+        quantity (:func:`check_bounds`); the value is kept, the reason shown beside it.
+    biases : dict
+        ``{key: bias}`` of the kernel estimates computed (:func:`kernel_biases`).
     """
 
     values: dict[str, float | None]
     reasons: dict[str, str]
     skipped: tuple[str, ...]
+    unreliable: dict[str, str] = field(default_factory=dict)
+    biases: dict[str, float] = field(default_factory=dict)
 
 
 def _check_max_quadratic_rows(max_quadratic_rows: object) -> int | None:
@@ -124,7 +139,111 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
             values[spec.key], reasons[spec.key] = None, f"the estimate is not finite ({value})."
             continue
         values[spec.key] = value
-    return MetricReport(values, reasons, tuple(spec.key for spec in specs if spec.key in skipped))
+    biases = kernel_biases(probs, values)
+    return MetricReport(values, reasons, tuple(spec.key for spec in specs if spec.key in skipped),
+                        check_bounds(values, n_rows=probs.shape[0], n_classes=probs.shape[1], biases=biases), biases)
+
+
+#: Marks an estimate that breaks a bound of its true quantity (:func:`check_estimate`).
+UNRELIABLE = "unreliable at this N and K"
+
+
+def _shown(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def check_estimate(key: str, value: float | None, limits: Mapping[str, float | None], *, n_rows: int,
+                   n_classes: int, biases: Mapping[str, float] | None = None,
+                   bandwidth: float | None = None) -> str | None:
+    """Why ``value``, an estimate of metric ``key``, is unreliable: the first bound of ``key`` it breaks, or None.
+
+    Parameters
+    ----------
+    key : str
+        A registry key with bounds in :data:`calib_core.metrics.registry.BOUNDS`.
+    value : float or None
+        The estimate (None or NaN: nothing to check).
+    limits : mapping
+        ``{registry key: value}`` of the metrics that bound it (e.g. the NLL
+        for CE_KL); a bound whose limit is missing is not checked.
+    n_rows, n_classes : int
+        The N and K the estimate was made on (named in the reason).
+    biases : mapping, optional
+        ``{key: the estimator's value on labels drawn from the predictions}``
+        (:func:`kernel_biases`) for the bounds whose limit is that bias.
+    bandwidth : float, optional
+        The kernel bandwidth, named in the reason (default: the registry's).
+
+    Returns
+    -------
+    str or None
+        ":data:`UNRELIABLE` (N = ..., K = ...): what is broken, why the true
+        value obeys it, the estimator's bias that breaks it, and what would
+        make it reliable."
+
+    Examples
+    --------
+    >>> check_estimate("kde_ce_kl", 16.8, {"nll": 2.24}, n_rows=899, n_classes=10)[:70]
+    'unreliable at this N and K (N = 899, K = 10): 16.8 is above NLL = 2.24'
+    >>> check_estimate("kde_ce_kl", 0.3, {"nll": 2.24}, n_rows=899, n_classes=10) is None
+    True
+    """
+    if value is None or not math.isfinite(value):
+        return None
+    biases = biases or {}
+    for bound in BOUNDS:
+        if bound.key != key:
+            continue
+        if bound.limit == CALIBRATED_BIAS:
+            limit, what = biases.get(key), None
+        elif isinstance(bound.limit, str):
+            limit, what = limits.get(bound.limit), metric_name(bound.limit)
+        else:
+            limit, what = float(bound.limit), None
+        if limit is None or not math.isfinite(limit):
+            continue
+        limit = bound.scale * limit
+        if (value <= limit) if bound.relation == "<=" else (value >= limit):
+            continue
+        if bound.limit == CALIBRATED_BIAS:
+            bias = limit / bound.scale
+            beyond = "below that bias itself" if value < bias else f"not beyond {bound.scale:g} times its own bias"
+            broken = (f"this estimator gives {_shown(bias)} on average on labels drawn from the predictions "
+                      f"themselves (a perfectly calibrated model, true error 0), so {_shown(value)} is {beyond}: "
+                      f"{bound.why}")
+        else:
+            side = "above" if bound.relation == "<=" else "below"
+            shown_limit = f"{what} = {_shown(limit)}" if what else _shown(limit)
+            broken = f"{_shown(value)} is {side} {shown_limit}, where the true value cannot be: {bound.why}"
+        h = KDE_BANDWIDTH if bandwidth is None else bandwidth
+        return (f"{UNRELIABLE} (N = {n_rows:,}, K = {n_classes:,}): {broken}. Why the estimate breaks it: "
+                f"{bound.bias.format(h=f'{h:.3g}')}. Reliable with: {bound.remedy}.")
+    return None
+
+
+def check_bounds(values: Mapping[str, float | None], *, n_rows: int, n_classes: int,
+                 biases: Mapping[str, float] | None = None) -> dict[str, str]:
+    """``{key: reason}`` of every value in ``values`` that breaks a bound (:func:`check_estimate`), in order."""
+    found = {}
+    for key, value in values.items():
+        reason = check_estimate(key, value, values, n_rows=n_rows, n_classes=n_classes, biases=biases)
+        if reason is not None:
+            found[key] = reason
+    return found
+
+
+def kernel_biases(probs: np.ndarray, values: Mapping[str, float | None]) -> dict[str, float]:
+    """The bias of the registry's kernel estimates CE_KL and CE_2^2 on these predictions (those in ``values``).
+
+    :func:`calib_core.metrics.decomposition.calibrated_bias` at the registry's
+    bandwidth: their mean on labels drawn from the predictions, where the
+    true error is 0. Empty when neither was computed.
+    """
+    keys = [key for key in ("kde_ce_kl", "kde_ce_l2") if values.get(key) is not None]
+    if not keys:
+        return {}
+    bias = calibrated_bias(probs, bandwidth=KDE_BANDWIDTH)
+    return {key: bias[("kl" if key == "kde_ce_kl" else "l2"), "direct"] for key in keys}
 
 
 def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",

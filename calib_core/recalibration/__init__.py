@@ -30,7 +30,9 @@ paired bootstrap intervals of the changes, best methods and verdict) and
 :mod:`~calib_core.recalibration.sweeps` (the temperature surface and the
 32-variant GCE ranking) and :mod:`~calib_core.recalibration.defaults` (the
 methods fitted by default at K classes: those with K^2 parameters only up to
-``Recalibrator.max_default_classes``).
+``Recalibrator.max_default_classes``) and :mod:`~calib_core.recalibration.fixable`
+(the drop in NLL and Brier score the best of them achieves under cross-fitting,
+with intervals: the part of a score recalibration can fix).
 
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes

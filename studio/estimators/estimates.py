@@ -19,8 +19,8 @@ from studio.text import md
 ESTIMATOR_ORDER = ("mmce", "skce", "skce_block", "kde_ce_kl", "kde_ce_l2", "kde_ce_kl_classwise",
                    "kde_ce_l2_classwise", "smooth_ece", "calibration_upper_bound")
 #: Columns of the estimates table.
-COLUMNS = ["model", "estimator", "estimate", "ci_low", "ci_high", "std", "interval", "rows", "bandwidth", "cost",
-           "seconds"]
+COLUMNS = ["model", "estimator", "estimate", "unreliable", "ci_low", "ci_high", "std", "interval", "rows",
+           "bandwidth", "cost", "seconds"]
 
 
 class Steps:
@@ -54,9 +54,10 @@ class Steps:
 
 def page_steps(models, settings: Settings, plans: Plans) -> Steps:
     """The progress bar of every computation of the page, shown at once when they are predicted to be slow."""
-    # Bandwidths, the table's estimators, two decompositions, the chain and the smoothed curve.
+    # Bandwidths, the table's estimators, the bounds' limits and the kernel bias, two decompositions, the
+    # decompositions' bias, the fixable part, the chain and the smoothed curve.
     per_model_steps = ((settings.skce_mode == "median") + settings.auto_bandwidth + len(ce.LINEAR)
-                       + len(settings.quadratic_keys) + 2 + 1 + 1)
+                       + len(settings.quadratic_keys) + 2 + 2 + 1 + 1 + 1 + 1)
     predicted = sum(plans.quadratic[m.name].seconds + ce.bootstrap_seconds(m.predictions.n_samples,
                                                                            m.predictions.n_classes,
                                                                            plans.boots[m.name]) for m in models)
@@ -103,7 +104,7 @@ def compute_estimates(models, settings: Settings, plans: Plans, steps: Steps) ->
                     estimate = steps.run(f"{label}, {model.name}, all rows", ce.linear_estimate, predictions,
                                          fingerprint, key, bandwidth, plans.boots[model.name], settings.seed,
                                          ALPHA)
-                    rows.append((label, "linear", estimate))
+                    rows.append((key, label, "linear", estimate))
                 elif key in settings.quadratic_keys:
                     is_skce = key == "skce"
                     label = ce.estimator_name(key, bandwidth=skce_setting if is_skce else kde_setting,
@@ -114,16 +115,41 @@ def compute_estimates(models, settings: Settings, plans: Plans, steps: Steps) ->
                     estimate = steps.run(f"{label}, {where}", ce.quadratic_estimate, predictions, fingerprint, key,
                                          bandwidth, plan.block_rows, plan.n_blocks, settings.seed,
                                          "direct" if is_skce else settings.kde_estimator, ALPHA)
-                    rows.append((label, "O(N²)", estimate))
-            for label, cost, estimate in rows:
+                    rows.append((key, label, "O(N²)", estimate))
+            marks = _bound_marks(model, settings, plan, rows, dirichlet_bandwidth, steps)
+            for key, label, cost, estimate in rows:
                 estimates.append({
-                    "model": model.name, "estimator": label, "estimate": estimate.value, "ci_low": estimate.low,
+                    "model": model.name, "estimator": label, "estimate": estimate.value,
+                    "unreliable": marks.get(key, ""), "ci_low": estimate.low,
                     "ci_high": estimate.high, "std": estimate.std, "interval": estimate.interval,
                     "rows": estimate.rows, "bandwidth": estimate.bandwidth, "cost": cost, "seconds": estimate.seconds,
                 })
         except CalibrationInputError as exc:
             failures[model.name] = str(exc)
     return Estimates(pd.DataFrame(estimates, columns=COLUMNS), bandwidths, failures)
+
+
+def _bound_marks(model, settings: Settings, plan, rows, dirichlet_bandwidth: float, steps: Steps) -> dict[str, str]:
+    """``{key: reason}`` of the table's estimates that break a bound (:func:`calib_core.check_estimate`).
+
+    The limits are the model's NLL, Brier score and root Brier score on all rows; a kernel estimate is also held
+    against its own bias (:func:`calib_core.calibrated_bias`) at its bandwidth and on the rows it was made on.
+    """
+    predictions, fingerprint = model.predictions, model.fingerprint
+    limits = steps.run(f"NLL and Brier score of {model.name}", ce.bound_limits, predictions, fingerprint)
+    biases = {}
+    if any(key in ("kde_ce_kl", "kde_ce_l2") for key, *_ in rows):
+        bias = steps.run(f"Bias of the kernel estimates, {model.name}", ce.calibrated_bias, predictions, fingerprint,
+                         dirichlet_bandwidth, plan.block_rows, settings.seed)
+        biases = {"kde_ce_kl": bias["kl", settings.kde_estimator], "kde_ce_l2": bias["l2", settings.kde_estimator]}
+    marks = {}
+    for key, _, _, estimate in rows:
+        reason = cc.check_estimate(key, estimate.value, limits, n_rows=estimate.rows if key not in biases else
+                                   (plan.block_rows or plan.n_rows), n_classes=predictions.n_classes, biases=biases,
+                                   bandwidth=dirichlet_bandwidth if key in biases else None)
+        if reason:
+            marks[key] = reason
+    return marks
 
 
 def show_estimates(found: Estimates) -> None:
@@ -143,6 +169,10 @@ def show_estimates(found: Estimates) -> None:
                 "model": st.column_config.TextColumn("Model"),
                 "estimator": st.column_config.TextColumn("Estimator", width="large"),
                 "estimate": st.column_config.NumberColumn("Estimate", format="%.5f"),
+                "unreliable": st.column_config.TextColumn(
+                    "Within its bounds?", width="medium",
+                    help="Empty: the estimate is within every bound its true quantity obeys. Otherwise why it is "
+                         "unreliable at this N and K, and what would make it reliable."),
                 "ci_low": st.column_config.NumberColumn("95% low", format="%.5f"),
                 "ci_high": st.column_config.NumberColumn("95% high", format="%.5f"),
                 "std": st.column_config.NumberColumn("Std. error", format="%.5f"),
@@ -157,5 +187,9 @@ def show_estimates(found: Estimates) -> None:
         st.download_button("Download the estimates as CSV", cc.csv_bytes(table),
                            file_name="calibration_estimators.csv", mime="text/csv", on_click="ignore",
                            icon=":material/download:")
+        for row in table[table["unreliable"] != ""].itertuples():
+            st.warning(f"**{md(row.model)}**, {md(row.estimator)} = {row.estimate:.4g} is {md(row.unreliable)}",
+                       icon=":material/warning:")
         st.caption("SKCE and CE₂² are squared errors and CE_KL is in nats, so their scale differs from the ECE's. "
-                   "The unbiased SKCE is negative for many samples of a calibrated model: shown as computed.")
+                   "The unbiased SKCE is negative for many samples of a calibrated model: shown as computed, and "
+                   "marked, since the true SKCE is never negative.")

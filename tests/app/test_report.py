@@ -47,7 +47,7 @@ def test_report_numbers_equal_calib_core(demo):
         assert metrics[key]["method"] == found.method
         for ours, theirs in ((metrics[key]["low"], found.low), (metrics[key]["high"], found.high)):
             assert (ours is None and not math.isfinite(theirs)) or ours == theirs
-        assert f"<td>{value:.6f}</td>" in text
+        assert f"<td>{value:.6f}</td>" in text or f"<td>{value:.6f} ⚠ unreliable</td>" in text
     assert metrics["ace"]["estimate"] == pytest.approx(cc.ace(p.probs, p.labels, n_bins=12))
     verdicts = {row["method"]: row for row in data["models"][0]["verdicts"]}
     hl = cc.calibration_test(p.probs, p.labels, method="hosmer_lemeshow")
@@ -56,6 +56,27 @@ def test_report_numbers_equal_calib_core(demo):
     assert data["settings"]["n_boot"] == 40 and data["settings"]["seed"] == 3
     assert data["settings"]["binning"] == "adaptive" and data["settings"]["n_bins"] == 12
     assert data["calib_core_version"].startswith("0.1.0")
+
+
+def test_report_marks_estimates_outside_their_bounds_and_shows_the_fixable_part(demo):
+    """Issue 23, item 5: on this demo the kernel CE_2^2 (0.19) is above the Brier score (0.134) that bounds it."""
+    from calib_core.recalibration.fixable import fixable_part
+
+    path, p = demo
+    settings = report.ReportSettings(n_boot=40, seed=3, sensitivity_bins=(5, 10))
+    text = report.build_report([report.ReportModel("rf", p, ((DEMO, report.sha256_hex(path)),))], settings,
+                               sections=("metrics",))
+    entry = _data(text)["models"][0]
+    expected = cc.metric_report(p.probs, p.labels).unreliable
+    assert set(expected) >= {"kde_ce_kl", "kde_ce_l2"}
+    assert {row["key"]: row["unreliable"] for row in entry["metrics"] if row["unreliable"]} == expected
+    value = cc.kde_ce(p.probs, p.labels, "l2")
+    assert f"<td>{value:.6f} ⚠ unreliable</td>" in text
+    assert report._e(f"no: {expected['kde_ce_l2']}") in text
+    found = fixable_part(p.probs, p.labels, logits=p.logits, n_boot=40, seed=3)
+    assert entry["fixable"]["method"] == found.method and entry["fixable"]["sentence"] == found.sentence()
+    assert entry["fixable"]["brier_drop_low"] == found.brier_drop_low > 0
+    assert report._e(found.sentence()) in text and "95% interval" in found.sentence()
 
 
 def test_report_carries_file_hash_and_data_summary(demo):

@@ -410,3 +410,17 @@ def test_a_table_over_the_memory_limits_streams_by_default_and_memory_says_how(m
     assert result["engine"] == "stream" and result["n_samples"] == n_rows
     assert result["metrics"]["ece"] == pytest.approx(0.3)
     _one_line_error(_cli("report", str(path), "--engine", "memory"), f"{n_rows:,} rows", "--engine stream")
+def test_an_estimate_outside_its_bounds_is_marked_in_the_json_and_the_table(capsys):
+    """Issue 23, item 5: the default demo's CE_KL (16.8) is above its NLL (2.24), which bounds the true CE_KL."""
+    path = cc.demo_datasets()["digits_gaussian_nb"]
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["metrics"]["kde_ce_kl"] > result["metrics"]["nll"]
+    demo = cc.load_demo("digits_gaussian_nb")
+    assert result["unreliable"] == cc.metric_report(demo.probs, demo.labels).unreliable
+    assert result["unreliable"]["kde_ce_kl"].startswith("unreliable at this N and K (N = 899, K = 10)")
+    assert main(["report", str(path)]) == 0
+    table = capsys.readouterr().out
+    line = next(row for row in table.splitlines() if row.startswith("CE_KL (kernel), h = 0.01 "))
+    assert line.endswith("(unreliable at this N and K: see below)")
+    assert f"CE_KL (kernel), h = 0.01: {result['unreliable']['kde_ce_kl']}" in table
