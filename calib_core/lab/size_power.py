@@ -492,7 +492,7 @@ def _sizes(values: Iterable[int], name: str, *, allow_empty: bool) -> tuple[int,
 #: Display names of the methods of :func:`calib_core.calibration_test`.
 TEST_LABELS: Mapping[str, str] = MappingProxyType({
     "consistency": "Consistency resampling (top-label ECE)",
-    "skce": "SKCE test (linear-time, asymptotic)",
+    "skce": "SKCE test (blocks of √N rows)",
     "hosmer_lemeshow": "Hosmer-Lemeshow (g - 2 dof)",
     "spiegelhalter": "Spiegelhalter's Z",
 })
