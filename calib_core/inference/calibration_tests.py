@@ -51,7 +51,8 @@ References
 .. [Holm1979] Holm, S. "A simple sequentially rejective multiple test procedure",
    Scandinavian Journal of Statistics 6(2), 1979.
 .. [Zaremba2013] Zaremba, W., Gretton, A. & Blaschko, M. "B-test: A non-parametric, low variance kernel
-   two-sample test", NeurIPS 2013. Section 4 (blocks of about sqrt(N) rows).
+   two-sample test", NeurIPS 2013: the mean of block MMD U-statistics, normal as the number of blocks
+   grows, blocks growing with N (sqrt(N) balances block size and block count).
 """
 from __future__ import annotations
 
@@ -800,13 +801,13 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
     *Why blocks of sqrt(N) rows.* The variance of the mean falls as
     1 / (N s): blocks of 2 rows (the linear-time test) compare each row with
     one other and have little power (on N = 6,000 rows with a third of the
-    labels replaced by random ones, ECE 0.12, it rejected at 0.05 for 2 of
-    5 seeds); the quadratic U-statistic has the most power but its null is
+    labels replaced by random ones, ECE 0.12, it rejected at 0.05 on none
+    of seeds 0-4, p from 0.20 to 0.81); the quadratic U-statistic has the most power but its null is
     a weighted sum of chi-squares with no closed form, so it needs
     O(N^2 K) work per resample. Blocks of about sqrt(N) rows (the B-test of
     Zaremba et al. 2013) keep a normal null, cost O(N sqrt(N) K) (capped at
     blocks of 100 rows, O(100 N K), for N > 10,000) with bounded memory, and
-    rejected on every one of 40 seeds of that case. The exact null
+    rejected on every one of 40 seeds of that case (largest p 4e-6). The exact null
     variance, rather than the spread of the few block values, keeps the
     size near alpha at small N (a studentised mean of 10-25 skewed block
     values rejected a calibrated model in only about 2 % of test sets);

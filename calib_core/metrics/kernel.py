@@ -636,10 +636,11 @@ MAX_BLOCK_ROWS = 100
 def block_rows_default(n_rows: int) -> int:
     """Rows per block of the default SKCE test: ``ceil(sqrt(N))``, at least 2 and at most :data:`MAX_BLOCK_ROWS`.
 
-    Zaremba, Gretton & Blaschko (2013, Section 4) choose blocks of about
-    sqrt(N) rows for the block (B-)test of a degenerate kernel U-statistic:
-    the variance of the mean over blocks of s rows falls as 1 / (N s) while
-    the number of independent blocks still grows with N. The cap bounds the
+    The block (B-)test of a degenerate kernel U-statistic (Zaremba, Gretton
+    & Blaschko, NeurIPS 2013) needs blocks that grow with N while their
+    number grows too; sqrt(N) rows balances the two: the variance of the
+    mean over blocks of s rows falls as 1 / (N s) while N / s independent
+    blocks keep the mean normal. The cap bounds the
     cost at O(100 N K) for large N.
 
     Examples
