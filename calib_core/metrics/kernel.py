@@ -628,8 +628,7 @@ def skce_block_terms(probs: ArrayLike, labels: ArrayLike, bandwidth: float) -> N
     return _block_terms(probs, labels, bandwidth)
 
 
-#: Largest block of the default SKCE test: from N = 10,000 rows on, blocks of 100 rows (at 100,000 x 10 the
-#: blocks of sqrt(N) = 317 rows took 27 s here, blocks of 100 rows 3 s; N / 100 >= 100 blocks keep the power).
+#: Largest block of the default SKCE test (N >= 10,000): at 100,000 x 10 blocks of sqrt(N) = 317 rows took 27 s, of 100 rows 3 s.
 MAX_BLOCK_ROWS = 100
 
 
@@ -678,8 +677,7 @@ def skce_block_groups(order: NDArray[np.intp], block_rows: int) -> list[NDArray[
 
 def skce_block_weights(probs: NDArray[np.float64], rows: NDArray[np.intp], bandwidth: float) -> NDArray[np.float64]:
     """Kernel weights ``exp(-||p_i - p_j|| / h)`` within each block of ``rows`` (c, s), zero on the diagonal: (c, s, s)."""
-    points = probs[rows]
-    return _block_weights(points, points @ points.transpose(0, 2, 1), bandwidth)
+    return _block_weights(probs[rows], probs[rows] @ probs[rows].transpose(0, 2, 1), bandwidth)
 
 
 def skce_block_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp], bandwidth: float,
@@ -761,8 +759,7 @@ def skce_block_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp], 
 
 
 def _block_weights(points: NDArray[np.float64], inner: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
-    """``exp(-||p_i - p_j|| / h)`` within each block from its points (c, s, K) and their inner products, 0 on the
-    diagonal."""
+    """``exp(-||p_i - p_j|| / h)`` within each block from its points (c, s, K) and inner products, 0 on the diagonal."""
     norms = np.einsum("cii->ci", inner)
     weights = inner * -2.0
     weights += norms[:, :, None]
