@@ -633,7 +633,7 @@ MAX_BLOCK_ROWS = 100
 
 
 def block_rows_default(n_rows: int) -> int:
-    """Rows per block of the default SKCE test: ``ceil(sqrt(N))``, at least 2 and at most :data:`MAX_BLOCK_ROWS`.
+    """Rows per block of the default SKCE test: ``ceil(sqrt(N))``, from 2 to :data:`MAX_BLOCK_ROWS` and N // 2.
 
     The block (B-)test of a degenerate kernel U-statistic (Zaremba, Gretton
     & Blaschko, NeurIPS 2013) needs blocks that grow with N while their
@@ -647,7 +647,7 @@ def block_rows_default(n_rows: int) -> int:
     >>> block_rows_default(100), block_rows_default(6000), block_rows_default(10**6)
     (10, 78, 100)
     """
-    return int(min(n_rows, MAX_BLOCK_ROWS, max(2, math.ceil(math.sqrt(n_rows)))))
+    return int(max(2, min(n_rows // 2, MAX_BLOCK_ROWS, math.ceil(math.sqrt(n_rows)))))  # >= 2 blocks
 
 
 def skce_block_groups(order: NDArray[np.intp], block_rows: int) -> list[NDArray[np.intp]]:
