@@ -547,7 +547,7 @@ def pathology_numbers(key: str) -> dict[str, float]:
 #: of freedom, the setting for predictions not fitted on the test data.
 TEST_VARIANTS: dict[str, tuple[str, tuple[str, dict]]] = {
     "consistency": ("Consistency resampling (top-label ECE, 1,000 resamples)", ("consistency", {})),
-    "skce": ("SKCE test (linear-time, asymptotic)", ("skce", {})),
+    "skce": ("SKCE test (blocks of √N rows)", ("skce", {})),
     "hosmer_lemeshow": ("Hosmer-Lemeshow (g − 2 dof, default)", ("hosmer_lemeshow", {})),
     "spiegelhalter": ("Spiegelhalter's Z", ("spiegelhalter", {})),
     "hosmer_lemeshow_g": ("Hosmer-Lemeshow (g dof, dof_offset=0)", ("hosmer_lemeshow", {"dof_offset": 0})),

@@ -74,14 +74,14 @@ class ReportSettings:
     n_boot : int
         Bootstrap resamples of the metrics whose interval is a bootstrap.
     seed : int
-        Seed of the bootstrap (the same rows for every metric) and of the
-        consistency test.
+        Seed of the bootstrap (the same rows for every metric) and of every
+        calibration test (each its own named stream of it).
     alpha : float
         Intervals cover ``1 - alpha``; tests read at level ``alpha``.
     n_resamples : int
         Consistency resamples of the ``"consistency"`` test.
     max_quadratic_rows : int or None
-        O(N^2) metrics and the SKCE test are left out above this many rows.
+        O(N^2) metrics are left out above this many rows.
     sensitivity_bins : tuple of int
         Bin counts of the bin-sensitivity sweep.
     simplex_bins : int
@@ -309,14 +309,11 @@ def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
     probs, labels = model.predictions.probs, model.predictions.labels
     rows = []
     for method in TEST_METHODS:
-        if (method == "skce" and settings.max_quadratic_rows is not None
-                and labels.size > settings.max_quadratic_rows):
-            rows.append({"method": method, "statistic": None, "p_value": None, "verdict": "not run",
-                         "reason": f"{labels.size:,} rows > {settings.max_quadratic_rows:,} (O(N^2) test)"})
-            continue
-        options = {"seed": settings.seed, "n_resamples": settings.n_resamples} if method == "consistency" else {}
+        # The one seed for every test (each draws its own named stream of it), as the Metrics page and the CLI.
+        options = {"n_resamples": settings.n_resamples} if method == "consistency" else {}
         try:
-            result = cc.calibration_test(probs, labels, method=method, alpha=settings.alpha, **options)
+            result = cc.calibration_test(probs, labels, method=method, alpha=settings.alpha, seed=settings.seed,
+                                         **options)
         except CalibrationInputError as exc:
             rows.append({"method": method, "statistic": None, "p_value": None, "verdict": "not run",
                          "reason": str(exc)})

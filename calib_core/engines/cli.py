@@ -86,7 +86,9 @@ def _build_parser() -> argparse.ArgumentParser:
                              "'calib-core[report]')")
     report.add_argument("--n-boot", type=int, default=1000, metavar="N",
                         help="bootstrap resamples of the report's intervals (with --html; default 1000)")
-    report.add_argument("--seed", type=int, default=0, help="seed of the report's bootstrap and tests (with --html)")
+    report.add_argument("--seed", type=int, default=0,
+                        help="seed of the calibration tests (each its own named stream of it) and of the --html "
+                             "report's bootstrap (default 0, as the app)")
     return parser
 
 

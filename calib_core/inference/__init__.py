@@ -11,6 +11,7 @@ module              what it does
 ``draws``           labels drawn from the predictions; an estimate on many draws at once
 ``lenses``          expected miscalibration per lens, distance and partition (Tables 3-5)
 ``calibration_tests``  consistency, SKCE, Hosmer-Lemeshow and Spiegelhalter tests, Holm
+``skce_estimators``  the quadratic and block SKCE as estimator objects (the SKCE test's resampled null)
 ``groups``          a metric per subgroup with intervals; multicalibration
 ``blocks``          intervals of O(N^2) estimators over disjoint row blocks
 ==================  =============================================================

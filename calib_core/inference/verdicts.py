@@ -10,9 +10,11 @@ tests of :func:`calib_core.calibration_test`, the lens estimates) is read by
 ``"inconclusive"``
     ``p >= alpha`` *and* the test had no power to see miscalibration here:
     the observed estimate lies below the band of its values under perfect
-    calibration (the estimator's bias dominates), or most rows sit in cells
-    too small for their observed frequency to mean anything. Not evidence of
-    calibration; the reason says which setting would let the test detect miscalibration.
+    calibration (the estimator's bias dominates), most rows sit in cells
+    too small for their observed frequency to mean anything, or the test's
+    power at this N against a clear miscalibration is low (the SKCE test
+    states its power; :data:`MIN_POWER`). Not evidence of calibration; the
+    reason says which setting would let the test detect miscalibration.
 ``"consistent"``
     ``p >= alpha`` otherwise: at this sample size the data are consistent
     with a calibrated model (which is not proof that it is calibrated).
@@ -32,7 +34,7 @@ from numpy.typing import ArrayLike
 
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["DEFAULT_ALPHA", "SPARSE_CELL_ROWS", "SPARSE_ROW_SHARE", "VERDICTS", "CellOccupancy", "Verdict",
+__all__ = ["DEFAULT_ALPHA", "MIN_POWER", "SPARSE_CELL_ROWS", "SPARSE_ROW_SHARE", "VERDICTS", "CellOccupancy", "Verdict",
            "cell_occupancy", "check_alpha", "read_test"]
 
 #: The three verdicts, from "evidence of miscalibration" to "no evidence either way".
@@ -46,6 +48,10 @@ SPARSE_CELL_ROWS = 5
 
 #: A partition is also too sparse to test when more than this share of the rows sits in such cells.
 SPARSE_ROW_SHARE = 0.5
+
+#: A test whose power against its stated reference miscalibration is below this cannot read a non-rejection
+#: as "consistent" (the convention of 80 % power, Cohen 1988, Section 2.4).
+MIN_POWER = 0.8
 
 
 def check_alpha(alpha: object) -> float:
@@ -152,7 +158,8 @@ def _p(p_value: float) -> str:
 
 
 def read_test(p_value: float, alpha: float = DEFAULT_ALPHA, *, test: str, below_null: str | None = None,
-              occupancy: CellOccupancy | None = None, note: str = "") -> Verdict:
+              occupancy: CellOccupancy | None = None, power: float | None = None, power_against: str = "",
+              note: str = "") -> Verdict:
     """The verdict of one calibration test (the single rule every page and result uses).
 
     Parameters
@@ -172,6 +179,13 @@ def read_test(p_value: float, alpha: float = DEFAULT_ALPHA, *, test: str, below_
     occupancy : CellOccupancy, optional
         Cell occupancy of a partitioned estimator; ``occupancy.sparse`` means
         the test has no power here.
+    power : float, optional
+        The test's power at this N against the miscalibration
+        ``power_against`` describes; below :data:`MIN_POWER` the test has
+        little power here.
+    power_against : str, optional
+        The reference miscalibration of ``power``, e.g. "a model whose labels
+        are random on a third of the rows".
     note : str, optional
         A sentence appended to the reason (e.g. a multiple-testing note).
 
@@ -185,8 +199,9 @@ def read_test(p_value: float, alpha: float = DEFAULT_ALPHA, *, test: str, below_
 
     1. ``p < alpha``: ``"miscalibrated"``. (A rejection is valid whatever the
        test's power; the reason mentions sparse cells if there were any.)
-    2. ``below_null`` or a sparse ``occupancy``: ``"inconclusive"``, with
-       why and, from ``occupancy.advice``, what setting gives the test power.
+    2. ``below_null``, a sparse ``occupancy`` or ``power < MIN_POWER``:
+       ``"inconclusive"``, with why and, from ``occupancy.advice``, what
+       setting gives the test power.
     3. Otherwise ``"consistent"``.
 
     An estimate below its band has ``p >= 0.95`` for a (5 %, 95 %) band, so
@@ -222,6 +237,10 @@ def read_test(p_value: float, alpha: float = DEFAULT_ALPHA, *, test: str, below_
                         "miscalibration adds), so the test cannot detect miscalibration with these settings")
     if occupancy is not None and occupancy.sparse:
         problems.append(f"{occupancy.describe()}, so their observed frequencies are mostly noise")
+    low_power = power is not None and power < MIN_POWER
+    if low_power:
+        problems.append(f"at this sample size the test would detect {power_against or 'a clear miscalibration'} "
+                        f"only with probability {power:.0%} (below {MIN_POWER:.0%})")
     if problems:
         reason = f"{test}: {level} ≥ α = {alpha:g}, but " + "; and ".join(problems) + "."
         reason += " This is not evidence of calibration."
@@ -229,6 +248,8 @@ def read_test(p_value: float, alpha: float = DEFAULT_ALPHA, *, test: str, below_
             reason += f" To let the test detect miscalibration, try {occupancy.advice}."
         elif below_null:
             reason += " To let the test detect miscalibration, use fewer, fuller cells or more rows."
+        elif low_power:
+            reason += " To let the test detect miscalibration, use more rows."
         return Verdict("inconclusive", reason + tail)
     reason = (f"{test}: {level} ≥ α = {alpha:g}, within what a calibrated model with these predictions gives "
               "by chance; no evidence of miscalibration at this sample size (which is not proof of calibration).")

@@ -492,7 +492,7 @@ def _sizes(values: Iterable[int], name: str, *, allow_empty: bool) -> tuple[int,
 #: Display names of the methods of :func:`calib_core.calibration_test`.
 TEST_LABELS: Mapping[str, str] = MappingProxyType({
     "consistency": "Consistency resampling (top-label ECE)",
-    "skce": "SKCE test (linear-time, asymptotic)",
+    "skce": "SKCE test (blocks of √N rows)",
     "hosmer_lemeshow": "Hosmer-Lemeshow (g - 2 dof)",
     "spiegelhalter": "Spiegelhalter's Z",
 })
@@ -502,7 +502,8 @@ TEST_LABELS: Mapping[str, str] = MappingProxyType({
 #: model, plus R = 1000 at n = 2000 (95% Clopper-Pearson intervals). tests/lab/test_lab.py re-measures the flag.
 SIZE_NOTES: Mapping[str, str] = MappingProxyType({
     "consistency": "4.6% (n = 100), 4.7% (n = 500), 3.2% (n = 2,000): within [3%, 7%].",
-    "skce": "2.9% (n = 100, 95% interval 2.2-3.7%: slightly conservative), 3.9% (n = 500), 4.2% (n = 2,000).",
+    "skce": "6.7% (n = 100, 95% interval 5.6-7.9%: slightly liberal), 5.9% (n = 500), 6.2% (n = 2,000, R = 500): "
+            "within [3%, 7%].",
     "hosmer_lemeshow": "FLAGGED: 13.0% (n = 100), 11.2% (n = 500), 10.7% (n = 2,000), every interval above 7%: "
                        "g - 2 degrees of freedom suit a model fitted on these data; for a model evaluated on new "
                        "data use dof_offset=0 (g dof: 5.3% at n = 500).",

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
 from scipy import stats
 
 import calib_core as cc
-from calib_core.inference.calibration_tests import hosmer_lemeshow, spiegelhalter_z
+from calib_core.inference.calibration_tests import BlockSKCE, hosmer_lemeshow, spiegelhalter_z
 from calib_core.io import load_demo
-from calib_core.inference.verdicts import SPARSE_CELL_ROWS, cell_occupancy, check_alpha, read_test
+from calib_core.inference.verdicts import MIN_POWER, SPARSE_CELL_ROWS, cell_occupancy, check_alpha, read_test
+from calib_core.metrics import kernel
+from calib_core.validation import named_rng
 
 CIE = cc.CalibrationInputError
 
@@ -164,26 +167,78 @@ def test_holm_adjust_known_values_and_nan():
 
 # ----------------------------------------------------------------------------- SKCE
 
-def test_skce_asymptotic_is_the_block_estimator_on_seeded_random_pairs():
+def issue_case(seed, n=6000, k=4):
+    """Issue 23's clearly miscalibrated case: softmax of 1.5 N(0, 1) logits, labels drawn from the predictions,
+    then a third of the rows given uniformly random labels (ECE about 0.12)."""
+    rng = np.random.default_rng(seed)
+    probs = cc.softmax(1.5 * rng.standard_normal((n, k)))
+    labels = cc.sample_labels(probs, seed=rng)[0]
+    rows = rng.choice(n, n // 3, replace=False)
+    labels[rows] = rng.integers(0, k, rows.size)
+    return probs, labels
+
+
+def test_skce_default_rejects_the_issue_case_on_every_seed():
+    """The old default (linear-time, blocks of 2 rows) rejected none of seeds 0-4 here (p 0.20-0.81): "consistent"."""
+    probs, labels = issue_case(0)
+    assert 0.11 < cc.ece(probs, labels) < 0.14
+    for seed in range(5):
+        probs, labels = issue_case(seed)
+        res = cc.calibration_test(probs, labels, "skce", seed=seed)
+        assert res.p_value < 0.05 and res.verdict == "miscalibrated", (seed, res.p_value)
+        assert res.block_rows == 78 and res.power > 0.99
+
+
+def test_skce_statistic_is_the_mean_u_statistic_of_seeded_random_blocks():
     probs, labels = overconfident(401, 3, 4)
     res = cc.calibration_test(probs, labels, "skce", seed=11, bandwidth=0.5)
-    order = np.random.default_rng(11).permutation(401)
-    block = cc.skce(probs[order], labels[order], bandwidth=0.5, estimator="block")
-    assert res.statistic == pytest.approx(block, rel=1e-12)
-    # Terms of the 200 pairs, their standard error and the one-sided normal p-value.
-    first, second = order[0:400:2], order[1:400:2]
-    resid = np.eye(3)[labels] - probs
-    terms = np.exp(-np.linalg.norm(probs[first] - probs[second], axis=1) / 0.5) * np.sum(
-        resid[first] * resid[second], axis=1)
-    se = terms.std(ddof=1) / np.sqrt(200)
-    assert res.std_error == pytest.approx(se, rel=1e-12)
-    assert res.p_value == pytest.approx(stats.norm.sf(terms.mean() / se), rel=1e-10)
-    assert res.bandwidth == 0.5 and "normal" in res.null_distribution
+    order = named_rng(11, "calibration_test/skce/blocks").permutation(401)
+    # 401 rows in blocks of ceil(sqrt(401)) = 21: 19 blocks, the first two of 22 rows, the others of 21.
+    cuts = np.cumsum([0, 22, 22] + [21] * 17)
+    assert cuts[-1] == 401 and res.block_rows == 21
+    blocks = [order[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    assert res.statistic == pytest.approx(np.mean([cc.skce(probs[r], labels[r], 0.5) for r in blocks]), rel=1e-12)
+    assert res.bandwidth == 0.5 and "normal" in res.null_distribution and "19 blocks of 21-22 rows" in res.null_distribution
+    assert res.p_value == pytest.approx(stats.norm.sf(res.statistic / res.std_error), rel=1e-12)
+    # One block of every row is the quadratic U-statistic; blocks of 2 of an even N the linear-time estimator.
+    whole = cc.calibration_test(probs, labels, "skce", bandwidth=0.5, block_rows=401, null="resampled",
+                                n_resamples=20, seed=1)
+    assert whole.statistic == pytest.approx(cc.skce(probs, labels, 0.5, "unbiased"), rel=1e-12)
+    pairs = cc.calibration_test(probs[:400], labels[:400], "skce", seed=3, bandwidth=0.5, block_rows=2)
+    order = named_rng(3, "calibration_test/skce/blocks").permutation(400)
+    assert pairs.statistic == pytest.approx(cc.skce(probs[:400][order], labels[:400][order], 0.5, "block"),
+                                            rel=1e-12)
 
 
-def test_skce_pairs_are_random_so_a_label_sorted_file_keeps_its_size():
-    # Calibrated predictions, rows sorted by label: consecutive pairs share a label, so their
-    # residual inner products are positive; random pairing keeps the test's size.
+def test_skce_null_variance_is_exact():
+    """Var of a block's U-statistic under labels drawn from the predictions, against full enumeration."""
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet([1, 1, 1], 5)
+    groups = [np.arange(5)[None, :]]
+    _, variance, _ = kernel.skce_block_statistics(probs, np.zeros(5, dtype=np.intp), 0.5, groups,
+                                                  null_variances=True)
+    outcomes = np.array(list(itertools.product(range(3), repeat=5)))
+    weight = np.prod(probs[np.arange(5), outcomes], axis=1)
+    values = np.array([kernel.skce_block_statistics(probs, y, 0.5, groups)[0][0] for y in outcomes])
+    mean = weight @ values
+    assert mean == pytest.approx(0.0, abs=1e-15)
+    assert variance[0] == pytest.approx(weight @ (values - mean) ** 2, rel=1e-10)
+
+
+def test_skce_uniform_means_are_the_mean_under_random_labels():
+    """``uniform_means``: the block statistic's mean when every label is uniformly random (enumerated)."""
+    rng = np.random.default_rng(4)
+    probs = rng.dirichlet([1, 1, 1], 4)
+    groups = [np.arange(4)[None, :]]
+    *_, uniform = kernel.skce_block_statistics(probs, np.zeros(4, dtype=np.intp), 0.7, groups, null_variances=True)
+    outcomes = np.array(list(itertools.product(range(3), repeat=4)))
+    values = [kernel.skce_block_statistics(probs, y, 0.7, groups)[0][0] for y in outcomes]
+    assert uniform[0] == pytest.approx(np.mean(values), rel=1e-10)
+
+
+def test_skce_blocks_are_random_so_a_label_sorted_file_keeps_its_size():
+    # Calibrated predictions, rows sorted by label: blocks of neighbouring rows would share a label, so their
+    # residual inner products would be positive; random blocks keep the test's size.
     rejections = 0
     for seed in range(40):
         rng = np.random.default_rng(seed)
@@ -195,15 +250,55 @@ def test_skce_pairs_are_random_so_a_label_sorted_file_keeps_its_size():
     assert rejections <= 8
 
 
-def test_skce_resampled_null_uses_the_unbiased_statistic():
+def test_skce_resampled_null_recomputes_the_same_block_statistic():
     probs, labels = overconfident(150, 3, 6)
     res = cc.calibration_test(probs, labels, "skce", null="resampled", n_resamples=60, seed=2, bandwidth=0.8)
-    assert res.statistic == pytest.approx(cc.skce(probs, labels, 0.8, "unbiased"), rel=1e-10)
+    asymptotic = cc.calibration_test(probs, labels, "skce", seed=2, bandwidth=0.8)
+    assert res.statistic == pytest.approx(asymptotic.statistic, rel=1e-12)  # the same blocks (named stream)
     assert res.consistency is not None and res.consistency.n_resamples == 60
-    draws = cc.sample_labels(probs, 4, seed=9)
-    fast = cc.UnbiasedSKCE(0.8).evaluate_draws(probs, draws)
-    np.testing.assert_allclose(fast, [cc.skce(probs, d, 0.8, "unbiased") for d in draws], rtol=1e-9, atol=1e-15)
-    assert res.verdict == res.consistency.verdict
+    order = named_rng(2, "calibration_test/skce/blocks").permutation(150)
+    for k in (3, 40):  # one-hot products up to 32 classes, label comparisons beyond
+        p = probs if k == 3 else cc.softmax(np.random.default_rng(k).normal(size=(150, k)))
+        est = BlockSKCE(0.8, kernel.skce_block_groups(order, 13))
+        draws = cc.sample_labels(p, 4, seed=9)
+        np.testing.assert_allclose(est.draw_evaluator(p)(draws), [est(p, d) for d in draws], rtol=1e-9, atol=1e-15)
+    fast = cc.UnbiasedSKCE(0.8).evaluate_draws(probs, draws[:, :150] % 3)
+    np.testing.assert_allclose(fast, [cc.skce(probs, d, 0.8, "unbiased") for d in draws % 3], rtol=1e-9, atol=1e-15)
+
+
+def test_skce_non_rejection_without_power_is_inconclusive():
+    """A calibrated-looking result at small N is not "consistent" when the test could not have seen a third of
+    the labels being random (the old default said "consistent" here)."""
+    probs, labels = issue_case(1, n=120)
+    labels = cc.sample_labels(probs, seed=7)[0]  # calibrated labels
+    res = cc.calibration_test(probs, labels, "skce", seed=0)
+    assert res.p_value >= 0.05 and res.power < MIN_POWER
+    assert res.verdict == "inconclusive"
+    assert "would detect a model whose labels are uniformly random on a third of the rows only with probability" \
+        in res.verdict_reason and "not evidence of calibration" in res.verdict_reason
+    resampled = cc.calibration_test(probs, labels, "skce", seed=0, null="resampled", n_resamples=99)
+    assert resampled.verdict == "inconclusive" and resampled.power == res.power
+    # With power (N = 6,000 calibrated rows) a non-rejection reads "consistent"; blocks of 2 rows never do.
+    probs, _ = issue_case(2)
+    labels = cc.sample_labels(probs, seed=6)[0]
+    res = cc.calibration_test(probs, labels, "skce", seed=1)
+    assert res.power >= MIN_POWER and (res.verdict == "consistent" or res.p_value < 0.05)
+    pairs = cc.calibration_test(probs, labels, "skce", seed=1, block_rows=2)
+    assert pairs.p_value < 0.05 or pairs.verdict == "inconclusive"
+
+
+def test_seeded_tests_draw_named_streams():
+    """Each randomised test draws its own stream of the one seed, so the SKCE numbers do not move when the
+    consistency test (or anything else) draws with the same seed, and a Generator is used as given."""
+    probs, labels = overconfident(300, 3, 8)
+    first = cc.calibration_test(probs, labels, "skce", seed=5)
+    cc.calibration_test(probs, labels, "consistency", seed=5, n_resamples=50)
+    again = cc.calibration_test(probs, labels, "skce", seed=5)
+    assert (again.statistic, again.p_value) == (first.statistic, first.p_value)
+    consistency = cc.calibration_test(probs, labels, "consistency", seed=5, n_resamples=50)
+    direct = cc.consistency_resampling(probs, labels, cc.CanonicalCE(lens="max", n_bins=15), 50,
+                                       named_rng(5, "calibration_test/consistency"))
+    np.testing.assert_array_equal(consistency.consistency.resampled, direct.resampled)
 
 
 # ----------------------------------------------------------------------------- consistency
@@ -212,7 +307,8 @@ def test_consistency_default_is_top_label_ece_with_15_bins():
     probs, labels = overconfident(500, 4, 8)
     res = cc.calibration_test(probs, labels, "consistency", n_resamples=99, seed=4)
     assert res.statistic == pytest.approx(cc.ece(probs, labels, n_bins=15), rel=1e-12)
-    same = cc.consistency_resampling(probs, labels, functools.partial(cc.ece, n_bins=15), 99, 4)
+    same = cc.consistency_resampling(probs, labels, functools.partial(cc.ece, n_bins=15), 99,
+                                     named_rng(4, "calibration_test/consistency"))
     assert res.p_value == pytest.approx(same.p_value)
     np.testing.assert_allclose(res.consistency.resampled, same.resampled, atol=1e-12)
     assert res.consistency.occupancy is not None  # the default estimator knows its bins
@@ -238,9 +334,12 @@ def test_verdict_cases_of_calibration_test():
         assert res.verdict == "miscalibrated", (method, res.verdict_reason)
         assert "α = 0.05" in res.verdict_reason
     calibrated = calibrated_binary(400, 7)
-    for method in ("consistency", "skce", "hosmer_lemeshow", "spiegelhalter"):
+    for method in ("consistency", "hosmer_lemeshow", "spiegelhalter"):
         res = cc.calibration_test(*calibrated, method, seed=0, n_resamples=200)
         assert res.p_value >= 0.05 and res.verdict == "consistent", (method, res.p_value)
+    # At 400 rows the SKCE test has little power against a third of the labels random: inconclusive.
+    res = cc.calibration_test(*calibrated, "skce", seed=0)
+    assert res.p_value >= 0.05 and res.power < MIN_POWER and res.verdict == "inconclusive"
     # The digits random forest with the canonical lens on a uniform grid: below the band and sparse.
     demo = load_demo("digits_random_forest")
     res = cc.calibration_test(demo.probs, demo.labels, estimator=cc.CanonicalCE(), n_resamples=200, seed=0)

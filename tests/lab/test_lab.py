@@ -398,3 +398,14 @@ def test_documented_size_flags_agree_with_a_fresh_measurement():
     assert conclusive == set(sp.FLAGGED_TESTS) & {"hosmer_lemeshow", "spiegelhalter"}
     for method in cc.TEST_METHODS:
         assert sp.SIZE_NOTES[method].startswith("FLAGGED") == (method in sp.FLAGGED_TESTS)
+
+
+@pytest.mark.slow
+def test_skce_default_size_is_within_the_band_and_not_flagged():
+    """The default SKCE test (blocks of sqrt(N) rows, exact null variance) on the Lab's calibrated model:
+    measured size inside [0.03, 0.07] and no flag, at a small and a moderate N (docs/tests.md has R = 2,000)."""
+    result = cc.size_and_power(methods=["skce"], size_n=[100, 500], sizes=[], repetitions=600, seed=7)
+    for row in result.size.itertuples():
+        assert sp.SIZE_BAND[0] <= row.rate <= sp.SIZE_BAND[1], (row.n, row.rate)
+        assert not row.conclusive
+    assert "skce" not in result.flagged and "skce" not in sp.FLAGGED_TESTS
