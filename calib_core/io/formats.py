@@ -566,6 +566,13 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
         kind = {"\t": "tab", ";": "semicolon"}[delimiter]
         notes.append(f"read as {kind}-separated values" + (" with decimal commas." if decimal == "," else "."))
     # The raw header keeps empty names empty (pandas writes "Unnamed: 0").
+    if len(header) != frame.shape[1]:
+        # The sniffer saw only the head of a long header line: check every name (pandas renames a
+        # repeated `p_3` to `p_3.1` without a word).
+        first = pd.read_csv(source(), sep=delimiter, header=None, nrows=1, index_col=False, dtype=str,
+                            keep_default_na=False, na_filter=False, engine="c", encoding=encoding)
+        header = [str(c).strip() for c in first.iloc[0].tolist()]
+        _check_duplicates(header, raw.display)
     if len(header) == frame.shape[1]:
         frame.columns = header
     else:
