@@ -1,0 +1,40 @@
+"""AppTest tests of a refused upload on the Data page: its message names controls it has (issue 23 item 3)."""
+from __future__ import annotations
+
+import pytest
+
+from studio.state import APP_KEY
+
+from tests import app_support
+from tests.app_support import assert_clean
+
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+
+TIMEOUT = 30
+NO_LABEL_NAME = b"truth_value,p_a,p_b\na,0.8,0.2\nb,0.3,0.7\nb,0.4,0.6\n"
+
+
+def test_a_refused_upload_offers_the_column_choices_on_its_message():
+    at = app_support.open_link("app.py", timeout=TIMEOUT)
+    at.file_uploader[0].set_value(("nolabel.csv", NO_LABEL_NAME, "text/csv")).run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "Correct the column mapping" not in message  # a refused file has no card, so no such control
+    assert "Choose the columns" in message
+    assert "nolabel" not in at.session_state[APP_KEY].models
+    # The control the message names is there, and loads the file.
+    at.selectbox(key="data:refused:" + at.file_uploader[0].value[0].file_id + ":label").set_value("truth_value")
+    at.button(key="data:refused:" + at.file_uploader[0].value[0].file_id + ":submit").click().run()
+    assert_clean(at)
+    model = at.session_state[APP_KEY].models["nolabel"]
+    assert model.predictions.class_names == ("a", "b") and model.predictions.accuracy == 1.0
+    assert not at.error
+
+
+def test_labels_that_are_the_columns_names_upload_as_they_are():
+    at = app_support.open_link("app.py", timeout=TIMEOUT)
+    data = b"label,class_0,class_1\nclass_0,0.8,0.2\nclass_1,0.3,0.7\nclass_1,0.4,0.6\n"
+    at.file_uploader[0].set_value(("cls.csv", data, "text/csv")).run()
+    assert_clean(at)
+    assert at.session_state[APP_KEY].models["cls"].predictions.accuracy == 1.0
