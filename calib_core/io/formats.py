@@ -569,9 +569,8 @@ def _read_csv(raw: _Raw) -> tuple[_Table, list[str]]:
     if len(header) != frame.shape[1]:
         # The sniffer saw only the head of a long header line: check every name (pandas renames a
         # repeated `p_3` to `p_3.1` without a word).
-        first = pd.read_csv(source(), sep=delimiter, header=None, nrows=1, index_col=False, dtype=str,
-                            keep_default_na=False, na_filter=False, engine="c", encoding=encoding)
-        header = [str(c).strip() for c in first.iloc[0].tolist()]
+        with io.TextIOWrapper(raw.open_binary(), encoding=encoding, errors="replace", newline="") as handle:
+            header = [c.strip() for c in next(csv.reader(handle, delimiter=delimiter), [])]
         _check_duplicates(header, raw.display)
     if len(header) == frame.shape[1]:
         frame.columns = header
