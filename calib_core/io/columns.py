@@ -1,12 +1,18 @@
 """Column rules: which column (or NPZ array) holds the labels, the classes, the split and the group.
 
 A reader of :mod:`calib_core.io.formats` gives a frame or a dict of arrays;
-the functions here find the label column (by name, :data:`LABEL_NAMES`),
-the class columns (a shared prefix such as ``p_`` or ``logit_``,
-:data:`CLASS_PREFIXES`, else the numeric columns that are not known
-non-class columns, :data:`NON_CLASS_NAMES`), the split and group columns,
-and return them as :class:`_Parts` for :mod:`calib_core.io.interpret`.
-Class columns named ``logit_*`` record why they are logits.
+the functions here find the label column (by name, :data:`LABEL_NAMES`)
+and the class columns, by names first and by values only where names
+cannot tell: the columns the caller names; else the columns sharing a class
+prefix such as ``p_`` or ``logit_`` (:data:`CLASS_PREFIXES`); else, when the
+labels are names, the columns they name (``Dole``, ``p_Dole``); else the
+numeric columns, less integer attributes beside probability columns; else a
+lone ``confidence`` column as a binary score. Identifiers
+(:data:`IDENTIFIER_NAMES`, ``*_id``, distinct consecutive integers) and known
+non-class columns (:data:`NON_CLASS_NAMES`) are never classes; numeric
+columns left over are listed as attributes. The streaming engines apply the
+same rules to their first batch. The parts go to :mod:`calib_core.io.interpret`
+as :class:`_Parts`; class columns named ``logit_*`` record why they are logits.
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ from calib_core.io.formats import (
 )
 from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError
 
-__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "MISSING_GROUP", "split_mask"]
+__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "split_mask"]
 
 #: Column names (lower-case) taken as the label column, in order of preference.
 LABEL_NAMES = (
