@@ -311,13 +311,19 @@ def _chosen_by_names(frame: pd.DataFrame, label: str, numeric: Sequence[str], la
 
 def _chosen_by_values(frame: pd.DataFrame, numeric: Sequence[str]) -> list[str]:
     """Class columns when names cannot tell: the numeric columns, but integer columns beside float ones
-    whose values leave [0, 1] (an attribute such as ``educ`` 1..7) are not classes."""
+    whose values leave [0, 1] (an attribute such as ``educ`` 1..7) are not classes when the rest are
+    probabilities (rows summing to 1, or one score column in [0, 1]); logits written as integers stay."""
     floats = [c for c in numeric if frame[c].dtype.kind == "f"]
     if not floats:
         return list(numeric)
     attributes = {c for c in numeric if frame[c].dtype.kind in "iu" and frame[c].shape[0]
                   and (int(frame[c].min()) < 0 or int(frame[c].max()) > 1)}
-    return [c for c in numeric if c not in attributes]
+    rest = [c for c in numeric if c not in attributes]
+    if not attributes or not rest:
+        return list(numeric)
+    single = len(rest) == 1 and frame[rest[0]].dtype.kind == "f" and bool(
+        ((frame[rest[0]] >= 0.0) & (frame[rest[0]] <= 1.0)).all())
+    return rest if single or _sums_to_one(frame, rest) else list(numeric)
 
 
 def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[str], notes: list[str]) -> list[str]:

@@ -188,3 +188,20 @@ def test_a_round_off_negative_streams_as_in_memory(tmp_path):
     result = evaluate(path, engine="stream", metrics=("accuracy", "ece"))
     from calib_core import ece
     assert result.metrics["ece"] == pytest.approx(ece(memory.probs, memory.labels), abs=1e-12)
+
+
+def test_an_integer_attribute_beside_probabilities_is_not_a_class_when_names_cannot_tell():
+    frame = pd.DataFrame({"label": [0, 1, 2, 1], "a": [0.7, 0.1, 0.2, 0.3], "b": [0.2, 0.8, 0.3, 0.5],
+                          "c": [0.1, 0.1, 0.5, 0.2], "age_group": [3, 5, 2, 3]})
+    pred = load_predictions(_csv(frame), name="m.csv")
+    assert pred.n_classes == 3 and pred.accuracy == 1.0
+    assert "age_group" in pred.attribute_columns
+    binary = pd.DataFrame({"label": [0, 1, 1, 0], "score": [0.2, 0.9, 0.6, 0.4], "educ": [1, 7, 3, 3]})
+    assert load_predictions(_csv(binary), name="b.csv").accuracy == 1.0
+
+
+def test_logits_written_as_integers_stay_classes():
+    frame = pd.DataFrame({"label": [0, 1, 2, 1], "a": [2.5, -1.0, 0.5, 0.0], "b": [0, 3, -2, 4],
+                          "c": [-1.5, 0.5, 3.0, 1.0]})
+    pred = load_predictions(_csv(frame), name="m.csv")
+    assert pred.n_classes == 3 and pred.input_kind == "logits"
