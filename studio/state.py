@@ -136,6 +136,7 @@ _CONTROLS = (
     (r"`renormalize=True`|renormalize=True", "‘Renormalise rows’"),
     (r"`percentages=True`|percentages=True", "‘Divide by 100’"),
     (r"`class_names=[^`]*`", "‘Use this mapping’"),
+    (r"`group=`", "‘Group column’ under ‘Correct the column mapping’"),
     (r"`name=`", "the file name"),
     (r"\b[Pp]ass (?=‘|a smaller|the file|a column)", "use "),
     (r"`(\w+)=[^`]*`", "the matching setting under ‘Correct the column mapping’"),

@@ -200,7 +200,7 @@ def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metri
         "n_bins": args.n_bins,
         "binning": args.binning,
         "split": args.split,
-        "warnings": warnings,
+        "warnings": [_cli_words(w) for w in warnings],  # the loader's notes name flags here
         "metrics": metrics,
         "reasons": reasons,
         "metric_labels": {key: labels.get(key, key) for key in metrics},

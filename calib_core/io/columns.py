@@ -445,8 +445,10 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
         chosen_set = set(chosen)
         attributes_left = [c for c in numeric if c not in chosen_set]
         if attributes_left:
+            groups_too = any(_is_attribute(frame[c]) for c in attributes_left)
             notes.append("not used as classes: " + _shown(
-                [f"{c!r} ({_describe(frame[c])})" for c in attributes_left], 10, quote=False) + ".")
+                [f"{c!r} ({_describe(frame[c])})" for c in attributes_left], 10, quote=False) + "."
+                + (" A column of integers can be the group column (`group=`)." if groups_too else ""))
         left = set(attributes_left)
         unused = [c for c in candidates if c not in chosen_set and c not in left]
         if best is not None and unused:

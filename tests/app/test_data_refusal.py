@@ -38,3 +38,17 @@ def test_labels_that_are_the_columns_names_upload_as_they_are():
     at.file_uploader[0].set_value(("cls.csv", data, "text/csv")).run()
     assert_clean(at)
     assert at.session_state[APP_KEY].models["cls"].predictions.accuracy == 1.0
+
+
+def test_an_integer_attribute_is_listed_on_the_card_and_offered_as_the_group():
+    rows = "\n".join(f"{'Clinton' if k % 3 else 'Dole'},{0.6 + 0.01 * (k % 7):.2f},{0.4 - 0.01 * (k % 7):.2f},{1 + k % 7}"
+                     for k in range(30))
+    data = ("label,Clinton,Dole,educ\n" + rows + "\n").encode()
+    at = app_support.open_link("app.py", timeout=TIMEOUT)
+    at.file_uploader[0].set_value(("vote.csv", data, "text/csv")).run()
+    assert_clean(at)
+    model = at.session_state[APP_KEY].models["vote"]
+    assert model.predictions.class_names == ("Clinton", "Dole")
+    notes = [w.value for w in at.warning if "not used as classes" in w.value]
+    assert len(notes) == 1 and "educ" in notes[0] and "Group column" in notes[0]
+    assert "educ" in at.selectbox(key="data:map:vote:group").options

@@ -313,7 +313,8 @@ def test_labels_as_names_leave_an_integer_attribute_out_of_the_classes(tmp_path,
     memory = cc.load_predictions(path)
     assert result["n_classes"] == 2 and result["input_kind"] == "probabilities"
     assert result["metrics"]["ece"] == pytest.approx(cc.ece(memory.probs, memory.labels), abs=1e-12)
-    assert any("not used as classes: 'educ' (integers 1-7)" in w for w in result["warnings"])
+    assert any("not used as classes: 'educ' (integers 1-7)" in w and "--group-by" in w and "group=" not in w
+               for w in result["warnings"])
 
 
 def test_an_identifier_is_never_offered_as_logits(tmp_path, capsys):
