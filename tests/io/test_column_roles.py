@@ -205,3 +205,21 @@ def test_logits_written_as_integers_stay_classes():
                           "c": [-1.5, 0.5, 3.0, 1.0]})
     pred = load_predictions(_csv(frame), name="m.csv")
     assert pred.n_classes == 3 and pred.input_kind == "logits"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=15, deadline=None)
+@given(n_classes=st.integers(40, 90), name_length=st.integers(800, 1500), data=st.data())
+def test_a_repeated_name_anywhere_in_a_long_header_is_refused(n_classes, name_length, data):
+    """Long headers (class names of about 1 KB): a name repeated past the sniffer's 64 KiB is refused."""
+    names = [f"p_{k:04d}" + "x" * name_length for k in range(n_classes)]
+    header = "label," + ",".join(names)
+    cut = header.encode()[:65536].decode(errors="ignore").count(",")  # columns the sniffer sees whole
+    first = data.draw(st.integers(0, n_classes - 1))
+    position = data.draw(st.integers(max(cut, first + 1), n_classes))
+    names.insert(position, names[first])
+    row = "0," + ",".join(["1"] + ["0"] * (len(names) - 1))
+    with pytest.raises(CalibrationInputError, match="duplicate column name"):
+        load_predictions(f"label,{','.join(names)}\n{row}\n".encode(), name="wide.csv")
