@@ -527,19 +527,28 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
     read_as_logits = input_kind == "logits" or (input_kind == "auto" and parts.logit_reason is not None)
     if read_as_logits and input_kind == "auto":
         parts.inferred_logit_reason = f"{parts.logit_reason}"
-    if not read_as_logits:
-        rounded = round_off(scores, binary=binary)
+    if not read_as_logits and binary:
+        rounded = round_off(scores, binary=True)
         if rounded is not None:
             scores, note = rounded
             notes.append(note)
     if not read_as_logits and not binary:
         # Fast path: valid probabilities pass the shared validator in one blocked pass
         # (and can never be logits under the rule above: no value lies outside [0, 1]).
+        # Round-off below 0 is looked for only when that check fails (no second pass over valid files).
         try:
             probs, row_sums = check_probs_with_row_sums(scores)
         except CalibrationInputError:
-            pass
-        else:
+            probs = None
+            rounded = round_off(scores)
+            if rounded is not None:
+                scores, note = rounded
+                notes.append(note)
+                try:
+                    probs, row_sums = check_probs_with_row_sums(scores)
+                except CalibrationInputError:
+                    pass
+        if probs is not None:
             deviation = np.abs(row_sums - 1.0)
             worst = int(np.argmax(deviation))
             if renormalize and deviation[worst] > 1e-12:
