@@ -53,8 +53,9 @@ def _apply_fix(file_id: str, fix_key: str) -> None:
     if file is None or record is None or record[1] is None:
         return
     fix = next((f for f in record[1].fixes if f.key == fix_key), None)
-    if fix is not None:
-        state.remember_upload(file_id, *_load_upload(file, fix.overrides))
+    if fix is not None:  # on top of the columns chosen under the message, if any
+        chosen = st.session_state.get(_refused_key(file_id, "options"), {})
+        state.remember_upload(file_id, *_load_upload(file, {**chosen, **fix.kwargs}))
 
 
 def _refused_key(file_id: str, field: str) -> str:
@@ -72,7 +73,9 @@ def _apply_columns(file_id: str) -> None:
                "class_columns": list(st.session_state[_refused_key(file_id, "classes")]) or None,
                "score_column": None if score == NO_SCORE else score,
                "input_kind": st.session_state[_refused_key(file_id, "kind")]}
-    state.remember_upload(file_id, *_load_upload(file, {k: v for k, v in options.items() if v is not None}))
+    options = {k: v for k, v in options.items() if v is not None}
+    st.session_state[_refused_key(file_id, "options")] = options
+    state.remember_upload(file_id, *_load_upload(file, options))
 
 
 def _refused_columns_form(file) -> None:

@@ -52,3 +52,17 @@ def test_an_integer_attribute_is_listed_on_the_card_and_offered_as_the_group():
     notes = [w.value for w in at.warning if "not used as classes" in w.value]
     assert len(notes) == 1 and "educ" in notes[0] and "Group column" in notes[0]
     assert "educ" in at.selectbox(key="data:map:vote:group").options
+
+
+def test_a_fix_offered_after_choosing_columns_keeps_the_columns_chosen():
+    data = b"truth_value,p_a,p_b\na,0.8,0.4\nb,0.3,0.9\nb,0.4,0.9\n"  # no label name, rows not summing to 1
+    at = app_support.open_link("app.py", timeout=TIMEOUT)
+    at.file_uploader[0].set_value(("both.csv", data, "text/csv")).run()
+    file_id = at.file_uploader[0].value[0].file_id
+    at.selectbox(key=f"data:refused:{file_id}:label").set_value("truth_value")
+    at.button(key=f"data:refused:{file_id}:submit").click().run()
+    assert len(at.error) == 1 and "sum" in at.error[0].value
+    at.button(key=f"data:fix:{file_id}:renormalize").click().run()
+    assert_clean(at)
+    model = at.session_state[APP_KEY].models["both"]
+    assert dict(model.options)["label_column"] == "truth_value" and model.predictions.accuracy == 1.0
