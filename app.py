@@ -48,7 +48,7 @@ def _load_upload(file, options: tuple = ()) -> tuple[str | None, state.LoadProbl
             return ", ".join(names), None
         return state.add_upload(file.name, file.getvalue(), options), None
     except Exception as exc:  # noqa: BLE001 -- the boundary where user files enter the app
-        return None, state.load_problem(exc)
+        return None, state.load_problem(exc, refused=True)
 
 
 def _uploaded_file(file_id: str):
@@ -61,8 +61,51 @@ def _apply_fix(file_id: str, fix_key: str) -> None:
     if file is None or record is None or record[1] is None:
         return
     fix = next((f for f in record[1].fixes if f.key == fix_key), None)
-    if fix is not None:
-        state.remember_upload(file_id, *_load_upload(file, fix.overrides))
+    if fix is not None:  # on top of the columns chosen under the message, if any
+        chosen = st.session_state.get(_refused_key(file_id, "options"), {})
+        state.remember_upload(file_id, *_load_upload(file, {**chosen, **fix.kwargs}))
+
+
+def _refused_key(file_id: str, field: str) -> str:
+    return f"data:refused:{file_id}:{field}"
+
+
+def _apply_columns(file_id: str) -> None:
+    """Load a refused upload again with the columns chosen under its message."""
+    file = _uploaded_file(file_id)
+    if file is None:
+        return
+    label = st.session_state[_refused_key(file_id, "label")]
+    score = st.session_state[_refused_key(file_id, "score")]
+    options = {"label_column": None if label == DETECT else label,
+               "class_columns": list(st.session_state[_refused_key(file_id, "classes")]) or None,
+               "score_column": None if score == NO_SCORE else score,
+               "input_kind": st.session_state[_refused_key(file_id, "kind")]}
+    options = {k: v for k, v in options.items() if v is not None}
+    st.session_state[_refused_key(file_id, "options")] = options
+    state.remember_upload(file_id, *_load_upload(file, options))
+
+
+def _refused_columns_form(file) -> None:
+    """The column choices of a refused upload, under its message (it has no card to correct them on)."""
+    columns = compute.file_columns(file.getvalue(), file.name)
+    if not columns:
+        return  # no header could be read: the message says how to mend the file
+    with st.expander("Choose the columns"):
+        with st.form(_refused_key(file.file_id, "form"), border=False):
+            st.caption("Leave a field on *detect* to let the loader decide. The file is read again with these "
+                       "settings.")
+            left, right = st.columns(2)
+            left.selectbox("Label column", [DETECT, *columns], key=_refused_key(file.file_id, "label"),
+                           help="The column with the true class of each row (an index or a class name).")
+            right.selectbox("Binary score column", [NO_SCORE, *columns], key=_refused_key(file.file_id, "score"),
+                            help="For a binary problem stored as one column: P(class 1) or one logit.")
+            st.multiselect("Class columns, in class order", columns, key=_refused_key(file.file_id, "classes"),
+                           help="One probability (or logit) column per class. Empty: detected from names.")
+            st.radio("The class columns hold", list(KINDS), format_func=KINDS.get, horizontal=True,
+                     key=_refused_key(file.file_id, "kind"))
+            st.form_submit_button("Load with these columns", on_click=_apply_columns, args=(file.file_id,),
+                                  icon=":material/refresh:", key=_refused_key(file.file_id, "submit"))
 
 
 def _handle_uploads() -> None:
@@ -356,6 +399,8 @@ for file in st.session_state.get(UPLOADS) or []:
         for column, fix in zip(buttons, problem.fixes):
             column.button(md(fix.label), key=f"data:fix:{file.file_id}:{fix.key}", help=md(fix.description),
                           on_click=_apply_fix, args=(file.file_id, fix.key), width="stretch")
+    if not file.name.lower().endswith(".zip"):  # a session file has no columns to choose
+        _refused_columns_form(file)
 
 entries = state.get_entries()
 st.subheader(f"Loaded models ({len(entries)})")

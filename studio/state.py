@@ -142,30 +142,40 @@ _CONTROLS = (
     (r"`renormalize=True`|renormalize=True", "‘Renormalise rows’"),
     (r"`percentages=True`|percentages=True", "‘Divide by 100’"),
     (r"`class_names=[^`]*`", "‘Use this mapping’"),
+    (r"`group=`", "‘Group column’ under ‘Correct the column mapping’"),
     (r"`name=`", "the file name"),
     (r"\b[Pp]ass (?=‘|a smaller|the file|a column)", "use "),
     (r"`(\w+)=[^`]*`", "the matching setting under ‘Correct the column mapping’"),
 )
 
 
-def app_message(text: str) -> str:
+#: Where a refused upload's column choices are: under its message (it has no card, so no ‘Correct the column
+#: mapping’).
+REFUSED_MAPPING = "‘Choose the columns’ below this message"
+
+
+def app_message(text: str, *, refused: bool = False) -> str:
     """A calib_core message in the app's words: controls instead of Python arguments.
 
     ``"Pass `renormalize=True` to ..."`` becomes ``"use ‘Renormalise rows’
     to ..."``. Messages carried by :class:`calib_core.io.interpret.PredictionsFileError`
-    have a ``plain`` form already; this handles every other message.
+    have a ``plain`` form already; this handles every other message. ``refused``:
+    the message refuses an upload, whose column choices are :data:`REFUSED_MAPPING`.
     """
     for pattern, replacement in _CONTROLS:
         text = re.sub(pattern, replacement, text)
+    if refused:
+        text = text.replace("‘Correct the column mapping’", REFUSED_MAPPING)
     return re.sub(r"(^|[.!?]\s+)use ", lambda m: m.group(1) + "Use ", text)
 
 
-def load_problem(exc: BaseException) -> LoadProblem:
-    """The :class:`LoadProblem` of a loading failure (any exception, never shown raw)."""
+def load_problem(exc: BaseException, *, refused: bool = False) -> LoadProblem:
+    """The :class:`LoadProblem` of a loading failure (any exception, never shown raw); ``refused``: of an upload
+    that did not load (see :func:`app_message`)."""
     if isinstance(exc, CalibrationInputError):
         fixes = tuple(getattr(exc, "fixes", ()) or ())
         mapping = getattr(exc, "proposed_mapping", None)
-        return LoadProblem(app_message(str(getattr(exc, "plain", None) or exc)), fixes, mapping)
+        return LoadProblem(app_message(str(getattr(exc, "plain", None) or exc), refused=refused), fixes, mapping)
     return LoadProblem("the file could not be read: it is damaged or not a predictions table in a "
                        "supported format (CSV, TSV, Parquet, NPZ or NPY).")
 

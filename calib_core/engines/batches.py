@@ -46,7 +46,7 @@ from calib_core.engines.stats import CalibrationStats
 from calib_core.io.columns import _group_text, _table_parts, split_mask
 from calib_core.io.formats import (ARRAY_FORMATS, TABLE_FORMATS, _check_duplicates, _Decoded, _plain_row_label, _Table,
                                    format_of, sniff_csv_file)
-from calib_core.io.interpret import _binary_class_names, _interpret_scores, _labels_to_indices
+from calib_core.io.interpret import _binary_class_names, _interpret_scores, _labels_to_indices, holds_class_zero, round_off
 from calib_core.io.predictions import load_predictions
 from calib_core.validation import CalibrationInputError, check_choice, check_probs_columns, softmax
 
@@ -222,7 +222,9 @@ class ColumnPlan:
         labels, class_names = _labels_to_indices(parts, n_classes, class_names, notes)
         names = tuple(str(c) for c in class_names)
         raw = np.asarray(parts.raw_labels)
-        index_labels = raw.dtype.kind in "iu" and names == tuple(str(k) for k in range(n_classes))
+        # (One score column named for class 0 holds P(class 0): the loader's rules, not the fast path, read it.)
+        index_labels = raw.dtype.kind in "iu" and names == tuple(str(k) for k in range(n_classes)) \
+            and not holds_class_zero(parts)
         split_column = None
         lower = {str(c).lower(): str(c) for c in frame.columns}
         if "split" in lower:
@@ -301,7 +303,7 @@ class ColumnPlan:
                          split: str | None = None) -> "ColumnBatch":
         """The rows of a pandas frame (a Dask partition), class-major (checked by :meth:`ColumnBatch.check`)."""
         if split is None and self.index_labels and self.input_kind == "probabilities" \
-                and all(c in frame.columns and frame[c].dtype == np.float64 for c in self.class_columns) \
+                and len(self.class_columns) == self.n_classes and all(c in frame.columns and frame[c].dtype == np.float64 for c in self.class_columns) \
                 and self.label_column in frame.columns and frame[self.label_column].dtype.kind in "iu" \
                 and (self.group_column is None or self.group_column in frame.columns):
             columns = [frame[c].to_numpy() for c in self.class_columns]
@@ -330,7 +332,7 @@ class ColumnPlan:
                 f"{display} lacks the column(s) {', '.join(map(repr, missing))} that the first file has "
                 "(schema mismatch between files)."
             )
-        fast = self.index_labels and self.input_kind == "probabilities" \
+        fast = self.index_labels and self.input_kind == "probabilities" and len(self.class_columns) == self.n_classes \
             and pa.types.is_integer(batch.schema.field(self.label_column).type) \
             and all(pa.types.is_float64(batch.schema.field(c).type) for c in self.class_columns)
         if not fast:
@@ -398,11 +400,20 @@ class ColumnBatch:
         """
         if self.checked or self.n_rows == 0:
             return ColumnBatch(self.columns, self.labels, self.first_row, self.display, True, self.groups)
+        columns = self.columns
         try:
-            _, labels = check_probs_columns(self.columns, self.labels, row_offset=self.first_row + 1)
+            _, labels = check_probs_columns(columns, self.labels, row_offset=self.first_row + 1)
         except CalibrationInputError as exc:
-            raise CalibrationInputError(f"{self.display}: {exc}") from None
-        return ColumnBatch(self.columns, labels, self.first_row, self.display, True, self.groups)
+            # Round-off below 0 (1 - p = -2.2e-16) is read as 0, as the loader does (one tolerance).
+            rounded = [round_off(c) for c in columns]
+            if not any(r is not None for r in rounded):
+                raise CalibrationInputError(f"{self.display}: {exc}") from None
+            columns = [c if r is None else r[0] for c, r in zip(columns, rounded)]
+            try:
+                _, labels = check_probs_columns(columns, self.labels, row_offset=self.first_row + 1)
+            except CalibrationInputError as again:
+                raise CalibrationInputError(f"{self.display}: {again}") from None
+        return ColumnBatch(columns, labels, self.first_row, self.display, True, self.groups)
 
     def block(self, start: int, stop: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
         """Rows ``start:stop`` of a checked batch as a ``(K, m)`` array and labels."""

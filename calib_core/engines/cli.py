@@ -57,6 +57,9 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--label-column", default=None, help="name of the label column (default: detected)")
     report.add_argument("--input-kind", choices=("auto", "probabilities", "logits"), default="auto",
                         help="whether the class columns hold probabilities or logits (default: detected)")
+    report.add_argument("--class-names", default=None, metavar="A,B,...",
+                        help="the class of each class column, in column order, separated by commas (accepts the "
+                             "label-to-column mapping a refused file proposes; memory engine)")
     report.add_argument("--renormalize", action="store_true",
                         help="divide each probability row by its sum instead of refusing rows not summing to 1")
     report.add_argument("--percentages", action="store_true",
@@ -125,7 +128,7 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
 
 
     options = dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
-                   percentages=args.percentages)
+                   percentages=args.percentages, class_names=_class_names(args))
     if os.path.isfile(path) or _pipe_kind(path):
         raw = _read_input(path)  # read once: the bytes hashed are the bytes loaded
         predictions = load_predictions(raw, **options)
@@ -171,11 +174,12 @@ def _report(args: argparse.Namespace) -> dict:
     if pipe or os.path.isfile(args.path):
         predictions = load_predictions(_read_input(args.path), label_column=args.label_column,
                                        input_kind=args.input_kind, renormalize=args.renormalize,
-                                       percentages=args.percentages, group=args.group_by)
+                                       percentages=args.percentages, group=args.group_by,
+                                       class_names=_class_names(args))
     else:  # a folder or a pattern: the loader says why it cannot be loaded in memory
         predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind,
                                        renormalize=args.renormalize, percentages=args.percentages,
-                                       group=args.group_by)
+                                       group=args.group_by, class_names=_class_names(args))
     if args.split is not None:
         predictions = _select_split(predictions, args.split, args.path)
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
@@ -211,7 +215,7 @@ def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metri
         "n_bins": args.n_bins,
         "binning": args.binning,
         "split": args.split,
-        "warnings": warnings,
+        "warnings": [_cli_words(w) for w in warnings],  # the loader's notes name flags here
         "metrics": metrics,
         "reasons": reasons,
         "unreliable": unreliable,
@@ -327,7 +331,17 @@ def _summary_of(predictions, args: argparse.Namespace) -> dict:
                            files=(str(args.path),), split=args.split, warnings=predictions.warnings).summary()
 
 
+def _class_names(args: argparse.Namespace) -> list[str] | None:
+    """``--class-names a,b`` as the loader's ``class_names``."""
+    if args.class_names is None:
+        return None
+    return [name.strip() for name in args.class_names.split(",")]
+
+
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
+    if args.class_names is not None:
+        raise CalibrationInputError(f"--class-names needs the memory engine (--engine memory), not the {engine} "
+                                    "engine; or name each class column p_<class> after its label.")
 
     result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
@@ -448,6 +462,38 @@ _FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--
               ("input_kind", "logits"): "--input-kind logits", ("input_kind", "probabilities"): "--input-kind probabilities"}
 
 
+#: Python argument mentions in calib_core messages -> what does it on the command line.
+_CLI_WORDS = (
+    (r"`label_column=(-?\d+|'[^']*')?`", lambda m: "--label-column" + (f" {m.group(1).strip(chr(39))}" if m.group(1) else "")),
+    (r"`class_names=[^`]*`", "--class-names A,B,..."),
+    (r"`input_kind='(logits|probabilities)'`", r"--input-kind \1"),
+    (r"`renormalize=True`", "--renormalize"),
+    (r"`percentages=True`", "--percentages"),
+    (r"`group=`", "--group-by"),
+    (r"[Pp]ass `class_columns=`|[Pp]ass `score_column=(?:'[^']*')?`", "name the class columns p_<class>"),
+    (r"`class_columns=`|`score_column=(?:'[^']*')?`", "class columns named p_<class>"),
+)
+
+
+def _fix_flag(item: tuple) -> str | None:
+    """The command-line spelling of one ``(keyword, value)`` of a fix, or None when the command line has none."""
+    key, value = item
+    if key == "class_names":
+        import shlex
+
+        return "--class-names " + shlex.quote(",".join(str(v) for v in value))
+    return _FIX_FLAGS.get(item)
+
+
+def _cli_words(text: str) -> str:
+    """A loader message with its Python arguments replaced by the command line's flags."""
+    import re
+
+    for pattern, replacement in _CLI_WORDS:
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
 def _error_text(exc: CalibrationInputError) -> str:
     """The message of ``exc`` in the command line's words.
 
@@ -455,10 +501,10 @@ def _error_text(exc: CalibrationInputError) -> str:
     described without Python argument names, followed by the flags that apply each fix.
     """
     fixes = getattr(exc, "fixes", ())
-    flags = [" ".join(_FIX_FLAGS[item] for item in fix.overrides) for fix in fixes
-             if all(item in _FIX_FLAGS for item in fix.overrides)]
+    flags = [" ".join(_fix_flag(item) for item in fix.overrides) for fix in fixes
+             if all(_fix_flag(item) for item in fix.overrides)]
     if not flags:
-        return str(exc)
+        return _cli_words(str(exc))
     return f"{exc.plain} To load it anyway: " + "; or ".join(flags) + "."
 
 

@@ -1,15 +1,22 @@
 """Column rules: which column (or NPZ array) holds the labels, the classes, the split and the group.
 
 A reader of :mod:`calib_core.io.formats` gives a frame or a dict of arrays;
-the functions here find the label column (by name, :data:`LABEL_NAMES`),
-the class columns (a shared prefix such as ``p_`` or ``logit_``,
-:data:`CLASS_PREFIXES`, else the numeric columns that are not known
-non-class columns, :data:`NON_CLASS_NAMES`), the split and group columns,
-and return them as :class:`_Parts` for :mod:`calib_core.io.interpret`.
-Class columns named ``logit_*`` record why they are logits.
+the functions here find the label column (by name, :data:`LABEL_NAMES`)
+and the class columns, by names first and by values only where names
+cannot tell: the columns the caller names; else the columns sharing a class
+prefix such as ``p_`` or ``logit_`` (:data:`CLASS_PREFIXES`); else, when the
+labels are names, the columns they name (``Dole``, ``p_Dole``); else the
+numeric columns, less integer attributes beside probability columns; else a
+lone ``confidence`` column as a binary score. Identifiers
+(:data:`IDENTIFIER_NAMES`, ``*_id``, distinct consecutive integers) and known
+non-class columns (:data:`NON_CLASS_NAMES`) are never classes; numeric
+columns left over are listed as attributes. The streaming engines apply the
+same rules to their first batch. The parts go to :mod:`calib_core.io.interpret`
+as :class:`_Parts`; class columns named ``logit_*`` record why they are logits.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -27,7 +34,7 @@ from calib_core.io.formats import (
 )
 from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError
 
-__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "MISSING_GROUP", "split_mask"]
+__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "split_mask"]
 
 #: Column names (lower-case) taken as the label column, in order of preference.
 LABEL_NAMES = (
@@ -217,6 +224,118 @@ def _is_number_column(values: pd.Series) -> bool:
     return values.dtype.kind in "iuf"
 
 
+#: Column names (lower-case) of row identifiers: never a score or a class, whatever they hold.
+IDENTIFIER_NAMES = frozenset({
+    "id", "idx", "index", "row", "rowid", "row_id", "row_idx", "row_index", "row_number", "row_num", "rownum",
+    "uid", "uuid", "key", "sample", "sample_id", "sample_idx", "sample_index", "record", "record_id",
+})
+_IDENTIFIER_PATTERN = re.compile(r"(?:^|[_\-\s.])(?:id|idx|index|uid|uuid|key)$|^(?:id|idx)[_\-\s.]")
+_CAMEL_ID = re.compile(r"[a-z0-9](?:ID|Id|Idx)$")  # questionId, QuestionID
+
+#: Columns read as the one score of a binary problem when nothing else can be (`question_id,confidence,label`).
+_CONFIDENCE_NAMES = ("confidence", "conf")
+
+
+def _is_identifier(column: str, values: pd.Series | None) -> bool:
+    """Whether a column identifies rows: named so (``id``, ``*_id``, ``index``, ``row``, ...) or holding
+    distinct consecutive integers (at least 3 rows: two rows 0/1 may be hard probabilities)."""
+    name = column.strip()
+    if name.lower() in IDENTIFIER_NAMES or _IDENTIFIER_PATTERN.search(name.lower()) or _CAMEL_ID.search(name):
+        return True
+    if values is None or values.dtype.kind not in "iu" or values.shape[0] < 3:
+        return False
+    array = values.to_numpy()
+    low, high = int(array.min()), int(array.max())
+    return high - low == array.shape[0] - 1 and np.unique(array).shape[0] == array.shape[0]
+
+
+def _describe(values: pd.Series, *, identifier: bool = False) -> str:
+    """What a column not used as a class holds, in a few words: ``integers 1-7``."""
+    kind = values.dtype.kind
+    if kind in "iu" and values.shape[0]:
+        span = f"integers {int(values.min())}-{int(values.max())}"
+        return f"an identifier: {span}" if identifier else span
+    if identifier:
+        return "an identifier"
+    numbers = _to_numeric(values)
+    if kind == "f" and numbers.notna().any():
+        return f"numbers {float(numbers.min()):.4g} to {float(numbers.max()):.4g}"
+    return "numbers and text"
+
+
+def _named_by_labels(labels: pd.Series, numeric: Sequence[str]) -> dict[str, str]:
+    """The numeric columns the label values name, each with its class: ``Dole`` or ``p_Dole`` for label ``Dole``.
+
+    Empty when no column is named after a label (or the labels are too many to be classes).
+    """
+    uniques = pd.unique(labels.dropna())
+    if not numeric or uniques.shape[0] > MAX_CLASSES:
+        return {}
+    texts = {_label_text(u) for u in uniques} - {""}
+    found: dict[str, str] = {}
+    for column in numeric:
+        name = column.strip()
+        if name in texts:
+            found[column] = name
+            continue
+        for prefix in CLASS_PREFIXES:
+            if _has_prefix(name, prefix) and name[len(prefix):].strip() in texts:
+                found[column] = name[len(prefix):].strip()
+                break
+    return found
+
+
+def _sums_to_one(frame: pd.DataFrame, columns: Sequence[str]) -> bool:
+    """Whether every row of ``columns`` is a probability vector (within ``ROW_SUM_TOLERANCE``)."""
+    try:
+        values = frame[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return False
+    sums = values.sum(axis=1)
+    return bool(np.isfinite(sums).all() and values.min() >= -ROW_SUM_TOLERANCE
+                and np.abs(sums - 1.0).max() <= ROW_SUM_TOLERANCE)
+
+
+def _chosen_by_names(frame: pd.DataFrame, label: str, numeric: Sequence[str], label_of: dict[str, str]) -> list[str]:
+    """Class columns when the labels name some columns: those, plus the unnamed float columns only if the
+    rows need them to sum to 1 (a class no label shows); every other numeric column is an attribute."""
+    named = [c for c in numeric if c in label_of]
+    rest = [c for c in numeric if c not in label_of]
+    if not rest or _sums_to_one(frame, named) or len(named) == 1 and pd.unique(frame[label].dropna()).shape[0] <= 2:
+        return named  # (one column named for one of two classes is that class's probability)
+    floats = [c for c in rest if frame[c].dtype.kind == "f"]
+    extra = set(floats)
+    wider = [c for c in numeric if c in label_of or c in extra]
+    return wider if floats and _sums_to_one(frame, wider) else named
+
+
+def _chosen_by_values(frame: pd.DataFrame, numeric: Sequence[str]) -> list[str]:
+    """Class columns when names cannot tell: the numeric columns, but integer columns beside float ones
+    whose values leave [0, 1] (an attribute such as ``educ`` 1..7) are not classes when the rest are
+    probabilities (rows summing to 1, or one score column in [0, 1]); logits written as integers stay."""
+    floats = [c for c in numeric if frame[c].dtype.kind == "f"]
+    if not floats:
+        return list(numeric)
+    attributes = {c for c in numeric if frame[c].dtype.kind in "iu" and frame[c].shape[0]
+                  and (int(frame[c].min()) < 0 or int(frame[c].max()) > 1)}
+    rest = [c for c in numeric if c not in attributes]
+    if not attributes or not rest:
+        return list(numeric)
+    single = len(rest) == 1 and frame[rest[0]].dtype.kind == "f" and bool(
+        ((frame[rest[0]] >= 0.0) & (frame[rest[0]] <= 1.0)).all())
+    return rest if single or _sums_to_one(frame, rest) else list(numeric)
+
+
+def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[str], notes: list[str]) -> list[str]:
+    """The one ``confidence`` column as the score of a binary problem, when no other column can be."""
+    lower = {c.strip().lower(): c for c in columns if c not in taken}
+    found = [lower[n] for n in _CONFIDENCE_NAMES if n in lower and _is_number_column(frame[lower[n]])]
+    if len(found) != 1:
+        return []
+    notes.append(f"no other column holds probabilities, so {found[0]!r} is the score.")
+    return found
+
+
 def _table_parts(table: _Table, *, display: str, label_column: str | None,
                  class_columns: Sequence[str] | None, score_column: str | None,
                  split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
@@ -269,7 +388,11 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
                 f"({table.nested[group_name][:80]}); a group column must hold plain text or numbers."
             )
         taken.add(group_name)
-    # Class columns.
+    # Class columns: chosen by the caller, else by names (a class prefix; the labels' own names), else by
+    # values. Identifiers are never classes, and numeric columns left over are attributes.
+    by_names = False
+    identifiers: list[str] = []
+    label_of: dict[str, str] = {}
     if score_column is not None and class_columns is not None:
         raise CalibrationInputError("pass either `score_column=` (binary) or `class_columns=`, not both.")
     if score_column is not None:
@@ -288,25 +411,46 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
             notes.append(f"ignored column {c!r}: it holds nested values ({table.nested[c][:80]}), "
                          "not probabilities.")
         candidates = [c for c in candidates if c not in table.nested]
+        kinds = dict(zip(columns, frame.dtypes.map(lambda t: t.kind)))  # one pass: frame[c] is slow on 10^4 columns
+        identifiers = [c for c in candidates if _is_identifier(c, frame[c] if kinds.get(c) in ("i", "u") else None)]
+        if identifiers:
+            notes.append("not used as scores or classes: " + _shown(
+                [f"{c!r} ({_describe(frame[c], identifier=True)})" for c in identifiers], 10, quote=False) + ".")
+        dropped = set(identifiers)
+        candidates = [c for c in candidates if c not in dropped]
         best = _best_prefix(candidates)
         if best is not None:
             chosen = [c for c in candidates if _has_prefix(c, best[0])]
+            prefixed = set(chosen)
+            numeric = [c for c in candidates if c not in prefixed and _is_number_column(frame[c])]
         else:
-            chosen = []
+            numeric = []
             for c in candidates:
                 values = frame[c]
                 if values.isna().all():
                     notes.append(f"ignored column {c!r}: it is empty.")
                 elif _is_number_column(values):
-                    chosen.append(c)
+                    numeric.append(c)
                 elif values.dtype == bool:
                     notes.append(f"ignored column {c!r}: it holds true/false values, not probabilities.")
                 elif _bad_numeric_value(values) is not None and _to_numeric(values).notna().any():
-                    chosen.append(c)  # mostly numbers with some text: reported as an error below
+                    numeric.append(c)  # mostly numbers with some text: reported as an error below
                 else:
                     notes.append(f"ignored column {c!r}: it holds text, not probabilities.")
+            label_of = _named_by_labels(frame[label], numeric)
+            by_names = bool(label_of)
+            chosen = _chosen_by_names(frame, label, numeric, label_of) if by_names else _chosen_by_values(frame, numeric)
+            if not chosen:
+                chosen = _confidence_column(frame, columns, taken, notes)
         chosen_set = set(chosen)
-        unused = [c for c in candidates if c not in chosen_set]
+        attributes_left = [c for c in numeric if c not in chosen_set]
+        if attributes_left:
+            groups_too = any(_is_attribute(frame[c]) for c in attributes_left)
+            notes.append("not used as classes: " + _shown(
+                [f"{c!r} ({_describe(frame[c])})" for c in attributes_left], 10, quote=False) + "."
+                + (" A column of integers can be the group column (`group=`)." if groups_too else ""))
+        left = set(attributes_left)
+        unused = [c for c in candidates if c not in chosen_set and c not in left]
         if best is not None and unused:
             notes.append(f"ignored columns without a class prefix: {_shown(unused, 10)}.")
     if not chosen:
@@ -331,6 +475,8 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
             )
     names, prefix = _strip_common_prefix(chosen)
     names = [n.strip() for n in names]  # "p_ cat" is class "cat", as labels are stripped too
+    if by_names:
+        names = [label_of.get(c, n) for c, n in zip(chosen, names)]
     logit_reason = None
     if prefix in _LOGIT_PREFIXES:
         shown = ", ".join(chosen[:3]) + (", ..." if len(chosen) > 3 else "")
@@ -368,11 +514,11 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
     if group_name is not None:
         groups, n_missing = _group_text(frame[group_name])
         _note_missing_groups(n_missing, group_name, notes)
-    not_attributes = set(chosen) | {label, split_name}
+    not_attributes = set(chosen) | {label, split_name} | set(identifiers)
     attributes = [c for c in columns if c not in not_attributes and c != "" and c not in table.nested
                   and not c.startswith("__index_level_") and _is_attribute(frame[c])]
     return _Parts(scores=scores, raw_labels=raw_labels, score_names=chosen,
-                  class_names=names if (prefix is not None or len(chosen) > 1) else None,
+                  class_names=names if (prefix is not None or len(chosen) > 1 or by_names) else None,
                   label_name=label, logit_reason=logit_reason, split=split, row_label=row_label,
                   notes=notes, raw_label_text=raw_text, groups=groups, group_name=group_name,
                   attributes=attributes)

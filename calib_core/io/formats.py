@@ -601,6 +601,12 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
         kind = {"\t": "tab", ";": "semicolon"}[delimiter]
         notes.append(f"read as {kind}-separated values" + (" with decimal commas." if decimal == "," else "."))
     # The raw header keeps empty names empty (pandas writes "Unnamed: 0").
+    if len(header) != frame.shape[1]:
+        # The sniffer saw only the head of a long header line: check every name (pandas renames a
+        # repeated `p_3` to `p_3.1` without a word).
+        with io.TextIOWrapper(raw.open_binary(), encoding=encoding, errors="replace", newline="") as handle:
+            header = [c.strip() for c in next(csv.reader(handle, delimiter=delimiter), [])]
+        _check_duplicates(header, raw.display)
     if len(header) == frame.shape[1]:
         frame.columns = header
     else:

@@ -321,6 +321,12 @@ def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | N
         if all(t in index for t in texts):
             lookup = np.array([index[t] for t in texts], dtype=np.intp)
             return lookup[codes], names
+        # Labels that are the class columns' names as written (label class_0, column class_0): those names.
+        written = [str(c).strip() for c in parts.score_names]
+        index = {n: k for k, n in enumerate(written)}
+        if len(index) == n_classes and all(t in index for t in texts):
+            lookup = np.array([index[t] for t in texts], dtype=np.intp)
+            return lookup[codes], written
     if all(re.fullmatch(r"[-+]?[0-9]{1,18}", t) for t in texts) and not any(t in name_set for t in texts):
         # Integer labels stored as text ("0", "1") with no column named by them: class indices.
         values = np.array([int(t) for t in texts], dtype=object)
@@ -451,6 +457,45 @@ def _diagnose_scores(parts: _Parts, scores: NDArray[np.float64], input_kind: str
         "are logits.", fixes, rows)
 
 
+def round_off(values: NDArray[np.float64], *, binary: bool = False) -> tuple[NDArray[np.float64], str] | None:
+    """Probabilities off [0, 1] by no more than :data:`~calib_core.validation.ROW_SUM_TOLERANCE`, set on it.
+
+    A value such as ``1 - p = -2.2e-16`` is floating-point round-off, as a row
+    summing to ``1 + 1e-5`` is: one tolerance decides both. Values further out
+    are left for the checks to refuse. For one binary score column the upper
+    end is 1 too.
+
+    Returns
+    -------
+    (ndarray, str) or None
+        A corrected copy and the note that says so, or None when nothing is
+        within the tolerance and outside [0, 1] (then ``values`` is left as it is).
+    """
+    low = values.min() if values.size else 0.0
+    high = values.max() if binary and values.size else 1.0
+    if not (-ROW_SUM_TOLERANCE <= low and high <= 1.0 + ROW_SUM_TOLERANCE) or (low >= 0.0 and high <= 1.0):
+        return None  # NaN fails the first test: nothing to round, the checks report it
+    changed = int(np.count_nonzero(values < 0.0) + (np.count_nonzero(values > 1.0) if binary else 0))
+    worst = float(low) if low < 0.0 else float(high)
+    fixed = np.clip(values, 0.0, 1.0) if binary else np.maximum(values, 0.0)
+    ends = "0 or 1" if binary and low < 0.0 and high > 1.0 else ("0" if low < 0.0 else "1")
+    return fixed, (f"{changed:,} value(s) outside [0, 1] by at most {ROW_SUM_TOLERANCE:g} (round-off such as "
+                   f"1 - p = {worst:.3g}) were read as {ends}: the same tolerance rows may miss a sum of 1 by.")
+
+
+def holds_class_zero(parts: _Parts) -> bool:
+    """Whether one score column is named for class 0 of 0/1 labels (``label,p_0``): it holds P(class 0)."""
+    if parts.scores.shape[1] != 1 or not parts.class_names or str(parts.class_names[0]).strip() != "0":
+        return False
+    raw = parts.raw_labels
+    if raw.dtype.kind in "iuf":
+        return True
+    if raw.dtype.kind == "b":
+        return False
+    texts = {_label_text(v) for v in pd.unique(pd.Series(raw).dropna())}
+    return texts <= {"0", "1"}
+
+
 def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
                       notes: list[str], *, percentages: bool = False,
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
@@ -482,14 +527,28 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
     read_as_logits = input_kind == "logits" or (input_kind == "auto" and parts.logit_reason is not None)
     if read_as_logits and input_kind == "auto":
         parts.inferred_logit_reason = f"{parts.logit_reason}"
+    if not read_as_logits and binary:
+        rounded = round_off(scores, binary=True)
+        if rounded is not None:
+            scores, note = rounded
+            notes.append(note)
     if not read_as_logits and not binary:
         # Fast path: valid probabilities pass the shared validator in one blocked pass
         # (and can never be logits under the rule above: no value lies outside [0, 1]).
+        # Round-off below 0 is looked for only when that check fails (no second pass over valid files).
         try:
             probs, row_sums = check_probs_with_row_sums(scores)
         except CalibrationInputError:
-            pass
-        else:
+            probs = None
+            rounded = round_off(scores)
+            if rounded is not None:
+                scores, note = rounded
+                notes.append(note)
+                try:
+                    probs, row_sums = check_probs_with_row_sums(scores)
+                except CalibrationInputError:
+                    pass
+        if probs is not None:
             deviation = np.abs(row_sums - 1.0)
             worst = int(np.argmax(deviation))
             if renormalize and deviation[worst] > 1e-12:
@@ -521,12 +580,16 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
         if parts.inferred_logit_reason is not None:
             notes.append(f"read as logits because {parts.inferred_logit_reason}; converted to probabilities "
                          "with " + ("a sigmoid" if binary else "a softmax") + " (the logits are kept).")
-        logits = np.column_stack([np.zeros(scores.shape[0]), scores[:, 0]]) if binary else scores
+        logits = scores
+        if binary:
+            zeros = np.zeros(scores.shape[0])
+            logits = np.column_stack([scores[:, 0], zeros] if holds_class_zero(parts) else [zeros, scores[:, 0]])
         return softmax(logits), logits
     if binary:
         if bool(((scores < 0.0) | (scores > 1.0)).any()):
             raise _diagnose_scores(parts, scores, input_kind, percentages)
-        return check_probs(np.column_stack([1.0 - scores[:, 0], scores[:, 0]])), None
+        pair = [scores[:, 0], 1.0 - scores[:, 0]] if holds_class_zero(parts) else [1.0 - scores[:, 0], scores[:, 0]]
+        return check_probs(np.column_stack(pair)), None
     if renormalize:
         if scores.min() < 0.0:
             raise _diagnose_scores(parts, scores, input_kind, percentages)
@@ -556,11 +619,20 @@ def _binary_class_names(parts: _Parts, notes: list[str]) -> list[str] | None:
     in natural order: the second is class 1), never a guess.
     """
     raw = parts.raw_labels
+    column = parts.score_names[0]
+    named = parts.class_names[0].strip() if parts.class_names else None
+    said = (f"the score column {column!r} was taken as the probability of class 1 "
+            + ("(its name names no class)." if named is None else f"(its name names class {named!r}, not a label).")
+            + " If it holds another class's probability, name it p_<class>.")
     if raw.dtype.kind in "fiub":
+        if raw.dtype.kind != "b" and named not in ("0", "1"):
+            notes.append(said)
         return None
     _, texts = _factorize_text_labels(raw, parts.row_label)
     distinct = sorted(texts, key=_natural_key)
     if set(distinct) <= {"0", "1"}:
+        if named not in ("0", "1"):
+            notes.append(said)
         return None  # 0/1 written as text: class indices
     positive = parts.class_names[0].strip() if parts.class_names else None
     if positive is not None and positive not in distinct and not _generic([positive]) and parts.class_names \

@@ -6,7 +6,8 @@ the logits when the file held logits, an optional split column and a list
 of warnings). It accepts the layouts people actually write:
 
 * wide: a label column and one column per class (``label, p_cat, p_dog``);
-* binary: a label column and one score column holding P(class 1), or one
+* binary: a label column and one score column holding the probability of
+  the class it is named for (``p_0``: class 0), else P(class 1); or one
   logit column;
 * labels as integer indices or as class-name strings matched to the class
   columns' names (``p_cat`` -> ``cat``);
@@ -525,13 +526,20 @@ def load_predictions(
         (case-insensitive). For a plain NPY array, a column number.
     class_columns : sequence of str, optional
         Columns with one probability (or logit) per class, in class order.
-        Default: the columns sharing a prefix such as ``p_``, ``prob_``,
-        ``proba_``, ``probs_``, ``score_``, ``logit_``, ``class_`` (or
-        ``prob0, prob1, ...``), else
-        every remaining numeric column except known non-class columns
-        (split, id, index, fold, weight, ...). For NPZ: the array's name.
+        Default, by names first: the columns sharing a prefix such as
+        ``p_``, ``prob_``, ``proba_``, ``probs_``, ``score_``, ``logit_``,
+        ``class_`` (or ``prob0, prob1, ...``); else, when the labels are
+        names, the columns they name (``Dole`` or ``p_Dole``), with unnamed
+        probability columns only if the rows need them to sum to 1; else
+        the numeric columns except integer attributes beside probability
+        columns (``educ`` 1..7); else a lone ``confidence`` column as a
+        binary score. Never known non-class columns (split, fold, weight,
+        ...) nor identifiers (``id``, ``*_id``, ``index``, ``row``, ... or
+        distinct consecutive integers). Numeric columns left over are named
+        in :attr:`Predictions.warnings`. For NPZ: the array's name.
     score_column : str, optional
-        One column holding P(class 1) (or a logit) of a binary problem.
+        One column holding the probability (or logit) of a binary problem's
+        class 1, or of class 0 when it is named so (``p_0``).
     input_kind : {"auto", "probabilities", "logits"}
         ``"logits"`` reads the values as logits. ``"auto"`` reads them as
         logits only when the class columns are named ``logit_*``/``logits_*``

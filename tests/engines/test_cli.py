@@ -424,3 +424,62 @@ def test_an_estimate_outside_its_bounds_is_marked_in_the_json_and_the_table(caps
     line = next(row for row in table.splitlines() if row.startswith("CE_KL (kernel), h = 0.01 "))
     assert line.endswith("(unreliable at this N and K: see below)")
     assert f"CE_KL (kernel), h = 0.01: {result['unreliable']['kde_ce_kl']}" in table
+# ---------------------------------------------------------------------------
+# Columns decided by names and roles (issue 23 items 1-3, issue 30 item 3): the CLI reads as the loader does
+# ---------------------------------------------------------------------------
+
+def _report_json(path, capsys, *extra) -> dict:
+    assert main(["report", str(path), "--json", *extra]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_labels_as_names_leave_an_integer_attribute_out_of_the_classes(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 0.95, 300)
+    frame = pd.DataFrame({"label": np.where(rng.uniform(size=300) < p, "Clinton", "Dole"), "Clinton": p,
+                          "Dole": 1.0 - p, "educ": rng.integers(1, 8, 300)})
+    path = tmp_path / "vote.csv"
+    frame.to_csv(path, index=False)
+    result = _report_json(path, capsys)
+    memory = cc.load_predictions(path)
+    assert result["n_classes"] == 2 and result["input_kind"] == "probabilities"
+    assert result["metrics"]["ece"] == pytest.approx(cc.ece(memory.probs, memory.labels), abs=1e-12)
+    assert any("not used as classes: 'educ' (integers 1-7)" in w and "--group-by" in w and "group=" not in w
+               for w in result["warnings"])
+
+
+def test_an_identifier_is_never_offered_as_logits(tmp_path, capsys):
+    path = tmp_path / "qa.csv"
+    path.write_text("question_id,confidence,label\n1,0.9,1\n2,0.2,0\n3,0.7,1\n4,0.4,1\n")
+    result = _report_json(path, capsys)
+    assert result["input_kind"] == "probabilities" and result["metrics"]["accuracy"] == 0.75
+    assert any("'confidence'" in w and "class 1" in w for w in result["warnings"])
+    path.write_text("question_id,label\n1,1\n2,0\n3,1\n4,1\n")
+    assert main(["report", str(path)]) == 2
+    assert "--input-kind logits" not in capsys.readouterr().err
+
+
+def test_labels_that_are_the_columns_names_load_as_they_are(tmp_path, capsys):
+    path = tmp_path / "m.csv"
+    path.write_text("label,class_0,class_1\nclass_0,0.8,0.2\nclass_1,0.3,0.7\nclass_1,0.4,0.6\n")
+    assert _report_json(path, capsys)["metrics"]["accuracy"] == 1.0
+
+
+def test_a_proposed_mapping_names_the_class_names_flag_that_applies_it(tmp_path, capsys):
+    path = tmp_path / "m.csv"
+    path.write_text("label,a,b\ncat,0.8,0.2\ndog,0.3,0.7\ndog,0.4,0.6\n")
+    assert main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "class_names=" not in err and "--class-names cat,dog" in err
+    assert err.strip().count("\n") == 0
+    result = _report_json(path, capsys, "--class-names", "cat,dog")
+    assert result["metrics"]["accuracy"] == 1.0
+
+
+def test_a_single_column_named_for_class_zero_is_its_probability(tmp_path, capsys):
+    path = tmp_path / "m.csv"
+    path.write_text("label,p_0\n0,0.9\n1,0.2\n0,0.8\n")
+    assert _report_json(path, capsys)["metrics"]["accuracy"] == 1.0
+    path.write_text("label,score\n0,0.1\n1,0.8\n0,0.3\n")
+    result = _report_json(path, capsys)
+    assert any("'score' was taken as the probability of class 1" in w for w in result["warnings"])
