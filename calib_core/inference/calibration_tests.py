@@ -63,10 +63,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from calib_core.metrics import kernel
 from calib_core.binning import bin_statistics, classwise_bin_statistics
 from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
-from calib_core.inference.skce_estimators import BlockSKCE, UnbiasedSKCE, skce_bandwidth
+from calib_core.inference.skce_estimators import (BlockSKCE, UnbiasedSKCE, block_rows_default, skce_bandwidth,
+                                                  skce_block_groups, skce_block_statistics)
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_probs_labels, named_rng,
                                    row_blocks)
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
@@ -446,7 +446,7 @@ def _skce_test(probs: NDArray[np.float64], labels: NDArray[np.intp], *, alpha: f
     n_rows = probs.shape[0]
     if n_rows < 4:
         raise CalibrationInputError(f"the SKCE test needs at least 4 rows, got {n_rows}.")
-    size = kernel.block_rows_default(n_rows) if block_rows is None else check_count(block_rows, "block_rows", 2)
+    size = block_rows_default(n_rows) if block_rows is None else check_count(block_rows, "block_rows", 2)
     if size > n_rows:
         raise CalibrationInputError(f"`block_rows` must be at most the {n_rows:,} rows, got {size:,}.")
     n_blocks = n_rows // size
@@ -457,9 +457,9 @@ def _skce_test(probs: NDArray[np.float64], labels: NDArray[np.intp], *, alpha: f
     width = skce_bandwidth(probs, bandwidth)
     # Two named streams of the one seed: which rows share a block, and the labels drawn under calibration.
     order = named_rng(seed, "calibration_test/skce/blocks").permutation(n_rows)
-    estimator = BlockSKCE(width, kernel.skce_block_groups(order, size))
+    estimator = BlockSKCE(width, skce_block_groups(order, size))
     estimate, std_error, p_value, power = _skce_asymptotic(
-        *kernel.skce_block_statistics(probs, labels, width, estimator.groups, null_variances=True), alpha)
+        *skce_block_statistics(probs, labels, width, estimator.groups, null_variances=True), alpha)
     widths = sorted({rows.shape[1] for rows in estimator.groups})
     blocks = f"{n_blocks:,} blocks of {'-'.join(format(w, ',') for w in widths)} rows (bandwidth {width:.3g})"
     power_text = f"; power {power:.0%} against {_SKCE_REFERENCE} (normal approximation)"
@@ -558,7 +558,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         predictions only, so it is the same under every resample).
     block_rows : int, optional
         ``"skce"`` only: rows per block s, from 2 to N; default
-        ``ceil(sqrt(N))``, at most 100 (:func:`calib_core.metrics.kernel.block_rows_default`).
+        ``ceil(sqrt(N))``, at most 100 (:func:`calib_core.metrics.block_rows_default`).
         2 is Widmann et al.'s linear-time test (little power); N with
         ``null="resampled"`` is their quadratic test (O(N^2) per resample).
     n_groups : int, default 10
@@ -601,7 +601,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
     independent, so the mean is asymptotically normal as m grows; under
     calibration its variance is known exactly from the predictions,
     :math:`\\sigma_0^2 = m^{-2}\\sum_b \\mathrm{Var}_0(\\hat U_b)`
-    (:func:`calib_core.metrics.kernel.skce_block_statistics`), and the test
+    (:func:`calib_core.metrics.skce_block_statistics`), and the test
     rejects for large values: ``p = norm.sf(estimate / sigma_0)``.
 
     *Why blocks of sqrt(N) rows.* The variance of the mean falls as

@@ -8,6 +8,7 @@ Widmann, Lindsten & Zachariah (2019), Sections 3-4.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,10 +19,157 @@ from calib_core.inference.verdicts import SPARSE_CELL_ROWS, CellOccupancy, cell_
 from calib_core.metrics import kernel
 from calib_core.validation import CalibrationInputError, check_positive, check_probs, check_probs_labels
 
-__all__ = ["BlockSKCE", "UnbiasedSKCE"]
+__all__ = ["BlockSKCE", "UnbiasedSKCE", "block_rows_default", "skce_block_groups", "skce_block_statistics",
+           "skce_block_weights"]
 
 #: Entries of the float64 working arrays of the resampled SKCE null held at once.
 _BLOCK_ELEMENTS = 1 << 21
+
+
+#: Largest block of the default SKCE test (N >= 10,000): at 100,000 x 10 blocks of sqrt(N) = 317 rows took 27 s, of 100 rows 3 s.
+MAX_BLOCK_ROWS = 100
+
+
+def block_rows_default(n_rows: int) -> int:
+    """Rows per block of the default SKCE test: ``ceil(sqrt(N))``, from 2 to :data:`MAX_BLOCK_ROWS` and N // 2.
+
+    The block (B-)test of a degenerate kernel U-statistic (Zaremba, Gretton
+    & Blaschko, NeurIPS 2013) needs blocks that grow with N while their
+    number grows too; sqrt(N) rows balances the two: the variance of the
+    mean over blocks of s rows falls as 1 / (N s) while N / s independent
+    blocks keep the mean normal. The cap bounds the
+    cost at O(100 N K) for large N.
+
+    Examples
+    --------
+    >>> block_rows_default(100), block_rows_default(6000), block_rows_default(10**6)
+    (10, 78, 100)
+    """
+    return int(max(2, min(n_rows // 2, MAX_BLOCK_ROWS, math.ceil(math.sqrt(n_rows)))))  # >= 2 blocks
+
+
+def skce_block_groups(order: NDArray[np.intp], block_rows: int) -> list[NDArray[np.intp]]:
+    """The rows of each block: ``order`` cut into ``m = N // block_rows`` blocks of (nearly) equal size.
+
+    Every row is used: with ``q, r = divmod(N, m)`` the first ``r`` blocks hold
+    ``q + 1`` rows and the others ``q`` (``q = block_rows`` when ``block_rows``
+    divides N, and ``q >= block_rows`` always). Returned as at most two
+    arrays of shape (blocks, rows per block), one per block size, the larger
+    blocks first (block ``b`` is row ``b`` of the first array, then of the
+    second).
+
+    Examples
+    --------
+    >>> [g.shape for g in skce_block_groups(np.arange(89), 10)]
+    [(1, 12), (7, 11)]
+    """
+    n = order.shape[0]
+    n_blocks = max(1, n // block_rows)
+    size, longer = divmod(n, n_blocks)
+    split = longer * (size + 1)
+    groups = [order[:split].reshape(longer, size + 1)] if longer else []
+    if n_blocks > longer:
+        groups.append(order[split:].reshape(n_blocks - longer, size))
+    return groups
+
+
+def skce_block_weights(probs: NDArray[np.float64], rows: NDArray[np.intp], bandwidth: float) -> NDArray[np.float64]:
+    """Kernel weights ``exp(-||p_i - p_j|| / h)`` within each block of ``rows`` (c, s), zero on the diagonal: (c, s, s)."""
+    return _block_weights(probs[rows], probs[rows] @ probs[rows].transpose(0, 2, 1), bandwidth)
+
+
+def skce_block_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp], bandwidth: float,
+                          groups: list[NDArray[np.intp]], *, null_variances: bool = False
+                          ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The unbiased SKCE U-statistic of each block of rows and, optionally, its variance under calibration.
+
+    Parameters
+    ----------
+    probs, labels : checked predictions (N, K) and labels (N,)
+    bandwidth : float
+    groups : list of ndarray
+        The blocks' rows, from :func:`skce_block_groups`.
+    null_variances : bool, default False
+        Also compute each block statistic's variance when the labels are
+        drawn from the predictions, and its mean when they are drawn
+        uniformly at random (else two empty arrays).
+
+    Returns
+    -------
+    statistics, variances, uniform_means : ndarray of shape (blocks,)
+
+    Notes
+    -----
+    Block b with rows :math:`B_b` of size s gives (Widmann et al. 2019, eq. 4
+    on the block; their linear estimator is s = 2)
+
+    .. math:: \\hat U_b = \\frac{1}{s(s-1)} \\sum_{i \\ne j \\in B_b} W_{ij} \\langle e_i, e_j \\rangle,
+              \\quad W_{ij} = \\exp(-\\|p_i - p_j\\|/h),\\ e_i = \\mathrm{onehot}(y_i) - p_i .
+
+    The blocks are disjoint, so the :math:`\\hat U_b` are independent.
+    Under calibration the :math:`e_i` are independent with mean 0 and
+    covariance :math:`\\Sigma_i = \\mathrm{diag}(p_i) - p_i p_i^\\top`; only a pair
+    of rows covaries with itself, so (Hoeffding 1948, for a degenerate kernel)
+
+    .. math:: \\mathrm{Var}_0(\\hat U_b) = \\frac{2}{(s(s-1))^2} \\sum_{i \\ne j} W_{ij}^2
+              \\mathrm{tr}(\\Sigma_i \\Sigma_j),\\quad
+              \\mathrm{tr}(\\Sigma_i \\Sigma_j) = a \\cdot b - a^2 \\cdot b - a \\cdot b^2 + (a \\cdot b)^2
+
+    for :math:`a = p_i, b = p_j` (squares entrywise): the exact null variance,
+    from the predictions alone. When instead a share :math:`\\varepsilon` of the
+    labels is replaced by uniformly random ones, :math:`E[e_i \\mid p_i] = \\varepsilon (u - p_i)`
+    with :math:`u = (1/K, \\dots)`, so :math:`E[\\hat U_b] = \\varepsilon^2 \\frac{1}{s(s-1)}
+    \\sum_{i \\ne j} W_{ij} (\\langle p_i, p_j \\rangle - 1/K)`: ``uniform_means`` is this
+    at :math:`\\varepsilon = 1` (the power of the SKCE test is stated against it).
+    O(N s K) time in chunks of blocks whose (s x s) matrices hold at most
+    :data:`calib_core.metrics.kernel.BLOCK_ELEMENTS` entries.
+    """
+    statistics, variances, uniform = [], [], []
+    n_classes = probs.shape[1]
+    for rows in groups:
+        size = rows.shape[1]
+        step = max(1, kernel.BLOCK_ELEMENTS // (size * size))
+        values = np.empty(rows.shape[0])
+        spread = np.empty(rows.shape[0] if null_variances else 0)
+        drift = np.empty(rows.shape[0] if null_variances else 0)
+        for start in range(0, rows.shape[0], step):
+            chunk = rows[start:start + step]
+            points = probs[chunk]
+            inner = points @ points.transpose(0, 2, 1)  # <p_i, p_j>
+            weights = _block_weights(points, inner, bandwidth)
+            # <e_i, e_j> = [y_i = y_j] - p_j[y_i] - p_i[y_j] + <p_i, p_j>
+            own = labels[chunk]
+            cross = np.take_along_axis(points.transpose(0, 2, 1), own[:, :, None], axis=1)  # (c, s_i, s_j): p_j[y_i]
+            residual = inner - cross - cross.transpose(0, 2, 1)
+            residual += own[:, :, None] == own[:, None, :]
+            values[start:start + step] = (residual * weights).sum(axis=(1, 2))
+            if null_variances:
+                drift[start:start + step] = (weights * (inner - 1.0 / n_classes)).sum(axis=(1, 2))
+                squared_left = (points * points) @ points.transpose(0, 2, 1)  # a^2 . b
+                trace = inner - squared_left - squared_left.transpose(0, 2, 1) + inner * inner
+                weights *= weights
+                spread[start:start + step] = 2.0 * (weights * trace).sum(axis=(1, 2))
+        statistics.append(values / (size * (size - 1)))
+        variances.append(spread / (size * (size - 1)) ** 2)
+        uniform.append(drift / (size * (size - 1)))
+    return tuple(np.concatenate(parts) if parts else np.empty(0)  # type: ignore[return-value]
+                 for parts in (statistics, variances, uniform))
+
+
+def _block_weights(points: NDArray[np.float64], inner: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
+    """``exp(-||p_i - p_j|| / h)`` within each block from its points (c, s, K) and inner products, 0 on the diagonal."""
+    norms = np.einsum("cii->ci", inner)
+    weights = inner * -2.0
+    weights += norms[:, :, None]
+    weights += norms[:, None, :]
+    np.maximum(weights, 0.0, out=weights)
+    np.sqrt(weights, out=weights)
+    weights *= -1.0 / bandwidth
+    np.maximum(weights, kernel.EXP_FLOOR, out=weights)
+    np.exp(weights, out=weights)
+    size = points.shape[1]
+    weights[:, np.arange(size), np.arange(size)] = 0.0
+    return weights
 
 
 def skce_bandwidth(probs: NDArray[np.float64], bandwidth: float | None) -> float:
@@ -99,11 +247,7 @@ class UnbiasedSKCE:
         scale = 1.0 / (n * (n - 1))
 
         def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
-            draws = np.asarray(label_draws)
-            if draws.ndim != 2 or draws.shape[1] != n:
-                raise CalibrationInputError(f"`label_draws` must have shape (B, {n}), got {draws.shape}.")
-            if not np.issubdtype(draws.dtype, np.integer) or (draws.size and (draws.min() < 0 or draws.max() >= k)):
-                raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{k - 1}.")
+            draws = _checked_draws(label_draws, n, k)
             draws = draws.astype(np.intp)
             n_draws = draws.shape[0]
             rows = np.arange(n)
@@ -129,7 +273,7 @@ class BlockSKCE:
     """The block SKCE estimator on fixed blocks of rows, as an estimator object.
 
     Calling it gives the mean over the blocks of the unbiased SKCE
-    U-statistic of each block (:func:`calib_core.metrics.kernel.skce_block_statistics`);
+    U-statistic of each block (:func:`calib_core.metrics.skce_block_statistics`);
     :meth:`draw_evaluator` evaluates it for whole blocks of label vectors of
     fixed predictions, which :func:`calib_core.consistency_resampling` uses for
     the resampled null of the default SKCE test; :meth:`cell_occupancy`
@@ -141,11 +285,10 @@ class BlockSKCE:
     bandwidth : float
         Width of the kernel ``exp(-||p - q||_2 / bandwidth) * I``.
     groups : list of ndarray
-        The blocks' rows (:func:`calib_core.metrics.kernel.skce_block_groups`).
+        The blocks' rows (:func:`skce_block_groups`).
 
     Examples
     --------
-    >>> from calib_core.metrics.kernel import skce_block_groups
     >>> p = np.array([[0.8, 0.2], [0.3, 0.7], [0.5, 0.5], [0.4, 0.6]])
     >>> est = BlockSKCE(1.0, skce_block_groups(np.arange(4), 4))  # one block: the U-statistic
     >>> bool(np.isclose(est(p, [1, 0, 0, 1]), kernel.skce(p, [1, 0, 0, 1], 1.0)))
@@ -163,7 +306,7 @@ class BlockSKCE:
     def statistics(self, probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
         """The U-statistic of each block."""
         probs, labels = check_probs_labels(probs, labels)
-        return kernel.skce_block_statistics(probs, labels, self.bandwidth, self.groups)[0]
+        return skce_block_statistics(probs, labels, self.bandwidth, self.groups)[0]
 
     def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
         return float(np.mean(self.statistics(probs, labels)))
@@ -196,7 +339,7 @@ class BlockSKCE:
         weights = []
         for rows in self.groups:
             size = rows.shape[1]
-            w = np.concatenate([kernel.skce_block_weights(probs, rows[s:s + 4096], self.bandwidth)
+            w = np.concatenate([skce_block_weights(probs, rows[s:s + 4096], self.bandwidth)
                                 for s in range(0, rows.shape[0], 4096)])
             scale = 1.0 / (n_blocks * size * (size - 1))
             by_row[rows] = w @ probs[rows]
@@ -205,18 +348,23 @@ class BlockSKCE:
         constant = float(np.sum(row_weight * np.einsum("ij,ij->i", probs, by_row)))
 
         def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
-            draws = np.asarray(label_draws)
-            if draws.ndim != 2 or draws.shape[1] != n:
-                raise CalibrationInputError(f"`label_draws` must have shape (B, {n}), got {draws.shape}.")
-            if not np.issubdtype(draws.dtype, np.integer) or (draws.size and (draws.min() < 0 or draws.max() >= k)):
-                raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{k - 1}.")
-            n_draws = draws.shape[0]
+            draws = _checked_draws(label_draws, n, k)
             values = constant - 2.0 * (by_row[np.arange(n)[None, :], draws] * row_weight).sum(axis=1)
             for rows, w in zip(self.groups, weights):
                 values += _same_label_sums(draws, rows, w, k)
             return values
 
         return evaluate
+
+
+def _checked_draws(label_draws: ArrayLike, n: int, k: int) -> NDArray:
+    """``label_draws`` as an array of shape (B, n) of integer labels in ``0..k-1``, or a :class:`CalibrationInputError`."""
+    draws = np.asarray(label_draws)
+    if draws.ndim != 2 or draws.shape[1] != n:
+        raise CalibrationInputError(f"`label_draws` must have shape (B, {n}), got {draws.shape}.")
+    if not np.issubdtype(draws.dtype, np.integer) or (draws.size and (draws.min() < 0 or draws.max() >= k)):
+        raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{k - 1}.")
+    return draws
 
 
 def _same_label_sums(draws: NDArray, rows: NDArray[np.intp], weights: NDArray[np.float64],

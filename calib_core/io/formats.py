@@ -35,17 +35,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core.io.limits import (  # MAX_*: re-exported, the readers check them
-    _READ_CHUNK,
-    MAX_BYTES,
-    MAX_CELLS,
-    MAX_ROWS,
-    _Decoded,
-    _header_width,
-    _npy_table_shape,
-    count_csv_rows,
-    line_breaks,
-)
+from calib_core.io.limits import (MAX_BYTES, MAX_CELLS, MAX_ROWS, _READ_CHUNK, _Decoded,  # MAX_*: re-exported
+                                   _header_width, _npy_table_shape, count_csv_rows, line_breaks)
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",

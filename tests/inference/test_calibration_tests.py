@@ -11,8 +11,8 @@ from scipy import stats
 import calib_core as cc
 from calib_core.inference.calibration_tests import BlockSKCE, hosmer_lemeshow, spiegelhalter_z
 from calib_core.io import load_demo
+from calib_core.inference import skce_estimators
 from calib_core.inference.verdicts import MIN_POWER, SPARSE_CELL_ROWS, cell_occupancy, check_alpha, read_test
-from calib_core.metrics import kernel
 from calib_core.validation import named_rng
 
 CIE = cc.CalibrationInputError
@@ -215,11 +215,11 @@ def test_skce_null_variance_is_exact():
     rng = np.random.default_rng(3)
     probs = rng.dirichlet([1, 1, 1], 5)
     groups = [np.arange(5)[None, :]]
-    _, variance, _ = kernel.skce_block_statistics(probs, np.zeros(5, dtype=np.intp), 0.5, groups,
+    _, variance, _ = skce_estimators.skce_block_statistics(probs, np.zeros(5, dtype=np.intp), 0.5, groups,
                                                   null_variances=True)
     outcomes = np.array(list(itertools.product(range(3), repeat=5)))
     weight = np.prod(probs[np.arange(5), outcomes], axis=1)
-    values = np.array([kernel.skce_block_statistics(probs, y, 0.5, groups)[0][0] for y in outcomes])
+    values = np.array([skce_estimators.skce_block_statistics(probs, y, 0.5, groups)[0][0] for y in outcomes])
     mean = weight @ values
     assert mean == pytest.approx(0.0, abs=1e-15)
     assert variance[0] == pytest.approx(weight @ (values - mean) ** 2, rel=1e-10)
@@ -230,9 +230,10 @@ def test_skce_uniform_means_are_the_mean_under_random_labels():
     rng = np.random.default_rng(4)
     probs = rng.dirichlet([1, 1, 1], 4)
     groups = [np.arange(4)[None, :]]
-    *_, uniform = kernel.skce_block_statistics(probs, np.zeros(4, dtype=np.intp), 0.7, groups, null_variances=True)
+    *_, uniform = skce_estimators.skce_block_statistics(probs, np.zeros(4, dtype=np.intp), 0.7, groups,
+                                                         null_variances=True)
     outcomes = np.array(list(itertools.product(range(3), repeat=4)))
-    values = [kernel.skce_block_statistics(probs, y, 0.7, groups)[0][0] for y in outcomes]
+    values = [skce_estimators.skce_block_statistics(probs, y, 0.7, groups)[0][0] for y in outcomes]
     assert uniform[0] == pytest.approx(np.mean(values), rel=1e-10)
 
 
@@ -259,7 +260,7 @@ def test_skce_resampled_null_recomputes_the_same_block_statistic():
     order = named_rng(2, "calibration_test/skce/blocks").permutation(150)
     for k in (3, 40):  # one-hot products up to 32 classes, label comparisons beyond
         p = probs if k == 3 else cc.softmax(np.random.default_rng(k).normal(size=(150, k)))
-        est = BlockSKCE(0.8, kernel.skce_block_groups(order, 13))
+        est = BlockSKCE(0.8, skce_estimators.skce_block_groups(order, 13))
         draws = cc.sample_labels(p, 4, seed=9)
         np.testing.assert_allclose(est.draw_evaluator(p)(draws), [est(p, d) for d in draws], rtol=1e-9, atol=1e-15)
     fast = cc.UnbiasedSKCE(0.8).evaluate_draws(probs, draws[:, :150] % 3)
