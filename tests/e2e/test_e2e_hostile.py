@@ -128,12 +128,18 @@ def test_hostile_values_never_become_links_images_or_requests(server, page):
 
     page.goto(server)
     wait_for_app(page)
+    # Keep the upload beside the session file's model (a restore replaces the loaded models by default).
+    page.get_by_text("Keep the loaded models when restoring a session file").click()
+    wait_for_app(page)
     uploader = page.locator("[data-testid='stFileUploaderDropzoneInput']")
     uploader.set_input_files([{"name": FILE_NAME, "mimeType": "text/csv", "buffer": _csv(0)},
                               {"name": "session.zip", "mimeType": "application/zip", "buffer": _session_file()}])
     watch.check("Data page after the uploads")
-    page.get_by_text("Fix applied:").first.wait_for()
-    assert FIX in _shown(page), "the session file's fix sentence is shown as text"
+    page.get_by_text("Restored 1 model from").first.wait_for()
+    watch.check("Data page after the restore")
+    assert SESSION_MODEL in _shown(page), "the session file's model name is shown as text"
+    # The manifest's fix sentences are checked as data and never shown: a card's fixes come from its load options.
+    assert FIX not in _shown(page)
     _shot(page, "data")
 
     sidebar = page.locator("[data-testid='stSidebar']")
