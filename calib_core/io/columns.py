@@ -6,7 +6,7 @@ and the class columns, by names first and by values only where names
 cannot tell: the columns the caller names; else the columns sharing a class
 prefix such as ``p_`` or ``logit_`` (:data:`CLASS_PREFIXES`); else, when the
 labels are names, the columns they name (``Dole``, ``p_Dole``); else the
-numeric columns, less integer attributes beside probability columns; else a
+numeric columns, less integer columns beside float ones (attributes); else a
 lone ``confidence`` column as a binary score. Identifiers
 (:data:`IDENTIFIER_NAMES`, ``*_id``, distinct consecutive integers) and known
 non-class columns (:data:`NON_CLASS_NAMES`) are never classes; numeric
@@ -310,20 +310,15 @@ def _chosen_by_names(frame: pd.DataFrame, label: str, numeric: Sequence[str], la
 
 
 def _chosen_by_values(frame: pd.DataFrame, numeric: Sequence[str]) -> list[str]:
-    """Class columns when names cannot tell: the numeric columns, but integer columns beside float ones
-    whose values leave [0, 1] (an attribute such as ``educ`` 1..7) are not classes when the rest are
-    probabilities (rows summing to 1, or one score column in [0, 1]); logits written as integers stay."""
-    floats = [c for c in numeric if frame[c].dtype.kind == "f"]
-    if not floats:
+    """Class columns when names cannot tell: the numeric columns, less integer columns beside float ones
+    whose values leave [0, 1] (an attribute such as ``educ`` 1..7 or ``age`` 18..89), whatever the float
+    columns hold: probabilities or logits (an attribute must not make the file read as logits). When
+    every column holds integers they stay classes (logits written as integers); a prefix or the labels'
+    names choose classes before this rule does."""
+    if not any(frame[c].dtype.kind == "f" for c in numeric):
         return list(numeric)
-    attributes = {c for c in numeric if frame[c].dtype.kind in "iu" and frame[c].shape[0]
-                  and (int(frame[c].min()) < 0 or int(frame[c].max()) > 1)}
-    rest = [c for c in numeric if c not in attributes]
-    if not attributes or not rest:
-        return list(numeric)
-    single = len(rest) == 1 and frame[rest[0]].dtype.kind == "f" and bool(
-        ((frame[rest[0]] >= 0.0) & (frame[rest[0]] <= 1.0)).all())
-    return rest if single or _sums_to_one(frame, rest) else list(numeric)
+    return [c for c in numeric if not (frame[c].dtype.kind in "iu" and frame[c].shape[0]
+                                       and (int(frame[c].min()) < 0 or int(frame[c].max()) > 1))]
 
 
 def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[str], notes: list[str]) -> list[str]:

@@ -201,10 +201,30 @@ def test_an_integer_attribute_beside_probabilities_is_not_a_class_when_names_can
 
 
 def test_logits_written_as_integers_stay_classes():
-    frame = pd.DataFrame({"label": [0, 1, 2, 1], "a": [2.5, -1.0, 0.5, 0.0], "b": [0, 3, -2, 4],
-                          "c": [-1.5, 0.5, 3.0, 1.0]})
+    """When every score column holds integers they are logits (no float column to set them apart from)."""
+    frame = pd.DataFrame({"label": [0, 1, 2, 1], "a": [2, -1, 0, 0], "b": [0, 3, -2, 4],
+                          "c": [-1, 0, 3, 1]})
     pred = load_predictions(_csv(frame), name="m.csv")
     assert pred.n_classes == 3 and pred.input_kind == "logits"
+
+
+def test_an_integer_attribute_beside_float_logits_is_not_a_class():
+    """Issue 23.1 again: ``age`` beside float logits must not become a class (nor make the file logits)."""
+    rng = np.random.default_rng(5)
+    n = 200
+    logits = rng.normal(0.0, 2.0, (n, 3))
+    labels = logits.argmax(axis=1)
+    frame = pd.DataFrame({"label": labels, "a": logits[:, 0], "b": logits[:, 1], "c": logits[:, 2],
+                          "age": rng.integers(18, 90, n)})
+    pred = load_predictions(_csv(frame), name="m.csv")
+    assert pred.n_classes == 3 and pred.input_kind == "logits" and pred.accuracy == 1.0
+    assert "age" in pred.attribute_columns
+    assert any("not used as classes" in w and "'age'" in w for w in pred.warnings), pred.warnings
+    score = rng.normal(0.0, 2.0, n)
+    binary = pd.DataFrame({"label": (score > 0).astype(int), "score": score, "age": rng.integers(18, 90, n)})
+    pred = load_predictions(_csv(binary), name="b.csv")
+    assert pred.n_classes == 2 and pred.accuracy == 1.0
+    assert "age" in pred.attribute_columns
 
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
