@@ -321,10 +321,17 @@ def _chosen_by_values(frame: pd.DataFrame, numeric: Sequence[str]) -> list[str]:
                                        and (int(frame[c].min()) < 0 or int(frame[c].max()) > 1))]
 
 
-def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[str], notes: list[str]) -> list[str]:
-    """The one ``confidence`` column as the score of a binary problem, when no other column can be."""
+def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[str], notes: list[str],
+                       refused: list[str]) -> list[str]:
+    """The one ``confidence`` column as the score of a binary problem, when no other column can be.
+
+    An identifier (distinct consecutive integers, :func:`_is_identifier`) is never the score: it is
+    described in ``refused`` for the error that follows."""
     lower = {c.strip().lower(): c for c in columns if c not in taken}
     found = [lower[n] for n in _CONFIDENCE_NAMES if n in lower and _is_number_column(frame[lower[n]])]
+    identifiers = [c for c in found if _is_identifier(c, frame[c])]
+    refused.extend(f"{c!r} holds {_describe(frame[c], identifier=True)}, not a score" for c in identifiers)
+    found = [c for c in found if c not in identifiers]
     if len(found) != 1:
         return []
     notes.append(f"no other column holds probabilities, so {found[0]!r} is the score.")
@@ -386,6 +393,7 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
     # Class columns: chosen by the caller, else by names (a class prefix; the labels' own names), else by
     # values. Identifiers are never classes, and numeric columns left over are attributes.
     by_names = False
+    refused: list[str] = []  # columns that could have been the score, and why they are not
     identifiers: list[str] = []
     label_of: dict[str, str] = {}
     if score_column is not None and class_columns is not None:
@@ -436,7 +444,7 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
             by_names = bool(label_of)
             chosen = _chosen_by_names(frame, label, numeric, label_of) if by_names else _chosen_by_values(frame, numeric)
             if not chosen:
-                chosen = _confidence_column(frame, columns, taken, notes)
+                chosen = _confidence_column(frame, columns, taken, notes, refused)
         chosen_set = set(chosen)
         attributes_left = [c for c in numeric if c not in chosen_set]
         if attributes_left:
@@ -451,7 +459,8 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
     if not chosen:
         raise CalibrationInputError(
             f"{display} has no probability or logit columns besides the label {label!r}, so it "
-            f"has fewer than 2 classes (columns: {_shown(columns, 10)}). Add one "
+            f"has fewer than 2 classes (columns: {_shown(columns, 10)}"
+            + "".join(f"; {r}" for r in refused) + "). Add one "
             "column per class (p_<class>) or one score column for a binary problem, or pass "
             "`class_columns=`."
         )

@@ -243,3 +243,15 @@ def test_a_repeated_name_anywhere_in_a_long_header_is_refused(n_classes, name_le
     row = "0," + ",".join(["1"] + ["0"] * (len(names) - 1))
     with pytest.raises(CalibrationInputError, match="duplicate column name"):
         load_predictions(f"label,{','.join(names)}\n{row}\n".encode(), name="wide.csv")
+
+
+@pytest.mark.parametrize("n", [30, 150])
+def test_a_confidence_column_holding_row_numbers_is_not_the_score(n):
+    """``confidence`` holding 0..N-1 is an identifier: not the score, and no fix reading it as one
+    (logits, percentages) is offered."""
+    frame = pd.DataFrame({"confidence": np.arange(n), "label": [0, 1] * (n // 2)})
+    with pytest.raises(CalibrationInputError) as info:
+        load_predictions(_csv(frame), name="qa.csv")
+    assert not getattr(info.value, "fixes", ()), info.value.fixes
+    assert "logits" not in str(info.value) and "percentages" not in str(info.value)
+    assert "confidence" in str(info.value) and "identifier" in str(info.value)
