@@ -403,11 +403,15 @@ class ColumnBatch:
         columns = self.columns
         try:
             _, labels = check_probs_columns(columns, self.labels, row_offset=self.first_row + 1)
+            error = None
         except CalibrationInputError as exc:
-            # Round-off below 0 (1 - p = -2.2e-16) is read as 0, as the loader does (one tolerance).
+            error = exc
+        # Round-off outside [0, 1] (1 - p = -2.2e-16, 1 + 1e-10) is read as 0 or 1, as the loader does (one
+        # tolerance); above 1 the check above lets it through in a row summing to 1, so the maximum is looked at.
+        if error is not None or any(float(c.max()) > 1.0 for c in columns):
             rounded = [round_off(c) for c in columns]
             if not any(r is not None for r in rounded):
-                raise CalibrationInputError(f"{self.display}: {exc}") from None
+                raise CalibrationInputError(f"{self.display}: {error}") from None
             columns = [c if r is None else r[0] for c, r in zip(columns, rounded)]
             try:
                 _, labels = check_probs_columns(columns, self.labels, row_offset=self.first_row + 1)

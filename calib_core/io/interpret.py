@@ -457,13 +457,14 @@ def _diagnose_scores(parts: _Parts, scores: NDArray[np.float64], input_kind: str
         "are logits.", fixes, rows)
 
 
-def round_off(values: NDArray[np.float64], *, binary: bool = False) -> tuple[NDArray[np.float64], str] | None:
+def round_off(values: NDArray[np.float64]) -> tuple[NDArray[np.float64], str] | None:
     """Probabilities off [0, 1] by no more than :data:`~calib_core.validation.ROW_SUM_TOLERANCE`, set on it.
 
-    A value such as ``1 - p = -2.2e-16`` is floating-point round-off, as a row
-    summing to ``1 + 1e-5`` is: one tolerance decides both. Values further out
-    are left for the checks to refuse. For one binary score column the upper
-    end is 1 too.
+    A value such as ``1 - p = -2.2e-16`` (or ``1 + 1e-10``) is floating-point
+    round-off, as a row summing to ``1 + 1e-5`` is: one tolerance decides
+    both, at both ends of [0, 1], for one binary score column and for class
+    columns alike (in a class row summing to 1 within the tolerance, no value
+    can exceed 1 by more). Values further out are left for the checks to refuse.
 
     Returns
     -------
@@ -472,15 +473,15 @@ def round_off(values: NDArray[np.float64], *, binary: bool = False) -> tuple[NDA
         within the tolerance and outside [0, 1] (then ``values`` is left as it is).
     """
     low = values.min() if values.size else 0.0
-    high = values.max() if binary and values.size else 1.0
+    high = values.max() if values.size else 1.0
     if not (-ROW_SUM_TOLERANCE <= low and high <= 1.0 + ROW_SUM_TOLERANCE) or (low >= 0.0 and high <= 1.0):
         return None  # NaN fails the first test: nothing to round, the checks report it
-    changed = int(np.count_nonzero(values < 0.0) + (np.count_nonzero(values > 1.0) if binary else 0))
-    worst = float(low) if low < 0.0 else float(high)
-    fixed = np.clip(values, 0.0, 1.0) if binary else np.maximum(values, 0.0)
-    ends = "0 or 1" if binary and low < 0.0 and high > 1.0 else ("0" if low < 0.0 else "1")
-    return fixed, (f"{changed:,} value(s) outside [0, 1] by at most {ROW_SUM_TOLERANCE:g} (round-off such as "
-                   f"1 - p = {worst:.3g}) were read as {ends}: the same tolerance rows may miss a sum of 1 by.")
+    changed = int(np.count_nonzero(values < 0.0) + np.count_nonzero(values > 1.0))
+    worst = f"1 - p = {float(low):.3g}" if low < 0.0 else f"p = 1 + {float(high) - 1.0:.3g}"
+    ends = "0 or 1" if low < 0.0 and high > 1.0 else ("0" if low < 0.0 else "1")
+    return np.clip(values, 0.0, 1.0), (
+        f"{changed:,} value(s) outside [0, 1] by at most {ROW_SUM_TOLERANCE:g} (round-off such as {worst}) "
+        f"were read as {ends}: the same tolerance rows may miss a sum of 1 by.")
 
 
 def holds_class_zero(parts: _Parts) -> bool:
@@ -528,18 +529,21 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
     if read_as_logits and input_kind == "auto":
         parts.inferred_logit_reason = f"{parts.logit_reason}"
     if not read_as_logits and binary:
-        rounded = round_off(scores, binary=True)
+        rounded = round_off(scores)
         if rounded is not None:
             scores, note = rounded
             notes.append(note)
     if not read_as_logits and not binary:
         # Fast path: valid probabilities pass the shared validator in one blocked pass
         # (and can never be logits under the rule above: no value lies outside [0, 1]).
-        # Round-off below 0 is looked for only when that check fails (no second pass over valid files).
+        # Round-off below 0 is looked for only when that check fails; above 1 (which that check lets
+        # through in a row summing to 1) by one more pass, the maximum.
         try:
             probs, row_sums = check_probs_with_row_sums(scores)
+            above = bool(probs.max() > 1.0)
         except CalibrationInputError:
-            probs = None
+            probs, above = None, True
+        if above:
             rounded = round_off(scores)
             if rounded is not None:
                 scores, note = rounded

@@ -255,3 +255,23 @@ def test_a_confidence_column_holding_row_numbers_is_not_the_score(n):
     assert not getattr(info.value, "fixes", ()), info.value.fixes
     assert "logits" not in str(info.value) and "percentages" not in str(info.value)
     assert "confidence" in str(info.value) and "identifier" in str(info.value)
+
+
+def test_a_round_off_above_one_is_read_as_one_in_memory_and_in_batches(tmp_path):
+    """1 + 1e-10 in a multiclass row is round-off like 1 - p = -2.2e-16: read as 1, with the note, by
+    the loader and by every streaming batch alike (one tolerance, both ends)."""
+    from calib_core import ece
+    from calib_core.engines.batches import ColumnBatch
+    high = 1.0 + 1e-10
+    text = f"label,p_0,p_1,p_2\n0,0.6,0.2,0.2\n1,0.0,{high!r},0.0\n2,0.2,0.3,0.5\n"
+    pred = load_predictions(text.encode(), name="m.csv")
+    assert pred.probs.max() == 1.0
+    assert any("read as 1" in w for w in pred.warnings), pred.warnings
+    columns = [np.array([0.6, 0.0, 0.2]), np.array([0.2, high, 0.3]), np.array([0.2, 0.0, 0.5])]
+    checked = ColumnBatch(columns, np.array([0, 1, 2]), 0, "m.csv").check()
+    assert max(float(c.max()) for c in checked.columns) == 1.0
+    np.testing.assert_array_equal(np.column_stack(checked.columns), pred.probs)
+    path = tmp_path / "m.csv"
+    path.write_text(text)
+    result = evaluate(path, engine="stream", metrics=("ece",))
+    assert result.metrics["ece"] == pytest.approx(ece(pred.probs, pred.labels), abs=1e-15)
