@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 
 from calib_core import CalibrationInputError
 from calib_core.io.formats import MAX_CLASSES
+from calib_core.io.limits import MAX_CELLS, parquet_cells
 
 #: The manifest's ``format`` value and the version written by this app.
 FORMAT = "calibration-studio-session"
@@ -424,7 +425,8 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
     return data
 
 
-def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None) -> SessionModel:
+def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None,
+                max_cells: int | None) -> SessionModel:
     """Read the members of one checked entry; linear in the number of columns (one index of names)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -451,6 +453,10 @@ def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None) 
     if decoded > limit:
         raise _Invalid(f"the predictions of model {name!r} ({footer.num_rows:,} rows x {len(columns):,} columns) "
                        f"decode to about {decoded:,} bytes, over the limit of {limit:,}.")
+    cells, values = parquet_cells(footer, len(columns))
+    if max_cells is not None and max(cells, values) > max_cells:
+        raise _Invalid(f"the predictions of model {name!r} hold {max(cells, values):,} values (nested columns "
+                       f"count every element), over the limit of {max_cells:,} cells.")
     try:
         table = pq.read_table(pa.BufferReader(raw))
     except Exception:  # noqa: BLE001
@@ -513,7 +519,8 @@ def _check_directory(archive: zipfile.ZipFile, max_bytes: int | None) -> None:
         raise _Invalid(f"it has no {MANIFEST}.")
 
 
-def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFAULT_MAX_BYTES) -> Session:
+def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFAULT_MAX_BYTES,
+           max_cells: int | None = MAX_CELLS) -> Session:
     """Read a session file written by :func:`pack`, refusing anything else with a clear message.
 
     Parameters
@@ -528,6 +535,10 @@ def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFA
         Parquet member's decoded size, and the highest ``max_bytes`` load
         option a model may carry (a session file can tighten the limit of
         its source files, never lift it).
+    max_cells : int or None
+        Limit on the values each Parquet member decodes to, counted from
+        its footer before it is read (a nested column counts every element;
+        see :func:`calib_core.io.limits.parquet_cells`).
 
     Returns
     -------
@@ -562,7 +573,7 @@ def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFA
         with archive:
             _check_directory(archive, max_bytes)
             settings, entries = _manifest(archive, max_bytes)
-            models = tuple(_read_model(archive, entry, max_bytes) for entry in entries)
+            models = tuple(_read_model(archive, entry, max_bytes, max_cells) for entry in entries)
     except _Invalid as exc:
         raise CalibrationInputError(f"{label} cannot be restored: {exc}") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError):

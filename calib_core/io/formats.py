@@ -36,7 +36,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calib_core.io.limits import (MAX_BYTES, MAX_CELLS, MAX_ROWS, _READ_CHUNK, _Decoded,  # MAX_*: re-exported
-                                   _header_width, _npy_table_shape, count_csv_rows, line_breaks)
+                                   _header_width, _npy_table_shape, check_parquet, count_csv_rows, line_breaks)
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",
@@ -641,7 +641,7 @@ def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
             names = [str(c).strip() for c in parquet.schema_arrow.names]
             _check_column_count(len(names), raw.display)
             _check_duplicates(names, raw.display)
-            limits.check(int(parquet.metadata.num_rows), len(names), raw.display)
+            check_parquet(parquet.metadata, len(names), limits, raw.display)
             table = parquet.read()
     except CalibrationInputError:
         raise

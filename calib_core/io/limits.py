@@ -13,12 +13,13 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks"]
+__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks", "parquet_cells"]
 
 #: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
 MAX_BYTES = 500_000_000
@@ -57,6 +58,10 @@ class _Decoded:
             size = f"more than {self.max_rows:,} rows x {n_columns:,} columns"
         else:
             size = f"{n_columns:,} columns and more than {self.max_cells:,} cells"
+        self.refuse(size, display)
+
+    def refuse(self, size: str, display: str) -> None:
+        """Raise the one message of a table over the limits; ``size`` says what it holds."""
         raise CalibrationInputError(
             f"{display} holds {size}, over the limit of {_limit_text(self.max_rows, 'rows')} and "
             f"{_limit_text(self.max_cells, 'cells')} that are loaded into memory. Evaluate it in record batches, "
@@ -64,6 +69,25 @@ class _Decoded:
             "(the Large tables page draws that summary), or load a sample of the rows. "
             "In Python, `max_rows=None, max_cells=None` lift the limit."
         )
+
+
+def parquet_cells(metadata: Any, n_columns: int) -> tuple[int, int]:
+    """(cells, values) a Parquet file decodes to, from its footer alone: ``cells`` is rows x
+    ``n_columns``; ``values`` sums ``num_values`` of every leaf column over every row group, so a
+    nested column (a ``list<double>`` embedding) counts every element it holds, not one per row."""
+    values = sum(metadata.row_group(i).column(j).num_values
+                 for i in range(metadata.num_row_groups) for j in range(metadata.num_columns))
+    return int(metadata.num_rows) * max(n_columns, 1), int(values)
+
+
+def check_parquet(metadata: Any, n_columns: int, limits: _Decoded, display: str) -> None:
+    """Refuse a Parquet file whose rows, rows x columns or leaf values (:func:`parquet_cells`) are
+    over ``limits`` before any column is decoded."""
+    limits.check(int(metadata.num_rows), n_columns, display)
+    _, values = parquet_cells(metadata, n_columns)
+    if limits.max_cells is not None and values > limits.max_cells:
+        limits.refuse(f"{values:,} values in its {metadata.num_columns:,} leaf columns (nested columns count "
+                      "every element)", display)
 
 
 def _limit_text(limit: int | None, what: str) -> str:

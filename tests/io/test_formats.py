@@ -252,3 +252,24 @@ def test_rows_are_counted_whatever_the_line_ending(tmp_path, ending, packed):
     with pytest.raises(CalibrationInputError, match=r"1,000 rows|more than 10 rows"):
         cc.load_predictions(path, max_rows=10)
     assert cc.load_predictions(data, name=name, max_rows=1_000).n_samples == 1_000
+
+
+def _nested_parquet(n_rows: int, width: int) -> bytes:
+    """A small table of labels and probabilities with a ``list<double>`` column of ``width`` values a row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    embedding = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(n_rows * width)), width)
+    table = pa.table({"label": pa.array(np.arange(n_rows) % 2), "p_0": pa.array(np.full(n_rows, 0.7)),
+                      "p_1": pa.array(np.full(n_rows, 0.3)), "embedding": pa.ListArray.from_arrays(
+                          pa.array(np.arange(n_rows + 1) * width, type=pa.int32()), embedding.flatten())})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+def test_a_nested_parquet_column_counts_its_values_against_the_cell_limit():
+    data = _nested_parquet(10, 20_000)  # 200,000 floats in a few kilobytes
+    with pytest.raises(CalibrationInputError, match=r"200,0\d\d values.*100,000 cells"):
+        cc.load_predictions(data, name="nested.parquet", max_cells=100_000)
+    assert cc.load_predictions(data, name="nested.parquet", max_cells=300_000).n_samples == 10
