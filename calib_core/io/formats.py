@@ -240,12 +240,13 @@ def _detect_format(raw: _Raw, file_format: str | None, head: bytes) -> str:
     return "csv"
 
 
-def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> _Raw:
+def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded(), head_only: bool = False) -> _Raw:
     """The unpacked bytes of gzip data (else ``raw`` itself), unpacked in chunks.
 
     Unpacking stops at ``max_bytes`` and, for text, once the lines counted so far
     times the header's fields pass ``limits``: a gzipped CSV bomb is refused after
-    unpacking about the limit's worth of rows, never the whole of it.
+    unpacking about the limit's worth of rows, never the whole of it. ``head_only``:
+    only the first chunk, unless it is Parquet or NPZ (whose footer ends the file).
     """
     head = raw.head(2)
     if head != b"\x1f\x8b":
@@ -262,6 +263,8 @@ def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded(
                     width = _header_width(chunk)
                 parts.append(chunk)
                 unpacked += len(chunk)
+                if head_only and not parts[0].startswith((b"PAR1", b"PK\x03\x04")):
+                    break
                 if max_bytes is not None and unpacked > max_bytes:
                     raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}",
                                    max_bytes)
@@ -826,7 +829,7 @@ def column_names(data: bytes, name: str = "") -> list[str]:
         When the format cannot be told or the header cannot be read.
     """
     raw = _maybe_gunzip(_Raw(path=None, data=bytes(data), hint=name,
-                             display=f"upload {name!r}" if name else "the uploaded data"), None)
+                             display=f"upload {name!r}" if name else "the uploaded data"), MAX_BYTES, head_only=True)
     fmt = _detect_format(raw, None, raw.head(16))
     if fmt == "parquet":
         import pyarrow.parquet as pq

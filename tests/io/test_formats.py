@@ -273,3 +273,20 @@ def test_a_nested_parquet_column_counts_its_values_against_the_cell_limit():
     with pytest.raises(CalibrationInputError, match=r"200,0\d\d values.*100,000 cells"):
         cc.load_predictions(data, name="nested.parquet", max_cells=100_000)
     assert cc.load_predictions(data, name="nested.parquet", max_cells=300_000).n_samples == 10
+
+
+def test_column_names_of_a_gzipped_csv_unpack_only_its_head():
+    import tracemalloc
+
+    packed = gzip.compress(b"label,p_0\n" + b"0,0.5\n" * 5_000_000, compresslevel=9)  # 30 MB of text
+    gzipped_table = io.BytesIO()
+    with gzip.GzipFile(fileobj=gzipped_table, mode="wb") as handle:
+        pd.DataFrame({"label": [0, 1], "p_a": [0.2, 0.9]}).to_parquet(handle)
+    tracemalloc.start()
+    try:
+        assert column_names(packed, "big.csv.gz") == ["label", "p_0"]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000, peak  # the first chunk, never the 30 MB
+    assert column_names(gzipped_table.getvalue(), "m.parquet.gz") == ["label", "p_a"]  # a footer needs it all
