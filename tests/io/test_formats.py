@@ -290,3 +290,18 @@ def test_column_names_of_a_gzipped_csv_unpack_only_its_head():
         tracemalloc.stop()
     assert peak < 8_000_000, peak  # the first chunk, never the 30 MB
     assert column_names(gzipped_table.getvalue(), "m.parquet.gz") == ["label", "p_a"]  # a footer needs it all
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_header_longer_than_the_sniff_counts_all_its_columns_against_the_cell_limit(tmp_path, packed):
+    # 6,001 names of 200 characters: the header is longer than the 64 KiB sniff and the 1 MiB gzip chunk.
+    n_columns, n_rows = 6_001, 8
+    header = ",".join(["label"] + [f"p_{k:0198d}" for k in range(n_columns - 1)]) + "\n"
+    text = (header + ("0," + ",".join(["0"] * (n_columns - 1)) + "\n") * n_rows).encode()
+    assert len(header) > (1 << 20)
+    path = tmp_path / ("wide.csv.gz" if packed else "wide.csv")
+    path.write_bytes(gzip.compress(text) if packed else text)
+    limit = n_rows * n_columns - 1
+    for source in (path, path.read_bytes()):
+        with pytest.raises(CalibrationInputError, match=rf"6,001 columns.*{limit:,} cells"):
+            cc.load_predictions(source, name=path.name, max_cells=limit)
