@@ -573,3 +573,11 @@ def test_a_nested_predictions_column_counts_its_values_against_the_cell_limit(mo
     monkeypatch.setattr(pq, "read_table", no_read)
     with pytest.raises(CalibrationInputError, match=r"'team\.zip'.*200,0\d\d values.*100,000 cells"):
         sf.unpack(_zip(members), name="team.zip", max_cells=100_000)
+
+
+def test_the_cell_limit_is_one_budget_for_the_whole_session_file():
+    models = [_model(name=f"m{i}", seed=i) for i in range(3)]  # 50 rows x 4 columns: 200 cells each
+    assert len(sf.unpack(sf.pack(models, {}), name="team.zip", max_cells=600).models) == 3
+    with pytest.raises(CalibrationInputError,
+                       match=r"session file 'team\.zip'.*model 'm2'.*600 with the models before it.*599 cells"):
+        sf.unpack(sf.pack(models, {}), name="team.zip", max_cells=599)
