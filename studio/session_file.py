@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 
 from calib_core import CalibrationInputError
 from calib_core.io.formats import MAX_CLASSES
+from calib_core.io.limits import MAX_CELLS, parquet_cells
 
 #: The manifest's ``format`` value and the version written by this app.
 FORMAT = "calibration-studio-session"
@@ -424,8 +425,12 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
     return data
 
 
-def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None) -> SessionModel:
-    """Read the members of one checked entry; linear in the number of columns (one index of names)."""
+def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None,
+                max_cells: int | None, spent: int) -> tuple[SessionModel, int]:
+    """Read the members of one checked entry; linear in the number of columns (one index of names).
+
+    ``max_cells`` is one budget for the whole session file: ``spent`` cells were decoded for the
+    models before this one; the total with this model's is returned."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -451,6 +456,11 @@ def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None) 
     if decoded > limit:
         raise _Invalid(f"the predictions of model {name!r} ({footer.num_rows:,} rows x {len(columns):,} columns) "
                        f"decode to about {decoded:,} bytes, over the limit of {limit:,}.")
+    cells = max(parquet_cells(footer, len(columns)))
+    if max_cells is not None and spent + cells > max_cells:
+        before = f", {spent + cells:,} with the models before it" if spent else ""
+        raise _Invalid(f"the predictions of model {name!r} hold {cells:,} values (nested columns count every "
+                       f"element){before}, over the limit of {max_cells:,} cells for the whole session file.")
     try:
         table = pq.read_table(pa.BufferReader(raw))
     except Exception:  # noqa: BLE001
@@ -480,7 +490,7 @@ def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None) 
             raise _Invalid(f"the logits of model {name!r} are incomplete.")
         logits = np.column_stack(logit_columns).astype(np.float64)
     split, groups = column("split"), column("group")
-    return SessionModel(
+    model = SessionModel(
         name=name, origin=entry.origin, file_name=entry.file_name, source=_read_member(archive, entry.source),
         options=entry.options, fixes=entry.fixes,
         probs=np.column_stack(class_columns).astype(np.float64), labels=labels.astype(np.int64),
@@ -488,6 +498,7 @@ def _read_model(archive: zipfile.ZipFile, entry: _Entry, max_bytes: int | None) 
         split=None if split is None else split.astype(str), groups=None if groups is None else groups.astype(str),
         group_column=entry.group_column, demo=entry.demo,
     )
+    return model, spent + cells
 
 
 def _check_directory(archive: zipfile.ZipFile, max_bytes: int | None) -> None:
@@ -513,7 +524,8 @@ def _check_directory(archive: zipfile.ZipFile, max_bytes: int | None) -> None:
         raise _Invalid(f"it has no {MANIFEST}.")
 
 
-def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFAULT_MAX_BYTES) -> Session:
+def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFAULT_MAX_BYTES,
+           max_cells: int | None = MAX_CELLS) -> Session:
     """Read a session file written by :func:`pack`, refusing anything else with a clear message.
 
     Parameters
@@ -528,6 +540,11 @@ def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFA
         Parquet member's decoded size, and the highest ``max_bytes`` load
         option a model may carry (a session file can tighten the limit of
         its source files, never lift it).
+    max_cells : int or None
+        Limit on the values all the Parquet members decode to together (one
+        budget for the whole file, as for one upload), counted from each
+        footer before that member is read (a nested column counts every
+        element; see :func:`calib_core.io.limits.parquet_cells`).
 
     Returns
     -------
@@ -562,7 +579,10 @@ def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFA
         with archive:
             _check_directory(archive, max_bytes)
             settings, entries = _manifest(archive, max_bytes)
-            models = tuple(_read_model(archive, entry, max_bytes) for entry in entries)
+            models, spent = [], 0
+            for entry in entries:
+                model, spent = _read_model(archive, entry, max_bytes, max_cells, spent)
+                models.append(model)
     except _Invalid as exc:
         raise CalibrationInputError(f"{label} cannot be restored: {exc}") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError):
@@ -571,4 +591,4 @@ def unpack(data: bytes, *, name: str | None = None, max_bytes: int | None = DEFA
     except Exception:  # noqa: BLE001 -- RuntimeError, NotImplementedError, an Arrow error: one message, never raw
         raise CalibrationInputError(f"{label} cannot be restored: a member could not be read (damaged, "
                                     "encrypted or written in a way session files never are).") from None
-    return Session(models, settings)
+    return Session(tuple(models), settings)

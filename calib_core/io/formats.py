@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core.io.limits import (MAX_BYTES, MAX_CELLS, MAX_ROWS, _READ_CHUNK, _Decoded,  # MAX_*: re-exported
-                                   _header_width, _npy_table_shape, count_csv_rows, line_breaks)
+from calib_core.io.limits import (MAX_BYTES, MAX_CELLS, MAX_ROWS, _READ_CHUNK, _Decoded, _npy_table_shape,  # MAX_*
+                                   check_parquet, count_csv_rows, csv_header, first_line_width, line_breaks)
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",
@@ -240,28 +240,31 @@ def _detect_format(raw: _Raw, file_format: str | None, head: bytes) -> str:
     return "csv"
 
 
-def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> _Raw:
+def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded(), head_only: bool = False) -> _Raw:
     """The unpacked bytes of gzip data (else ``raw`` itself), unpacked in chunks.
 
-    Unpacking stops at ``max_bytes`` and, for text, once the lines counted so far
-    times the header's fields pass ``limits``: a gzipped CSV bomb is refused after
-    unpacking about the limit's worth of rows, never the whole of it.
+    Unpacking stops at ``max_bytes``, for text once the lines so far times the header's fields pass
+    ``limits`` (a gzipped CSV bomb is refused after about the limit's worth of rows), and with
+    ``head_only`` after the first chunk unless it is Parquet or NPZ (whose footer ends the file).
     """
     head = raw.head(2)
     if head != b"\x1f\x8b":
         return raw
     parts: list[bytes] = []
-    unpacked = lines = width = 0
+    unpacked = lines = 0
+    width: int | None = None
     try:
         with raw.open_binary() as packed, gzip.GzipFile(fileobj=packed) as handle:
             while True:
                 chunk = handle.read(_READ_CHUNK)
                 if not chunk:
                     break
-                if not parts:
-                    width = _header_width(chunk)
                 parts.append(chunk)
+                if width is None:  # the header's fields once its line ends (0: not text)
+                    width = first_line_width(parts)
                 unpacked += len(chunk)
+                if head_only and not parts[0].startswith((b"PAR1", b"PK\x03\x04")):
+                    break
                 if max_bytes is not None and unpacked > max_bytes:
                     raise _too_big(f"{raw.display} (decompressed)", f"more than {_format_bytes(max_bytes)}",
                                    max_bytes)
@@ -547,6 +550,8 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
     def read(encoding: str) -> tuple[pd.DataFrame, str, str, list[str]]:
         dialect = sniff_csv(_decode_head(head, encoding), raw.hint, raw.display)
         delimiter, decimal, header = dialect.delimiter, dialect.decimal, dialect.header
+        if len(head) >= _SNIFF_BYTES and b"\n" not in head and b"\r" not in head:  # a header longer than the sniff
+            header = csv_header(raw.open_binary(), delimiter, encoding)
         _check_header_is_names(header, raw.display)
         _check_duplicates(header, raw.display)
         _check_column_count(len(header), raw.display)
@@ -595,8 +600,7 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
     if len(header) != frame.shape[1]:
         # The sniffer saw only the head of a long header line: check every name (pandas renames a
         # repeated `p_3` to `p_3.1` without a word).
-        with io.TextIOWrapper(raw.open_binary(), encoding=encoding, errors="replace", newline="") as handle:
-            header = [c.strip() for c in next(csv.reader(handle, delimiter=delimiter), [])]
+        header = csv_header(raw.open_binary(), delimiter, encoding)
         _check_duplicates(header, raw.display)
     if len(header) == frame.shape[1]:
         frame.columns = header
@@ -641,7 +645,7 @@ def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
             names = [str(c).strip() for c in parquet.schema_arrow.names]
             _check_column_count(len(names), raw.display)
             _check_duplicates(names, raw.display)
-            limits.check(int(parquet.metadata.num_rows), len(names), raw.display)
+            check_parquet(parquet.metadata, len(names), limits, raw.display)
             table = parquet.read()
     except CalibrationInputError:
         raise
@@ -826,7 +830,7 @@ def column_names(data: bytes, name: str = "") -> list[str]:
         When the format cannot be told or the header cannot be read.
     """
     raw = _maybe_gunzip(_Raw(path=None, data=bytes(data), hint=name,
-                             display=f"upload {name!r}" if name else "the uploaded data"), None)
+                             display=f"upload {name!r}" if name else "the uploaded data"), MAX_BYTES, head_only=True)
     fmt = _detect_format(raw, None, raw.head(16))
     if fmt == "parquet":
         import pyarrow.parquet as pq

@@ -11,14 +11,17 @@ Tables over the limits are for the streaming engines (``calib-core report FILE
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks"]
+__all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks", "parquet_cells",
+           "first_line_width", "csv_header"]
 
 #: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
 MAX_BYTES = 500_000_000
@@ -57,6 +60,10 @@ class _Decoded:
             size = f"more than {self.max_rows:,} rows x {n_columns:,} columns"
         else:
             size = f"{n_columns:,} columns and more than {self.max_cells:,} cells"
+        self.refuse(size, display)
+
+    def refuse(self, size: str, display: str) -> None:
+        """Raise the one message of a table over the limits; ``size`` says what it holds."""
         raise CalibrationInputError(
             f"{display} holds {size}, over the limit of {_limit_text(self.max_rows, 'rows')} and "
             f"{_limit_text(self.max_cells, 'cells')} that are loaded into memory. Evaluate it in record batches, "
@@ -64,6 +71,25 @@ class _Decoded:
             "(the Large tables page draws that summary), or load a sample of the rows. "
             "In Python, `max_rows=None, max_cells=None` lift the limit."
         )
+
+
+def parquet_cells(metadata: Any, n_columns: int) -> tuple[int, int]:
+    """(cells, values) a Parquet file decodes to, from its footer alone: ``cells`` is rows x
+    ``n_columns``; ``values`` sums ``num_values`` of every leaf column over every row group, so a
+    nested column (a ``list<double>`` embedding) counts every element it holds, not one per row."""
+    values = sum(metadata.row_group(i).column(j).num_values
+                 for i in range(metadata.num_row_groups) for j in range(metadata.num_columns))
+    return int(metadata.num_rows) * max(n_columns, 1), int(values)
+
+
+def check_parquet(metadata: Any, n_columns: int, limits: _Decoded, display: str) -> None:
+    """Refuse a Parquet file whose rows, rows x columns or leaf values (:func:`parquet_cells`) are
+    over ``limits`` before any column is decoded."""
+    limits.check(int(metadata.num_rows), n_columns, display)
+    _, values = parquet_cells(metadata, n_columns)
+    if limits.max_cells is not None and values > limits.max_cells:
+        limits.refuse(f"{values:,} values in its {metadata.num_columns:,} leaf columns (nested columns count "
+                      "every element)", display)
 
 
 def _limit_text(limit: int | None, what: str) -> str:
@@ -78,7 +104,31 @@ def _header_width(head: bytes) -> int:
     line = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
     if not line:
         return 0
-    return max(len(next(csv.reader([line], delimiter=d))) for d in (",", "\t", ";"))
+    return max(_fields(line, d) for d in (",", "\t", ";"))
+
+
+def _fields(line: str, delimiter: str) -> int:
+    try:
+        return len(next(csv.reader([line], delimiter=delimiter)))
+    except csv.Error:  # a field over the csv module's size limit: count the delimiters
+        return line.count(delimiter) + 1
+
+
+def first_line_width(parts: list[bytes]) -> int | None:
+    """:func:`_header_width` of the text unpacked so far (``parts``, the newest last), or None
+    while its first line has not ended: a header longer than a chunk is counted whole."""
+    if len(parts) > 1 and b"\n" not in parts[-1] and b"\r" not in parts[-1]:
+        return None  # still inside the first line (earlier parts held no line break either)
+    head = b"".join(parts) if len(parts) > 1 else parts[0]
+    width = _header_width(head)
+    return None if width and b"\n" not in head and b"\r" not in head else width
+
+
+def csv_header(handle: BinaryIO, delimiter: str, encoding: str) -> list[str]:
+    """The whole first record of a delimited file, its names stripped: the header the loader
+    counts when it is longer than the sniffed head (its size is bounded by the byte limit)."""
+    with io.TextIOWrapper(handle, encoding=encoding, errors="replace", newline="") as text:
+        return [c.strip() for c in next(csv.reader(text, delimiter=delimiter), [])]
 
 
 def line_breaks(data: bytes) -> int:

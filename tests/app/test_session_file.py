@@ -552,3 +552,32 @@ def test_fuzz_wide_session_files_load_or_give_one_clean_message(k, n, mutation, 
     (got,) = session.models
     assert got.probs.shape == (got.labels.shape[0], len(got.class_names)) and len(got.class_names) >= 2
     assert all(isinstance(key, str) and key in (*sf.LOAD_OPTIONS, *sf.LIMIT_OPTIONS) for key, _ in got.options)
+
+
+def test_a_nested_predictions_column_counts_its_values_against_the_cell_limit(monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n, width = 10, 20_000
+    label = pa.ListArray.from_arrays(pa.array(np.arange(n + 1) * width, type=pa.int32()),
+                                     pa.array(np.zeros(n * width, dtype=np.int64)))
+    table = pa.table({"label": label, **{f"class_{k}": pa.array(np.full(n, 1 / 3)) for k in range(3)}})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    members = _members(sf.pack([_model()], {}))
+    members["models/0.parquet"] = buffer.getvalue()
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("the predictions were decoded before their values were counted")
+
+    monkeypatch.setattr(pq, "read_table", no_read)
+    with pytest.raises(CalibrationInputError, match=r"'team\.zip'.*200,0\d\d values.*100,000 cells"):
+        sf.unpack(_zip(members), name="team.zip", max_cells=100_000)
+
+
+def test_the_cell_limit_is_one_budget_for_the_whole_session_file():
+    models = [_model(name=f"m{i}", seed=i) for i in range(3)]  # 50 rows x 4 columns: 200 cells each
+    assert len(sf.unpack(sf.pack(models, {}), name="team.zip", max_cells=600).models) == 3
+    with pytest.raises(CalibrationInputError,
+                       match=r"session file 'team\.zip'.*model 'm2'.*600 with the models before it.*599 cells"):
+        sf.unpack(sf.pack(models, {}), name="team.zip", max_cells=599)

@@ -252,3 +252,56 @@ def test_rows_are_counted_whatever_the_line_ending(tmp_path, ending, packed):
     with pytest.raises(CalibrationInputError, match=r"1,000 rows|more than 10 rows"):
         cc.load_predictions(path, max_rows=10)
     assert cc.load_predictions(data, name=name, max_rows=1_000).n_samples == 1_000
+
+
+def _nested_parquet(n_rows: int, width: int) -> bytes:
+    """A small table of labels and probabilities with a ``list<double>`` column of ``width`` values a row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    embedding = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(n_rows * width)), width)
+    table = pa.table({"label": pa.array(np.arange(n_rows) % 2), "p_0": pa.array(np.full(n_rows, 0.7)),
+                      "p_1": pa.array(np.full(n_rows, 0.3)), "embedding": pa.ListArray.from_arrays(
+                          pa.array(np.arange(n_rows + 1) * width, type=pa.int32()), embedding.flatten())})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+def test_a_nested_parquet_column_counts_its_values_against_the_cell_limit():
+    data = _nested_parquet(10, 20_000)  # 200,000 floats in a few kilobytes
+    with pytest.raises(CalibrationInputError, match=r"200,0\d\d values.*100,000 cells"):
+        cc.load_predictions(data, name="nested.parquet", max_cells=100_000)
+    assert cc.load_predictions(data, name="nested.parquet", max_cells=300_000).n_samples == 10
+
+
+def test_column_names_of_a_gzipped_csv_unpack_only_its_head():
+    import tracemalloc
+
+    packed = gzip.compress(b"label,p_0\n" + b"0,0.5\n" * 5_000_000, compresslevel=9)  # 30 MB of text
+    gzipped_table = io.BytesIO()
+    with gzip.GzipFile(fileobj=gzipped_table, mode="wb") as handle:
+        pd.DataFrame({"label": [0, 1], "p_a": [0.2, 0.9]}).to_parquet(handle)
+    tracemalloc.start()
+    try:
+        assert column_names(packed, "big.csv.gz") == ["label", "p_0"]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000, peak  # the first chunk, never the 30 MB
+    assert column_names(gzipped_table.getvalue(), "m.parquet.gz") == ["label", "p_a"]  # a footer needs it all
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_header_longer_than_the_sniff_counts_all_its_columns_against_the_cell_limit(tmp_path, packed):
+    # 6,001 names of 200 characters: the header is longer than the 64 KiB sniff and the 1 MiB gzip chunk.
+    n_columns, n_rows = 6_001, 8
+    header = ",".join(["label"] + [f"p_{k:0198d}" for k in range(n_columns - 1)]) + "\n"
+    text = (header + ("0," + ",".join(["0"] * (n_columns - 1)) + "\n") * n_rows).encode()
+    assert len(header) > (1 << 20)
+    path = tmp_path / ("wide.csv.gz" if packed else "wide.csv")
+    path.write_bytes(gzip.compress(text) if packed else text)
+    limit = n_rows * n_columns - 1
+    for source in (path, path.read_bytes()):
+        with pytest.raises(CalibrationInputError, match=rf"6,001 columns.*{limit:,} cells"):
+            cc.load_predictions(source, name=path.name, max_cells=limit)
