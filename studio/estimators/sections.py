@@ -108,8 +108,9 @@ def decomposition_section(usable, settings: Settings, plans: Plans, found: Estim
 #: What the fixable part is, for the pages (Markdown).
 FIXABLE_INTRO = (
     "**What recalibration can fix, measured honestly.** The default recalibration methods are fitted under 5-fold "
-    "cross-fitting (each row is predicted by a map fitted without it), and the best one's drop in Brier score and "
-    "NLL is shown with a paired bootstrap interval. No map of the predictions can remove more than the true "
+    "cross-fitting (each row is predicted by a map fitted without it), and the drop in Brier score and NLL of "
+    "the one the Recalibration page would recommend (it lowers the ECE without raising the Brier score; the lowest "
+    "Brier score first) is shown with a paired bootstrap interval; with no such method nothing is fixable. No map of the predictions can remove more than the true "
     "calibration term, so this is the part you can act on; a kernel estimate of the calibration term that is "
     "far larger is most likely the estimator's bias (Recalibration page: every method, every metric)."
 )
