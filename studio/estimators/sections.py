@@ -121,12 +121,12 @@ FIXABLE_INTRO = (
 FIXABLE_AUTO_CELLS = 500_000
 
 
-def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: str,
+def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: str, alpha: float = 0.05,
                     run: Callable | None = None) -> dict[str, cc.recalibration.fixable.FixablePart]:
     """The fixable part of each model's scores (:func:`studio.compute_estimators.fixable`): a table and a sentence.
 
     On large inputs (more than :data:`FIXABLE_AUTO_CELLS` rows x classes) it is computed when its toggle
-    (``key``) is switched on.
+    (``key``) is switched on. The intervals cover ``1 - alpha`` (the page's interval level).
     """
     run = run or (lambda text, function, *args: function(*args))
     st.markdown(FIXABLE_INTRO)
@@ -139,7 +139,7 @@ def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: 
     for model in models:
         try:
             found[model.name] = run(f"Cross-fitted recalibration, {model.name}", ce.fixable, model.predictions,
-                                    model.fingerprint, int(n_boot(model)), int(seed))
+                                    model.fingerprint, int(n_boot(model)), int(seed), float(alpha))
         except CalibrationInputError as exc:
             st.warning(f"**{md(model.name)}**: the fixable part cannot be measured: {md(exc)}",
                        icon=":material/warning:")
