@@ -1,4 +1,4 @@
-"""The fixable part of a score, measured honestly: what the recommended recalibration method removes under cross-fitting.
+"""The fixable part of a score, measured honestly: what the recommended recalibration method removes, cross-fitted.
 
 A kernel decomposition (:func:`calib_core.score_decomposition`) splits a
 proper score into calibration and refinement, but its calibration term is an
