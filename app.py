@@ -404,7 +404,10 @@ for file in st.session_state.get(UPLOADS) or []:
 
 entries = state.get_entries()
 st.subheader(f"Loaded models ({len(entries)})")
-if entries:
+session_problem = state.session_file_problem() if entries else None
+if session_problem:
+    st.caption(f"No session file can be saved: {literal(session_problem)}")
+elif entries:
     st.download_button("Download session file", data=state.session_file_packer(), file_name="calibration-session.zip",
                        mime="application/zip", on_click="ignore", icon=":material/save:", key="data:session_file",
                        help="One zip with every loaded model (predictions as Parquet, the files they came from, "

@@ -179,7 +179,7 @@ for spec in cc.METRICS:
     interval = cc.metrics.registry.INTERVAL_METHODS[spec.interval]
     st.markdown(f"**{names[spec.key]}** ({settings}; interval: {interval}). {spec.summary}  \n"
                 f"*Pitfalls:* {spec.pitfalls}")
-downloads.report_button("metrics", models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed)
+downloads.report_button("metrics", models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed, alpha=alpha)
 
 
 def finish(final, stopped):
@@ -198,4 +198,4 @@ metrics_page.fill_intervals(table, jobs, key=run, level=level, table_slot=table_
                             finish=finish)
 with fixable_slot.container():
     layout.run_with_progress("Cross-fitting the recalibration methods", lambda report: fixable_section(
-        models, n_boot=lambda model: int(n_boot), seed=int(seed), key="metric_fixable"))
+        models, n_boot=lambda model: int(n_boot), seed=int(seed), key="metric_fixable", alpha=alpha))

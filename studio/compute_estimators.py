@@ -410,7 +410,7 @@ def bound_limits(_predictions: Predictions, fingerprint: str) -> dict[str, float
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def fixable(_predictions: Predictions, fingerprint: str, n_boot: int, seed: int, alpha: float = 0.05) -> FixablePart:
-    """:func:`calib_core.recalibration.fixable.fixable_part`: the best default method's cross-fitted drop in
+    """:func:`calib_core.recalibration.fixable.fixable_part`: the recommended default method's cross-fitted drop in
     NLL and Brier score, with ``n_boot`` paired resamples (the same call on the Metrics and Estimators pages and
     in the report)."""
     return fixable_part(_predictions.probs, _predictions.labels, logits=_predictions.logits, n_boot=n_boot,

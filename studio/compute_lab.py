@@ -47,7 +47,7 @@ from calib_core.lab.pathologies import Pathology
 from calib_core.lab.size_power import cell_seed
 from calib_core.lab.stability import study_sizes
 from calib_core.validation import CalibrationInputError
-from studio.memory import RESULT_TTL_SECONDS, ResultStore  # noqa: F401  (ResultStore: re-exported for the tests)
+from studio.memory import ResultStore  # noqa: F401  (re-exported for the tests)
 
 Progress = Callable[[int, int], None] | None
 

@@ -99,10 +99,12 @@ def page_recalibration_settings() -> report.RecalibrationSettings | None:
 
 
 def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: int = 15, binning: str = "uniform",
-                  n_boot: int = APP_REPORT_N_BOOT, seed: int = 0,
+                  n_boot: int = APP_REPORT_N_BOOT, seed: int = 0, alpha: float = 0.05,
                   recalibration: report.Recalibration | Sequence[report.Recalibration] | None = None,
                   recalibration_settings: report.RecalibrationSettings | None = None) -> None:
     """A "Download report (HTML)" button for this page's ``section`` ("everything": every section).
+
+    ``alpha``: the intervals cover ``1 - alpha`` (the page's *Interval* setting, so both show the same numbers).
 
     The report (metrics with intervals, verdicts, charts, file hashes and every
     setting) is built when the button is clicked, for the models shown.
@@ -117,7 +119,7 @@ def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: in
     if section == "reliability":
         sections = ("data", "metrics", "verdicts", "reliability")
     settings = report.ReportSettings(n_bins=int(n_bins), binning=binning, n_boot=int(n_boot),
-                                     seed=int(seed))
+                                     seed=int(seed), alpha=float(alpha))
     chosen = list(models)
     if section == "everything" and recalibration is None and recalibration_settings is None:
         recalibration_settings = page_recalibration_settings()

@@ -515,8 +515,8 @@ def _metrics_section(models: Sequence[ReportModel], data: dict, settings: Report
         parts.append(_model_heading(model) + _table(
             ("metric", "key", "estimate", "interval low", "interval high", "interval method", "resamples", "note",
              "within its bounds?"), rows, cls="metrics"))
-        parts.append(f"<p class='fixable'><b>What recalibration can fix</b> (the best default method's drop under "
-                     f"cross-fitting, paired bootstrap interval): {_e(entry['fixable']['sentence'])}</p>")
+        parts.append(f"<p class='fixable'><b>What recalibration can fix</b> (the recommended default method's drop "
+                     f"under cross-fitting, paired bootstrap interval): {_e(entry['fixable']['sentence'])}</p>")
     return "".join(parts)
 
 

@@ -175,20 +175,39 @@ def pack(models: list[SessionModel] | tuple[SessionModel, ...], settings: dict[s
         "format": FORMAT, "version": FORMAT_VERSION,
         "settings": storable_settings(settings), "models": [],
     }
+    problems = [problem for problem in map(unstorable, models) if problem]
+    if problems:
+        raise CalibrationInputError(problems[0])
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for i, model in enumerate(models):
-            predictions, source = f"models/{i}.parquet", f"sources/{i}"
-            archive.writestr(predictions, _parquet_bytes(model))
-            archive.writestr(source, model.source)
-            manifest["models"].append({
-                "name": model.name, "origin": model.origin, "demo": model.demo, "file_name": model.file_name,
-                "predictions": predictions, "source": source, "class_names": list(model.class_names),
-                "group_column": model.group_column,
-                "options": [[k, _jsonable(v)] for k, v in model.options], "fixes": list(model.fixes),
-            })
+            entry = _manifest_entry(model, i)
+            archive.writestr(entry["predictions"], _parquet_bytes(model))
+            archive.writestr(entry["source"], model.source)
+            manifest["models"].append(entry)
         archive.writestr(MANIFEST, json.dumps(manifest, indent=1))
     return buffer.getvalue()
+
+
+def _manifest_entry(model: SessionModel, i: int) -> dict[str, Any]:
+    """The manifest's entry of model ``i`` (what :func:`unpack` checks with its schema)."""
+    return {"name": model.name, "origin": model.origin, "demo": model.demo, "file_name": model.file_name,
+            "predictions": f"models/{i}.parquet", "source": f"sources/{i}", "class_names": list(model.class_names),
+            "group_column": model.group_column, "options": [[k, _jsonable(v)] for k, v in model.options],
+            "fixes": list(model.fixes)}
+
+
+def unstorable(model: SessionModel) -> str | None:
+    """Why ``model`` cannot be saved in a session file that :func:`unpack` would restore (None: it can).
+
+    The manifest entry :func:`pack` would write is checked with the schema :func:`unpack` applies (e.g. a name
+    or class name longer than :data:`MAX_TEXT` characters), so a session that is saved can be restored.
+    """
+    try:
+        _entry(_manifest_entry(model, 0), 0, None)
+    except (_Invalid, CalibrationInputError) as exc:
+        return f"model {model.name[:100]!r} cannot be saved in a session file: {exc}"
+    return None
 
 
 def storable_settings(settings: dict[str, list[str]]) -> dict[str, list[str]]:

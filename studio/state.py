@@ -570,6 +570,25 @@ def demo_path(name: str) -> Path:
 
 # ----------------------------------------------------------------------------- session files
 
+def _session_model(name: str, m: LoadedModel, source: bytes):
+    """The :class:`studio.session_file.SessionModel` of a loaded model."""
+    from studio import session_file
+
+    return session_file.SessionModel(
+        name=name, origin=m.origin, file_name=m.file_name, source=source, options=m.options,
+        fixes=m.fixes, probs=m.predictions.probs, labels=m.predictions.labels,
+        class_names=m.predictions.class_names, logits=m.predictions.logits, split=m.predictions.split,
+        groups=m.predictions.groups, group_column=m.predictions.group_column, demo=m.demo)
+
+
+def session_file_problem() -> str | None:
+    """Why the loaded models cannot be saved in a session file (:func:`studio.session_file.unstorable`), or None."""
+    from studio import session_file
+
+    return next((problem for name, m in _store().models.items()
+                 if (problem := session_file.unstorable(_session_model(name, m, b"")))), None)
+
+
 def session_file_packer() -> Callable[[], bytes]:
     """The session file (zip) of every loaded model and the view's settings (:func:`view_settings`),
     as a function for ``st.download_button(data=...)``, which calls it only when the button is clicked.
@@ -588,12 +607,7 @@ def session_file_packer() -> Callable[[], bytes]:
 
     def pack() -> bytes:
         if key not in packed:
-            records = [session_file.SessionModel(
-                name=name, origin=m.origin, file_name=m.file_name, source=m.source_bytes(), options=m.options,
-                fixes=m.fixes, probs=m.predictions.probs, labels=m.predictions.labels,
-                class_names=m.predictions.class_names, logits=m.predictions.logits, split=m.predictions.split,
-                groups=m.predictions.groups, group_column=m.predictions.group_column, demo=m.demo,
-            ) for name, m in models.items()]
+            records = [_session_model(name, m, m.source_bytes()) for name, m in models.items()]
             packed.clear()  # only the newest set of models is kept
             packed[key] = session_file.pack(records, settings)
         return packed[key]

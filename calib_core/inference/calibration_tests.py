@@ -558,7 +558,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         predictions only, so it is the same under every resample).
     block_rows : int, optional
         ``"skce"`` only: rows per block s, from 2 to N; default
-        ``ceil(sqrt(N))``, at most 100 (:func:`calib_core.metrics.block_rows_default`).
+        ``ceil(sqrt(N))``, at most 100 (:func:`calib_core.inference.skce_estimators.block_rows_default`).
         2 is Widmann et al.'s linear-time test (little power); N with
         ``null="resampled"`` is their quadratic test (O(N^2) per resample).
     n_groups : int, default 10
@@ -601,7 +601,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
     independent, so the mean is asymptotically normal as m grows; under
     calibration its variance is known exactly from the predictions,
     :math:`\\sigma_0^2 = m^{-2}\\sum_b \\mathrm{Var}_0(\\hat U_b)`
-    (:func:`calib_core.metrics.skce_block_statistics`), and the test
+    (:func:`calib_core.inference.skce_estimators.skce_block_statistics`), and the test
     rejects for large values: ``p = norm.sf(estimate / sigma_0)``.
 
     *Why blocks of sqrt(N) rows.* The variance of the mean falls as

@@ -273,7 +273,7 @@ class BlockSKCE:
     """The block SKCE estimator on fixed blocks of rows, as an estimator object.
 
     Calling it gives the mean over the blocks of the unbiased SKCE
-    U-statistic of each block (:func:`calib_core.metrics.skce_block_statistics`);
+    U-statistic of each block (:func:`skce_block_statistics`);
     :meth:`draw_evaluator` evaluates it for whole blocks of label vectors of
     fixed predictions, which :func:`calib_core.consistency_resampling` uses for
     the resampled null of the default SKCE test; :meth:`cell_occupancy`

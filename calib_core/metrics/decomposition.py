@@ -208,6 +208,12 @@ def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier
 #: draws pin it down: over 20 seeds on the 899-row digits demo the 4-draw mean moved by under 10 % of itself).
 CALIBRATED_DRAWS = 4
 
+#: Bytes of the label draws :func:`calibrated_bias` sends through one kernel pass: their one-hot labels and
+#: conditional means, 2 x 8 x N x K bytes per draw (at 3,000 x 300 all four draws at once peaked at 101 MB,
+#: 3.5 times CE_KL's own 29 MB). At least one draw per pass: above N x K = 262,144 each draw has its own pass
+#: (4 kernel passes instead of 1: memory bounded, time x 4 for the bias check at that size).
+DRAW_CHUNK_BYTES = 1 << 23
+
 
 def calibrated_bias(probs: ArrayLike, *, bandwidth: float = 0.01, n_draws: int = CALIBRATED_DRAWS,
                     seed: int = 0) -> dict[tuple[str, str], float]:
@@ -244,8 +250,10 @@ def calibrated_bias(probs: ArrayLike, *, bandwidth: float = 0.01, n_draws: int =
     consistent with an O(1/N) bias (Proposition 5.2), but at a small
     bandwidth and many classes each row borrows the labels of a few
     neighbours, so :math:`\\hat r_h` is close to one-hot and both estimates of
-    CE_2^2 approach the Brier score itself. The draws share one pass over the
-    kernel (:func:`calib_core.metrics.kde.loo_conditional_means`).
+    CE_2^2 approach the Brier score itself. The draws share passes over the
+    kernel (:func:`calib_core.metrics.kde.loo_conditional_means`), as many
+    per pass as :data:`DRAW_CHUNK_BYTES` allows (the memory of one pass grows
+    with the draws it holds; the numbers do not depend on the chunks).
 
     Examples
     --------
@@ -260,17 +268,19 @@ def calibrated_bias(probs: ArrayLike, *, bandwidth: float = 0.01, n_draws: int =
     n_draws = int(check_positive(n_draws, "n_draws"))
     check_min_rows(probs.shape[0], "calibrated_bias")
     rng = np.random.default_rng(seed)
+    n_rows, n_classes = probs.shape
     cumulative = np.cumsum(probs, axis=1)
-    draws = (rng.random((n_draws, probs.shape[0], 1)) > cumulative[None, :, :]).sum(axis=2)
-    draws = np.minimum(draws, probs.shape[1] - 1).astype(np.intp)
-    conditionals = loo_conditional_means(probs, draws, bandwidth)
-    out = {}
-    for divergence in ("kl", "l2"):
-        for estimator in ("direct", "refinement"):
-            out[divergence, estimator] = float(np.mean([
-                bregman_ce(probs, labels, conditional, divergence, estimator)
-                for labels, conditional in zip(draws, conditionals)]))
-    return out
+    uniforms = rng.random((n_draws, n_rows, 1))  # all drawn first: the same labels whatever the chunks
+    chunk = max(1, DRAW_CHUNK_BYTES // (2 * 8 * n_rows * n_classes))
+    keys = [(divergence, estimator) for divergence in ("kl", "l2") for estimator in ("direct", "refinement")]
+    values: dict[tuple[str, str], list[float]] = {key: [] for key in keys}
+    for start in range(0, n_draws, chunk):
+        draws = (uniforms[start:start + chunk] > cumulative[None, :, :]).sum(axis=2)
+        draws = np.minimum(draws, n_classes - 1).astype(np.intp)
+        for labels, conditional in zip(draws, loo_conditional_means(probs, draws, bandwidth)):
+            for divergence, estimator in keys:
+                values[divergence, estimator].append(bregman_ce(probs, labels, conditional, divergence, estimator))
+    return {key: float(np.mean(values[key])) for key in keys}
 
 
 def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str = "brier") -> float:

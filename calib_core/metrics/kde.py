@@ -100,7 +100,10 @@ def loo_conditional_means(points: NDArray[np.float64], label_sets: NDArray[np.in
     The kernel weights depend on the predictions only, so R sets of labels
     on the same predictions (e.g. labels drawn from the predictions
     themselves, :func:`calib_core.metrics.decomposition.calibrated_bias`)
-    share every block; returns shape (R, N, K).
+    share every block; returns shape (R, N, K). Memory: 2 x 8 x N x R x K
+    bytes (the one-hot labels and the result) besides the kernel blocks;
+    callers with many sets pass them in chunks
+    (:func:`calib_core.metrics.decomposition.calibrated_bias`).
     """
     n, k = points.shape
     n_sets = label_sets.shape[0]
@@ -109,16 +112,19 @@ def loo_conditional_means(points: NDArray[np.float64], label_sets: NDArray[np.in
     log_points = _log_points(points)
     log_norm = _log_normalisers(points, bandwidth)
 
-    def block_mean(start: int, stop: int) -> NDArray[np.float64]:
+    stacked = np.empty((n, n_sets * k))  # each block writes its rows: no second copy of the result
+
+    def block_mean(start: int, stop: int) -> None:
         block = _loo_log_kernel(log_points, points, log_norm, bandwidth, start, stop)
         # log-sum-exp with the row maximum (appendix E.1, eq. 45): every ratio
         # sum_j k_hj y_j / sum_j k_hj is formed from exp(log k_hj - max_j log k_hj).
         block -= block.max(axis=1, keepdims=True)
         np.maximum(block, EXP_FLOOR, out=block)
         np.exp(block, out=block)
-        return (block @ onehot) / block.sum(axis=1, keepdims=True)
+        np.matmul(block, onehot, out=stacked[start:stop])
+        stacked[start:stop] /= block.sum(axis=1, keepdims=True)
 
-    stacked = np.concatenate(map_blocks(block_mean, row_blocks(n, n)))
+    map_blocks(block_mean, row_blocks(n, n))
     return stacked.reshape(n, n_sets, k).transpose(1, 0, 2)
 
 

@@ -1,14 +1,18 @@
-"""The fixable part of a score, measured honestly: what the best recalibration method removes under cross-fitting.
+"""The fixable part of a score, measured honestly: what the recommended recalibration method removes, cross-fitted.
 
 A kernel decomposition (:func:`calib_core.score_decomposition`) splits a
 proper score into calibration and refinement, but its calibration term is an
 estimate with its own bias at small N or many classes (an 8-class model with
 ECE 0.02 had 60 % of its Brier score labelled "calibration" while no method
 lowered it). :func:`fixable_part` measures instead what a user can act on: the
-drop in NLL and Brier score that the best of the default recalibration
-methods achieves on rows it was not fitted on (K-fold cross-fitting), with a
+drop in NLL and Brier score that the recommended default recalibration
+method achieves on rows it was not fitted on (K-fold cross-fitting), with a
 paired bootstrap interval. It reuses the Recalibration page's machinery
-(:mod:`calib_core.recalibration.compare`): the same protocol, fits and intervals.
+(:mod:`calib_core.recalibration.compare`): the same protocol, fits and
+intervals, and the page's one rule for the best method
+(:func:`calib_core.recalibration.recommendation.ranked_candidates`: it lowers
+the ECE without raising the Brier score; the lowest Brier score first). When
+no method qualifies, nothing is fixable by recalibration.
 
 Examples
 --------
@@ -31,8 +35,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calib_core.recalibration.compare import (CAUTIONARY, Protocol, evaluation_set, fit_method, intervals,
-                                              model_input)
+                                              model_input, results_table)
 from calib_core.recalibration.defaults import default_methods
+from calib_core.recalibration.recommendation import ranked_candidates
 from calib_core.validation import CalibrationInputError, check_probs_labels
 
 __all__ = ["FixablePart", "fixable_part"]
@@ -40,12 +45,17 @@ __all__ = ["FixablePart", "fixable_part"]
 
 @dataclass(frozen=True)
 class FixablePart:
-    """The drop in NLL and Brier score of the best recalibration method, cross-fitted, with paired intervals.
+    """The drop in NLL and Brier score of the recommended recalibration method, cross-fitted, with paired intervals.
 
     Attributes
     ----------
     method : str or None
-        The method with the lowest cross-fitted Brier score (None: none could be fitted).
+        The recommended method under cross-fitting: the first of
+        :func:`~calib_core.recalibration.recommendation.ranked_candidates`
+        (lowers the ECE without raising the Brier score; the lowest Brier
+        score first), as on the Recalibration page. None when no method
+        qualifies (``status`` ``"none_helps"``: nothing is fixable, the drops
+        are 0) or none could be fitted (``"no_fit"``: the drops are NaN).
     methods : tuple of str
         The methods tried.
     n_folds, n_boot, seed : int
@@ -60,6 +70,9 @@ class FixablePart:
         Paired percentile bootstrap interval of each drop (NaN without resamples).
     failures : tuple of str
         ``"method: message"`` of the methods that could not be fitted.
+    status : str
+        ``"recommended"``, ``"none_helps"`` or ``"no_fit"`` (as
+        :attr:`calib_core.recalibration.recommendation.Recommendation.status`).
     """
 
     method: str | None
@@ -79,6 +92,7 @@ class FixablePart:
     nll_drop_low: float
     nll_drop_high: float
     failures: tuple[str, ...] = ()
+    status: str = "recommended"
 
     @property
     def brier_share(self) -> float:
@@ -86,7 +100,10 @@ class FixablePart:
         return max(self.brier_drop, 0.0) / self.brier_before if self.brier_before > 0 else 0.0
 
     def sentence(self) -> str:
-        """One plain sentence: what the best method removes, with the intervals (no Markdown)."""
+        """One plain sentence: what the recommended method removes, with the intervals (no Markdown)."""
+        if self.status == "none_helps":
+            return (f"No recalibration method lowers the ECE without raising the Brier score under "
+                    f"{self.n_folds}-fold cross-fitting, so nothing is fixable by recalibration.")
         if self.method is None:
             return "No recalibration method could be fitted, so the fixable part is not measured."
         level = f"{1 - self.alpha:.0%}"
@@ -98,7 +115,8 @@ class FixablePart:
         brier = drop("Brier score", self.brier_before, self.brier_after, self.brier_drop, self.brier_drop_low,
                      self.brier_drop_high)
         nll = drop("NLL", self.nll_before, self.nll_after, self.nll_drop, self.nll_drop_low, self.nll_drop_high)
-        tried = f"the best of {len(self.methods)} methods" if len(self.methods) > 1 else "the one method tried"
+        tried = f"the recommended one of {len(self.methods)} methods" if len(self.methods) > 1 \
+            else "the one method tried"
         head = f"{self.method}, {tried} under {self.n_folds}-fold cross-fitting, takes {brier}, and {nll}"
         if self.brier_drop <= 0:
             return head + ": no recalibration lowers the Brier score, so nothing of it is fixable by recalibration."
@@ -121,7 +139,7 @@ def fixable_part(probs: ArrayLike, labels: ArrayLike, *, logits: ArrayLike | Non
     methods : sequence of str, optional
         Keys of :data:`calib_core.RECALIBRATORS`; default the Recalibration
         page's default set at K classes (:func:`calib_core.recalibration.defaults.default_methods`).
-        The cautionary baseline is never the best.
+        The cautionary baseline is never recommended.
     n_folds : int, default 5
         Folds of the cross-fitting.
     n_boot : int, default 200
@@ -147,8 +165,13 @@ def fixable_part(probs: ArrayLike, labels: ArrayLike, *, logits: ArrayLike | Non
     out-of-fold drop estimates a lower bound of the calibration term that
     does not share the kernel estimate's bias: a large kernel "calibration"
     share with no drop here means the kernel estimate is unreliable, or the
-    miscalibration is of a form none of the methods can fit. Choosing the best
-    of several methods on the same rows favours it slightly; each fit is out
+    miscalibration is of a form none of the methods can fit. The method is the
+    one the Recalibration page recommends
+    (:func:`calib_core.recalibration.recommendation.ranked_candidates` of the
+    cross-fitted results table): one that lowers the ECE without raising the
+    Brier score, the lowest Brier score first; with none, nothing is fixable
+    (drops 0). Choosing among several methods on the same rows favours the
+    chosen one slightly; each fit is out
     of fold (:func:`calib_core.recalibration.compare.evaluation_set`,
     ``Protocol("cross_fit")``). The intervals are the paired percentile
     bootstrap of :func:`calib_core.recalibration.compare.intervals`: "before"
@@ -165,14 +188,19 @@ def fixable_part(probs: ArrayLike, labels: ArrayLike, *, logits: ArrayLike | Non
     ev = evaluation_set(x, probs, labels, protocol, input=kind)
     fits = {name: fit_method(name, x, labels, ev) for name in methods}
     failures = tuple(f"{name}: {fit.message}" for name, fit in fits.items() if not fit.ok)
-    eligible = {name: fit for name, fit in fits.items() if fit.ok and name != CAUTIONARY}
     before = ev.before_values
-    if not eligible:
+    if not any(fit.ok for fit in fits.values()):
         nan = math.nan
         return FixablePart(None, methods, protocol.n_folds, int(n_boot), int(seed), alpha, before["brier"], nan, nan,
-                           nan, nan, before["nll"], nan, nan, nan, nan, failures)
-    best = min(eligible, key=lambda name: (eligible[name].after["brier"], eligible[name].after["nll"]))
-    fit = eligible[best]
+                           nan, nan, before["nll"], nan, nan, nan, nan, failures, "no_fit")
+    ranked = ranked_candidates(results_table(ev, fits), cautionary=CAUTIONARY)
+    if not ranked:
+        nan = math.nan
+        return FixablePart(None, methods, protocol.n_folds, int(n_boot), int(seed), alpha, before["brier"],
+                           before["brier"], 0.0, nan, nan, before["nll"], before["nll"], 0.0, nan, nan, failures,
+                           "none_helps")
+    best = ranked[0]
+    fit = fits[best]
     low = {"brier": math.nan, "nll": math.nan}
     high = dict(low)
     if n_boot > 0:

@@ -108,8 +108,9 @@ def decomposition_section(usable, settings: Settings, plans: Plans, found: Estim
 #: What the fixable part is, for the pages (Markdown).
 FIXABLE_INTRO = (
     "**What recalibration can fix, measured honestly.** The default recalibration methods are fitted under 5-fold "
-    "cross-fitting (each row is predicted by a map fitted without it), and the best one's drop in Brier score and "
-    "NLL is shown with a paired bootstrap interval. No map of the predictions can remove more than the true "
+    "cross-fitting (each row is predicted by a map fitted without it), and the drop in Brier score and NLL of "
+    "the one the Recalibration page would recommend (it lowers the ECE without raising the Brier score; the lowest "
+    "Brier score first) is shown with a paired bootstrap interval; with no such method nothing is fixable. No map of the predictions can remove more than the true "
     "calibration term, so this is the part you can act on; a kernel estimate of the calibration term that is "
     "far larger is most likely the estimator's bias (Recalibration page: every method, every metric)."
 )
@@ -120,12 +121,12 @@ FIXABLE_INTRO = (
 FIXABLE_AUTO_CELLS = 500_000
 
 
-def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: str,
+def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: str, alpha: float = 0.05,
                     run: Callable | None = None) -> dict[str, cc.recalibration.fixable.FixablePart]:
     """The fixable part of each model's scores (:func:`studio.compute_estimators.fixable`): a table and a sentence.
 
     On large inputs (more than :data:`FIXABLE_AUTO_CELLS` rows x classes) it is computed when its toggle
-    (``key``) is switched on.
+    (``key``) is switched on. The intervals cover ``1 - alpha`` (the page's interval level).
     """
     run = run or (lambda text, function, *args: function(*args))
     st.markdown(FIXABLE_INTRO)
@@ -138,7 +139,7 @@ def fixable_section(models, *, n_boot: Callable[[object], int], seed: int, key: 
     for model in models:
         try:
             found[model.name] = run(f"Cross-fitted recalibration, {model.name}", ce.fixable, model.predictions,
-                                    model.fingerprint, int(n_boot(model)), int(seed))
+                                    model.fingerprint, int(n_boot(model)), int(seed), float(alpha))
         except CalibrationInputError as exc:
             st.warning(f"**{md(model.name)}**: the fixable part cannot be measured: {md(exc)}",
                        icon=":material/warning:")

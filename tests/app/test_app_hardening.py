@@ -45,6 +45,7 @@ from studio import figures_lab as fl
 from studio import nav, state
 from studio.figures_recalibration import change_figure, temperature_surface_figure
 from studio.figures_simplex import ARROW_TRACE_NAME, simplex_figure
+from studio.memory import RESULT_TTL_SECONDS
 from studio.text import literal, md, plot_text
 
 from tests.app_support import open_with_uploads
@@ -114,7 +115,7 @@ def test_lab_result_store_drops_entries_after_its_ttl_and_beyond_max_entries():
     for key in "cdef":
         store.put(key, key)
     assert len(store) == 3 and "c" not in store, "the least recently used went first"
-    assert cl.result_store().ttl_seconds == cl.RESULT_TTL_SECONDS <= 3600
+    assert cl.result_store().ttl_seconds == RESULT_TTL_SECONDS <= 3600
 
 
 def test_st_cache_data_has_a_byte_budget_and_st_cache_resource_holds_single_objects():

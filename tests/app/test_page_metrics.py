@@ -234,3 +234,29 @@ def test_estimates_in_two_cached_halves_are_one_metric_report():
         whole = cc.metric_report(data.probs, data.labels, n_bins=n_bins, binning=binning)
         assert list(merged.values) == list(whole.values)
         assert merged.values == whole.values and merged.reasons == whole.reasons and merged.skipped == whole.skipped
+
+
+def test_the_report_and_the_fixable_part_use_the_pages_interval_level(monkeypatch):
+    """Issue 23 review: at the 90 % Interval setting the page's HTML report and its fixable part were made at 95 %."""
+    from studio import compute_estimators, report
+
+    settings, alphas = [], []
+    real_settings, real_fixable = report.ReportSettings, compute_estimators.fixable
+
+    def recorded_settings(*args, **kwargs):
+        settings.append(real_settings(*args, **kwargs))
+        return settings[-1]
+
+    def recorded_fixable(*args, **kwargs):
+        alphas.append(kwargs.get("alpha", args[4] if len(args) > 4 else None))
+        return real_fixable(*args, **kwargs)
+
+    monkeypatch.setattr(report, "ReportSettings", recorded_settings)
+    monkeypatch.setattr(compute_estimators, "fixable", recorded_fixable)
+    at = open_with(small_model(n=120))
+    assert not at.exception
+    settings.clear(), alphas.clear()
+    at.selectbox(key="level").set_value(0.90).run()
+    assert not at.exception
+    assert settings and all(s.alpha == pytest.approx(0.1) for s in settings)
+    assert alphas and all(a == pytest.approx(0.1) for a in alphas)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
 import calib_core as cc
 from calib_core.inference.verdicts import cell_occupancy, read_test

@@ -1,6 +1,7 @@
 """Session files (studio/session_file.py): round trip, hostile zips, and the Data page's download -> upload."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import pickle
@@ -581,3 +582,33 @@ def test_the_cell_limit_is_one_budget_for_the_whole_session_file():
     with pytest.raises(CalibrationInputError,
                        match=r"session file 'team\.zip'.*model 'm2'.*600 with the models before it.*599 cells"):
         sf.unpack(sf.pack(models, {}), name="team.zip", max_cells=599)
+
+
+@pytest.mark.parametrize("field", ["name", "class_names"])
+def test_pack_and_unpack_agree_on_long_texts(field):
+    """Issue 23 review: a name longer than MAX_TEXT was written by pack and refused by unpack (saved, never
+    restored). At the limit it round-trips; one character over, pack refuses and names the model."""
+    def model(length):
+        long = "n" * length
+        return dataclasses.replace(_model("m"), **{field: long if field == "name" else ("a", "b", long)})
+
+    at_limit = sf.unpack(sf.pack([model(sf.MAX_TEXT)], {}))
+    assert (at_limit.models[0].name if field == "name" else at_limit.models[0].class_names[2]) == "n" * sf.MAX_TEXT
+    with pytest.raises(CalibrationInputError, match="cannot be saved in a session file") as refused:
+        sf.pack([model(sf.MAX_TEXT + 1)], {})
+    assert ("'" + "n" * 100 + "'" if field == "name" else "'m'") in str(refused.value)
+    assert sf.unstorable(model(sf.MAX_TEXT + 1)) == str(refused.value) and sf.unstorable(model(sf.MAX_TEXT)) is None
+
+
+def test_the_app_says_why_a_session_cannot_be_saved_instead_of_offering_a_file_it_cannot_restore():
+    import app_support
+    from calib_core.io import Predictions
+
+    rng = np.random.default_rng(0)
+    long = "c" * (sf.MAX_TEXT + 1)
+    p = Predictions(rng.dirichlet(np.ones(2), size=30), rng.integers(0, 2, 30), ("a", long), name="wide")
+    at = app_support.open_with_uploads(APP, [p], timeout=60)
+    assert not at.exception
+    assert not [b for b in at.get("download_button") if b.proto.label == "Download session file"]
+    (said,) = [c.value for c in at.caption if c.value.startswith("No session file can be saved")]
+    assert "model 'wide' cannot be saved in a session file" in said

@@ -14,7 +14,7 @@ import pytest
 
 from calib_core.io import Predictions
 from studio import nav, state
-from tests.app.test_app_hardening import HOSTILE, PAGE_STATE, _plain_text, _rendered_safely, markdown_texts
+from tests.app.test_app_hardening import PAGE_STATE, _plain_text, _rendered_safely, markdown_texts
 from tests.app_support import open_link
 
 #: A split value and a group value that are a Markdown image (a request to the hostile host when rendered).
