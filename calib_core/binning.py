@@ -35,7 +35,6 @@ Conventions (``calib_core_api.md``):
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core._accel import SortedColumns, column_bin_sums
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -54,7 +54,6 @@ from calib_core.validation import (
 
 __all__ = [
     "BinStats",
-    "SortedColumns",
     "SortedValues",
     "adaptive_upper_edges",
     "array_split_ends",
@@ -64,7 +63,6 @@ __all__ = [
     "classwise_bin_statistics",
     "mean_abs_gap",
     "optimal_n_bins",
-    "sort_columns",
     "sort_values",
     "sorted_bin_ends",
     "sorted_bin_sums",
@@ -657,46 +655,6 @@ def sorted_bin_sums(sorted_values: SortedValues, n_bins: int, binning: str = "un
             sorted_values.cum_targets[ends] - sorted_values.cum_targets[starts])
 
 
-@dataclass(frozen=True)
-class SortedColumns:
-    """Several sets of values, each sorted once, with prefix sums: :class:`SortedValues` for many sets at once.
-
-    Row ``c`` holds one set (e.g. one class column of a probability matrix).
-    All rows have the same length ``M``; a row's bins are runs of positions,
-    so any bins' counts and sums are differences of the prefix sums at their
-    ends (:func:`sorted_columns_bin_sums`).
-
-    Attributes
-    ----------
-    values : ndarray of shape (C, M)
-        Each row ascending.
-    cum_values, cum_targets : ndarray of shape (C, M + 1)
-        ``[0, cumsum(row)]`` of the values and of the targets in the same order.
-    """
-
-    values: NDArray[np.float64]
-    cum_values: NDArray[np.float64]
-    cum_targets: NDArray[np.float64]
-
-
-def sort_columns(values: ArrayLike, targets: ArrayLike) -> SortedColumns:
-    """Sort every row of ``values`` (shape ``(C, M)``) once, with the prefix sums of values and targets.
-
-    The order among tied values does not matter: every bin ends at the end
-    of a tie group (:func:`sorted_columns_bin_sums`).
-    """
-    values = np.asarray(values, dtype=np.float64)
-    order = np.argsort(values, axis=1)
-    sorted_values = np.take_along_axis(values, order, axis=1)
-    sorted_targets = np.take_along_axis(np.asarray(targets), order, axis=1)
-    n_sets, m = values.shape
-    cum_values = np.zeros((n_sets, m + 1))
-    np.cumsum(sorted_values, axis=1, out=cum_values[:, 1:])
-    cum_targets = np.zeros((n_sets, m + 1))
-    np.cumsum(sorted_targets, axis=1, out=cum_targets[:, 1:])
-    return SortedColumns(sorted_values, cum_values, cum_targets)
-
-
 def sorted_columns_bin_sums(columns: SortedColumns, bin_counts: Sequence[int], binning: str = "uniform", *,
                             right: bool = True, threshold: float | None = None
                             ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
@@ -713,7 +671,7 @@ def sorted_columns_bin_sums(columns: SortedColumns, bin_counts: Sequence[int], b
     Parameters
     ----------
     columns : SortedColumns
-        ``C`` sorted sets of ``M`` values.
+        ``C`` sorted sets of ``M`` values (:func:`calib_core._accel.sort_columns`).
     bin_counts : sequence of int
         Bin counts, each in ``1..MAX_N_BINS``.
     binning : {"uniform", "adaptive"}
@@ -740,76 +698,13 @@ def sorted_columns_bin_sums(columns: SortedColumns, bin_counts: Sequence[int], b
 
     Examples
     --------
+    >>> from calib_core._accel import sort_columns
     >>> s = sort_columns([[0.9, 0.1, 0.2, 0.8]], [[1, 0, 1, 1]])
     >>> [a.round(12).tolist() for a in sorted_columns_bin_sums(s, [1, 2])]
     [[[4.0, 2.0, 2.0]], [[2.0, 0.3, 1.7]], [[3.0, 1.0, 2.0]]]
     """
     counts = tuple(check_n_bins(n_bins) for n_bins in bin_counts)
-    return _sorted_columns_bin_sums(columns, counts, check_binning(binning), check_right(right), threshold)
-
-
-def _sorted_columns_bin_sums(columns: SortedColumns, counts: tuple[int, ...], binning: str, right: bool,
-                             threshold: float | None) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                                                NDArray[np.float64]]:
-    """:func:`sorted_columns_bin_sums` with checked settings (the bin-count sweep checks its counts once)."""
-    values = columns.values
-    n_sets, m = values.shape
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
-    first = (np.zeros(n_sets, dtype=np.intp) if threshold is None
-             else (values <= threshold).sum(axis=1).astype(np.intp))
-    if binning == "uniform":
-        edges, which = _uniform_sweep_plan(counts)
-        # Position of each distinct edge in each row, then a final column M for the last bins.
-        positions = np.full((n_sets, edges.shape[0] + 1), m, dtype=np.intp)
-        side = "right" if right else "left"
-        for row in range(n_sets):
-            positions[row, :-1] = np.searchsorted(values[row], edges, side=side)
-        ends = np.take(positions, which, axis=1)
-        if threshold is not None:
-            np.maximum(ends, first[:, None], out=ends)
-    else:
-        # np.array_split runs of the kept values (array_split_ends for every count at once):
-        # run r of B ends at (r + 1) * (n // B) + min(r + 1, n % B).
-        n_bins = np.repeat(np.asarray(counts, dtype=np.intp), counts)
-        run = np.arange(offsets[-1], dtype=np.intp) - np.repeat(offsets[:-1], counts) + 1
-        n_kept = (m - first)[:, None]
-        ends = run * (n_kept // n_bins) + np.minimum(run, n_kept % n_bins) + first[:, None]
-        # Move each end to the end of its tie group (only rows with ties have to).
-        tied = (np.flatnonzero((values[:, 1:] == values[:, :-1]).any(axis=1)) if m > 1
-                else np.zeros(0, dtype=np.intp))
-        if tied.size:
-            tied_values = values[tied]
-            is_end = np.ones((tied.size, m + 1), dtype=bool)
-            is_end[:, 1:-1] = tied_values[:, 1:] > tied_values[:, :-1]
-            group_end = np.where(is_end, np.arange(m + 1), m)
-            group_end = np.minimum.accumulate(group_end[:, ::-1], axis=1)[:, ::-1]
-            ends[tied] = np.take_along_axis(group_end, ends[tied], axis=1)
-    flat_ends = ends + (np.arange(n_sets, dtype=np.intp) * (m + 1))[:, None]
-    flat_first = first + np.arange(n_sets, dtype=np.intp) * (m + 1)
-    segment_starts = offsets[:-1]
-
-    def bin_differences(end_values, first_values):
-        # Each bin starts where the previous one ends; the first bin of each count at `first`.
-        differences = np.empty_like(end_values)
-        np.subtract(end_values[:, 1:], end_values[:, :-1], out=differences[:, 1:])
-        differences[:, segment_starts] = end_values[:, segment_starts] - first_values[:, None]
-        return differences
-
-    count = bin_differences(ends.astype(np.float64), first.astype(np.float64))
-    sum_value = bin_differences(np.take(columns.cum_values, flat_ends), np.take(columns.cum_values, flat_first))
-    sum_target = bin_differences(np.take(columns.cum_targets, flat_ends), np.take(columns.cum_targets, flat_first))
-    return count, sum_value, sum_target
-
-
-@functools.lru_cache(maxsize=16)
-def _uniform_sweep_plan(counts: tuple[int, ...]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """The distinct inner uniform edges of all ``counts`` and, for each bin, its upper edge's index (E: last bin)."""
-    inner = [np.linspace(0.0, 1.0, n_bins + 1)[1:-1] for n_bins in counts]
-    edges = np.unique(np.concatenate(inner))
-    which = np.concatenate([np.append(np.searchsorted(edges, part), edges.shape[0]) for part in inner]).astype(np.intp)
-    edges.setflags(write=False)
-    which.setflags(write=False)
-    return edges, which
+    return column_bin_sums(columns, counts, check_binning(binning), check_right(right), threshold)
 
 
 def optimal_n_bins(n: int, lipschitz: float = 1.0) -> int:

@@ -6,22 +6,22 @@ failures raise :class:`CalibrationInputError`, a :class:`ValueError`, with a
 message that names the argument, the problem and an example row or value.
 
 Validation once: arrays checked when a :class:`~calib_core.io.Predictions`
-is made are frozen and marked (:func:`mark_validated`), and the checks
-return them at once. Raw arrays are checked in cache-sized row blocks, which
+is made are frozen and marked (:func:`calib_core._accel.mark_validated`),
+and the checks return them at once. Raw arrays are checked in cache-sized row blocks, which
 a caller can also consume itself (:func:`check_probs_by_block`) to do its
 per-row work in the same pass over memory.
 """
 from __future__ import annotations
 
-import functools
 import numbers
-import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from calib_core._accel import is_validated
 
 __all__ = [
     "CalibrationInputError",
@@ -43,8 +43,6 @@ __all__ = [
     "check_fraction",
     "check_logits",
     "check_real",
-    "is_validated",
-    "mark_validated",
     "row_blocks",
     "softmax",
     "softmax_unchecked",
@@ -64,11 +62,6 @@ MAX_N_BINS = 10_000
 #: Rows processed per block when scanning large matrices, so that the
 #: sum, min and finiteness checks read each block from cache, not memory.
 _BLOCK_ELEMENTS = 1 << 17
-
-#: Arrays known to be valid (see :func:`mark_validated`): ``(id(array), n_classes)`` -> array,
-#: with ``n_classes`` None for a probability matrix. Entries vanish with their arrays.
-_VALIDATED: "weakref.WeakValueDictionary[tuple[int, int | None], np.ndarray]" = weakref.WeakValueDictionary()
-
 
 class CalibrationInputError(ValueError):
     """Raised when predictions, labels or options are not usable as given.
@@ -134,7 +127,7 @@ def check_probs(probs: ArrayLike, *, name: str = "probs") -> NDArray[np.float64]
     -----
     The matrix is scanned in row blocks that fit in cache, so the checks cost
     about one pass over memory even for ``N * K = 10**8`` entries. A matrix
-    marked by :func:`mark_validated` (the arrays of a
+    marked by :func:`calib_core._accel.mark_validated` (the arrays of a
     :class:`~calib_core.io.Predictions`) is returned at once.
     """
     if is_validated(probs):
@@ -194,7 +187,7 @@ def check_probs_by_block(probs: ArrayLike, *, name: str = "probs",
         is checked before it is yielded, so the matrix is valid only once the
         iterator is exhausted; it raises exactly what :func:`check_probs`
         raises, at the first bad block. A matrix marked by
-        :func:`mark_validated` is yielded without checks.
+        :func:`calib_core._accel.mark_validated` is yielded without checks.
     """
     if is_validated(probs):
         return probs, row_blocks(probs)
@@ -309,110 +302,6 @@ def _raise_for_block(matrix: NDArray[np.float64], block: NDArray[np.float64], ro
         )
 
 
-def mark_validated(array: NDArray[Any], n_classes: int | None = None) -> NDArray[Any]:
-    """A read-only view of a checked array, remembered as valid when its data cannot change.
-
-    Later :func:`check_probs`, :func:`check_labels` and
-    :func:`check_probs_labels` calls given *this same view* return it without
-    scanning it again (:func:`is_validated`). :class:`~calib_core.io.Predictions`
-    marks its arrays, so metrics of a loaded file skip the validation pass.
-
-    Parameters
-    ----------
-    array : ndarray
-        The output of :func:`check_probs` (``n_classes`` None) or of
-        :func:`check_labels` (``n_classes`` the class count it was checked for).
-        The caller must own the data and have frozen it: the view is
-        remembered only if the array and every array it is a view of are
-        read-only, and the data belong to numpy (or to an immutable ``bytes``).
-        Otherwise the view is returned unmarked and is checked as usual.
-    n_classes : int, optional
-
-    Returns
-    -------
-    ndarray
-        A read-only view of ``array``.
-
-    Notes
-    -----
-    The mark is the view's identity (``id``, in a weak dictionary that
-    forgets the view when it is freed) and the read-only flags of its base
-    chain, tested at every lookup. A copy of the view, or a new view of its
-    data, is a new object and is checked in full; so is the view once anyone
-    makes its data writeable again.
-    """
-    view = array.view()
-    view.flags.writeable = False
-    if _sealed(view):
-        _VALIDATED[(id(view), n_classes)] = view
-    return view
-
-
-def marked_copy(array: NDArray[Any], n_classes: int | None = None, dtype: Any = None) -> NDArray[Any]:
-    """A frozen, C-ordered copy of a checked array, marked by :func:`mark_validated` (``dtype`` optional).
-
-    For rows taken out of checked arrays (an evaluation split): every check
-    given the copy later skips its scan.
-    """
-    copy = np.array(array, dtype=dtype, order="C")
-    copy.flags.writeable = False
-    return mark_validated(copy, n_classes)
-
-
-def is_validated(array: object, n_classes: int | None = None) -> bool:
-    """Whether ``array`` is a view marked by :func:`mark_validated` whose data are still read-only."""
-    return (isinstance(array, np.ndarray) and _VALIDATED.get((id(array), n_classes)) is array
-            and _sealed(array))
-
-
-#: The last value of each :func:`remembered` function: name -> (weak probs, weak labels, settings, value).
-_REMEMBERED: dict[str, tuple[Any, Any, tuple, Any]] = {}
-
-
-def remembered(function):
-    """Keep the last value of ``function(probs, labels, *settings)`` for marked (validated, read-only) arrays.
-
-    A page shows one model's metrics, intervals and tests in turn, and several
-    of them need the same derived quantity (the top label at 50,000 x 1,000:
-    45 ms, about 20 times; the SKCE bandwidth: 0.4 s, 3 times). When both
-    arrays are marked by :func:`mark_validated` (so they cannot change), the
-    last result is kept (with weak references to the arrays, so that it
-    keeps no model alive) and returned for the same two objects and
-    settings; any other call computes as usual. Array results are made
-    read-only, so no caller can change the kept value. Like the mark itself,
-    this trusts that frozen data stay frozen: data made writeable, changed
-    and frozen again by hand (never done by calib_core) would get the value
-    kept from before.
-    """
-    name = f"{function.__module__}.{function.__qualname__}"
-
-    @functools.wraps(function)
-    def wrapper(probs, labels, *settings):
-        if not (is_validated(probs) and is_validated(labels, probs.shape[1])):
-            return function(probs, labels, *settings)
-        last = _REMEMBERED.get(name)
-        if last is not None and last[0]() is probs and last[1]() is labels and last[2] == settings:
-            return last[3]
-        value = function(probs, labels, *settings)
-        for part in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(part, np.ndarray):
-                part.flags.writeable = False
-        _REMEMBERED[name] = (weakref.ref(probs), weakref.ref(labels), settings, value)
-        return value
-
-    return wrapper
-
-
-def _sealed(array: NDArray[Any]) -> bool:
-    """The array and every array it views are read-only; the data belong to numpy or to ``bytes``."""
-    current: object = array
-    while isinstance(current, np.ndarray):
-        if current.flags.writeable:
-            return False
-        current = current.base
-    return current is None or isinstance(current, bytes)
-
-
 def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None,
                  name: str = "labels", row_offset: int = 0) -> NDArray[np.intp]:
     """Check integer class labels.
@@ -442,7 +331,7 @@ def check_labels(labels: ArrayLike, n_classes: int, *, n_rows: int | None = None
 
     Notes
     -----
-    Labels marked by :func:`mark_validated` for ``n_classes`` (those of a
+    Labels marked by :func:`calib_core._accel.mark_validated` for ``n_classes`` (those of a
     :class:`~calib_core.io.Predictions`) are returned without a scan.
     """
     if is_validated(labels, n_classes) and (n_rows is None or labels.shape[0] == n_rows):

@@ -1,4 +1,4 @@
-"""The tests of the optional compiled kernels (numba, ``calib_core.metrics._compiled``): one helper for all.
+"""The tests of the optional compiled kernels (numba, ``calib_core._accel.compiled``): one helper for all.
 
 CI installs numba and sets ``CALIB_STUDIO_REQUIRE_ALL=1``: a missing kernel
 fails there, so both the compiled and the numpy path of each kernel are
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from calib_core.metrics import _compiled
+from calib_core._accel import compiled as _compiled
 
 
 def require_kernel(name: str):

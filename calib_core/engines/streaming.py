@@ -39,7 +39,7 @@ from calib_core.binning import BinStats, binned_error, mean_abs_gap, upper_edge_
 from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY, QuantileSketch, _adaptive_binstats, _run_end_ranks
 from calib_core.engines.stats import (_BINNED_TOP, _LOOKUP_CELLS, _NORM_OF, CalibrationStats, _BatchUpdates,
                                       _set_keys, _top_label, _value_sets)
-from calib_core.metrics import _compiled
+from calib_core._accel import compiled
 from calib_core.validation import CalibrationInputError, check_binning, check_count, check_n_bins, check_positive
 
 __all__ = [
@@ -130,10 +130,10 @@ class _Slots:
         The values above ``threshold`` with their ``targets``, or with targets
         ``labels == label`` (``targets`` None): the sets of
         :func:`calib_core.engines.stats._value_sets`. One pass of the
-        compiled :data:`calib_core.metrics._compiled.slot_sums` when numba is
+        compiled :data:`calib_core._accel.compiled.slot_sums` when numba is
         installed (the same sums, bit for bit), else the set is built and added.
         """
-        kernel = _compiled.slot_sums
+        kernel = compiled.slot_sums
         if kernel is None:
             kept = values > threshold if threshold > -np.inf else slice(None)
             if targets is None:
@@ -286,7 +286,7 @@ class SecondPass(_BatchUpdates):
     def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         confidence, correct = _top_label(probs, labels)
         self.n_rows += probs.shape[0]
-        if self.brackets and _compiled.slot_sums is not None:
+        if self.brackets and compiled.slot_sums is not None:
             # Each set straight from its column (numba): no set, targets or slots built first.
             for key, slots in self.brackets.items():
                 kind, label = _set_of(key)

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.resample import (BinnedResampler, binned_spec, index_blocks, resampled_binned_values,
                                            row_mean_function, sorts_by_confidence, top_label_function)
-from calib_core.metrics import _compiled
+from calib_core._accel import compiled as _compiled
 from calib_core.metrics.binned import top_label
 from calib_core.validation import check_count, check_fraction, check_probs_labels
 

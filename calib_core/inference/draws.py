@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.metrics import _compiled
-from calib_core.validation import is_validated
+from calib_core._accel import compiled, is_validated
 from calib_core.metrics.simplex import Partition, _cell_means, _squared_norm_sum
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
@@ -73,8 +72,8 @@ class _LabelSampler:
             for column in self.columns:
                 labels += uniform >= column
             return labels
-        if _compiled.label_search is not None:  # numba: each row's own K values (same sums, same labels)
-            return _compiled.label_search(self.flat, uniform, self.n_classes)
+        if compiled.label_search is not None:  # numba: each row's own K values (same sums, same labels)
+            return compiled.label_search(self.flat, uniform, self.n_classes)
         rows = np.arange(self.n_rows)
         position = np.searchsorted(self.flat, uniform + rows, side="right")
         return np.minimum(position - rows * self.n_classes, self.n_classes - 1)

@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.metrics import _compiled, binned, decomposition, kernel, scores, smooth
+from calib_core._accel import compiled as _compiled
+from calib_core.metrics import binned, decomposition, kernel, scores, smooth
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
 from calib_core.validation import (
     CalibrationInputError,

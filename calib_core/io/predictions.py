@@ -63,11 +63,10 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_probs,
-    is_validated,
-    mark_validated,
     row_argmax,
     softmax,
 )
+from calib_core._accel import is_validated, mark_validated
 
 __all__ = ["Predictions", "load_predictions"]
 

@@ -17,14 +17,13 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core._accel import compiled, remembered
 from calib_core.binning import BinStats, bin_statistics, binned_error, classwise_bin_statistics, mean_abs_gap
-from calib_core.metrics import _compiled
 from calib_core.validation import (
     check_binning,
     check_choice,
     check_labels,
     check_n_bins,
-    remembered,
     check_positive,
     check_probs_by_block,
     check_probs_labels,
@@ -79,10 +78,10 @@ def _arg_max(n_rows: int, blocks: Iterator[tuple[int, NDArray[np.float64]]],
     scratch = rows = None
     for start, block in blocks:
         stop = start + block.shape[0]
-        if not block.flags.writeable and _compiled.row_max is not None and block.shape[1] > 0:
+        if not block.flags.writeable and compiled.row_max is not None and block.shape[1] > 0:
             # numba: one read of each row instead of a copy, an arg-max and a gather (numpy's SIMD arg-max
             # stays faster on a writeable block already in cache)
-            _compiled.row_max(block, predicted[start:stop], confidence[start:stop])
+            compiled.row_max(block, predicted[start:stop], confidence[start:stop])
             continue
         if rows is None:
             rows = np.arange(block.shape[0])  # the first block is the largest

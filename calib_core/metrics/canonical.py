@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core._accel import is_validated
 from calib_core.metrics.simplex import (
     DISTANCES,
     CellTable,
@@ -46,7 +47,7 @@ from calib_core.metrics.simplex import (
     _table_from_assignment,
     _squared_norm_sum,
 )
-from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, is_validated, row_argmax
+from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, row_argmax
 
 __all__ = [
     "LENSES",

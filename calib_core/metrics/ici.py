@@ -24,10 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core._accel import compiled, parallel_map
 from calib_core.validation import CalibrationInputError
-from calib_core.metrics import _compiled
 from calib_core.metrics.cox import _shape, one_vs_rest
-from calib_core.metrics.kernel import parallel_map
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]
 
@@ -112,7 +111,7 @@ def _blocked_window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64
                             yp: NDArray[np.float64], wp: NDArray[np.float64], n_moments: int) -> NDArray[np.float64]:
     """Every fit's window moments with numpy: :func:`_window_moments` on tiles of bounded size.
 
-    The numpy path of :data:`calib_core.metrics._compiled.window_moments`
+    The numpy path of :data:`calib_core._accel.compiled.window_moments`
     (the same arguments and result; ``safe`` is the radius with 1 where it is 0).
     """
     moments = np.zeros((x_fit.size, n_moments, 2))
@@ -153,8 +152,8 @@ def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDA
     lo_all = np.searchsorted(xp, x_fit - radius, side="left")
     hi_all = np.searchsorted(xp, x_fit + radius, side="right")
     n_moments = 2 * degree + 1
-    if _compiled.window_moments is not None:  # numba installed: one compiled loop per window
-        moments = _compiled.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
+    if compiled.window_moments is not None:  # numba installed: one compiled loop per window
+        moments = compiled.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
                                                np.ascontiguousarray(xp), np.ascontiguousarray(yp),
                                                np.ascontiguousarray(wp), n_moments)
     else:
@@ -401,7 +400,7 @@ def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int 
         return float(gap.mean()), float(e50), float(e90), float(gap.max())
 
     workers = min(len(classes), os.cpu_count() or 1)
-    if _compiled.window_moments is not None and workers > 1:
+    if compiled.window_moments is not None and workers > 1:
         # The compiled kernel releases the GIL: the classes' curves are fitted on every core (the same
         # fits, in class order).
         summaries = parallel_map(summarise, range(len(classes)), workers)

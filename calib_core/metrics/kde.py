@@ -24,7 +24,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln, xlogy
 
-from calib_core.metrics.kernel import EXP_FLOOR, map_blocks, row_blocks
+from calib_core._accel import map_blocks
+from calib_core.metrics.kernel import EXP_FLOOR, row_blocks
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,

@@ -3,9 +3,9 @@
 Both compare the residuals ``onehot(y) - p`` (or ``correct - confidence``) of
 pairs of predictions weighted by a kernel on the predictions. The pairwise
 sums are O(N^2); they are computed over row blocks whose float64 matrices
-stay far below 256 MB (see :data:`BLOCK_ELEMENTS`), on :data:`WORKERS`
-threads, and the one-dimensional MMCE uses an exact O(N log N) recursion
-instead.
+stay far below 256 MB (see :data:`BLOCK_ELEMENTS`), on two threads
+(:func:`calib_core._accel.map_blocks`), and the one-dimensional MMCE uses
+an exact O(N log N) recursion instead.
 
 References
 ----------
@@ -20,24 +20,15 @@ References
 """
 from __future__ import annotations
 
-import functools
 import math
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core._accel import map_blocks
 from calib_core.metrics.binned import top_label
-
-try:  # installed with scikit-learn; optional here
-    from threadpoolctl import ThreadpoolController
-except ImportError:  # pragma: no cover - then BLAS keeps its own threads
-    ThreadpoolController = None
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
@@ -88,20 +79,12 @@ DISTINCT_MAX_ROWS = 2_000
 #: after rounding, and a bandwidth that small would turn the kernel into noise.
 DISTANCE_TOLERANCE = 1e-6
 
-#: Threads that process row blocks at once. NumPy releases the GIL inside
-#: its array loops and BLAS calls, so blocks run in parallel; each block's
-#: result is combined in block order, so the result does not depend on it.
-WORKERS = max(1, min(2, os.cpu_count() or 1))
-
 #: Exponents are clipped here before ``np.exp``: below about -708 the result
 #: is subnormal or underflows, which x86 computes up to 40x slower, while
 #: exp(-700) = 1e-304 is already nothing next to the kernel's other terms.
 EXP_FLOOR = -700.0
 
 _ESTIMATORS = ("unbiased", "block")
-
-_T = TypeVar("_T")
-_S = TypeVar("_S")
 
 
 # --------------------------------------------------------------------------- blocks
@@ -124,68 +107,6 @@ def row_blocks(n_rows: int, n_cols: int, *, triangular: bool = False,
         stop = min(n_rows, start + rows)
         yield start, stop
         start = stop
-
-
-def map_blocks(function: Callable[[int, int], _T], blocks: Iterable[tuple[int, int]]) -> list[_T]:
-    """``[function(start, stop) for start, stop in blocks]``, on :data:`WORKERS` threads.
-
-    BLAS is held to one thread meanwhile: the products here have an inner
-    dimension of K (a few classes), where OpenBLAS's own threads cost far
-    more than they give, especially on a busy machine (40x slower measured
-    on 2 cores); the parallelism comes from the block threads instead.
-    """
-    blocks = list(blocks)
-    with blas_single_threaded():
-        if WORKERS == 1 or len(blocks) < 2:
-            return [function(start, stop) for start, stop in blocks]
-        return parallel_map(lambda block: function(*block), blocks, WORKERS)
-
-
-def parallel_map(function: Callable[[_S], _T], items: Sequence[_S], workers: int) -> list[_T]:
-    """``[function(item) for item in items]`` on ``workers`` threads, results in order.
-
-    When no thread can be started because the interpreter is shutting down
-    (a server stopped by SIGTERM while a script computes: concurrent.futures'
-    exit hook runs before the script's thread is joined, and every later
-    ``submit`` raises "cannot schedule new futures after interpreter
-    shutdown"), the items run on the calling thread instead, so the work
-    ends quietly with the same results.
-    """
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        try:
-            futures = [pool.submit(function, item) for item in items]
-        except RuntimeError as exc:
-            if "interpreter shutdown" not in str(exc):
-                raise
-            futures = None
-        if futures is not None:
-            return [future.result() for future in futures]
-    return [function(item) for item in items]
-
-
-def blas_single_threaded():
-    """A context in which BLAS runs on one thread (threadpoolctl; a no-op without it).
-
-    :func:`map_blocks` enters it for its blocks. A caller that calls
-    :func:`map_blocks` many times in a row (an optimiser evaluating its loss
-    30 times) holds it around the loop: each time BLAS gets its threads back,
-    OpenBLAS wakes them and they spin for a while, on the very cores the next
-    blocks need (vector scaling at 25,000 x 1,000: 2.0 s with the limit
-    entered per call, 1.3 s held around the fit, on 2 cores).
-    """
-    controller = _blas_controller()
-    return controller.limit(limits=1, user_api="blas") if controller is not None else nullcontext()
-
-
-@functools.lru_cache(maxsize=1)
-def _blas_controller():
-    """One threadpoolctl controller for the process (None without threadpoolctl).
-
-    ``threadpool_limits`` finds the loaded libraries anew at every call: in the
-    app (about 240 shared libraries) 1.5 ms, paid by each of the 1,001 kernel
-    regressions of an Estimators-page re-render at 1,000 classes.
-    """
-    return ThreadpoolController() if ThreadpoolController is not None else None
 
 
 def _distance_factors(points: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

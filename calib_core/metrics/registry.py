@@ -28,11 +28,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
+from calib_core._accel import is_validated, remembered
 from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
 from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ici
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels, is_validated, remembered)
+                                   check_probs_labels)
 
 __all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS", "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS",
            "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",

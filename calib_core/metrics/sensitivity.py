@@ -34,15 +34,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
 
-from calib_core.binning import (
-    SortedValues,
-    _sorted_columns_bin_sums,
-    _uniform_sweep_plan,
-    sort_columns,
-    sort_values,
-    sorted_bin_sums,
-)
-from calib_core.metrics import _compiled
+from calib_core._accel import column_bin_sums, compiled, sort_columns, uniform_sweep_plan
+from calib_core.binning import SortedValues, sort_values, sorted_bin_sums
 from calib_core.metrics.binned import gce_bin_statistics, gce_of_statistics, top_label
 from calib_core.validation import (
     CalibrationInputError,
@@ -157,7 +150,7 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
       adaptive bins :func:`calib_core.tace`.
 
     The top-label values and every class column are sorted once, with
-    prefix sums (:func:`calib_core.binning.sort_columns`); every bin count
+    prefix sums (:func:`calib_core._accel.sort_columns`); every bin count
     and both binnings are then gathers of those sums at the bin ends
     (:func:`calib_core.binning.sorted_columns_bin_sums`), ``O(K B)`` per
     bin count instead of a new pass over the ``N x K`` matrix. The values
@@ -235,13 +228,13 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
         top = sort_columns(confidence[None, :], correct[None, :])
         for binning in binnings:
             found[binning, "ece"] = np.concatenate([
-                _binned_l1(*_sorted_columns_bin_sums(top, tuple(chunk), binning, right, None), segments, n_rows)[0]
+                _binned_l1(*column_bin_sums(top, tuple(chunk), binning, right, None), segments, n_rows)[0]
                 for _, chunk, segments in chunks])
     classwise = [metric for metric in ("sce", "ace", "tace") if metric in metrics]
     if not classwise:
         return found
     per_class = {(binning, metric): np.empty((n_classes, len(counts))) for binning in binnings for metric in classwise}
-    if _compiled.sweep_reductions is not None:
+    if compiled.sweep_reductions is not None:
         _compiled_class_sweep(probs, labels, counts, classwise, binnings, threshold, right, per_class)
         found.update({key: value.mean(axis=0) for key, value in per_class.items()})
         return found
@@ -253,13 +246,13 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
         for part, chunk, segments in chunks:
             for binning in binnings:
                 if "sce" in classwise or "ace" in classwise:
-                    sums = _sorted_columns_bin_sums(columns, tuple(chunk), binning, right, None)
+                    sums = column_bin_sums(columns, tuple(chunk), binning, right, None)
                     if "sce" in classwise:
                         per_class[binning, "sce"][lo:hi, part] = _binned_l1(*sums, segments, n_rows)
                     if "ace" in classwise:
                         per_class[binning, "ace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
                 if "tace" in classwise:
-                    sums = _sorted_columns_bin_sums(columns, tuple(chunk), binning, right, threshold)
+                    sums = column_bin_sums(columns, tuple(chunk), binning, right, threshold)
                     per_class[binning, "tace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
     found.update({key: value.mean(axis=0) for key, value in per_class.items()})
     return found
@@ -277,7 +270,7 @@ def _compiled_class_sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], 
     """
     n_rows, n_classes = probs.shape
     counts_array = np.asarray(counts, dtype=np.intp)
-    edges, which = _uniform_sweep_plan(tuple(counts))
+    edges, which = uniform_sweep_plan(tuple(counts))
     block = max(1, _COMPILED_BLOCK_VALUES // max(n_rows, 1))
     for lo in range(0, n_classes, block):
         hi = min(lo + block, n_classes)
@@ -288,14 +281,14 @@ def _compiled_class_sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], 
         for binning in binnings:
             adaptive = binning == "adaptive"
             if "sce" in classwise or "ace" in classwise:
-                l1, gap = _compiled.sweep_reductions(columns.values, columns.cum_values, columns.cum_targets,
+                l1, gap = compiled.sweep_reductions(columns.values, columns.cum_values, columns.cum_targets,
                                                      counts_array, edges, which, right, adaptive, everything)
                 if "sce" in classwise:
                     per_class[binning, "sce"][lo:hi] = l1 / max(n_rows, 1)
                 if "ace" in classwise:
                     per_class[binning, "ace"][lo:hi] = gap
             if "tace" in classwise:
-                _, gap = _compiled.sweep_reductions(columns.values, columns.cum_values, columns.cum_targets,
+                _, gap = compiled.sweep_reductions(columns.values, columns.cum_values, columns.cum_targets,
                                                     counts_array, edges, which, right, adaptive, above)
                 per_class[binning, "tace"][lo:hi] = gap
 

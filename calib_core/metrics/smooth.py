@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.metrics import _compiled
+from calib_core._accel import compiled
 from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
@@ -77,8 +77,8 @@ def _spread(values: NDArray[np.float64], weights: NDArray[np.float64], size: int
 
     ``weights`` may have a leading batch axis ``(B, N)``; the result is ``(..., size)``.
     """
-    if _compiled.spread is not None:
-        return _compiled.spread(values, np.ascontiguousarray(np.atleast_2d(weights)), size)
+    if compiled.spread is not None:
+        return compiled.spread(values, np.ascontiguousarray(np.atleast_2d(weights)), size)
     position = values * (size - 1)
     left = np.clip(np.floor(position).astype(np.intp), 0, size - 2)
     fraction = position - left

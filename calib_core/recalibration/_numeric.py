@@ -16,7 +16,7 @@ from scipy.optimize import brentq, isotonic_regression, minimize
 from scipy.special import logsumexp
 
 from calib_core.binning import sorted_pairs
-from calib_core.metrics.kernel import blas_single_threaded, map_blocks
+from calib_core._accel import blas_single_threaded, map_blocks
 from calib_core.validation import row_argmax, softmax_unchecked, transposed
 
 #: Bounds on log T for every temperature fit: T in [1e-3, 1e3].

@@ -76,7 +76,8 @@ from calib_core.metrics.scores import brier_rows, nll_rows
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
-from calib_core.validation import CalibrationInputError, check_probs, mark_validated, marked_copy, row_argmax
+from calib_core._accel import mark_validated, marked_copy
+from calib_core.validation import CalibrationInputError, check_probs, row_argmax
 
 __all__ = [
     "BEFORE", "CAUTIONARY", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",

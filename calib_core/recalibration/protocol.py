@@ -26,11 +26,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core._accel import mark_validated, marked_copy
 from calib_core.metrics.registry import get_metric, resolve_metrics
 from calib_core.recalibration import Recalibrator
 from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_fraction, check_labels,
-                                   check_logits, check_probs, mark_validated, marked_copy,
-                                   softmax_unchecked)
+                                   check_logits, check_probs, softmax_unchecked)
 
 __all__ = [
     "DEFAULT_METRICS",

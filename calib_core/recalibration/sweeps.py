@@ -24,7 +24,7 @@ import pandas as pd
 
 from calib_core.metrics.sensitivity import GCE_VARIANTS, competition_ranks, gce_variants, spearman_rows
 from calib_core.metrics import ace, ece, kde_ce, nll, sce
-from calib_core.metrics.kernel import map_blocks
+from calib_core._accel import map_blocks
 from calib_core.validation import CalibrationInputError, softmax
 
 __all__ = ["NAMED_VARIANTS", "PAPER_NAMES", "GceRanking", "TemperatureSurface", "gce_ranking",

@@ -233,7 +233,7 @@ def test_slot_sums_of_a_value_set_equal_the_built_set_added(slot_path):
 
 def test_second_pass_numbers_are_the_same_on_both_paths(monkeypatch):
     """The exact streaming metrics with the compiled slot sums and with numpy's: the same numbers, bit for bit."""
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
 
     require_kernel("slot_sums")
     probs, labels = _data(11, 3_000, 6, ties=True, concentration=0.3)

@@ -284,8 +284,8 @@ def test_a_huge_iterable_of_bin_counts_is_not_read_to_its_end():
 
 # --- validation once: the mark of checked, frozen arrays (issue 15) ---------------------------------------------
 
-from calib_core.validation import (  # noqa: E402
-    _BLOCK_ELEMENTS, check_probs_by_block, check_probs_labels, is_validated, mark_validated)
+from calib_core._accel import is_validated, mark_validated  # noqa: E402
+from calib_core.validation import _BLOCK_ELEMENTS, check_probs_by_block, check_probs_labels  # noqa: E402
 
 
 def _frozen(array):
@@ -479,7 +479,7 @@ def test_remembered_keeps_the_last_value_for_marked_arrays_only():
     """Issue 15: the Metrics page asked for the top label of one model about 20 times (45 ms each at
     50,000 x 1,000) and for its SKCE bandwidth 3 times (0.4 s each); for marked arrays the last one is kept."""
     import gc
-    from calib_core.validation import remembered
+    from calib_core._accel import remembered
     calls = []
 
     @remembered

@@ -127,7 +127,7 @@ def test_compiled_adaptive_walk_gives_the_numpy_class_wise_adaptive_samples(monk
     """Issue 15: the ACE and TACE intervals at 50,000 x 1,000 took 7.7 s each (40 resamples): each resample's
     weights were gathered along every sorted column, summed per chunk and searched. The kernel walks each
     column once per resample; the same bins, sums that differ only in the order of the additions."""
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     require_kernel("adaptive_bin_sums")
     probs, labels = tied_predictions(500, 40, seed=2, decimals=3)
     probs[:5] = np.eye(40)[:5]  # values 0 and 1 in every column
@@ -150,14 +150,14 @@ def test_compiled_adaptive_walk_gives_the_numpy_class_wise_adaptive_samples(monk
 def test_compiled_adaptive_walk_over_blocks_of_columns_on_two_threads(monkeypatch):
     """Issue 15: the blocks of class columns are walked on two threads (25,000 x 1,000: 3.7 s -> 2.2 s per 200
     resamples of every metric); the same samples as one thread, bit for bit, in column order."""
-    from calib_core.metrics import kernel
+    from calib_core._accel import threads
     require_kernel("adaptive_bin_sums")
     probs, labels = tied_predictions(400, 30, seed=3, decimals=3)
     monkeypatch.setattr(resample, "_COLUMN_BLOCK", 400 * 7)  # five blocks of columns
     metrics = [cc.ace, P(cc.tace, threshold=0.05)]
     samples = {}
     for workers in (2, 1):
-        monkeypatch.setattr(kernel, "WORKERS", workers)
+        monkeypatch.setattr(threads, "WORKERS", workers)
         samples[workers] = [cc.bootstrap_ci(metric, probs, labels, n_boot=25, seed=4).samples for metric in metrics]
     for two, one in zip(samples[2], samples[1]):
         np.testing.assert_array_equal(two, one)
@@ -286,7 +286,7 @@ def test_class_wise_uniform_bins_take_the_entry_sums_at_ten_classes_only_when_co
     """Issue 15: with the compiled entry sums the sparse path is twice as fast as the per-column sums at
     50,000 x 10 (a third of the entries outside the first bin); numpy's bincounts only pay with many classes."""
     from calib_core.inference import resample
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     rng = np.random.default_rng(2)
     probs = rng.dirichlet(np.full(10, 0.5), size=400)
     labels = rng.integers(0, 10, 400)
@@ -345,7 +345,7 @@ def test_row_mean_metrics_resample_their_per_row_values_without_copying_the_rows
 def test_compiled_entry_sums_give_the_numpy_class_wise_uniform_samples_bit_for_bit(monkeypatch):
     """Issue 15: the sparse class-wise path built three (resamples x entries) float arrays and their keys per
     block (1.5 s for 200 resamples at 50,000 x 1,000); the kernel reads the integer weights (same additions)."""
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     require_kernel("entry_sums")
     rng = np.random.default_rng(2)
     probs = cc.softmax(rng.normal(size=(800, 300)) * 3)
@@ -362,7 +362,7 @@ def test_counting_sort_of_the_draws_gives_the_same_top_label_samples(monkeypatch
     50,000 rows); the draws are now put in the stable order of their confidence by a counting sort on ranks, so
     the metric's own stable sort meets sorted data. The smooth ECE, which does not sort, gets the draws as drawn.
     Same samples, bit for bit, ties between different rows included."""
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     kernel = require_kernel("sorted_draws")
     rng = np.random.default_rng(6)
     keys = rng.integers(0, 9, 300)
@@ -417,7 +417,7 @@ def test_top_label_metrics_resample_confidence_and_correctness_only(metric, monk
 def test_compiled_key_sums_give_the_numpy_bootstrap_of_top_label_metrics(metric, monkeypatch):
     """Issue 15: with numba, each resample's (bin, correct) counts and confidence sums come from one pass over
     its drawn rows (the same additions in the same order as np.bincount): the same samples, bit for bit."""
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     require_kernel("key_sums")
     rng = np.random.default_rng(4)
     probs = rng.dirichlet(np.ones(6) * 0.5, size=3000)

@@ -389,7 +389,8 @@ def test_compiled_row_max_gives_numpys_top_label_of_read_only_blocks(monkeypatch
     """Issue 15: for a Predictions' read-only matrix each block was copied before numpy's arg-max (ece at
     1,000,000 x 100: 1.23x the plain numpy ECE, target 1.2x); the kernel reads each row once. Same labels and
     confidences, ties going to the lowest index as with np.argmax."""
-    from calib_core.metrics import _compiled, binned
+    from calib_core._accel import compiled as _compiled
+    from calib_core.metrics import binned
     from tests.compiled_support import require_kernel
     require_kernel("row_max")
     rng = np.random.default_rng(0)

@@ -578,7 +578,7 @@ def test_compiled_label_search_draws_the_labels_of_the_flat_numpy_search(n_class
     """Issue 15: above 32 classes numpy searched all rows' cumulative sums at once (25 s for 1,000 draws at
     50,000 x 1,000); the optional numba kernel searches each row's own sums with the same additions: same labels."""
     from calib_core.inference import draws
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     require_kernel("label_search")
     rng = np.random.default_rng(n_classes)
     probs = rng.dirichlet(np.full(n_classes, 0.3), size=700)

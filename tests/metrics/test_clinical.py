@@ -345,7 +345,7 @@ def test_loess_on_predictions_of_one_in_10_to_the_300_does_not_overflow():
 def _loess_paths(monkeypatch, compute):
     """``compute()`` with the compiled window moments (numba) and with the numpy path."""
     import importlib
-    kernel = importlib.import_module("calib_core.metrics._compiled")
+    kernel = importlib.import_module("calib_core._accel.compiled")
     require_kernel("window_moments")
     compiled = compute()
     monkeypatch.setattr(kernel, "window_moments", None)
@@ -375,7 +375,7 @@ def test_compiled_compiled_gives_the_numpy_ici_of_a_demo(monkeypatch):
 def test_no_numba_environment_variable_turns_the_kernel_off():
     import subprocess
     import sys
-    code = "import calib_core.metrics._compiled as k; print(k.window_moments is None)"
+    code = "import calib_core._accel.compiled as k; print(k.window_moments is None)"
     env = {**os.environ, "CALIB_CORE_NO_NUMBA": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True"

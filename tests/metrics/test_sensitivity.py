@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 import calib_core as cc
 from tests.compiled_support import kernel_paths, require_kernel
 from calib_core import CalibrationInputError
-from calib_core.binning import classwise_bin_statistics, mean_abs_gap, sort_columns, sorted_columns_bin_sums
+from calib_core._accel import compiled, sort_columns
+from calib_core.binning import classwise_bin_statistics, mean_abs_gap, sorted_columns_bin_sums
 from calib_core.lab.generators import LogisticNormalModel
 from calib_core.lab.pathologies import nixon_figure4_data
-from calib_core.metrics import _compiled, sensitivity
+from calib_core.metrics import sensitivity
 from calib_core.metrics.sensitivity import (GCE_VARIANTS, BinRanking, _GceSets, bin_rank_stability, bin_sensitivity,
                                             competition_ranks, rank_by_bins, spearman_rows)
 
@@ -207,13 +208,13 @@ def test_one_row(sweep_path):
 def test_sweep_equals_the_per_count_metrics_on_random_tied_data(seed, n, k, decimals, right, threshold, counts):
     probs, labels = tied_predictions(n, k, seed, decimals)
     assert_sweep_equals_reference(probs, labels, counts, threshold=threshold, right=right)
-    kernel = _compiled.sweep_reductions
+    kernel = compiled.sweep_reductions
     if kernel is not None:  # and the numpy path, which the kernel replaces when numba is installed
         try:
-            _compiled.sweep_reductions = None
+            compiled.sweep_reductions = None
             assert_sweep_equals_reference(probs, labels, counts, threshold=threshold, right=right)
         finally:
-            _compiled.sweep_reductions = kernel
+            compiled.sweep_reductions = kernel
 
 
 def test_compiled_sweep_gives_the_numpy_sweep_at_many_classes(monkeypatch):
@@ -222,10 +223,10 @@ def test_compiled_sweep_gives_the_numpy_sweep_at_many_classes(monkeypatch):
     require_kernel("sweep_reductions")
     probs, labels = tied_predictions(700, 300, seed=5, decimals=3)  # ties, zeros, and columns empty above 0.01
     for right in (True, False):
-        compiled = bin_sensitivity(probs, labels, right=right)
+        fast = bin_sensitivity(probs, labels, right=right)
         with monkeypatch.context() as patch:
-            patch.setattr(_compiled, "sweep_reductions", None)
-            pd.testing.assert_frame_equal(compiled, bin_sensitivity(probs, labels, right=right), rtol=1e-13, atol=1e-15)
+            patch.setattr(compiled, "sweep_reductions", None)
+            pd.testing.assert_frame_equal(fast, bin_sensitivity(probs, labels, right=right), rtol=1e-13, atol=1e-15)
 
 
 def test_small_blocks_and_chunks_of_bin_counts_give_the_same_table(monkeypatch, sweep_path):

@@ -229,7 +229,7 @@ def test_old_relplot_rule_is_kept_as_an_explicit_option_and_is_lower_when_miscal
 def test_compiled_spread_gives_numpys_linear_binning_bit_for_bit(monkeypatch):
     """Issue 15: the smooth ECE's interval spread 50,000 masses about 2,400 times (1.4 s at 200 resamples); the
     optional kernel reads each value once, summing the left and right shares apart as numpy's two bincounts."""
-    from calib_core.metrics import _compiled
+    from calib_core._accel import compiled as _compiled
     require_kernel("spread")
     rng = np.random.default_rng(0)
     values = rng.random(5000)

@@ -367,7 +367,7 @@ def test_fit_method_reuses_the_before_values_of_the_evaluation_set():
 def test_evaluation_rows_are_checked_once_and_are_every_probability_methods_input(comparison, monkeypatch):
     """Issue 15: at 25,000 x 1,000 each method copied and checked the fitting and evaluation rows again (two 200 MB
     copies and scans per method); the evaluation set holds them checked once, frozen, as every method's input."""
-    from calib_core.validation import is_validated
+    from calib_core._accel import is_validated
 
     demo, ev, fits, table = comparison
     assert is_validated(ev.before) and is_validated(ev.labels, demo.n_classes)

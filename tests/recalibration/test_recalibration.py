@@ -770,7 +770,7 @@ def test_loss_sums_over_row_blocks_do_not_depend_on_the_threads(monkeypatch):
     """Issue 15: the temperature and linear-softmax losses sum their row blocks in two chunks on two threads
     (vector scaling at 25,000 x 1,000: 30 loss evaluations of 75 ms). The chunks are the same on any machine, so
     one thread or two give the same fit, bit for bit; the sums equal a plain loop over the blocks to round-off."""
-    from calib_core.metrics import kernel
+    from calib_core._accel import threads
     from calib_core.recalibration import _numeric
 
     rng = np.random.default_rng(6)
@@ -796,7 +796,7 @@ def test_loss_sums_over_row_blocks_do_not_depend_on_the_threads(monkeypatch):
         return vector.weights_, vector.bias_, matrix.weights_, temperature
 
     two = fits()
-    monkeypatch.setattr(kernel, "WORKERS", 1)
+    monkeypatch.setattr(threads, "WORKERS", 1)
     for a, b in zip(fits(), two):
         np.testing.assert_array_equal(a, b)
 
@@ -804,7 +804,7 @@ def test_loss_sums_over_row_blocks_do_not_depend_on_the_threads(monkeypatch):
 def test_column_by_column_work_equals_the_plain_loop_on_any_number_of_threads(monkeypatch):
     """Issue 15: one-vs-rest fits and predictions read their columns by blocks of 64 on two threads (no transposed
     copy of a 200 MB matrix); the results are the plain loop's, in order, with one thread or two."""
-    from calib_core.metrics import kernel
+    from calib_core._accel import threads
     from calib_core.recalibration import _numeric
 
     rng = np.random.default_rng(8)
@@ -812,7 +812,7 @@ def test_column_by_column_work_equals_the_plain_loop_on_any_number_of_threads(mo
     expected_results = [(k, float(matrix[:, k].sum())) for k in range(150)]
     expected_map = np.column_stack([np.sort(matrix[:, k]) * k for k in range(150)])
     for workers in (2, 1):
-        monkeypatch.setattr(kernel, "WORKERS", workers)
+        monkeypatch.setattr(threads, "WORKERS", workers)
         assert _numeric.column_results(matrix, lambda k, column: (k, float(column.sum()))) == expected_results
         np.testing.assert_array_equal(_numeric.map_columns(matrix, lambda k, column: np.sort(column) * k),
                                       expected_map)
@@ -820,7 +820,7 @@ def test_column_by_column_work_equals_the_plain_loop_on_any_number_of_threads(mo
     labels = rng.integers(0, 80, 400)
     outputs = []
     for workers in (2, 1):
-        monkeypatch.setattr(kernel, "WORKERS", workers)
+        monkeypatch.setattr(threads, "WORKERS", workers)
         outputs.append([IsotonicCalibration().fit(probs, labels).predict_proba(probs),
                         HistogramBinning().fit(probs, labels).predict_proba(probs)])
     for a, b in zip(*outputs):

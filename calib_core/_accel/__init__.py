@@ -1,0 +1,30 @@
+"""The room for speed: compiled kernels, the block threads, the validated-array marks and the last-value memo.
+
+Nothing here computes a formula of its own: each piece makes a formula
+module faster without changing its numbers, and each is reached through one
+public name listed in ``__all__`` (the package is private to calib_core, its
+names are public to every wing). It sits on the ground floor, below
+:mod:`calib_core.validation`, and imports nothing else from calib_core.
+
+==============  ================================================================
+module          what it holds
+==============  ================================================================
+``compiled``    the optional numba kernels (``pip install calib-core[fast]``),
+                each ``None`` without numba; each formula module keeps the numpy
+                twin that gives the same numbers, and a test runs both
+``sweep``       the bin-count sweep's numpy path (sorted columns and prefix sums),
+                twin of ``compiled.sweep_reductions``
+``threads``     :func:`map_blocks` / :func:`parallel_map` on two threads, BLAS on one
+``memo``        :func:`mark_validated` (the weak registry of checked, frozen arrays),
+                :func:`is_validated`, :func:`marked_copy` and the last-value memo
+                :func:`remembered`
+==============  ================================================================
+"""
+from calib_core._accel import compiled
+from calib_core._accel.memo import is_validated, mark_validated, marked_copy, remembered
+from calib_core._accel.sweep import SortedColumns, column_bin_sums, sort_columns, uniform_sweep_plan
+from calib_core._accel.threads import blas_single_threaded, map_blocks, parallel_map
+
+__all__ = ["SortedColumns", "blas_single_threaded", "column_bin_sums", "compiled", "is_validated",
+           "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "sort_columns",
+           "uniform_sweep_plan"]
