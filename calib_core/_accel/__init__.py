@@ -10,21 +10,25 @@ names are public to every wing). It sits on the ground floor, below
 module          what it holds
 ==============  ================================================================
 ``compiled``    the optional numba kernels (``pip install calib-core[fast]``),
-                each ``None`` without numba; each formula module keeps the numpy
-                twin that gives the same numbers, and a test runs both
+                each ``None`` without numba, and a test per kernel runs both paths
+``twins``       one function per kernel whose numpy twin sits beside it here
+                (:func:`spread`, :func:`label_search`, :func:`window_moments`);
+                the other kernels' numpy paths are still in the module they serve
 ``sweep``       the bin-count sweep's numpy path (sorted columns and prefix sums),
                 twin of ``compiled.sweep_reductions``
 ``threads``     :func:`map_blocks` / :func:`parallel_map` on two threads, BLAS on one
 ``memo``        :func:`mark_validated` (the weak registry of checked, frozen arrays),
-                :func:`is_validated`, :func:`marked_copy` and the last-value memo
-                :func:`remembered`
+                :func:`is_validated`, :func:`marked_copy`, :func:`freeze_and_mark`
+                (how ``Predictions`` seals its arrays, also when Streamlit's cache
+                unpickles it) and the last-value memo :func:`remembered`
 ==============  ================================================================
 """
 from calib_core._accel import compiled
-from calib_core._accel.memo import is_validated, mark_validated, marked_copy, remembered
+from calib_core._accel.memo import freeze_and_mark, is_validated, mark_validated, marked_copy, remembered
 from calib_core._accel.sweep import SortedColumns, column_bin_sums, sort_columns, uniform_sweep_plan
 from calib_core._accel.threads import blas_single_threaded, map_blocks, parallel_map
+from calib_core._accel.twins import label_search, spread, window_moments
 
-__all__ = ["SortedColumns", "blas_single_threaded", "column_bin_sums", "compiled", "is_validated",
-           "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "sort_columns",
-           "uniform_sweep_plan"]
+__all__ = ["SortedColumns", "blas_single_threaded", "column_bin_sums", "compiled", "freeze_and_mark", "is_validated",
+           "label_search", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "sort_columns",
+           "spread", "uniform_sweep_plan", "window_moments"]

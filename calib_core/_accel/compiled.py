@@ -50,7 +50,7 @@
 
 ``spread``
     The smooth ECE's linear binning of point masses onto its grid
-    (:func:`calib_core.metrics.smooth._spread`), evaluated about a dozen
+    (:func:`calib_core._accel.spread`), evaluated about a dozen
     times per estimate while the bandwidth is searched, so 2,400 times for a
     200-resample interval: numpy builds four arrays of N values and two
     bincounts each time; the kernel reads each value once. The same sums,
@@ -86,6 +86,14 @@ variable ``CALIB_CORE_NO_NUMBA`` is set to a non-empty value other than ``0``;
 the numpy path is then used. Compiled code is cached on disk (numba's
 ``cache=True``; ``NUMBA_CACHE_DIR`` moves the cache when the package folder
 is read-only).
+
+Where the numpy path is: ``window_moments``, ``label_search`` and ``spread``
+sit beside theirs in :mod:`calib_core._accel.twins`, which formula modules
+call (one function each); ``sweep_reductions`` reduces the bins of
+:func:`calib_core._accel.column_bin_sums`; the others' numpy paths are still
+inside the module named above (``row_max``: ``metrics.binned._arg_max``;
+``slot_sums``: ``engines.streaming``; the four bootstrap kernels:
+``inference.resample`` and ``inference.bootstrap``).
 
 References
 ----------
@@ -424,7 +432,7 @@ adaptive_bin_sums = _KERNELS.get("adaptive_bin_sums")
 #: or None: for each resample ``r``, ``np.bincount(slots, weights=w * x, minlength=n_slots)`` with
 #: ``w = weights[r, rows]`` and ``x`` = 1, ``values``, ``targets`` (the same additions in the same order).
 entry_sums = _KERNELS.get("entry_sums")
-#: ``spread(values, weights, size) -> (B, size)``, or None: :func:`calib_core.metrics.smooth._spread` of
+#: ``spread(values, weights, size) -> (B, size)``, or None: :func:`calib_core._accel.spread` of
 #: ``weights`` (B, N) at ``values`` (N,), each mass split linearly between its two grid points, in one pass
 #: (the left and the right shares summed apart in point order and then added, as numpy's two bincounts).
 spread = _KERNELS.get("spread")

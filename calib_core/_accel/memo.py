@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["is_validated", "mark_validated", "marked_copy", "remembered"]
+__all__ = ["freeze_and_mark", "is_validated", "mark_validated", "marked_copy", "remembered"]
 
 #: Arrays known to be valid (see :func:`mark_validated`): ``(id(array), n_classes)`` -> array,
 #: with ``n_classes`` None for a probability matrix. Entries vanish with their arrays.
@@ -69,6 +69,31 @@ def marked_copy(array: NDArray[Any], n_classes: int | None = None, dtype: Any = 
     copy = np.array(array, dtype=dtype, order="C")
     copy.flags.writeable = False
     return mark_validated(copy, n_classes)
+
+
+def freeze_and_mark(array: NDArray[Any], owned: bool, n_classes: int | None = None) -> NDArray[Any]:
+    """A read-only view of a checked array, frozen for good when ``owned`` and then marked (:func:`mark_validated`).
+
+    ``owned``: the data belong to the caller's object (a copy made by a
+    check, a subset, a loaded file, an array unpickled from Streamlit's
+    cache), so the array and every array it views are made read-only for
+    good. An array someone else may still write to is not frozen, and so not
+    marked (unless it was read-only already): it is checked again by every
+    call that receives it. :class:`~calib_core.io.Predictions` seals its
+    probabilities and labels with it when it is made and when it is unpickled
+    (``st.cache_data`` hands out unpickled copies, whose flags pickling lost).
+    """
+    if owned:
+        current: object = array
+        while isinstance(current, np.ndarray):
+            current.flags.writeable = False
+            current = current.base
+        if current is not None and not isinstance(current, bytes):
+            # A view of memory numpy does not own (an Arrow buffer of a Parquet file's labels): it could not be
+            # marked, so every call would check it again. A copy of our own can.
+            array = array.copy()
+            array.flags.writeable = False
+    return mark_validated(array, n_classes)
 
 
 def is_validated(array: object, n_classes: int | None = None) -> bool:

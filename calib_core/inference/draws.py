@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core._accel import compiled, is_validated
+from calib_core._accel import is_validated, label_search
 from calib_core.metrics.simplex import Partition, _cell_means, _squared_norm_sum
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
@@ -72,11 +72,7 @@ class _LabelSampler:
             for column in self.columns:
                 labels += uniform >= column
             return labels
-        if compiled.label_search is not None:  # numba: each row's own K values (same sums, same labels)
-            return compiled.label_search(self.flat, uniform, self.n_classes)
-        rows = np.arange(self.n_rows)
-        position = np.searchsorted(self.flat, uniform + rows, side="right")
-        return np.minimum(position - rows * self.n_classes, self.n_classes - 1)
+        return label_search(self.flat, uniform, self.n_classes)
 
     def draw_other(self, rng: np.random.Generator, n_draws: int, reference: NDArray[np.intp]) -> NDArray[np.uint8]:
         """``labels != reference`` of shape (n_draws, N), for the labels :meth:`draw` gives with this ``rng``.
@@ -128,7 +124,7 @@ def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Genera
 
     ``seed``: the integer ``rng`` was made from, when it was. The labels are
     then a function of (``probs``, ``seed``, ``n_draws``) alone, and for
-    marked predictions (:func:`calib_core.validation.is_validated`: a
+    marked predictions (:func:`calib_core._accel.is_validated`: a
     ``Predictions``' frozen arrays) the last few sets are kept (:data:`_KEPT_DRAWS`): a
     page that changes only the partition (the Simplex page's cells) draws
     the same labels again (0.6 s for 100 draws at 50,000 x 1,000).

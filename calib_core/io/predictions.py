@@ -66,7 +66,7 @@ from calib_core.validation import (
     row_argmax,
     softmax,
 )
-from calib_core._accel import is_validated, mark_validated
+from calib_core._accel import freeze_and_mark as _sealed, is_validated
 
 __all__ = ["Predictions", "load_predictions"]
 
@@ -76,28 +76,6 @@ def _readonly(array: NDArray[Any]) -> NDArray[Any]:
     view = array.view()
     view.flags.writeable = False
     return view
-
-
-def _sealed(array: NDArray[Any], owned: bool, n_classes: int | None = None) -> NDArray[Any]:
-    """A read-only view of a checked array, marked validated (:func:`~calib_core.validation.mark_validated`).
-
-    ``owned``: the data belong to this object (a copy made by a check, a
-    subset, a loaded file), so the array and every array it views are made
-    read-only for good. An array the caller may still write to is not frozen,
-    and so not marked (unless it was read-only already): it is checked again
-    by every call that receives it, as before.
-    """
-    if owned:
-        current: object = array
-        while isinstance(current, np.ndarray):
-            current.flags.writeable = False
-            current = current.base
-        if current is not None and not isinstance(current, bytes):
-            # A view of memory numpy does not own (an Arrow buffer of a Parquet file's labels): it could not be
-            # marked, so every call would check it again. A copy of our own can.
-            array = array.copy()
-            array.flags.writeable = False
-    return mark_validated(array, n_classes)
 
 
 def _is_private_copy(checked: NDArray[Any], given: object) -> bool:
@@ -161,7 +139,7 @@ class Predictions:
     and labels whose data this object owns (a loaded file, a subset, a
     converted or copied input; labels are always copied) are frozen and
     marked validated, so metrics given ``pred.probs, pred.labels`` skip the
-    validation pass (:func:`calib_core.validation.mark_validated`). An input
+    validation pass (:func:`calib_core._accel.mark_validated`). An input
     array used as it is stays writeable for its owner and is checked again
     by every call.
 

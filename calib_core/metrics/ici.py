@@ -24,14 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core._accel import compiled, parallel_map
+from calib_core._accel import compiled, parallel_map, window_moments
 from calib_core.validation import CalibrationInputError
 from calib_core.metrics.cox import _shape, one_vs_rest
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]
 
-#: Entries of one (fit points x data points) tile of the loess weights (fits in cache).
-_BLOCK_ELEMENTS = 1 << 15
 #: Above this many distinct predicted values, ``delta=None`` fits on a grid (see :func:`loess_smooth`).
 _EXACT_FIT_LIMIT = 1000
 _AUTO_DELTA = 1e-3
@@ -72,67 +70,6 @@ def _fit_points(distinct: NDArray[np.float64], last_count: int, delta: float) ->
     return np.asarray(chosen, dtype=np.intp)
 
 
-def _window_moments(centre: NDArray[np.float64], radius: NDArray[np.float64], zero: NDArray[np.bool_],
-                    xp: NDArray[np.float64], values: NDArray[np.float64], wp: NDArray[np.float64],
-                    n_moments: int) -> NDArray[np.float64]:
-    """``sum_j w_ij t_ij^p values_j`` for ``p < n_moments``: (rows, n_moments, 2) tricube-weighted moments.
-
-    ``t_ij = (xp_j - centre_i) / radius_i``; ``w_ij = (1 - |t_ij|^3)^3 wp_j`` for
-    ``|t_ij| < 1``, else 0 (rows with ``zero``: ``wp_j`` where ``xp_j == centre_i``).
-    """
-    t = xp[None, :] - centre[:, None]
-    # A window narrower than the spacing of far points (radius ~1e-300 among predictions of 1e-300) sends
-    # their t to +-inf; every point with |t| >= 1 has weight 0, so t is capped at +-1, which keeps the
-    # tricube and the moments finite (an infinite t times a zero weight would be NaN).
-    with np.errstate(over="ignore"):
-        t /= radius[:, None]
-    np.clip(t, -1.0, 1.0, out=t)
-    # Tricube with in-place products (no pow, few temporaries).
-    weight = np.abs(t)
-    cube = weight * weight
-    cube *= weight
-    np.subtract(1.0, cube, out=cube)
-    np.maximum(cube, 0.0, out=cube)
-    np.multiply(cube, cube, out=weight)
-    weight *= cube
-    if zero.any():
-        weight[zero] = (xp[None, :] == centre[zero, None]).astype(np.float64)
-    weight *= wp[None, :]
-    moments = np.empty((centre.size, n_moments, 2))
-    for p in range(n_moments):
-        moments[:, p] = weight @ values
-        if p < n_moments - 1:
-            np.multiply(weight, t, out=weight)
-    return moments
-
-
-def _blocked_window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64], zero: NDArray[np.bool_],
-                            lo_all: NDArray[np.intp], hi_all: NDArray[np.intp], xp: NDArray[np.float64],
-                            yp: NDArray[np.float64], wp: NDArray[np.float64], n_moments: int) -> NDArray[np.float64]:
-    """Every fit's window moments with numpy: :func:`_window_moments` on tiles of bounded size.
-
-    The numpy path of :data:`calib_core._accel.compiled.window_moments`
-    (the same arguments and result; ``safe`` is the radius with 1 where it is 0).
-    """
-    moments = np.zeros((x_fit.size, n_moments, 2))
-    values = np.column_stack([np.ones_like(yp), yp])
-    start = 0
-    while start < x_fit.size:
-        # Rows whose windows overlap, in blocks of a few cache-sized (rows x columns) tiles.
-        stop = start + 1
-        while stop < x_fit.size and stop - start < 64 and \
-                (stop + 1 - start) * (hi_all[stop] - lo_all[start]) <= 64 * _BLOCK_ELEMENTS:
-            stop += 1
-        lo, hi = int(lo_all[start]), int(hi_all[stop - 1])
-        step = max(1, _BLOCK_ELEMENTS // (stop - start))
-        for c0 in range(lo, hi, step):
-            c1 = min(hi, c0 + step)
-            moments[start:stop] += _window_moments(x_fit[start:stop], safe[start:stop], zero[start:stop],
-                                                   xp[c0:c1], values[c0:c1], wp[c0:c1], n_moments)
-        start = stop
-    return moments
-
-
 def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDArray[np.float64],
                 yp: NDArray[np.float64], wp: NDArray[np.float64], distinct: NDArray[np.float64],
                 degree: int) -> NDArray[np.float64]:
@@ -152,12 +89,7 @@ def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDA
     lo_all = np.searchsorted(xp, x_fit - radius, side="left")
     hi_all = np.searchsorted(xp, x_fit + radius, side="right")
     n_moments = 2 * degree + 1
-    if compiled.window_moments is not None:  # numba installed: one compiled loop per window
-        moments = compiled.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
-                                               np.ascontiguousarray(xp), np.ascontiguousarray(yp),
-                                               np.ascontiguousarray(wp), n_moments)
-    else:
-        moments = _blocked_window_moments(x_fit, safe, zero, lo_all, hi_all, xp, yp, wp, n_moments)
+    moments = window_moments(x_fit, safe, zero, lo_all, hi_all, xp, yp, wp, n_moments)
     size = degree + 1
     index = np.arange(size)
     matrix = moments[:, index[:, None] + index[None, :], 0]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core._accel import compiled
+from calib_core._accel import spread
 from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
@@ -72,26 +72,6 @@ def _grid_size(sigma: float) -> int:
     return max(_MIN_GRID, int(np.ceil(_POINTS_PER_SIGMA / sigma)) + 1)
 
 
-def _spread(values: NDArray[np.float64], weights: NDArray[np.float64], size: int) -> NDArray[np.float64]:
-    """Linear-interpolation binning of point masses onto ``size`` grid points over [0, 1].
-
-    ``weights`` may have a leading batch axis ``(B, N)``; the result is ``(..., size)``.
-    """
-    if compiled.spread is not None:
-        return compiled.spread(values, np.ascontiguousarray(np.atleast_2d(weights)), size)
-    position = values * (size - 1)
-    left = np.clip(np.floor(position).astype(np.intp), 0, size - 2)
-    fraction = position - left
-    weights = np.atleast_2d(weights)
-    batch = weights.shape[0]
-    offsets = (np.arange(batch) * size)[:, None]
-    grid = np.bincount((offsets + left).ravel(), weights=(weights * (1.0 - fraction)).ravel(),
-                       minlength=batch * size)
-    grid += np.bincount((offsets + left + 1).ravel(), weights=(weights * fraction).ravel(),
-                        minlength=batch * size)
-    return grid.reshape(batch, size)
-
-
 def _reflected_convolution(grid: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
     """Apply the reflected Gaussian kernel to point masses on a uniform [0, 1] grid.
 
@@ -121,7 +101,7 @@ def _trapezoid(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _smece_at(confidence: NDArray[np.float64], residual: NDArray[np.float64], sigma: float) -> float:
     size = _grid_size(sigma)
-    smoothed = _reflected_convolution(_spread(confidence, residual / confidence.size, size), sigma)
+    smoothed = _reflected_convolution(spread(confidence, residual / confidence.size, size), sigma)
     return float(_trapezoid(np.abs(smoothed))[0])
 
 
@@ -174,7 +154,7 @@ def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np
     size = max(2000, round(20.0 / sigma)) // 2 + 1
     masses = None if spread_cache is None else spread_cache.get(size)
     if masses is None:
-        masses = _spread(confidence, np.stack([residual, np.ones_like(residual)]), size)
+        masses = spread(confidence, np.stack([residual, np.ones_like(residual)]), size)
         if spread_cache is not None:
             spread_cache[size] = masses
     smoothed = _relplot_interpolate(mesh, _relplot_convolve(masses, sigma))
@@ -210,7 +190,7 @@ class _SmeceEvaluator:
             size *= 4
         if self.grid is None or size != self.size:
             self.size = size
-            self.grid = _spread(self.confidence, self.residual / self.confidence.size, size)[0]
+            self.grid = spread(self.confidence, self.residual / self.confidence.size, size)[0]
         return _relplot_smece(self.grid, sigma)
 
 
@@ -386,7 +366,7 @@ def _curves(confidence: NDArray[np.float64], correct: NDArray[np.float64], weigh
     size = _grid_size(sigma)
     batch = weights.shape[0]
     residual = (correct - confidence)[None, :] * weights
-    smoothed = _reflected_convolution(_spread(confidence, np.concatenate([residual, weights]), size), sigma)
+    smoothed = _reflected_convolution(spread(confidence, np.concatenate([residual, weights]), size), sigma)
     # Linear interpolation from the uniform grid to the mesh.
     position = mesh * (size - 1)
     left = np.clip(np.floor(position).astype(np.intp), 0, size - 2)

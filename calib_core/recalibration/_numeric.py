@@ -122,7 +122,7 @@ COLUMN_BLOCK = 64
 
 def _by_column_blocks(matrix: NDArray, work: Callable[[int, NDArray], Any]) -> list:
     """``work(first, matrix[:, first:first + C].T)`` for blocks of C columns, each transposed C-ordered into a
-    buffer of its thread's own, on two threads (:func:`calib_core.metrics.kernel.map_blocks`); results in order."""
+    buffer of its thread's own, on two threads (:func:`calib_core._accel.map_blocks`); results in order."""
     n_rows, n_columns = matrix.shape
     scratch = threading.local()
 
@@ -177,7 +177,7 @@ LOSS_BLOCK_VALUES = 1 << 17
 
 
 #: The row blocks of a loss are summed in this many chunks of consecutive blocks, one thread per chunk
-#: (:func:`calib_core.metrics.kernel.map_blocks`), and the chunks' sums then added in order: the same chunks
+#: (:func:`calib_core._accel.map_blocks`), and the chunks' sums then added in order: the same chunks
 #: on any machine, so the sums (and every fit through them) do not depend on its cores.
 LOSS_CHUNKS = 2
 

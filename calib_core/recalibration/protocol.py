@@ -396,7 +396,7 @@ def _checked_once(predictions: NDArray[np.float64], *inputs: ArrayLike | None) -
 
     The metrics of :func:`evaluate_recalibration` each validate their input
     (a pass over M x K values: eight passes per method, 0.3 s at 25,000 x
-    1,000). Checked here once and marked (:func:`calib_core.validation.mark_validated`),
+    1,000). Checked here once and marked (:func:`calib_core._accel.mark_validated`),
     they are not scanned again. Only an array of the method's own is frozen:
     one that shares memory with the inputs, or is a view, is copied first.
     Invalid output raises the error the first metric would have raised.

@@ -236,11 +236,11 @@ def test_compiled_spread_gives_numpys_linear_binning_bit_for_bit(monkeypatch):
     values[:4] = [0.0, 1.0, 0.5, 0.25]  # on grid points and at both ends
     weights = rng.normal(size=(2, 5000))
     for size in (2, 3, 101, 1001):
-        compiled = (smooth._spread(values, weights, size), smooth._spread(values, weights[0], size))
+        compiled = (smooth.spread(values, weights, size), smooth.spread(values, weights[0], size))
         with monkeypatch.context() as patch:
             patch.setattr(_compiled, "spread", None)
-            np.testing.assert_array_equal(compiled[0], smooth._spread(values, weights, size))
-            np.testing.assert_array_equal(compiled[1], smooth._spread(values, weights[0], size))
+            np.testing.assert_array_equal(compiled[0], smooth.spread(values, weights, size))
+            np.testing.assert_array_equal(compiled[1], smooth.spread(values, weights[0], size))
 
 
 def test_the_bandwidth_search_spreads_the_masses_once_per_grid_size(monkeypatch):
@@ -251,8 +251,8 @@ def test_the_bandwidth_search_spreads_the_masses_once_per_grid_size(monkeypatch)
     labels = rng.integers(0, 4, 3000)
     expected = cc.smooth_ece(probs, labels)
     sizes = []
-    spread = smooth._spread
-    monkeypatch.setattr(smooth, "_spread", lambda values, weights, size: sizes.append(size) or spread(values, weights,
+    spread = smooth.spread
+    monkeypatch.setattr(smooth, "spread", lambda values, weights, size: sizes.append(size) or spread(values, weights,
                                                                                                        size))
     assert cc.smooth_ece(probs, labels) == expected
     assert sizes == [1001]

@@ -1,0 +1,124 @@
+"""One public function for each compiled kernel whose numpy twin is written here, next to it.
+
+Each runs :mod:`calib_core._accel.compiled`'s kernel when numba is installed
+and otherwise its numpy twin, which gives the same numbers (each pair is
+compared by a test, with the kernel set to None for the numpy half:
+``tests/compiled_support.py``). The formula module calls the one function
+and does not know which path ran.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calib_core._accel import compiled
+
+__all__ = ["label_search", "spread", "window_moments"]
+
+#: Entries of one (fit points x data points) tile of the loess weights in the numpy path (fits in cache).
+WINDOW_BLOCK_ELEMENTS = 1 << 15
+
+
+def label_search(flat: NDArray[np.float64], uniform: NDArray[np.float64], n_classes: int) -> NDArray[np.integer]:
+    """Labels of shape (draws, N) drawn from each row's cumulative sums by one uniform each (more than 32 classes).
+
+    ``flat``: every row's cumulative sums shifted by the row number, one sorted array of N x K values
+    (:class:`calib_core.inference.draws._LabelSampler`); row ``i``'s label for the uniform ``u`` is the
+    number of its K values ``<= u + i``, at most ``K - 1``. numpy searches all rows' sums at once; the
+    compiled kernel (:data:`calib_core._accel.compiled.label_search`) searches each row's own K values, with
+    the same sums and comparisons, so the same labels (``tests/metrics/test_canonical.py``).
+    """
+    if compiled.label_search is not None:
+        return compiled.label_search(flat, uniform, n_classes)
+    rows = np.arange(uniform.shape[1])
+    position = np.searchsorted(flat, uniform + rows, side="right")
+    return np.minimum(position - rows * n_classes, n_classes - 1)
+
+
+def spread(values: NDArray[np.float64], weights: NDArray[np.float64], size: int) -> NDArray[np.float64]:
+    """Linear-interpolation binning of point masses onto ``size`` grid points over [0, 1].
+
+    ``weights`` may have a leading batch axis ``(B, N)``; the result is ``(B, size)`` (``B = 1`` without
+    one). The smooth ECE's grid (:mod:`calib_core.metrics.smooth`); the compiled kernel
+    (:data:`calib_core._accel.compiled.spread`) gives the same sums, bit for bit (``tests/metrics/test_smooth.py``).
+    """
+    if compiled.spread is not None:
+        return compiled.spread(values, np.ascontiguousarray(np.atleast_2d(weights)), size)
+    position = values * (size - 1)
+    left = np.clip(np.floor(position).astype(np.intp), 0, size - 2)
+    fraction = position - left
+    weights = np.atleast_2d(weights)
+    batch = weights.shape[0]
+    offsets = (np.arange(batch) * size)[:, None]
+    grid = np.bincount((offsets + left).ravel(), weights=(weights * (1.0 - fraction)).ravel(),
+                       minlength=batch * size)
+    grid += np.bincount((offsets + left + 1).ravel(), weights=(weights * fraction).ravel(),
+                        minlength=batch * size)
+    return grid.reshape(batch, size)
+
+
+def _window_moments(centre: NDArray[np.float64], radius: NDArray[np.float64], zero: NDArray[np.bool_],
+                    xp: NDArray[np.float64], values: NDArray[np.float64], wp: NDArray[np.float64],
+                    n_moments: int) -> NDArray[np.float64]:
+    """``sum_j w_ij t_ij^p values_j`` for ``p < n_moments``: (rows, n_moments, 2) tricube-weighted moments.
+
+    ``t_ij = (xp_j - centre_i) / radius_i``; ``w_ij = (1 - |t_ij|^3)^3 wp_j`` for
+    ``|t_ij| < 1``, else 0 (rows with ``zero``: ``wp_j`` where ``xp_j == centre_i``).
+    """
+    t = xp[None, :] - centre[:, None]
+    # A window narrower than the spacing of far points (radius ~1e-300 among predictions of 1e-300) sends
+    # their t to +-inf; every point with |t| >= 1 has weight 0, so t is capped at +-1, which keeps the
+    # tricube and the moments finite (an infinite t times a zero weight would be NaN).
+    with np.errstate(over="ignore"):
+        t /= radius[:, None]
+    np.clip(t, -1.0, 1.0, out=t)
+    # Tricube with in-place products (no pow, few temporaries).
+    weight = np.abs(t)
+    cube = weight * weight
+    cube *= weight
+    np.subtract(1.0, cube, out=cube)
+    np.maximum(cube, 0.0, out=cube)
+    np.multiply(cube, cube, out=weight)
+    weight *= cube
+    if zero.any():
+        weight[zero] = (xp[None, :] == centre[zero, None]).astype(np.float64)
+    weight *= wp[None, :]
+    moments = np.empty((centre.size, n_moments, 2))
+    for p in range(n_moments):
+        moments[:, p] = weight @ values
+        if p < n_moments - 1:
+            np.multiply(weight, t, out=weight)
+    return moments
+
+
+def window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64], zero: NDArray[np.bool_],
+                            lo_all: NDArray[np.intp], hi_all: NDArray[np.intp], xp: NDArray[np.float64],
+                            yp: NDArray[np.float64], wp: NDArray[np.float64], n_moments: int) -> NDArray[np.float64]:
+    """Every loess fit's tricube-weighted window moments: the compiled kernel, or numpy on tiles of bounded size.
+
+    The moments of :func:`calib_core.metrics.ici.loess_smooth`'s local fits
+    (``safe`` is the radius with 1 where it is 0); the contract is that of
+    :data:`calib_core._accel.compiled.window_moments`, whose loop gives the
+    same moments up to the order of the sums (``tests/metrics/test_clinical.py``).
+    """
+    if compiled.window_moments is not None:  # numba installed: one compiled loop per window
+        return compiled.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
+                                       np.ascontiguousarray(xp), np.ascontiguousarray(yp),
+                                       np.ascontiguousarray(wp), n_moments)
+    moments = np.zeros((x_fit.size, n_moments, 2))
+    values = np.column_stack([np.ones_like(yp), yp])
+    start = 0
+    while start < x_fit.size:
+        # Rows whose windows overlap, in blocks of a few cache-sized (rows x columns) tiles.
+        stop = start + 1
+        while stop < x_fit.size and stop - start < 64 and \
+                (stop + 1 - start) * (hi_all[stop] - lo_all[start]) <= 64 * WINDOW_BLOCK_ELEMENTS:
+            stop += 1
+        lo, hi = int(lo_all[start]), int(hi_all[stop - 1])
+        step = max(1, WINDOW_BLOCK_ELEMENTS // (stop - start))
+        for c0 in range(lo, hi, step):
+            c1 = min(hi, c0 + step)
+            moments[start:stop] += _window_moments(x_fit[start:stop], safe[start:stop], zero[start:stop],
+                                                   xp[c0:c1], values[c0:c1], wp[c0:c1], n_moments)
+        start = stop
+    return moments
