@@ -12,7 +12,8 @@ module          what it holds
 ``compiled``    the optional numba kernels (``pip install calib-core[fast]``),
                 each ``None`` without numba, and a test per kernel runs both paths
 ``twins``       one function per kernel whose numpy twin sits beside it here
-                (:func:`spread`, :func:`label_search`, :func:`window_moments`);
+                (:func:`arg_max_by_blocks`, :func:`spread`, :func:`label_search`,
+                :func:`window_moments`);
                 the other kernels' numpy paths are still in the module they serve
 ``sweep``       the bin-count sweep's numpy path (sorted columns and prefix sums),
                 twin of ``compiled.sweep_reductions``
@@ -27,8 +28,8 @@ from calib_core._accel import compiled
 from calib_core._accel.memo import freeze_and_mark, is_validated, mark_validated, marked_copy, remembered
 from calib_core._accel.sweep import SortedColumns, column_bin_sums, sort_columns, uniform_sweep_plan
 from calib_core._accel.threads import blas_single_threaded, map_blocks, parallel_map
-from calib_core._accel.twins import label_search, spread, window_moments
+from calib_core._accel.twins import arg_max_by_blocks, label_search, spread, window_moments
 
-__all__ = ["SortedColumns", "blas_single_threaded", "column_bin_sums", "compiled", "freeze_and_mark", "is_validated",
+__all__ = ["SortedColumns", "arg_max_by_blocks", "blas_single_threaded", "column_bin_sums", "compiled", "freeze_and_mark", "is_validated",
            "label_search", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "sort_columns",
            "spread", "uniform_sweep_plan", "window_moments"]

@@ -87,13 +87,13 @@ the numpy path is then used. Compiled code is cached on disk (numba's
 ``cache=True``; ``NUMBA_CACHE_DIR`` moves the cache when the package folder
 is read-only).
 
-Where the numpy path is: ``window_moments``, ``label_search`` and ``spread``
-sit beside theirs in :mod:`calib_core._accel.twins`, which formula modules
-call (one function each); ``sweep_reductions`` reduces the bins of
-:func:`calib_core._accel.column_bin_sums`; the others' numpy paths are still
-inside the module named above (``row_max``: ``metrics.binned._arg_max``;
-``slot_sums``: ``engines.streaming``; the four bootstrap kernels:
-``inference.resample`` and ``inference.bootstrap``).
+Where the numpy path is: ``row_max``, ``window_moments``, ``label_search``
+and ``spread`` sit beside theirs in :mod:`calib_core._accel.twins`, which
+formula modules call (one function each); ``sweep_reductions`` reduces the
+bins of :func:`calib_core._accel.column_bin_sums`; the others' numpy paths
+are still inside the module named above (``slot_sums``:
+``engines.streaming``; the four bootstrap kernels: ``inference.resample``
+and ``inference.bootstrap``).
 
 References
 ----------

@@ -8,15 +8,51 @@ and does not know which path ran.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from numpy.typing import NDArray
 
 from calib_core._accel import compiled
 
-__all__ = ["label_search", "spread", "window_moments"]
+__all__ = ["arg_max_by_blocks", "label_search", "spread", "window_moments"]
 
 #: Entries of one (fit points x data points) tile of the loess weights in the numpy path (fits in cache).
 WINDOW_BLOCK_ELEMENTS = 1 << 15
+
+
+def arg_max_by_blocks(n_rows: int, blocks: Iterator[tuple[int, NDArray[np.float64]]],
+                      ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Arg-max (ties: lowest index) and maximum of each row, one row block at a time: the top label.
+
+    By blocks, so that the work is done while a block is in cache (after
+    :func:`calib_core.validation.check_probs_by_block` checked it), and so
+    that a read-only matrix is not copied whole by numpy's ``argmax`` (see
+    :func:`calib_core.validation.row_blocks`). A read-only block goes to the
+    compiled :data:`calib_core._accel.compiled.row_max` when numba is
+    installed (the same indices and values; ``tests/metrics/test_binned.py``).
+    """
+    predicted = np.empty(n_rows, dtype=np.intp)
+    confidence = np.empty(n_rows)
+    scratch = rows = None
+    for start, block in blocks:
+        stop = start + block.shape[0]
+        if not block.flags.writeable and compiled.row_max is not None and block.shape[1] > 0:
+            # numba: one read of each row instead of a copy, an arg-max and a gather (numpy's SIMD arg-max
+            # stays faster on a writeable block already in cache)
+            compiled.row_max(block, predicted[start:stop], confidence[start:stop])
+            continue
+        if rows is None:
+            rows = np.arange(block.shape[0])  # the first block is the largest
+        if not block.flags.writeable:
+            # numpy's argmax would copy a read-only block into a new array each time: reuse one.
+            if scratch is None:
+                scratch = np.empty_like(block, order="C")
+            np.copyto(scratch[: stop - start], block)
+            block = scratch[: stop - start]
+        block_predicted = block.argmax(axis=1, out=predicted[start:stop])
+        confidence[start:stop] = block[rows[: stop - start], block_predicted]
+    return predicted, confidence
 
 
 def label_search(flat: NDArray[np.float64], uniform: NDArray[np.float64], n_classes: int) -> NDArray[np.integer]:

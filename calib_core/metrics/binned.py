@@ -12,12 +12,10 @@ References
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core._accel import compiled, remembered
+from calib_core._accel import arg_max_by_blocks, remembered
 from calib_core.binning import BinStats, bin_statistics, binned_error, classwise_bin_statistics, mean_abs_gap
 from calib_core.validation import (
     check_binning,
@@ -61,39 +59,8 @@ def top_label(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[NDA
     correct : ndarray of shape (N,)
         1.0 where the predicted class equals the label, else 0.0.
     """
-    predicted, confidence = _arg_max(probs.shape[0], row_blocks(probs))
+    predicted, confidence = arg_max_by_blocks(probs.shape[0], row_blocks(probs))
     return confidence, (predicted == labels).astype(np.float64)
-
-
-def _arg_max(n_rows: int, blocks: Iterator[tuple[int, NDArray[np.float64]]],
-             ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-    """Arg-max (ties: lowest index) and maximum of each row, one row block at a time.
-
-    By blocks, so that the work is done while a block is in cache (after
-    :func:`check_probs_by_block` checked it), and so that a read-only matrix
-    is not copied whole by numpy's ``argmax`` (see :func:`row_blocks`).
-    """
-    predicted = np.empty(n_rows, dtype=np.intp)
-    confidence = np.empty(n_rows)
-    scratch = rows = None
-    for start, block in blocks:
-        stop = start + block.shape[0]
-        if not block.flags.writeable and compiled.row_max is not None and block.shape[1] > 0:
-            # numba: one read of each row instead of a copy, an arg-max and a gather (numpy's SIMD arg-max
-            # stays faster on a writeable block already in cache)
-            compiled.row_max(block, predicted[start:stop], confidence[start:stop])
-            continue
-        if rows is None:
-            rows = np.arange(block.shape[0])  # the first block is the largest
-        if not block.flags.writeable:
-            # numpy's argmax would copy a read-only block into a new array each time: reuse one.
-            if scratch is None:
-                scratch = np.empty_like(block, order="C")
-            np.copyto(scratch[: stop - start], block)
-            block = scratch[: stop - start]
-        block_predicted = block.argmax(axis=1, out=predicted[start:stop])
-        confidence[start:stop] = block[rows[: stop - start], block_predicted]
-    return predicted, confidence
 
 
 def _checked_top_label(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -105,7 +72,7 @@ def _checked_top_label(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.
     same numbers as the two steps one after the other.
     """
     matrix, blocks = check_probs_by_block(probs)
-    predicted, confidence = _arg_max(matrix.shape[0], blocks)
+    predicted, confidence = arg_max_by_blocks(matrix.shape[0], blocks)
     labels = check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
     return confidence, (predicted == labels).astype(np.float64)
 
