@@ -72,6 +72,7 @@ __all__ = [
     "sorted_pairs",
     "uniform_edges",
     "uniform_index",
+    "uniform_sweep_plan",
     "upper_edge_index",
 ]
 
@@ -758,7 +759,7 @@ def _sorted_columns_bin_sums(columns: SortedColumns, counts: tuple[int, ...], bi
     first = (np.zeros(n_sets, dtype=np.intp) if threshold is None
              else (values <= threshold).sum(axis=1).astype(np.intp))
     if binning == "uniform":
-        edges, which = _uniform_sweep_plan(counts)
+        edges, which = uniform_sweep_plan(counts)
         # Position of each distinct edge in each row, then a final column M for the last bins.
         positions = np.full((n_sets, edges.shape[0] + 1), m, dtype=np.intp)
         side = "right" if right else "left"
@@ -802,7 +803,7 @@ def _sorted_columns_bin_sums(columns: SortedColumns, counts: tuple[int, ...], bi
 
 
 @functools.lru_cache(maxsize=16)
-def _uniform_sweep_plan(counts: tuple[int, ...]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+def uniform_sweep_plan(counts: tuple[int, ...]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """The distinct inner uniform edges of all ``counts`` and, for each bin, its upper edge's index (E: last bin)."""
     inner = [np.linspace(0.0, 1.0, n_bins + 1)[1:-1] for n_bins in counts]
     edges = np.unique(np.concatenate(inner))

@@ -36,11 +36,11 @@ from scipy.stats import rankdata
 
 from calib_core.binning import (
     SortedValues,
-    _sorted_columns_bin_sums,
-    _uniform_sweep_plan,
     sort_columns,
     sort_values,
     sorted_bin_sums,
+    sorted_columns_bin_sums,
+    uniform_sweep_plan,
 )
 from calib_core.metrics import _compiled
 from calib_core.metrics.binned import gce_bin_statistics, gce_of_statistics, top_label
@@ -235,7 +235,7 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
         top = sort_columns(confidence[None, :], correct[None, :])
         for binning in binnings:
             found[binning, "ece"] = np.concatenate([
-                _binned_l1(*_sorted_columns_bin_sums(top, tuple(chunk), binning, right, None), segments, n_rows)[0]
+                _binned_l1(*sorted_columns_bin_sums(top, chunk, binning, right=right), segments, n_rows)[0]
                 for _, chunk, segments in chunks])
     classwise = [metric for metric in ("sce", "ace", "tace") if metric in metrics]
     if not classwise:
@@ -253,13 +253,13 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
         for part, chunk, segments in chunks:
             for binning in binnings:
                 if "sce" in classwise or "ace" in classwise:
-                    sums = _sorted_columns_bin_sums(columns, tuple(chunk), binning, right, None)
+                    sums = sorted_columns_bin_sums(columns, chunk, binning, right=right)
                     if "sce" in classwise:
                         per_class[binning, "sce"][lo:hi, part] = _binned_l1(*sums, segments, n_rows)
                     if "ace" in classwise:
                         per_class[binning, "ace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
                 if "tace" in classwise:
-                    sums = _sorted_columns_bin_sums(columns, tuple(chunk), binning, right, threshold)
+                    sums = sorted_columns_bin_sums(columns, chunk, binning, right=right, threshold=threshold)
                     per_class[binning, "tace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
     found.update({key: value.mean(axis=0) for key, value in per_class.items()})
     return found
@@ -277,7 +277,7 @@ def _compiled_class_sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], 
     """
     n_rows, n_classes = probs.shape
     counts_array = np.asarray(counts, dtype=np.intp)
-    edges, which = _uniform_sweep_plan(tuple(counts))
+    edges, which = uniform_sweep_plan(tuple(counts))
     block = max(1, _COMPILED_BLOCK_VALUES // max(n_rows, 1))
     for lo in range(0, n_classes, block):
         hi = min(lo + block, n_classes)
