@@ -73,6 +73,7 @@ __all__ = [
     "uniform_edges",
     "uniform_index",
     "uniform_sweep_plan",
+    "upper_bin_entries",
     "upper_edge_index",
 ]
 

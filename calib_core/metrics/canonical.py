@@ -52,6 +52,7 @@ __all__ = [
     "LENSES",
     "CanonicalOptions",
     "LensView",
+    "Seed",
     "apply_lens",
     "canonical_ce",
     "canonical_ce_table",
