@@ -747,13 +747,7 @@ def sorted_columns_bin_sums(columns: SortedColumns, bin_counts: Sequence[int], b
     [[[4.0, 2.0, 2.0]], [[2.0, 0.3, 1.7]], [[3.0, 1.0, 2.0]]]
     """
     counts = tuple(check_n_bins(n_bins) for n_bins in bin_counts)
-    return _sorted_columns_bin_sums(columns, counts, check_binning(binning), check_right(right), threshold)
-
-
-def _sorted_columns_bin_sums(columns: SortedColumns, counts: tuple[int, ...], binning: str, right: bool,
-                             threshold: float | None) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                                                NDArray[np.float64]]:
-    """:func:`sorted_columns_bin_sums` with checked settings (the bin-count sweep checks its counts once)."""
+    binning, right = check_binning(binning), check_right(right)
     values = columns.values
     n_sets, m = values.shape
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
