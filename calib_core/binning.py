@@ -70,6 +70,7 @@ __all__ = [
     "sorted_pairs",
     "uniform_edges",
     "uniform_index",
+    "upper_bin_entries",
     "upper_edge_index",
 ]
 

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from calib_core.engines.grouped import GroupedStats
 from calib_core.engines.stats import CalibrationStats
 from calib_core.engines.streaming import StreamResult, _stats_dict_without_sketches
-from calib_core.inference.groups import (_choose_worst, _group_codes, multicalibration_from_table,
+from calib_core.inference.groups import (choose_worst, group_codes, multicalibration_from_table,
                                          stack_group_reliability)
 from calib_core.metrics.registry import metric_name
 from calib_core.metrics.reports import compute_metrics
@@ -151,7 +151,7 @@ class GroupEvaluation:
         if self.merged:
             eligible[-1] = False
         values = table["value"].to_numpy()
-        index = _choose_worst(values, self.overall[metric], eligible, check_choice(worst, "worst", ("max", "min", "farthest")))
+        index = choose_worst(values, self.overall[metric], eligible, check_choice(worst, "worst", ("max", "min", "farthest")))
         if index is None:
             return None, float("nan"), float("nan")
         return self.labels[index], float(values[index]), float(values[index] - self.overall[metric])
@@ -240,7 +240,7 @@ def _group_evaluation(column: str, result: StreamResult, wanted: list[str], engi
                                max_distinct=max(max_distinct, n_distinct))
         grouped.update(probs, labels, groups)
         names, stats, merged, notes = grouped.folded(max_groups)
-        codes = _group_codes(groups, probs.shape[0], max_groups)
+        codes = group_codes(groups, probs.shape[0], max_groups)
         per_group = [compute_metrics(probs[rows], labels[rows], n_bins=n_bins, binning=binning, keys=wanted)
                      for rows in codes.rows]
         values = {key: tuple(float(found[key]) for found in per_group) for key in wanted}

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.engines.sketch import _check_same
 from calib_core.engines.stats import CalibrationStats, _BlockScratch, _check_batch
-from calib_core.inference.groups import _OTHER, MAX_GROUPS
+from calib_core.inference.groups import MAX_GROUPS, OTHER_GROUP
 from calib_core.io.columns import MISSING_GROUP, _group_text
 from calib_core.validation import CalibrationInputError
 
@@ -201,7 +201,7 @@ class GroupedStats:
         kept = np.sort(by_size[:max_groups - 1])
         rest = np.setdiff1d(np.arange(len(labels)), kept)
         kept_labels = [labels[k] for k in kept]
-        other = _OTHER if _OTHER not in kept_labels else f"{_OTHER} (merged)"
+        other = OTHER_GROUP if OTHER_GROUP not in kept_labels else f"{OTHER_GROUP} (merged)"
         merged_rows = int(counts[rest].sum())
         notes = [f"{len(labels)} groups: the {max_groups - 1} largest are shown and the other "
                  f"{len(labels) - kept.size} ({merged_rows} rows) are merged into '{other}'."]

@@ -25,8 +25,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.binning import bin_index, bin_statistics
 from calib_core.metrics.simplex import Partition, data_dependent_partition, uniform_partition
-from calib_core.metrics.canonical import (Seed, _check_options, _check_quantiles, _lens, _Options, _partition,
-                                          canonical_ce)
+from calib_core.metrics.canonical import (CanonicalOptions, Seed, apply_lens, canonical_ce, check_canonical_options,
+                                          partition_of)
 from calib_core.validation import (
     CalibrationInputError,
     check_binning,
@@ -95,7 +95,18 @@ _ADVICE_MAX_DIM = 32
 _ADVICE_MIN_SIZES = (20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
 
 
-def _occupancy(points: NDArray[np.float64], partition: Partition, options: _Options) -> CellOccupancy:
+def _check_quantiles(quantiles: object) -> tuple[float, float]:
+    """The ``quantiles`` of a consistency band, checked: ``(low, high)`` with 0 <= low < high <= 1."""
+    try:
+        low, high = (float(q) for q in quantiles)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise CalibrationInputError(f"`quantiles` must be two numbers (low, high), got {quantiles!r}.") from None
+    if not 0.0 <= low < high <= 1.0:
+        raise CalibrationInputError(f"`quantiles` must satisfy 0 <= low < high <= 1, got {quantiles!r}.")
+    return low, high
+
+
+def _occupancy(points: NDArray[np.float64], partition: Partition, options: CanonicalOptions) -> CellOccupancy:
     """Occupancy of ``partition``; when it is sparse, with settings of the same estimator that are not."""
     counts = np.bincount(partition.cell_index, minlength=partition.n_cells)
     found = cell_occupancy(counts)
@@ -108,7 +119,7 @@ def _sparse(partition: Partition) -> bool:
     return cell_occupancy(np.bincount(partition.cell_index, minlength=partition.n_cells)).sparse
 
 
-def _power_advice(points: NDArray[np.float64], options: _Options) -> str:
+def _power_advice(points: NDArray[np.float64], options: CanonicalOptions) -> str:
     """Settings that leave at most half of the rows in cells of fewer than 5 rows (a readable list)."""
     n_rows, dim = points.shape
     advice = []
@@ -167,8 +178,8 @@ class CanonicalCE:
     class_index: int | None = None
 
     def __post_init__(self) -> None:
-        _check_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
-                       self.class_index, None)
+        check_canonical_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                self.class_index, None)
 
     def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
         return canonical_ce(probs, labels, self.distance, self.partition, self.n_bins, self.min_bin_size,
@@ -204,10 +215,10 @@ class CanonicalCE:
         """
         probs = check_probs(probs)
         n_rows, n_classes = probs.shape
-        options = _check_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
-                                 self.class_index, n_classes)
-        view = _lens(probs, options.lens, options.class_index)
-        part = _partition(view.points, options)
+        options = check_canonical_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                          self.class_index, n_classes)
+        view = apply_lens(probs, options.lens, options.class_index)
+        part = partition_of(view.points, options)
 
         def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
             draws = np.asarray(label_draws)
@@ -232,12 +243,12 @@ class CanonicalCE:
         """
         probs = check_probs(probs)
         n_rows, n_classes = probs.shape
-        options = _check_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
-                                 self.class_index, n_classes)
+        options = check_canonical_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                          self.class_index, n_classes)
         if options.lens == "canonical":
             return None
-        view = _lens(probs, options.lens, options.class_index)
-        part = _partition(view.points, options)
+        view = apply_lens(probs, options.lens, options.class_index)
+        part = partition_of(view.points, options)
         reference = np.broadcast_to(np.asarray(view.reference, dtype=np.intp), (n_rows,))
 
         def evaluate(outcome_draws: NDArray[np.uint8]) -> NDArray[np.float64]:
@@ -267,10 +278,10 @@ class CanonicalCE:
         (3, 2.0)
         """
         probs = check_probs(probs)
-        options = _check_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
-                                 self.class_index, probs.shape[1])
-        view = _lens(probs, options.lens, options.class_index)
-        return _occupancy(view.points, _partition(view.points, options), options)
+        options = check_canonical_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                          self.class_index, probs.shape[1])
+        view = apply_lens(probs, options.lens, options.class_index)
+        return _occupancy(view.points, partition_of(view.points, options), options)
 
 
 # ----------------------------------------------------------------------------

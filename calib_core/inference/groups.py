@@ -45,8 +45,9 @@ from calib_core.metrics.reliability import reliability_table
 from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_count, check_fraction,
                                    check_n_bins, check_probs_labels)
 
-__all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "GroupResult", "MulticalibrationResult", "by_group",
-           "group_reliability", "multicalibration"]
+__all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "OTHER_GROUP", "GroupCodes", "GroupResult",
+           "MulticalibrationResult", "by_group", "choose_worst", "group_codes", "group_reliability", "multicalibration",
+           "multicalibration_from_table", "stack_group_reliability"]
 
 #: At most this many groups are reported; beyond it the smallest are merged into "other".
 MAX_GROUPS = 50
@@ -54,13 +55,16 @@ MAX_GROUPS = 50
 MIN_GROUP_ROWS = 30
 #: The first five columns of :attr:`GroupResult.table` (the contract).
 GROUP_COLUMNS = ("group", "value", "ci_low", "ci_high", "n")
-_OTHER = "other"
+#: The name of the group the smallest groups are merged into beyond ``max_groups`` (also the streaming engines').
+OTHER_GROUP = "other"
 
 
 # ----------------------------------------------------------------------------- group codes
 
 @dataclass(frozen=True)
-class _Groups:
+class GroupCodes:
+    """Checked group labels as codes 0..G-1 (:func:`group_codes`)."""
+
     labels: list            # one label per code (the merged group last)
     codes: NDArray[np.intp]  # (N,) code of each row
     rows: list               # row indices of each code, in the input order
@@ -68,7 +72,7 @@ class _Groups:
     notes: list
 
 
-def _group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> _Groups:
+def group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> GroupCodes:
     """Validate ``groups`` and number its distinct values (merging the smallest beyond ``max_groups``)."""
     if isinstance(groups, pd.DataFrame):
         raise CalibrationInputError(f"`groups` must be 1-D (one label per row), got a table of shape {groups.shape}.")
@@ -107,7 +111,7 @@ def _group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> _Groups:
         kept = np.sort(by_size[: max_groups - 1])
         mapping = np.full(len(labels), max_groups - 1, dtype=np.intp)
         mapping[kept] = np.arange(kept.size)
-        other = _OTHER if _OTHER not in [labels[k] for k in kept] else f"{_OTHER} (merged)"
+        other = OTHER_GROUP if OTHER_GROUP not in [labels[k] for k in kept] else f"{OTHER_GROUP} (merged)"
         merged_rows = int(counts.sum() - counts[kept].sum())
         notes.append(f"{len(labels)} groups: the {max_groups - 1} largest are shown and the other "
                      f"{len(labels) - kept.size} ({merged_rows} rows) are merged into '{other}'.")
@@ -117,7 +121,7 @@ def _group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> _Groups:
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=len(labels)))[:-1]
     rows = np.split(order, bounds)
-    return _Groups(labels, codes.astype(np.intp), rows, merged, notes)
+    return GroupCodes(labels, codes.astype(np.intp), rows, merged, notes)
 
 
 def _resolve_metric(metric: Callable | str, n_bins: int, binning: str) -> tuple[Callable, str]:
@@ -186,7 +190,8 @@ def _safe_value(metric: Callable, probs: NDArray, labels: NDArray) -> tuple[floa
         return float("nan"), f"not computable: {exc}"
 
 
-def _choose_worst(values: NDArray[np.float64], overall: float, eligible: NDArray[np.bool_], worst: str) -> int | None:
+def choose_worst(values: NDArray[np.float64], overall: float, eligible: NDArray[np.bool_], worst: str) -> int | None:
+    """Index of the worst group (``worst``: "max", "min" or "farthest" from ``overall``), eligible groups first."""
     finite = np.isfinite(values)
     pool = eligible & finite
     if not pool.any():
@@ -294,7 +299,7 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     min_rows = check_count(min_rows, "min_rows", 0)
     max_groups = check_count(max_groups, "max_groups", 2)
     function, name = _resolve_metric(metric, n_bins, binning)
-    grouped = _group_codes(groups, probs.shape[0], max_groups)
+    grouped = group_codes(groups, probs.shape[0], max_groups)
     n_groups = len(grouped.labels)
     children = np.random.SeedSequence(seed).spawn(n_groups + 1)
 
@@ -336,7 +341,7 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     eligible = ~too_small
     if grouped.merged:
         eligible[-1] = False
-    worst_index = _choose_worst(values, overall, eligible, worst)
+    worst_index = choose_worst(values, overall, eligible, worst)
     if worst_index is not None and not eligible[worst_index]:
         notes.append("no group is large enough to be compared: the worst group was chosen among all groups.")
 
@@ -459,7 +464,7 @@ def group_reliability(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *,
     """
     probs, labels = check_probs_labels(probs, labels)
     max_groups = check_count(max_groups, "max_groups", 2)
-    grouped = _group_codes(groups, probs.shape[0], max_groups)
+    grouped = group_codes(groups, probs.shape[0], max_groups)
     frames = [reliability_table(probs[rows], labels[rows], n_bins=n_bins, binning=binning, target=target, alpha=alpha)
               for rows in grouped.rows]
     return stack_group_reliability(grouped.labels, frames)

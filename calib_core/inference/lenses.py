@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.inference.consistency import _consistency_result, _occupancy
 from calib_core.inference.draws import _draw_blocks, _resampled_estimates
 from calib_core.inference.verdicts import DEFAULT_ALPHA
-from calib_core.metrics.canonical import Seed, _lens, _Options
+from calib_core.metrics.canonical import CanonicalOptions, Seed, apply_lens
 from calib_core.metrics.simplex import (_PARTITIONS, DISTANCES, Partition, _cell_sums, _split_at_means,
                                         data_dependent_partition, simplex_distance, uniform_partition)
 from calib_core.validation import CalibrationInputError, check_choice, check_count, check_n_bins, check_probs_labels
@@ -168,7 +168,7 @@ def lens_estimates(probs: ArrayLike, labels: ArrayLike, *, n_resamples: int = 10
     rng = np.random.default_rng(seed)
     n_rows = probs.shape[0]
 
-    views = {lens: _lens(probs, lens, None) for lens in lenses}
+    views = {lens: apply_lens(probs, lens, None) for lens in lenses}
     outcomes = {lens: views[lens].outcomes(labels) for lens in lenses}
     partitions = {}
     estimates = {}
@@ -216,7 +216,7 @@ def lens_estimates(probs: ArrayLike, labels: ArrayLike, *, n_resamples: int = 10
         for distance in distances:
             for part in _PARTITIONS:
                 key = (lens, part, distance)
-                options = _Options(distance, part, n_bins, min_bin_size, lens, None)
+                options = CanonicalOptions(distance, part, n_bins, min_bin_size, lens, None)
                 occupancy = _occupancy(views[lens].points, partitions[lens, part], options)
                 summary = _consistency_result(estimates[key], resampled[key], (0.05, 0.95), DEFAULT_ALPHA,
                                               occupancy)

@@ -122,7 +122,7 @@ class BinnedSpec:
 
 def _top_label(p):
     return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
-                      check_choice(p["norm"], "norm", binned._NORMS), check_right(p["right"]))
+                      check_choice(p["norm"], "norm", binned.NORMS), check_right(p["right"]))
 
 
 def _mce(p):
@@ -134,7 +134,7 @@ def _classwise(p):
     if p["per_class"] is not False:
         return None
     return BinnedSpec("classwise", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
-                      check_choice(p["norm"], "norm", binned._NORMS), check_right(p["right"]))
+                      check_choice(p["norm"], "norm", binned.NORMS), check_right(p["right"]))
 
 
 def _sce(p):

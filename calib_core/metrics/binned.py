@@ -31,6 +31,7 @@ from calib_core.validation import (
 )
 
 __all__ = [
+    "NORMS",
     "accuracy",
     "ace",
     "classwise_ece",
@@ -42,7 +43,8 @@ __all__ = [
     "top_label",
 ]
 
-_NORMS = ("l1", "l2", "max")
+#: The norms of the gaps that ECE and class-wise ECE accept (``norm``): mean, root-mean-square, largest.
+NORMS = ("l1", "l2", "max")
 
 
 @remembered
@@ -134,7 +136,7 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
     confidence, correct = _checked_top_label(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
-    norm = check_choice(norm, "norm", _NORMS)
+    norm = check_choice(norm, "norm", NORMS)
     right = check_right(right)
     return float(binned_error(bin_statistics(confidence, correct, n_bins, binning, right=right), norm))
 
@@ -188,7 +190,7 @@ def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
-    norm = check_choice(norm, "norm", _NORMS)
+    norm = check_choice(norm, "norm", NORMS)
     right = check_right(right)
     per_class_values = binned_error(classwise_bin_statistics(probs, labels, n_bins, binning, right=right), norm)
     return per_class_values if per_class else float(per_class_values.mean())

@@ -51,9 +51,15 @@ from calib_core.validation import CalibrationInputError, check_choice, check_pro
 
 __all__ = [
     "LENSES",
+    "CanonicalOptions",
+    "LensView",
+    "Seed",
+    "apply_lens",
     "canonical_ce",
     "canonical_ce_table",
+    "check_canonical_options",
     "lens_view",
+    "partition_of",
 ]
 
 #: Calibration lenses (Vaicenavicius et al. 2019, Example 2).
@@ -96,22 +102,12 @@ def _check_lens(lens: object, class_index: object, n_classes: int | None) -> tup
     return lens, int(class_index)
 
 
-def _check_quantiles(quantiles: object) -> tuple[float, float]:
-    try:
-        low, high = (float(q) for q in quantiles)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        raise CalibrationInputError(f"`quantiles` must be two numbers (low, high), got {quantiles!r}.") from None
-    if not 0.0 <= low < high <= 1.0:
-        raise CalibrationInputError(f"`quantiles` must satisfy 0 <= low < high <= 1, got {quantiles!r}.")
-    return low, high
-
-
 # ----------------------------------------------------------------------------
 # Lenses
 # ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Lens:
+class LensView:
     """Predictions seen through a lens, and the map from labels to lens outcomes."""
 
     points: NDArray[np.float64]
@@ -126,15 +122,16 @@ class _Lens:
         return (labels != self.reference).astype(np.intp)
 
 
-def _lens(probs: NDArray[np.float64], lens: str, class_index: int | None) -> _Lens:
+def apply_lens(probs: NDArray[np.float64], lens: str, class_index: int | None) -> LensView:
+    """Checked ``probs`` seen through a checked lens (:func:`lens_view` on arrays already validated)."""
     if lens == "canonical":
-        return _Lens(probs, lens, None)
+        return LensView(probs, lens, None)
     if lens == "max":
         predicted = row_argmax(probs)
         value = probs[np.arange(probs.shape[0]), predicted]
-        return _Lens(np.column_stack([value, 1.0 - value]), lens, predicted)
+        return LensView(np.column_stack([value, 1.0 - value]), lens, predicted)
     value = probs[:, class_index]
-    return _Lens(np.column_stack([value, 1.0 - value]), lens, class_index)
+    return LensView(np.column_stack([value, 1.0 - value]), lens, class_index)
 
 
 def lens_view(probs: ArrayLike, labels: ArrayLike, lens: str = "canonical", *,
@@ -178,7 +175,7 @@ def lens_view(probs: ArrayLike, labels: ArrayLike, lens: str = "canonical", *,
     """
     probs, labels = check_probs_labels(probs, labels)
     lens, class_index = _check_lens(lens, class_index, probs.shape[1])
-    view = _lens(probs, lens, class_index)
+    view = apply_lens(probs, lens, class_index)
     return view.points, view.outcomes(labels)
 
 
@@ -187,7 +184,9 @@ def lens_view(probs: ArrayLike, labels: ArrayLike, lens: str = "canonical", *,
 # ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Options:
+class CanonicalOptions:
+    """The checked settings of :func:`canonical_ce` (:func:`check_canonical_options`)."""
+
     distance: str
     partition: str
     n_bins: int
@@ -196,12 +195,13 @@ class _Options:
     class_index: int | None
 
 
-def _check_options(distance: object, partition: object, n_bins: object, min_bin_size: object, lens: object,
-                   class_index: object, n_classes: int | None) -> _Options:
+def check_canonical_options(distance: object, partition: object, n_bins: object, min_bin_size: object, lens: object,
+                            class_index: object, n_classes: int | None) -> CanonicalOptions:
+    """Check the settings of :func:`canonical_ce` once (``n_classes=None``: the class index is checked later)."""
     distance = check_choice(distance, "distance", DISTANCES)
     partition, n_bins, min_bin_size = _check_partition(partition, n_bins, min_bin_size)
     lens, class_index = _check_lens(lens, class_index, n_classes)
-    return _Options(distance, partition, n_bins, min_bin_size, lens, class_index)
+    return CanonicalOptions(distance, partition, n_bins, min_bin_size, lens, class_index)
 
 
 #: The last few partitions of marked points (the frozen arrays of a loaded Predictions), with their points and
@@ -211,7 +211,8 @@ _PARTITIONS: list = []
 _KEPT_PARTITIONS = 4
 
 
-def _partition(points: NDArray[np.float64], options: _Options) -> Partition:
+def partition_of(points: NDArray[np.float64], options: CanonicalOptions) -> Partition:
+    """The partition of ``points`` with ``options``' settings, kept for the last few marked (frozen) arrays."""
     settings = (options.partition, options.n_bins, options.min_bin_size)
     for kept_points, kept_settings, kept in list(_PARTITIONS):
         if kept_points is points and kept_settings == settings:
@@ -250,9 +251,9 @@ def canonical_ce_table(probs: ArrayLike, labels: ArrayLike, distance: str = "tv"
 def _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens, class_index):
     """Checked inputs seen through the lens, and their partition: ``(view, outcomes, partition, options)``."""
     probs, labels = check_probs_labels(probs, labels)
-    options = _check_options(distance, partition, n_bins, min_bin_size, lens, class_index, probs.shape[1])
-    view = _lens(probs, options.lens, options.class_index)
-    return view, view.outcomes(labels), _partition(view.points, options), options
+    options = check_canonical_options(distance, partition, n_bins, min_bin_size, lens, class_index, probs.shape[1])
+    view = apply_lens(probs, options.lens, options.class_index)
+    return view, view.outcomes(labels), partition_of(view.points, options), options
 
 
 def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",

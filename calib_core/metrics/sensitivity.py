@@ -52,7 +52,8 @@ from calib_core.validation import (
 )
 
 __all__ = ["BinRanking", "GCE_VARIANTS", "RankStability", "SENSITIVITY_COLUMNS", "SENSITIVITY_METRICS",
-           "bin_rank_stability", "bin_sensitivity", "rank_by_bins"]
+           "bin_rank_stability", "bin_sensitivity", "competition_ranks", "gce_variants", "rank_by_bins",
+           "spearman_rows"]
 
 #: Metrics :func:`bin_sensitivity` can sweep.
 SENSITIVITY_METRICS = ("ece", "ace", "sce", "tace")
