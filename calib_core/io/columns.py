@@ -12,7 +12,7 @@ lone ``confidence`` column as a binary score. Identifiers
 non-class columns (:data:`NON_CLASS_NAMES`) are never classes; numeric
 columns left over are listed as attributes. The streaming engines apply the
 same rules to their first batch. The parts go to :mod:`calib_core.io.interpret`
-as :class:`_Parts`; class columns named ``logit_*`` record why they are logits.
+as :class:`Parts`; class columns named ``logit_*`` record why they are logits.
 """
 from __future__ import annotations
 
@@ -29,12 +29,13 @@ from calib_core.io.formats import (
     _as_text,
     _check_column_count,
     _label_text,
-    _plain_row_label,
-    _Table,
+    plain_row_label,
+    Table,
 )
 from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError
 
-__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "split_mask"]
+__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "Parts", "group_text",
+           "split_mask", "table_parts"]
 
 #: Column names (lower-case) taken as the label column, in order of preference.
 LABEL_NAMES = (
@@ -91,7 +92,7 @@ def _shown(items: Sequence[Any], limit: int = 6, *, quote: bool = True) -> str:
 # ---------------------------------------------------------------------------
 
 @dataclass
-class _Parts:
+class Parts:
     """What a reader found, before interpretation."""
 
     scores: NDArray[np.float64]  # (N, K) or (N, 1) for one binary column
@@ -107,7 +108,7 @@ class _Parts:
     # The label cells as written (CSV), read only when pandas found missing labels: "NA",
     # "none", "null" may be class names.
     raw_label_text: Callable[[], NDArray[Any]] | None = None
-    inferred_logit_reason: str | None = None  # set by _interpret_scores when it read logits untold
+    inferred_logit_reason: str | None = None  # set by interpret_scores when it read logits untold
     groups: NDArray[np.str_] | None = None  # the group column's values as text (group=)
     group_name: str | None = None
     attributes: list[str] = field(default_factory=list)  # candidate group columns
@@ -175,7 +176,7 @@ def _to_numeric(values: pd.Series) -> pd.Series:
         return pd.Series([one(v) for v in values], index=values.index, dtype=np.float64)
 
 
-def _group_text(values: pd.Series) -> tuple[NDArray[np.str_], int]:
+def group_text(values: pd.Series) -> tuple[NDArray[np.str_], int]:
     """A group column as text, and how many rows had no value (they become :data:`MISSING_GROUP`).
 
     Whole floats are written as integers (a column of integers with a gap is
@@ -338,9 +339,9 @@ def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[s
     return found
 
 
-def _table_parts(table: _Table, *, display: str, label_column: str | None,
+def table_parts(table: Table, *, display: str, label_column: str | None,
                  class_columns: Sequence[str] | None, score_column: str | None,
-                 split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
+                 split_column: str | None, notes: list[str], group_column: str | None = None) -> Parts:
     frame, row_label = table.frame, table.row_label
     columns = [str(c) for c in frame.columns]
     if frame.shape[0] == 0:
@@ -516,12 +517,12 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
         raw_text = lambda: table.raw_text(label)  # noqa: E731 -- read only when needed
     groups = None
     if group_name is not None:
-        groups, n_missing = _group_text(frame[group_name])
+        groups, n_missing = group_text(frame[group_name])
         _note_missing_groups(n_missing, group_name, notes)
     not_attributes = set(chosen) | {label, split_name} | set(identifiers)
     attributes = [c for c in columns if c not in not_attributes and c != "" and c not in table.nested
                   and not c.startswith("__index_level_") and _is_attribute(frame[c])]
-    return _Parts(scores=scores, raw_labels=raw_labels, score_names=chosen,
+    return Parts(scores=scores, raw_labels=raw_labels, score_names=chosen,
                   class_names=names if (prefix is not None or len(chosen) > 1 or by_names) else None,
                   label_name=label, logit_reason=logit_reason, split=split, row_label=row_label,
                   notes=notes, raw_label_text=raw_text, groups=groups, group_name=group_name,
@@ -530,7 +531,7 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
 
 def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: str | None,
                class_columns: Sequence[str] | None, score_column: str | None,
-               split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
+               split_column: str | None, notes: list[str], group_column: str | None = None) -> Parts:
     key_override = score_column
     if class_columns is not None:
         cols = [class_columns] if isinstance(class_columns, str) else list(class_columns)
@@ -635,7 +636,7 @@ def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: s
             )
         if group_array.dtype.kind == "S":
             group_array = np.char.decode(group_array, "utf-8", errors="replace")
-        groups, n_missing = _group_text(pd.Series(group_array))
+        groups, n_missing = group_text(pd.Series(group_array))
         _note_missing_groups(n_missing, group_key, notes)
     used = {label_key, key, name_key, split_key, logits_kept, group_key}
     attributes = [k for k, a in arrays.items() if k not in used and a.ndim == 1 and not a.dtype.names
@@ -647,16 +648,16 @@ def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: s
     if logits_kept is not None:
         extra = np.asarray(arrays[logits_kept])
         extra = extra.astype(np.float64) if extra.dtype.kind in "fiu" else None
-    return _Parts(scores=np.ascontiguousarray(scores, dtype=np.float64), raw_labels=labels,
+    return Parts(scores=np.ascontiguousarray(scores, dtype=np.float64), raw_labels=labels,
                   score_names=[f"{key}[:, {k}]" for k in range(scores.shape[1])],
                   class_names=class_names, label_name=label_key, logit_reason=logit_reason,
-                  split=split, row_label=_plain_row_label, notes=notes, extra_logits=extra,
+                  split=split, row_label=plain_row_label, notes=notes, extra_logits=extra,
                   groups=groups, group_name=group_key, attributes=attributes)
 
 
 def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
                class_columns: Sequence[str] | None, score_column: str | None,
-               split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
+               split_column: str | None, notes: list[str], group_column: str | None = None) -> Parts:
     if array.dtype.names:
         if array.ndim != 1 or any(array.dtype[name].shape or array.dtype[name].names
                                   for name in array.dtype.names):
@@ -666,7 +667,7 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
             )
         _check_column_count(len(array.dtype.names), display)
         frame = pd.DataFrame({name: array[name] for name in array.dtype.names})
-        return _table_parts(_Table(frame=frame, row_label=_plain_row_label), display=display,
+        return table_parts(Table(frame=frame, row_label=plain_row_label), display=display,
                             label_column=label_column, class_columns=class_columns,
                             score_column=score_column, split_column=split_column, notes=notes,
                             group_column=group_column)
@@ -720,10 +721,10 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
         notes.append(f"{display} has no column names; took column {label_index} as the labels.")
     keep = [j for j in range(n_cols) if j != label_index]
     scores = np.ascontiguousarray(array[:, keep], dtype=np.float64)
-    return _Parts(scores=scores, raw_labels=array[:, label_index],
+    return Parts(scores=scores, raw_labels=array[:, label_index],
                   score_names=[f"column {j}" for j in keep], class_names=None,
                   label_name=f"column {label_index}", logit_reason=None, split=None,
-                  row_label=_plain_row_label, notes=notes)
+                  row_label=plain_row_label, notes=notes)
 
 
 def _pick_key(arrays: dict[str, Any], override: str | None, candidates: Sequence[str],

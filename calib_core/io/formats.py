@@ -35,13 +35,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core.io.limits import (MAX_BYTES, MAX_CELLS, MAX_ROWS, _READ_CHUNK, _Decoded, _npy_table_shape,  # MAX_*
+from calib_core.io.limits import (MAX_BYTES, MAX_CELLS, MAX_ROWS, _READ_CHUNK, Decoded, _npy_table_shape,  # MAX_*
                                    check_parquet, count_csv_rows, csv_header, first_line_width, line_breaks)
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["FORMATS", "TABLE_FORMATS", "ARRAY_FORMATS", "MAX_BYTES", "MAX_CLASSES", "MAX_ROWS", "MAX_CELLS",
            "CsvDialect", "format_of",
-           "sniff_csv", "sniff_csv_file", "column_names"]
+           "sniff_csv", "sniff_csv_file", "column_names", "Table", "check_duplicates", "plain_row_label"]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
@@ -240,7 +240,7 @@ def _detect_format(raw: _Raw, file_format: str | None, head: bytes) -> str:
     return "csv"
 
 
-def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded(), head_only: bool = False) -> _Raw:
+def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: Decoded = Decoded(), head_only: bool = False) -> _Raw:
     """The unpacked bytes of gzip data (else ``raw`` itself), unpacked in chunks.
 
     Unpacking stops at ``max_bytes``, for text once the lines so far times the header's fields pass
@@ -286,7 +286,7 @@ def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded(
 # ---------------------------------------------------------------------------
 
 @dataclass
-class _Table:
+class Table:
     frame: pd.DataFrame
     row_label: Callable[[int], str]  # 0-based row -> "row 5 (file line 6)"
     # column name -> its cells as written (no NA parsing), when the reader can give them
@@ -327,7 +327,7 @@ def _transcode_utf16(raw: _Raw) -> tuple[_Raw, str | None]:
             f"{raw.display} is UTF-16 text; it was decoded as UTF-16.")
 
 
-def _plain_row_label(i: int) -> str:
+def plain_row_label(i: int) -> str:
     return f"row {i + 1}"
 
 
@@ -485,7 +485,7 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
-def _check_duplicates(header: Sequence[str], display: str) -> None:
+def check_duplicates(header: Sequence[str], display: str) -> None:
     """Refuse repeated column names (pandas would silently rename `a` to `a.1`)."""
     seen: dict[str, int] = {}
     for position, column in enumerate(header, start=1):
@@ -531,7 +531,7 @@ def _csv_line_finder(raw: _Raw, delimiter: str, encoding: str) -> Callable[[int]
     return label
 
 
-def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[str]]:
+def _read_csv(raw: _Raw, limits: Decoded = Decoded()) -> tuple[Table, list[str]]:
     notes: list[str] = []
     raw, utf16_note = _transcode_utf16(raw)
     if utf16_note:
@@ -553,7 +553,7 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
         if len(head) >= _SNIFF_BYTES and b"\n" not in head and b"\r" not in head:  # a header longer than the sniff
             header = csv_header(raw.open_binary(), delimiter, encoding)
         _check_header_is_names(header, raw.display)
-        _check_duplicates(header, raw.display)
+        check_duplicates(header, raw.display)
         _check_column_count(len(header), raw.display)
         count_csv_rows(raw.data, raw.path, len(header), limits, raw.display)
         with _warnings.catch_warnings():
@@ -601,7 +601,7 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
         # The sniffer saw only the head of a long header line: check every name (pandas renames a
         # repeated `p_3` to `p_3.1` without a word).
         header = csv_header(raw.open_binary(), delimiter, encoding)
-        _check_duplicates(header, raw.display)
+        check_duplicates(header, raw.display)
     if len(header) == frame.shape[1]:
         frame.columns = header
     else:
@@ -615,7 +615,7 @@ def _read_csv(raw: _Raw, limits: _Decoded = _Decoded()) -> tuple[_Table, list[st
                             keep_default_na=False, na_filter=False)
         return cells.iloc[:, 0].to_numpy(dtype=object)
 
-    return _Table(frame=frame, row_label=_csv_line_finder(raw, delimiter, encoding),
+    return Table(frame=frame, row_label=_csv_line_finder(raw, delimiter, encoding),
                   raw_text=raw_text), notes
 
 
@@ -628,7 +628,7 @@ def _check_column_count(n_columns: int, display: str) -> None:
         )
 
 
-def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
+def _read_parquet(raw: _Raw, limits: Decoded = Decoded()) -> Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -644,7 +644,7 @@ def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
             parquet = pq.ParquetFile(handle)
             names = [str(c).strip() for c in parquet.schema_arrow.names]
             _check_column_count(len(names), raw.display)
-            _check_duplicates(names, raw.display)
+            check_duplicates(names, raw.display)
             check_parquet(parquet.metadata, len(names), limits, raw.display)
             table = parquet.read()
     except CalibrationInputError:
@@ -654,7 +654,7 @@ def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
     except Exception as exc:  # damaged files raise ArrowException, OSError, UnicodeDecodeError, ...
         raise damaged(exc) from exc
     names = [str(c).strip() for c in table.column_names]
-    _check_duplicates(names, raw.display)
+    check_duplicates(names, raw.display)
     # Nested columns (struct, list, map) can hold neither labels nor probabilities: they are
     # replaced by nulls here and refused by name if the mapping asks for them.
     nested: dict[str, str] = {}
@@ -671,7 +671,7 @@ def _read_parquet(raw: _Raw, limits: _Decoded = _Decoded()) -> _Table:
     except Exception as exc:
         raise damaged(exc) from exc
     frame.columns = names
-    return _Table(frame=frame, row_label=_plain_row_label, nested=nested)
+    return Table(frame=frame, row_label=plain_row_label, nested=nested)
 
 
 # ---------------------------------------------------------------------------
@@ -728,7 +728,7 @@ def _npy_declared_bytes(stream: BinaryIO, available: int, what: str, display: st
     return _npy_table_shape(tuple(int(x) for x in shape), dtype)
 
 
-def _load_numpy(raw: _Raw, max_bytes: int | None, limits: _Decoded = _Decoded()) -> Any:
+def _load_numpy(raw: _Raw, max_bytes: int | None, limits: Decoded = Decoded()) -> Any:
     """The arrays of an NPY/NPZ file, once every header is checked: no pickles, declared sizes within the
     data present, ``max_bytes`` and ``limits`` (an NPZ: the longest array's rows x all arrays' columns)."""
     fmt_name = "NPZ" if raw.head(4) == b"PK\x03\x04" else "NPY"

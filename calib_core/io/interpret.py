@@ -1,9 +1,9 @@
 """Interpretation: labels to class indices, scores to probabilities (or logits).
 
-:func:`_labels_to_indices` maps labels to classes by name whenever the
+:func:`labels_to_indices` maps labels to classes by name whenever the
 class columns carry names, else reads integer labels as class indices;
 text labels that match no class name stop the load with a proposed mapping.
-:func:`_interpret_scores` decides the input kind: values are read as logits
+:func:`interpret_scores` decides the input kind: values are read as logits
 when asked, when the class columns are named ``logit_*``, or when they
 cannot be probabilities by a wide margin (:data:`AUTO_LOGIT_MIN_SHARE`);
 logits become probabilities with the stable softmax
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core.io.columns import _Parts, _short, _shown
+from calib_core.io.columns import Parts, _short, _shown
 from calib_core.io.formats import _label_text
 from calib_core.validation import (
     ROW_SUM_TOLERANCE,
@@ -31,7 +31,8 @@ from calib_core.validation import (
     softmax,
 )
 
-__all__ = ["LoadFix", "PredictionsFileError", "AUTO_LOGIT_MIN_SHARE", "SILENT_ROW_SUM_DEVIATION"]
+__all__ = ["LoadFix", "PredictionsFileError", "AUTO_LOGIT_MIN_SHARE", "SILENT_ROW_SUM_DEVIATION", "binary_class_names",
+           "interpret_scores", "labels_to_indices"]
 
 _INPUT_KINDS = ("auto", "probabilities", "logits")
 
@@ -204,7 +205,7 @@ def _generic(names: Sequence[str] | None) -> bool:
     return names is None or all(re.fullmatch(r"-?\d+", n.strip()) for n in names)
 
 
-def _propose_mapping(parts: _Parts, texts: Sequence[str], n_classes: int,
+def _propose_mapping(parts: Parts, texts: Sequence[str], n_classes: int,
                      class_names: Sequence[str] | None) -> CalibrationInputError:
     """Text labels that match no class column: refuse, showing the mapping a fix would apply."""
     columns = parts.score_names
@@ -231,7 +232,7 @@ def _propose_mapping(parts: _Parts, texts: Sequence[str], n_classes: int,
               "or name each class column p_<label> and load the file again.")
 
 
-def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | None,
+def labels_to_indices(parts: Parts, n_classes: int, class_names: list[str] | None,
                        notes: list[str]) -> tuple[NDArray[np.intp], list[str]]:
     """Integer labels and the final class names.
 
@@ -343,7 +344,7 @@ def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | N
     raise _propose_mapping(parts, texts, n_classes, names)
 
 
-def _nonfinite_error(parts: _Parts, scores: NDArray[np.float64]) -> CalibrationInputError:
+def _nonfinite_error(parts: Parts, scores: NDArray[np.float64]) -> CalibrationInputError:
     bad_rows = ~np.isfinite(scores).all(axis=1)
     row = int(np.flatnonzero(bad_rows)[0])
     col = int(np.flatnonzero(~np.isfinite(scores[row]))[0])
@@ -356,13 +357,13 @@ def _nonfinite_error(parts: _Parts, scores: NDArray[np.float64]) -> CalibrationI
     )
 
 
-def _describe_row(parts: _Parts, scores: NDArray[np.float64], row: int, limit: int = 5) -> str:
+def _describe_row(parts: Parts, scores: NDArray[np.float64], row: int, limit: int = 5) -> str:
     shown = ", ".join(f"{parts.score_names[k]}={scores[row, k]:.6g}"
                       for k in range(min(limit, scores.shape[1])))
     return shown + (", ..." if scores.shape[1] > limit else "")
 
 
-def _row_list(parts: _Parts, rows: NDArray[np.intp], limit: int = 5) -> str:
+def _row_list(parts: Parts, rows: NDArray[np.intp], limit: int = 5) -> str:
     shown = ", ".join(parts.row_label(int(r)) for r in rows[:limit])
     return shown + (f" and {rows.size - limit:,} more" if rows.size > limit else "")
 
@@ -385,7 +386,7 @@ def _score_error(core: str, python_hint: str, fixes: Sequence[LoadFix], rows: ND
                                 plain=f"{core} {app_hint}".strip())
 
 
-def _diagnose_scores(parts: _Parts, scores: NDArray[np.float64], input_kind: str,
+def _diagnose_scores(parts: Parts, scores: NDArray[np.float64], input_kind: str,
                      percentages: bool) -> PredictionsFileError:
     """Why these values are not probabilities, with the fixes that would load them."""
     binary = scores.shape[1] == 1
@@ -484,7 +485,7 @@ def round_off(values: NDArray[np.float64]) -> tuple[NDArray[np.float64], str] | 
         f"were read as {ends}: the same tolerance rows may miss a sum of 1 by.")
 
 
-def holds_class_zero(parts: _Parts) -> bool:
+def holds_class_zero(parts: Parts) -> bool:
     """Whether one score column is named for class 0 of 0/1 labels (``label,p_0``): it holds P(class 0)."""
     if parts.scores.shape[1] != 1 or not parts.class_names or str(parts.class_names[0]).strip() != "0":
         return False
@@ -497,7 +498,7 @@ def holds_class_zero(parts: _Parts) -> bool:
     return texts <= {"0", "1"}
 
 
-def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
+def interpret_scores(parts: Parts, input_kind: str, renormalize: bool,
                       notes: list[str], *, percentages: bool = False,
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """Checked probabilities (N, K) and the logits they came from (or None).
@@ -614,7 +615,7 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
     raise _diagnose_scores(parts, scores, input_kind, percentages)
 
 
-def _binary_class_names(parts: _Parts, notes: list[str]) -> list[str] | None:
+def binary_class_names(parts: Parts, notes: list[str]) -> list[str] | None:
     """Class names for one score column (it gives P(class 1)).
 
     Text labels are matched by name: a score column named after one of the
