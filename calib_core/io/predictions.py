@@ -32,31 +32,28 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.io.columns import MISSING_GROUP, group_text, _npy_parts, _npz_parts, _shown, table_parts, split_mask
+from calib_core.io.arrays import _npy_parts, _npz_parts
+from calib_core.io.columns import MISSING_GROUP, _shown, group_text, split_mask, table_parts
 from calib_core.io.formats import (
     MAX_BYTES,
     MAX_CELLS,
     MAX_ROWS,
-    Source,
     Decoded,
+    Source,
     _as_text,
     _detect_format,
-    _load_numpy,
     _maybe_gunzip,
     _model_name,
-    _npz_arrays,
-    _pickle_refused,
     _Raw,
-    _read_csv,
-    _read_parquet,
     _resolve_source,
 )
+from calib_core.io.readers import _load_numpy, _npz_arrays, _pickle_refused, _read_csv, _read_parquet
 from calib_core.io.interpret import (
     _INPUT_KINDS,
+    _map_string_labels,
     binary_class_names,
     interpret_scores,
     labels_to_indices,
-    _map_string_labels,
 )
 from calib_core.validation import (
     CalibrationInputError,
