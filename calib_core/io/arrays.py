@@ -234,6 +234,20 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
     if array.shape[0] == 0:
         raise CalibrationInputError(f"{display} has no rows (shape {array.shape}).")
     n_cols = array.shape[1]
+    label_index = _npy_label_index(array, label_column, display, notes)
+    keep = [j for j in range(n_cols) if j != label_index]
+    scores = np.ascontiguousarray(array[:, keep], dtype=np.float64)
+    return Parts(scores=scores, raw_labels=array[:, label_index],
+                 score_names=[f"column {j}" for j in keep], class_names=None,
+                 label_name=f"column {label_index}", logit_reason=None, split=None,
+                 row_label=plain_row_label, notes=notes)
+
+
+def _npy_label_index(array: NDArray[Any], label_column: str | None, display: str, notes: list[str]) -> int:
+    """The column of a plain (N, K + 1) array that holds the labels: the number the caller gives, else the
+    first or last column when only one of them holds whole numbers 0..K - 1 (or, when both do, only one
+    leaves rows summing to 1)."""
+    n_cols = array.shape[1]
     if label_column is not None:
         try:
             label_index = int(label_column)
@@ -246,30 +260,24 @@ def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
             raise CalibrationInputError(
                 f"`label_column={label_index}` is outside the {n_cols} columns of {display}."
             )
-        label_index %= n_cols
-    else:
-        def whole(col: NDArray[Any]) -> bool:
-            return bool(np.isfinite(col).all() and (col == np.round(col)).all()
-                        and col.min() >= 0 and col.max() <= max(n_cols - 2, 1))
-        candidates = [j for j in (0, n_cols - 1) if whole(array[:, j])]
-        if len(candidates) == 2:
-            rest_sums = [np.abs(np.delete(array, j, axis=1).sum(axis=1) - 1).max() for j in candidates]
-            fits = [j for j, s in zip(candidates, rest_sums) if s <= ROW_SUM_TOLERANCE]
-            candidates = fits if len(fits) == 1 else candidates
-        if len(candidates) != 1:
-            raise CalibrationInputError(
-                f"{display} is a plain (N, {n_cols}) array; cannot tell which column holds the "
-                "labels. Pass `label_column=0` or `label_column=-1`, or save an NPZ with "
-                "probs= and labels=."
-            )
-        label_index = candidates[0]
-        notes.append(f"{display} has no column names; took column {label_index} as the labels.")
-    keep = [j for j in range(n_cols) if j != label_index]
-    scores = np.ascontiguousarray(array[:, keep], dtype=np.float64)
-    return Parts(scores=scores, raw_labels=array[:, label_index],
-                  score_names=[f"column {j}" for j in keep], class_names=None,
-                  label_name=f"column {label_index}", logit_reason=None, split=None,
-                  row_label=plain_row_label, notes=notes)
+        return label_index % n_cols
+
+    def whole(col: NDArray[Any]) -> bool:
+        return bool(np.isfinite(col).all() and (col == np.round(col)).all()
+                    and col.min() >= 0 and col.max() <= max(n_cols - 2, 1))
+    candidates = [j for j in (0, n_cols - 1) if whole(array[:, j])]
+    if len(candidates) == 2:
+        rest_sums = [np.abs(np.delete(array, j, axis=1).sum(axis=1) - 1).max() for j in candidates]
+        fits = [j for j, s in zip(candidates, rest_sums) if s <= ROW_SUM_TOLERANCE]
+        candidates = fits if len(fits) == 1 else candidates
+    if len(candidates) != 1:
+        raise CalibrationInputError(
+            f"{display} is a plain (N, {n_cols}) array; cannot tell which column holds the "
+            "labels. Pass `label_column=0` or `label_column=-1`, or save an NPZ with "
+            "probs= and labels=."
+        )
+    notes.append(f"{display} has no column names; took column {candidates[0]} as the labels.")
+    return candidates[0]
 
 
 def _pick_key(arrays: dict[str, Any], override: str | None, candidates: Sequence[str],

@@ -289,6 +289,9 @@ def _maybe_gunzip(raw: _Raw, max_bytes: int | None, limits: Decoded = Decoded(),
 
 @dataclass
 class Table:
+    """A table a reader gives (CSV, Parquet, structured NPY; a streaming batch): the frame and how to
+    name its rows; :func:`calib_core.io.columns.table_parts` decides what its columns are."""
+
     frame: pd.DataFrame
     row_label: Callable[[int], str]  # 0-based row -> "row 5 (file line 6)"
     # column name -> its cells as written (no NA parsing), when the reader can give them
@@ -330,6 +333,7 @@ def _transcode_utf16(raw: _Raw) -> tuple[_Raw, str | None]:
 
 
 def plain_row_label(i: int) -> str:
+    """How a message names data row ``i`` (0-based) of a table without file lines: ``row i + 1``."""
     return f"row {i + 1}"
 
 
