@@ -47,8 +47,8 @@ from calib_core.io.columns import group_text, split_mask, table_parts
 from calib_core.io.formats import ARRAY_FORMATS, TABLE_FORMATS, Table, format_of, plain_row_label, sniff_csv_file
 from calib_core.io.interpret import binary_class_names, holds_class_zero, interpret_scores, labels_to_indices, round_off
 from calib_core.io.limits import Decoded, parquet_over_limits
-from calib_core.io.readers import check_duplicates
 from calib_core.io.predictions import load_predictions
+from calib_core.io.readers import check_duplicates
 from calib_core.validation import CalibrationInputError, check_choice, check_probs_columns, softmax
 
 __all__ = [
@@ -213,8 +213,8 @@ class ColumnPlan:
         """Apply the rules of :func:`calib_core.load_predictions` to a first batch."""
         notes: list[str] = []
         parts = table_parts(Table(frame=frame, row_label=plain_row_label), display=display,
-                                 label_column=label_column, class_columns=None, score_column=None,
-                                 split_column="split", notes=notes, group_column=group_column)
+                            label_column=label_column, class_columns=None, score_column=None,
+                            split_column="split", notes=notes, group_column=group_column)
         probs, logits = interpret_scores(parts, input_kind, False, notes)
         n_classes = probs.shape[1]
         class_names = parts.class_names
@@ -266,9 +266,9 @@ class ColumnPlan:
             return f"row {first_row + i + 1}"
 
         parts = table_parts(Table(frame=frame.reset_index(drop=True), row_label=row_label),
-                                 display=display, label_column=self.label_column,
-                                 class_columns=list(self.class_columns), score_column=None,
-                                 split_column=None, notes=notes)
+                            display=display, label_column=self.label_column,
+                            class_columns=list(self.class_columns), score_column=None,
+                            split_column=None, notes=notes)
         probs, _ = interpret_scores(parts, self.input_kind, False, notes)
         labels, _ = labels_to_indices(parts, self.n_classes, list(self.class_names), notes)
         return probs, labels

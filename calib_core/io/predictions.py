@@ -662,7 +662,7 @@ def load_predictions(
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
                      file_format=file_format, group=group,
                      limits=Decoded(None if max_rows is None else int(max_rows),
-                                     None if max_cells is None else int(max_cells)))
+                                    None if max_cells is None else int(max_cells)))
     except CalibrationInputError:
         raise
     except MemoryError as exc:
