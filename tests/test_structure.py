@@ -36,12 +36,6 @@ PUBLIC_GROUND_PACKAGES = ("_accel",)
 #: as (importing module, dotted name it takes). This list only shrinks: the lead empties it at the merge, and
 #: ``test_the_seam_allow_list_holds_only_live_uses`` fails on an entry that no longer occurs.
 PRIVATE_SEAMS_BEING_FIXED = {
-    # io's internals behind the batched readers (helper "io" makes them public).
-    *(("calib_core.engines.batches", f"calib_core.io.{name}") for name in (
-        "columns._group_text", "columns._table_parts", "formats._check_duplicates", "formats._Decoded",
-        "formats._plain_row_label", "formats._Table", "interpret._binary_class_names",
-        "interpret._interpret_scores", "interpret._labels_to_indices")),
-    ("calib_core.engines.grouped", "calib_core.io.columns._group_text"),
     # The simplex cell sums and the partition memo (helper "twins" makes metrics/simplex.py's names public).
     ("calib_core.inference.draws", "calib_core.metrics.simplex._cell_means"),
     ("calib_core.inference.draws", "calib_core.metrics.simplex._squared_norm_sum"),

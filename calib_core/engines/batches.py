@@ -43,11 +43,12 @@ from numpy.typing import NDArray
 
 from calib_core.engines.grouped import GroupedStats
 from calib_core.engines.stats import CalibrationStats
-from calib_core.io.columns import _group_text, _table_parts, split_mask
-from calib_core.io.formats import (ARRAY_FORMATS, TABLE_FORMATS, _check_duplicates, _Decoded, _plain_row_label, _Table,
-                                   format_of, sniff_csv_file)
-from calib_core.io.interpret import _binary_class_names, _interpret_scores, _labels_to_indices, holds_class_zero, round_off
+from calib_core.io.columns import group_text, split_mask, table_parts
+from calib_core.io.formats import ARRAY_FORMATS, TABLE_FORMATS, Table, format_of, plain_row_label, sniff_csv_file
+from calib_core.io.interpret import binary_class_names, holds_class_zero, interpret_scores, labels_to_indices, round_off
+from calib_core.io.limits import Decoded, parquet_over_limits
 from calib_core.io.predictions import load_predictions
+from calib_core.io.readers import check_duplicates
 from calib_core.validation import CalibrationInputError, check_choice, check_probs_columns, softmax
 
 __all__ = [
@@ -211,15 +212,15 @@ class ColumnPlan:
                input_kind: str = "auto", group_column: str | None = None) -> "ColumnPlan":
         """Apply the rules of :func:`calib_core.load_predictions` to a first batch."""
         notes: list[str] = []
-        parts = _table_parts(_Table(frame=frame, row_label=_plain_row_label), display=display,
-                                 label_column=label_column, class_columns=None, score_column=None,
-                                 split_column="split", notes=notes, group_column=group_column)
-        probs, logits = _interpret_scores(parts, input_kind, False, notes)
+        parts = table_parts(Table(frame=frame, row_label=plain_row_label), display=display,
+                            label_column=label_column, class_columns=None, score_column=None,
+                            split_column="split", notes=notes, group_column=group_column)
+        probs, logits = interpret_scores(parts, input_kind, False, notes)
         n_classes = probs.shape[1]
         class_names = parts.class_names
         if parts.scores.shape[1] == 1:
-            class_names = _binary_class_names(parts, notes)
-        labels, class_names = _labels_to_indices(parts, n_classes, class_names, notes)
+            class_names = binary_class_names(parts, notes)
+        labels, class_names = labels_to_indices(parts, n_classes, class_names, notes)
         names = tuple(str(c) for c in class_names)
         raw = np.asarray(parts.raw_labels)
         # (One score column named for class 0 holds P(class 0): the loader's rules, not the fast path, read it.)
@@ -240,7 +241,7 @@ class ColumnPlan:
         """The group column of a (split-filtered) frame as text, as :attr:`calib_core.Predictions.groups`."""
         if self.group_column is None:
             return None
-        return _group_text(frame[self.group_column].reset_index(drop=True))[0]
+        return group_text(frame[self.group_column].reset_index(drop=True))[0]
 
     def from_frame(self, frame: pd.DataFrame, *, first_row: int = 0, display: str = "the data",
                    split: str | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
@@ -264,12 +265,12 @@ class ColumnPlan:
         def row_label(i: int) -> str:
             return f"row {first_row + i + 1}"
 
-        parts = _table_parts(_Table(frame=frame.reset_index(drop=True), row_label=row_label),
-                                 display=display, label_column=self.label_column,
-                                 class_columns=list(self.class_columns), score_column=None,
-                                 split_column=None, notes=notes)
-        probs, _ = _interpret_scores(parts, self.input_kind, False, notes)
-        labels, _ = _labels_to_indices(parts, self.n_classes, list(self.class_names), notes)
+        parts = table_parts(Table(frame=frame.reset_index(drop=True), row_label=row_label),
+                            display=display, label_column=self.label_column,
+                            class_columns=list(self.class_columns), score_column=None,
+                            split_column=None, notes=notes)
+        probs, _ = interpret_scores(parts, self.input_kind, False, notes)
+        labels, _ = labels_to_indices(parts, self.n_classes, list(self.class_names), notes)
         return probs, labels
 
     def split_rows(self, rows: Any, split: str, display: str) -> Any:
@@ -470,7 +471,7 @@ def _csv_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iter
 
     dialect = sniff_csv_file(path)
     header = dialect.header
-    _check_duplicates(header, f"file {path.name!r}")
+    check_duplicates(header, f"file {path.name!r}")
     row_bytes = max(16, 12 * len(header))
     block = int(min(max(batch_rows * row_bytes, 1 << 16), 1 << 28))
     try:
@@ -631,7 +632,8 @@ def auto_engine(files: Sequence[Path]) -> str:
     than :data:`MEMORY_ENGINE_MAX_BYTES` bytes on disk, and for a Parquet
     file whose metadata declares more rows (or rows x columns) than the
     loader holds in memory (:data:`~calib_core.io.formats.MAX_ROWS`,
-    :data:`~calib_core.io.formats.MAX_CELLS`; a small file of constant
+    :data:`~calib_core.io.formats.MAX_CELLS`, nested columns counted by
+    every element as the loader counts them; a small file of constant
     columns can hold millions of rows); else ``"memory"``.
     One NPZ/NPY file is ``"memory"`` at any size: every engine loads it
     whole (``load_predictions``), so streaming it saves no memory.
@@ -648,15 +650,16 @@ def auto_engine(files: Sequence[Path]) -> str:
 
 
 def _over_memory_limits(path: Path) -> bool:
-    """Whether a Parquet file's metadata declares more than the loader's default limits (False if unreadable:
-    the loader then says why)."""
+    """Whether a Parquet file's metadata declares more than the loader's default limits, judged by the
+    loader's own rule (:func:`~calib_core.io.limits.parquet_over_limits`: a nested column counts every
+    element); False if unreadable: the loader then says why."""
     import pyarrow.parquet as pq
 
     try:
-        metadata = pq.read_metadata(path)
+        with pq.ParquetFile(path) as parquet:
+            return parquet_over_limits(parquet.metadata, len(parquet.schema_arrow.names), Decoded())
     except Exception:  # a damaged file is reported by the reader that opens it
         return False
-    return _Decoded().over(int(metadata.num_rows), int(metadata.num_columns))
 
 
 def choose_engine(source: SourceLike, engine: str = "auto") -> str:

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.engines.sketch import _check_same
 from calib_core.engines.stats import CalibrationStats, _BlockScratch, _check_batch
 from calib_core.inference.groups import MAX_GROUPS, OTHER_GROUP
-from calib_core.io.columns import MISSING_GROUP, _group_text
+from calib_core.io.columns import MISSING_GROUP, group_text
 from calib_core.validation import CalibrationInputError
 
 __all__ = [
@@ -46,7 +46,7 @@ def _group_text_of(values: ArrayLike) -> NDArray[Any]:
     if array.dtype.kind == "U":
         return np.where(np.char.strip(array) == "", MISSING_GROUP, array)
 
-    return _group_text(pd.Series(array.astype(object)))[0]
+    return group_text(pd.Series(array.astype(object)))[0]
 
 
 class GroupedStats:

@@ -12,7 +12,7 @@ lone ``confidence`` column as a binary score. Identifiers
 non-class columns (:data:`NON_CLASS_NAMES`) are never classes; numeric
 columns left over are listed as attributes. The streaming engines apply the
 same rules to their first batch. The parts go to :mod:`calib_core.io.interpret`
-as :class:`_Parts`; class columns named ``logit_*`` record why they are logits.
+as :class:`Parts`; class columns named ``logit_*`` record why they are logits.
 """
 from __future__ import annotations
 
@@ -24,17 +24,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core.io.formats import (
-    MAX_CLASSES,
-    _as_text,
-    _check_column_count,
-    _label_text,
-    _plain_row_label,
-    _Table,
-)
+from calib_core.io.formats import MAX_CLASSES, Table, _as_text, _label_text
 from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError
 
-__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "split_mask"]
+__all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "Parts", "group_text",
+           "split_mask", "table_parts"]
 
 #: Column names (lower-case) taken as the label column, in order of preference.
 LABEL_NAMES = (
@@ -60,15 +54,6 @@ NON_CLASS_NAMES = frozenset({
     "image", "image_id", "name",
 })
 
-# NPZ array names (lower-case), in order of preference.
-_NPZ_PROB_KEYS = ("probs", "probabilities", "proba", "prob", "y_prob", "y_proba", "p",
-                  "predictions", "preds", "softmax", "scores", "score", "y_score",
-                  "outputs", "output", "confidences")
-_NPZ_LOGIT_KEYS = ("logits", "logit")
-_NPZ_LABEL_KEYS = ("labels", "label", "y_true", "y", "targets", "target", "true",
-                   "truth", "ground_truth", "gt", "true_labels")
-_NPZ_NAME_KEYS = ("class_names", "classes", "names", "label_names", "target_names")
-
 #: The group of rows whose group column is empty (NaN, "", "NA", ...): they are
 #: kept, as a group of their own, and a note says how many there are.
 MISSING_GROUP = "(missing)"
@@ -91,7 +76,7 @@ def _shown(items: Sequence[Any], limit: int = 6, *, quote: bool = True) -> str:
 # ---------------------------------------------------------------------------
 
 @dataclass
-class _Parts:
+class Parts:
     """What a reader found, before interpretation."""
 
     scores: NDArray[np.float64]  # (N, K) or (N, 1) for one binary column
@@ -107,7 +92,7 @@ class _Parts:
     # The label cells as written (CSV), read only when pandas found missing labels: "NA",
     # "none", "null" may be class names.
     raw_label_text: Callable[[], NDArray[Any]] | None = None
-    inferred_logit_reason: str | None = None  # set by _interpret_scores when it read logits untold
+    inferred_logit_reason: str | None = None  # set by interpret_scores when it read logits untold
     groups: NDArray[np.str_] | None = None  # the group column's values as text (group=)
     group_name: str | None = None
     attributes: list[str] = field(default_factory=list)  # candidate group columns
@@ -175,7 +160,7 @@ def _to_numeric(values: pd.Series) -> pd.Series:
         return pd.Series([one(v) for v in values], index=values.index, dtype=np.float64)
 
 
-def _group_text(values: pd.Series) -> tuple[NDArray[np.str_], int]:
+def group_text(values: pd.Series) -> tuple[NDArray[np.str_], int]:
     """A group column as text, and how many rows had no value (they become :data:`MISSING_GROUP`).
 
     Whole floats are written as integers (a column of integers with a gap is
@@ -338,129 +323,193 @@ def _confidence_column(frame: pd.DataFrame, columns: Sequence[str], taken: set[s
     return found
 
 
-def _table_parts(table: _Table, *, display: str, label_column: str | None,
-                 class_columns: Sequence[str] | None, score_column: str | None,
-                 split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
-    frame, row_label = table.frame, table.row_label
-    columns = [str(c) for c in frame.columns]
-    if frame.shape[0] == 0:
+@dataclass(frozen=True)
+class _ClassChoice:
+    """The class columns chosen for a table, and what the choice learned on the way."""
+
+    chosen: list[str]
+    label_of: dict[str, str] = field(default_factory=dict)  # column -> class, when the labels name columns
+    identifiers: list[str] = field(default_factory=list)  # columns that identify rows (never classes)
+    refused: list[str] = field(default_factory=list)  # columns that could have been the score, and why not
+
+    @property
+    def by_names(self) -> bool:
+        """Whether the labels' own names chose the class columns (``Dole``, ``p_Dole``)."""
+        return bool(self.label_of)
+
+
+def _require_rows(columns: Sequence[str], n_rows: int, display: str) -> None:
+    """Refuse a table with a header but no data rows."""
+    if n_rows == 0:
         raise CalibrationInputError(
             f"{display} has a header ({', '.join(columns[:8])}) but no data rows; "
             "add one row per prediction."
         )
-    # Label column.
+
+
+def _label_column(columns: Sequence[str], label_column: str | None, display: str, notes: list[str]) -> str:
+    """The label column: the one the caller names, else the first of :data:`LABEL_NAMES` present (a note
+    says so when several are)."""
     if label_column is not None:
-        label = _find_column(columns, label_column, "label column", "label_column")
-    else:
-        lower = {c.lower(): c for c in columns}
-        found = [lower[n] for n in LABEL_NAMES if n in lower]
-        if not found:
-            raise CalibrationInputError(
-                f"no label column found in {display}; the columns are: "
-                f"{', '.join(repr(c) for c in columns)}. Name the true-class column 'label' "
-                "(or y, y_true, target, class, ...) or pass `label_column=` with its name."
-            )
-        label = found[0]
-        if len(found) > 1:
-            notes.append(f"several columns could be the label ({', '.join(found)}); used {label!r}. "
-                         "Pass `label_column=` to choose another.")
-    # Split column.
-    split_name = None
-    if split_column is not None:
-        lower = {c.lower(): c for c in columns}
-        split_name = split_column if split_column in columns else lower.get(str(split_column).lower())
-        if split_name is None and split_column != "split":
-            raise CalibrationInputError(
-                f"split column {split_column!r} (from `split_column=`) is not a column; the "
-                f"columns are: {', '.join(repr(c) for c in columns)}. Pass split_column=None "
-                "to ignore splits."
-            )
-    taken = {label} | ({split_name} if split_name else set())
-    group_name = None
-    if group_column is not None:
-        group_name = _find_column(columns, group_column, "group column", "group")
-        if group_name in taken:
-            what = "label" if group_name == label else "split"
-            raise CalibrationInputError(
-                f"column {group_name!r} is the {what} column; choose another column as the group (`group=`)."
-            )
-        if group_name in table.nested:
-            raise CalibrationInputError(
-                f"the group column {group_name!r} of {display} holds nested values "
-                f"({table.nested[group_name][:80]}); a group column must hold plain text or numbers."
-            )
-        taken.add(group_name)
-    # Class columns: chosen by the caller, else by names (a class prefix; the labels' own names), else by
-    # values. Identifiers are never classes, and numeric columns left over are attributes.
-    by_names = False
-    refused: list[str] = []  # columns that could have been the score, and why they are not
-    identifiers: list[str] = []
-    label_of: dict[str, str] = {}
+        return _find_column(columns, label_column, "label column", "label_column")
+    lower = {c.lower(): c for c in columns}
+    found = [lower[n] for n in LABEL_NAMES if n in lower]
+    if not found:
+        raise CalibrationInputError(
+            f"no label column found in {display}; the columns are: "
+            f"{', '.join(repr(c) for c in columns)}. Name the true-class column 'label' "
+            "(or y, y_true, target, class, ...) or pass `label_column=` with its name."
+        )
+    if len(found) > 1:
+        notes.append(f"several columns could be the label ({', '.join(found)}); used {found[0]!r}. "
+                     "Pass `label_column=` to choose another.")
+    return found[0]
+
+
+def _split_column(columns: Sequence[str], split_column: str | None) -> str | None:
+    """The split column, if any: the default name ``split`` may be absent, a name the caller gives may not."""
+    if split_column is None:
+        return None
+    lower = {c.lower(): c for c in columns}
+    split_name = split_column if split_column in columns else lower.get(str(split_column).lower())
+    if split_name is None and split_column != "split":
+        raise CalibrationInputError(
+            f"split column {split_column!r} (from `split_column=`) is not a column; the "
+            f"columns are: {', '.join(repr(c) for c in columns)}. Pass split_column=None "
+            "to ignore splits."
+        )
+    return split_name
+
+
+def _group_column(table: Table, columns: Sequence[str], group_column: str | None, label: str,
+                  taken: set[str], display: str) -> str | None:
+    """The group column the caller names (``group=``): neither the label nor the split, and not nested."""
+    if group_column is None:
+        return None
+    group_name = _find_column(columns, group_column, "group column", "group")
+    if group_name in taken:
+        what = "label" if group_name == label else "split"
+        raise CalibrationInputError(
+            f"column {group_name!r} is the {what} column; choose another column as the group (`group=`)."
+        )
+    if group_name in table.nested:
+        raise CalibrationInputError(
+            f"the group column {group_name!r} of {display} holds nested values "
+            f"({table.nested[group_name][:80]}); a group column must hold plain text or numbers."
+        )
+    return group_name
+
+
+def _class_columns(table: Table, columns: Sequence[str], label: str, taken: set[str],
+                   class_columns: Sequence[str] | None, score_column: str | None, notes: list[str]) -> _ClassChoice:
+    """The class columns: chosen by the caller (``score_column=`` or ``class_columns=``), else inferred
+    (:func:`_inferred_class_columns`)."""
     if score_column is not None and class_columns is not None:
         raise CalibrationInputError("pass either `score_column=` (binary) or `class_columns=`, not both.")
     if score_column is not None:
-        chosen = [_find_column(columns, score_column, "score column", "score_column")]
-    elif class_columns is not None:
+        return _ClassChoice([_find_column(columns, score_column, "score column", "score_column")])
+    if class_columns is not None:
         if isinstance(class_columns, str):
             class_columns = [class_columns]
         chosen = [_find_column(columns, c, "class column", "class_columns") for c in class_columns]
         if len(set(chosen)) != len(chosen):
             raise CalibrationInputError("`class_columns` names the same column twice.")
-    else:
-        candidates = [c for c in columns if c not in taken and c.lower() not in NON_CLASS_NAMES
-                      and c.lower() not in LABEL_NAMES and c != "" and not c.lower().startswith("unnamed:")
-                      and not c.startswith("__index_level_")]
-        for c in [c for c in candidates if c in table.nested]:
-            notes.append(f"ignored column {c!r}: it holds nested values ({table.nested[c][:80]}), "
-                         "not probabilities.")
-        candidates = [c for c in candidates if c not in table.nested]
-        kinds = dict(zip(columns, frame.dtypes.map(lambda t: t.kind)))  # one pass: frame[c] is slow on 10^4 columns
-        identifiers = [c for c in candidates if _is_identifier(c, frame[c] if kinds.get(c) in ("i", "u") else None)]
-        if identifiers:
-            notes.append("not used as scores or classes: " + _shown(
-                [f"{c!r} ({_describe(frame[c], identifier=True)})" for c in identifiers], 10, quote=False) + ".")
-        dropped = set(identifiers)
-        candidates = [c for c in candidates if c not in dropped]
-        best = _best_prefix(candidates)
-        if best is not None:
-            chosen = [c for c in candidates if _has_prefix(c, best[0])]
-            prefixed = set(chosen)
-            numeric = [c for c in candidates if c not in prefixed and _is_number_column(frame[c])]
+        return _ClassChoice(chosen)
+    return _inferred_class_columns(table, columns, label, taken, notes)
+
+
+def _candidate_columns(table: Table, columns: Sequence[str], taken: set[str],
+                       notes: list[str]) -> tuple[list[str], list[str]]:
+    """(candidates, identifiers): the columns that may hold a class's score, and the row identifiers set
+    aside. Known non-class names, unnamed and index columns are never candidates; nested columns and
+    identifiers are left out with a note."""
+    frame = table.frame
+    candidates = [c for c in columns if c not in taken and c.lower() not in NON_CLASS_NAMES
+                  and c.lower() not in LABEL_NAMES and c != "" and not c.lower().startswith("unnamed:")
+                  and not c.startswith("__index_level_")]
+    for c in [c for c in candidates if c in table.nested]:
+        notes.append(f"ignored column {c!r}: it holds nested values ({table.nested[c][:80]}), "
+                     "not probabilities.")
+    candidates = [c for c in candidates if c not in table.nested]
+    kinds = dict(zip(columns, frame.dtypes.map(lambda t: t.kind)))  # one pass: frame[c] is slow on 10^4 columns
+    identifiers = [c for c in candidates if _is_identifier(c, frame[c] if kinds.get(c) in ("i", "u") else None)]
+    if identifiers:
+        notes.append("not used as scores or classes: " + _shown(
+            [f"{c!r} ({_describe(frame[c], identifier=True)})" for c in identifiers], 10, quote=False) + ".")
+    dropped = set(identifiers)
+    return [c for c in candidates if c not in dropped], identifiers
+
+
+def _numeric_columns(frame: pd.DataFrame, candidates: Sequence[str], notes: list[str]) -> list[str]:
+    """The candidates that hold numbers (or mostly numbers: their text is reported as an error later); an
+    empty, true/false or text column is ignored with a note."""
+    numeric = []
+    for c in candidates:
+        values = frame[c]
+        if values.isna().all():
+            notes.append(f"ignored column {c!r}: it is empty.")
+        elif _is_number_column(values):
+            numeric.append(c)
+        elif values.dtype == bool:
+            notes.append(f"ignored column {c!r}: it holds true/false values, not probabilities.")
+        elif _bad_numeric_value(values) is not None and _to_numeric(values).notna().any():
+            numeric.append(c)  # mostly numbers with some text: reported as an error below
         else:
-            numeric = []
-            for c in candidates:
-                values = frame[c]
-                if values.isna().all():
-                    notes.append(f"ignored column {c!r}: it is empty.")
-                elif _is_number_column(values):
-                    numeric.append(c)
-                elif values.dtype == bool:
-                    notes.append(f"ignored column {c!r}: it holds true/false values, not probabilities.")
-                elif _bad_numeric_value(values) is not None and _to_numeric(values).notna().any():
-                    numeric.append(c)  # mostly numbers with some text: reported as an error below
-                else:
-                    notes.append(f"ignored column {c!r}: it holds text, not probabilities.")
-            label_of = _named_by_labels(frame[label], numeric)
-            by_names = bool(label_of)
-            chosen = _chosen_by_names(frame, label, numeric, label_of) if by_names else _chosen_by_values(frame, numeric)
-            if not chosen:
-                chosen = _confidence_column(frame, columns, taken, notes, refused)
-        chosen_set = set(chosen)
-        attributes_left = [c for c in numeric if c not in chosen_set]
-        if attributes_left:
-            groups_too = any(_is_attribute(frame[c]) for c in attributes_left)
-            notes.append("not used as classes: " + _shown(
-                [f"{c!r} ({_describe(frame[c])})" for c in attributes_left], 10, quote=False) + "."
-                + (" A column of integers can be the group column (`group=`)." if groups_too else ""))
-        left = set(attributes_left)
-        unused = [c for c in candidates if c not in chosen_set and c not in left]
-        if best is not None and unused:
-            notes.append(f"ignored columns without a class prefix: {_shown(unused, 10)}.")
+            notes.append(f"ignored column {c!r}: it holds text, not probabilities.")
+    return numeric
+
+
+def _inferred_class_columns(table: Table, columns: Sequence[str], label: str, taken: set[str],
+                            notes: list[str]) -> _ClassChoice:
+    """Class columns the caller did not name: by names (a class prefix; the labels' own names), else by
+    values, else a lone ``confidence`` column. Identifiers are never classes; numeric columns left over
+    are attributes, listed in a note."""
+    frame = table.frame
+    candidates, identifiers = _candidate_columns(table, columns, taken, notes)
+    refused: list[str] = []
+    label_of: dict[str, str] = {}
+    best = _best_prefix(candidates)
+    if best is not None:
+        chosen = [c for c in candidates if _has_prefix(c, best[0])]
+        prefixed = set(chosen)
+        numeric = [c for c in candidates if c not in prefixed and _is_number_column(frame[c])]
+    else:
+        numeric = _numeric_columns(frame, candidates, notes)
+        label_of = _named_by_labels(frame[label], numeric)
+        chosen = _chosen_by_names(frame, label, numeric, label_of) if label_of else _chosen_by_values(frame, numeric)
+        if not chosen:
+            chosen = _confidence_column(frame, columns, taken, notes, refused)
+    _note_unused_columns(frame, candidates, numeric, chosen, best is not None, notes)
+    return _ClassChoice(chosen, label_of=label_of, identifiers=identifiers, refused=refused)
+
+
+def _note_unused_columns(frame: pd.DataFrame, candidates: Sequence[str], numeric: Sequence[str],
+                         chosen: Sequence[str], prefixed: bool, notes: list[str]) -> None:
+    """Notes on the candidates not chosen: numeric ones are attributes (perhaps a group column); with a
+    class prefix, the rest lack it."""
+    chosen_set = set(chosen)
+    attributes_left = [c for c in numeric if c not in chosen_set]
+    if attributes_left:
+        groups_too = any(_is_attribute(frame[c]) for c in attributes_left)
+        notes.append("not used as classes: " + _shown(
+            [f"{c!r} ({_describe(frame[c])})" for c in attributes_left], 10, quote=False) + "."
+            + (" A column of integers can be the group column (`group=`)." if groups_too else ""))
+    left = set(attributes_left)
+    unused = [c for c in candidates if c not in chosen_set and c not in left]
+    if prefixed and unused:
+        notes.append(f"ignored columns without a class prefix: {_shown(unused, 10)}.")
+
+
+def _check_roles(table: Table, display: str, columns: Sequence[str], choice: _ClassChoice, label: str,
+                 split_name: str | None, group_name: str | None) -> None:
+    """Refuse a choice of columns that cannot be read: no class column, a column in two roles, too many
+    classes, or a nested column in any role."""
+    chosen = choice.chosen
     if not chosen:
         raise CalibrationInputError(
             f"{display} has no probability or logit columns besides the label {label!r}, so it "
             f"has fewer than 2 classes (columns: {_shown(columns, 10)}"
-            + "".join(f"; {r}" for r in refused) + "). Add one "
+            + "".join(f"; {r}" for r in choice.refused) + "). Add one "
             "column per class (p_<class>) or one score column for a binary problem, or pass "
             "`class_columns=`."
         )
@@ -477,15 +526,26 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
                 f"({table.nested[column][:80]}); a {what} column must hold plain "
                 + ("numbers." if what == "class" else "class indices or names.")
             )
+
+
+def _class_names(choice: _ClassChoice) -> tuple[list[str] | None, str | None]:
+    """(class names, logit reason): names from a common class prefix (``p_cat`` -> ``cat``, stripped) or
+    the labels (None for one unprefixed score column); the reason is set when the prefix says logits."""
+    chosen = choice.chosen
     names, prefix = _strip_common_prefix(chosen)
     names = [n.strip() for n in names]  # "p_ cat" is class "cat", as labels are stripped too
-    if by_names:
-        names = [label_of.get(c, n) for c, n in zip(chosen, names)]
+    if choice.by_names:
+        names = [choice.label_of.get(c, n) for c, n in zip(chosen, names)]
     logit_reason = None
     if prefix in _LOGIT_PREFIXES:
         shown = ", ".join(chosen[:3]) + (", ..." if len(chosen) > 3 else "")
         logit_reason = f"the class columns ({shown}) are named {prefix}*"
-    # Score matrix, one column at a time so a bad column is named.
+    named = prefix is not None or len(chosen) > 1 or choice.by_names
+    return (names if named else None), logit_reason
+
+
+def _score_matrix(frame: pd.DataFrame, chosen: Sequence[str], row_label: Callable[[int], str]) -> NDArray[np.float64]:
+    """The (N, K) scores, after checking one column at a time so a column holding text is named with its row."""
     for c in chosen:
         values = frame[c]
         if not _is_number_column(values):
@@ -498,249 +558,72 @@ def _table_parts(table: _Table, *, display: str, label_column: str | None,
                     "`class_columns=` to choose the probability columns."
                 )
     if all(_is_number_column(frame[c]) for c in chosen):
-        scores = np.ascontiguousarray(frame[chosen].to_numpy(dtype=np.float64, na_value=np.nan))
-    else:  # text columns whose only non-numbers are spellings of NaN
-        scores = np.column_stack([_to_numeric(frame[c]).to_numpy(
-            dtype=np.float64, na_value=np.nan) for c in chosen])
-    split = None
-    if split_name is not None:
-        split_values = frame[split_name]
-        missing = int(split_values.isna().sum())
-        if missing:
-            notes.append(f"{missing} rows have no value in the split column {split_name!r}; "
-                         "their split is ''.")
-        split = _as_text(split_values.fillna("")).str.strip().to_numpy(dtype=str)
-    raw_labels = frame[label].to_numpy()
+        return np.ascontiguousarray(frame[list(chosen)].to_numpy(dtype=np.float64, na_value=np.nan))
+    # text columns whose only non-numbers are spellings of NaN
+    return np.column_stack([_to_numeric(frame[c]).to_numpy(dtype=np.float64, na_value=np.nan) for c in chosen])
+
+
+def _split_values(frame: pd.DataFrame, split_name: str | None, notes: list[str]) -> NDArray[np.str_] | None:
+    """The split column as stripped text; a missing value is split ``''`` (a note counts them)."""
+    if split_name is None:
+        return None
+    split_values = frame[split_name]
+    missing = int(split_values.isna().sum())
+    if missing:
+        notes.append(f"{missing} rows have no value in the split column {split_name!r}; "
+                     "their split is ''.")
+    return _as_text(split_values.fillna("")).str.strip().to_numpy(dtype=str)
+
+
+def _attribute_columns(table: Table, columns: Sequence[str], not_attributes: set[str | None]) -> list[str]:
+    """The columns that could be a group (:func:`_is_attribute`), less those with another role."""
+    frame = table.frame
+    return [c for c in columns if c not in not_attributes and c != "" and c not in table.nested
+            and not c.startswith("__index_level_") and _is_attribute(frame[c])]
+
+
+def table_parts(table: Table, *, display: str, label_column: str | None,
+                class_columns: Sequence[str] | None, score_column: str | None,
+                split_column: str | None, notes: list[str], group_column: str | None = None) -> Parts:
+    """The parts of a table (CSV, Parquet, structured NPY; a streaming engine's first batch), before
+    interpretation.
+
+    One step per role, in the order their notes and errors come: rows, the label column, the split,
+    the group, the class columns (named by the caller, else inferred), the checks on those roles, the
+    class names, then the values. ``notes`` receives what was decided without the caller's word.
+
+    Raises
+    ------
+    CalibrationInputError
+        When a role cannot be filled or a column cannot fill it; the message names the column.
+    """
+    frame, row_label = table.frame, table.row_label
+    columns = [str(c) for c in frame.columns]
+    _require_rows(columns, frame.shape[0], display)
+    label = _label_column(columns, label_column, display, notes)
+    split_name = _split_column(columns, split_column)
+    taken = {label} | ({split_name} if split_name else set())
+    group_name = _group_column(table, columns, group_column, label, taken, display)
+    if group_name is not None:
+        taken.add(group_name)
+    choice = _class_columns(table, columns, label, taken, class_columns, score_column, notes)
+    _check_roles(table, display, columns, choice, label, split_name, group_name)
+    chosen = choice.chosen
+    class_names, logit_reason = _class_names(choice)
+    scores = _score_matrix(frame, chosen, row_label)
+    split = _split_values(frame, split_name, notes)
     raw_text = None
     if table.raw_text is not None and pd.isna(frame[label]).any():
         raw_text = lambda: table.raw_text(label)  # noqa: E731 -- read only when needed
     groups = None
     if group_name is not None:
-        groups, n_missing = _group_text(frame[group_name])
+        groups, n_missing = group_text(frame[group_name])
         _note_missing_groups(n_missing, group_name, notes)
-    not_attributes = set(chosen) | {label, split_name} | set(identifiers)
-    attributes = [c for c in columns if c not in not_attributes and c != "" and c not in table.nested
-                  and not c.startswith("__index_level_") and _is_attribute(frame[c])]
-    return _Parts(scores=scores, raw_labels=raw_labels, score_names=chosen,
-                  class_names=names if (prefix is not None or len(chosen) > 1 or by_names) else None,
-                  label_name=label, logit_reason=logit_reason, split=split, row_label=row_label,
-                  notes=notes, raw_label_text=raw_text, groups=groups, group_name=group_name,
-                  attributes=attributes)
-
-
-def _npz_parts(arrays: dict[str, NDArray[Any]], *, display: str, label_column: str | None,
-               class_columns: Sequence[str] | None, score_column: str | None,
-               split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
-    key_override = score_column
-    if class_columns is not None:
-        cols = [class_columns] if isinstance(class_columns, str) else list(class_columns)
-        if len(cols) != 1:
-            raise CalibrationInputError(
-                "for NPZ files pass the name of the one array holding the scores, e.g. "
-                "`score_column='probs'`."
-            )
-        key_override = cols[0]
-    label_key = _pick_key(arrays, label_column, _NPZ_LABEL_KEYS, "label", display)
-    logit_key = _pick_key(arrays, None, _NPZ_LOGIT_KEYS, "logit", display) if key_override is None else None
-    prob_key = _pick_key(arrays, key_override, _NPZ_PROB_KEYS, "score", display)
-    if prob_key is None and logit_key is None or label_key is None:
-        # Unnamed arrays (np.savez(f, probs, labels) -> arr_0, arr_1): one matrix + one integer vector.
-        matrices = [k for k, a in arrays.items() if a.ndim == 2 and a.dtype.kind in "fiu"]
-        vectors = [k for k, a in arrays.items() if a.ndim == 1 and a.dtype.kind in "iub"]
-        if label_key is None and len(vectors) == 1 and prob_key is None and logit_key is None \
-                and len(matrices) == 1:
-            prob_key, label_key = matrices[0], vectors[0]
-            notes.append(f"{display} has no named arrays; took {prob_key!r} as the scores and "
-                         f"{label_key!r} as the labels.")
-    if label_key is None:
-        raise CalibrationInputError(
-            f"no label array found in {display}; it holds: {', '.join(arrays)}. Name the true "
-            "classes 'labels' (or y, targets) or pass `label_column=` with the array's name."
-        )
-    logits_kept = None
-    if prob_key is None and logit_key is None:
-        raise CalibrationInputError(
-            f"no probability or logit array found in {display}; it holds: {', '.join(arrays)}. "
-            "Name it 'probs' or 'logits', or pass `score_column=` with its name."
-        )
-    logit_reason = f"the array {logit_key!r} holds logits" if prob_key is None else None
-    key = prob_key if prob_key is not None else logit_key
-    assert key is not None
-    scores = arrays[key]
-    if scores.dtype.kind not in "fiub":
-        raise CalibrationInputError(
-            f"array {key!r} of {display} is not numeric (dtype {scores.dtype}); it must hold numbers."
-        )
-    if scores.ndim == 2 and scores.shape[1] == 1 or scores.ndim == 1:
-        scores = scores.reshape(-1, 1)
-    if scores.ndim != 2:
-        raise CalibrationInputError(
-            f"array {key!r} of {display} must have shape (N, K), got {scores.shape}."
-        )
-    if scores.shape[1] > MAX_CLASSES:
-        raise _too_many_classes(scores.shape[1], display)
-    if prob_key is not None and logit_key is not None:
-        logits_kept = logit_key
-    labels = arrays[label_key]
-    if labels.dtype.names or labels.dtype.kind == "V":
-        raise CalibrationInputError(
-            f"label array {label_key!r} of {display} is a structured array (dtype {labels.dtype}); "
-            "store the labels as one plain array of class indices or names."
-        )
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels[:, 0]
-    if labels.ndim != 1:
-        raise CalibrationInputError(
-            f"label array {label_key!r} of {display} must be 1-D, got shape {labels.shape}; "
-            "store class indices, not one-hot rows."
-        )
-    if labels.shape[0] != scores.shape[0]:
-        raise CalibrationInputError(
-            f"{display}: {key!r} has {scores.shape[0]} rows but {label_key!r} has {labels.shape[0]}."
-        )
-    if scores.shape[0] == 0:
-        raise CalibrationInputError(f"{display} has no rows (array {key!r} is empty).")
-    name_key = _pick_key(arrays, None, _NPZ_NAME_KEYS, "class-name", display)
-    class_names = None
-    if name_key is not None:
-        class_names = [_label_text(v) for v in np.asarray(arrays[name_key]).ravel()]
-    split = None
-    split_key = _pick_key(arrays, None, (str(split_column).lower(),), "split", display) \
-        if split_column is not None else None
-    if split_key is not None:
-        split = np.asarray(arrays[split_key])
-        if split.dtype.names or split.dtype.kind not in "OUSiub":
-            raise CalibrationInputError(
-                f"split array {split_key!r} of {display} has dtype {split.dtype}; store the split "
-                "names as strings (e.g. 'calibration', 'test')."
-            )
-        split = np.char.decode(split, "utf-8", errors="replace") if split.dtype.kind == "S" else split.astype(str)
-        if split.shape != (scores.shape[0],):
-            raise CalibrationInputError(
-                f"split array {split_key!r} of {display} has shape {split.shape}, expected ({scores.shape[0]},)."
-            )
-    group_key = _pick_key(arrays, group_column, (), "group", display) if group_column is not None else None
-    groups = None
-    if group_key is not None:
-        if group_key in {label_key, key, split_key, name_key, logits_kept}:
-            raise CalibrationInputError(
-                f"array {group_key!r} of {display} already holds the labels, scores, split or class names; "
-                "choose another array as the group (`group=`)."
-            )
-        group_array = np.asarray(arrays[group_key])
-        if group_array.dtype.names or group_array.ndim != 1 or group_array.shape[0] != scores.shape[0]:
-            raise CalibrationInputError(
-                f"group array {group_key!r} of {display} has shape {group_array.shape} (dtype {group_array.dtype}); "
-                f"it must be a plain 1-D array of {scores.shape[0]} group names."
-            )
-        if group_array.dtype.kind == "S":
-            group_array = np.char.decode(group_array, "utf-8", errors="replace")
-        groups, n_missing = _group_text(pd.Series(group_array))
-        _note_missing_groups(n_missing, group_key, notes)
-    used = {label_key, key, name_key, split_key, logits_kept, group_key}
-    attributes = [k for k, a in arrays.items() if k not in used and a.ndim == 1 and not a.dtype.names
-                  and a.shape[0] == scores.shape[0] and a.dtype.kind in "iubOUS"]
-    unused = [k for k in arrays if k not in used]
-    if unused:
-        notes.append(f"ignored arrays in {display}: {', '.join(map(repr, unused))}.")
-    extra = None
-    if logits_kept is not None:
-        extra = np.asarray(arrays[logits_kept])
-        extra = extra.astype(np.float64) if extra.dtype.kind in "fiu" else None
-    return _Parts(scores=np.ascontiguousarray(scores, dtype=np.float64), raw_labels=labels,
-                  score_names=[f"{key}[:, {k}]" for k in range(scores.shape[1])],
-                  class_names=class_names, label_name=label_key, logit_reason=logit_reason,
-                  split=split, row_label=_plain_row_label, notes=notes, extra_logits=extra,
-                  groups=groups, group_name=group_key, attributes=attributes)
-
-
-def _npy_parts(array: NDArray[Any], *, display: str, label_column: str | None,
-               class_columns: Sequence[str] | None, score_column: str | None,
-               split_column: str | None, notes: list[str], group_column: str | None = None) -> _Parts:
-    if array.dtype.names:
-        if array.ndim != 1 or any(array.dtype[name].shape or array.dtype[name].names
-                                  for name in array.dtype.names):
-            raise CalibrationInputError(
-                f"{display} is a structured array of shape {array.shape} with nested fields "
-                f"({array.dtype}); save one field per column (label, p_0, p_1, ...) or an NPZ."
-            )
-        _check_column_count(len(array.dtype.names), display)
-        frame = pd.DataFrame({name: array[name] for name in array.dtype.names})
-        return _table_parts(_Table(frame=frame, row_label=_plain_row_label), display=display,
-                            label_column=label_column, class_columns=class_columns,
-                            score_column=score_column, split_column=split_column, notes=notes,
-                            group_column=group_column)
-    if group_column is not None:
-        raise CalibrationInputError(
-            f"{display} is a plain array without column names, so it has no group column {group_column!r}; "
-            "save a CSV, Parquet or NPZ file with the group as a named column (or array)."
-        )
-    if array.ndim != 2 or array.shape[1] < 2:
-        raise CalibrationInputError(
-            f"{display} holds one array of shape {array.shape} without labels. Save an NPZ with "
-            "np.savez(path, probs=probs, labels=labels), or an (N, K + 1) array whose first or "
-            "last column holds the labels."
-        )
-    if array.dtype.kind not in "fiub":
-        raise CalibrationInputError(f"{display} is not numeric (dtype {array.dtype}).")
-    if array.shape[1] - 1 > MAX_CLASSES:
-        raise _too_many_classes(array.shape[1] - 1, display)
-    if array.shape[0] == 0:
-        raise CalibrationInputError(f"{display} has no rows (shape {array.shape}).")
-    n_cols = array.shape[1]
-    if label_column is not None:
-        try:
-            label_index = int(label_column)
-        except (TypeError, ValueError) as exc:
-            raise CalibrationInputError(
-                f"{display} has no column names; pass `label_column=` as a column number "
-                f"(0 or -1), got {label_column!r}."
-            ) from exc
-        if not -n_cols <= label_index < n_cols:
-            raise CalibrationInputError(
-                f"`label_column={label_index}` is outside the {n_cols} columns of {display}."
-            )
-        label_index %= n_cols
-    else:
-        def whole(col: NDArray[Any]) -> bool:
-            return bool(np.isfinite(col).all() and (col == np.round(col)).all()
-                        and col.min() >= 0 and col.max() <= max(n_cols - 2, 1))
-        candidates = [j for j in (0, n_cols - 1) if whole(array[:, j])]
-        if len(candidates) == 2:
-            rest_sums = [np.abs(np.delete(array, j, axis=1).sum(axis=1) - 1).max() for j in candidates]
-            fits = [j for j, s in zip(candidates, rest_sums) if s <= ROW_SUM_TOLERANCE]
-            candidates = fits if len(fits) == 1 else candidates
-        if len(candidates) != 1:
-            raise CalibrationInputError(
-                f"{display} is a plain (N, {n_cols}) array; cannot tell which column holds the "
-                "labels. Pass `label_column=0` or `label_column=-1`, or save an NPZ with "
-                "probs= and labels=."
-            )
-        label_index = candidates[0]
-        notes.append(f"{display} has no column names; took column {label_index} as the labels.")
-    keep = [j for j in range(n_cols) if j != label_index]
-    scores = np.ascontiguousarray(array[:, keep], dtype=np.float64)
-    return _Parts(scores=scores, raw_labels=array[:, label_index],
-                  score_names=[f"column {j}" for j in keep], class_names=None,
-                  label_name=f"column {label_index}", logit_reason=None, split=None,
-                  row_label=_plain_row_label, notes=notes)
-
-
-def _pick_key(arrays: dict[str, Any], override: str | None, candidates: Sequence[str],
-              what: str, display: str) -> str | None:
-    lower = {k.lower(): k for k in arrays}
-    if override is not None:
-        if override in arrays:
-            return override
-        if override.lower() in lower:
-            return lower[override.lower()]
-        raise CalibrationInputError(
-            f"{what} array {override!r} not found in {display}; it holds: {', '.join(arrays)}."
-        )
-    for candidate in candidates:
-        if candidate in lower:
-            return lower[candidate]
-    return None
+    attributes = _attribute_columns(table, columns, set(chosen) | {label, split_name} | set(choice.identifiers))
+    return Parts(scores=scores, raw_labels=frame[label].to_numpy(), score_names=chosen,
+                 class_names=class_names, label_name=label, logit_reason=logit_reason, split=split,
+                 row_label=row_label, notes=notes, raw_label_text=raw_text, groups=groups,
+                 group_name=group_name, attributes=attributes)
 
 
 def split_mask(values: Any, split: str) -> NDArray[np.bool_]:

@@ -1,9 +1,9 @@
 """Interpretation: labels to class indices, scores to probabilities (or logits).
 
-:func:`_labels_to_indices` maps labels to classes by name whenever the
+:func:`labels_to_indices` maps labels to classes by name whenever the
 class columns carry names, else reads integer labels as class indices;
 text labels that match no class name stop the load with a proposed mapping.
-:func:`_interpret_scores` decides the input kind: values are read as logits
+:func:`interpret_scores` decides the input kind: values are read as logits
 when asked, when the class columns are named ``logit_*``, or when they
 cannot be probabilities by a wide margin (:data:`AUTO_LOGIT_MIN_SHARE`);
 logits become probabilities with the stable softmax
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calib_core.io.columns import _Parts, _short, _shown
+from calib_core.io.columns import Parts, _short, _shown
 from calib_core.io.formats import _label_text
 from calib_core.validation import (
     ROW_SUM_TOLERANCE,
@@ -31,7 +31,8 @@ from calib_core.validation import (
     softmax,
 )
 
-__all__ = ["LoadFix", "PredictionsFileError", "AUTO_LOGIT_MIN_SHARE", "SILENT_ROW_SUM_DEVIATION"]
+__all__ = ["LoadFix", "PredictionsFileError", "AUTO_LOGIT_MIN_SHARE", "SILENT_ROW_SUM_DEVIATION", "binary_class_names",
+           "interpret_scores", "labels_to_indices"]
 
 _INPUT_KINDS = ("auto", "probabilities", "logits")
 
@@ -204,7 +205,7 @@ def _generic(names: Sequence[str] | None) -> bool:
     return names is None or all(re.fullmatch(r"-?\d+", n.strip()) for n in names)
 
 
-def _propose_mapping(parts: _Parts, texts: Sequence[str], n_classes: int,
+def _propose_mapping(parts: Parts, texts: Sequence[str], n_classes: int,
                      class_names: Sequence[str] | None) -> CalibrationInputError:
     """Text labels that match no class column: refuse, showing the mapping a fix would apply."""
     columns = parts.score_names
@@ -231,8 +232,8 @@ def _propose_mapping(parts: _Parts, texts: Sequence[str], n_classes: int,
               "or name each class column p_<label> and load the file again.")
 
 
-def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | None,
-                       notes: list[str]) -> tuple[NDArray[np.intp], list[str]]:
+def labels_to_indices(parts: Parts, n_classes: int, class_names: list[str] | None,
+                      notes: list[str]) -> tuple[NDArray[np.intp], list[str]]:
     """Integer labels and the final class names.
 
     Labels are mapped by *name* whenever the class columns carry names: a
@@ -241,80 +242,120 @@ def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | N
     ``p_c10``). Integer labels ``0..K-1`` that do not all name a column are
     class indices. Text labels that match no column name stop the load with
     a proposed mapping (:class:`PredictionsFileError`), never a guess.
+
+    One step per kind of label, in this order: cells pandas read as missing
+    that are class names (:func:`_written_labels`), true/false
+    (:func:`_bool_labels`), whole floats (:func:`_whole_float_labels`),
+    integers (:func:`_integer_labels`), text (:func:`_text_labels`).
     """
-    raw, row_label, column = parts.raw_labels, parts.row_label, parts.label_name
     names = [str(c) for c in class_names] if class_names is not None else None
-    name_set = set(names or ())
-    if parts.raw_label_text is not None and names is not None:
-        missing = pd.isna(pd.Series(raw)).to_numpy()
-        if missing.any():
-            # pandas reads "NA", "null", "None" as missing; they may be class names here.
-            written = parts.raw_label_text()
-            if written.shape == raw.shape and all(
-                    str(t).strip() in name_set for t in pd.unique(written[missing])):
-                raw = written
-    if raw.dtype == bool:
-        if names is not None and {"True", "False"} & name_set and {
-                _label_text(v) for v in np.unique(raw)} <= name_set:
-            raw = raw.astype(object)  # mapped by name below
-        else:
-            raw = raw.astype(np.intp)
-            if names is None and n_classes == 2:
-                names = ["False", "True"]
+    raw = _written_labels(parts, names)
+    raw, names = _bool_labels(raw, names, n_classes)
     if raw.dtype.kind == "f":
-        finite = np.isfinite(raw)
-        if not finite.all():
-            row = int(np.flatnonzero(~finite)[0])
-            what = "missing (NaN)" if np.isnan(raw[row]) else "infinite"
-            raise CalibrationInputError(
-                f"the label in column {column!r} is {what} in {row_label(row)}; every row needs "
-                "a true class. Fill in or remove that row."
-            )
-        whole = raw == np.round(raw)
-        if not whole.all():
-            row = int(np.flatnonzero(~whole)[0])
-            raise CalibrationInputError(
-                f"label {float(raw[row]):g} in {row_label(row)} (column {column!r}) is not a class index; "
-                "labels must be whole numbers 0..K-1 or class names."
-            )
-        if np.abs(raw).max() > 2.0 ** 62:
-            row = int(np.argmax(np.abs(raw)))
-            raise CalibrationInputError(
-                f"label {float(raw[row]):g} in {row_label(row)} (column {column!r}) is not a class index; "
-                "labels must be whole numbers 0..K-1 or class names."
-            )
-        raw = raw.astype(np.intp)
+        raw = _whole_float_labels(raw, parts.label_name, parts.row_label)
     if raw.dtype.kind in "iu":
-        if raw.dtype.kind == "u" and raw.size and int(raw.max()) > np.iinfo(np.intp).max:
-            raise CalibrationInputError(
-                f"label {int(raw.max())} (column {column!r}) is outside the classes 0..{n_classes - 1}."
-            )
-        values = raw.astype(np.intp, copy=False)
-        low, high = int(values.min()), int(values.max())
-        if names is not None and names != [str(k) for k in range(n_classes)]:
-            present = np.unique(values)
-            by_name = {n: k for k, n in enumerate(names)}
-            if all(str(int(v)) in by_name for v in present):
-                # Columns named after the label values (p_1, p_2, p_3 with labels 1..3; p_2 among p_cat).
-                lookup = np.array([by_name[str(int(v))] for v in present], dtype=np.intp)
-                notes.append(f"labels were matched to the class columns by name "
-                             f"({_shown(parts.score_names, 4, quote=False)}).")
-                return lookup[np.searchsorted(present, values)], names
-        names = names or [str(k) for k in range(n_classes)]
-        if low < 0 or high >= n_classes:
-            bad = (values < 0) | (values >= n_classes)
-            row = int(np.flatnonzero(bad)[0])
-            raise CalibrationInputError(
-                f"label {int(values[row])} in {row_label(row)} is outside the classes: with "
-                f"{n_classes} class columns ({_shown(parts.score_names, 6, quote=False)}) labels must be "
-                f"0..{n_classes - 1}. Check that every class has a column and that labels count from 0."
-            )
-        return values, names
+        return _integer_labels(raw, parts, n_classes, names, notes)
+    return _text_labels(raw, parts, n_classes, names)
+
+
+def _written_labels(parts: Parts, names: list[str] | None) -> NDArray[Any]:
+    """The labels as read, or as written when every cell pandas read as missing ("NA", "null", "None")
+    is a class name."""
+    raw = parts.raw_labels
+    if parts.raw_label_text is None or names is None:
+        return raw
+    missing = pd.isna(pd.Series(raw)).to_numpy()
+    if missing.any():
+        name_set = set(names)
+        written = parts.raw_label_text()
+        if written.shape == raw.shape and all(str(t).strip() in name_set for t in pd.unique(written[missing])):
+            return written
+    return raw
+
+
+def _bool_labels(raw: NDArray[Any], names: list[str] | None,
+                 n_classes: int) -> tuple[NDArray[Any], list[str] | None]:
+    """True/false labels: by name when the classes are named ``True``/``False``, else class indices 0/1
+    (named ``False``, ``True`` for two unnamed classes). Other labels pass through."""
+    if raw.dtype != bool:
+        return raw, names
+    name_set = set(names or ())
+    if names is not None and {"True", "False"} & name_set and {_label_text(v) for v in np.unique(raw)} <= name_set:
+        return raw.astype(object), names  # mapped by name, as text
+    if names is None and n_classes == 2:
+        names = ["False", "True"]
+    return raw.astype(np.intp), names
+
+
+def _whole_float_labels(raw: NDArray[np.float64], column: str, row_label: Callable[[int], str]) -> NDArray[np.intp]:
+    """Float labels as integers, refused (by row) when missing, infinite, fractional or too large."""
+    finite = np.isfinite(raw)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        what = "missing (NaN)" if np.isnan(raw[row]) else "infinite"
+        raise CalibrationInputError(
+            f"the label in column {column!r} is {what} in {row_label(row)}; every row needs "
+            "a true class. Fill in or remove that row."
+        )
+    whole = raw == np.round(raw)
+    if not whole.all():
+        row = int(np.flatnonzero(~whole)[0])
+        raise CalibrationInputError(
+            f"label {float(raw[row]):g} in {row_label(row)} (column {column!r}) is not a class index; "
+            "labels must be whole numbers 0..K-1 or class names."
+        )
+    if np.abs(raw).max() > 2.0 ** 62:
+        row = int(np.argmax(np.abs(raw)))
+        raise CalibrationInputError(
+            f"label {float(raw[row]):g} in {row_label(row)} (column {column!r}) is not a class index; "
+            "labels must be whole numbers 0..K-1 or class names."
+        )
+    return raw.astype(np.intp)
+
+
+def _integer_labels(raw: NDArray[Any], parts: Parts, n_classes: int, names: list[str] | None,
+                    notes: list[str]) -> tuple[NDArray[np.intp], list[str]]:
+    """Integer labels: by name when every value names a class column (``p_1, p_2, p_3`` with labels 1..3),
+    else class indices, refused (by row) outside ``0..n_classes - 1``."""
+    column, row_label = parts.label_name, parts.row_label
+    if raw.dtype.kind == "u" and raw.size and int(raw.max()) > np.iinfo(np.intp).max:
+        raise CalibrationInputError(
+            f"label {int(raw.max())} (column {column!r}) is outside the classes 0..{n_classes - 1}."
+        )
+    values = raw.astype(np.intp, copy=False)
+    low, high = int(values.min()), int(values.max())
+    if names is not None and names != [str(k) for k in range(n_classes)]:
+        present = np.unique(values)
+        by_name = {n: k for k, n in enumerate(names)}
+        if all(str(int(v)) in by_name for v in present):
+            # Columns named after the label values (p_1, p_2, p_3 with labels 1..3; p_2 among p_cat).
+            lookup = np.array([by_name[str(int(v))] for v in present], dtype=np.intp)
+            notes.append(f"labels were matched to the class columns by name "
+                         f"({_shown(parts.score_names, 4, quote=False)}).")
+            return lookup[np.searchsorted(present, values)], names
+    names = names or [str(k) for k in range(n_classes)]
+    if low < 0 or high >= n_classes:
+        bad = (values < 0) | (values >= n_classes)
+        row = int(np.flatnonzero(bad)[0])
+        raise CalibrationInputError(
+            f"label {int(values[row])} in {row_label(row)} is outside the classes: with "
+            f"{n_classes} class columns ({_shown(parts.score_names, 6, quote=False)}) labels must be "
+            f"0..{n_classes - 1}. Check that every class has a column and that labels count from 0."
+        )
+    return values, names
+
+
+def _text_labels(raw: NDArray[Any], parts: Parts, n_classes: int,
+                 names: list[str] | None) -> tuple[NDArray[np.intp], list[str]]:
+    """Text labels: by the class names, else by the class columns' names as written, else integers written
+    as text; a label that is no class stops the load, with a proposed mapping when none matches."""
+    column, row_label = parts.label_name, parts.row_label
     if raw.dtype.kind not in "OUS" and not pd.api.types.is_string_dtype(raw.dtype):
         raise CalibrationInputError(
             f"the label column {column!r} has unsupported values of type {raw.dtype}; use class "
             "indices 0..K-1 or class names."
         )
+    name_set = set(names or ())
     codes, texts = _factorize_text_labels(raw, row_label, names)
     if names is not None:
         index = {n: k for k, n in enumerate(names)}
@@ -343,7 +384,7 @@ def _labels_to_indices(parts: _Parts, n_classes: int, class_names: list[str] | N
     raise _propose_mapping(parts, texts, n_classes, names)
 
 
-def _nonfinite_error(parts: _Parts, scores: NDArray[np.float64]) -> CalibrationInputError:
+def _nonfinite_error(parts: Parts, scores: NDArray[np.float64]) -> CalibrationInputError:
     bad_rows = ~np.isfinite(scores).all(axis=1)
     row = int(np.flatnonzero(bad_rows)[0])
     col = int(np.flatnonzero(~np.isfinite(scores[row]))[0])
@@ -356,13 +397,13 @@ def _nonfinite_error(parts: _Parts, scores: NDArray[np.float64]) -> CalibrationI
     )
 
 
-def _describe_row(parts: _Parts, scores: NDArray[np.float64], row: int, limit: int = 5) -> str:
+def _describe_row(parts: Parts, scores: NDArray[np.float64], row: int, limit: int = 5) -> str:
     shown = ", ".join(f"{parts.score_names[k]}={scores[row, k]:.6g}"
                       for k in range(min(limit, scores.shape[1])))
     return shown + (", ..." if scores.shape[1] > limit else "")
 
 
-def _row_list(parts: _Parts, rows: NDArray[np.intp], limit: int = 5) -> str:
+def _row_list(parts: Parts, rows: NDArray[np.intp], limit: int = 5) -> str:
     shown = ", ".join(parts.row_label(int(r)) for r in rows[:limit])
     return shown + (f" and {rows.size - limit:,} more" if rows.size > limit else "")
 
@@ -385,7 +426,7 @@ def _score_error(core: str, python_hint: str, fixes: Sequence[LoadFix], rows: ND
                                 plain=f"{core} {app_hint}".strip())
 
 
-def _diagnose_scores(parts: _Parts, scores: NDArray[np.float64], input_kind: str,
+def _diagnose_scores(parts: Parts, scores: NDArray[np.float64], input_kind: str,
                      percentages: bool) -> PredictionsFileError:
     """Why these values are not probabilities, with the fixes that would load them."""
     binary = scores.shape[1] == 1
@@ -484,7 +525,7 @@ def round_off(values: NDArray[np.float64]) -> tuple[NDArray[np.float64], str] | 
         f"were read as {ends}: the same tolerance rows may miss a sum of 1 by.")
 
 
-def holds_class_zero(parts: _Parts) -> bool:
+def holds_class_zero(parts: Parts) -> bool:
     """Whether one score column is named for class 0 of 0/1 labels (``label,p_0``): it holds P(class 0)."""
     if parts.scores.shape[1] != 1 or not parts.class_names or str(parts.class_names[0]).strip() != "0":
         return False
@@ -497,9 +538,9 @@ def holds_class_zero(parts: _Parts) -> bool:
     return texts <= {"0", "1"}
 
 
-def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
-                      notes: list[str], *, percentages: bool = False,
-                      ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+def interpret_scores(parts: Parts, input_kind: str, renormalize: bool,
+                     notes: list[str], *, percentages: bool = False,
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """Checked probabilities (N, K) and the logits they came from (or None).
 
     Values are read as logits only when the caller says so
@@ -511,6 +552,12 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
     probability matrix raises :class:`PredictionsFileError` naming the rows,
     with the fixes that would load it. The reason for reading logits without
     being told is stored in ``parts.inferred_logit_reason``.
+
+    The steps, in order: the shape, percentages, round-off of one binary
+    column, valid probabilities (:func:`_checked_probabilities`), finiteness,
+    logits read untold (:func:`_untold_logit_reason`), then logits
+    (:func:`_from_logits`), one binary score, rows renormalised on request
+    (:func:`_renormalised`), or the diagnosis of what is wrong.
     """
     scores = parts.scores
     if scores.ndim != 2 or scores.size == 0:
@@ -534,61 +581,18 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
             scores, note = rounded
             notes.append(note)
     if not read_as_logits and not binary:
-        # Fast path: valid probabilities pass the shared validator in one blocked pass
-        # (and can never be logits under the rule above: no value lies outside [0, 1]).
-        # Round-off below 0 is looked for only when that check fails; above 1 (which that check lets
-        # through in a row summing to 1) by one more pass, the maximum.
-        try:
-            probs, row_sums = check_probs_with_row_sums(scores)
-            above = bool(probs.max() > 1.0)
-        except CalibrationInputError:
-            probs, above = None, True
-        if above:
-            rounded = round_off(scores)
-            if rounded is not None:
-                scores, note = rounded
-                notes.append(note)
-                try:
-                    probs, row_sums = check_probs_with_row_sums(scores)
-                except CalibrationInputError:
-                    pass
+        scores, probs = _checked_probabilities(scores, parts, renormalize, notes)
         if probs is not None:
-            deviation = np.abs(row_sums - 1.0)
-            worst = int(np.argmax(deviation))
-            if renormalize and deviation[worst] > 1e-12:
-                changed = int((deviation > 1e-12).sum())
-                notes.append(f"renormalised {changed} row(s) to sum to 1 (on request); the largest "
-                             f"deviation was {deviation[worst]:.3g} ({parts.row_label(worst)}).")
-                return check_probs(probs / row_sums[:, None]), None
-            if deviation[worst] > SILENT_ROW_SUM_DEVIATION:
-                notes.append(f"rows sum to 1 only within {deviation[worst]:.3g} "
-                             f"({parts.row_label(worst)}); the values were kept as they are "
-                             "(renormalising is available on request).")
             return probs, None
     if not np.isfinite(scores).all():
         raise _nonfinite_error(parts, scores)
     if not read_as_logits and input_kind == "auto" and not percentages:
-        outside = (scores < 0.0) | (scores > 1.0)
-        share = float(outside.mean())
-        constant = None if binary else _constant_sum(scores.sum(axis=1))
-        # A constant row sum <= 0 is no probability scale (centred logits, e.g. scikit-learn's
-        # multinomial decision_function, sum to 0), so it does not stop the logit reading.
-        if share >= AUTO_LOGIT_MIN_SHARE and (
-                bool((scores < 0.0).any()) if binary else constant is None or constant <= ROW_SUM_TOLERANCE):
+        reason = _untold_logit_reason(scores, binary)
+        if reason is not None:
             read_as_logits = True
-            parts.inferred_logit_reason = (
-                f"{share:.0%} of the values lie outside [0, 1] (min {float(scores.min()):.4g}, max "
-                f"{float(scores.max()):.4g})" + ("" if binary else " and the rows do not sum to one positive "
-                                                  "constant"))
+            parts.inferred_logit_reason = reason
     if read_as_logits:
-        if parts.inferred_logit_reason is not None:
-            notes.append(f"read as logits because {parts.inferred_logit_reason}; converted to probabilities "
-                         "with " + ("a sigmoid" if binary else "a softmax") + " (the logits are kept).")
-        logits = scores
-        if binary:
-            zeros = np.zeros(scores.shape[0])
-            logits = np.column_stack([scores[:, 0], zeros] if holds_class_zero(parts) else [zeros, scores[:, 0]])
-        return softmax(logits), logits
+        return _from_logits(scores, parts, binary, notes)
     if binary:
         if bool(((scores < 0.0) | (scores > 1.0)).any()):
             raise _diagnose_scores(parts, scores, input_kind, percentages)
@@ -597,24 +601,101 @@ def _interpret_scores(parts: _Parts, input_kind: str, renormalize: bool,
     if renormalize:
         if scores.min() < 0.0:
             raise _diagnose_scores(parts, scores, input_kind, percentages)
-        row_sums = scores.sum(axis=1)
-        if row_sums.min() <= 0.0:
-            row = int(np.flatnonzero(row_sums <= 0.0)[0])
-            raise CalibrationInputError(
-                f"{parts.row_label(row)} sums to 0 ({_describe_row(parts, scores, row)}), so it "
-                "cannot be renormalised; fix or remove it."
-            )
-        deviation = np.abs(row_sums - 1.0)
-        worst = int(np.argmax(deviation))
-        changed = int((deviation > 1e-12).sum())
-        if changed:
-            notes.append(f"renormalised {changed} row(s) to sum to 1 (on request); the largest deviation was "
-                         f"{deviation[worst]:.3g} ({parts.row_label(worst)}).")
-        return check_probs(scores / row_sums[:, None]), None
+        return _renormalised(scores, parts, notes), None
     raise _diagnose_scores(parts, scores, input_kind, percentages)
 
 
-def _binary_class_names(parts: _Parts, notes: list[str]) -> list[str] | None:
+def _checked_probabilities(scores: NDArray[np.float64], parts: Parts, renormalize: bool,
+                           notes: list[str]) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+    """(scores, probabilities): the probabilities when the scores (after round-off) pass the shared
+    validator, renormalised on request or kept with a note on how far rows are from 1; else None, and the
+    scores (perhaps rounded) for the slower rules.
+
+    Fast path: valid probabilities pass the shared validator in one blocked pass (and can never be
+    logits under the untold-logit rule: no value lies outside [0, 1]). Round-off below 0 is looked for
+    only when that check fails; above 1 (which that check lets through in a row summing to 1) by one
+    more pass, the maximum.
+    """
+    try:
+        probs, row_sums = check_probs_with_row_sums(scores)
+        above = bool(probs.max() > 1.0)
+    except CalibrationInputError:
+        probs, above = None, True
+    if above:
+        rounded = round_off(scores)
+        if rounded is not None:
+            scores, note = rounded
+            notes.append(note)
+            try:
+                probs, row_sums = check_probs_with_row_sums(scores)
+            except CalibrationInputError:
+                pass
+    if probs is None:
+        return scores, None
+    deviation = np.abs(row_sums - 1.0)
+    worst = int(np.argmax(deviation))
+    if renormalize and deviation[worst] > 1e-12:
+        changed = int((deviation > 1e-12).sum())
+        notes.append(f"renormalised {changed} row(s) to sum to 1 (on request); the largest "
+                     f"deviation was {deviation[worst]:.3g} ({parts.row_label(worst)}).")
+        return scores, check_probs(probs / row_sums[:, None])
+    if deviation[worst] > SILENT_ROW_SUM_DEVIATION:
+        notes.append(f"rows sum to 1 only within {deviation[worst]:.3g} "
+                     f"({parts.row_label(worst)}); the values were kept as they are "
+                     "(renormalising is available on request).")
+    return scores, probs
+
+
+def _untold_logit_reason(scores: NDArray[np.float64], binary: bool) -> str | None:
+    """Why finite scores must be logits though nobody said so (None when they may be probabilities): at
+    least :data:`AUTO_LOGIT_MIN_SHARE` of the values lie outside [0, 1], and the rows do not sum to one
+    positive constant (one binary column: some values are negative)."""
+    outside = (scores < 0.0) | (scores > 1.0)
+    share = float(outside.mean())
+    constant = None if binary else _constant_sum(scores.sum(axis=1))
+    # A constant row sum <= 0 is no probability scale (centred logits, e.g. scikit-learn's
+    # multinomial decision_function, sum to 0), so it does not stop the logit reading.
+    if share >= AUTO_LOGIT_MIN_SHARE and (
+            bool((scores < 0.0).any()) if binary else constant is None or constant <= ROW_SUM_TOLERANCE):
+        return (f"{share:.0%} of the values lie outside [0, 1] (min {float(scores.min()):.4g}, max "
+                f"{float(scores.max()):.4g})" + ("" if binary else " and the rows do not sum to one positive "
+                                                  "constant"))
+    return None
+
+
+def _from_logits(scores: NDArray[np.float64], parts: Parts, binary: bool,
+                 notes: list[str]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(probabilities, logits): the softmax of the logits; one binary column is the logit of the class
+    :func:`holds_class_zero` says, against a zero (a sigmoid). A note says why, when nobody said so."""
+    if parts.inferred_logit_reason is not None:
+        notes.append(f"read as logits because {parts.inferred_logit_reason}; converted to probabilities "
+                     "with " + ("a sigmoid" if binary else "a softmax") + " (the logits are kept).")
+    logits = scores
+    if binary:
+        zeros = np.zeros(scores.shape[0])
+        logits = np.column_stack([scores[:, 0], zeros] if holds_class_zero(parts) else [zeros, scores[:, 0]])
+    return softmax(logits), logits
+
+
+def _renormalised(scores: NDArray[np.float64], parts: Parts, notes: list[str]) -> NDArray[np.float64]:
+    """Non-negative scores divided by their row sums (on request), refused for a row summing to 0."""
+    row_sums = scores.sum(axis=1)
+    if row_sums.min() <= 0.0:
+        row = int(np.flatnonzero(row_sums <= 0.0)[0])
+        raise CalibrationInputError(
+            f"{parts.row_label(row)} sums to 0 ({_describe_row(parts, scores, row)}), so it "
+            "cannot be renormalised; fix or remove it."
+        )
+    deviation = np.abs(row_sums - 1.0)
+    worst = int(np.argmax(deviation))
+    changed = int((deviation > 1e-12).sum())
+    if changed:
+        notes.append(f"renormalised {changed} row(s) to sum to 1 (on request); the largest deviation was "
+                     f"{deviation[worst]:.3g} ({parts.row_label(worst)}).")
+    return check_probs(scores / row_sums[:, None])
+
+
+def binary_class_names(parts: Parts, notes: list[str]) -> list[str] | None:
     """Class names for one score column (it gives P(class 1)).
 
     Text labels are matched by name: a score column named after one of the

@@ -21,7 +21,8 @@ import numpy as np
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["MAX_BYTES", "MAX_ROWS", "MAX_CELLS", "count_csv_rows", "line_breaks", "parquet_cells",
-           "first_line_width", "csv_header"]
+           "first_line_width", "csv_header", "Decoded", "check_parquet",
+           "parquet_over_limits"]
 
 #: Largest file (and unpacked gzip/NPZ data) read by default: ``load_predictions(max_bytes=...)``.
 MAX_BYTES = 500_000_000
@@ -39,7 +40,7 @@ _READ_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
-class _Decoded:
+class Decoded:
     """The limits on what a file decodes to (rows, and rows x columns); None lifts a limit."""
 
     max_rows: int | None = MAX_ROWS
@@ -82,9 +83,19 @@ def parquet_cells(metadata: Any, n_columns: int) -> tuple[int, int]:
     return int(metadata.num_rows) * max(n_columns, 1), int(values)
 
 
-def check_parquet(metadata: Any, n_columns: int, limits: _Decoded, display: str) -> None:
+def parquet_over_limits(metadata: Any, n_columns: int, limits: Decoded) -> bool:
+    """Whether a Parquet file (its footer, ``n_columns`` top-level columns) is over ``limits``: the rule
+    :func:`check_parquet` refuses by, and the one ``--engine auto`` streams by."""
+    _, values = parquet_cells(metadata, n_columns)
+    return (limits.over(int(metadata.num_rows), n_columns)
+            or (limits.max_cells is not None and values > limits.max_cells))
+
+
+def check_parquet(metadata: Any, n_columns: int, limits: Decoded, display: str) -> None:
     """Refuse a Parquet file whose rows, rows x columns or leaf values (:func:`parquet_cells`) are
-    over ``limits`` before any column is decoded."""
+    over ``limits`` (:func:`parquet_over_limits`) before any column is decoded."""
+    if not parquet_over_limits(metadata, n_columns, limits):
+        return
     limits.check(int(metadata.num_rows), n_columns, display)
     _, values = parquet_cells(metadata, n_columns)
     if limits.max_cells is not None and values > limits.max_cells:
@@ -136,7 +147,7 @@ def line_breaks(data: bytes) -> int:
     return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
-def count_csv_rows(data: bytes | None, path: Path | None, n_columns: int, limits: _Decoded, display: str) -> None:
+def count_csv_rows(data: bytes | None, path: Path | None, n_columns: int, limits: Decoded, display: str) -> None:
     """Count the lines of a CSV (bytes, or a file in 1 MiB chunks, stopping early) and refuse it over
     ``limits`` before pandas parses it.
 

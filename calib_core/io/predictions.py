@@ -32,31 +32,28 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.io.columns import MISSING_GROUP, _group_text, _npy_parts, _npz_parts, _shown, _table_parts, split_mask
+from calib_core.io.arrays import _npy_parts, _npz_parts
+from calib_core.io.columns import MISSING_GROUP, _shown, group_text, split_mask, table_parts
 from calib_core.io.formats import (
     MAX_BYTES,
     MAX_CELLS,
     MAX_ROWS,
+    Decoded,
     Source,
-    _Decoded,
     _as_text,
     _detect_format,
-    _load_numpy,
     _maybe_gunzip,
     _model_name,
-    _npz_arrays,
-    _pickle_refused,
     _Raw,
-    _read_csv,
-    _read_parquet,
     _resolve_source,
 )
+from calib_core.io.readers import _load_numpy, _npz_arrays, _pickle_refused, _read_csv, _read_parquet
 from calib_core.io.interpret import (
     _INPUT_KINDS,
-    _binary_class_names,
-    _interpret_scores,
-    _labels_to_indices,
     _map_string_labels,
+    binary_class_names,
+    interpret_scores,
+    labels_to_indices,
 )
 from calib_core.validation import (
     CalibrationInputError,
@@ -253,7 +250,7 @@ class Predictions:
                     f"`groups` must have shape ({n_rows},) to match `probs`, got {groups.shape}."
                 )
             if groups.dtype.kind != "U":
-                groups = _group_text(pd.Series(groups.astype(object)))[0]
+                groups = group_text(pd.Series(groups.astype(object)))[0]
             elif check:
                 groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
             groups = _readonly(groups)
@@ -641,8 +638,8 @@ def load_predictions(
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
                      file_format=file_format, group=group,
-                     limits=_Decoded(None if max_rows is None else int(max_rows),
-                                     None if max_cells is None else int(max_cells)))
+                     limits=Decoded(None if max_rows is None else int(max_rows),
+                                    None if max_cells is None else int(max_cells)))
     except CalibrationInputError:
         raise
     except MemoryError as exc:
@@ -663,7 +660,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
           max_bytes: int | None, file_format: str | None, group: str | None = None,
-          limits: _Decoded = _Decoded()) -> Predictions:
+          limits: Decoded = Decoded()) -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
     if raw.size() == 0:
         raise CalibrationInputError(
@@ -678,9 +675,9 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
     if fmt == "csv":
         table, read_notes = _read_csv(raw, limits)
         notes.extend(read_notes)
-        parts = _table_parts(table, **options)
+        parts = table_parts(table, **options)
     elif fmt == "parquet":
-        parts = _table_parts(_read_parquet(raw, limits), **options)
+        parts = table_parts(_read_parquet(raw, limits), **options)
     else:
         loaded = _load_numpy(raw, max_bytes, limits)
         if isinstance(loaded, np.ndarray):
@@ -691,7 +688,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
         else:
             fmt = "npz"
             parts = _npz_parts(_npz_arrays(loaded, raw.display), **options)
-    probs, logits = _interpret_scores(parts, input_kind, renormalize, notes, percentages=percentages)
+    probs, logits = interpret_scores(parts, input_kind, renormalize, notes, percentages=percentages)
     n_classes = probs.shape[1]
     names = parts.class_names
     if class_names is not None:
@@ -703,7 +700,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
         names = class_names
         notes.append(f"the classes were named on request: {_shown(class_names, 8)}.")
     elif parts.scores.shape[1] == 1:
-        names = _binary_class_names(parts, notes)
+        names = binary_class_names(parts, notes)
     elif names is not None and len(names) != n_classes:
         raise CalibrationInputError(
             f"{raw.display} gives {len(names)} class names but its scores have {n_classes} "
@@ -718,7 +715,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
             f"two class columns give the same class name {dup!r} ({_shown(parts.score_names)}); "
             "rename them so each class has one column."
         )
-    labels, names = _labels_to_indices(parts, n_classes, names, notes)
+    labels, names = labels_to_indices(parts, n_classes, names, notes)
     extra_logits = parts.extra_logits
     if extra_logits is not None and logits is None:
         if extra_logits.shape == probs.shape and np.isfinite(extra_logits).all() and np.allclose(

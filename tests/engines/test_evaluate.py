@@ -385,3 +385,22 @@ def test_group_column_errors(tmp_path):
     # A numeric group column is not taken as a class column.
     result = evaluate(tmp_path / "g.parquet", group_column="site")
     assert result.n_classes == 3 and result.groups.labels == ("0", "1", "2", "3", "4")
+
+
+def test_auto_engine_judges_a_nested_parquet_by_its_leaf_values(tmp_path, monkeypatch):
+    """Issue 30: ``--engine auto`` sizes a Parquet file as the loader does, counting every element of a
+    nested column (a ``list<double>`` embedding), not rows x top-level columns; a file the loader would
+    refuse for its decoded size streams instead of failing in memory."""
+    from calib_core.io import limits
+
+    frame, _, _ = _frame(5, 50)
+    frame["embedding"] = [np.zeros(400) for _ in range(50)]  # 20,000 values in one leaf column
+    path = tmp_path / "nested.parquet"
+    frame.to_parquet(path)
+    cap = 10_000  # rows x columns: 50 x 5 = 250; leaf values: 50 x 4 + 50 x 400 = 20,200
+    with pytest.raises(CalibrationInputError, match="leaf columns"):
+        cc.load_predictions(path, max_cells=cap)
+    monkeypatch.setattr(limits.Decoded.__init__, "__defaults__", (limits.MAX_ROWS, cap))  # Decoded(): the defaults
+    assert choose_engine(path) == "stream"
+    monkeypatch.undo()
+    assert choose_engine(path) == "memory"
