@@ -27,7 +27,7 @@ from calib_core.metrics.sensitivity import BinRanking
 
 Progress = Callable[[int, int], None] | None
 
-#: Columns of :func:`metrics_table`.
+#: Columns of :func:`estimates_table`.
 METRIC_COLUMNS = ("model", "rows", "metric", "name", "key", "estimate", "ci_low", "ci_high", "std", "interval",
                   "n_bins", "binning", "n_boot", "calibration_error", "probability_scale", "reason", "unreliable")
 
@@ -134,14 +134,21 @@ class IntervalJob:
 
 def estimates_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
                     alpha: float = 0.05) -> tuple[pd.DataFrame, list[IntervalJob]]:
-    """Every metric of every model, with its interval still to compute: the fast half of :func:`metrics_table`.
+    """Every metric of every model, with its interval still to compute (:func:`fill_interval` writes it).
 
     Returns
     -------
     table : pandas.DataFrame
-        As :func:`metrics_table`, but a row whose metric has an estimate has
-        ``ci_low``, ``ci_high`` and ``std`` NaN, ``n_boot`` 0 and ``interval``
-        :data:`PENDING` until :func:`fill_interval` writes its interval.
+        One row per (model, metric), columns :data:`METRIC_COLUMNS`: ``metric``
+        is the registry label, ``name`` the label with its settings
+        (:func:`calib_core.metric_name`), ``interval`` how the interval was
+        made, ``reason`` why a metric is not available (its estimate is then
+        NaN), ``unreliable`` why an estimate that breaks a bound of its true
+        quantity is unreliable (:func:`calib_core.check_estimate`; else empty).
+        O(N^2) metrics left out on many rows have no row. A row whose metric
+        has an estimate has ``ci_low``, ``ci_high`` and ``std`` NaN, ``n_boot``
+        0 and ``interval`` :data:`PENDING` until :func:`fill_interval` writes
+        its interval.
     jobs : list of IntervalJob
         One per pending row, in table order.
     """
@@ -181,56 +188,6 @@ def fill_interval(table: pd.DataFrame, job: IntervalJob, found: cc.MetricInterva
     table.loc[row, ["ci_low", "ci_high", "std"]] = [found.low, found.high, found.std]
     table.loc[row, "interval"] = found.note
     table.loc[row, "n_boot"] = found.n_boot
-
-
-def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
-                  alpha: float = 0.05, on_progress: Progress = None) -> pd.DataFrame:
-    """Every metric of every model, with the interval each metric declares.
-
-    :func:`estimates_table` followed by every interval (:func:`fill_interval`);
-    the Metrics page does the same in steps (:mod:`studio.metrics_page`).
-
-    Parameters
-    ----------
-    models : sequence of studio.state.ModelView
-    n_bins, binning : bin settings of the binned metrics
-    n_boot : int
-        Bootstrap resamples of the metrics whose interval is a bootstrap;
-        0 leaves those intervals out (the variance-formula intervals of
-        SKCE need no resamples and are always given).
-    seed : int
-        The same seed resamples the same rows for every metric (paired intervals).
-    alpha : float
-        The intervals cover ``1 - alpha``.
-    on_progress : callable, optional
-        ``on_progress(done, total)`` after each interval.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (model, metric), columns :data:`METRIC_COLUMNS`: ``metric``
-        is the registry label, ``name`` the label with its settings
-        (:func:`calib_core.metric_name`), ``interval`` how the interval was
-        made, ``reason`` why a metric is not available (its estimate is then
-        NaN), ``unreliable`` why an estimate that breaks a bound of its true
-        quantity is unreliable (:func:`calib_core.check_estimate`; else empty).
-        O(N^2) metrics left out on many rows have no row.
-    """
-    table, jobs = estimates_table(models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed, alpha=alpha)
-    for done, job in enumerate(jobs, start=1):
-        fill_interval(table, job, job.compute())
-        if on_progress is not None:
-            on_progress(done, len(jobs))
-    return table
-
-
-def metric_notes() -> pd.DataFrame:
-    """What each registered metric measures and how it misleads (from the registry)."""
-    return pd.DataFrame([{
-        "metric": spec.label, "key": spec.key, "what it measures": spec.summary, "pitfalls": spec.pitfalls,
-        "interval": cc.metrics.registry.INTERVAL_METHODS[spec.interval],
-        "uses the bin count": spec.uses_bins, "uses the binning": spec.uses_binning,
-    } for spec in cc.METRICS])
 
 
 # ----------------------------------------------------------------------------- reliability and classes

@@ -670,7 +670,7 @@ def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | N
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`studio.compute.metrics_table` output; only rows with
+        :func:`studio.compute.estimates_table` output (intervals filled); only rows with
         ``calibration_error`` and ``probability_scale`` true are drawn (they
         share ECE's 0..1 scale; squared errors and divergences would squash them).
     colors : mapping of model name to colour index, optional
