@@ -46,7 +46,7 @@ from calib_core.recalibration import compare
 from calib_core.recalibration.compare import Protocol
 from calib_core.recalibration.recommendation import Recommendation, compare_methods
 from calib_core.recalibration.fixable import fixable_part
-from calib_core.validation import CalibrationInputError, row_argmax
+from calib_core.validation import CalibrationInputError
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -326,7 +326,7 @@ def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
 
 def _summary(model: ReportModel) -> dict:
     p = model.predictions
-    accuracy = float(np.mean(row_argmax(p.probs) == p.labels)) if p.n_samples else float("nan")
+    accuracy = p.accuracy if p.n_samples else float("nan")
     splits = {}
     if p.split is not None:
         values, counts = np.unique(p.split.astype(str), return_counts=True)

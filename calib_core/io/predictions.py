@@ -63,9 +63,9 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_probs,
+    correct_rows,
     is_validated,
     mark_validated,
-    row_argmax,
     softmax,
 )
 
@@ -390,7 +390,7 @@ class Predictions:
     @property
     def accuracy(self) -> float:
         """Fraction of rows whose arg-max class (ties: lowest index) is the label."""
-        return float(np.mean(row_argmax(self.probs) == self.labels))
+        return float(np.mean(correct_rows(self.probs, self.labels)))
 
     @property
     def notes(self) -> tuple[str, ...]:
