@@ -200,31 +200,18 @@ def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binnin
                                 target=target, alpha=alpha)
 
 
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+def reliability_ece(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
+                    target: str | int = "top_label") -> float:
+    """``calib_core.reliability_ece``: the ECE of the bins of :func:`reliability` (the number the page shows)."""
+    return cc.reliability_ece(_predictions.probs, _predictions.labels, n_bins, binning, target)
+
+
 @st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
-    """Per-class ACE, TACE and class-wise ECE of one model.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``class_index``, ``class``, ``support`` (rows of that class),
-        ``frequency``, ``mean_probability``, ``ace``, ``tace`` (adaptive
-        ranges, Nixon et al. Figure 1 left) and ``classwise_ece`` (with
-        ``binning``).
-    """
-    probs, labels = _predictions.probs, _predictions.labels
-    n_classes = probs.shape[1]
-    support = np.bincount(labels, minlength=n_classes)
-    return pd.DataFrame({
-        "class_index": np.arange(n_classes),
-        "class": list(_predictions.class_names),
-        "support": support,
-        "frequency": support / labels.size,
-        "mean_probability": probs.mean(axis=0),
-        "ace": cc.ace(probs, labels, n_bins=n_bins, per_class=True),
-        "tace": cc.tace(probs, labels, n_bins=n_bins, per_class=True),
-        "classwise_ece": cc.classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True),
-    })
+    """``calib_core.per_class_table`` of one model (ACE, TACE and class-wise ECE per class, its class names)."""
+    return cc.per_class_table(_predictions.probs, _predictions.labels, n_bins, binning,
+                              class_names=_predictions.class_names)
 
 
 # ----------------------------------------------------------------------------- bin sensitivity
@@ -252,11 +239,6 @@ def sensitivity_tables(models: Sequence[Any], *, bin_counts: tuple[int, ...], me
 def ranking(_tables: dict[str, pd.DataFrame], key: tuple, reference_n_bins: int) -> BinRanking:
     """``calib_core.rank_by_bins``; ``key`` identifies the tables (names, fingerprints, settings)."""
     return cc.rank_by_bins(_tables, reference_n_bins=reference_n_bins)
-
-
-def table_error(table: pd.DataFrame) -> float:
-    """``sum(weight * |gap|)`` of a reliability table: the ECE (or class-wise ECE term) it shows."""
-    return float((table["weight"] * table["gap"].abs()).sum())
 
 
 def bin_marks(n_samples: int) -> dict[str, float]:

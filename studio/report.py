@@ -401,7 +401,9 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                                 x_title=f"Mean predicted probability of class {plot_text(class_name)} in the bin")))
     if "per_class" in sections:
         for group in _class_groups(models):
-            tables = {m.name: _per_class(m.predictions, settings) for m in group}
+            tables = {m.name: cc.per_class_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
+                                                 settings.binning, class_names=m.predictions.class_names)
+                      for m in group}
             out.append(("per_class", "Per-class ACE (adaptive ranges) and class-wise ECE",
                         figures.per_class_figure(tables, colors=colors)))
     if "sensitivity" in sections and settings.sensitivity_bins:
@@ -452,19 +454,6 @@ def _class_groups(models: Sequence[ReportModel]) -> list[list[ReportModel]]:
     for m in models:
         groups.setdefault(tuple(m.predictions.class_names), []).append(m)
     return list(groups.values())
-
-
-def _per_class(p: Predictions, settings: ReportSettings) -> pd.DataFrame:
-    """The per-class table of the Per-class page (ACE, TACE always adaptive; class-wise ECE with ``binning``)."""
-    support = np.bincount(p.labels, minlength=p.n_classes)
-    return pd.DataFrame({
-        "class_index": np.arange(p.n_classes), "class": list(p.class_names), "support": support,
-        "frequency": support / max(p.labels.size, 1), "mean_probability": p.probs.mean(axis=0),
-        "ace": cc.ace(p.probs, p.labels, n_bins=settings.n_bins, per_class=True),
-        "tace": cc.tace(p.probs, p.labels, n_bins=settings.n_bins, per_class=True),
-        "classwise_ece": cc.classwise_ece(p.probs, p.labels, n_bins=settings.n_bins, binning=settings.binning,
-                                          per_class=True),
-    })
 
 
 # ----------------------------------------------------------------------------- HTML
