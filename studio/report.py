@@ -565,13 +565,22 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
     if best is not None:
         diagrams[f"After: {best}"] = cc.reliability_table(found.fits[best].probs, ev.labels, settings.n_bins,
                                                           settings.binning)
-    intervals = (f"{found.n_boot:,} paired bootstrap resamples, seed {found.seed}" if found.n_boot
-                 else f"no bootstrap intervals (predicted {found.skipped_seconds:.0f} s, over the "
-                      f"{recalibration.boot_budget_seconds:.0f} s budget)" if found.skipped_seconds
-                 else "no bootstrap intervals")
-    note = " ".join([found.protocol_sentence, f"{ev.labels.size:,} evaluation rows.",
-                     f"Methods: {', '.join(found.fits)}; {intervals}.", *comparison_notes(ev, found.fits)]).strip()
+    note = comparison_note(found.protocol_sentence, ev, found.fits, n_boot=found.n_boot, seed=found.seed,
+                           skipped_seconds=found.skipped_seconds, budget_seconds=recalibration.boot_budget_seconds)
     return Recalibration(model.name, found.table, diagrams, note, found.recommendation)
+
+
+def comparison_note(sentence: str, ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit], *,
+                    n_boot: int, seed: int, skipped_seconds: float = 0.0, budget_seconds: float | None = None) -> str:
+    """The note under a comparison in the report (this module's and the Recalibration page's): the protocol
+    ``sentence``, the evaluation rows, the methods, the bootstrap (``n_boot`` 0: none; ``skipped_seconds``:
+    the predicted time that was over the budget) and :func:`comparison_notes`."""
+    intervals = (f"{n_boot:,} paired bootstrap resamples, seed {seed}" if n_boot
+                 else f"no bootstrap intervals (predicted {skipped_seconds:.0f} s, over the "
+                      f"{budget_seconds:.0f} s budget)" if skipped_seconds and budget_seconds is not None
+                 else "no bootstrap intervals")
+    return " ".join([sentence, f"{ev.labels.size:,} evaluation rows.", f"Methods: {', '.join(fits)}; {intervals}.",
+                     *comparison_notes(ev, fits)]).strip()
 
 
 def comparison_notes(ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit]) -> list[str]:
