@@ -12,7 +12,8 @@ module              what it computes
 ``kde``             CE_KL and CE_2^2 with a Dirichlet kernel (Popordanoska et al. 2024)
 ``decomposition``   proper-score decompositions, the kernel estimates' bias, the bound chain (Gruber & Buettner 2022)
 ``smooth``          smooth ECE (Blasiok & Nakkiran 2023)
-``simplex``         partitions of the probability simplex and their cell tables
+``partitions``      partitions of the probability simplex (uniform, data-dependent) and their cells
+``simplex``         2-simplex views of K-class predictions and the cell tables of a partition
 ``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
 ``cox``, ``ici``    Cox slope / intercept and the ICI (the clinical summaries)
 ``registry``        one entry per metric: defaults, name with settings, interval method; the bounds they obey
