@@ -241,12 +241,6 @@ def ranking(_tables: dict[str, pd.DataFrame], key: tuple, reference_n_bins: int)
     return cc.rank_by_bins(_tables, reference_n_bins=reference_n_bins)
 
 
-def bin_marks(n_samples: int) -> dict[str, float]:
-    """Reference bin counts for N rows: ``optimal_n_bins(N)`` (Futami & Fujisawa 2024) and N^(1/3)."""
-    return {"optimal_n_bins(N)": float(cc.optimal_n_bins(int(n_samples))),
-            "N^(1/3)": round(float(n_samples) ** (1.0 / 3.0), 2)}
-
-
 
 # ----------------------------------------------------------------------------- calibration tests
 

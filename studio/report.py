@@ -411,8 +411,7 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                                      bin_counts=settings.sensitivity_bins, metrics=SENSITIVITY_METRICS,
                                      ).assign(model=m.name) for m in models]
         n_ref = min(n_rows.values())
-        marks = {"optimal_n_bins(N)": float(cc.optimal_n_bins(int(n_ref))),
-                 "N^(1/3)": round(float(n_ref) ** (1.0 / 3.0), 2)}
+        marks = figures.bin_marks(n_ref)
         out.append(("sensitivity", f"ECE, ACE, SCE, TACE against the number of bins (N = {n_ref:,} for the marks)",
                     figures.sensitivity_figure(pd.concat(frames, ignore_index=True), marks=marks, colors=colors)))
     if "simplex" in sections:
