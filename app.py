@@ -235,7 +235,7 @@ def _reload_feedback(name: str) -> None:
 def _headline_interval(entry: state.LoadedModel, key: str) -> tuple[str, str]:
     """A metric of the headline as (value, interval sentence): the Metrics page's number at its defaults.
 
-    The same cached call with the same arguments as :func:`studio.compute.metrics_table` at the
+    The same cached call with the same arguments as :func:`studio.compute.IntervalJob` at the
     Metrics page's default settings, so both pages show one number (and share the cache entry).
     """
     spec = cc.metrics.registry.get_metric(key)

@@ -227,6 +227,21 @@ def row_argmax(matrix: NDArray[np.float64]) -> NDArray[np.intp]:
     return predicted
 
 
+def correct_rows(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64]:
+    """1.0 where a row's arg-max class (ties: the lowest index) is its label, else 0.0: the accuracy per row.
+
+    The one definition of "correct" behind the accuracy of every surface
+    (:func:`calib_core.accuracy`, ``Predictions.accuracy``, the bootstrap of
+    the accuracy, the report). ``probs`` and ``labels`` are checked arrays.
+
+    Examples
+    --------
+    >>> correct_rows(np.array([[0.2, 0.8], [0.5, 0.5]]), np.array([1, 1])).tolist()
+    [1.0, 0.0]
+    """
+    return (row_argmax(probs) == labels).astype(np.float64)
+
+
 #: Rows per block of :func:`transposed` (a block's columns stay in cache while they are written).
 _TRANSPOSE_ROWS = 256
 

@@ -91,10 +91,10 @@ if show_bands:
                "model see the lens estimates below or the Simplex page.")
 
 summary = st.columns(min(len(tables), 4) or 1)
-for i, (name, table) in enumerate(tables.items()):
+for i, m in enumerate(usable):
     label = "ECE" if target == "top_label" else f"Class-{md(class_names[target])} ECE"
-    summary[i % len(summary)].metric(f"{md(name)}: {label} ({n_bins} {binning} bins)",
-                                     f"{compute.table_error(table):.4f}",
+    error = compute.reliability_ece(m.predictions, m.fingerprint, n_bins, binning, target)
+    summary[i % len(summary)].metric(f"{md(m.name)}: {label} ({n_bins} {binning} bins)", f"{error:.4f}",
                                      help="Sum over bins of (share of rows) × |confidence − frequency|.")
 
 with st.expander("Per-bin table"):

@@ -46,7 +46,7 @@ tables = layout.run_with_progress(
 )
 sizes = {m.name: m.predictions.n_samples for m in models}
 n_ref = min(sizes.values())
-marks = compute.bin_marks(n_ref)
+marks = figures.bin_marks(n_ref)
 if len(set(sizes.values())) > 1:
     st.caption(f"The models have different numbers of rows; the marks use the smallest, N = {n_ref:,}.")
 

@@ -27,7 +27,7 @@ from calib_core.metrics.sensitivity import BinRanking
 
 Progress = Callable[[int, int], None] | None
 
-#: Columns of :func:`metrics_table`.
+#: Columns of :func:`estimates_table`.
 METRIC_COLUMNS = ("model", "rows", "metric", "name", "key", "estimate", "ci_low", "ci_high", "std", "interval",
                   "n_bins", "binning", "n_boot", "calibration_error", "probability_scale", "reason", "unreliable")
 
@@ -134,14 +134,21 @@ class IntervalJob:
 
 def estimates_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
                     alpha: float = 0.05) -> tuple[pd.DataFrame, list[IntervalJob]]:
-    """Every metric of every model, with its interval still to compute: the fast half of :func:`metrics_table`.
+    """Every metric of every model, with its interval still to compute (:func:`fill_interval` writes it).
 
     Returns
     -------
     table : pandas.DataFrame
-        As :func:`metrics_table`, but a row whose metric has an estimate has
-        ``ci_low``, ``ci_high`` and ``std`` NaN, ``n_boot`` 0 and ``interval``
-        :data:`PENDING` until :func:`fill_interval` writes its interval.
+        One row per (model, metric), columns :data:`METRIC_COLUMNS`: ``metric``
+        is the registry label, ``name`` the label with its settings
+        (:func:`calib_core.metric_name`), ``interval`` how the interval was
+        made, ``reason`` why a metric is not available (its estimate is then
+        NaN), ``unreliable`` why an estimate that breaks a bound of its true
+        quantity is unreliable (:func:`calib_core.check_estimate`; else empty).
+        O(N^2) metrics left out on many rows have no row. A row whose metric
+        has an estimate has ``ci_low``, ``ci_high`` and ``std`` NaN, ``n_boot``
+        0 and ``interval`` :data:`PENDING` until :func:`fill_interval` writes
+        its interval.
     jobs : list of IntervalJob
         One per pending row, in table order.
     """
@@ -183,56 +190,6 @@ def fill_interval(table: pd.DataFrame, job: IntervalJob, found: cc.MetricInterva
     table.loc[row, "n_boot"] = found.n_boot
 
 
-def metrics_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
-                  alpha: float = 0.05, on_progress: Progress = None) -> pd.DataFrame:
-    """Every metric of every model, with the interval each metric declares.
-
-    :func:`estimates_table` followed by every interval (:func:`fill_interval`);
-    the Metrics page does the same in steps (:mod:`studio.metrics_page`).
-
-    Parameters
-    ----------
-    models : sequence of studio.state.ModelView
-    n_bins, binning : bin settings of the binned metrics
-    n_boot : int
-        Bootstrap resamples of the metrics whose interval is a bootstrap;
-        0 leaves those intervals out (the variance-formula intervals of
-        SKCE need no resamples and are always given).
-    seed : int
-        The same seed resamples the same rows for every metric (paired intervals).
-    alpha : float
-        The intervals cover ``1 - alpha``.
-    on_progress : callable, optional
-        ``on_progress(done, total)`` after each interval.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (model, metric), columns :data:`METRIC_COLUMNS`: ``metric``
-        is the registry label, ``name`` the label with its settings
-        (:func:`calib_core.metric_name`), ``interval`` how the interval was
-        made, ``reason`` why a metric is not available (its estimate is then
-        NaN), ``unreliable`` why an estimate that breaks a bound of its true
-        quantity is unreliable (:func:`calib_core.check_estimate`; else empty).
-        O(N^2) metrics left out on many rows have no row.
-    """
-    table, jobs = estimates_table(models, n_bins=n_bins, binning=binning, n_boot=n_boot, seed=seed, alpha=alpha)
-    for done, job in enumerate(jobs, start=1):
-        fill_interval(table, job, job.compute())
-        if on_progress is not None:
-            on_progress(done, len(jobs))
-    return table
-
-
-def metric_notes() -> pd.DataFrame:
-    """What each registered metric measures and how it misleads (from the registry)."""
-    return pd.DataFrame([{
-        "metric": spec.label, "key": spec.key, "what it measures": spec.summary, "pitfalls": spec.pitfalls,
-        "interval": cc.metrics.registry.INTERVAL_METHODS[spec.interval],
-        "uses the bin count": spec.uses_bins, "uses the binning": spec.uses_binning,
-    } for spec in cc.METRICS])
-
-
 # ----------------------------------------------------------------------------- reliability and classes
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
@@ -243,31 +200,18 @@ def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binnin
                                 target=target, alpha=alpha)
 
 
+@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+def reliability_ece(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
+                    target: str | int = "top_label") -> float:
+    """``calib_core.reliability_ece``: the ECE of the bins of :func:`reliability` (the number the page shows)."""
+    return cc.reliability_ece(_predictions.probs, _predictions.labels, n_bins, binning, target)
+
+
 @st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
 def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
-    """Per-class ACE, TACE and class-wise ECE of one model.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``class_index``, ``class``, ``support`` (rows of that class),
-        ``frequency``, ``mean_probability``, ``ace``, ``tace`` (adaptive
-        ranges, Nixon et al. Figure 1 left) and ``classwise_ece`` (with
-        ``binning``).
-    """
-    probs, labels = _predictions.probs, _predictions.labels
-    n_classes = probs.shape[1]
-    support = np.bincount(labels, minlength=n_classes)
-    return pd.DataFrame({
-        "class_index": np.arange(n_classes),
-        "class": list(_predictions.class_names),
-        "support": support,
-        "frequency": support / labels.size,
-        "mean_probability": probs.mean(axis=0),
-        "ace": cc.ace(probs, labels, n_bins=n_bins, per_class=True),
-        "tace": cc.tace(probs, labels, n_bins=n_bins, per_class=True),
-        "classwise_ece": cc.classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True),
-    })
+    """``calib_core.per_class_table`` of one model (ACE, TACE and class-wise ECE per class, its class names)."""
+    return cc.per_class_table(_predictions.probs, _predictions.labels, n_bins, binning,
+                              class_names=_predictions.class_names)
 
 
 # ----------------------------------------------------------------------------- bin sensitivity
@@ -295,17 +239,6 @@ def sensitivity_tables(models: Sequence[Any], *, bin_counts: tuple[int, ...], me
 def ranking(_tables: dict[str, pd.DataFrame], key: tuple, reference_n_bins: int) -> BinRanking:
     """``calib_core.rank_by_bins``; ``key`` identifies the tables (names, fingerprints, settings)."""
     return cc.rank_by_bins(_tables, reference_n_bins=reference_n_bins)
-
-
-def table_error(table: pd.DataFrame) -> float:
-    """``sum(weight * |gap|)`` of a reliability table: the ECE (or class-wise ECE term) it shows."""
-    return float((table["weight"] * table["gap"].abs()).sum())
-
-
-def bin_marks(n_samples: int) -> dict[str, float]:
-    """Reference bin counts for N rows: ``optimal_n_bins(N)`` (Futami & Fujisawa 2024) and N^(1/3)."""
-    return {"optimal_n_bins(N)": float(cc.optimal_n_bins(int(n_samples))),
-            "N^(1/3)": round(float(n_samples) ** (1.0 / 3.0), 2)}
 
 
 

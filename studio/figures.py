@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from calib_core.binning import optimal_n_bins
 from plotly.subplots import make_subplots
 
 from studio.text import plot_text
@@ -552,6 +554,13 @@ def per_class_distribution_figure(tables: Mapping[str, pd.DataFrame], *, sort_by
 
 # ----------------------------------------------------------------------------- bin sensitivity
 
+def bin_marks(n_samples: int) -> dict[str, float]:
+    """The reference lines of :func:`sensitivity_figure` for N rows: ``optimal_n_bins(N)`` (Futami &
+    Fujisawa 2024) and N^(1/3) (the Bin sensitivity page and the report)."""
+    return {"optimal_n_bins(N)": float(optimal_n_bins(int(n_samples))),
+            "N^(1/3)": round(float(n_samples) ** (1.0 / 3.0), 2)}
+
+
 def sensitivity_figure(table: pd.DataFrame, *, marks: Mapping[str, float] | None = None,
                        colors: Mapping[str, int] | None = None, title: str | None = None) -> go.Figure:
     """Binned errors against the number of bins, one panel per metric.
@@ -670,7 +679,7 @@ def metric_interval_figure(table: pd.DataFrame, *, colors: Mapping[str, int] | N
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`studio.compute.metrics_table` output; only rows with
+        :func:`studio.compute.estimates_table` output (intervals filled); only rows with
         ``calibration_error`` and ``probability_scale`` true are drawn (they
         share ECE's 0..1 scale; squared errors and divergences would squash them).
     colors : mapping of model name to colour index, optional

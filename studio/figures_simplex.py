@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative, sample_colorscale
+from plotly.colors import sample_colorscale
 
-from calib_core.metrics.simplex import CellTable, SimplexReliability, triangle_keys, triangle_vertices
+from calib_core.metrics.simplex import CellTable, SimplexReliability, cell_polygons, triangle_keys, triangle_vertices
 from calib_core.validation import CalibrationInputError
 from studio.text import plot_text
 
@@ -102,6 +102,8 @@ def _polygon_coordinates(polygons: Sequence[np.ndarray]) -> tuple[list, list, li
     """a, b, c lists of closed polygons (each (M, 3) barycentric corners) separated by None."""
     a, b, c = [], [], []
     for polygon in polygons:
+        if len(polygon) == 0:  # a region cut to nothing by round-off: nothing to draw
+            continue
         for vertex in [*range(len(polygon)), 0]:
             a.append(float(polygon[vertex, 0]))
             b.append(float(polygon[vertex, 1]))
@@ -110,65 +112,6 @@ def _polygon_coordinates(polygons: Sequence[np.ndarray]) -> tuple[list, list, li
         b.append(None)
         c.append(None)
     return a, b, c
-
-
-_TRIANGLE = np.eye(3)
-
-
-def _clip(polygon: np.ndarray, coordinate: int, threshold: float, keep_lower: bool) -> np.ndarray:
-    """The part of a convex polygon (barycentric corners) with ``p[coordinate] <= threshold`` (or ``>``)."""
-    sign = 1.0 if keep_lower else -1.0
-    value = sign * (polygon[:, coordinate] - threshold)
-    out = []
-    for i in range(len(polygon)):
-        j = (i + 1) % len(polygon)
-        if value[i] <= 0:
-            out.append(polygon[i])
-        if (value[i] <= 0) != (value[j] <= 0):
-            t = value[i] / (value[i] - value[j])
-            out.append(polygon[i] + t * (polygon[j] - polygon[i]))
-    return np.array(out) if out else np.empty((0, 3))
-
-
-def _data_dependent_regions(points: np.ndarray, cell_index: np.ndarray, n_cells: int,
-                            min_bin_size: int) -> list[np.ndarray] | None:
-    """The region of the 2-simplex of each data-dependent cell, in cell order; None if they cannot be matched.
-
-    Replays the recursive split of :func:`calib_core.data_dependent_partition`
-    (split at the cell mean of its highest-variance coordinate while it holds
-    more than ``min_bin_size`` rows; means and variances summed in row order as
-    there) and clips the triangle with each split's half-plane. Each region
-    must hold exactly the rows of one cell of ``cell_index``; if not, None.
-    """
-    regions: list[np.ndarray | None] = [None] * n_cells
-    stack = [(np.arange(points.shape[0]), _TRIANGLE)]
-    while stack:
-        rows, polygon = stack.pop()
-        x = points[rows]
-        count = float(rows.size)
-        split = None
-        if rows.size > min_bin_size:
-            group = np.zeros(rows.size, dtype=np.intp)
-            mean = np.array([np.bincount(group, weights=x[:, k], minlength=1)[0] for k in range(3)]) / count
-            centred = x - mean
-            variance = np.array([np.bincount(group, weights=centred[:, k] ** 2, minlength=1)[0]
-                                 for k in range(3)]) / count
-            widest = int(variance.argmax())
-            lower = centred[:, widest] <= 0.0
-            if variance[widest] > 0 and 0 < lower.sum() < rows.size:
-                split = (widest, float(mean[widest]), lower)
-        if split is None:
-            cells = np.unique(cell_index[rows])
-            if cells.size != 1 or regions[cells[0]] is not None or np.count_nonzero(cell_index == cells[0]) != rows.size:
-                return None
-            regions[cells[0]] = polygon
-            continue
-        widest, threshold, lower = split
-        stack.append((rows[~lower], _clip(polygon, widest, threshold, keep_lower=False)))
-        stack.append((rows[lower], _clip(polygon, widest, threshold, keep_lower=True)))
-    if any(region is None or len(region) < 3 for region in regions):
-        return None
-    return regions  # type: ignore[return-value]
 
 
 def _cell_traces(table: CellTable, polygons: Sequence[np.ndarray], colorscale: str, count_scale: str,
@@ -217,28 +160,6 @@ def _prediction_dots(result: SimplexReliability, max_points: int, seed: int) -> 
                              marker={"color": "rgba(255,255,255,0.85)", "size": 4,
                                      "line": {"width": 0.6, "color": "rgba(40,40,40,0.8)"}}, hoverinfo="skip",
                              showlegend=False)
-
-
-def _point_traces(result: SimplexReliability | CellTable, max_points: int, seed: int) -> list[go.Scatterternary]:
-    table = result.table if isinstance(result, SimplexReliability) else result
-    palette = qualitative.Plotly + qualitative.D3
-    if isinstance(result, SimplexReliability):
-        points = result.projection.points
-        cells = table.partition.cell_index
-        if points.shape[0] > max_points:
-            keep = np.sort(np.random.default_rng(seed).choice(points.shape[0], max_points, replace=False))
-            points, cells = points[keep], cells[keep]
-        colours = [palette[c % len(palette)] for c in cells.tolist()]
-        return [go.Scatterternary(a=points[:, 0], b=points[:, 1], c=points[:, 2], mode="markers",
-                                  name="predictions", marker={"color": colours, "size": 4, "opacity": 0.6},
-                                  hoverinfo="skip", showlegend=False)]
-    # Only the table is known: mark each cell at its mean prediction, sized by count.
-    mean = table.mean_prediction
-    size = 6 + 14 * np.sqrt(table.count / max(table.count.max(), 1.0))
-    colours = [palette[c % len(palette)] for c in range(table.n_cells)]
-    return [go.Scatterternary(a=mean[:, 0], b=mean[:, 1], c=mean[:, 2], mode="markers", name="cells",
-                              marker={"color": colours, "size": size, "opacity": 0.5},
-                              hoverinfo="skip", showlegend=False)]
 
 
 def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, str]) -> go.Scatterternary:
@@ -302,8 +223,8 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     colorscale : str, default "Blues"
         Plotly colour scale of the counts.
     max_points : int, default 5000
-        For the data-dependent partition, at most this many predictions
-        (a seeded random subset) are drawn as dots.
+        For the data-dependent partition of a :class:`SimplexReliability`, at
+        most this many predictions (a seeded random subset) are drawn as dots.
     seed : int, default 0
         Seed of that subset.
 
@@ -313,19 +234,19 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
         Traces: for the uniform partition the triangle grid, the filled
         non-empty cells (one trace per colour level) and an invisible marker
         trace carrying the count colour bar; for the data-dependent partition
-        of a :class:`SimplexReliability` the same filled cells (each the
-        region its recursive splits cut out of the triangle, outlined), the
-        colour bar and the predictions as white dots (a bare :class:`CellTable`
-        has no points: its cells are marked at their mean prediction); then
-        one trace named ``"arrows"``
-        holding every arrow as ``tail, head, None`` with an ``"arrow"``
-        marker (``angleref="previous"``) on each head.
+        the same filled cells (each the region calib_core's recorded splits
+        cut out of the triangle, :func:`calib_core.metrics.simplex.cell_polygons`,
+        outlined), the colour bar and, for a :class:`SimplexReliability`, the
+        predictions as white dots; then one trace named ``"arrows"`` holding
+        every arrow as ``tail, head, None`` with an ``"arrow"`` marker
+        (``angleref="previous"``) on each head.
 
     Raises
     ------
     CalibrationInputError
-        Wrong input type, a table that is not on the 2-simplex, a
-        non-positive ``arrow_scale``, bad ``class_names`` or options.
+        Wrong input type, a table that is not on the 2-simplex, a partition
+        whose cells calib_core cannot give (:func:`~calib_core.metrics.simplex.cell_polygons`),
+        a non-positive ``arrow_scale``, bad ``class_names`` or options.
 
     Examples
     --------
@@ -361,32 +282,24 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     names = tuple(plot_text(name) for name in raw_names)
     (a_title, _), (b_title, b_half), (c_title, c_half) = (_vertex_title(name) for name in raw_names)
 
+    # The cells' regions as calib_core cut them (the triangles of a uniform partition, the regions of the
+    # recorded splits of a data-dependent one); a partition it cannot draw raises, never a silent substitute.
     partition = table.partition
-    regions = None
-    if (partition.kind == "data_dependent" and isinstance(table_or_result, SimplexReliability)
-            and partition.min_bin_size is not None):
-        regions = _data_dependent_regions(table_or_result.projection.points, partition.cell_index,
-                                          partition.n_cells, partition.min_bin_size)
-    colour_bar = partition.kind == "uniform" and partition.keys is not None and partition.n_bins is not None
-    if colour_bar:
-        grid = triangle_vertices(triangle_keys(partition.n_bins), partition.n_bins)
-        corners = triangle_vertices(partition.keys, partition.n_bins)
-        traces = _cell_traces(table, list(corners), colorscale, count_scale, grid=list(grid))
-    elif regions is not None:
-        # Data-dependent cells drawn as the regions the recursive splits cut out, coloured by count.
-        colour_bar = True
-        traces = _cell_traces(table, regions, colorscale, count_scale, grid=None)
-        traces.append(_prediction_dots(table_or_result, int(max_points), seed))
+    polygons = cell_polygons(partition)
+    if partition.kind == "uniform":
+        grid = list(triangle_vertices(triangle_keys(partition.n_bins), partition.n_bins))
+        traces = _cell_traces(table, polygons, colorscale, count_scale, grid=grid)
     else:
-        traces = _point_traces(table_or_result, int(max_points), seed)
+        traces = _cell_traces(table, polygons, colorscale, count_scale, grid=None)
+        if isinstance(table_or_result, SimplexReliability):
+            traces.append(_prediction_dots(table_or_result, int(max_points), seed))
     traces.append(_arrow_trace(table, float(arrow_scale), names))
 
     fig = go.Figure(traces)
-    right = max(40, math.ceil(c_half) + _TITLE_SHIFT_PX + 4)
-    if colour_bar:
-        bar_pad = right
-        right = bar_pad + _COLOUR_BAR_THICKNESS + _COLOUR_BAR_LABELS_PX
-        fig.update_traces(selector={"name": "count"}, marker_colorbar_xpad=bar_pad)
+    # Every partition is drawn as coloured cells: the colour bar takes the right margin after the third title.
+    bar_pad = max(40, math.ceil(c_half) + _TITLE_SHIFT_PX + 4)
+    right = bar_pad + _COLOUR_BAR_THICKNESS + _COLOUR_BAR_LABELS_PX
+    fig.update_traces(selector={"name": "count"}, marker_colorbar_xpad=bar_pad)
     # No tick labels at 0 and 1: those sit on the vertices, under the vertex titles.
     axis = {"min": 0.0, "linewidth": 1.5, "ticks": "outside", "tickvals": [0.2, 0.4, 0.6, 0.8],
             "tickformat": ".1f", "layer": "below traces"}  # arrows along an edge (binary views) stay visible

@@ -46,7 +46,7 @@ from calib_core.recalibration import compare
 from calib_core.recalibration.compare import Protocol
 from calib_core.recalibration.recommendation import Recommendation, compare_methods
 from calib_core.recalibration.fixable import fixable_part
-from calib_core.validation import CalibrationInputError, row_argmax
+from calib_core.validation import CalibrationInputError
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -326,7 +326,7 @@ def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
 
 def _summary(model: ReportModel) -> dict:
     p = model.predictions
-    accuracy = float(np.mean(row_argmax(p.probs) == p.labels)) if p.n_samples else float("nan")
+    accuracy = p.accuracy if p.n_samples else float("nan")
     splits = {}
     if p.split is not None:
         values, counts = np.unique(p.split.astype(str), return_counts=True)
@@ -401,7 +401,9 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                                 x_title=f"Mean predicted probability of class {plot_text(class_name)} in the bin")))
     if "per_class" in sections:
         for group in _class_groups(models):
-            tables = {m.name: _per_class(m.predictions, settings) for m in group}
+            tables = {m.name: cc.per_class_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
+                                                 settings.binning, class_names=m.predictions.class_names)
+                      for m in group}
             out.append(("per_class", "Per-class ACE (adaptive ranges) and class-wise ECE",
                         figures.per_class_figure(tables, colors=colors)))
     if "sensitivity" in sections and settings.sensitivity_bins:
@@ -409,8 +411,7 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                                      bin_counts=settings.sensitivity_bins, metrics=SENSITIVITY_METRICS,
                                      ).assign(model=m.name) for m in models]
         n_ref = min(n_rows.values())
-        marks = {"optimal_n_bins(N)": float(cc.optimal_n_bins(int(n_ref))),
-                 "N^(1/3)": round(float(n_ref) ** (1.0 / 3.0), 2)}
+        marks = figures.bin_marks(n_ref)
         out.append(("sensitivity", f"ECE, ACE, SCE, TACE against the number of bins (N = {n_ref:,} for the marks)",
                     figures.sensitivity_figure(pd.concat(frames, ignore_index=True), marks=marks, colors=colors)))
     if "simplex" in sections:
@@ -452,19 +453,6 @@ def _class_groups(models: Sequence[ReportModel]) -> list[list[ReportModel]]:
     for m in models:
         groups.setdefault(tuple(m.predictions.class_names), []).append(m)
     return list(groups.values())
-
-
-def _per_class(p: Predictions, settings: ReportSettings) -> pd.DataFrame:
-    """The per-class table of the Per-class page (ACE, TACE always adaptive; class-wise ECE with ``binning``)."""
-    support = np.bincount(p.labels, minlength=p.n_classes)
-    return pd.DataFrame({
-        "class_index": np.arange(p.n_classes), "class": list(p.class_names), "support": support,
-        "frequency": support / max(p.labels.size, 1), "mean_probability": p.probs.mean(axis=0),
-        "ace": cc.ace(p.probs, p.labels, n_bins=settings.n_bins, per_class=True),
-        "tace": cc.tace(p.probs, p.labels, n_bins=settings.n_bins, per_class=True),
-        "classwise_ece": cc.classwise_ece(p.probs, p.labels, n_bins=settings.n_bins, binning=settings.binning,
-                                          per_class=True),
-    })
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -576,13 +564,22 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
     if best is not None:
         diagrams[f"After: {best}"] = cc.reliability_table(found.fits[best].probs, ev.labels, settings.n_bins,
                                                           settings.binning)
-    intervals = (f"{found.n_boot:,} paired bootstrap resamples, seed {found.seed}" if found.n_boot
-                 else f"no bootstrap intervals (predicted {found.skipped_seconds:.0f} s, over the "
-                      f"{recalibration.boot_budget_seconds:.0f} s budget)" if found.skipped_seconds
-                 else "no bootstrap intervals")
-    note = " ".join([found.protocol_sentence, f"{ev.labels.size:,} evaluation rows.",
-                     f"Methods: {', '.join(found.fits)}; {intervals}.", *comparison_notes(ev, found.fits)]).strip()
+    note = comparison_note(found.protocol_sentence, ev, found.fits, n_boot=found.n_boot, seed=found.seed,
+                           skipped_seconds=found.skipped_seconds, budget_seconds=recalibration.boot_budget_seconds)
     return Recalibration(model.name, found.table, diagrams, note, found.recommendation)
+
+
+def comparison_note(sentence: str, ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit], *,
+                    n_boot: int, seed: int, skipped_seconds: float = 0.0, budget_seconds: float | None = None) -> str:
+    """The note under a comparison in the report (this module's and the Recalibration page's): the protocol
+    ``sentence``, the evaluation rows, the methods, the bootstrap (``n_boot`` 0: none; ``skipped_seconds``:
+    the predicted time that was over the budget) and :func:`comparison_notes`."""
+    intervals = (f"{n_boot:,} paired bootstrap resamples, seed {seed}" if n_boot
+                 else f"no bootstrap intervals (predicted {skipped_seconds:.0f} s, over the "
+                      f"{budget_seconds:.0f} s budget)" if skipped_seconds and budget_seconds is not None
+                 else "no bootstrap intervals")
+    return " ".join([sentence, f"{ev.labels.size:,} evaluation rows.", f"Methods: {', '.join(fits)}; {intervals}.",
+                     *comparison_notes(ev, fits)]).strip()
 
 
 def comparison_notes(ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit]) -> list[str]:

@@ -2,7 +2,7 @@
 
 Everything lives under the single key :data:`APP_KEY`. Pages read the models
 through :func:`active_models` (the rows chosen in the sidebar, only the
-models chosen for display) or :func:`get_models`, and change them through
+models chosen for display) or :func:`get_entries`, and change them through
 :func:`add_demo`, :func:`add_upload`, :func:`reload_model` and
 :func:`remove_model`; they never poke at session keys themselves.
 
@@ -24,7 +24,6 @@ import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -236,11 +235,6 @@ def fingerprint(predictions: Predictions) -> str:
 
 
 # ----------------------------------------------------------------------------- reading
-
-def get_models() -> dict[str, Predictions]:
-    """Every loaded model's predictions (all rows), in loading order."""
-    return {name: model.predictions for name, model in _store().models.items()}
-
 
 def get_entries() -> dict[str, LoadedModel]:
     """Every loaded model with how it was loaded, in loading order."""
@@ -561,11 +555,6 @@ def view_settings() -> dict[str, list[str]]:
         else:
             settings[key] = list(values)
     return settings
-
-
-def demo_path(name: str) -> Path:
-    """Path of a bundled demo file."""
-    return demo_datasets()[name]
 
 
 # ----------------------------------------------------------------------------- session files

@@ -35,14 +35,7 @@ PUBLIC_GROUND_PACKAGES = ("_accel",)
 #: The cross-wing uses of a private name that other helpers of issue 24 are making public at the same time,
 #: as (importing module, dotted name it takes). This list only shrinks: the lead empties it at the merge, and
 #: ``test_the_seam_allow_list_holds_only_live_uses`` fails on an entry that no longer occurs.
-PRIVATE_SEAMS_BEING_FIXED = {
-    # The simplex cell sums and the partition memo (helper "twins" makes metrics/simplex.py's names public).
-    ("calib_core.inference.draws", "calib_core.metrics.simplex._cell_means"),
-    ("calib_core.inference.draws", "calib_core.metrics.simplex._squared_norm_sum"),
-    ("calib_core.inference.lenses", "calib_core.metrics.simplex._PARTITIONS"),
-    ("calib_core.inference.lenses", "calib_core.metrics.simplex._cell_sums"),
-    ("calib_core.inference.lenses", "calib_core.metrics.simplex._split_at_means"),
-}
+PRIVATE_SEAMS_BEING_FIXED: frozenset[tuple[str, str]] = frozenset()
 
 
 def module_name(path: Path) -> str:

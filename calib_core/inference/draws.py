@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core._accel import is_validated, label_search
-from calib_core.metrics.simplex import Partition, _cell_means, _squared_norm_sum
+from calib_core.metrics.simplex import Partition, cell_means, squared_norm_sum
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
 _BLOCK_ELEMENTS = 4_000_000
@@ -220,7 +220,7 @@ class _CellSums:
         n_rows, dim = points.shape
         count = np.bincount(cells, minlength=n_cells).astype(np.float64)
         safe = np.maximum(count, 1.0)
-        mean_prediction = _cell_means(points, cells, n_cells, safe)
+        mean_prediction = cell_means(points, cells, n_cells, safe)
         weight = count / n_rows
         base = {"tv": weight @ np.abs(mean_prediction).sum(axis=1),
                 "sq": weight @ (mean_prediction ** 2).sum(axis=1)}
@@ -249,7 +249,7 @@ class _SplitCells:
             rest = _CellSums.build(points[rest_rows], rest_cells, int(rest_cells.max()) + 1)
         elif rest_rows.size:
             rest = _CellSums.build(points, cells, partition.n_cells)
-        square = _squared_norm_sum(points, single)
+        square = squared_norm_sum(points, single)
         return cls(single, square, rest_rows, rest, rest_rows.size / points.shape[0])
 
 

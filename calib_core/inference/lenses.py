@@ -24,8 +24,9 @@ from calib_core.inference.consistency import _consistency_result, _occupancy
 from calib_core.inference.draws import _draw_blocks, _resampled_estimates
 from calib_core.inference.verdicts import DEFAULT_ALPHA
 from calib_core.metrics.canonical import CanonicalOptions, Seed, apply_lens
-from calib_core.metrics.simplex import (_PARTITIONS, DISTANCES, Partition, _cell_sums, _split_at_means,
-                                        data_dependent_partition, simplex_distance, uniform_partition)
+from calib_core.metrics.partitions import (PARTITIONS, Partition, data_dependent_partition, split_at_means,
+                                           uniform_partition)
+from calib_core.metrics.simplex import DISTANCES, cell_sums, simplex_distance
 from calib_core.validation import CalibrationInputError, check_choice, check_count, check_n_bins, check_probs_labels
 
 __all__ = ["LensEstimate", "LensEstimates", "lens_estimates"]
@@ -99,7 +100,7 @@ class LensEstimates:
 def _estimates(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition,
                distances: Sequence[str]) -> list[float]:
     """Eq. (6) for several distances from one set of per-cell sums."""
-    count, mean_prediction, observed = _cell_sums(points, outcomes, partition)
+    count, mean_prediction, observed = cell_sums(points, outcomes, partition)
     return [float(count @ simplex_distance(observed, mean_prediction, d) / points.shape[0]) for d in distances]
 
 
@@ -176,7 +177,7 @@ def lens_estimates(probs: ArrayLike, labels: ArrayLike, *, n_resamples: int = 10
         points = views[lens].points
         partitions[lens, "uniform"] = uniform_partition(points, n_bins)
         partitions[lens, "data_dependent"] = data_dependent_partition(points, min_bin_size)
-        for part in _PARTITIONS:
+        for part in PARTITIONS:
             values = _estimates(points, outcomes[lens], partitions[lens, part], distances)
             for distance, value in zip(distances, values):
                 estimates[lens, part, distance] = value
@@ -188,7 +189,7 @@ def lens_estimates(probs: ArrayLike, labels: ArrayLike, *, n_resamples: int = 10
         stop = start + draws.shape[0]
         for lens in lenses:
             lens_draws = views[lens].outcomes(draws)
-            for part in _PARTITIONS:
+            for part in PARTITIONS:
                 values = _resampled_estimates(views[lens].points, partitions[lens, part], lens_draws, distances)
                 for j, distance in enumerate(distances):
                     resampled[lens, part, distance][start:stop] = values[j]
@@ -201,20 +202,19 @@ def lens_estimates(probs: ArrayLike, labels: ArrayLike, *, n_resamples: int = 10
             points = views[lens].points[rows]
             out = outcomes[lens][rows]
             uniform_cells = partitions[lens, "uniform"]
-            for part in _PARTITIONS:
+            for part in PARTITIONS:
                 if part == "uniform":
                     assignment = Partition("uniform", uniform_cells.cell_index[rows], uniform_cells.n_cells,
                                            uniform_cells.keys, n_bins=n_bins)
                 else:
-                    cells, n_cells = _split_at_means(points, min_bin_size)
-                    assignment = Partition("data_dependent", cells, n_cells, None, min_bin_size=min_bin_size)
+                    assignment = split_at_means(points, min_bin_size)
                 for distance, value in zip(distances, _estimates(points, out, assignment, distances)):
                     boot[lens, part, distance][b] = value
 
     rows_out = []
     for lens in lenses:
         for distance in distances:
-            for part in _PARTITIONS:
+            for part in PARTITIONS:
                 key = (lens, part, distance)
                 options = CanonicalOptions(distance, part, n_bins, min_bin_size, lens, None)
                 occupancy = _occupancy(views[lens].points, partitions[lens, part], options)

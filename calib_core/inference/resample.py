@@ -54,7 +54,7 @@ from calib_core.validation import (
     check_n_bins,
     check_positive,
     check_right,
-    row_argmax,
+    correct_rows,
     transposed,
 )
 
@@ -161,7 +161,7 @@ _RECOGNISED: dict[Callable, Callable] = {
 
 
 def _correct_rows(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64]:
-    return (row_argmax(probs) == labels).astype(np.float64)
+    return correct_rows(probs, labels)
 
 
 #: Metrics that are the mean of a per-row value, and that value (the same elementwise computation).

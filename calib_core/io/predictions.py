@@ -60,7 +60,7 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_probs,
-    row_argmax,
+    correct_rows,
     softmax,
 )
 from calib_core._accel import freeze_and_mark as _sealed, is_validated
@@ -364,7 +364,7 @@ class Predictions:
     @property
     def accuracy(self) -> float:
         """Fraction of rows whose arg-max class (ties: lowest index) is the label."""
-        return float(np.mean(row_argmax(self.probs) == self.labels))
+        return float(np.mean(correct_rows(self.probs, self.labels)))
 
     @property
     def notes(self) -> tuple[str, ...]:

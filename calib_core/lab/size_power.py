@@ -67,6 +67,7 @@ from scipy import stats
 
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.lab.generators import futami_logistic, gaussian_mixture
+from calib_core.metrics.reliability import wilson_interval
 from calib_core.validation import CalibrationInputError, check_choice, check_count
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha
 
@@ -135,11 +136,7 @@ def binomial_interval(successes: ArrayLike, trials: ArrayLike, *, level: float =
             low = np.where(k > 0, stats.beta.ppf(tail, k, n - k + 1.0), 0.0)
             high = np.where(k < n, stats.beta.ppf(1.0 - tail, k + 1.0, n - k), 1.0)
         return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
-    z = stats.norm.ppf(1.0 - tail)
-    share = k / n
-    centre = (share + z**2 / (2.0 * n)) / (1.0 + z**2 / n)
-    half = z * np.sqrt(share * (1.0 - share) / n + z**2 / (4.0 * n**2)) / (1.0 + z**2 / n)
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    return wilson_interval(k, n, 1.0 - level)
 
 
 # =========================================================================== simulation

@@ -5,14 +5,15 @@ module              what it computes
 ==================  =============================================================
 ``binned``          ECE, MCE, RMSCE, class-wise ECE, SCE, ACE, TACE, GCE (Nixon et al. 2019)
 ``scores``          Brier score, NLL, KS error
-``reliability``     reliability tables with Wilson intervals
+``reliability``     reliability tables with Wilson intervals, their ECE, the per-class table
 ``sensitivity``     every binned metric over a range of bin counts, rankings by them, and their stability
 ``debiased``        debiased ECE and the monotone-sweep ECE
 ``kernel``          MMCE and SKCE (Kumar et al. 2018; Widmann et al. 2019)
 ``kde``             CE_KL and CE_2^2 with a Dirichlet kernel (Popordanoska et al. 2024)
 ``decomposition``   proper-score decompositions, the kernel estimates' bias, the bound chain (Gruber & Buettner 2022)
 ``smooth``          smooth ECE (Blasiok & Nakkiran 2023)
-``simplex``         partitions of the probability simplex and their cell tables
+``partitions``      partitions of the probability simplex (uniform, data-dependent) and their cells
+``simplex``         2-simplex views of K-class predictions and the cell tables of a partition
 ``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
 ``cox``, ``ici``    Cox slope / intercept and the ICI (the clinical summaries)
 ``registry``        one entry per metric: defaults, name with settings, interval method; the bounds they obey
@@ -21,7 +22,7 @@ module              what it computes
 """
 from calib_core.metrics.binned import accuracy, ace, classwise_ece, ece, gce, mce, sce, tace, top_label
 from calib_core.metrics.scores import brier_score, ks_error, nll
-from calib_core.metrics.reliability import reliability_table, wilson_interval
+from calib_core.metrics.reliability import per_class_table, reliability_ece, reliability_table, wilson_interval
 from calib_core.metrics.sensitivity import BinRanking, RankStability, bin_rank_stability, bin_sensitivity, rank_by_bins
 from calib_core.metrics.debiased import debiased_ece, ece_sweep
 from calib_core.metrics.kernel import SKCEEstimate, median_heuristic, median_pairwise_distance, mmce, skce, skce_estimate
@@ -44,7 +45,7 @@ from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, UNREL
 __all__ = [
     "accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "top_label",
     "brier_score", "ks_error", "nll",
-    "reliability_table", "wilson_interval",
+    "per_class_table", "reliability_ece", "reliability_table", "wilson_interval",
     "BinRanking", "RankStability", "bin_rank_stability", "bin_sensitivity", "rank_by_bins",
     "debiased_ece", "ece_sweep",
     "SKCEEstimate", "median_heuristic", "median_pairwise_distance", "mmce", "skce", "skce_estimate",

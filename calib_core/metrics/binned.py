@@ -26,6 +26,7 @@ from calib_core.validation import (
     check_probs_by_block,
     check_probs_labels,
     check_right,
+    correct_rows,
     row_argmax,
     row_blocks,
 )
@@ -154,7 +155,7 @@ def mce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
 def accuracy(probs: ArrayLike, labels: ArrayLike) -> float:
     """Fraction of rows whose arg-max class (ties: lowest index) equals the label."""
     probs, labels = check_probs_labels(probs, labels)
-    return float(np.mean(row_argmax(probs) == labels))
+    return float(np.mean(correct_rows(probs, labels)))
 
 
 def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",

@@ -45,7 +45,7 @@ from calib_core.metrics.simplex import (
     _check_partition,
     _make_partition,
     _table_from_assignment,
-    _squared_norm_sum,
+    squared_norm_sum,
 )
 from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, row_argmax
 
@@ -357,7 +357,7 @@ def _split_estimate(points: NDArray[np.float64], outcomes: NDArray[np.intp], par
     if distance == "tv":
         total = float(np.sum(1.0 - drawn))
     else:
-        total = _squared_norm_sum(points, single) - 2.0 * float(drawn.sum()) + single.size
+        total = squared_norm_sum(points, single) - 2.0 * float(drawn.sum()) + single.size
     rest = np.flatnonzero(~alone)
     if rest.size:
         _, rest_cells = np.unique(cells[rest], return_inverse=True)

@@ -1,4 +1,4 @@
-"""Reliability-diagram data: one row per non-empty bin."""
+"""Reliability-diagram data: one row per non-empty bin, the ECE of the bins, and the per-class summary."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +6,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import norm as normal
 
-from calib_core.metrics.binned import top_label
-from calib_core.binning import BinStats, bin_statistics
+from calib_core.metrics.binned import ace, classwise_ece, tace, top_label
+from calib_core.binning import BinStats, bin_statistics, binned_error
 from calib_core.validation import (
     check_right,
     CalibrationInputError,
@@ -16,12 +16,17 @@ from calib_core.validation import (
     check_probs_labels,
 )
 
-__all__ = ["RELIABILITY_COLUMNS", "reliability_frame", "reliability_table", "wilson_interval"]
+__all__ = ["PER_CLASS_COLUMNS", "RELIABILITY_COLUMNS", "per_class_table", "reliability_ece", "reliability_frame",
+           "reliability_table", "wilson_interval"]
 
 RELIABILITY_COLUMNS = (
     "bin", "lower", "upper", "count", "weight", "mean_confidence",
     "observed_frequency", "gap", "ci_low", "ci_high",
 )
+
+#: Columns of :func:`per_class_table`.
+PER_CLASS_COLUMNS = ("class_index", "class", "support", "frequency", "mean_probability", "ace", "tace",
+                     "classwise_ece")
 
 
 def wilson_interval(successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05):
@@ -88,6 +93,12 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
     >>> table[["count", "mean_confidence", "observed_frequency"]].values.tolist()
     [[1.0, 0.2, 0.0], [2.0, 0.75, 1.0]]
     """
+    return reliability_frame(_target_bins(probs, labels, n_bins, binning, target, right), alpha=alpha)
+
+
+def _target_bins(probs: ArrayLike, labels: ArrayLike, n_bins: object, binning: object, target: object,
+                 right: object) -> BinStats:
+    """Checked inputs, then the per-bin sums of ``target``'s values (the bins of :func:`reliability_table`)."""
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
@@ -100,7 +111,78 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
         raise CalibrationInputError(
             f"`target` must be 'top_label' or a class index in 0..{probs.shape[1] - 1}, got {target!r}."
         )
-    return reliability_frame(bin_statistics(values, targets, n_bins, binning, right=right), alpha=alpha)
+    return bin_statistics(values, targets, n_bins, binning, right=right)
+
+
+def reliability_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
+                    target: str | int = "top_label", *, right: bool = True) -> float:
+    """The ECE of the bins of :func:`reliability_table`: the number a reliability diagram summarises.
+
+    Parameters
+    ----------
+    probs, labels, n_bins, binning, target, right :
+        As :func:`reliability_table`.
+
+    Returns
+    -------
+    float
+        :math:`\\sum_b (n_b / N) |\\mathrm{conf}(b) - \\mathrm{freq}(b)|` (Nixon et al. 2019,
+        eq. 1): for ``"top_label"`` the ECE (:func:`calib_core.ece`), for class k
+        its term of the class-wise ECE (``classwise_ece(..., per_class=True)[k]``).
+
+    Examples
+    --------
+    >>> round(reliability_ece([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
+    0.35
+    """
+    return float(binned_error(_target_bins(probs, labels, n_bins, binning, target, right), "l1"))
+
+
+def per_class_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform", *,
+                    class_names=None) -> pd.DataFrame:
+    """One row per class: support, mean probability, and the class's ACE, TACE and class-wise ECE term.
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    n_bins : int, default 15
+        Bins of every column (ACE and TACE always use adaptive ranges, Nixon
+        et al. 2019, Figure 1 left).
+    binning : {"uniform", "adaptive"}, default "uniform"
+        Binning of the class-wise ECE.
+    class_names : sequence of K str, optional
+        Default: the class indices as text.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`PER_CLASS_COLUMNS`: ``support`` (rows of the class),
+        ``frequency`` (support / N), ``mean_probability`` (mean of the class's
+        column), ``ace``, ``tace``, ``classwise_ece`` (``per_class=True`` of
+        each metric).
+
+    Examples
+    --------
+    >>> per_class_table([[0.8, 0.2], [0.3, 0.7]], [0, 1], n_bins=2)["support"].tolist()
+    [1, 1]
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    n_classes = probs.shape[1]
+    names = [str(k) for k in range(n_classes)] if class_names is None else list(class_names)
+    if len(names) != n_classes:
+        raise CalibrationInputError(f"`class_names` must have {n_classes} entries (one per class), got {len(names)}.")
+    support = np.bincount(labels, minlength=n_classes)
+    return pd.DataFrame({
+        "class_index": np.arange(n_classes),
+        "class": names,
+        "support": support,
+        "frequency": support / labels.size,
+        "mean_probability": probs.mean(axis=0),
+        "ace": ace(probs, labels, n_bins=n_bins, per_class=True),
+        "tace": tace(probs, labels, n_bins=n_bins, per_class=True),
+        "classwise_ece": classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True),
+    }, columns=list(PER_CLASS_COLUMNS))
 
 
 def reliability_frame(stats: BinStats, *, alpha: float = 0.05) -> pd.DataFrame:

@@ -7,7 +7,8 @@ A prediction of a K-class model is a point of the probability simplex
   the K classes into three groups, as the two-dimensional reliability
   diagrams of Vaicenavicius et al. (2019, Figures 16 and 18) do, or by
   looking at three chosen classes;
-* partitions a simplex of any dimension into cells, either uniformly
+* partitions a simplex of any dimension into cells (re-exported from
+  :mod:`calib_core.metrics.partitions`), either uniformly
   (:func:`uniform_partition`: a per-coordinate grid, on the 2-simplex the
   ``n**2`` congruent triangles of ``n`` subdivisions per edge) or data-
   dependently (:func:`data_dependent_partition`, appendix B of that paper);
@@ -32,13 +33,22 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.binning import bin_index
+from calib_core.metrics.partitions import (
+    PARTITIONS,
+    Partition,
+    SplitPartition,
+    SplitTree,
+    cell_polygons,
+    data_dependent_partition,
+    triangle_keys,
+    triangle_vertices,
+    uniform_partition,
+)
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
     check_count,
     check_n_bins,
-    check_probs,
     check_probs_labels,
     row_blocks,
 )
@@ -46,15 +56,23 @@ from calib_core.validation import (
 __all__ = [
     "DISTANCES",
     "CellTable",
-    "Partition",
     "SimplexProjection",
     "SimplexReliability",
+    "cell_means",
+    "cell_sums",
     "cell_table",
-    "data_dependent_partition",
     "default_groups",
     "simplex_distance",
     "simplex_projection",
     "simplex_reliability",
+    "squared_norm_sum",
+    # The partitions (calib_core.metrics.partitions), re-exported: the cell tables summarise their cells.
+    "PARTITIONS",
+    "Partition",
+    "SplitPartition",
+    "SplitTree",
+    "cell_polygons",
+    "data_dependent_partition",
     "triangle_keys",
     "triangle_vertices",
     "uniform_partition",
@@ -65,9 +83,6 @@ __all__ = [
 #: ``"sq_euclidean"`` the squared Euclidean distance ``sum_k (p_k - q_k)**2``
 #: and ``"euclidean"`` its square root.
 DISTANCES = ("tv", "sq_euclidean", "euclidean")
-
-_PARTITIONS = ("uniform", "data_dependent")
-
 
 # ----------------------------------------------------------------------------
 # Result objects
@@ -130,39 +145,6 @@ class SimplexProjection:
             else:
                 names.append(" + ".join(str(class_names[k]) for k in group))
         return names[0], names[1], names[2]
-
-
-@dataclass(frozen=True)
-class Partition:
-    """Assignment of points of a simplex to the cells of a partition.
-
-    Attributes
-    ----------
-    kind : {"uniform", "data_dependent"}
-    cell_index : ndarray of shape (N,), intp
-        The cell of each point, in ``0..n_cells-1``; every cell holds at least
-        one point.
-    n_cells : int
-        Number of non-empty cells.
-    keys : ndarray of shape (n_cells, m), integer, or None
-        For the uniform partition, the per-coordinate grid index of each cell
-        (cell ``c`` is the set of points ``p`` with ``p_k`` in the uniform
-        bin ``keys[c, k]`` of ``n_bins`` bins); ``None`` otherwise. intp up
-        to 32 coordinates; above, the smallest unsigned type that holds
-        ``n_bins - 1`` (uint8 up to 256 bins): at 50,000 x 1,000 nearly every
-        row is its own cell, and intp keys took 400 MB and 0.1-0.7 s to write.
-    n_bins : int or None
-        Subdivisions per coordinate (uniform partition).
-    min_bin_size : int or None
-        Largest cell size that is not split further (data-dependent partition).
-    """
-
-    kind: str
-    cell_index: NDArray[np.intp]
-    n_cells: int
-    keys: NDArray[np.intp] | None
-    n_bins: int | None = None
-    min_bin_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -424,248 +406,6 @@ def simplex_projection(probs: ArrayLike, labels: ArrayLike, *,
 
 
 # ----------------------------------------------------------------------------
-# Partitions
-# ----------------------------------------------------------------------------
-
-def _grid_keys(points: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """Per-coordinate uniform bin of every coordinate, moved onto a full-dimensional cell."""
-    n_rows, dim = points.shape
-    # Values below 1/n are in the first bin: only the others are binned (a few per row with many classes).
-    # Small integers: the keys of 50,000 x 1,000 predictions take 50 MB, not 400.
-    dtype = np.uint8 if n_bins <= 1 << 8 else np.uint16 if n_bins <= 1 << 16 else np.intp
-    keys = np.zeros((n_rows, dim), dtype=dtype)
-    rows, columns = np.nonzero(points >= (1.0 - 1e-9) / n_bins)
-    keys[rows, columns] = bin_index(points[rows, columns], n_bins, "uniform")
-    # A cube of the grid meets the simplex in a set of full dimension iff
-    # n - dim < sum(keys) < n. The sum falls outside only for points whose
-    # every coordinate is a positive multiple of 1/n (then sum = n - dim), or
-    # by rounding in rows that sum to 1 only within tolerance. Such points lie
-    # on the boundary of a full cell; moving the last coordinates' bins by the
-    # missing amount puts them into one, so that the cells of the 2-simplex are
-    # exactly the n**2 triangles and a binary prediction's cell is the bin of
-    # its first coordinate.
-    low, high = max(n_bins - dim + 1, 0), n_bins - 1
-    total = keys.sum(axis=1, dtype=np.intp)
-    bad = (total < low) | (total > high)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        fix = keys[rows].astype(np.intp)
-        need = np.where(total[rows] < low, low - total[rows], high - total[rows])
-        for k in range(dim - 1, -1, -1):
-            moved = np.clip(fix[:, k] + need, 0, n_bins - 1)
-            need -= moved - fix[:, k]
-            fix[:, k] = moved
-        keys[rows] = fix
-    return keys
-
-
-def uniform_partition(points: ArrayLike, n_bins: int = 10) -> Partition:
-    """Uniform partition of the simplex: a grid of ``n_bins`` bins per coordinate.
-
-    Parameters
-    ----------
-    points : array_like of shape (N, m)
-        Points of the simplex :math:`\\Delta^{m-1}` (rows sum to 1), m >= 2.
-    n_bins : int, default 10
-        Subdivisions of [0, 1] per coordinate (of each edge of the simplex).
-
-    Returns
-    -------
-    Partition
-        ``keys[c]`` holds the uniform bin of each coordinate for cell ``c``.
-
-    Notes
-    -----
-    Each coordinate is binned by the uniform convention of
-    :func:`calib_core.bin_index`, right-closed ``(lo, hi]`` bins with 0 in the
-    first, and a cell is a tuple of bins, as ``UniformBinning`` of
-    CalibrationErrors.jl (the estimator behind Vaicenavicius et al. 2019)
-    does. The cubes that meet the simplex in a set of full dimension are
-    those whose keys sum to between ``n - m + 1`` and ``n - 1``. On the
-    2-simplex they are the ``n**2`` congruent triangles of ``n``
-    subdivisions per edge: keys summing to ``n - 1`` are the upward
-    triangles, keys summing to ``n - 2`` the downward ones
-    (:func:`triangle_vertices`). For two coordinates a cell is the uniform
-    bin of the first coordinate. The few points on the boundary of several
-    cells whose keys do not name a full cell (every coordinate a positive
-    multiple of ``1/n``) are moved into a neighbouring full cell by raising
-    the bin of the last coordinate, so that every point is in exactly one
-    full cell. Only non-empty cells are numbered.
-
-    Examples
-    --------
-    >>> part = uniform_partition([[0.9, 0.05, 0.05], [0.1, 0.1, 0.8], [0.85, 0.1, 0.05]], 2)
-    >>> part.n_cells, part.cell_index.tolist(), part.keys.tolist()
-    (2, [1, 0, 1], [[0, 0, 1], [1, 0, 0]])
-    """
-    points = check_probs(points, name="points")
-    n_bins = check_n_bins(n_bins)
-    keys = _grid_keys(points, n_bins)
-    dim = points.shape[1]
-    if dim * np.log2(max(n_bins, 2)) < 62:
-        radix = n_bins ** np.arange(dim - 1, -1, -1, dtype=np.int64)
-        codes = keys.astype(np.int64) @ radix
-        unique_codes, first, cell_index = np.unique(codes, return_index=True, return_inverse=True)
-        cell_keys = keys[first]
-    elif n_bins <= 1 << 16:
-        # Too many coordinates for one int64 code: each row's bins as one byte string (one byte per bin, or
-        # two big-endian ones), whose byte order is the keys' lexicographic order: np.unique(keys, axis=0),
-        # 100x faster (8.4 s -> 0.09 s at 50,000 x 1,000).
-        small = np.ascontiguousarray(keys.astype(np.uint8 if n_bins <= 256 else ">u2"))
-        rows = small.view(np.dtype((np.void, small.itemsize * dim))).ravel()
-        _, first, cell_index = np.unique(rows, return_index=True, return_inverse=True)
-        cell_keys = keys[first]
-    else:
-        cell_keys, cell_index = np.unique(keys, axis=0, return_inverse=True)
-    return Partition("uniform", cell_index.astype(np.intp).ravel(), int(cell_keys.shape[0]),
-                     cell_keys.astype(np.intp) if dim <= _INTP_KEYS_MAX_DIM else cell_keys, n_bins=n_bins)
-
-
-#: Most coordinates whose uniform-partition keys are intp (above, they keep the grid's small unsigned type).
-_INTP_KEYS_MAX_DIM = 32
-
-
-def data_dependent_partition(points: ArrayLike, min_bin_size: int = 1000) -> Partition:
-    """Recursive partition at the mean of the highest-variance coordinate (appendix B).
-
-    Parameters
-    ----------
-    points : array_like of shape (N, m)
-        Points of the simplex (rows sum to 1).
-    min_bin_size : int, default 1000
-        A cell holding more than ``min_bin_size`` points is split.
-
-    Returns
-    -------
-    Partition
-        Cells numbered in depth-first order, lower half first.
-
-    Notes
-    -----
-    Starting from the whole simplex, a cell holding more than
-    ``min_bin_size`` points is split into the points whose coordinate
-    :math:`d = \\arg\\max_k \\operatorname{Var}(p_k)` is ``<=`` the cell's mean
-    of that coordinate and the rest; ties between coordinates go to the lowest
-    index. A cell whose points are all equal (variance 0) or whose split would
-    leave one side empty stays whole. This is the "simple recursive
-    partitioning scheme" of Vaicenavicius et al. (2019), appendix B: "split
-    predictions along the mean of the dimension with highest variance as long
-    as the number of predictions per bin was above a given threshold value,
-    which was typically set to 1000". The result does not depend on the
-    order of the rows. The loop runs over cells, each split is vectorised.
-
-    Examples
-    --------
-    >>> part = data_dependent_partition([[0.9, 0.1], [0.8, 0.2], [0.2, 0.8], [0.1, 0.9]], 2)
-    >>> part.n_cells, part.cell_index.tolist()
-    (2, [1, 1, 0, 0])
-    """
-    points = check_probs(points, name="points")
-    min_bin_size = check_count(min_bin_size, "min_bin_size")
-    cell_index, n_cells = _split_at_means(points, min_bin_size)
-    return Partition("data_dependent", cell_index, n_cells, None, min_bin_size=min_bin_size)
-
-
-def _split_at_means(points: NDArray[np.float64], min_bin_size: int) -> tuple[NDArray[np.intp], int]:
-    """Cell of each point under the recursive mean split, all cells of a depth at once.
-
-    Each round splits every cell that is still larger than ``min_bin_size``;
-    per-cell means and variances come from :func:`numpy.bincount` over the
-    rows still in play, so the loop runs over depths, not over cells or rows.
-    Cells are renumbered after each round so that the two halves of a split
-    cell take consecutive numbers (lower half first): the final numbering is
-    the depth-first order of the split tree.
-    """
-    n_rows, dim = points.shape
-    cell = np.zeros(n_rows, dtype=np.intp)
-    n_cells = 1
-    active = np.arange(n_rows)
-    while active.size:
-        c = cell[active]
-        count = np.bincount(c, minlength=n_cells).astype(np.float64)
-        candidate = count > min_bin_size
-        in_play = candidate[c]
-        if not in_play.any():
-            break
-        active, c = active[in_play], c[in_play]
-        x = points[active]
-        safe = np.maximum(count, 1.0)[:, None]
-        slot = (c[:, None] * dim + np.arange(dim)).ravel()  # (cell, coordinate) of each entry
-        mean = np.bincount(slot, weights=x.ravel(), minlength=n_cells * dim).reshape(n_cells, dim) / safe
-        centred = x - mean[c]
-        variance = np.bincount(slot, weights=(centred * centred).ravel(),
-                               minlength=n_cells * dim).reshape(n_cells, dim) / safe
-        widest = variance.argmax(axis=1)  # ties: lowest coordinate
-        rows = np.arange(active.size)
-        lower = centred[rows, widest[c]] <= 0.0  # x_d <= mean_d of the cell
-        n_lower = np.bincount(c, weights=lower, minlength=n_cells)
-        split = (candidate & (variance[np.arange(n_cells), widest] > 0.0)
-                 & (n_lower > 0) & (n_lower < count))
-        if not split.any():
-            break
-        upper_half = np.zeros(n_rows, dtype=np.intp)
-        upper_half[active] = ~lower
-        width = 1 + split.astype(np.intp)
-        first = np.cumsum(width) - width
-        cell = first[cell] + split[cell] * upper_half
-        n_cells = int(width.sum())
-        active = active[split[c]]
-    return cell, n_cells
-
-
-def triangle_keys(n_bins: int) -> NDArray[np.intp]:
-    """Keys of all ``n_bins**2`` cells of the uniform partition of the 2-simplex.
-
-    Returns
-    -------
-    ndarray of shape (n_bins**2, 3)
-        The ``n(n+1)/2`` upward triangles (keys summing to ``n - 1``) first,
-        then the ``n(n-1)/2`` downward ones (summing to ``n - 2``).
-    """
-    n = check_n_bins(n_bins)
-    rows = []
-    for total in (n - 1, n - 2):
-        i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-        keep = (i + j <= total)
-        rows.append(np.column_stack([i[keep], j[keep], total - i[keep] - j[keep]]))
-    return np.concatenate(rows).astype(np.intp)
-
-
-def triangle_vertices(keys: ArrayLike, n_bins: int) -> NDArray[np.float64]:
-    """Corners of uniform cells of the 2-simplex from their keys.
-
-    Parameters
-    ----------
-    keys : array_like of shape (M, 3)
-        Per-coordinate bins of cells, as in ``Partition.keys``.
-    n_bins : int
-
-    Returns
-    -------
-    ndarray of shape (M, 3, 3)
-        ``out[c, v]`` is the barycentric position of corner ``v`` of cell ``c``.
-        An upward cell ``(i, j, k)`` (``i + j + k = n - 1``) has corners
-        ``(i+1, j, k)/n, (i, j+1, k)/n, (i, j, k+1)/n``; a downward cell
-        (``i + j + k = n - 2``) has ``(i, j+1, k+1)/n, (i+1, j, k+1)/n,
-        (i+1, j+1, k)/n``.
-    """
-    n = check_n_bins(n_bins)
-    keys = np.asarray(keys, dtype=np.intp)
-    if keys.ndim != 2 or keys.shape[1] != 3:
-        raise CalibrationInputError(f"`keys` must have shape (M, 3), got {keys.shape}.")
-    total = keys.sum(axis=1)
-    if not np.isin(total, (n - 1, n - 2)).all():
-        row = int(np.flatnonzero(~np.isin(total, (n - 1, n - 2)))[0])
-        raise CalibrationInputError(
-            f"`keys` row {row} ({keys[row].tolist()}) is not a cell of the {n}-subdivided 2-simplex."
-        )
-    eye = np.eye(3, dtype=np.intp)
-    up = (total == n - 1)[:, None, None]
-    corners = np.where(up, keys[:, None, :] + eye[None], keys[:, None, :] + 1 - eye[None])
-    return corners / n
-
-
-# ----------------------------------------------------------------------------
 # Per-cell statistics
 # ----------------------------------------------------------------------------
 
@@ -696,7 +436,7 @@ def simplex_distance(p: ArrayLike, q: ArrayLike, distance: str = "tv") -> NDArra
     return squared if distance == "sq_euclidean" else np.sqrt(squared)
 
 
-def _squared_norm_sum(points: NDArray[np.float64], rows: NDArray[np.intp]) -> float:
+def squared_norm_sum(points: NDArray[np.float64], rows: NDArray[np.intp]) -> float:
     """``sum_{i in rows} |points_i|^2``, gathering the rows in blocks (no copy of them all: 360 MB for the
     single-row cells of 50,000 x 1,000 predictions)."""
     total = 0.0
@@ -707,11 +447,11 @@ def _squared_norm_sum(points: NDArray[np.float64], rows: NDArray[np.intp]) -> fl
     return total
 
 
-#: Values per block of :func:`_squared_norm_sum`.
+#: Values per block of :func:`squared_norm_sum`.
 _GATHER_BLOCK_VALUES = 1 << 16
 
 
-def _cell_means(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
+def cell_means(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
                 safe_count: NDArray[np.float64]) -> NDArray[np.float64]:
     """Mean point of each cell, from one bincount over (cell, coordinate) slots."""
     dim = points.shape[1]
@@ -720,20 +460,20 @@ def _cell_means(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: i
     return sums / safe_count[:, None]
 
 
-def _cell_sums(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition):
+def cell_sums(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition):
     """Count, mean prediction and observed frequency per cell (bincount, one pass per coordinate)."""
     cells, n_cells = partition.cell_index, partition.n_cells
     dim = points.shape[1]
     count = np.bincount(cells, minlength=n_cells).astype(np.float64)
     safe = np.maximum(count, 1.0)
-    mean_prediction = _cell_means(points, cells, n_cells, safe)
+    mean_prediction = cell_means(points, cells, n_cells, safe)
     hits = np.bincount(cells * dim + outcomes, minlength=n_cells * dim).reshape(n_cells, dim)
     return count, mean_prediction, hits / safe[:, None]
 
 
 def _table_from_assignment(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition,
                            distance: str) -> CellTable:
-    count, mean_prediction, observed = _cell_sums(points, outcomes, partition)
+    count, mean_prediction, observed = cell_sums(points, outcomes, partition)
     deviation = simplex_distance(observed, mean_prediction, distance)
     estimate = float(count @ deviation / points.shape[0])
     return CellTable(count, mean_prediction, observed, deviation, distance, estimate,
@@ -786,7 +526,7 @@ def cell_table(points: ArrayLike, labels: ArrayLike, partition: Partition, dista
 
 def _check_partition(partition: object, n_bins: object, min_bin_size: object) -> tuple[str, int, int]:
     """The checked partition options of :func:`simplex_reliability` and :func:`calib_core.canonical_ce`."""
-    return (check_choice(partition, "partition", _PARTITIONS), check_n_bins(n_bins),
+    return (check_choice(partition, "partition", PARTITIONS), check_n_bins(n_bins),
             check_count(min_bin_size, "min_bin_size"))
 
 

@@ -57,11 +57,8 @@ def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | N
     for method in dict.fromkeys(m for m in (found.method, picked) if m in result.ok_methods):
         diagrams[f"After: {method}"] = cr.reliability(result.fits[method].probs, ev.labels,
                                                       (*result.key_base, method), int(n_bins), binning)
-    intervals = (f"{n_boot:,} paired bootstrap resamples, seed {seed}" if result.intervals == "done"
-                 else "no bootstrap intervals")
-    note = " ".join([result.sentence, f"{ev.labels.size:,} evaluation rows.",
-                     f"Methods: {', '.join(result.fits)}; {intervals}.",
-                     *report.comparison_notes(ev, result.fits)]).strip()
+    note = report.comparison_note(result.sentence, ev, result.fits, n_boot=n_boot if result.intervals == "done" else 0,
+                                  seed=seed)
     return report.Recalibration(result.view.name, result.table, diagrams, note=note, recommendation=found)
 
 

@@ -52,3 +52,13 @@ def test_short_names_that_would_collide_keep_their_qualifier():
     ticks = dict(zip(fig.layout.xaxis.tickvals, fig.layout.xaxis.ticktext))
     assert ticks["ECE (debiased)"] != ticks["ECE"]
     assert np.all([t for t in fig.layout.xaxis.ticktext])
+
+
+def test_bin_marks_are_the_reference_lines_of_the_page_and_the_report():
+    """One home (issue 24): the Bin sensitivity page and the report each wrote these two marks."""
+    import inspect
+
+    from studio import figures, report
+
+    assert figures.bin_marks(899) == {"optimal_n_bins(N)": 21.0, "N^(1/3)": 9.65}
+    assert "figures.bin_marks(" in inspect.getsource(report._figures)

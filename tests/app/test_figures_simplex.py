@@ -64,6 +64,50 @@ def test_simplex_figure_data_dependent_and_table_only():
     assert len(arrow_trace(fig_table).a) == 3 * rel.table.n_cells
 
 
+def _drawn_polygons(fig):
+    """The filled cells of a figure as (M, 3) arrays, sorted so that figures can be compared."""
+    out = []
+    for trace in (t for t in fig.data if t.name == "cells"):
+        corners = []
+        for a, b, c in zip(trace.a, trace.b, trace.c):
+            if a is None:
+                out.append(np.round(np.array(corners[:-1]), 9))
+                corners = []
+            else:
+                corners.append((a, b, c))
+    return sorted(out, key=lambda p: (len(p), p.tolist()))
+
+
+@pytest.mark.parametrize("shown", ["result", "table"])
+def test_data_dependent_cells_are_the_regions_calib_core_gives(shown):
+    """Issue 24: the figure replayed the partition and fell back to coloured dots when it disagreed (always for a
+    bare table); it now draws the regions calib_core returns, for a result and for its table alike."""
+    from calib_core.metrics.simplex import cell_polygons
+
+    probs = dirichlet(3000, 3, 9)
+    labels = cc.sample_labels(probs, seed=1)[0]
+    rel = cc.simplex_reliability(probs, labels, partition="data_dependent", min_bin_size=300)
+    fig = simplex_figure(rel if shown == "result" else rel.table)
+    expected = sorted((np.round(p, 9) for p in cell_polygons(rel.partition)), key=lambda p: (len(p), p.tolist()))
+    drawn = _drawn_polygons(fig)
+    assert len(drawn) == rel.table.n_cells
+    assert all(np.array_equal(d, e) for d, e in zip(drawn, expected))
+    assert [t for t in fig.data if t.name == "count"][0].marker.showscale
+
+
+def test_a_partition_without_its_cells_is_refused_not_drawn_as_dots():
+    import dataclasses
+
+    probs = dirichlet(600, 3, 2)
+    rel = cc.simplex_reliability(probs, cc.sample_labels(probs, seed=0)[0], partition="data_dependent",
+                                 min_bin_size=100)
+    part = rel.partition  # the same cells, without the splits that made them
+    plain = cc.Partition(part.kind, part.cell_index, part.n_cells, None, min_bin_size=part.min_bin_size)
+    bare = dataclasses.replace(rel.table, partition=plain)
+    with pytest.raises(CIE, match="split tree"):
+        simplex_figure(bare)
+
+
 def test_simplex_figure_class_names_of_all_classes():
     probs = dirichlet(200, 5, 0)
     rel = cc.simplex_reliability(probs, np.arange(200) % 5, n_bins=3)

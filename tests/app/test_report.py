@@ -276,3 +276,21 @@ def test_the_recalibration_section_escapes_names_and_says_when_intervals_are_mis
     if entry["runner_up"] is not None:
         assert "needs the bootstrap intervals" in entry["comparison"]
     assert "no bootstrap intervals" in entry["note"] and report.chart_count(text) == 1
+
+
+def test_the_page_and_the_report_write_one_comparison_note():
+    """Issue 24: the Recalibration page's report entry and the report's own comparison built the note twice."""
+    from calib_core.recalibration.recommendation import compare_methods
+    from studio.recalibration import charts
+
+    demo = cc.load_demo("iris_svc")
+    found = compare_methods(demo.probs, demo.labels, methods=("Temperature scaling",), n_boot=0, seed=0)
+    note = report.comparison_note(found.protocol_sentence, found.ev, found.fits, n_boot=0, seed=0)
+    assert note.startswith(found.protocol_sentence) and "no bootstrap intervals." in note
+    assert f"{found.ev.labels.size:,} evaluation rows." in note
+    assert "200 paired bootstrap resamples, seed 3." in report.comparison_note("", found.ev, found.fits, n_boot=200,
+                                                                              seed=3)
+    skipped = report.comparison_note("", found.ev, found.fits, n_boot=0, seed=0, skipped_seconds=90.0,
+                                     budget_seconds=30.0)
+    assert "no bootstrap intervals (predicted 90 s, over the 30 s budget)." in skipped
+    assert "report.comparison_note(" in __import__("inspect").getsource(charts.report_entry)

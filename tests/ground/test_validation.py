@@ -507,3 +507,14 @@ def test_remembered_keeps_the_last_value_for_marked_arrays_only():
     del pred, first
     gc.collect()
     assert alive() is None
+
+
+def test_every_accuracy_is_the_mean_of_correct_rows():
+    """One definition of a correct row (issue 24): arg-max (ties: lowest index) equals the label."""
+    from calib_core.io import Predictions
+    from calib_core.validation import correct_rows
+
+    probs = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.1, 0.6, 0.3], [0.4, 0.4, 0.2]])
+    labels = np.array([1, 2, 1, 0])
+    assert correct_rows(probs, labels).tolist() == [0.0, 1.0, 1.0, 1.0]
+    assert cc.accuracy(probs, labels) == Predictions(probs, labels).accuracy == 0.75

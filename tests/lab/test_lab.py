@@ -337,6 +337,21 @@ def test_binomial_interval_matches_scipy_binomtest():
         sp.binomial_interval(5, 4)
 
 
+def test_binomial_wilson_interval_is_the_reliability_tables_wilson_interval(monkeypatch):
+    """One Wilson interval (issue 24): the lab's measured sizes and the reliability bins share one formula."""
+    seen = []
+
+    def spy(successes, trials, alpha=0.05):
+        seen.append(alpha)
+        return cc.wilson_interval(successes, trials, alpha)
+
+    monkeypatch.setattr(sp, "wilson_interval", spy)
+    low, high = sp.binomial_interval(np.array([3, 10]), np.array([20, 200]), level=0.9, method="wilson")
+    assert seen == [pytest.approx(0.1)]
+    expected = cc.wilson_interval([3, 10], [20, 200], 1.0 - 0.9)
+    assert low.tolist() == expected[0].tolist() and high.tolist() == expected[1].tolist()
+
+
 def test_spiegelhalter_size_is_near_alpha_on_calibrated_data():
     """Small R, wide tolerance: the exact 99.9% interval of 400 runs at 0.05 is about 0.02-0.09."""
     result = cc.size_and_power(methods=["spiegelhalter"], size_n=300, sizes=[], repetitions=400, seed=3)

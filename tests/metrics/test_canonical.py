@@ -623,13 +623,13 @@ def test_many_classes_consistency_counts_the_same_triples_by_sorting_or_by_slots
 def test_uniform_partition_keys_of_many_coordinates_stay_small_and_equal():
     """Issue 15: at 50,000 x 1,000 nearly every row is its own cell and intp keys took 400 MB; above 32
     coordinates they keep the grid's small unsigned type (the same values)."""
-    from calib_core.metrics.simplex import _squared_norm_sum, uniform_partition
+    from calib_core.metrics.simplex import squared_norm_sum, uniform_partition
     probs, _ = overconfident(400, 40, 2)
     part = uniform_partition(probs, 5)
     assert part.keys.dtype == np.uint8
     assert uniform_partition(probs[:, :3] / probs[:, :3].sum(axis=1, keepdims=True), 5).keys.dtype == np.intp
     rows = np.arange(0, 400, 3)
-    assert _squared_norm_sum(probs, rows) == pytest.approx(float(np.einsum("ij,ij->", probs[rows], probs[rows])),
+    assert squared_norm_sum(probs, rows) == pytest.approx(float(np.einsum("ij,ij->", probs[rows], probs[rows])),
                                                            rel=1e-13)
 
 

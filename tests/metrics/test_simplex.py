@@ -390,7 +390,7 @@ def test_grid_keys_bin_only_the_values_outside_the_first_bin(dim, n_bins):
     """Issue 15: with many classes most values are below 1/n; only the others are binned, into small integers
     (50 MB of keys at 50,000 x 1,000, not 400). The keys are those of binning every value."""
     from calib_core.binning import bin_index
-    from calib_core.metrics.simplex import _grid_keys
+    from calib_core.metrics.partitions import _grid_keys
     rng = np.random.default_rng(dim)
     points = rng.dirichlet(np.full(dim, 0.3), size=500)
     grid = np.linspace(0, 1, n_bins + 1)
