@@ -5,6 +5,7 @@ classifier so that its ``predict_proba`` is calibrated."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,8 +60,10 @@ def test_sklearn_clone_of_every_recalibrator(cls):
     method = _non_default(cls).set_params(input="logits")
     fresh = clone(method)
     assert type(fresh) is cls and fresh is not method
-    assert fresh.get_params(deep=True) == method.get_params(deep=True)
+    params = method.get_params(deep=True)
+    assert fresh.get_params(deep=True) == params
     method.fit(x, y)
+    assert method.get_params(deep=True) == params  # fit leaves the parameters as given
     unfitted = clone(method)
     assert not unfitted.is_fitted
     np.testing.assert_array_equal(unfitted.fit(x, y).predict_proba(x), method.predict_proba(x))
@@ -221,8 +224,8 @@ def test_metric_optimized_temperature_grid_search_by_metric():
     assert search.best_params_["grid_size"] in (5, 9)
 
 
-#: scikit-learn's common checks that do not apply to a recalibrator, each with the reason (docs/recalibration.md,
-#: "Use with scikit-learn", lists the same). Every other check runs and passes on every registered method.
+#: scikit-learn's common checks that do not apply to a recalibrator, each with the reason (docs/sklearn.md lists
+#: the same). Every other check runs and passes on every registered method.
 _DATA = ("the check fits on features unrelated to its classes (e.g. 2 columns and 3 classes), but a recalibrator's "
          "`x` holds one column per class and `labels` lie in 0..K-1, so fit refuses it with CalibrationInputError")
 _WORDING = "refused with a CalibrationInputError (a ValueError) whose message is ours, not scikit-learn's exact wording"
@@ -275,6 +278,8 @@ def test_every_skipped_estimator_check_exists_and_gives_a_reason():
     skipped = {**ESTIMATOR_CHECKS_SKIPPED, **ONE_LABEL_SKIPPED}
     assert set(skipped) <= names
     assert all(len(reason) > 20 for reason in skipped.values())
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "sklearn.md").read_text()
+    assert [name for name in skipped if f"`{name}`" not in docs] == []
 
 
 def test_fit_without_labels_is_an_input_error():
