@@ -416,14 +416,7 @@ class Recalibrator(abc.ABC):
             logarithms of probabilities (fitted on ``input="probs"``, or Beta
             calibration): those would now predict differently, so refit.
         """
-        try:
-            payload = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise CalibrationInputError(f"`text` is not valid JSON: {exc}") from exc
-        if not isinstance(payload, dict) or payload.get("format") != JSON_FORMAT:
-            raise CalibrationInputError(
-                f"`text` is not a calib_core recalibrator document (expected \"format\": {JSON_FORMAT!r})."
-            )
+        payload = load_document(text, JSON_FORMAT, "recalibrator")
         version = payload.get("version")
         if version not in (1, JSON_VERSION):
             raise CalibrationInputError(
@@ -453,6 +446,19 @@ class Recalibrator(abc.ABC):
                     raise CalibrationInputError(f"unexpected fitted attribute {name!r} for {target.__name__}.")
                 setattr(instance, name, _decode(value))
         return instance
+
+
+def load_document(text: str, expected_format: str, what: str) -> dict[str, Any]:
+    """Parse a calib_core JSON document and check its ``"format"`` tag; :class:`CalibrationInputError` if not."""
+    try:
+        payload = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(f"`text` is not valid JSON: {exc}") from exc
+    if not isinstance(payload, dict) or payload.get("format") != expected_format:
+        raise CalibrationInputError(
+            f"`text` is not a calib_core {what} document (expected \"format\": {expected_format!r})."
+        )
+    return payload
 
 
 def callable_name(function: Any) -> str:

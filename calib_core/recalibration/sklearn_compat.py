@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.registry import get_metric, metric_function
 from calib_core.recalibration._base import (NotFittedError, Recalibrator, classifier_tags, get_params,
-                                            set_params)
+                                            load_document, set_params)
 from calib_core.validation import CalibrationInputError, check_binning, check_n_bins, row_argmax
 
 __all__ = ["CalibratedModel", "CalibrationScorer", "make_calibration_scorer"]
@@ -319,13 +319,7 @@ class CalibratedModel:
             Not a calibrated-model document, or a classifier whose
             ``classes_`` differ from the saved classes.
         """
-        try:
-            payload = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise CalibrationInputError(f"`text` is not valid JSON: {exc}") from exc
-        if not isinstance(payload, dict) or payload.get("format") != MODEL_JSON_FORMAT:
-            raise CalibrationInputError(
-                f"`text` is not a calib_core calibrated-model document (expected \"format\": {MODEL_JSON_FORMAT!r}).")
+        payload = load_document(text, MODEL_JSON_FORMAT, "calibrated-model")
         if payload.get("version") != MODEL_JSON_VERSION:
             raise CalibrationInputError(
                 f"unsupported calibrated-model document version {payload.get('version')!r} "

@@ -215,6 +215,8 @@ def test_calibrated_model_json_round_trip():
         CalibratedModel.from_json(text, other)
     with pytest.raises(CalibrationInputError, match="not fitted"):
         CalibratedModel(classifier, TemperatureScaling()).to_json()
+    with pytest.raises(CalibrationInputError, match="not a calib_core calibrated-model document"):
+        CalibratedModel.from_json(TemperatureScaling().to_json(), classifier)
 
 
 def test_metric_optimized_temperature_grid_search_by_metric():
