@@ -32,7 +32,10 @@ paired bootstrap intervals of the changes, best methods and verdict) and
 methods fitted by default at K classes: those with K^2 parameters only up to
 ``Recalibrator.max_default_classes``) and :mod:`~calib_core.recalibration.fixable`
 (the drop in NLL and Brier score the best of them achieves under cross-fitting,
-with intervals: the part of a score recalibration can fix).
+with intervals: the part of a score recalibration can fix) and
+:mod:`~calib_core.recalibration.sklearn_compat` (every method is a scikit-learn
+estimator: ``clone``, ``Pipeline``, ``GridSearchCV`` with a registry metric as
+scorer, and :class:`CalibratedModel` to wrap a fitted classifier).
 
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes
@@ -131,6 +134,10 @@ from calib_core.recalibration.protocol import (PredictionSplit, RecalibrationRep
                                                evaluate_recalibration, split_predictions, stratified_folds,
                                                stratified_split)
 
+from calib_core.recalibration.sklearn_compat import (CalibratedModel, CalibrationScorer,  # noqa: E402
+                                                     make_calibration_scorer)
+
+__all__ += ["CalibratedModel", "CalibrationScorer", "make_calibration_scorer"]
 __all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "RecalibrationReport", "cross_fit",
             "evaluate_recalibration", "split_predictions",
             "stratified_folds", "stratified_split"]

@@ -31,6 +31,7 @@ from calib_core.validation import (
     check_logits,
     check_probs,
     check_probs_labels,
+    row_argmax,
     softmax_unchecked,
 )
 
@@ -88,6 +89,56 @@ def _decode(value: Any) -> Any:
     return value
 
 
+def param_names(cls: type) -> list[str]:
+    """The constructor arguments of ``cls`` (scikit-learn's ``_get_param_names``)."""
+    signature = inspect.signature(cls.__init__)
+    return [name for name, parameter in signature.parameters.items()
+            if name != "self" and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
+
+
+def get_params(estimator: Any, *, deep: bool) -> dict[str, Any]:
+    """scikit-learn's ``get_params``: constructor arguments, and with ``deep`` those of nested estimators."""
+    params = {name: getattr(estimator, name) for name in param_names(type(estimator))}
+    if deep:
+        for name, value in list(params.items()):
+            if hasattr(value, "get_params") and not isinstance(value, type):
+                params.update((f"{name}__{key}", inner) for key, inner in value.get_params(deep=True).items())
+    return params
+
+
+def set_params(estimator: Any, params: dict[str, Any]) -> Any:
+    """scikit-learn's ``set_params``: ``name=value`` and ``name__parameter=value`` for nested estimators."""
+    valid = param_names(type(estimator))
+    nested: dict[str, dict[str, Any]] = {}
+    for key, value in params.items():
+        name, nests, inner = key.partition("__")
+        if name not in valid:
+            raise CalibrationInputError(
+                f"{type(estimator).__name__} has no parameter {key!r}; valid parameters: {', '.join(valid)}."
+            )
+        if nests:
+            nested.setdefault(name, {})[inner] = value
+        else:
+            setattr(estimator, name, value)
+    for name, inner_params in nested.items():
+        holder = getattr(estimator, name)
+        if not hasattr(holder, "set_params") or isinstance(holder, type):
+            raise CalibrationInputError(
+                f"{type(estimator).__name__} has no parameter {next(iter(inner_params))!r} under {name!r}: "
+                f"{name} = {holder!r} has no parameters to set."
+            )
+        holder.set_params(**inner_params)
+    return estimator
+
+
+def classifier_tags() -> Any:
+    """scikit-learn tags of a classifier that takes a 2-D float array (lazy import: sklearn is optional)."""
+    from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+
+    return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                classifier_tags=ClassifierTags(), input_tags=InputTags())
+
+
 class Recalibrator(abc.ABC):
     """Base class: maps model outputs ``x`` to recalibrated probabilities.
 
@@ -112,6 +163,8 @@ class Recalibrator(abc.ABC):
         (:func:`calib_core.recalibration.defaults.default_methods`).
     n_classes_ : int
         Number of classes seen by ``fit`` (set by ``fit``).
+    classes_, n_features_in_
+        ``0..K-1`` and K once fitted, for scikit-learn (see :mod:`~calib_core.recalibration.sklearn_compat`).
 
     Raises
     ------
@@ -138,31 +191,62 @@ class Recalibrator(abc.ABC):
     # -- hyper-parameters -------------------------------------------------
     @classmethod
     def _param_names(cls) -> list[str]:
-        signature = inspect.signature(cls.__init__)
-        return [name for name in signature.parameters if name != "self"]
+        return param_names(cls)
 
-    def get_params(self) -> dict[str, Any]:
-        """The constructor arguments of this instance, as a dict."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor arguments of this instance, as a dict (scikit-learn's protocol).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Also list the parameters of parameters that are estimators, as
+            ``name__parameter`` (none of the recalibrators holds one; kept
+            for scikit-learn, whose ``clone`` and searches pass it).
+        """
+        return get_params(self, deep=deep)
 
     def set_params(self, **params: Any) -> Recalibrator:
-        """Change constructor arguments (the fitted state, if any, is kept); returns ``self``."""
-        valid = self._param_names()
-        for name, value in params.items():
-            if name not in valid:
-                raise CalibrationInputError(
-                    f"{type(self).__name__} has no parameter {name!r}; valid parameters: {', '.join(valid)}."
-                )
-            setattr(self, name, value)
-        return self
+        """Change constructor arguments (the fitted state, if any, is kept); returns ``self``.
+
+        ``name__parameter`` sets a parameter of a parameter that is an
+        estimator, as in scikit-learn.
+
+        Raises
+        ------
+        CalibrationInputError
+            A name that is not a constructor argument.
+        """
+        return set_params(self, params)
 
     def clone(self) -> Recalibrator:
         """A new, unfitted instance with the same hyper-parameters."""
-        return type(self)(**self.get_params())
+        return type(self)(**self.get_params(deep=False))
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
+
+    # -- scikit-learn protocol ------------------------------------------------
+    def __sklearn_tags__(self) -> Any:
+        """Tags for scikit-learn (imported here: scikit-learn is not a dependency of calib_core)."""
+        return classifier_tags()
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self.is_fitted
+
+    @property
+    def classes_(self) -> NDArray[np.intp]:
+        """``0..K-1``, the classes ``predict_proba`` gives columns for (scikit-learn's ``classes_``)."""
+        if not self.is_fitted:
+            raise AttributeError(f"{type(self).__name__} has no `classes_` before `fit`.")
+        return np.arange(self.n_classes_)
+
+    @property
+    def n_features_in_(self) -> int:
+        """Columns of ``x`` (one per class), scikit-learn's ``n_features_in_``."""
+        if not self.is_fitted:
+            raise AttributeError(f"{type(self).__name__} has no `n_features_in_` before `fit`.")
+        return self.n_classes_
 
     def _check_params(self) -> None:
         """Validate hyper-parameters (called by ``fit``); subclasses extend it."""
@@ -206,6 +290,9 @@ class Recalibrator(abc.ABC):
             Invalid ``x``, ``labels`` or hyper-parameters.
         """
         self._check_params()
+        if labels is None:
+            raise CalibrationInputError(
+                "`labels` is None: fitting a recalibration map needs the true class of every row.")
         matrix, checked = self._read(x, labels)
         self._fit(matrix, checked)
         self.n_classes_ = int(matrix.shape[1])
@@ -241,6 +328,21 @@ class Recalibrator(abc.ABC):
             )
         return self._predict(matrix)
 
+    def predict(self, x: ArrayLike) -> NDArray[np.intp]:
+        """The class with the highest recalibrated probability in each row (ties: the lowest index).
+
+        Parameters
+        ----------
+        x : array_like of shape (M, K)
+            Logits or probabilities, as declared by ``input``.
+
+        Returns
+        -------
+        ndarray of shape (M,)
+            Classes in ``0..K-1``.
+        """
+        return row_argmax(self.predict_proba(x))
+
     def fit_predict_proba(self, x: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
         """``fit(x, labels).predict_proba(x)`` (in-sample: optimistic by construction)."""
         return self.fit(x, labels).predict_proba(x)
@@ -273,7 +375,7 @@ class Recalibrator(abc.ABC):
 
     # -- JSON ---------------------------------------------------------------
     def _params_to_json(self) -> dict[str, Any]:
-        return self.get_params()
+        return self.get_params(deep=False)
 
     @classmethod
     def _params_from_json(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -314,14 +416,7 @@ class Recalibrator(abc.ABC):
             logarithms of probabilities (fitted on ``input="probs"``, or Beta
             calibration): those would now predict differently, so refit.
         """
-        try:
-            payload = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise CalibrationInputError(f"`text` is not valid JSON: {exc}") from exc
-        if not isinstance(payload, dict) or payload.get("format") != JSON_FORMAT:
-            raise CalibrationInputError(
-                f"`text` is not a calib_core recalibrator document (expected \"format\": {JSON_FORMAT!r})."
-            )
+        payload = load_document(text, JSON_FORMAT, "recalibrator")
         version = payload.get("version")
         if version not in (1, JSON_VERSION):
             raise CalibrationInputError(
@@ -351,6 +446,19 @@ class Recalibrator(abc.ABC):
                     raise CalibrationInputError(f"unexpected fitted attribute {name!r} for {target.__name__}.")
                 setattr(instance, name, _decode(value))
         return instance
+
+
+def load_document(text: str, expected_format: str, what: str) -> dict[str, Any]:
+    """Parse a calib_core JSON document and check its ``"format"`` tag; :class:`CalibrationInputError` if not."""
+    try:
+        payload = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(f"`text` is not valid JSON: {exc}") from exc
+    if not isinstance(payload, dict) or payload.get("format") != expected_format:
+        raise CalibrationInputError(
+            f"`text` is not a calib_core {what} document (expected \"format\": {expected_format!r})."
+        )
+    return payload
 
 
 def callable_name(function: Any) -> str:

@@ -573,7 +573,7 @@ class MetricOptimizedTemperature(Recalibrator):
         return softmax_unchecked(scaled, out=scaled)
 
     def _params_to_json(self) -> dict[str, Any]:
-        params = self.get_params()
+        params = self.get_params(deep=False)
         if params["metric"] is not None and not isinstance(params["metric"], str):
             params["metric"] = callable_name(params["metric"])
         return params
