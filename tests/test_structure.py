@@ -32,10 +32,6 @@ APP_IMPORT_ALLOWED = {"calib_core/engines/cli.py": {"studio"}}
 #: Ground-floor packages whose own name starts with "_" but whose names inside are public to every wing:
 #: ``calib_core._accel`` holds the speed machinery (compiled kernels, thread pool, memos; issue 24).
 PUBLIC_GROUND_PACKAGES = ("_accel",)
-#: The cross-wing uses of a private name that other helpers of issue 24 are making public at the same time,
-#: as (importing module, dotted name it takes). This list only shrinks: the lead empties it at the merge, and
-#: ``test_the_seam_allow_list_holds_only_live_uses`` fails on an entry that no longer occurs.
-PRIVATE_SEAMS_BEING_FIXED: frozenset[tuple[str, str]] = frozenset()
 
 
 def module_name(path: Path) -> str:
@@ -204,14 +200,8 @@ def test_no_module_takes_a_private_name_of_another_wing(path):
     or moved to the wing that uses it. ``calib_core._accel`` is a ground-floor package: its public names are open
     to every wing."""
     module = module_name(path)
-    taken = sorted(name for name in private_seams(path) if (module, name) not in PRIVATE_SEAMS_BEING_FIXED)
+    taken = sorted(private_seams(path))
     assert not taken, f"{module} ({wing_of(module)}) takes private names of other wings: {taken}"
-
-
-def test_the_seam_allow_list_holds_only_live_uses():
-    """Each entry of PRIVATE_SEAMS_BEING_FIXED still occurs; once it is fixed it leaves the list."""
-    live = {(module_name(path), name) for path in WING_MODULES for name in private_seams(path)}
-    assert not PRIVATE_SEAMS_BEING_FIXED - live, sorted(PRIVATE_SEAMS_BEING_FIXED - live)
 
 
 @pytest.mark.parametrize("name, private", [
