@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,11 +30,12 @@ from scipy.special import expit
 from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
 from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ici
+from calib_core.metrics.resampling import Resampling
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels, is_validated, remembered)
+                                   check_probs_labels, is_validated, remembered, row_argmax)
 
-__all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS", "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS",
-           "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
+__all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "DeclaredMetric", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS",
+           "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS", "declared_metric", "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
            "skce_pair_order", "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
@@ -119,10 +119,14 @@ class MetricSpec:
     max_boot : int or None
         Bootstrap resamples are capped at this many (costly metrics, e.g.
         :data:`LOESS_MAX_BOOT` for the loess summaries); None: no cap.
-    variance : callable or None
-        For ``interval="variance"``: ``variance(probs, labels, bandwidth) ->
-        (estimate, std_error, note)``; a non-finite ``std_error`` means no
-        interval, ``note`` then says why.
+    resampling : Resampling
+        How a bootstrap resamples the metric, with its settings
+        (:mod:`calib_core.metrics.resampling`): binned per-bin sums, a mean of
+        per-row values, a function of the top label, each materialised
+        resample, a variance formula (``interval="variance"``), or none.
+    public : callable or None
+        The public function that is this metric at its default settings
+        (``bootstrap_ci(cc.ece, ...)`` then resamples it as declared).
     bandwidth : float, "median", "auto" or None
         Default kernel bandwidth: a number; ``"median"`` for the median
         heuristic (:func:`skce_bandwidth`); ``"auto"`` for smECE's fixed
@@ -155,8 +159,13 @@ class MetricSpec:
     always_defined: bool = True
     no_interval: str = ""
     max_boot: int | None = None
-    variance: Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None = field(
-        default=None, repr=False)
+    resampling: Resampling | None = None
+    public: Callable | None = field(default=None, repr=False)
+
+    @property
+    def variance(self) -> Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None:
+        """The variance formula of ``interval="variance"`` (:attr:`Resampling.variance`)."""
+        return None if self.resampling is None else self.resampling.variance
 
 
 # ----------------------------------------------------------------------------- kernel defaults
@@ -409,73 +418,74 @@ def _ici_compute(name):
     return compute
 
 
-#: The binned metrics as partials of the public functions themselves (not wrappers), so that
-#: :func:`bootstrap_ci` recognises them and shares its work across resamples (:mod:`calib_core.inference.resample`).
-_BINNED_PARTIALS: dict[str, Callable[[int, str], Callable[[ArrayLike, ArrayLike], float]]] = {
-    "ece": lambda b, s: partial(binned.ece, n_bins=b, binning=s),
-    "rmsce": lambda b, s: partial(binned.ece, n_bins=b, binning=s, norm="l2"),
-    "mce": lambda b, s: partial(binned.mce, n_bins=b, binning=s),
-    "classwise_ece": lambda b, s: partial(binned.classwise_ece, n_bins=b, binning=s),
-    "sce": lambda b, s: partial(binned.sce, n_bins=b),
-    "ace": lambda b, s: partial(binned.ace, n_bins=b),
-    "tace": lambda b, s: partial(binned.tace, n_bins=b),
-}
+def _binned(family: str, *, norm: str = "l1", threshold: float | None = None) -> Resampling:
+    """A binned metric's declaration: per-bin sums of ``family`` reduced by ``norm`` (Nixon et al. 2019)."""
+    return Resampling("binned", family=family, norm=norm, threshold=threshold)
 
 
-#: Registry entries that are a function of ``(probs, labels)`` alone.
-_PLAIN_FUNCTIONS = {"accuracy": binned.accuracy, "brier": scores.brier_score, "nll": scores.nll,
-                    "ks": scores.ks_error, "calibration_upper_bound": decomposition.calibration_upper_bound}
+def _correct_rows(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """1.0 where the arg-max is the label: :func:`calib_core.accuracy` is their mean."""
+    return (row_argmax(probs) == labels).astype(np.float64)
 
 
-def _binned(key: str) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
-    """``compute(probs, labels, n_bins, binning)`` of the binned metric ``key`` (see :data:`_BINNED_PARTIALS`)."""
-    return lambda p, y, b, s: _BINNED_PARTIALS[key](b, s)(p, y)
-
+#: TACE's threshold (:func:`calib_core.metrics.binned.tace`'s default).
+_TACE_THRESHOLD = 0.01
 
 METRICS: list[MetricSpec] = [
     MetricSpec("accuracy", "Accuracy", lambda p, y, b, s: binned.accuracy(p, y),
                "Share of rows whose most probable class is the true class.",
                "Says nothing about calibration; shown for context.",
-               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
-    MetricSpec("ece", "ECE", _binned("ece"),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None,
+               resampling=Resampling("row_mean", per_row=_correct_rows), public=binned.accuracy),
+    MetricSpec("ece", "ECE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s),
                "Top-label expected calibration error: count-weighted mean gap between confidence and accuracy per bin.",
                "Looks only at the top class; over- and under-confidence inside a bin cancel; value depends on the bins "
-               "and is biased upwards for small N.", uses_binning=True),
-    MetricSpec("rmsce", "RMSCE", _binned("rmsce"),
+               "and is biased upwards for small N.", uses_binning=True, resampling=_binned("top_label"), public=binned.ece),
+    MetricSpec("rmsce", "RMSCE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s, norm="l2"),
                "Root-mean-square calibration error: like ECE but squares the gaps, so large gaps weigh more.",
-               "Same bin and top-label caveats as ECE.", uses_binning=True),
-    MetricSpec("mce", "MCE", _binned("mce"),
+               "Same bin and top-label caveats as ECE.", uses_binning=True, resampling=_binned("top_label", norm="l2")),
+    MetricSpec("mce", "MCE", lambda p, y, b, s: binned.mce(p, y, n_bins=b, binning=s),
                "Maximum calibration error: the largest gap over non-empty bins (worst case).",
-               "A bin with a handful of rows can set it; very noisy with many bins.", uses_binning=True),
-    MetricSpec("classwise_ece", "Class-wise ECE", _binned("classwise_ece"),
+               "A bin with a handful of rows can set it; very noisy with many bins.", uses_binning=True,
+               resampling=_binned("top_label", norm="max"), public=binned.mce),
+    MetricSpec("classwise_ece", "Class-wise ECE", lambda p, y, b, s: binned.classwise_ece(p, y, n_bins=b, binning=s),
                "ECE of every class probability against that class's indicator, averaged over classes.",
-               "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True),
-    MetricSpec("sce", "SCE", _binned("sce"),
+               "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True,
+               resampling=_binned("classwise"), public=binned.classwise_ece),
+    MetricSpec("sce", "SCE", lambda p, y, b, s: binned.sce(p, y, n_bins=b),
                "Static calibration error: class-wise ECE with uniform bins (Nixon et al. eq. 2).",
-               "Dominated by the many near-zero probabilities of a K-class model.", fixed_binning="uniform"),
-    MetricSpec("ace", "ACE", _binned("ace"),
+               "Dominated by the many near-zero probabilities of a K-class model.", fixed_binning="uniform",
+               resampling=_binned("classwise"), public=binned.sce),
+    MetricSpec("ace", "ACE", lambda p, y, b, s: binned.ace(p, y, n_bins=b),
                "Adaptive calibration error: class-wise, with equal-mass ranges, unweighted mean over ranges.",
-               "Equal-mass ranges of a rare class can be all near 0; see TACE.", fixed_binning="adaptive"),
-    MetricSpec("tace", "TACE", _binned("tace"),
+               "Equal-mass ranges of a rare class can be all near 0; see TACE.", fixed_binning="adaptive",
+               resampling=_binned("adaptive_mean"), public=binned.ace),
+    MetricSpec("tace", "TACE", lambda p, y, b, s: binned.tace(p, y, n_bins=b, threshold=_TACE_THRESHOLD),
                "Thresholded ACE: ACE over the probabilities above 0.01 only.",
-               "The threshold is a choice; results move with it.", fixed_binning="adaptive"),
+               "The threshold is a choice; results move with it.", fixed_binning="adaptive",
+               resampling=_binned("adaptive_mean", threshold=_TACE_THRESHOLD), public=binned.tace),
     MetricSpec("ks", "KS error", lambda p, y, b, s: scores.ks_error(p, y),
                "Kolmogorov-Smirnov calibration error: largest gap between cumulative confidence and cumulative accuracy.",
                "Bin-free, but top-label only, and gaps of opposite sign at different confidences can offset.",
-               uses_bins=False),
+               uses_bins=False, resampling=Resampling("top_label", statistic=scores.ks_of_top_label, sorts=True),
+               public=scores.ks_error),
     MetricSpec("brier", "Brier score", lambda p, y, b, s: scores.brier_score(p, y),
                "Mean squared distance between the predicted distribution and the one-hot label (proper score, 0 to 2).",
                "Mixes calibration and sharpness (refinement): a lower score is not necessarily better calibrated.",
-               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None,
+               resampling=Resampling("row_mean", per_row=scores.brier_rows), public=scores.brier_score),
     MetricSpec("nll", "NLL", lambda p, y, b, s: scores.nll(p, y),
                "Mean negative log-likelihood of the true class (proper score).",
                "Unbounded: a few confident mistakes dominate it; mixes calibration and sharpness.",
-               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None,
+               resampling=Resampling("row_mean", per_row=scores.nll_rows), public=scores.nll),
     MetricSpec("mmce", "MMCE", _default(_mmce),
                "Maximum mean calibration error (Kumar et al. 2018, eq. 2): a kernel distance between confidence "
                "and correctness over all pairs of rows (Laplacian kernel of width h), without bins.",
                "Top-label only; a V-statistic, so biased upwards for small N; the value depends on the kernel "
-               "width.", uses_bins=False, bandwidth=MMCE_BANDWIDTH, with_bandwidth=_mmce),
+               "width.", uses_bins=False, bandwidth=MMCE_BANDWIDTH, with_bandwidth=_mmce,
+               resampling=Resampling("top_label", statistic=kernel.mmce_of_top_label, sorts=True, takes_bandwidth=True),
+               public=kernel.mmce),
     MetricSpec("skce", "SKCE (unbiased)", _default(_skce_unbiased),
                "Squared kernel calibration error (Widmann et al. 2019): unbiased U-statistic over all pairs of "
                "rows comparing the whole predicted distribution with the labels (Laplacian kernel, median-distance "
@@ -484,7 +494,8 @@ METRICS: list[MetricSpec] = [
                "calibrated samples (shown raw: clipping at 0 would bias it and its intervals); for a calibrated "
                "model the normal interval is only a rough guide (the statistic is degenerate there).",
                uses_bins=False, quadratic=True, signed=True, probability_scale=False, interval="variance",
-               bandwidth="median", with_bandwidth=_skce_unbiased, variance=_skce_variance("unbiased")),
+               bandwidth="median", with_bandwidth=_skce_unbiased,
+               resampling=Resampling("variance", variance=_skce_variance("unbiased"))),
     MetricSpec("skce_block", "SKCE (linear-time)", _default(_skce_block),
                "Linear-time SKCE estimator of Widmann et al. (2019): the mean kernel term over disjoint pairs of "
                "rows, O(N) instead of O(N^2).",
@@ -492,7 +503,7 @@ METRICS: list[MetricSpec] = [
                "drawn with a fixed seed after sorting the rows (the value does not depend on the row order); "
                "can be negative, like SKCE.", uses_bins=False, signed=True, probability_scale=False,
                interval="variance", bandwidth="median", with_bandwidth=_skce_block,
-               variance=_skce_variance("block")),
+               resampling=Resampling("variance", variance=_skce_variance("block"))),
     MetricSpec("kde_ce_kl", "CE_KL (kernel)", _default(_kde("kl")),
                "Proper calibration error of the log score (Popordanoska et al. 2024, eq. 9): mean KL divergence "
                "between a leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the prediction, over "
@@ -503,7 +514,8 @@ METRICS: list[MetricSpec] = [
                "the NLL, which bounds the true CE_KL, and is then marked unreliable (see BOUNDS); O(N^2) time; no "
                "interval here (a bootstrap repeats rows, which a leave-one-out estimate cannot take: the "
                "Estimators page gives block intervals).", uses_bins=False, quadratic=True, probability_scale=False, interval="none",
-               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl"), no_interval=_LOO_NO_INTERVAL),
+               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl"), no_interval=_LOO_NO_INTERVAL,
+               resampling=Resampling("none")),
     MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", _default(_kde("l2")),
                "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
                "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
@@ -512,20 +524,23 @@ METRICS: list[MetricSpec] = [
                "calibrated models, large with few rows or many classes (an estimate within twice that bias, or "
                "above the Brier score, is marked unreliable); O(N^2) time; no interval here (see CE_KL).", uses_bins=False,
                quadratic=True, probability_scale=False, interval="none", bandwidth=KDE_BANDWIDTH,
-               with_bandwidth=_kde("l2"), no_interval=_LOO_NO_INTERVAL),
+               with_bandwidth=_kde("l2"), no_interval=_LOO_NO_INTERVAL, resampling=Resampling("none")),
     MetricSpec("smooth_ece", "smECE", _default(_smooth_ece),
                "Smooth ECE (Blasiok & Nakkiran 2023): the residuals correctness - confidence smoothed with a "
                "reflected Gaussian kernel whose width is chosen automatically, integrated in absolute value; "
                "consistent, without bins.",
                "Top-label only; smoothing can hide narrow regions of miscalibration; the automatic width is "
-               "coarse for small N.", uses_bins=False, bandwidth="auto", with_bandwidth=_smooth_ece),
+               "coarse for small N.", uses_bins=False, bandwidth="auto", with_bandwidth=_smooth_ece,
+               resampling=Resampling("top_label", statistic=smooth.smooth_ece_of_top_label, takes_bandwidth=True),
+               public=smooth.smooth_ece),
     MetricSpec("calibration_upper_bound", "sqrt(Brier) bound",
                lambda p, y, b, s: decomposition.calibration_upper_bound(p, y),
                "Root Brier score: an upper bound of the canonical calibration error CE_2 that needs no estimate "
                "of P(Y | prediction) (Gruber & Buettner 2022, Theorem 4.3).",
                "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
                "the accuracy is close to 1.", uses_bins=False, calibration_error=False, interval="percentile",
-               ideal=None),
+               ideal=None, resampling=Resampling("row_mean", per_row=scores.brier_rows, of_mean=np.sqrt),
+               public=decomposition.calibration_upper_bound),
     MetricSpec("cox_slope", f"Cox slope ({_OVR})", _cox_compute("slope"),
                "Calibration slope b of the logistic regression logit P(y = 1) = a + b logit(p) (Cox 1958); "
                "ideal 1: below 1 the predictions are too extreme (over-fitting), above 1 too modest.",
@@ -534,38 +549,38 @@ METRICS: list[MetricSpec] = [
                "side), then shown as not available; for K > 2 the mean of the one-vs-rest slopes, and not "
                "available if any class's fit is not.", uses_bins=False, calibration_error=False, signed=True,
                probability_scale=False, interval="variance", ideal=1.0, always_defined=False,
-               variance=_cox_variance("slope"), per_class_fit=True),
+               resampling=Resampling("variance", variance=_cox_variance("slope")), per_class_fit=True),
     MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", _cox_compute("intercept"),
                "Intercept a of the same regression (Cox 1958), on the logit scale; ideal 0 together with slope 1.",
                "Depends on the slope fitted with it (read it with the slope, or use the calibration-in-the-large "
                "for the mean level); not available when the slope is not.", uses_bins=False,
                calibration_error=False, signed=True, probability_scale=False, interval="variance",
-               always_defined=False, variance=_cox_variance("intercept"), per_class_fit=True),
+               always_defined=False, resampling=Resampling("variance", variance=_cox_variance("intercept")), per_class_fit=True),
     MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", _cox_compute("citl"),
                "Intercept of the regression with the slope fixed at 1 (logit(p) as an offset), on the logit scale: "
                "ideal 0; above 0 the model predicts too low on average, below 0 too high.",
                "Only the mean level: a model with the right average and a wrong slope has a calibration-in-the-"
                "large of 0; not defined when the outcome is constant.", uses_bins=False, calibration_error=False,
                signed=True, probability_scale=False, interval="variance", always_defined=False,
-               variance=_cox_variance("citl"), per_class_fit=True),
+               resampling=Resampling("variance", variance=_cox_variance("citl")), per_class_fit=True),
     MetricSpec("ici", f"ICI ({_OVR})", _ici_compute("ici"),
                "Integrated calibration index (Austin & Steyerberg 2019): mean over rows of |c(p) - p|, with c the "
                "loess calibration curve (span 0.75, local quadratic, as R's loess).",
                "Depends on the smoother's span; biased upwards on small N like the binned errors; for K > 2 the "
                "mean of the one-vs-rest ICIs (not a top-label error); the interval uses at most "
                f"{LOESS_MAX_BOOT} bootstrap resamples (one loess fit per class per resample).", uses_bins=False,
-               slow=True, max_boot=LOESS_MAX_BOOT, per_class_fit=True),
+               slow=True, max_boot=LOESS_MAX_BOOT, per_class_fit=True, resampling=Resampling("rows")),
     MetricSpec("e50", f"E50 ({_OVR})", _ici_compute("e50"),
                "Median over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg 2019).",
                "As the ICI; the median ignores the few rows where the curve is far off (see E90); no interval "
                "(see the ICI's).", uses_bins=False, slow=True, interval="none",
-               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True),
+               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
     MetricSpec("e90", f"E90 ({_OVR})", _ici_compute("e90"),
                "90th percentile over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg "
                "2019).",
                "As the ICI; the smoothed curve is least certain at the extremes, where the largest gaps usually "
                "lie; no interval (see the ICI's).", uses_bins=False, slow=True, interval="none",
-               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True),
+               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
 ]
 
 
@@ -693,19 +708,89 @@ def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int =
     return float(spec.with_bandwidth(probs, labels, check_positive(bandwidth, "bandwidth")))
 
 
+@dataclass(frozen=True)
+class DeclaredMetric:
+    """``metric(probs, labels) -> float``: a registered metric with its settings fixed, as plain values.
+
+    What :func:`metric_function` returns. The bootstrap reads
+    :attr:`resampling` (the registry entry's declaration) and the settings to
+    take the metric's shortcut (:mod:`calib_core.inference.resample`); a call
+    is :func:`metric_value` with these settings.
+
+    Attributes
+    ----------
+    key : str
+    n_bins : int
+    binning : {"uniform", "adaptive"}
+        The binning the metric uses (its :attr:`MetricSpec.fixed_binning` if it has one).
+    bandwidth : float or None
+        The kernel bandwidth asked for (None: the metric's default).
+    """
+
+    key: str
+    n_bins: int = 15
+    binning: str = "uniform"
+    bandwidth: float | None = None
+
+    @property
+    def __name__(self) -> str:
+        return self.key
+
+    @property
+    def spec(self) -> MetricSpec:
+        return get_metric(self.key)
+
+    @property
+    def resampling(self) -> Resampling | None:
+        return self.spec.resampling
+
+    def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
+        return metric_value(self.key, probs, labels, n_bins=self.n_bins, binning=self.binning,
+                            bandwidth=self.bandwidth)
+
+    def top_label_statistic(self) -> Callable[[NDArray, NDArray], float]:
+        """``statistic(confidence, correctness) -> float`` of a ``"top_label"`` declaration, with the bandwidth."""
+        declared = self.resampling
+        if not declared.takes_bandwidth:
+            return declared.statistic
+        default = self.spec.bandwidth if isinstance(self.spec.bandwidth, (int, float)) else None
+        bandwidth = default if self.bandwidth is None else self.bandwidth
+        return lambda confidence, correct: declared.statistic(confidence, correct, bandwidth=bandwidth)
+
+
 def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
-                    bandwidth: float | None = None) -> Callable[[ArrayLike, ArrayLike], float]:
-    """``metric(probs, labels) -> float`` with the settings fixed (for :func:`bootstrap_ci`)."""
-    get_metric(key)
-    if key in _BINNED_PARTIALS and bandwidth is None:
-        return _BINNED_PARTIALS[key](n_bins, binning)
-    if key in _PLAIN_FUNCTIONS and bandwidth is None:  # no settings: the function itself (bootstrap_ci knows it)
-        return _PLAIN_FUNCTIONS[key]
-    if key == "mmce":
-        return partial(kernel.mmce, bandwidth=MMCE_BANDWIDTH if bandwidth is None else _check_bandwidth(bandwidth))
-    if key == "smooth_ece":
-        return partial(smooth.smooth_ece, bandwidth=bandwidth)
-    return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+                    bandwidth: float | None = None) -> DeclaredMetric:
+    """``metric(probs, labels) -> float`` with the settings fixed (for :func:`bootstrap_ci`).
+
+    The settings are checked here, once: the bin count and binning of a
+    metric that uses them, the bandwidth of a kernel metric (other metrics
+    refuse one).
+
+    Examples
+    --------
+    >>> metric_function("ace", n_bins=10)
+    DeclaredMetric(key='ace', n_bins=10, binning='adaptive', bandwidth=None)
+    """
+    spec = get_metric(key)
+    if spec.uses_bins:
+        n_bins = check_n_bins(n_bins)
+        binning = spec.fixed_binning or check_binning(binning)
+    if bandwidth is not None:
+        if spec.with_bandwidth is None:
+            raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+        bandwidth = check_positive(bandwidth, "bandwidth")
+    return DeclaredMetric(key, n_bins, binning, bandwidth)
+
+
+def declared_metric(metric: Callable) -> DeclaredMetric | None:
+    """The declared form of ``metric``: itself if it is a :class:`DeclaredMetric`, else the registry entry whose
+    :attr:`MetricSpec.public` function it is (``cc.ece`` -> ``metric_function("ece")``), else None."""
+    if isinstance(metric, DeclaredMetric):
+        return metric
+    for spec in METRICS:
+        if spec.public is metric:
+            return DeclaredMetric(spec.key, binning=spec.fixed_binning or "uniform")
+    return None
 
 
 def resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Iterable[str | Callable], *,
@@ -765,10 +850,6 @@ def resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Ite
     if not functions:
         raise CalibrationInputError("`metrics` is empty; choose at least one metric.")
     return functions
-
-
-def _call(key, probs, labels, *, n_bins, binning, bandwidth):
-    return metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
 
 
 def _number(value: float) -> str:
