@@ -15,7 +15,14 @@ Every number shown under a metric's name comes from here:
   metric declares (:attr:`MetricSpec.interval`);
 * :func:`calib_core.metrics.reports.metric_report` -- every metric, with a
   reason for each one that cannot be computed on valid input, and the size
-  limits that leave some out.
+  limits that leave some out;
+* :func:`metric_function` -- the metric with its settings fixed, as a
+  :class:`DeclaredMetric` whose resampling the bootstrap reads
+  (:attr:`MetricSpec.resampling`, :mod:`calib_core.metrics.resampling`).
+
+The clinical summaries' fits live in :mod:`calib_core.metrics.clinical` and
+the bounds of the true values in :mod:`calib_core.metrics.bounds` (both
+re-exported here).
 """
 from __future__ import annotations
 
@@ -25,18 +32,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
-
 from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
-from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
-from calib_core.metrics.ici import ici
+from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
+from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
 from calib_core.metrics.resampling import Resampling
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels, is_validated, remembered, row_argmax)
+                                   check_probs_labels, remembered, row_argmax)
 
 __all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "DeclaredMetric", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS",
-           "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS", "declared_metric", "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
-           "skce_pair_order", "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
+           "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS", "cox_mean_std_error", "declared_metric", "get_metric",
+           "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
+           "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
 MMCE_BANDWIDTH = 0.4
@@ -288,134 +294,14 @@ def _skce_variance(estimator):
     return variance
 
 
-# ----------------------------------------------------------------------------- clinical summaries
+# ----------------------------------------------------------------------------- notes and declarations
 
 _LOO_NO_INTERVAL = "a bootstrap repeats rows, which a leave-one-out kernel estimate cannot take"
 _LOESS_NO_INTERVAL = ("a bootstrap refits the loess curve of every class on every resample, too slow for a "
                       "table; the ICI's interval describes the noise of the same curve")
 
-#: What the scalar of a clinical summary is, in its label.
+#: What the scalar of a clinical summary (:mod:`calib_core.metrics.clinical`) is, in its label.
 _OVR = "binary: class 1; K > 2: one-vs-rest mean"
-
-
-def _cox_scalar(fit: CoxCalibration, name: str) -> float:
-    """Field ``name`` of a Cox fit as one number: the value (binary) or the mean over classes (K > 2).
-
-    Raises :class:`CalibrationInputError` with the fit's reason when the
-    estimate does not exist (for K > 2: for any class).
-    """
-    values = np.atleast_1d(np.asarray(getattr(fit, name), dtype=np.float64))
-    missing = np.flatnonzero(~np.isfinite(values))
-    if missing.size:
-        reasons = (fit.reason,) if isinstance(fit.reason, str) else fit.reason
-        what = {"slope": "slope", "intercept": "intercept", "citl": "calibration-in-the-large"}[name]
-        if len(fit.classes) == 1:
-            raise CalibrationInputError(f"the Cox {what} does not exist: {reasons[0]}.")
-        first = int(missing[0])
-        others = "" if missing.size == 1 else \
-            f" (and of class{'es' if missing.size > 2 else ''} {', '.join(str(fit.classes[j]) for j in missing[1:])})"
-        raise CalibrationInputError(
-            f"the one-vs-rest Cox {what} of class {fit.classes[first]}{others} does not exist, so their mean does "
-            f"not either: {reasons[first]}."
-        )
-    return float(values.mean())
-
-
-#: The last fit of each shared fit function, with the arrays it was made on (see :func:`_shared_fit`).
-_LAST_FITS: dict[str, tuple[np.ndarray, np.ndarray, object]] = {}
-
-
-def _shared_fit(function: Callable, probs: np.ndarray, labels: np.ndarray):
-    """``function(probs, labels)``, fitted once for the metrics that read one fit.
-
-    ICI, E50 and E90 read one loess fit per class, and Cox's slope, intercept
-    and calibration-in-the-large one regression: a table of every metric would
-    fit each three times (4.7 s per loess fit at 100,000 x 10). The last fit is
-    reused only for the very same arrays and only when both are frozen and
-    marked (those of a :class:`~calib_core.io.Predictions`), so no in-place
-    change can make it stale (a read-only view of writeable memory is not).
-    """
-    if not (is_validated(probs) and is_validated(labels, probs.shape[1])):
-        return function(probs, labels)
-    last = _LAST_FITS.get(function.__name__)
-    if last is not None and last[0] is probs and last[1] is labels:
-        return last[2]
-    fit = function(probs, labels)
-    _LAST_FITS[function.__name__] = (probs, labels, fit)
-    return fit
-
-
-def _cox_compute(name):
-    def compute(probs, labels, n_bins=15, binning="uniform"):
-        return _cox_scalar(_shared_fit(cox_calibration, probs, labels), name)
-    return compute
-
-
-def _cox_variance(name):
-    """``variance(probs, labels, bandwidth)`` of the Cox summary ``name`` (see :func:`cox_mean_std_error`)."""
-    def variance(probs, labels, bandwidth=None):
-        fit = _shared_fit(cox_calibration, probs, labels)
-        estimate = _cox_scalar(fit, name)
-        if len(fit.classes) == 1:
-            return estimate, float(getattr(fit, name + "_se")), "Wald interval from the Fisher information"
-        return estimate, cox_mean_std_error(probs, labels, fit, name), (
-            f"normal interval, sandwich standard error of the mean over the {len(fit.classes)} one-vs-rest fits")
-    return variance
-
-
-def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: CoxCalibration, name: str) -> float:
-    """Sandwich standard error of the mean over classes of one-vs-rest Cox estimates (one class: HC0).
-
-    Parameters
-    ----------
-    probs : array_like of shape (N, K)
-    labels : array_like of shape (N,)
-    fit : CoxCalibration
-        ``cox_calibration(probs, labels)`` with every field of ``name`` finite.
-    name : {"slope", "intercept", "citl"}
-
-    Returns
-    -------
-    float
-
-    Notes
-    -----
-    The K fits share the rows, so their estimates are correlated and the
-    per-class Wald errors do not combine. Stacking the K score equations
-    (one M-estimator, Stefanski & Boos 2002, eq. 4-5) gives each row the
-    influence ``IF_ik = A_k^{-1} x_i (y_ik - mu_ik)`` in fit k, with
-    ``x_i = (1, logit p_ik)`` (``citl``: ``x_i = 1``, offset ``logit p_ik``)
-    and ``A_k = sum_i mu_ik (1 - mu_ik) x_i x_i^T``. The mean over classes
-    has influence ``m_i = (1/K) sum_k IF_ik`` (its component ``name``), and
-    the sandwich variance is ``sum_i m_i^2``. For one class this is the
-    robust (HC0) error of the logistic fit, which equals the Wald error when
-    the model holds.
-
-    References
-    ----------
-    Stefanski, L. A. & Boos, D. D. "The calculus of M-estimation", The
-    American Statistician 56 (2002), 29-38.
-    """
-    _, scores_, outcomes = one_vs_rest(probs, labels)
-    clipped = np.clip(scores_, fit.epsilon, 1.0 - fit.epsilon)
-    x = np.log(clipped) - np.log1p(-clipped)
-    if name == "citl":
-        mu = expit(np.atleast_1d(fit.citl)[None, :] + x)
-        influence = (outcomes - mu) / np.sum(mu * (1.0 - mu), axis=0)
-    else:
-        mu = expit(np.atleast_1d(fit.intercept)[None, :] + np.atleast_1d(fit.slope)[None, :] * x)
-        w, residual = mu * (1.0 - mu), outcomes - mu
-        s0, s1, s2 = w.sum(axis=0), (w * x).sum(axis=0), (w * x * x).sum(axis=0)
-        determinant = s0 * s2 - s1 * s1
-        # Rows of the inverse of [[s0, s1], [s1, s2]] applied to (1, x) * residual.
-        influence = ((s2 - s1 * x) if name == "intercept" else (s0 * x - s1)) * residual / determinant
-    return float(np.sqrt(np.sum(influence.mean(axis=1) ** 2)))
-
-
-def _ici_compute(name):
-    def compute(probs, labels, n_bins=15, binning="uniform"):
-        return float(np.mean(getattr(_shared_fit(ici, probs, labels), name)))
-    return compute
 
 
 def _binned(family: str, *, norm: str = "l1", threshold: float | None = None) -> Resampling:
@@ -541,7 +427,7 @@ METRICS: list[MetricSpec] = [
                "the accuracy is close to 1.", uses_bins=False, calibration_error=False, interval="percentile",
                ideal=None, resampling=Resampling("row_mean", per_row=scores.brier_rows, of_mean=np.sqrt),
                public=decomposition.calibration_upper_bound),
-    MetricSpec("cox_slope", f"Cox slope ({_OVR})", _cox_compute("slope"),
+    MetricSpec("cox_slope", f"Cox slope ({_OVR})", cox_compute("slope"),
                "Calibration slope b of the logistic regression logit P(y = 1) = a + b logit(p) (Cox 1958); "
                "ideal 1: below 1 the predictions are too extreme (over-fitting), above 1 too modest.",
                "Summarises the curve by one line on the logit scale, so curved miscalibration can hide; does not "
@@ -549,113 +435,39 @@ METRICS: list[MetricSpec] = [
                "side), then shown as not available; for K > 2 the mean of the one-vs-rest slopes, and not "
                "available if any class's fit is not.", uses_bins=False, calibration_error=False, signed=True,
                probability_scale=False, interval="variance", ideal=1.0, always_defined=False,
-               resampling=Resampling("variance", variance=_cox_variance("slope")), per_class_fit=True),
-    MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", _cox_compute("intercept"),
+               resampling=Resampling("variance", variance=cox_variance("slope")), per_class_fit=True),
+    MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", cox_compute("intercept"),
                "Intercept a of the same regression (Cox 1958), on the logit scale; ideal 0 together with slope 1.",
                "Depends on the slope fitted with it (read it with the slope, or use the calibration-in-the-large "
                "for the mean level); not available when the slope is not.", uses_bins=False,
                calibration_error=False, signed=True, probability_scale=False, interval="variance",
-               always_defined=False, resampling=Resampling("variance", variance=_cox_variance("intercept")), per_class_fit=True),
-    MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", _cox_compute("citl"),
+               always_defined=False, resampling=Resampling("variance", variance=cox_variance("intercept")), per_class_fit=True),
+    MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", cox_compute("citl"),
                "Intercept of the regression with the slope fixed at 1 (logit(p) as an offset), on the logit scale: "
                "ideal 0; above 0 the model predicts too low on average, below 0 too high.",
                "Only the mean level: a model with the right average and a wrong slope has a calibration-in-the-"
                "large of 0; not defined when the outcome is constant.", uses_bins=False, calibration_error=False,
                signed=True, probability_scale=False, interval="variance", always_defined=False,
-               resampling=Resampling("variance", variance=_cox_variance("citl")), per_class_fit=True),
-    MetricSpec("ici", f"ICI ({_OVR})", _ici_compute("ici"),
+               resampling=Resampling("variance", variance=cox_variance("citl")), per_class_fit=True),
+    MetricSpec("ici", f"ICI ({_OVR})", ici_compute("ici"),
                "Integrated calibration index (Austin & Steyerberg 2019): mean over rows of |c(p) - p|, with c the "
                "loess calibration curve (span 0.75, local quadratic, as R's loess).",
                "Depends on the smoother's span; biased upwards on small N like the binned errors; for K > 2 the "
                "mean of the one-vs-rest ICIs (not a top-label error); the interval uses at most "
                f"{LOESS_MAX_BOOT} bootstrap resamples (one loess fit per class per resample).", uses_bins=False,
                slow=True, max_boot=LOESS_MAX_BOOT, per_class_fit=True, resampling=Resampling("rows")),
-    MetricSpec("e50", f"E50 ({_OVR})", _ici_compute("e50"),
+    MetricSpec("e50", f"E50 ({_OVR})", ici_compute("e50"),
                "Median over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg 2019).",
                "As the ICI; the median ignores the few rows where the curve is far off (see E90); no interval "
                "(see the ICI's).", uses_bins=False, slow=True, interval="none",
                no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
-    MetricSpec("e90", f"E90 ({_OVR})", _ici_compute("e90"),
+    MetricSpec("e90", f"E90 ({_OVR})", ici_compute("e90"),
                "90th percentile over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg "
                "2019).",
                "As the ICI; the smoothed curve is least certain at the extremes, where the largest gaps usually "
                "lie; no interval (see the ICI's).", uses_bins=False, slow=True, interval="none",
                no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
 ]
-
-
-# ----------------------------------------------------------------------------- bounds
-
-#: The limit of a :class:`Bound` that is the estimator's own bias (:func:`calib_core.calibrated_bias`).
-CALIBRATED_BIAS = "calibrated_bias"
-
-
-@dataclass(frozen=True)
-class Bound:
-    """``key <= scale * limit`` (or ``>=``): a bound the true quantity obeys, declared once in :data:`BOUNDS`.
-
-    An estimate that breaks it is marked "unreliable at this N and K"
-    (:func:`calib_core.metrics.reports.check_estimate`) with ``bias`` and ``remedy``.
-
-    Attributes
-    ----------
-    key : str
-        The registry key of the bounded metric.
-    relation : {"<=", ">="}
-    limit : str or float
-        A registry key, a number, or :data:`CALIBRATED_BIAS` (the estimate on
-        labels drawn from the predictions themselves, where the true value is 0).
-    why : str
-        Why the true quantity obeys the bound (paper and equation).
-    bias : str
-        Why a finite-sample estimate can break it (may name ``{h}``, the bandwidth).
-    remedy : str
-        What would make the estimate reliable.
-    scale : float
-        Multiplies the limit.
-    """
-
-    key: str
-    relation: str
-    limit: str | float
-    why: str
-    bias: str
-    remedy: str
-    scale: float = 1.0
-
-
-_KDE_BIAS = ("the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) at h = {h} averages the labels of "
-             "the nearest predictions, which at this N and K lie far apart in the simplex, so it is nearly one-hot "
-             "and far from the prediction even for a calibrated model")
-_KDE_REMEDY = ("more rows, fewer classes (e.g. the class-wise or top-label errors), or a larger bandwidth h (the "
-               "Estimators page can choose h by leave-one-out likelihood)")
-_CHAIN = "Gruber & Buettner 2022, eq. 6: ECE, KS and MMCE <= TCE_1 <= ... <= CE_2 <= sqrt(BS)"
-_BINNED_BIAS = "a binned estimate is biased upwards when its bins hold few rows (Proposition 3.3 of the same paper)"
-
-#: Every bound of a registered metric (Gruber & Buettner 2022; Popordanoska et al. 2024; Widmann et al. 2019).
-BOUNDS: tuple[Bound, ...] = (
-    Bound("kde_ce_kl", "<=", "nll",
-          "the NLL is CE_KL plus a non-negative refinement term (Gruber & Buettner 2022, Theorem 4.3; "
-          "Popordanoska et al. 2024, eq. 13)", _KDE_BIAS + "; where it gives weight to a class the prediction rates "
-          "at (nearly) 0, the KL divergence explodes (the NLL floors such probabilities at 1e-12)", _KDE_REMEDY),
-    Bound("kde_ce_l2", "<=", "brier",
-          "the Brier score is CE_2^2 plus a non-negative refinement term (Gruber & Buettner 2022, Theorem 4.3; "
-          "Popordanoska et al. 2024, eq. 13)", _KDE_BIAS, _KDE_REMEDY),
-    *(Bound(key, ">=", CALIBRATED_BIAS, "an estimate that close to its own bias says more about the estimator "
-            "than about the model (consistency resampling, Vaicenavicius et al. 2019)",
-            _KDE_BIAS, _KDE_REMEDY, scale=2.0) for key in ("kde_ce_kl", "kde_ce_l2")),
-    Bound("ece", "<=", "calibration_upper_bound", _CHAIN, _BINNED_BIAS, "more rows, or fewer bins"),
-    Bound("rmsce", "<=", "calibration_upper_bound", _CHAIN + " (RMSCE estimates TCE_2)", _BINNED_BIAS,
-          "more rows, or fewer bins"),
-    Bound("ks", "<=", "calibration_upper_bound", _CHAIN,
-          "the KS error of a small sample is inflated by the noise of the cumulative sums", "more rows"),
-    Bound("mmce", "<=", "calibration_upper_bound", _CHAIN + " (with c = 1 for its Laplacian kernel)",
-          "MMCE is a V-statistic, biased upwards on small samples (Kumar et al. 2018)",
-          "more rows, or a smaller kernel width"),
-    *(Bound(key, ">=", 0.0, "a squared kernel distance is never negative (Widmann et al. 2019, Lemma 1)",
-            "an unbiased estimate scatters around the true value, so near 0 it falls below 0 by noise: read it "
-            "as no evidence of miscalibration", "more rows (a narrower interval)") for key in ("skce", "skce_block")),
-)
 
 
 def get_metric(key: str) -> MetricSpec:
