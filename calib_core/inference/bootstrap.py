@@ -1,10 +1,12 @@
-"""Bootstrap confidence intervals for any metric of ``(probs, labels)``.
+"""Bootstrap confidence intervals for any metric of ``(probs, labels)``: the one multi-metric sampler.
 
-Binned metrics (:mod:`calib_core.metrics.binned`) take the shared-work engine of
-:mod:`calib_core.inference.resample`; every other metric is evaluated on each
-materialised resample. Both draw their resamples through
-:func:`calib_core.inference.resample.index_blocks`, so a seed gives the same
-resamples, and the same interval up to round-off, on either path.
+Each metric is resampled the way it declares
+(:mod:`calib_core.metrics.resampling`): binned metrics by the shared-work
+engine of :mod:`calib_core.inference.resample`, means of per-row values and
+top-label statistics on the drawn rows' values; an undeclared metric is
+evaluated on each materialised resample. Every path draws its resamples
+through :func:`calib_core.inference.resample.index_blocks`, so a seed gives the
+same resamples, and the same interval up to round-off, on any path.
 """
 from __future__ import annotations
 
@@ -122,7 +124,9 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     ----------
     metric : callable
         ``metric(probs, labels) -> float``, e.g. :func:`calib_core.ece` or
-        ``functools.partial(calib_core.ece, n_bins=20)``.
+        ``metric_function("ece", n_bins=20)`` (declared, so resampled fast;
+        ``functools.partial(calib_core.ece, n_bins=20)`` gives the same values
+        from each materialised resample, more slowly).
     probs : array_like of shape (N, K)
     labels : array_like of shape (N,)
     n_boot : int, default 1000
@@ -144,20 +148,20 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     over rows). Efron & Tibshirani (1993), the percentile interval
     ``[q_{alpha/2}, q_{1-alpha/2}]`` of the resampled statistic.
 
-    When ``metric`` is :func:`calib_core.ece`, ``mce``, ``classwise_ece``,
-    ``sce``, ``ace`` or ``tace`` (or a :func:`functools.partial` of one,
-    :func:`calib_core.inference.resample.binned_spec`), each resample is taken as its
-    row weights and the per-bin sums of a block of resamples come from
-    cumulative sums along one sort per column (:mod:`calib_core.inference.resample`):
-    the same resamples and the same values, up to round-off, as calling the
-    metric on each materialised resample, in a fraction of the time. The
-    accuracy, Brier score and NLL are means of per-row values, and the root
-    Brier score a function of one
-    (:func:`calib_core.inference.resample.row_mean_function`): they are
-    taken over each resample's rows without copying them. The KS error, MMCE
-    and smECE see only the top label, whose two arrays are resampled
-    (:func:`calib_core.inference.resample.top_label_function`). Any other
-    metric is called on each ``probs[rows], labels[rows]``: the same values.
+    A metric that declares how it is resampled takes that shortcut
+    (:attr:`calib_core.metrics.registry.MetricSpec.resampling`): a
+    :func:`calib_core.metrics.registry.metric_function` of a registry key
+    (``metric_function("ece", n_bins=20)``), or a public metric function
+    itself at its defaults (``cc.ece``, ``cc.brier_score``, ``cc.ks_error``
+    ...). Binned metrics take each resample as its row weights, their per-bin
+    sums coming from cumulative sums along one sort per column
+    (:mod:`calib_core.inference.resample`); the accuracy, Brier score and NLL
+    (and the root Brier score, a function of one) are means of per-row values
+    taken over each resample's rows without copying them; the KS error, MMCE
+    and smECE see only the top label, whose two arrays are resampled. Any
+    other callable (a lambda, a :func:`functools.partial`) is called on each
+    materialised ``probs[rows], labels[rows]``. Every path gives the same
+    values, up to round-off.
 
     Examples
     --------
