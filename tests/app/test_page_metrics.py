@@ -265,22 +265,13 @@ def test_the_report_and_the_fixable_part_use_the_pages_interval_level(monkeypatc
 def test_a_render_computes_each_estimate_once(monkeypatch):
     """Issue 24: the Metrics page had metric_report compute every estimate, then each interval compute it again
     (0.7 s for ACE at 50,000 x 1,000); each interval job now carries the table's estimate. Same numbers."""
-    import dataclasses
     from types import SimpleNamespace
 
-    from calib_core.metrics import registry
     from studio import compute
+    from tests.registry_support import count_computes
 
     counted_keys = ("ece", "ace", "nll", "ks")
-    calls = []
-
-    def counted(spec):
-        def compute_value(p, y, b, s):
-            calls.append(spec.key)
-            return spec.compute(p, y, b, s)
-        return dataclasses.replace(spec, compute=compute_value) if spec.key in counted_keys else spec
-
-    monkeypatch.setattr(registry, "METRICS", [counted(spec) for spec in registry.METRICS])
+    calls = count_computes(monkeypatch, counted_keys)
     p = small_model(n=90, seed=7)
     model = SimpleNamespace(predictions=p, fingerprint="estimate-once", name="once", rows=p.n_samples)
     table, jobs = compute.estimates_table([model], n_bins=9, binning="uniform", n_boot=30, seed=0)

@@ -1,5 +1,4 @@
 """Tests for calib_core.inference.intervals: each metric's interval, made as its registry entry declares."""
-import dataclasses
 import sys
 
 import numpy as np
@@ -7,7 +6,7 @@ import pytest
 
 import calib_core as cc
 from calib_core import validation
-from calib_core.metrics import registry
+from tests.registry_support import count_computes
 
 
 def predictions(seed=0, n=300, k=3):
@@ -56,15 +55,7 @@ def test_an_estimate_given_is_not_computed_again_and_gives_the_same_interval(mon
     probs, labels = predictions(1)
     expected = {key: cc.metric_interval(key, probs, labels, n_bins=8, n_boot=30, seed=2)
                 for key in ("ece", "sce", "nll", "ks", "e50")}
-    calls = []
-
-    def counted(spec):
-        def compute(p, y, b, s):
-            calls.append(spec.key)
-            return spec.compute(p, y, b, s)
-        return dataclasses.replace(spec, compute=compute) if spec.key in expected else spec
-
-    monkeypatch.setattr(registry, "METRICS", [counted(spec) for spec in registry.METRICS])
+    calls = count_computes(monkeypatch, expected)
     assert cc.metric_value("ece", probs, labels) and calls == ["ece"]
     calls.clear()
     n_bins_checks.clear()
