@@ -276,3 +276,16 @@ def test_the_recalibration_section_escapes_names_and_says_when_intervals_are_mis
     if entry["runner_up"] is not None:
         assert "needs the bootstrap intervals" in entry["comparison"]
     assert "no bootstrap intervals" in entry["note"] and report.chart_count(text) == 1
+
+
+def test_the_reports_metrics_compute_each_estimate_once(demo, monkeypatch):
+    """Issue 24: the report's metrics section had metric_report compute every estimate, then metric_interval
+    compute it again; the interval now takes the estimate it has (same numbers: test_report_numbers_equal_calib_core)."""
+    from tests.registry_support import count_computes
+
+    _, p = demo
+    keys = ("ece", "ace", "nll", "ks")
+    calls = count_computes(monkeypatch, keys)
+    rows = report._metrics(report.ReportModel("rf", p), report.ReportSettings(n_bins=9, n_boot=20, seed=1))
+    assert sorted(calls) == sorted(keys)
+    assert {row["key"] for row in rows} >= set(keys)
