@@ -91,10 +91,14 @@ def _metric_estimates(_predictions: Predictions, fingerprint: str, n_bins: int, 
 
 @st.cache_data(show_spinner=False, max_entries=4096, ttl="1h")
 def metric_interval(_predictions: Predictions, fingerprint: str, key: str, n_bins: int, binning: str,
-                    n_boot: int, seed: int, alpha: float) -> cc.MetricInterval:
-    """:func:`calib_core.metric_interval` of one metric: the interval the registry declares for it (seeded)."""
+                    n_boot: int, seed: int, alpha: float, _estimate: float | None = None) -> cc.MetricInterval:
+    """:func:`calib_core.metric_interval` of one metric: the interval the registry declares for it (seeded).
+
+    ``_estimate``, the metric's value from :func:`metric_estimates` (the same settings, so the same number), is
+    not computed again; it is not part of the cache key, which already determines it.
+    """
     return cc.metric_interval(key, _predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning,
-                              n_boot=n_boot, alpha=alpha, seed=seed)
+                              n_boot=n_boot, alpha=alpha, seed=seed, estimate=_estimate)
 
 
 #: ``interval`` of a row of :func:`estimates_table` whose interval is not computed yet.
@@ -109,7 +113,8 @@ class IntervalJob:
     ``n_bins`` and ``binning`` are normalised (15 and "uniform" for a metric
     that ignores them) so that equal intervals share one cache entry. Its
     :attr:`cache_key` identifies the result across reruns (model fingerprint,
-    metric, settings, seed).
+    metric, settings, seed). ``estimate`` is the row's estimate, which the
+    interval reuses instead of computing it again.
     """
 
     row: int
@@ -121,6 +126,7 @@ class IntervalJob:
     n_boot: int
     seed: int
     alpha: float
+    estimate: float | None = field(default=None, compare=False)
 
     @property
     def cache_key(self) -> tuple:
@@ -129,7 +135,7 @@ class IntervalJob:
     def compute(self) -> cc.MetricInterval:
         """The interval, by the cached :func:`metric_interval` (the same call, so the same numbers)."""
         return metric_interval(self.predictions, self.fingerprint, self.key, self.n_bins, self.binning,
-                               self.n_boot, self.seed, self.alpha)
+                               self.n_boot, self.seed, self.alpha, self.estimate)
 
 
 def estimates_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot: int, seed: int,
@@ -163,7 +169,8 @@ def estimates_table(models: Sequence[Any], *, n_bins: int, binning: str, n_boot:
                 # Settings a metric ignores are normalised so that its cache entry is shared.
                 jobs.append(IntervalJob(len(rows), model.predictions, model.fingerprint, spec.key,
                                         n_bins if spec.uses_bins else 15,
-                                        binning if spec.uses_binning else "uniform", n_boot, seed, alpha))
+                                        binning if spec.uses_binning else "uniform", n_boot, seed, alpha,
+                                        estimate))
             rows.append({
                 "model": model.name, "rows": model.rows, "metric": spec.label,
                 "name": cc.metric_name(spec.key, n_bins=n_bins, binning=binning), "key": spec.key,

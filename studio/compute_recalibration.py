@@ -26,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
+from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
 from calib_core.recalibration import compare, defaults, recommendation, sweeps
@@ -219,8 +220,9 @@ def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit)
 @st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
 def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: int,
                    seed: int) -> dict[str, np.ndarray]:
-    """:func:`calib_core.recalibration.compare.metric_samples`; ``key`` names the arrays."""
-    return compare.metric_samples(_probs, _labels, n_boot, seed)
+    """:func:`calib_core.inference.bootstrap.resampled_metrics` of every metric of the comparison; ``key`` names
+    the arrays."""
+    return resampled_metrics(compare.METRIC_FUNCTIONS, _probs, _labels, n_boot=n_boot, seed=seed)
 
 
 def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int,

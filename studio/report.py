@@ -283,7 +283,7 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
                "note": report.reasons.get(spec.key, ""), "unreliable": report.unreliable.get(spec.key, "")}
         if value is not None:
             found = metric_interval(spec.key, probs, labels, n_bins=settings.n_bins, binning=settings.binning,
-                                    n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed)
+                                    n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed, estimate=value)
             row.update(low=_finite(found.low), high=_finite(found.high), method=found.method,
                        n_boot=int(found.n_boot), note=found.note)
         rows.append(row)

@@ -4,7 +4,7 @@
 module              what it does
 ==================  =============================================================
 ``resample``        the shared bootstrap engine (resampled per-bin sums)
-``bootstrap``       bootstrap intervals of any metric
+``bootstrap``       bootstrap intervals of any metric; the one sampler of several metrics on the same resamples
 ``intervals``       each registered metric's interval, made as its entry declares
 ``verdicts``        the one rule reading a test into calibrated / miscalibrated / inconclusive
 ``consistency``     consistency resampling (Vaicenavicius et al. 2019, appendix C)
@@ -16,7 +16,7 @@ module              what it does
 ``blocks``          intervals of O(N^2) estimators over disjoint row blocks
 ==================  =============================================================
 """
-from calib_core.inference.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics
+from calib_core.inference.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics, resampled_metrics
 from calib_core.inference.intervals import MetricInterval, metric_interval
 from calib_core.inference.verdicts import VERDICTS, CellOccupancy, Verdict, read_test
 from calib_core.inference.consistency import (CanonicalCE, ConsistencyBands, ConsistencyResult, consistency_bands,
@@ -28,7 +28,7 @@ from calib_core.inference.groups import (MAX_GROUPS, GroupResult, Multicalibrati
                                          group_reliability, multicalibration)
 
 __all__ = [
-    "BootstrapResult", "bootstrap_ci", "bootstrap_metrics",
+    "BootstrapResult", "bootstrap_ci", "bootstrap_metrics", "resampled_metrics",
     "MetricInterval", "metric_interval",
     "VERDICTS", "CellOccupancy", "Verdict", "read_test",
     "CanonicalCE", "ConsistencyBands", "ConsistencyResult", "LensEstimate", "LensEstimates", "consistency_bands",

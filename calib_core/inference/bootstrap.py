@@ -1,10 +1,12 @@
-"""Bootstrap confidence intervals for any metric of ``(probs, labels)``.
+"""Bootstrap confidence intervals for any metric of ``(probs, labels)``: the one multi-metric sampler.
 
-Binned metrics (:mod:`calib_core.metrics.binned`) take the shared-work engine of
-:mod:`calib_core.inference.resample`; every other metric is evaluated on each
-materialised resample. Both draw their resamples through
-:func:`calib_core.inference.resample.index_blocks`, so a seed gives the same
-resamples, and the same interval up to round-off, on either path.
+Each metric is resampled the way it declares
+(:mod:`calib_core.metrics.resampling`): binned metrics by the shared-work
+engine of :mod:`calib_core.inference.resample`, means of per-row values and
+top-label statistics on the drawn rows' values; an undeclared metric is
+evaluated on each materialised resample. Every path draws its resamples
+through :func:`calib_core.inference.resample.index_blocks`, so a seed gives the
+same resamples, and the same interval up to round-off, on any path.
 """
 from __future__ import annotations
 
@@ -14,13 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core.inference.resample import (BinnedResampler, binned_spec, index_blocks, resampled_binned_values,
-                                           row_mean_function, sorts_by_confidence, top_label_function)
 from calib_core._accel import compiled as _compiled
+from calib_core.inference.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
 from calib_core.metrics.binned import top_label
+from calib_core.metrics.registry import declared_metric
 from calib_core.validation import check_count, check_fraction, check_probs_labels
 
-__all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics"]
+__all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics", "resampled_interval", "resampled_metrics"]
 
 
 @dataclass(frozen=True)
@@ -61,31 +63,38 @@ def _result(estimate: float, samples: NDArray[np.float64], alpha: float) -> Boot
 def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDArray[np.intp], n_boot: int,
                seed: int | np.random.Generator | None,
                on_progress: Callable[[int, int], None] | None) -> NDArray[np.float64]:
-    """Values ``(len(metrics), n_boot)`` of each metric on the same resamples.
+    """Values ``(len(metrics), n_boot)`` of each metric on the same resamples, taken as each declares.
 
-    Binned metrics come from the row-weight engine; the others are called on
-    each materialised resample ``probs[rows], labels[rows]`` (drawn once per
-    resample and shared by them).
+    The one multi-metric sampler. A metric's declared resampling
+    (:attr:`calib_core.metrics.registry.MetricSpec.resampling`, read through
+    :func:`calib_core.metrics.registry.declared_metric`) chooses the path:
+    ``"binned"``, the row-weight engine; ``"row_mean"``, the mean of its
+    per-row values over the drawn rows; ``"top_label"``, its statistic of the
+    drawn confidences and correctness; anything else, the metric on each
+    materialised resample ``probs[rows], labels[rows]`` (drawn once per
+    resample and shared).
     """
     rng = np.random.default_rng(seed)
-    specs = [binned_spec(metric) for metric in metrics]
-    fast = [i for i, spec in enumerate(specs) if spec is not None]
-    rows_of = {i: row_mean_function(metrics[i]) for i, spec in enumerate(specs) if spec is None}
-    means = {i: (found[0](probs, labels), found[1]) for i, found in rows_of.items() if found is not None}
-    tops = {i: function for i in rows_of if i not in means
-            and (function := top_label_function(metrics[i])) is not None}
-    slow = [i for i in rows_of if i not in means and i not in tops]
+    declared = [declared_metric(metric) for metric in metrics]
+    kinds = [d.resampling.kind if d is not None and d.resampling is not None else "rows" for d in declared]
+    fast = [i for i, kind in enumerate(kinds) if kind == "binned"]
+    means = {i: (declared[i].resampling.per_row(probs, labels), declared[i].resampling.of_mean)
+             for i, kind in enumerate(kinds) if kind == "row_mean"}
+    tops = {i: (declared[i].top_label_statistic(), declared[i].resampling.sorts)
+            for i, kind in enumerate(kinds) if kind == "top_label"}
+    slow = [i for i, kind in enumerate(kinds) if kind not in ("binned", "row_mean", "top_label")]
     confidence, correct = top_label(probs, labels) if tops else (None, None)
     ranks = None
-    if _compiled.sorted_draws is not None and any(sorts_by_confidence(function) for function in tops.values()):
+    if _compiled.sorted_draws is not None and any(sorts for _, sorts in tops.values()):
         # Each resample's rows in the stable order of their confidence (the dense rank of each value, ties
         # equal): the KS error's and MMCE's own stable sort then meets sorted data and sees the same sequence.
         distinct, ranks = np.unique(confidence, return_inverse=True)
     resampler = BinnedResampler(probs, labels) if fast else None
+    specs = [binned_spec(declared[i]) for i in fast]
     samples = np.empty((len(metrics), int(n_boot)))
     for start, stop, indices in index_blocks(rng, probs.shape[0], int(n_boot)):
         if fast:
-            samples[fast, start:stop] = resampled_binned_values(resampler, [specs[i] for i in fast], indices)
+            samples[fast, start:stop] = resampled_binned_values(resampler, specs, indices)
         for i, (values, of_mean) in means.items():
             mean = np.take(values, indices).mean(axis=1)
             samples[i, start:stop] = mean if of_mean is None else of_mean(mean)
@@ -95,8 +104,8 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
             if ranks is not None:
                 ordered_rows = _compiled.sorted_draws(ranks, rows, distinct.shape[0])
                 ordered = confidence[ordered_rows], correct[ordered_rows]
-            for i, function in tops.items():
-                samples[i, start + offset] = function(*(ordered if sorts_by_confidence(function) else drawn))
+            for i, (statistic, sorts) in tops.items():
+                samples[i, start + offset] = statistic(*(ordered if sorts else drawn))
         for offset, rows in enumerate(indices if slow else ()):
             resample = probs[rows], labels[rows]
             for i in slow:
@@ -115,7 +124,9 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     ----------
     metric : callable
         ``metric(probs, labels) -> float``, e.g. :func:`calib_core.ece` or
-        ``functools.partial(calib_core.ece, n_bins=20)``.
+        ``metric_function("ece", n_bins=20)`` (declared, so resampled fast;
+        ``functools.partial(calib_core.ece, n_bins=20)`` gives the same values
+        from each materialised resample, more slowly).
     probs : array_like of shape (N, K)
     labels : array_like of shape (N,)
     n_boot : int, default 1000
@@ -137,20 +148,20 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     over rows). Efron & Tibshirani (1993), the percentile interval
     ``[q_{alpha/2}, q_{1-alpha/2}]`` of the resampled statistic.
 
-    When ``metric`` is :func:`calib_core.ece`, ``mce``, ``classwise_ece``,
-    ``sce``, ``ace`` or ``tace`` (or a :func:`functools.partial` of one,
-    :func:`calib_core.inference.resample.binned_spec`), each resample is taken as its
-    row weights and the per-bin sums of a block of resamples come from
-    cumulative sums along one sort per column (:mod:`calib_core.inference.resample`):
-    the same resamples and the same values, up to round-off, as calling the
-    metric on each materialised resample, in a fraction of the time. The
-    accuracy, Brier score and NLL are means of per-row values, and the root
-    Brier score a function of one
-    (:func:`calib_core.inference.resample.row_mean_function`): they are
-    taken over each resample's rows without copying them. The KS error, MMCE
-    and smECE see only the top label, whose two arrays are resampled
-    (:func:`calib_core.inference.resample.top_label_function`). Any other
-    metric is called on each ``probs[rows], labels[rows]``: the same values.
+    A metric that declares how it is resampled takes that shortcut
+    (:attr:`calib_core.metrics.registry.MetricSpec.resampling`): a
+    :func:`calib_core.metrics.registry.metric_function` of a registry key
+    (``metric_function("ece", n_bins=20)``), or a public metric function
+    itself at its defaults (``cc.ece``, ``cc.brier_score``, ``cc.ks_error``
+    ...). Binned metrics take each resample as its row weights, their per-bin
+    sums coming from cumulative sums along one sort per column
+    (:mod:`calib_core.inference.resample`); the accuracy, Brier score and NLL
+    (and the root Brier score, a function of one) are means of per-row values
+    taken over each resample's rows without copying them; the KS error, MMCE
+    and smECE see only the top label, whose two arrays are resampled. Any
+    other callable (a lambda, a :func:`functools.partial`) is called on each
+    materialised ``probs[rows], labels[rows]``. Every path gives the same
+    values, up to round-off.
 
     Examples
     --------
@@ -216,8 +227,40 @@ def bootstrap_metrics(metrics: Mapping[str, Callable[[NDArray, NDArray], float]]
     """
     probs, labels = check_probs_labels(probs, labels)
     _check_options(n_boot, alpha)
-    names = list(metrics)
-    functions = [metrics[name] for name in names]
-    estimates = [float(function(probs, labels)) for function in functions]
-    samples = _resampled(functions, probs, labels, int(n_boot), seed, on_progress)
-    return {name: _result(estimate, values, float(alpha)) for name, estimate, values in zip(names, estimates, samples)}
+    estimates = {name: float(function(probs, labels)) for name, function in metrics.items()}
+    samples = resampled_metrics(metrics, probs, labels, n_boot=n_boot, seed=seed, on_progress=on_progress)
+    return {name: _result(estimate, samples[name], float(alpha)) for name, estimate in estimates.items()}
+
+
+def resampled_metrics(metrics: Mapping[str, Callable[[NDArray, NDArray], float]], probs: ArrayLike,
+                      labels: ArrayLike, *, n_boot: int, seed: int | np.random.Generator | None,
+                      on_progress: Callable[[int, int], None] | None = None) -> dict[str, NDArray[np.float64]]:
+    """Each metric's values on the same ``n_boot`` resamples, without estimates or intervals.
+
+    The samples of :func:`bootstrap_metrics` (and of :func:`bootstrap_ci` of
+    each metric, up to round-off, for the same ``seed``). Two arrays of the
+    same length resampled with the same ``seed`` hold the same rows in
+    resample ``b``, so their samples are paired: the recalibration
+    comparison's change ``after_b - before_b``
+    (:func:`calib_core.recalibration.compare.intervals`).
+
+    Parameters
+    ----------
+    metrics : mapping of str to callable
+        ``{name: metric}``; registry metrics (:func:`calib_core.metrics.registry.metric_function`)
+        are resampled as they declare.
+    probs : array_like of shape (N, K)
+    labels : array_like of shape (N,)
+    n_boot : int
+        At least 1.
+    seed, on_progress
+        As :func:`bootstrap_ci`.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_boot,)
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    check_count(n_boot, "n_boot", 1)
+    samples = _resampled(list(metrics.values()), probs, labels, int(n_boot), seed, on_progress)
+    return dict(zip(metrics, samples))

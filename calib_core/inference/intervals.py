@@ -15,9 +15,10 @@ from scipy import stats
 
 from calib_core.inference.bootstrap import resampled_interval
 from calib_core.inference.resample import binned_spec
-from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOOT, get_metric, metric_bandwidth,
-                                         metric_function, metric_value)
-from calib_core.validation import CalibrationInputError, check_count, check_fraction, check_probs_labels
+from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOOT, DeclaredMetric, get_metric,
+                                         metric_bandwidth, metric_value)
+from calib_core.validation import (CalibrationInputError, check_binning, check_count, check_fraction, check_n_bins,
+                                   check_positive, check_probs_labels)
 
 @dataclass(frozen=True)
 class MetricInterval:
@@ -103,7 +104,7 @@ def boot_cap(metric, n_rows: int, n_classes: int, max_boot: int | None = None) -
 
 def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                     bandwidth: float | None = None, n_boot: int = 1000, alpha: float = 0.05,
-                    seed: int | np.random.Generator | None = 0) -> MetricInterval:
+                    seed: int | np.random.Generator | None = 0, estimate: float | None = None) -> MetricInterval:
     """The metric ``key`` with the interval its :attr:`MetricSpec.interval` declares.
 
     Parameters
@@ -119,6 +120,12 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
     alpha : float, default 0.05
     seed : int or numpy.random.Generator, default 0
         The same seed resamples the same rows for every metric.
+    estimate : float, optional
+        :func:`metric_value` with these settings on these rows, when the
+        caller has it already (the Metrics page's table, from
+        :func:`calib_core.metric_report`): then it is not computed again.
+        Unused by a variance formula, which computes the estimate with its
+        standard error.
 
     Returns
     -------
@@ -174,8 +181,10 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
     probs, labels = check_probs_labels(probs, labels)
     check_fraction(alpha, "alpha")
     check_count(n_boot, "n_boot", 0)
-    if bandwidth is not None and spec.with_bandwidth is None:
-        raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+    if bandwidth is not None:
+        if spec.with_bandwidth is None:
+            raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+        bandwidth = check_positive(bandwidth, "bandwidth")
     z = float(stats.norm.ppf(1.0 - alpha / 2.0))
     used_bandwidth = metric_bandwidth(key, probs, labels) if bandwidth is None else float(bandwidth)
 
@@ -189,12 +198,17 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
             return result(estimate, note=f"none: {how}")
         half = z * std_error
         return result(estimate, estimate - half, estimate + half, std_error, "variance", note=how)
-    estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+    # The bin settings are checked once: by the metric itself while it computes the estimate, or here.
+    if estimate is None:
+        estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+    elif spec.uses_bins:
+        n_bins, binning = check_n_bins(n_bins), spec.fixed_binning or check_binning(binning)
     if spec.interval == "none":
         return result(estimate, note="none: " + (spec.no_interval or "not defined for this metric"))
     if n_boot < 2:
         return result(estimate, note="none: no bootstrap resamples")
-    metric = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+    metric = (DeclaredMetric(key, int(n_bins), spec.fixed_binning or binning, bandwidth) if spec.uses_bins
+              else DeclaredMetric(key, bandwidth=bandwidth))
     asked, n_boot = int(n_boot), min(int(n_boot), boot_cap(metric, *probs.shape, spec.max_boot))
     resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
     try:

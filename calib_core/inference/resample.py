@@ -36,7 +36,6 @@ References
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,21 +44,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calib_core._accel import compiled as _compiled
-from calib_core.metrics import binned, decomposition, kernel, scores, smooth
+from calib_core._accel import map_blocks
+from calib_core.metrics import binned
+from calib_core.metrics.registry import declared_metric
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
-from calib_core.validation import (
-    CalibrationInputError,
-    check_binning,
-    check_choice,
-    check_n_bins,
-    check_positive,
-    check_right,
-    correct_rows,
-    transposed,
-)
+from calib_core.validation import transposed
 
-__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values",
-           "row_mean_function", "row_values", "row_weights", "top_label_function"]
+__all__ = ["BinnedResampler", "BinnedSpec", "binned_spec", "index_blocks", "resampled_binned_values", "row_weights"]
 
 #: Largest number of resampled row indices drawn in one call. numpy's bounded
 #: integers come from one stream whatever the call sizes (tests/inference/test_bootstrap.py
@@ -120,169 +111,29 @@ class BinnedSpec:
     threshold: float | None = None
 
 
-def _top_label(p):
-    return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
-                      check_choice(p["norm"], "norm", binned.NORMS), check_right(p["right"]))
+def binned_spec(metric: Callable) -> BinnedSpec | None:
+    """The :class:`BinnedSpec` of a metric that declares a ``"binned"`` resampling, or None for anything else.
 
-
-def _mce(p):
-    return BinnedSpec("top_label", check_n_bins(p["n_bins"]), check_binning(p["binning"]), "max",
-                      check_right(p["right"]))
-
-
-def _classwise(p):
-    if p["per_class"] is not False:
-        return None
-    return BinnedSpec("classwise", check_n_bins(p["n_bins"]), check_binning(p["binning"]),
-                      check_choice(p["norm"], "norm", binned.NORMS), check_right(p["right"]))
-
-
-def _sce(p):
-    return BinnedSpec("classwise", check_n_bins(p["n_bins"]), "uniform", "l1", check_right(p["right"]))
-
-
-def _ace(p):
-    if p["per_class"] is not False:
-        return None
-    return BinnedSpec("adaptive_mean", check_n_bins(p["n_bins"]), "adaptive")
-
-
-def _tace(p):
-    if p["per_class"] is not False:
-        return None
-    threshold = check_positive(p["threshold"], "threshold", allow_zero=True)
-    return BinnedSpec("adaptive_mean", check_n_bins(p["n_bins"]), "adaptive", threshold=float(threshold))
-
-
-_RECOGNISED: dict[Callable, Callable] = {
-    binned.ece: _top_label, binned.mce: _mce, binned.classwise_ece: _classwise,
-    binned.sce: _sce, binned.ace: _ace, binned.tace: _tace,
-}
-
-
-def _correct_rows(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64]:
-    return correct_rows(probs, labels)
-
-
-#: Metrics that are the mean of a per-row value, and that value (the same elementwise computation).
-_ROW_MEANS: dict[Callable, Callable] = {binned.accuracy: _correct_rows, scores.brier_score: scores.brier_rows,
-                                        scores.nll: scores.nll_rows}
-#: Metrics that are a function of such a mean: the per-row value and the function (the root Brier score).
-_OF_ROW_MEANS: dict[Callable, tuple[Callable, Callable]] = {
-    decomposition.calibration_upper_bound: (scores.brier_rows, np.sqrt)}
-
-
-def row_values(metric: Callable, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> NDArray[np.float64] | None:
-    """The per-row values whose mean is ``metric`` (accuracy, Brier score, NLL), or None for other metrics.
-
-    A resample's value is then ``values[rows].mean()``: the metric of the
-    materialised resample (the same per-row values, summed in the same order),
-    without copying ``probs[rows]`` (400 MB per resample at 50,000 x 1,000).
+    Read from the declaration (:class:`calib_core.metrics.resampling.Resampling`)
+    and the metric's settings (:class:`calib_core.metrics.registry.DeclaredMetric`),
+    checked once by :func:`calib_core.metrics.registry.metric_function`; a
+    public binned function itself (``cc.ece``) declares its registry entry's
+    defaults (:func:`calib_core.metrics.registry.declared_metric`).
 
     Examples
     --------
     >>> import calib_core as cc
-    >>> row_values(cc.accuracy, np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0])).tolist()
-    [1.0, 0.0]
-    >>> row_values(cc.ece, np.array([[0.9, 0.1]]), np.array([0])) is None
-    True
-    """
-    found = row_mean_function(metric)
-    return None if found is None else found[0](probs, labels)
-
-
-def row_mean_function(metric: Callable) -> tuple[Callable, Callable | None] | None:
-    """``(per-row values, function of their mean or None)`` of a row-mean metric, or None (see :func:`row_values`).
-
-    The root Brier score (:func:`calib_core.metrics.decomposition.calibration_upper_bound`
-    at its default score) is ``sqrt`` of the mean of :func:`calib_core.metrics.scores.brier_rows`.
-    """
-    try:
-        if metric in _ROW_MEANS:
-            return _ROW_MEANS[metric], None
-        return _OF_ROW_MEANS.get(metric)
-    except TypeError:  # unhashable callables
-        return None
-
-
-def sorts_by_confidence(function: Callable) -> bool:
-    """Whether a :func:`top_label_function` begins with a stable sort of the confidences (KS error, MMCE).
-
-    Such a function gives the same number for its arguments put in that
-    order first, which is what the bootstrap's counting sort does.
-    """
-    while isinstance(function, functools.partial):
-        function = function.func
-    return function is scores.ks_of_top_label or function is kernel.mmce_of_top_label
-
-
-def top_label_function(metric: Callable) -> Callable[[NDArray, NDArray], float] | None:
-    """For a metric of the top label alone (KS error, MMCE), its function of (confidence, correctness).
-
-    The bootstrap then resamples those two arrays instead of ``probs[rows]``
-    (an N x K copy per resample) and gets the same values. None for other metrics.
-
-    Examples
-    --------
-    >>> import calib_core as cc, functools
-    >>> f = top_label_function(functools.partial(cc.mmce, bandwidth=0.2))
-    >>> round(f(np.array([0.8, 0.6]), np.array([1.0, 0.0])), 6) == round(cc.mmce([[0.8, 0.2], [0.6, 0.4]], [0, 1], 0.2), 6)
-    True
-    """
-    function, args, keywords = metric, (), {}
-    while isinstance(function, functools.partial):
-        args, keywords = function.args + args, {**function.keywords, **keywords}
-        function = function.func
-    if function is scores.ks_error and not args and not keywords:
-        return scores.ks_of_top_label
-    if function is smooth.smooth_ece and not args and set(keywords) <= {"bandwidth", "method"}:
-        return functools.partial(smooth.smooth_ece_of_top_label, **keywords)
-    if function is kernel.mmce and not args and set(keywords) <= {"bandwidth"}:
-        bandwidth = keywords.get("bandwidth", inspect.signature(kernel.mmce).parameters["bandwidth"].default)
-        try:
-            bandwidth = check_positive(bandwidth, "bandwidth")
-        except CalibrationInputError:
-            return None  # the metric itself raises, on the generic path
-        return functools.partial(kernel.mmce_of_top_label, bandwidth=bandwidth)
-    return None
-
-
-def binned_spec(metric: Callable) -> BinnedSpec | None:
-    """The :class:`BinnedSpec` of a registered binned metric, or None for anything else.
-
-    Recognises :func:`calib_core.ece`, ``mce``, ``classwise_ece``, ``sce``,
-    ``ace`` and ``tace`` themselves and :func:`functools.partial` objects of
-    them whose arguments bind to their signature (``per_class=True`` and
-    invalid settings give None: such calls keep the generic path, which
-    raises or returns what the metric itself does).
-
-    Examples
-    --------
-    >>> import functools, calib_core as cc
-    >>> binned_spec(functools.partial(cc.ece, n_bins=10, binning="adaptive"))
-    BinnedSpec(family='top_label', n_bins=10, binning='adaptive', norm='l1', right=True, threshold=None)
+    >>> from calib_core.metrics.registry import metric_function
+    >>> binned_spec(metric_function("rmsce", n_bins=10, binning="adaptive"))
+    BinnedSpec(family='top_label', n_bins=10, binning='adaptive', norm='l2', right=True, threshold=None)
     >>> binned_spec(cc.brier_score) is None
     True
     """
-    function, args, keywords = metric, (), {}
-    while isinstance(function, functools.partial):
-        args, keywords = function.args + args, {**function.keywords, **keywords}
-        function = function.func
-    try:
-        build = _RECOGNISED.get(function)
-    except TypeError:  # unhashable callables
+    declared = declared_metric(metric)
+    if declared is None or declared.resampling is None or declared.resampling.kind != "binned":
         return None
-    if build is None:
-        return None
-    try:
-        bound = inspect.signature(function).bind(None, None, *args, **keywords)
-    except TypeError:  # e.g. too many arguments, or probs/labels fixed by the partial
-        return None
-    bound.apply_defaults()
-    try:
-        return build(bound.arguments)
-    except CalibrationInputError:
-        return None
+    how = declared.resampling
+    return BinnedSpec(how.family, declared.n_bins, declared.binning, how.norm, True, how.threshold)
 
 
 #: Most sorted positions per chunk: a block's sums are taken per chunk with one matrix
@@ -671,9 +522,9 @@ class BinnedResampler:
                     part.append((count, value, target, total))
             return block_parts
 
-        # Blocks of columns on two threads (kernel.map_blocks), their parts joined in column order.
+        # Blocks of columns on two threads (calib_core._accel.map_blocks), their parts joined in column order.
         parts: list[list] = [[] for _ in specs]
-        for block_parts in kernel.map_blocks(column_block, ((lo, min(n_classes, lo + block))
+        for block_parts in map_blocks(column_block, ((lo, min(n_classes, lo + block))
                                                             for lo in range(0, n_classes, block))):
             for part, block_part in zip(parts, block_parts):
                 part.extend(block_part)

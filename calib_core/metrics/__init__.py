@@ -16,7 +16,10 @@ module              what it computes
 ``simplex``         2-simplex views of K-class predictions and the cell tables of a partition
 ``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
 ``cox``, ``ici``    Cox slope / intercept and the ICI (the clinical summaries)
-``registry``        one entry per metric: defaults, name with settings, interval method; the bounds they obey
+``clinical``        the Cox and ICI summaries of the registry (one shared fit, the sandwich error of a mean)
+``registry``        one entry per metric: defaults, name with settings, interval method, how it is resampled
+``resampling``      the declaration of how a metric may be resampled (read by the bootstrap)
+``bounds``          the bounds the true value of a registered metric obeys
 ``reports``         every metric at once (metric_report), the size limits, the estimates that break a bound
 ==================  =============================================================
 """
@@ -38,6 +41,8 @@ from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration,
 from calib_core.metrics.ici import ICIResult, ici, loess_smooth
 from calib_core.metrics.registry import (BOUNDS, METRICS, Bound, MetricSpec, get_metric, metric_function, metric_name,
                                          metric_value)
+from calib_core.metrics.registry import DeclaredMetric, declared_metric
+from calib_core.metrics.resampling import Resampling
 from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, UNRELIABLE, MetricReport, check_bounds,
                                         check_estimate, compute_metrics, fit_cells, kernel_biases, metric_report,
                                         size_note, skipped_for_size, skipped_quadratic)
@@ -61,4 +66,5 @@ __all__ = [
     "metric_function", "metric_name", "metric_report", "metric_value", "skipped_quadratic", "MAX_FIT_CELLS",
     "fit_cells", "size_note", "skipped_for_size",
     "BOUNDS", "Bound", "UNRELIABLE", "calibrated_bias", "check_bounds", "check_estimate", "kernel_biases",
+    "DeclaredMetric", "Resampling", "declared_metric",
 ]

@@ -15,29 +15,36 @@ Every number shown under a metric's name comes from here:
   metric declares (:attr:`MetricSpec.interval`);
 * :func:`calib_core.metrics.reports.metric_report` -- every metric, with a
   reason for each one that cannot be computed on valid input, and the size
-  limits that leave some out.
+  limits that leave some out;
+* :func:`metric_function` -- the metric with its settings fixed, as a
+  :class:`DeclaredMetric` whose resampling the bootstrap reads
+  (:attr:`MetricSpec.resampling`, :mod:`calib_core.metrics.resampling`).
+
+The clinical summaries' fits live in :mod:`calib_core.metrics.clinical` and
+the bounds of the true values in :mod:`calib_core.metrics.bounds` (both
+re-exported here).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
 
-from calib_core._accel import is_validated, remembered
+from calib_core._accel import remembered
 from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
-from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
-from calib_core.metrics.ici import ici
+from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
+from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
+from calib_core.metrics.resampling import Resampling
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels)
+                                   check_probs_labels, correct_rows)
 
-__all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS", "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS",
-           "get_metric", "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth",
-           "skce_pair_order", "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
+__all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "DeclaredMetric", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS",
+           "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS", "cox_mean_std_error", "declared_metric", "get_metric",
+           "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
+           "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
 MMCE_BANDWIDTH = 0.4
@@ -120,10 +127,14 @@ class MetricSpec:
     max_boot : int or None
         Bootstrap resamples are capped at this many (costly metrics, e.g.
         :data:`LOESS_MAX_BOOT` for the loess summaries); None: no cap.
-    variance : callable or None
-        For ``interval="variance"``: ``variance(probs, labels, bandwidth) ->
-        (estimate, std_error, note)``; a non-finite ``std_error`` means no
-        interval, ``note`` then says why.
+    resampling : Resampling
+        How a bootstrap resamples the metric, with its settings
+        (:mod:`calib_core.metrics.resampling`): binned per-bin sums, a mean of
+        per-row values, a function of the top label, each materialised
+        resample, a variance formula (``interval="variance"``), or none.
+    public : callable or None
+        The public function that is this metric at its default settings
+        (``bootstrap_ci(cc.ece, ...)`` then resamples it as declared).
     bandwidth : float, "median", "auto" or None
         Default kernel bandwidth: a number; ``"median"`` for the median
         heuristic (:func:`skce_bandwidth`); ``"auto"`` for smECE's fixed
@@ -156,8 +167,13 @@ class MetricSpec:
     always_defined: bool = True
     no_interval: str = ""
     max_boot: int | None = None
-    variance: Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None = field(
-        default=None, repr=False)
+    resampling: Resampling | None = None
+    public: Callable | None = field(default=None, repr=False)
+
+    @property
+    def variance(self) -> Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None:
+        """The variance formula of ``interval="variance"`` (:attr:`Resampling.variance`)."""
+        return None if self.resampling is None else self.resampling.variance
 
 
 # ----------------------------------------------------------------------------- kernel defaults
@@ -280,203 +296,79 @@ def _skce_variance(estimator):
     return variance
 
 
-# ----------------------------------------------------------------------------- clinical summaries
+# ----------------------------------------------------------------------------- notes and declarations
 
 _LOO_NO_INTERVAL = "a bootstrap repeats rows, which a leave-one-out kernel estimate cannot take"
 _LOESS_NO_INTERVAL = ("a bootstrap refits the loess curve of every class on every resample, too slow for a "
                       "table; the ICI's interval describes the noise of the same curve")
 
-#: What the scalar of a clinical summary is, in its label.
+#: What the scalar of a clinical summary (:mod:`calib_core.metrics.clinical`) is, in its label.
 _OVR = "binary: class 1; K > 2: one-vs-rest mean"
 
 
-def _cox_scalar(fit: CoxCalibration, name: str) -> float:
-    """Field ``name`` of a Cox fit as one number: the value (binary) or the mean over classes (K > 2).
-
-    Raises :class:`CalibrationInputError` with the fit's reason when the
-    estimate does not exist (for K > 2: for any class).
-    """
-    values = np.atleast_1d(np.asarray(getattr(fit, name), dtype=np.float64))
-    missing = np.flatnonzero(~np.isfinite(values))
-    if missing.size:
-        reasons = (fit.reason,) if isinstance(fit.reason, str) else fit.reason
-        what = {"slope": "slope", "intercept": "intercept", "citl": "calibration-in-the-large"}[name]
-        if len(fit.classes) == 1:
-            raise CalibrationInputError(f"the Cox {what} does not exist: {reasons[0]}.")
-        first = int(missing[0])
-        others = "" if missing.size == 1 else \
-            f" (and of class{'es' if missing.size > 2 else ''} {', '.join(str(fit.classes[j]) for j in missing[1:])})"
-        raise CalibrationInputError(
-            f"the one-vs-rest Cox {what} of class {fit.classes[first]}{others} does not exist, so their mean does "
-            f"not either: {reasons[first]}."
-        )
-    return float(values.mean())
+def _binned(family: str, *, norm: str = "l1", threshold: float | None = None) -> Resampling:
+    """A binned metric's declaration: per-bin sums of ``family`` reduced by ``norm`` (Nixon et al. 2019)."""
+    return Resampling("binned", family=family, norm=norm, threshold=threshold)
 
 
-#: The last fit of each shared fit function, with the arrays it was made on (see :func:`_shared_fit`).
-_LAST_FITS: dict[str, tuple[np.ndarray, np.ndarray, object]] = {}
-
-
-def _shared_fit(function: Callable, probs: np.ndarray, labels: np.ndarray):
-    """``function(probs, labels)``, fitted once for the metrics that read one fit.
-
-    ICI, E50 and E90 read one loess fit per class, and Cox's slope, intercept
-    and calibration-in-the-large one regression: a table of every metric would
-    fit each three times (4.7 s per loess fit at 100,000 x 10). The last fit is
-    reused only for the very same arrays and only when both are frozen and
-    marked (those of a :class:`~calib_core.io.Predictions`), so no in-place
-    change can make it stale (a read-only view of writeable memory is not).
-    """
-    if not (is_validated(probs) and is_validated(labels, probs.shape[1])):
-        return function(probs, labels)
-    last = _LAST_FITS.get(function.__name__)
-    if last is not None and last[0] is probs and last[1] is labels:
-        return last[2]
-    fit = function(probs, labels)
-    _LAST_FITS[function.__name__] = (probs, labels, fit)
-    return fit
-
-
-def _cox_compute(name):
-    def compute(probs, labels, n_bins=15, binning="uniform"):
-        return _cox_scalar(_shared_fit(cox_calibration, probs, labels), name)
-    return compute
-
-
-def _cox_variance(name):
-    """``variance(probs, labels, bandwidth)`` of the Cox summary ``name`` (see :func:`cox_mean_std_error`)."""
-    def variance(probs, labels, bandwidth=None):
-        fit = _shared_fit(cox_calibration, probs, labels)
-        estimate = _cox_scalar(fit, name)
-        if len(fit.classes) == 1:
-            return estimate, float(getattr(fit, name + "_se")), "Wald interval from the Fisher information"
-        return estimate, cox_mean_std_error(probs, labels, fit, name), (
-            f"normal interval, sandwich standard error of the mean over the {len(fit.classes)} one-vs-rest fits")
-    return variance
-
-
-def cox_mean_std_error(probs: ArrayLike, labels: ArrayLike, fit: CoxCalibration, name: str) -> float:
-    """Sandwich standard error of the mean over classes of one-vs-rest Cox estimates (one class: HC0).
-
-    Parameters
-    ----------
-    probs : array_like of shape (N, K)
-    labels : array_like of shape (N,)
-    fit : CoxCalibration
-        ``cox_calibration(probs, labels)`` with every field of ``name`` finite.
-    name : {"slope", "intercept", "citl"}
-
-    Returns
-    -------
-    float
-
-    Notes
-    -----
-    The K fits share the rows, so their estimates are correlated and the
-    per-class Wald errors do not combine. Stacking the K score equations
-    (one M-estimator, Stefanski & Boos 2002, eq. 4-5) gives each row the
-    influence ``IF_ik = A_k^{-1} x_i (y_ik - mu_ik)`` in fit k, with
-    ``x_i = (1, logit p_ik)`` (``citl``: ``x_i = 1``, offset ``logit p_ik``)
-    and ``A_k = sum_i mu_ik (1 - mu_ik) x_i x_i^T``. The mean over classes
-    has influence ``m_i = (1/K) sum_k IF_ik`` (its component ``name``), and
-    the sandwich variance is ``sum_i m_i^2``. For one class this is the
-    robust (HC0) error of the logistic fit, which equals the Wald error when
-    the model holds.
-
-    References
-    ----------
-    Stefanski, L. A. & Boos, D. D. "The calculus of M-estimation", The
-    American Statistician 56 (2002), 29-38.
-    """
-    _, scores_, outcomes = one_vs_rest(probs, labels)
-    clipped = np.clip(scores_, fit.epsilon, 1.0 - fit.epsilon)
-    x = np.log(clipped) - np.log1p(-clipped)
-    if name == "citl":
-        mu = expit(np.atleast_1d(fit.citl)[None, :] + x)
-        influence = (outcomes - mu) / np.sum(mu * (1.0 - mu), axis=0)
-    else:
-        mu = expit(np.atleast_1d(fit.intercept)[None, :] + np.atleast_1d(fit.slope)[None, :] * x)
-        w, residual = mu * (1.0 - mu), outcomes - mu
-        s0, s1, s2 = w.sum(axis=0), (w * x).sum(axis=0), (w * x * x).sum(axis=0)
-        determinant = s0 * s2 - s1 * s1
-        # Rows of the inverse of [[s0, s1], [s1, s2]] applied to (1, x) * residual.
-        influence = ((s2 - s1 * x) if name == "intercept" else (s0 * x - s1)) * residual / determinant
-    return float(np.sqrt(np.sum(influence.mean(axis=1) ** 2)))
-
-
-def _ici_compute(name):
-    def compute(probs, labels, n_bins=15, binning="uniform"):
-        return float(np.mean(getattr(_shared_fit(ici, probs, labels), name)))
-    return compute
-
-
-#: The binned metrics as partials of the public functions themselves (not wrappers), so that
-#: :func:`bootstrap_ci` recognises them and shares its work across resamples (:mod:`calib_core.inference.resample`).
-_BINNED_PARTIALS: dict[str, Callable[[int, str], Callable[[ArrayLike, ArrayLike], float]]] = {
-    "ece": lambda b, s: partial(binned.ece, n_bins=b, binning=s),
-    "rmsce": lambda b, s: partial(binned.ece, n_bins=b, binning=s, norm="l2"),
-    "mce": lambda b, s: partial(binned.mce, n_bins=b, binning=s),
-    "classwise_ece": lambda b, s: partial(binned.classwise_ece, n_bins=b, binning=s),
-    "sce": lambda b, s: partial(binned.sce, n_bins=b),
-    "ace": lambda b, s: partial(binned.ace, n_bins=b),
-    "tace": lambda b, s: partial(binned.tace, n_bins=b),
-}
-
-
-#: Registry entries that are a function of ``(probs, labels)`` alone.
-_PLAIN_FUNCTIONS = {"accuracy": binned.accuracy, "brier": scores.brier_score, "nll": scores.nll,
-                    "ks": scores.ks_error, "calibration_upper_bound": decomposition.calibration_upper_bound}
-
-
-def _binned(key: str) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
-    """``compute(probs, labels, n_bins, binning)`` of the binned metric ``key`` (see :data:`_BINNED_PARTIALS`)."""
-    return lambda p, y, b, s: _BINNED_PARTIALS[key](b, s)(p, y)
-
+#: TACE's threshold (:func:`calib_core.metrics.binned.tace`'s default).
+_TACE_THRESHOLD = 0.01
 
 METRICS: list[MetricSpec] = [
     MetricSpec("accuracy", "Accuracy", lambda p, y, b, s: binned.accuracy(p, y),
                "Share of rows whose most probable class is the true class.",
                "Says nothing about calibration; shown for context.",
-               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
-    MetricSpec("ece", "ECE", _binned("ece"),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None,
+               resampling=Resampling("row_mean", per_row=correct_rows), public=binned.accuracy),
+    MetricSpec("ece", "ECE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s),
                "Top-label expected calibration error: count-weighted mean gap between confidence and accuracy per bin.",
                "Looks only at the top class; over- and under-confidence inside a bin cancel; value depends on the bins "
-               "and is biased upwards for small N.", uses_binning=True),
-    MetricSpec("rmsce", "RMSCE", _binned("rmsce"),
+               "and is biased upwards for small N.", uses_binning=True, resampling=_binned("top_label"), public=binned.ece),
+    MetricSpec("rmsce", "RMSCE", lambda p, y, b, s: binned.ece(p, y, n_bins=b, binning=s, norm="l2"),
                "Root-mean-square calibration error: like ECE but squares the gaps, so large gaps weigh more.",
-               "Same bin and top-label caveats as ECE.", uses_binning=True),
-    MetricSpec("mce", "MCE", _binned("mce"),
+               "Same bin and top-label caveats as ECE.", uses_binning=True, resampling=_binned("top_label", norm="l2")),
+    MetricSpec("mce", "MCE", lambda p, y, b, s: binned.mce(p, y, n_bins=b, binning=s),
                "Maximum calibration error: the largest gap over non-empty bins (worst case).",
-               "A bin with a handful of rows can set it; very noisy with many bins.", uses_binning=True),
-    MetricSpec("classwise_ece", "Class-wise ECE", _binned("classwise_ece"),
+               "A bin with a handful of rows can set it; very noisy with many bins.", uses_binning=True,
+               resampling=_binned("top_label", norm="max"), public=binned.mce),
+    MetricSpec("classwise_ece", "Class-wise ECE", lambda p, y, b, s: binned.classwise_ece(p, y, n_bins=b, binning=s),
                "ECE of every class probability against that class's indicator, averaged over classes.",
-               "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True),
-    MetricSpec("sce", "SCE", _binned("sce"),
+               "Rare classes have few informative rows; with uniform bins most mass sits near 0.", uses_binning=True,
+               resampling=_binned("classwise"), public=binned.classwise_ece),
+    MetricSpec("sce", "SCE", lambda p, y, b, s: binned.sce(p, y, n_bins=b),
                "Static calibration error: class-wise ECE with uniform bins (Nixon et al. eq. 2).",
-               "Dominated by the many near-zero probabilities of a K-class model.", fixed_binning="uniform"),
-    MetricSpec("ace", "ACE", _binned("ace"),
+               "Dominated by the many near-zero probabilities of a K-class model.", fixed_binning="uniform",
+               resampling=_binned("classwise"), public=binned.sce),
+    MetricSpec("ace", "ACE", lambda p, y, b, s: binned.ace(p, y, n_bins=b),
                "Adaptive calibration error: class-wise, with equal-mass ranges, unweighted mean over ranges.",
-               "Equal-mass ranges of a rare class can be all near 0; see TACE.", fixed_binning="adaptive"),
-    MetricSpec("tace", "TACE", _binned("tace"),
+               "Equal-mass ranges of a rare class can be all near 0; see TACE.", fixed_binning="adaptive",
+               resampling=_binned("adaptive_mean"), public=binned.ace),
+    MetricSpec("tace", "TACE", lambda p, y, b, s: binned.tace(p, y, n_bins=b, threshold=_TACE_THRESHOLD),
                "Thresholded ACE: ACE over the probabilities above 0.01 only.",
-               "The threshold is a choice; results move with it.", fixed_binning="adaptive"),
+               "The threshold is a choice; results move with it.", fixed_binning="adaptive",
+               resampling=_binned("adaptive_mean", threshold=_TACE_THRESHOLD), public=binned.tace),
     MetricSpec("ks", "KS error", lambda p, y, b, s: scores.ks_error(p, y),
                "Kolmogorov-Smirnov calibration error: largest gap between cumulative confidence and cumulative accuracy.",
                "Bin-free, but top-label only, and gaps of opposite sign at different confidences can offset.",
-               uses_bins=False),
+               uses_bins=False, resampling=Resampling("top_label", statistic=scores.ks_of_top_label, sorts=True),
+               public=scores.ks_error),
     MetricSpec("brier", "Brier score", lambda p, y, b, s: scores.brier_score(p, y),
                "Mean squared distance between the predicted distribution and the one-hot label (proper score, 0 to 2).",
                "Mixes calibration and sharpness (refinement): a lower score is not necessarily better calibrated.",
-               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None,
+               resampling=Resampling("row_mean", per_row=scores.brier_rows), public=scores.brier_score),
     MetricSpec("nll", "NLL", lambda p, y, b, s: scores.nll(p, y),
                "Mean negative log-likelihood of the true class (proper score).",
                "Unbounded: a few confident mistakes dominate it; mixes calibration and sharpness.",
-               uses_bins=False, calibration_error=False, interval="percentile", ideal=None),
+               uses_bins=False, calibration_error=False, interval="percentile", ideal=None,
+               resampling=Resampling("row_mean", per_row=scores.nll_rows), public=scores.nll),
     MetricSpec("mmce", "MMCE", _default(_mmce),
                "Maximum mean calibration error (Kumar et al. 2018, eq. 2): a kernel distance between confidence "
                "and correctness over all pairs of rows (Laplacian kernel of width h), without bins.",
                "Top-label only; a V-statistic, so biased upwards for small N; the value depends on the kernel "
-               "width.", uses_bins=False, bandwidth=MMCE_BANDWIDTH, with_bandwidth=_mmce),
+               "width.", uses_bins=False, bandwidth=MMCE_BANDWIDTH, with_bandwidth=_mmce,
+               resampling=Resampling("top_label", statistic=kernel.mmce_of_top_label, sorts=True, takes_bandwidth=True),
+               public=kernel.mmce),
     MetricSpec("skce", "SKCE (unbiased)", _default(_skce_unbiased),
                "Squared kernel calibration error (Widmann et al. 2019): unbiased U-statistic over all pairs of "
                "rows comparing the whole predicted distribution with the labels (Laplacian kernel, median-distance "
@@ -485,7 +377,8 @@ METRICS: list[MetricSpec] = [
                "calibrated samples (shown raw: clipping at 0 would bias it and its intervals); for a calibrated "
                "model the normal interval is only a rough guide (the statistic is degenerate there).",
                uses_bins=False, quadratic=True, signed=True, probability_scale=False, interval="variance",
-               bandwidth="median", with_bandwidth=_skce_unbiased, variance=_skce_variance("unbiased")),
+               bandwidth="median", with_bandwidth=_skce_unbiased,
+               resampling=Resampling("variance", variance=_skce_variance("unbiased"))),
     MetricSpec("skce_block", "SKCE (linear-time)", _default(_skce_block),
                "Linear-time SKCE estimator of Widmann et al. (2019): the mean kernel term over disjoint pairs of "
                "rows, O(N) instead of O(N^2).",
@@ -493,7 +386,7 @@ METRICS: list[MetricSpec] = [
                "drawn with a fixed seed after sorting the rows (the value does not depend on the row order); "
                "can be negative, like SKCE.", uses_bins=False, signed=True, probability_scale=False,
                interval="variance", bandwidth="median", with_bandwidth=_skce_block,
-               variance=_skce_variance("block")),
+               resampling=Resampling("variance", variance=_skce_variance("block"))),
     MetricSpec("kde_ce_kl", "CE_KL (kernel)", _default(_kde("kl")),
                "Proper calibration error of the log score (Popordanoska et al. 2024, eq. 9): mean KL divergence "
                "between a leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the prediction, over "
@@ -504,7 +397,8 @@ METRICS: list[MetricSpec] = [
                "the NLL, which bounds the true CE_KL, and is then marked unreliable (see BOUNDS); O(N^2) time; no "
                "interval here (a bootstrap repeats rows, which a leave-one-out estimate cannot take: the "
                "Estimators page gives block intervals).", uses_bins=False, quadratic=True, probability_scale=False, interval="none",
-               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl"), no_interval=_LOO_NO_INTERVAL),
+               bandwidth=KDE_BANDWIDTH, with_bandwidth=_kde("kl"), no_interval=_LOO_NO_INTERVAL,
+               resampling=Resampling("none")),
     MetricSpec("kde_ce_l2", "CE_2^2 (kernel)", _default(_kde("l2")),
                "Squared canonical calibration error CE_2^2 (Popordanoska et al. 2024, eq. 9): mean squared "
                "distance between the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) and the "
@@ -513,21 +407,24 @@ METRICS: list[MetricSpec] = [
                "calibrated models, large with few rows or many classes (an estimate within twice that bias, or "
                "above the Brier score, is marked unreliable); O(N^2) time; no interval here (see CE_KL).", uses_bins=False,
                quadratic=True, probability_scale=False, interval="none", bandwidth=KDE_BANDWIDTH,
-               with_bandwidth=_kde("l2"), no_interval=_LOO_NO_INTERVAL),
+               with_bandwidth=_kde("l2"), no_interval=_LOO_NO_INTERVAL, resampling=Resampling("none")),
     MetricSpec("smooth_ece", "smECE", _default(_smooth_ece),
                "Smooth ECE (Blasiok & Nakkiran 2023): the residuals correctness - confidence smoothed with a "
                "reflected Gaussian kernel whose width is chosen automatically, integrated in absolute value; "
                "consistent, without bins.",
                "Top-label only; smoothing can hide narrow regions of miscalibration; the automatic width is "
-               "coarse for small N.", uses_bins=False, bandwidth="auto", with_bandwidth=_smooth_ece),
+               "coarse for small N.", uses_bins=False, bandwidth="auto", with_bandwidth=_smooth_ece,
+               resampling=Resampling("top_label", statistic=smooth.smooth_ece_of_top_label, takes_bandwidth=True),
+               public=smooth.smooth_ece),
     MetricSpec("calibration_upper_bound", "sqrt(Brier) bound",
                lambda p, y, b, s: decomposition.calibration_upper_bound(p, y),
                "Root Brier score: an upper bound of the canonical calibration error CE_2 that needs no estimate "
                "of P(Y | prediction) (Gruber & Buettner 2022, Theorem 4.3).",
                "A bound, not an estimate: it also contains the refinement (sharpness) part, so it is loose unless "
                "the accuracy is close to 1.", uses_bins=False, calibration_error=False, interval="percentile",
-               ideal=None),
-    MetricSpec("cox_slope", f"Cox slope ({_OVR})", _cox_compute("slope"),
+               ideal=None, resampling=Resampling("row_mean", per_row=scores.brier_rows, of_mean=np.sqrt),
+               public=decomposition.calibration_upper_bound),
+    MetricSpec("cox_slope", f"Cox slope ({_OVR})", cox_compute("slope"),
                "Calibration slope b of the logistic regression logit P(y = 1) = a + b logit(p) (Cox 1958); "
                "ideal 1: below 1 the predictions are too extreme (over-fitting), above 1 too modest.",
                "Summarises the curve by one line on the logit scale, so curved miscalibration can hide; does not "
@@ -535,113 +432,39 @@ METRICS: list[MetricSpec] = [
                "side), then shown as not available; for K > 2 the mean of the one-vs-rest slopes, and not "
                "available if any class's fit is not.", uses_bins=False, calibration_error=False, signed=True,
                probability_scale=False, interval="variance", ideal=1.0, always_defined=False,
-               variance=_cox_variance("slope"), per_class_fit=True),
-    MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", _cox_compute("intercept"),
+               resampling=Resampling("variance", variance=cox_variance("slope")), per_class_fit=True),
+    MetricSpec("cox_intercept", f"Cox intercept ({_OVR})", cox_compute("intercept"),
                "Intercept a of the same regression (Cox 1958), on the logit scale; ideal 0 together with slope 1.",
                "Depends on the slope fitted with it (read it with the slope, or use the calibration-in-the-large "
                "for the mean level); not available when the slope is not.", uses_bins=False,
                calibration_error=False, signed=True, probability_scale=False, interval="variance",
-               always_defined=False, variance=_cox_variance("intercept"), per_class_fit=True),
-    MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", _cox_compute("citl"),
+               always_defined=False, resampling=Resampling("variance", variance=cox_variance("intercept")), per_class_fit=True),
+    MetricSpec("citl", f"Calibration-in-the-large ({_OVR})", cox_compute("citl"),
                "Intercept of the regression with the slope fixed at 1 (logit(p) as an offset), on the logit scale: "
                "ideal 0; above 0 the model predicts too low on average, below 0 too high.",
                "Only the mean level: a model with the right average and a wrong slope has a calibration-in-the-"
                "large of 0; not defined when the outcome is constant.", uses_bins=False, calibration_error=False,
                signed=True, probability_scale=False, interval="variance", always_defined=False,
-               variance=_cox_variance("citl"), per_class_fit=True),
-    MetricSpec("ici", f"ICI ({_OVR})", _ici_compute("ici"),
+               resampling=Resampling("variance", variance=cox_variance("citl")), per_class_fit=True),
+    MetricSpec("ici", f"ICI ({_OVR})", ici_compute("ici"),
                "Integrated calibration index (Austin & Steyerberg 2019): mean over rows of |c(p) - p|, with c the "
                "loess calibration curve (span 0.75, local quadratic, as R's loess).",
                "Depends on the smoother's span; biased upwards on small N like the binned errors; for K > 2 the "
                "mean of the one-vs-rest ICIs (not a top-label error); the interval uses at most "
                f"{LOESS_MAX_BOOT} bootstrap resamples (one loess fit per class per resample).", uses_bins=False,
-               slow=True, max_boot=LOESS_MAX_BOOT, per_class_fit=True),
-    MetricSpec("e50", f"E50 ({_OVR})", _ici_compute("e50"),
+               slow=True, max_boot=LOESS_MAX_BOOT, per_class_fit=True, resampling=Resampling("rows")),
+    MetricSpec("e50", f"E50 ({_OVR})", ici_compute("e50"),
                "Median over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg 2019).",
                "As the ICI; the median ignores the few rows where the curve is far off (see E90); no interval "
                "(see the ICI's).", uses_bins=False, slow=True, interval="none",
-               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True),
-    MetricSpec("e90", f"E90 ({_OVR})", _ici_compute("e90"),
+               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
+    MetricSpec("e90", f"E90 ({_OVR})", ici_compute("e90"),
                "90th percentile over rows of |c(p) - p| for the loess calibration curve c (Austin & Steyerberg "
                "2019).",
                "As the ICI; the smoothed curve is least certain at the extremes, where the largest gaps usually "
                "lie; no interval (see the ICI's).", uses_bins=False, slow=True, interval="none",
-               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True),
+               no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
 ]
-
-
-# ----------------------------------------------------------------------------- bounds
-
-#: The limit of a :class:`Bound` that is the estimator's own bias (:func:`calib_core.calibrated_bias`).
-CALIBRATED_BIAS = "calibrated_bias"
-
-
-@dataclass(frozen=True)
-class Bound:
-    """``key <= scale * limit`` (or ``>=``): a bound the true quantity obeys, declared once in :data:`BOUNDS`.
-
-    An estimate that breaks it is marked "unreliable at this N and K"
-    (:func:`calib_core.metrics.reports.check_estimate`) with ``bias`` and ``remedy``.
-
-    Attributes
-    ----------
-    key : str
-        The registry key of the bounded metric.
-    relation : {"<=", ">="}
-    limit : str or float
-        A registry key, a number, or :data:`CALIBRATED_BIAS` (the estimate on
-        labels drawn from the predictions themselves, where the true value is 0).
-    why : str
-        Why the true quantity obeys the bound (paper and equation).
-    bias : str
-        Why a finite-sample estimate can break it (may name ``{h}``, the bandwidth).
-    remedy : str
-        What would make the estimate reliable.
-    scale : float
-        Multiplies the limit.
-    """
-
-    key: str
-    relation: str
-    limit: str | float
-    why: str
-    bias: str
-    remedy: str
-    scale: float = 1.0
-
-
-_KDE_BIAS = ("the leave-one-out Dirichlet-kernel estimate of P(Y | prediction) at h = {h} averages the labels of "
-             "the nearest predictions, which at this N and K lie far apart in the simplex, so it is nearly one-hot "
-             "and far from the prediction even for a calibrated model")
-_KDE_REMEDY = ("more rows, fewer classes (e.g. the class-wise or top-label errors), or a larger bandwidth h (the "
-               "Estimators page can choose h by leave-one-out likelihood)")
-_CHAIN = "Gruber & Buettner 2022, eq. 6: ECE, KS and MMCE <= TCE_1 <= ... <= CE_2 <= sqrt(BS)"
-_BINNED_BIAS = "a binned estimate is biased upwards when its bins hold few rows (Proposition 3.3 of the same paper)"
-
-#: Every bound of a registered metric (Gruber & Buettner 2022; Popordanoska et al. 2024; Widmann et al. 2019).
-BOUNDS: tuple[Bound, ...] = (
-    Bound("kde_ce_kl", "<=", "nll",
-          "the NLL is CE_KL plus a non-negative refinement term (Gruber & Buettner 2022, Theorem 4.3; "
-          "Popordanoska et al. 2024, eq. 13)", _KDE_BIAS + "; where it gives weight to a class the prediction rates "
-          "at (nearly) 0, the KL divergence explodes (the NLL floors such probabilities at 1e-12)", _KDE_REMEDY),
-    Bound("kde_ce_l2", "<=", "brier",
-          "the Brier score is CE_2^2 plus a non-negative refinement term (Gruber & Buettner 2022, Theorem 4.3; "
-          "Popordanoska et al. 2024, eq. 13)", _KDE_BIAS, _KDE_REMEDY),
-    *(Bound(key, ">=", CALIBRATED_BIAS, "an estimate that close to its own bias says more about the estimator "
-            "than about the model (consistency resampling, Vaicenavicius et al. 2019)",
-            _KDE_BIAS, _KDE_REMEDY, scale=2.0) for key in ("kde_ce_kl", "kde_ce_l2")),
-    Bound("ece", "<=", "calibration_upper_bound", _CHAIN, _BINNED_BIAS, "more rows, or fewer bins"),
-    Bound("rmsce", "<=", "calibration_upper_bound", _CHAIN + " (RMSCE estimates TCE_2)", _BINNED_BIAS,
-          "more rows, or fewer bins"),
-    Bound("ks", "<=", "calibration_upper_bound", _CHAIN,
-          "the KS error of a small sample is inflated by the noise of the cumulative sums", "more rows"),
-    Bound("mmce", "<=", "calibration_upper_bound", _CHAIN + " (with c = 1 for its Laplacian kernel)",
-          "MMCE is a V-statistic, biased upwards on small samples (Kumar et al. 2018)",
-          "more rows, or a smaller kernel width"),
-    *(Bound(key, ">=", 0.0, "a squared kernel distance is never negative (Widmann et al. 2019, Lemma 1)",
-            "an unbiased estimate scatters around the true value, so near 0 it falls below 0 by noise: read it "
-            "as no evidence of miscalibration", "more rows (a narrower interval)") for key in ("skce", "skce_block")),
-)
 
 
 def get_metric(key: str) -> MetricSpec:
@@ -694,19 +517,89 @@ def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int =
     return float(spec.with_bandwidth(probs, labels, check_positive(bandwidth, "bandwidth")))
 
 
+@dataclass(frozen=True)
+class DeclaredMetric:
+    """``metric(probs, labels) -> float``: a registered metric with its settings fixed, as plain values.
+
+    What :func:`metric_function` returns. The bootstrap reads
+    :attr:`resampling` (the registry entry's declaration) and the settings to
+    take the metric's shortcut (:mod:`calib_core.inference.resample`); a call
+    is :func:`metric_value` with these settings.
+
+    Attributes
+    ----------
+    key : str
+    n_bins : int
+    binning : {"uniform", "adaptive"}
+        The binning the metric uses (its :attr:`MetricSpec.fixed_binning` if it has one).
+    bandwidth : float or None
+        The kernel bandwidth asked for (None: the metric's default).
+    """
+
+    key: str
+    n_bins: int = 15
+    binning: str = "uniform"
+    bandwidth: float | None = None
+
+    @property
+    def __name__(self) -> str:
+        return self.key
+
+    @property
+    def spec(self) -> MetricSpec:
+        return get_metric(self.key)
+
+    @property
+    def resampling(self) -> Resampling | None:
+        return self.spec.resampling
+
+    def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
+        return metric_value(self.key, probs, labels, n_bins=self.n_bins, binning=self.binning,
+                            bandwidth=self.bandwidth)
+
+    def top_label_statistic(self) -> Callable[[NDArray, NDArray], float]:
+        """``statistic(confidence, correctness) -> float`` of a ``"top_label"`` declaration, with the bandwidth."""
+        declared = self.resampling
+        if not declared.takes_bandwidth:
+            return declared.statistic
+        default = self.spec.bandwidth if isinstance(self.spec.bandwidth, (int, float)) else None
+        bandwidth = default if self.bandwidth is None else self.bandwidth
+        return lambda confidence, correct: declared.statistic(confidence, correct, bandwidth=bandwidth)
+
+
 def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
-                    bandwidth: float | None = None) -> Callable[[ArrayLike, ArrayLike], float]:
-    """``metric(probs, labels) -> float`` with the settings fixed (for :func:`bootstrap_ci`)."""
-    get_metric(key)
-    if key in _BINNED_PARTIALS and bandwidth is None:
-        return _BINNED_PARTIALS[key](n_bins, binning)
-    if key in _PLAIN_FUNCTIONS and bandwidth is None:  # no settings: the function itself (bootstrap_ci knows it)
-        return _PLAIN_FUNCTIONS[key]
-    if key == "mmce":
-        return partial(kernel.mmce, bandwidth=MMCE_BANDWIDTH if bandwidth is None else _check_bandwidth(bandwidth))
-    if key == "smooth_ece":
-        return partial(smooth.smooth_ece, bandwidth=bandwidth)
-    return partial(_call, key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+                    bandwidth: float | None = None) -> DeclaredMetric:
+    """``metric(probs, labels) -> float`` with the settings fixed (for :func:`bootstrap_ci`).
+
+    The settings are checked here, once: the bin count and binning of a
+    metric that uses them, the bandwidth of a kernel metric (other metrics
+    refuse one).
+
+    Examples
+    --------
+    >>> metric_function("ace", n_bins=10)
+    DeclaredMetric(key='ace', n_bins=10, binning='adaptive', bandwidth=None)
+    """
+    spec = get_metric(key)
+    if spec.uses_bins:
+        n_bins = check_n_bins(n_bins)
+        binning = spec.fixed_binning or check_binning(binning)
+    if bandwidth is not None:
+        if spec.with_bandwidth is None:
+            raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+        bandwidth = check_positive(bandwidth, "bandwidth")
+    return DeclaredMetric(key, n_bins, binning, bandwidth)
+
+
+def declared_metric(metric: Callable) -> DeclaredMetric | None:
+    """The declared form of ``metric``: itself if it is a :class:`DeclaredMetric`, else the registry entry whose
+    :attr:`MetricSpec.public` function it is (``cc.ece`` -> ``metric_function("ece")``), else None."""
+    if isinstance(metric, DeclaredMetric):
+        return metric
+    for spec in METRICS:
+        if spec.public is metric:
+            return DeclaredMetric(spec.key, binning=spec.fixed_binning or "uniform")
+    return None
 
 
 def resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Iterable[str | Callable], *,
@@ -766,10 +659,6 @@ def resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Ite
     if not functions:
         raise CalibrationInputError("`metrics` is empty; choose at least one metric.")
     return functions
-
-
-def _call(key, probs, labels, *, n_bins, binning, bandwidth):
-    return metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
 
 
 def _number(value: float) -> str:

@@ -62,36 +62,38 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
 from calib_core.inference import bootstrap_ci
+from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
-from calib_core.inference.resample import MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, index_blocks, row_weights
 from calib_core.metrics import get_metric, metric_function
-from calib_core.metrics.binned import top_label
-from calib_core.metrics.scores import brier_rows, nll_rows
+from calib_core.metrics.registry import resolve_metrics
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
 from calib_core._accel import mark_validated, marked_copy
-from calib_core.validation import CalibrationInputError, check_probs, row_argmax
+from calib_core.validation import CalibrationInputError, check_probs
 
 __all__ = [
-    "BEFORE", "CAUTIONARY", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",
+    "BEFORE", "CAUTIONARY", "METRIC_FUNCTIONS", "METRIC_KEYS", "PROBABILITY_SCALE_KEYS", "SCHEMES",
     "EvaluationSet", "MethodFit", "Protocol",
     "best_methods", "bootstrap_samples", "bootstrap_seconds", "class_notes",
     "effective_protocol",
     "evaluation_set", "fit_method", "fitted_params", "fitted_temperatures", "intervals", "log_scores",
-    "metric_label", "metric_samples", "metric_values", "model_input", "recalibrated_frame", "results_table",
+    "metric_label", "metric_values", "model_input", "recalibrated_frame", "results_table",
     "split_column_ready", "summary_matrix", "verdict",
 ]
 
 #: Metrics of the results table (registry keys), in display order. The class-wise ECE with uniform
 #: bins is the SCE (Nixon et al. 2019, eq. 2), so it appears once, labelled as both.
 METRIC_KEYS = ("ece", "ace", "sce", "mce", "ks", "nll", "brier", "accuracy")
+#: Each metric of :data:`METRIC_KEYS` as it declares its resampling (15 uniform bins for the binned ones).
+METRIC_FUNCTIONS = MappingProxyType(resolve_metrics(METRIC_KEYS))
 #: Display names that differ from the registry's.
 LABELS = {"sce": "SCE = class-wise ECE"}
 #: Metrics where a larger value is better (all others: smaller is better).
@@ -248,7 +250,7 @@ class EvaluationSet:
 
 def metric_values(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """Every metric of :data:`METRIC_KEYS` (15 uniform bins for the binned ones)."""
-    return {key: float(metric_function(key)(probs, labels)) for key in METRIC_KEYS}
+    return {key: float(metric(probs, labels)) for key, metric in METRIC_FUNCTIONS.items()}
 
 
 #: Rows of the untimed first evaluation of every metric (:func:`_first_rows`).
@@ -528,100 +530,18 @@ def recalibrated_frame(x: np.ndarray, labels: np.ndarray, ev: EvaluationSet, fit
 
 # ----------------------------------------------------------------------------- bootstrap
 
-#: Metrics of :data:`METRIC_KEYS` that are a mean of a per-row value (resampled as ``w @ v / N``).
-_PER_ROW_MEANS = ("nll", "brier", "accuracy")
-
-
-def _per_row_means(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-row values whose mean is the NLL, the Brier score and the accuracy (their registry definitions)."""
-    return {"nll": nll_rows(probs, labels), "brier": brier_rows(probs, labels),
-            "accuracy": (row_argmax(probs) == labels).astype(np.float64)}
-
-
-def metric_samples(probs: np.ndarray, labels: np.ndarray, n_boot: int, seed: int,
-                   keys: Sequence[str] = METRIC_KEYS) -> dict[str, np.ndarray]:
-    """Resampled values of every metric in ``keys``, on the resamples of :func:`calib_core.bootstrap_ci`.
-
-    The same values, up to round-off, as :func:`bootstrap_samples` of each
-    key with the same ``seed`` (the same rows in every resample,
-    :func:`calib_core.inference.resample.index_blocks`), with the per-row
-    work done once for all resamples and metrics: the binned metrics come
-    from the row-weight engine (:class:`calib_core.inference.resample.BinnedResampler`);
-    the NLL, the Brier score and the accuracy are means of a per-row value,
-    so a resample's value is ``w @ v / N`` with ``w`` its multinomial counts
-    (Efron & Tibshirani 1993, section 6.2); the KS error's cumulative sums
-    (Gupta et al. 2021) are taken along one sort of the confidences, with the
-    weights ``w`` in that order. Any other key is called on each
-    materialised resample.
-
-    Parameters
-    ----------
-    probs : ndarray of shape (M, K)
-        Valid probabilities (an evaluation set's, or a fit's).
-    labels : ndarray of shape (M,)
-    n_boot, seed : int
-    keys : sequence of str
-        Registry keys (default :data:`METRIC_KEYS`).
-
-    Returns
-    -------
-    dict of str to ndarray of shape (n_boot,)
-    """
-    probs, labels = np.asarray(probs, dtype=np.float64), np.asarray(labels)
-    n_rows = labels.size
-    specs = {key: binned_spec(metric_function(key)) for key in keys}
-    binned_keys = [key for key in keys if specs[key] is not None]
-    weighted = [key for key in keys if key in _PER_ROW_MEANS or key == "ks"]
-    other = [key for key in keys if specs[key] is None and key not in weighted]
-    resampler = BinnedResampler(probs, labels) if binned_keys else None
-    if weighted:
-        # Everything weighted is kept in the order of the sorted confidences, so one weight matrix
-        # (the row counts in that order) serves the means and the KS error.
-        confidence, correct = top_label(probs, labels)
-        order = np.argsort(confidence, kind="stable")
-        per_row = {key: v[order] for key, v in _per_row_means(probs, labels).items() if key in keys}
-        gap = confidence[order] - correct[order]
-        sorted_confidence = confidence[order]
-        group_end = np.append(sorted_confidence[1:] != sorted_confidence[:-1], True)
-    out = {key: np.empty(int(n_boot)) for key in keys}
-    rng = np.random.default_rng(seed)
-    step = max(1, MAX_WEIGHT_BLOCK // n_rows)
-    for start, stop, indices in index_blocks(rng, n_rows, int(n_boot)):
-        # One block of row weights (the multinomial counts of the drawn rows) serves every metric.
-        for low in range(0, (stop - start) if binned_keys or weighted else 0, step):
-            high = min(stop - start, low + step)
-            counts = row_weights(indices[low:high], n_rows)
-            if binned_keys:
-                values = resampler.values([specs[key] for key in binned_keys], indices[low:high], counts)
-                for key, row in zip(binned_keys, values):
-                    out[key][start + low:start + high] = row
-            if not weighted:
-                continue
-            weights = np.take(counts, order, axis=1).astype(np.float64)  # in the order of the sorted confidences
-            for key, values in per_row.items():
-                out[key][start + low:start + high] = weights @ values / n_rows
-            if "ks" in keys:
-                weights *= gap
-                difference = np.cumsum(weights, axis=1)[:, group_end]
-                out["ks"][start + low:start + high] = np.abs(difference).max(axis=1) / n_rows
-        for offset, rows in enumerate(indices if other else ()):
-            for key in other:
-                out[key][start + offset] = metric_function(key)(probs[rows], labels[rows])
-    return out
-
-
 def bootstrap_samples(probs: np.ndarray, labels: np.ndarray, metric: str, n_boot: int, seed: int) -> np.ndarray:
     """Resampled values of ``metric`` (:func:`calib_core.bootstrap_ci`).
 
     The same ``seed`` draws the same rows for every array of the same
     length, so "before" and "after" samples are paired and their difference
-    is the bootstrap distribution of the change. :func:`metric_samples` gives
-    every metric of the page at once.
+    is the bootstrap distribution of the change. :func:`calib_core.inference.bootstrap.resampled_metrics`
+    of :data:`METRIC_FUNCTIONS` gives every metric of the page at once.
     """
     return bootstrap_ci(metric_function(metric), probs, labels, n_boot=n_boot, seed=seed).samples
 
 
-#: Seconds of :func:`metric_samples` per resample, as a share of one evaluation of every metric
+#: Seconds of :func:`~calib_core.inference.bootstrap.resampled_metrics` of :data:`METRIC_FUNCTIONS` per resample, as a share of one evaluation of every metric
 #: (:attr:`EvaluationSet.metrics_seconds`, on checked rows, after a first untimed call): measured
 #: 0.05-0.15 from 900 x 10 to 50,000 x 10 and about 0.05 at 10,000-25,000 x 1,000 (the resamples share
 #: the per-row work); the largest is used, so the prediction errs long.
@@ -629,7 +549,7 @@ SAMPLE_COST_RATIO = 0.15
 
 
 def bootstrap_seconds(ev: EvaluationSet, n_boot: int, n_methods: int) -> float:
-    """Predicted time of :func:`intervals`: :func:`metric_samples` of every array (before and each method)."""
+    """Predicted time of :func:`intervals`: the resamples of every array (before and each method)."""
     return SAMPLE_COST_RATIO * ev.metrics_seconds * n_boot * (n_methods + 1)
 
 
@@ -662,8 +582,9 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
     samples : callable, optional
         ``samples(name, probs)`` -> ``{metric key: resampled values}`` for
         every key of :data:`METRIC_KEYS` (``name`` is :data:`BEFORE` or the
-        method); default :func:`metric_samples` on ``ev.labels`` with
-        ``n_boot`` and ``seed`` (a caller may pass a cached one).
+        method); default :func:`calib_core.inference.bootstrap.resampled_metrics`
+        of :data:`METRIC_FUNCTIONS` on ``ev.labels`` with ``n_boot`` and
+        ``seed`` (a caller may pass a cached one).
 
     Returns
     -------
@@ -673,7 +594,7 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
     """
     if samples is None:
         def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-            return metric_samples(probs, ev.labels, n_boot, seed)
+            return resampled_metrics(METRIC_FUNCTIONS, probs, ev.labels, n_boot=n_boot, seed=seed)
     done_methods = [name for name, fit in fits.items() if fit.ok]
     total = len(done_methods) + 1
     before = samples(BEFORE, ev.before)

@@ -43,12 +43,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
 from calib_core.metrics import get_metric
 from calib_core.recalibration import defaults
-from calib_core.recalibration.compare import (CAUTIONARY, EvaluationSet, MethodFit, Protocol, Sampler, _excludes_zero,
-                                              _fmt, bootstrap_seconds, effective_protocol, evaluation_set, fit_method,
-                                              intervals, metric_samples, model_input, results_table,
+from calib_core.recalibration.compare import (CAUTIONARY, METRIC_FUNCTIONS, EvaluationSet, MethodFit, Protocol, Sampler,
+                                              _excludes_zero, _fmt, bootstrap_seconds, effective_protocol,
+                                              evaluation_set, fit_method, intervals, model_input, results_table,
                                               split_column_ready)
 
 __all__ = ["Comparison", "PairedDifference", "Recommendation", "compare_methods", "ranked_candidates", "recommend",
@@ -141,7 +142,7 @@ def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table
     alpha : float
         A ``1 - alpha`` interval.
     samples : callable, optional
-        As in :func:`intervals` (default :func:`metric_samples` on ``ev.labels``).
+        As in :func:`intervals` (default :func:`calib_core.inference.bootstrap.resampled_metrics` on ``ev.labels``).
     cautionary : str
         The method never recommended.
 
@@ -155,7 +156,7 @@ def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table
         return None
     if samples is None:
         def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-            return metric_samples(probs, ev.labels, n_boot, seed)
+            return resampled_metrics(METRIC_FUNCTIONS, probs, ev.labels, n_boot=n_boot, seed=seed)
     winner, runner_up = ranked[:2]
     key = "brier"
     margin = fits[runner_up].after[key] - fits[winner].after[key]
@@ -392,7 +393,7 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
 
     def samples(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
         if name not in cache:
-            cache[name] = metric_samples(values, ev.labels, n_boot, seed)
+            cache[name] = resampled_metrics(METRIC_FUNCTIONS, values, ev.labels, n_boot=n_boot, seed=seed)
         return cache[name]
 
     interval_table = intervals(ev, ok, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \

@@ -294,3 +294,16 @@ def test_the_page_and_the_report_write_one_comparison_note():
                                      budget_seconds=30.0)
     assert "no bootstrap intervals (predicted 90 s, over the 30 s budget)." in skipped
     assert "report.comparison_note(" in __import__("inspect").getsource(charts.report_entry)
+
+
+def test_the_reports_metrics_compute_each_estimate_once(demo, monkeypatch):
+    """Issue 24: the report's metrics section had metric_report compute every estimate, then metric_interval
+    compute it again; the interval now takes the estimate it has (same numbers: test_report_numbers_equal_calib_core)."""
+    from tests.registry_support import count_computes
+
+    _, p = demo
+    keys = ("ece", "ace", "nll", "ks")
+    calls = count_computes(monkeypatch, keys)
+    rows = report._metrics(report.ReportModel("rf", p), report.ReportSettings(n_bins=9, n_boot=20, seed=1))
+    assert sorted(calls) == sorted(keys)
+    assert {row["key"] for row in rows} >= set(keys)

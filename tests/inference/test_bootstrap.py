@@ -59,25 +59,40 @@ from calib_core.inference import resample  # noqa: E402
 from calib_core.inference.bootstrap import bootstrap_metrics  # noqa: E402
 
 P = functools.partial
+S = resample.BinnedSpec
+metric_function = cc.metrics.registry.metric_function
+#: Each binned case of the engine: its BinnedSpec and the public call it reproduces (issue 24: the engine reads
+#: specs declared by the registry; these cases also cover settings the registry does not use, e.g. ``right``).
 SUPPORTED = {
-    "ece": cc.ece,
-    "ece_right_false": P(cc.ece, n_bins=4, right=False),
-    "rmsce": P(cc.ece, norm="l2"),
-    "mce": cc.mce,
-    "ece_adaptive": P(cc.ece, binning="adaptive"),
-    "rmsce_adaptive": P(cc.ece, n_bins=7, binning="adaptive", norm="l2"),
-    "mce_adaptive_many_bins": P(cc.mce, n_bins=60, binning="adaptive"),
-    "classwise_ece": cc.classwise_ece,
-    "classwise_ece_l2_right_false": P(cc.classwise_ece, n_bins=5, norm="l2", right=False),
-    "classwise_ece_adaptive_max": P(cc.classwise_ece, binning="adaptive", norm="max"),
-    "sce": cc.sce,
-    "sce_right_false": P(cc.sce, n_bins=10, right=False),
-    "ace": cc.ace,
-    "ace_many_bins": P(cc.ace, n_bins=80),
-    "tace": cc.tace,
-    "tace_high_threshold": P(cc.tace, n_bins=4, threshold=0.6),
-    "positional_settings": P(cc.ece, n_bins=8),
+    "ece": (S("top_label", 15, "uniform"), cc.ece),
+    "ece_right_false": (S("top_label", 4, "uniform", right=False), P(cc.ece, n_bins=4, right=False)),
+    "rmsce": (S("top_label", 15, "uniform", "l2"), P(cc.ece, norm="l2")),
+    "mce": (S("top_label", 15, "uniform", "max"), cc.mce),
+    "ece_adaptive": (S("top_label", 15, "adaptive"), P(cc.ece, binning="adaptive")),
+    "rmsce_adaptive": (S("top_label", 7, "adaptive", "l2"), P(cc.ece, n_bins=7, binning="adaptive", norm="l2")),
+    "mce_adaptive_many_bins": (S("top_label", 60, "adaptive", "max"), P(cc.mce, n_bins=60, binning="adaptive")),
+    "classwise_ece": (S("classwise", 15, "uniform"), cc.classwise_ece),
+    "classwise_ece_l2_right_false": (S("classwise", 5, "uniform", "l2", right=False),
+                                     P(cc.classwise_ece, n_bins=5, norm="l2", right=False)),
+    "classwise_ece_adaptive_max": (S("classwise", 15, "adaptive", "max"),
+                                   P(cc.classwise_ece, binning="adaptive", norm="max")),
+    "sce": (S("classwise", 15, "uniform"), cc.sce),
+    "sce_right_false": (S("classwise", 10, "uniform", right=False), P(cc.sce, n_bins=10, right=False)),
+    "ace": (S("adaptive_mean", 15, "adaptive"), cc.ace),
+    "ace_many_bins": (S("adaptive_mean", 80, "adaptive"), P(cc.ace, n_bins=80)),
+    "tace": (S("adaptive_mean", 15, "adaptive", threshold=0.01), cc.tace),
+    "tace_high_threshold": (S("adaptive_mean", 4, "adaptive", threshold=0.6), P(cc.tace, n_bins=4, threshold=0.6)),
 }
+
+
+def engine(cases, probs, labels, indices):
+    """The engine's values ``(len(cases), R)`` of the ``(spec, metric)`` cases on the resamples ``indices``."""
+    return resample.resampled_binned_values(resample.BinnedResampler(probs, labels), [spec for spec, _ in cases],
+                                            indices)
+
+
+def materialised(cases, probs, labels, indices):
+    return np.array([[metric(probs[rows], labels[rows]) for rows in indices] for _, metric in cases])
 
 
 def tied_predictions(n, k, seed, decimals=1):
@@ -98,14 +113,11 @@ def test_engine_equals_metric_on_materialised_resamples(monkeypatch, name, n, k,
     # Small pieces and blocks, so the chunk gathers and weight blocks are split.
     monkeypatch.setattr(resample, "_PAIRS", 7)
     monkeypatch.setattr(resample, "MAX_WEIGHT_BLOCK", 3 * n)
-    metric = SUPPORTED[name]
     probs, labels = tied_predictions(n, k, seed=n + k)
-    spec = resample.binned_spec(metric)
-    assert spec is not None
     indices = np.random.default_rng(1).integers(0, n, size=(25, n))
-    got = resample.resampled_binned_values(resample.BinnedResampler(probs, labels), [spec], indices)[0]
-    expected = [metric(probs[rows], labels[rows]) for rows in indices]
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+    cases = [SUPPORTED[name]]
+    np.testing.assert_allclose(engine(cases, probs, labels, indices), materialised(cases, probs, labels, indices),
+                               rtol=1e-12, atol=1e-13)
 
 
 def test_engine_adaptive_bins_with_heavy_ties_and_empty_thresholded_sets(adaptive_path):
@@ -116,11 +128,10 @@ def test_engine_adaptive_bins_with_heavy_ties_and_empty_thresholded_sets(adaptiv
     labels = rng.integers(0, 2, size=60)
     indices = rng.integers(0, 60, size=(40, 60))
     indices[0] = 0  # one resample of a single repeated row
-    metrics = [P(cc.ece, binning="adaptive"), cc.ace, P(cc.tace, threshold=0.5), P(cc.tace, threshold=0.99)]
-    got = resample.resampled_binned_values(resample.BinnedResampler(probs, labels),
-                                           [resample.binned_spec(m) for m in metrics], indices)
-    for values, metric in zip(got, metrics):
-        np.testing.assert_allclose(values, [metric(probs[r], labels[r]) for r in indices], rtol=1e-12, atol=1e-13)
+    cases = [SUPPORTED["ece_adaptive"], SUPPORTED["ace"],
+             *((S("adaptive_mean", 15, "adaptive", threshold=t), P(cc.tace, threshold=t)) for t in (0.5, 0.99))]
+    np.testing.assert_allclose(engine(cases, probs, labels, indices), materialised(cases, probs, labels, indices),
+                               rtol=1e-12, atol=1e-13)
 
 
 def test_compiled_adaptive_walk_gives_the_numpy_class_wise_adaptive_samples(monkeypatch):
@@ -131,19 +142,19 @@ def test_compiled_adaptive_walk_gives_the_numpy_class_wise_adaptive_samples(monk
     require_kernel("adaptive_bin_sums")
     probs, labels = tied_predictions(500, 40, seed=2, decimals=3)
     probs[:5] = np.eye(40)[:5]  # values 0 and 1 in every column
-    metrics = [cc.ace, P(cc.tace, threshold=0.2), P(cc.classwise_ece, binning="adaptive", norm="l2"),
-               P(cc.ace, n_bins=300)]  # more bins than most resamples' kept values
-    for metric in metrics:
-        compiled = cc.bootstrap_ci(metric, probs, labels, n_boot=30, seed=5).samples
-        with monkeypatch.context() as patch:
-            patch.setattr(_compiled, "adaptive_bin_sums", None)
-            np.testing.assert_allclose(compiled, cc.bootstrap_ci(metric, probs, labels, n_boot=30, seed=5).samples,
-                                       rtol=1e-12, atol=1e-15)
+    cases = [SUPPORTED["ace"], (S("adaptive_mean", 15, "adaptive", threshold=0.2), None),
+             (S("classwise", 15, "adaptive", "l2"), None),
+             (S("adaptive_mean", 300, "adaptive"), None)]  # more bins than most resamples' kept values
+    draws = np.random.default_rng(5).integers(0, 500, size=(30, 500))
+    compiled = engine(cases, probs, labels, draws)
+    with monkeypatch.context() as patch:
+        patch.setattr(_compiled, "adaptive_bin_sums", None)
+        np.testing.assert_allclose(compiled, engine(cases, probs, labels, draws), rtol=1e-12, atol=1e-15)
+    assert cc.bootstrap_ci(cc.ace, probs, labels, n_boot=5, seed=5).samples.shape == (5,)
     # int64 weights (a row drawn more than 127 times), as row_weights stores them then
     indices = np.zeros((3, 200), dtype=np.int64)
     indices[:, 100:] = np.arange(100)
-    spec = resample.binned_spec(cc.ace)
-    got = resample.resampled_binned_values(resample.BinnedResampler(probs[:200], labels[:200]), [spec], indices)[0]
+    got = engine([SUPPORTED["ace"]], probs[:200], labels[:200], indices)[0]
     np.testing.assert_allclose(got, [cc.ace(probs[rows], labels[rows]) for rows in indices], rtol=1e-12)
 
 
@@ -154,18 +165,20 @@ def test_compiled_adaptive_walk_over_blocks_of_columns_on_two_threads(monkeypatc
     require_kernel("adaptive_bin_sums")
     probs, labels = tied_predictions(400, 30, seed=3, decimals=3)
     monkeypatch.setattr(resample, "_COLUMN_BLOCK", 400 * 7)  # five blocks of columns
-    metrics = [cc.ace, P(cc.tace, threshold=0.05)]
+    cases = [SUPPORTED["ace"], (S("adaptive_mean", 15, "adaptive", threshold=0.05), None)]
+    draws = np.random.default_rng(4).integers(0, 400, size=(25, 400))
     samples = {}
     for workers in (2, 1):
         monkeypatch.setattr(threads, "WORKERS", workers)
-        samples[workers] = [cc.bootstrap_ci(metric, probs, labels, n_boot=25, seed=4).samples for metric in metrics]
-    for two, one in zip(samples[2], samples[1]):
-        np.testing.assert_array_equal(two, one)
+        samples[workers] = engine(cases, probs, labels, draws)
+    np.testing.assert_array_equal(samples[2], samples[1])
 
 
-@pytest.mark.parametrize("name", ["ece", "rmsce_adaptive", "sce_right_false", "ace", "tace", "classwise_ece"])
-def test_bootstrap_ci_fast_path_gives_the_generic_interval(name):
-    metric = SUPPORTED[name]
+@pytest.mark.parametrize("metric", [cc.ece, metric_function("rmsce", n_bins=7, binning="adaptive"),
+                                    metric_function("sce", n_bins=10), cc.ace, metric_function("tace"),
+                                    metric_function("classwise_ece", n_bins=9, binning="adaptive")])
+def test_bootstrap_ci_fast_path_gives_the_generic_interval(metric):
+    assert resample.binned_spec(metric) is not None
     probs, labels = tied_predictions(300, 4, seed=9, decimals=2)
     fast = cc.bootstrap_ci(metric, probs, labels, n_boot=60, seed=11)
     generic = cc.bootstrap_ci(lambda p, y: metric(p, y), probs, labels, n_boot=60, seed=11)
@@ -204,25 +217,30 @@ def test_bootstrap_metrics_shares_the_resamples_of_bootstrap_ci():
 
 
 @pytest.mark.parametrize("metric", [
-    P(cc.ece, n_bins=0),  # invalid: the metric itself raises
-    P(cc.ace, per_class=True),  # array-valued
-    P(cc.ece, 15, "uniform", "l1", True),  # too many positional arguments
+    P(cc.ece, n_bins=0),
+    P(cc.ece, n_bins=20),  # a partial declares nothing (issue 24): it is called on each materialised resample
+    P(cc.ace, per_class=True),
     lambda p, y: cc.ece(p, y),
-    cc.brier_score,
+    cc.brier_score,  # declared, but not binned
 ])
-def test_binned_spec_refuses_what_it_cannot_reproduce(metric):
+def test_binned_spec_is_read_from_declarations_only(metric):
     assert resample.binned_spec(metric) is None
 
 
-def test_binned_spec_reads_positional_partials():
-    spec = resample.binned_spec(P(cc.classwise_ece, n_bins=12, binning="adaptive", norm="l2"))
-    assert spec == resample.BinnedSpec("classwise", 12, "adaptive", "l2", True, None)
-    assert resample.binned_spec(P(cc.tace, threshold=0.2)).threshold == 0.2
+def test_binned_spec_reads_the_registry_declaration_and_settings():
+    assert resample.binned_spec(metric_function("classwise_ece", n_bins=12, binning="adaptive")) == S(
+        "classwise", 12, "adaptive", "l1", True, None)
+    assert resample.binned_spec(metric_function("rmsce")).norm == "l2"
+    assert resample.binned_spec(metric_function("mce")).norm == "max"
+    assert resample.binned_spec(cc.tace).threshold == 0.01
+    assert resample.binned_spec(metric_function("sce", binning="adaptive")).binning == "uniform"  # its fixed bins
 
 
 def test_invalid_binned_settings_still_raise():
     with pytest.raises(CalibrationInputError, match="n_bins"):
         cc.bootstrap_ci(P(cc.ece, n_bins=0), [[0.5, 0.5], [0.2, 0.8]], [0, 1], n_boot=5)
+    with pytest.raises(CalibrationInputError, match="n_bins"):
+        metric_function("ece", n_bins=0)
 
 
 def test_engine_counts_above_int8_take_the_wide_path():
@@ -231,11 +249,9 @@ def test_engine_counts_above_int8_take_the_wide_path():
     indices = np.random.default_rng(0).integers(0, 300, size=(4, 300))
     indices[1] = 5
     assert resample.row_weights(indices, 300).dtype == np.int64
-    metrics = [cc.ace, P(cc.ece, binning="adaptive"), cc.sce]
-    got = resample.resampled_binned_values(resample.BinnedResampler(probs, labels),
-                                           [resample.binned_spec(m) for m in metrics], indices)
-    for values, metric in zip(got, metrics):
-        np.testing.assert_allclose(values, [metric(probs[r], labels[r]) for r in indices], rtol=1e-12, atol=1e-13)
+    cases = [SUPPORTED["ace"], SUPPORTED["ece_adaptive"], SUPPORTED["sce"]]
+    np.testing.assert_allclose(engine(cases, probs, labels, indices), materialised(cases, probs, labels, indices),
+                               rtol=1e-12, atol=1e-13)
 
 
 entry_path = kernel_paths("entry_sums", "entry_path")
@@ -247,7 +263,7 @@ def test_classwise_uniform_resamples_from_column_totals_equal_the_materialised_r
                                                                                        monkeypatch, entry_path):
     """Issue 15: class-wise metrics with uniform bins take each class's first bin as its column total minus its
     other bins (W @ probs, and bincounts over the entries of at least 1/B), with no sort and no pass per column."""
-    from calib_core.inference.resample import BinnedResampler, binned_spec, resampled_binned_values
+    from calib_core.inference.resample import BinnedResampler
     # Both paths, whichever the engine would choose for this shape (it takes the totals with many classes).
     monkeypatch.setattr(BinnedResampler, "_few_upper_entries", lambda self, spec: sparse)
     rng = np.random.default_rng(n_classes)
@@ -256,11 +272,11 @@ def test_classwise_uniform_resamples_from_column_totals_equal_the_materialised_r
     probs[:20] = np.eye(n_classes)[rng.integers(0, n_classes, 20)]  # values on the edges 0 and 1
     labels = rng.integers(0, n_classes, n_rows)
     indices = rng.integers(0, n_rows, size=(9, n_rows))
-    metrics = [cc.sce, functools.partial(cc.classwise_ece, n_bins=7, right=False, norm="l2"),
-               functools.partial(cc.classwise_ece, norm="max")]
-    fast = resampled_binned_values(BinnedResampler(probs, labels), [binned_spec(m) for m in metrics], indices)
-    slow = np.array([[m(probs[rows], labels[rows]) for rows in indices] for m in metrics])
-    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
+    cases = [SUPPORTED["sce"], (S("classwise", 7, "uniform", "l2", right=False),
+                                P(cc.classwise_ece, n_bins=7, right=False, norm="l2")),
+             (S("classwise", 15, "uniform", "max"), P(cc.classwise_ece, norm="max"))]
+    np.testing.assert_allclose(engine(cases, probs, labels, indices), materialised(cases, probs, labels, indices),
+                               rtol=1e-12, atol=1e-15)
 
 
 def test_class_columns_built_per_block_when_too_many_to_keep_give_the_same_values(monkeypatch):
@@ -270,16 +286,16 @@ def test_class_columns_built_per_block_when_too_many_to_keep_give_the_same_value
     rng = np.random.default_rng(5)
     probs = rng.dirichlet(np.full(6, 0.4), size=500)
     labels = rng.integers(0, 6, 500)
-    metrics = [cc.ace, cc.tace, functools.partial(cc.classwise_ece, binning="adaptive", n_bins=6)]
+    cases = [SUPPORTED["ace"], SUPPORTED["tace"],
+             (S("classwise", 6, "adaptive"), functools.partial(cc.classwise_ece, binning="adaptive", n_bins=6))]
     indices = rng.integers(0, 500, size=(5, 500))
-    specs = [resample.binned_spec(m) for m in metrics]
+    specs = [spec for spec, _ in cases]
     keep = resample.resampled_binned_values(resample.BinnedResampler(probs, labels), specs, indices)
     monkeypatch.setattr(resample, "MAX_KEPT_CELLS", 0)
     streamed = resample.BinnedResampler(probs, labels)
     np.testing.assert_array_equal(resample.resampled_binned_values(streamed, specs, indices), keep)
     assert "classwise" not in vars(streamed) and not streamed._sorted_blocks  # nothing kept
-    slow = np.array([[m(probs[rows], labels[rows]) for rows in indices] for m in metrics])
-    np.testing.assert_allclose(keep, slow, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(keep, materialised(cases, probs, labels, indices), rtol=1e-12, atol=1e-15)
 
 
 def test_class_wise_uniform_bins_take_the_entry_sums_at_ten_classes_only_when_compiled(monkeypatch):
@@ -307,7 +323,7 @@ def test_class_wise_adaptive_intervals_are_capped_by_rows_times_classes_and_say_
     assert boot_cap(cc.ace, 50_000, 1_000) == registry.CLASSWISE_BOOT_CELLS // 50_000_000 == 40
     assert boot_cap(cc.ace, 10**6, 1_000) == registry.CLASSWISE_MIN_BOOT
     assert boot_cap(cc.sce, 50_000, 1_000) == boot_cap(cc.ece, 50_000, 1_000) == float("inf")
-    assert boot_cap(functools.partial(cc.classwise_ece, binning="adaptive"), 50_000, 1_000) == 40
+    assert boot_cap(metric_function("classwise_ece", binning="adaptive"), 50_000, 1_000) == 40
     assert boot_cap(cc.ici, 100, 3, max_boot=30) == 30
     rng = np.random.default_rng(1)
     probs = rng.dirichlet(np.ones(50), size=400)
@@ -328,16 +344,16 @@ def test_class_wise_adaptive_intervals_are_capped_by_rows_times_classes_and_say_
 def test_row_mean_metrics_resample_their_per_row_values_without_copying_the_rows(key, monkeypatch):
     """Issue 15: accuracy, Brier score and NLL resampled 200 copies of probs[rows] (400 MB each at 50,000 x
     1,000); they are means of per-row values, so a resample is values[rows].mean(): the same numbers."""
-    from calib_core.inference import resample
+    from tests.registry_support import count_computes
     rng = np.random.default_rng(2)
     probs = rng.dirichlet(np.ones(4), size=700)
     labels = rng.integers(0, 4, 700)
-    metric = cc.metrics.registry.metric_function(key)
-    assert resample.row_values(metric, probs, labels) is not None
+    metric = metric_function(key)
+    assert metric.resampling.kind == "row_mean"
+    computes = count_computes(monkeypatch, [key])
     fast = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
-    monkeypatch.setattr(resample, "_ROW_MEANS", {})
-    monkeypatch.setattr(resample, "_OF_ROW_MEANS", {})
-    slow = cc.bootstrap_ci(metric, probs, labels, n_boot=50, seed=4)
+    assert computes == [key]  # the estimate only: no resample is materialised
+    slow = cc.bootstrap_ci(lambda p, y: metric(p, y), probs, labels, n_boot=50, seed=4)  # undeclared: materialised
     np.testing.assert_array_equal(fast.samples, slow.samples)
     assert (fast.low, fast.high) == (slow.low, slow.high)
 
@@ -350,11 +366,14 @@ def test_compiled_entry_sums_give_the_numpy_class_wise_uniform_samples_bit_for_b
     rng = np.random.default_rng(2)
     probs = cc.softmax(rng.normal(size=(800, 300)) * 3)
     labels = rng.integers(0, 300, 800)
-    for metric in (cc.sce, functools.partial(cc.classwise_ece, n_bins=9, right=False, norm="l2")):
-        compiled = cc.bootstrap_ci(metric, probs, labels, n_boot=25, seed=4).samples
-        with monkeypatch.context() as patch:
-            patch.setattr(_compiled, "entry_sums", None)
-            np.testing.assert_array_equal(compiled, cc.bootstrap_ci(metric, probs, labels, n_boot=25, seed=4).samples)
+    compiled = cc.bootstrap_ci(cc.sce, probs, labels, n_boot=25, seed=4).samples
+    cases = [(S("classwise", 9, "uniform", "l2", right=False), None)]
+    draws = np.random.default_rng(4).integers(0, 800, size=(25, 800))
+    compiled_engine = engine(cases, probs, labels, draws)
+    with monkeypatch.context() as patch:
+        patch.setattr(_compiled, "entry_sums", None)
+        np.testing.assert_array_equal(compiled, cc.bootstrap_ci(cc.sce, probs, labels, n_boot=25, seed=4).samples)
+        np.testing.assert_array_equal(compiled_engine, engine(cases, probs, labels, draws))
 
 
 def test_counting_sort_of_the_draws_gives_the_same_top_label_samples(monkeypatch):
@@ -369,14 +388,14 @@ def test_counting_sort_of_the_draws_gives_the_same_top_label_samples(monkeypatch
     rows = rng.integers(0, 300, 500)
     np.testing.assert_array_equal(kernel(keys, rows, 9), rows[np.argsort(keys[rows], kind="stable")])
     probs, labels = tied_predictions(400, 4, seed=3, decimals=2)
-    metrics = {"ks": cc.ks_error, "mmce": P(cc.mmce, bandwidth=0.3), "smooth": cc.smooth_ece}
+    metrics = {"ks": cc.ks_error, "mmce": metric_function("mmce", bandwidth=0.3), "smooth": cc.smooth_ece}
     compiled = cc.bootstrap_metrics(metrics, probs, labels, n_boot=40, seed=8)
     monkeypatch.setattr(_compiled, "sorted_draws", None)
     numpy = cc.bootstrap_metrics(metrics, probs, labels, n_boot=40, seed=8)
     for name in metrics:
         np.testing.assert_array_equal(compiled[name].samples, numpy[name].samples)
-    assert resample.sorts_by_confidence(resample.top_label_function(metrics["mmce"]))
-    assert not resample.sorts_by_confidence(resample.top_label_function(metrics["smooth"]))
+    assert metrics["mmce"].resampling.sorts and cc.get_metric("ks").resampling.sorts
+    assert not cc.get_metric("smooth_ece").resampling.sorts
 
 
 def test_classwise_uniform_resamples_without_any_entry_outside_the_first_bin(entry_path):
@@ -392,28 +411,24 @@ def test_classwise_uniform_resamples_without_any_entry_outside_the_first_bin(ent
     assert cc.sce(probs, labels) == pytest.approx(np.abs(1 / 40 - np.bincount(labels) / 300).mean(), abs=1e-15)
 
 
-@pytest.mark.parametrize("metric", [cc.ks_error, functools.partial(cc.mmce, bandwidth=0.25),
-                                    cc.metrics.registry.metric_function("mmce"),
-                                    cc.metrics.registry.metric_function("ks"),
-                                    cc.metrics.registry.metric_function("smooth_ece"),
-                                    functools.partial(cc.smooth_ece, bandwidth=0.05, method="exact")])
+@pytest.mark.parametrize("metric", [cc.ks_error, metric_function("mmce", bandwidth=0.25), cc.mmce,
+                                    metric_function("mmce"), metric_function("ks"), metric_function("smooth_ece"),
+                                    metric_function("smooth_ece", bandwidth=0.05)])
 def test_top_label_metrics_resample_confidence_and_correctness_only(metric, monkeypatch):
     """Issue 15: the KS error and MMCE copied probs[rows] per resample (400 MB at 50,000 x 1,000; 20 s for 200
     resamples) although they see only the top label: the two arrays are resampled instead, same samples."""
-    from calib_core.inference import bootstrap, resample
-    assert resample.top_label_function(metric) is not None
+    assert cc.metrics.registry.declared_metric(metric).resampling.kind == "top_label"
     rng = np.random.default_rng(8)
     probs = rng.dirichlet(np.ones(5), size=600)
     labels = rng.integers(0, 5, 600)
     fast = cc.bootstrap_ci(metric, probs, labels, n_boot=40, seed=2)
-    monkeypatch.setattr(bootstrap, "top_label_function", lambda metric: None)
-    slow = cc.bootstrap_ci(metric, probs, labels, n_boot=40, seed=2)
+    slow = cc.bootstrap_ci(lambda p, y: metric(p, y), probs, labels, n_boot=40, seed=2)  # undeclared: materialised
     np.testing.assert_array_equal(fast.samples, slow.samples)
-    assert resample.top_label_function(functools.partial(cc.mmce, bandwidth=-1.0)) is None
+    with pytest.raises(CalibrationInputError, match="bandwidth"):
+        metric_function("mmce", bandwidth=-1.0)
 
 
-@pytest.mark.parametrize("metric", [cc.ece, functools.partial(cc.mce, n_bins=7, right=False),
-                                    functools.partial(cc.ece, norm="l2", n_bins=30)])
+@pytest.mark.parametrize("metric", [cc.ece, metric_function("mce", n_bins=7), metric_function("rmsce", n_bins=30)])
 def test_compiled_key_sums_give_the_numpy_bootstrap_of_top_label_metrics(metric, monkeypatch):
     """Issue 15: with numba, each resample's (bin, correct) counts and confidence sums come from one pass over
     its drawn rows (the same additions in the same order as np.bincount): the same samples, bit for bit."""

@@ -306,8 +306,8 @@ def test_ici_bootstrap_is_capped_and_says_so():
 
 @pytest.mark.parametrize("binning", ["uniform", "adaptive"])
 def test_binned_metric_functions_take_the_shared_bootstrap_path_with_the_same_values(binning):
-    """metric_function of a binned key is the public function itself (partial), so bootstrap_ci
-    recognises it (calib_core.inference.resample.binned_spec) and the Metrics page's intervals share work."""
+    """metric_function of a binned key declares its binned resampling with its settings, so bootstrap_ci reads
+    its BinnedSpec (calib_core.inference.resample.binned_spec) and the Metrics page's intervals share work."""
     from calib_core.inference.resample import binned_spec
     from calib_core.metrics.registry import metric_function, metric_value
 
@@ -318,6 +318,64 @@ def test_binned_metric_functions_take_the_shared_bootstrap_path_with_the_same_va
         function = metric_function(key, n_bins=7, binning=binning)
         assert binned_spec(function) is not None, key
         assert function(probs, labels) == metric_value(key, probs, labels, n_bins=7, binning=binning)
+
+
+# ----------------------------------------------------------------------------- declared resampling (issue 24)
+
+@pytest.mark.parametrize("spec", METRICS, ids=lambda spec: spec.key)
+def test_every_registered_metric_declares_its_resampling_and_its_interval_agrees(spec):
+    """Each entry says how it is resampled; a bootstrap interval needs resamples, a variance interval its
+    formula, and a metric without an interval declares none."""
+    from calib_core.metrics.resampling import BOOTSTRAP_KINDS
+
+    how = spec.resampling
+    assert how is not None, spec.key
+    if spec.interval in ("percentile", "bootstrap_se"):
+        assert how.kind in BOOTSTRAP_KINDS, spec.key
+    else:
+        assert how.kind == spec.interval, spec.key
+    assert (spec.variance is not None) == (spec.interval == "variance")
+    if how.kind == "binned":
+        assert spec.uses_bins
+    if spec.public is not None:  # the public function is the metric at the registry's default settings
+        assert cc.metrics.registry.declared_metric(spec.public) == metric_function(spec.key)
+
+
+def _declared_and_materialised(key, probs, labels, **settings):
+    metric = metric_function(key, **settings)
+    declared = cc.bootstrap_ci(metric, probs, labels, n_boot=30, seed=3)
+    materialised = cc.bootstrap_ci(lambda p, y: metric(p, y), probs, labels, n_boot=30, seed=3)
+    return declared, materialised
+
+
+@pytest.mark.parametrize("key", [spec.key for spec in METRICS
+                                 if spec.resampling.kind in ("binned", "row_mean", "top_label")])
+@pytest.mark.parametrize("binning", ["uniform", "adaptive"])
+def test_each_declared_resampling_gives_the_metric_of_the_materialised_resamples(key, binning):
+    """The shortcut a metric declares (per-bin sums, per-row means, the top label's two arrays) gives the
+    values of the metric called on each resample's rows, which is what it was before the declarations."""
+    probs, labels = predictions(11, 250, 4)
+    probs = probs.round(2) / probs.round(2).sum(1, keepdims=True)  # ties
+    declared, materialised = _declared_and_materialised(key, probs, labels, n_bins=7, binning=binning)
+    assert declared.estimate == materialised.estimate
+    np.testing.assert_allclose(declared.samples, materialised.samples, rtol=1e-12, atol=1e-13, err_msg=key)
+
+
+def test_a_kernel_bandwidth_is_a_declared_setting_of_the_top_label_statistic():
+    probs, labels = predictions(12, 200, 3)
+    for key, bandwidth in (("mmce", 0.2), ("smooth_ece", 0.05)):
+        declared, materialised = _declared_and_materialised(key, probs, labels, bandwidth=bandwidth)
+        np.testing.assert_allclose(declared.samples, materialised.samples, rtol=1e-12, atol=1e-13)
+    assert metric_function("mmce").top_label_statistic()(np.array([0.9, 0.6]), np.array([1.0, 0.0])) == \
+        pytest.approx(cc.mmce([[0.9, 0.1], [0.6, 0.4]], [0, 1]), rel=1e-12)
+
+
+def test_a_resampling_declaration_names_a_known_kind_and_what_it_needs():
+    from calib_core.metrics.resampling import Resampling
+    with pytest.raises(ValueError, match="unknown resampling kind"):
+        Resampling("jackknife")
+    with pytest.raises(ValueError, match="per_row"):
+        Resampling("row_mean")
 
 
 # ----------------------------------------------------------------------------- resolve_metrics
@@ -356,7 +414,7 @@ def test_resolve_metrics_errors(metrics, kwargs, match):
 def test_ici_e50_e90_and_the_cox_summaries_share_one_fit_on_a_predictions_arrays(monkeypatch):
     """A table of every metric fitted the same loess curves three times (ICI, E50, E90) and Cox's regression
     three times; on a Predictions' frozen, marked arrays one fit now serves them; on others nothing is kept."""
-    from calib_core.metrics import registry
+    from calib_core.metrics import clinical as registry  # the shared fits live there (issue 24 split the registry)
 
     calls = {"ici": 0}
     real_ici = registry.ici

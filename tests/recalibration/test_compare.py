@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import calib_core as cc
+from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
 from calib_core.recalibration import compare, defaults, recommendation, sweeps
@@ -107,13 +108,14 @@ def test_intervals_are_paired_and_made_as_the_registry_declares(comparison):
 
 
 @pytest.mark.parametrize("n_rows, n_classes", [(500, 2), (700, 3), (3000, 10)])
-def test_metric_samples_equal_one_bootstrap_ci_per_metric(n_rows, n_classes):
-    """The shared-work path (row weights, per-row means, one sort for the KS error) = bootstrap_ci per metric."""
+def test_paired_samples_of_every_metric_equal_one_bootstrap_ci_per_metric(n_rows, n_classes):
+    """The one multi-metric sampler (issue 24: compare's own sampler and KS formula are gone), as each metric
+    declares its resampling = bootstrap_ci per metric."""
     rng = np.random.default_rng(n_classes)
     probs = cc.softmax(2 * rng.normal(size=(n_rows, n_classes))).round(3)  # rounding makes ties
     probs /= probs.sum(axis=1, keepdims=True)
     labels = rng.integers(0, n_classes, n_rows)
-    fast = compare.metric_samples(probs, labels, 120, 5)
+    fast = resampled_metrics(compare.METRIC_FUNCTIONS, probs, labels, n_boot=120, seed=5)
     assert list(fast) == list(METRIC_KEYS)
     for key in METRIC_KEYS:
         np.testing.assert_allclose(fast[key], compare.bootstrap_samples(probs, labels, key, 120, 5),
@@ -432,7 +434,7 @@ def test_intervals_of_class_wise_errors_hold_their_estimate_at_many_classes():
     fit = compare.fit_method("Temperature scaling", probs, labels, ev)
     table = compare.results_table(ev, {"Temperature scaling": fit},
                                   compare.intervals(ev, {"Temperature scaling": fit}, n_boot=100, seed=0))
-    samples = compare.metric_samples(ev.before, ev.labels, 100, 0)
+    samples = resampled_metrics(compare.METRIC_FUNCTIONS, ev.before, ev.labels, n_boot=100, seed=0)
     for key in ("ace", "sce"):
         assert np.quantile(samples[key], 0.025) > ev.before_values[key]  # the percentile interval would miss it
         row = table[table["key"] == key].iloc[0]
