@@ -40,6 +40,7 @@ mkdir -p "$out_dir"
 started=$SECONDS
 containers=()
 
+: >"$out_dir/engine.log"  # the engine's messages of the short runs (Podman without systemd complains)
 step() { printf '\n[%s  +%ss] %s\n' "$(date -u +%H:%M:%S)" "$((SECONDS - started))" "$*"; }
 note() { printf '  %s\n' "$*"; }
 fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
@@ -118,7 +119,7 @@ else
     rm -rf "$rootfs"
     note "built $local_base in $((SECONDS - t0)) s"
   fi
-  note "its Python: $("${engine[@]}" run --rm "${run_flags[@]}" "$base" python --version 2>&1)"
+  note "its Python: $("${engine[@]}" run --rm "${run_flags[@]}" "$base" python --version 2>>"$out_dir/engine.log")"
 fi
 
 # A host that reaches the package index through an intercepting proxy trusts the proxy's CA in its own
@@ -126,7 +127,7 @@ fi
 # Docker, add the CA to the base image instead.
 host_ca=/etc/ssl/certs/ca-certificates.crt
 if [ "${engine[0]}" = podman ] && [ -f "$host_ca" ] && ! "${engine[@]}" run --rm "${run_flags[@]}" "$base" \
-     cat "$host_ca" 2>/dev/null | cmp -s - "$host_ca"; then
+     cat "$host_ca" 2>>"$out_dir/engine.log" | cmp -s - "$host_ca"; then
   note "the host trusts CAs the base image does not: mounting $host_ca read-only during the build"
   build_flags+=(-v "$host_ca:$host_ca:ro")
 fi
@@ -148,7 +149,7 @@ case "$health" in *healthcheck.py*) note "HEALTHCHECK kept: $health" ;; *) fail 
 
 # ----------------------------------------------------------------------------------- image contents
 step "image contents"
-contents=$("${engine[@]}" run --rm "${run_flags[@]}" --entrypoint python "$image" -c '
+contents=$("${engine[@]}" run --rm "${run_flags[@]}" --entrypoint python "$image" 2>>"$out_dir/engine.log" -c '
 import os, pathlib
 print("uid", os.getuid())
 print("app_writable", os.access("/app", os.W_OK) or any(os.access(p, os.W_OK) for p in pathlib.Path("/app").rglob("*")))
