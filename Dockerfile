@@ -33,10 +33,11 @@ RUN python -m compileall -q /app \
 
 USER studio
 
-# The numba kernels are compiled now, into NUMBA_CACHE_DIR (owned by the runtime user, so a kernel called
-# with a new signature or on another CPU model is compiled and added at run time): a new container's
-# first visitor does not wait for them.
-RUN python scripts/warm_kernels.py
+# The numba kernels are compiled now, into NUMBA_CACHE_DIR: a new container's first visitor does not wait
+# for them. numba uses a cache folder only if it can write there (a kernel called with a new signature or
+# on another CPU model is added at run time), and without one calib_core does not import: the folder is
+# writable for any user, as /tmp is, so `docker run --user <uid>` (arbitrary-uid platforms) works too.
+RUN python scripts/warm_kernels.py && chmod -R a+rwX "$NUMBA_CACHE_DIR"
 
 # The port is a setting (STREAMLIT_SERVER_PORT above; `-e STREAMLIT_SERVER_PORT=8600` changes it), not an
 # entry-point flag: a command-line flag would win over the variable.

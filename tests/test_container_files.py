@@ -110,6 +110,17 @@ def test_dockerfile_healthcheck_runs_the_script_and_the_port_is_a_setting():
     assert re.search(r"\bSTREAMLIT_SERVER_PORT=8501\b", env)
 
 
+def test_dockerfile_compiles_the_kernels_into_a_cache_any_user_can_use():
+    instructions = _instructions()
+    users = [i for i, (name, _) in enumerate(instructions) if name == "USER"]
+    (warm,) = [i for i, (name, args) in enumerate(instructions) if name == "RUN" and "warm_kernels.py" in args]
+    assert warm > users[-1], "compiled as the runtime user, after the code is in place"
+    env = " ".join(args for name, args in instructions if name == "ENV")
+    assert re.search(r"\bNUMBA_CACHE_DIR=/tmp/", env)
+    # numba refuses a cache folder it cannot write to, and calib_core then does not import (`--user`).
+    assert re.search(r'chmod -R a\+rwX "\$NUMBA_CACHE_DIR"', instructions[warm][1])
+
+
 # ------------------------------------------------------------------------------------------- .dockerignore
 
 def _docker_pattern(pattern: str) -> re.Pattern:
