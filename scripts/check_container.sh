@@ -115,7 +115,8 @@ else
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
     tar -C "$rootfs" -c . | "${engine[@]}" import \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-      --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' - "$local_base" >/dev/null
+      --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' - "$local_base" >"$out_dir/import.log" 2>&1 \
+      || { tail -5 "$out_dir/import.log"; rm -rf "$rootfs"; fail "could not import the base image"; }
     rm -rf "$rootfs"
     note "built $local_base in $((SECONDS - t0)) s"
   fi
