@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap_env.sh requirements.txt
+echo "== starting the app: streamlit run app.py $* (it prints the address; Ctrl+C stops it)"
 exec "$PY" -m streamlit run app.py --server.headless=true --browser.gatherUsageStats=false "$@"
