@@ -27,11 +27,16 @@ Phases
    the RSS when the last session ends and again after ``--settle`` seconds
    (Streamlit drops a disconnected session after ``server.disconnectedSessionTTL``,
    120 s by default). ``--budget-minutes`` stops starting new sessions when
-   the time is up; the report says how many ran.
+   the time is up; the report says how many ran. ``--result-ttl SECONDS``
+   starts the server with that result lifetime
+   (``CALIB_STUDIO_RESULT_TTL_SECONDS``, an hour by default) and adds a last
+   figure: the RSS once every cached result has expired and been swept
+   (lifetime + one trimming round after the last session), to compare with idle.
 
     python bench/bench_visitors.py                      # all phases
     python bench/bench_visitors.py --phases single concurrent
     python bench/bench_visitors.py --phases memory --sessions 30 --budget-minutes 15
+    python bench/bench_visitors.py --phases memory --sessions 10 --result-ttl 300   # back near idle?
 
 Target: no exception with 5 visitors at once; peak RSS under 1.5 GB over 30 sessions.
 """
@@ -281,8 +286,13 @@ def synthetic_file(folder: Path, index: int, rows: int, classes: int) -> Path:
 
 
 async def phase_memory(sessions: int, rows: int, classes: int, budget_s: float, settle_s: float,
-                       demo: str) -> None:
+                       demo: str, result_ttl_s: float | None = None) -> None:
     from playwright.async_api import async_playwright
+
+    from studio.memory import RESULT_TTL_VARIABLE, TRIM_SECONDS
+
+    if result_ttl_s is not None:
+        os.environ[RESULT_TTL_VARIABLE] = f"{result_ttl_s:g}"  # the server inherits it
 
     log = ROOT / "test-artifacts" / "bench-visitors-memory.log"
     log.parent.mkdir(exist_ok=True)
@@ -313,6 +323,7 @@ async def phase_memory(sessions: int, rows: int, classes: int, budget_s: float, 
                     print(f"{index + 1:>7} {rows:>7,} {time.perf_counter() - t0:8.1f} {sampler.now_mib():8.0f} "
                           f"{sampler.peak_mib:9.0f}  {visit.exceptions or '-'} / {visit.errors or '-'}", flush=True)
                 end_rss = sampler.now_mib()
+                ended = time.perf_counter()
                 await browser.close()
                 print(f"sessions run: {ran} of {sessions} in {time.perf_counter() - began:.0f} s "
                       f"(budget {budget_s:.0f} s)")
@@ -320,10 +331,20 @@ async def phase_memory(sessions: int, rows: int, classes: int, budget_s: float, 
                       "(server.disconnectedSessionTTL is 120 s) ...", flush=True)
                 await asyncio.sleep(settle_s)
                 after = sampler.now_mib()
+                expired = None
+                if result_ttl_s is not None:
+                    wait = result_ttl_s + 2 * TRIM_SECONDS + 5 - (time.perf_counter() - ended)
+                    print(f"waiting {max(wait, 0):.0f} s more: results live {result_ttl_s:g} s, swept every "
+                          f"{TRIM_SECONDS:g} s ...", flush=True)
+                    await asyncio.sleep(max(wait, 0))
+                    expired = sampler.now_mib()
                 peak = max(sampler.peak_mib, sampler.hwm_mib())
             print(f"server peak RSS {peak:.0f} MiB ({'under' if peak < TARGET_PEAK_GB * 1024 else 'OVER'} the "
                   f"{TARGET_PEAK_GB} GB target); idle {idle:.0f} MiB; after the sessions ended {end_rss:.0f} MiB, "
                   f"{settle_s:.0f} s later {after:.0f} MiB")
+            if expired is not None:
+                print(f"after the result lifetime ({result_ttl_s:g} s) and a sweep: {expired:.0f} MiB, "
+                      f"{expired - idle:+.0f} MiB from idle")
 
 
 def main() -> None:
@@ -339,6 +360,9 @@ def main() -> None:
                         help="stop starting memory sessions after this many minutes (60)")
     parser.add_argument("--settle", type=float, default=150.0,
                         help="seconds to wait after the last session before the final RSS (150)")
+    parser.add_argument("--result-ttl", type=float, default=None,
+                        help="result lifetime of the server in seconds (default: the app's hour); "
+                             "adds the RSS once every result has expired")
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at start; chromium {CHROMIUM}")
@@ -347,7 +371,7 @@ def main() -> None:
         asyncio.run(phase_single_and_concurrent(args.visitors, args.demo, phases))
     if "memory" in phases:
         asyncio.run(phase_memory(args.sessions, args.rows, args.classes, args.budget_minutes * 60, args.settle,
-                                 args.demo))
+                                 args.demo, args.result_ttl))
 
 
 if __name__ == "__main__":

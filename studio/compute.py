@@ -24,6 +24,7 @@ from calib_core import io as cio
 from calib_core.io import Predictions
 from calib_core.io.formats import column_names
 from calib_core.metrics.sensitivity import BinRanking
+from studio.memory import RESULT_TTL_SECONDS
 
 Progress = Callable[[int, int], None] | None
 
@@ -82,14 +83,14 @@ def metric_estimates(predictions: Predictions, fingerprint: str, n_bins: int, bi
                            unreliable, other.biases)
 
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def _metric_estimates(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                       uses_bins: bool) -> cc.MetricReport:
     keys = [spec.key for spec in cc.METRICS if spec.uses_bins == uses_bins]
     return cc.metric_report(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning, keys=keys)
 
 
-@st.cache_data(show_spinner=False, max_entries=4096, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=4096, ttl=RESULT_TTL_SECONDS)
 def metric_interval(_predictions: Predictions, fingerprint: str, key: str, n_bins: int, binning: str,
                     n_boot: int, seed: int, alpha: float, _estimate: float | None = None) -> cc.MetricInterval:
     """:func:`calib_core.metric_interval` of one metric: the interval the registry declares for it (seeded).
@@ -199,7 +200,7 @@ def fill_interval(table: pd.DataFrame, job: IntervalJob, found: cc.MetricInterva
 
 # ----------------------------------------------------------------------------- reliability and classes
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                 target: str | int = "top_label", alpha: float = 0.05) -> pd.DataFrame:
     """``calib_core.reliability_table`` for one model (Wilson intervals per bin)."""
@@ -207,14 +208,14 @@ def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binnin
                                 target=target, alpha=alpha)
 
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def reliability_ece(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                     target: str | int = "top_label") -> float:
     """``calib_core.reliability_ece``: the ECE of the bins of :func:`reliability` (the number the page shows)."""
     return cc.reliability_ece(_predictions.probs, _predictions.labels, n_bins, binning, target)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
     """``calib_core.per_class_table`` of one model (ACE, TACE and class-wise ECE per class, its class names)."""
     return cc.per_class_table(_predictions.probs, _predictions.labels, n_bins, binning,
@@ -223,7 +224,7 @@ def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning:
 
 # ----------------------------------------------------------------------------- bin sensitivity
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=64, ttl=RESULT_TTL_SECONDS)
 def sensitivity(_predictions: Predictions, fingerprint: str, bin_counts: tuple[int, ...],
                 metrics: tuple[str, ...], binnings: tuple[str, ...]) -> pd.DataFrame:
     """``calib_core.bin_sensitivity`` for one model."""
@@ -242,7 +243,7 @@ def sensitivity_tables(models: Sequence[Any], *, bin_counts: tuple[int, ...], me
     return tables
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=64, ttl=RESULT_TTL_SECONDS)
 def ranking(_tables: dict[str, pd.DataFrame], key: tuple, reference_n_bins: int) -> BinRanking:
     """``calib_core.rank_by_bins``; ``key`` identifies the tables (names, fingerprints, settings)."""
     return cc.rank_by_bins(_tables, reference_n_bins=reference_n_bins)
@@ -256,7 +257,7 @@ TEST_COLUMNS = ("model", "test", "method", "statistic", "p_value", "verdict", "r
                 "measured_size")
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def calibration_tests(_predictions: Predictions, fingerprint: str, seed: int) -> list[dict[str, Any]]:
     """Every method of :func:`calib_core.calibration_test` at its defaults on one model (seeded).
 
@@ -292,7 +293,7 @@ def tests_table(models: Sequence[Any], *, seed: int, on_progress: Progress = Non
 
 # ----------------------------------------------------------------------------- Data page headline
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def consistency_verdict(_predictions: Predictions, fingerprint: str, seed: int) -> dict[str, Any]:
     """calib_core's verdict on one model: :func:`calib_core.calibration_test` with ``method="consistency"``.
 
@@ -322,7 +323,7 @@ def consistency_verdict(_predictions: Predictions, fingerprint: str, seed: int) 
 PREVALENCE_METRICS = ("ece", "ici", "cox_slope", "cox_intercept", "citl")
 
 
-@st.cache_data(show_spinner=False, max_entries=128, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=128, ttl=RESULT_TTL_SECONDS)
 def prevalence_view(_predictions: Predictions, fingerprint: str, class_index: int, prevalence: float,
                     n_bins: int) -> dict[str, Any]:
     """One class's predictions moved to a deployment prevalence by Bayes' rule, with metrics before and after.

@@ -43,6 +43,7 @@ from calib_core.io import Predictions
 from calib_core.metrics.decomposition import BoundChain, ScoreDecomposition
 from calib_core.metrics.smooth import SmoothReliabilityCurve
 from calib_core.recalibration.fixable import FixablePart, fixable_part
+from studio.memory import RESULT_TTL_SECONDS
 
 #: Rows per block offered for the O(N^2) estimators.
 BLOCK_SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
@@ -263,13 +264,13 @@ class Estimate:
 
 # ----------------------------------------------------------------------------- bandwidths
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def skce_median_bandwidth(_predictions: Predictions, fingerprint: str) -> float:
     """The registry's SKCE bandwidth (:func:`calib_core.metrics.registry.skce_bandwidth`): the median heuristic."""
     return cc.metrics.registry.skce_bandwidth(_predictions.probs, _predictions.labels)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def dirichlet_bandwidth(_predictions: Predictions, fingerprint: str, block_rows: int | None, seed: int) -> float:
     """``kde_bandwidth`` (leave-one-out likelihood) on all rows, or on the first block of ``block_rows`` rows.
 
@@ -319,7 +320,7 @@ def _quadratic_value(key: str, probs: np.ndarray, labels: np.ndarray, *, bandwid
     return cc.kde_ce(probs, labels, divergence, bandwidth, key.endswith("classwise"), estimator=estimator)
 
 
-@st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=1024, ttl=RESULT_TTL_SECONDS)
 def quadratic_estimate(_predictions: Predictions, fingerprint: str, key: str, bandwidth: float,
                        block_rows: int | None, n_blocks: int, seed: int, estimator: str = "direct",
                        alpha: float = 0.05) -> Estimate:
@@ -339,7 +340,7 @@ def quadratic_estimate(_predictions: Predictions, fingerprint: str, key: str, ba
     return Estimate.of_blocks(found, bandwidth, time.perf_counter() - start)
 
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def decomposition(_predictions: Predictions, fingerprint: str, score: str, bandwidth: float,
                   block_rows: int | None, n_blocks: int, seed: int) -> ScoreDecomposition:
     """:func:`calib_core.inference.blocks.block_decomposition`: on all rows or the mean over disjoint blocks."""
@@ -347,7 +348,7 @@ def decomposition(_predictions: Predictions, fingerprint: str, score: str, bandw
                                block_rows=block_rows, n_blocks=n_blocks, seed=seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def bound_chain(_predictions: Predictions, fingerprint: str, bandwidth: float, block_rows: int | None, seed: int,
                 n_bins: int, binning: str, estimator: str, mmce_bandwidth: float) -> BoundChain:
     """:func:`calib_core.bound_chain` on all rows, or on the first block of ``block_rows`` rows."""
@@ -362,7 +363,7 @@ def bound_chain(_predictions: Predictions, fingerprint: str, bandwidth: float, b
 LINEAR = {key: cc.get_metric(key).label for key in ("mmce", "skce_block", "smooth_ece", "calibration_upper_bound")}
 
 
-@st.cache_data(show_spinner=False, max_entries=2048, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=2048, ttl=RESULT_TTL_SECONDS)
 def linear_estimate(_predictions: Predictions, fingerprint: str, key: str, bandwidth: float | None, n_boot: int,
                     seed: int, alpha: float = 0.05) -> Estimate:
     """A linear-time estimator (:data:`LINEAR`) on all rows, by :func:`calib_core.metric_interval`.
@@ -382,7 +383,7 @@ def linear_estimate(_predictions: Predictions, fingerprint: str, key: str, bandw
     return Estimate.of_interval(found, probs.shape[0], float(used), time.perf_counter() - start)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def smooth_curve(_predictions: Predictions, fingerprint: str, bandwidth: float | None, n_boot: int,
                  seed: int) -> SmoothReliabilityCurve:
     """:func:`calib_core.smooth_reliability_curve` with a ``n_boot``-resample band (none for 0)."""
@@ -392,7 +393,7 @@ def smooth_curve(_predictions: Predictions, fingerprint: str, bandwidth: float |
 
 # ----------------------------------------------------------------------------- bounds and the fixable part
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def calibrated_bias(_predictions: Predictions, fingerprint: str, bandwidth: float, block_rows: int | None,
                     seed: int) -> dict[tuple[str, str], float]:
     """:func:`calib_core.calibrated_bias` (the kernel estimates on labels drawn from the predictions) on all
@@ -401,14 +402,14 @@ def calibrated_bias(_predictions: Predictions, fingerprint: str, bandwidth: floa
     return cc.calibrated_bias(_predictions.probs[rows], bandwidth=bandwidth)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def bound_limits(_predictions: Predictions, fingerprint: str) -> dict[str, float]:
     """The registry values the estimators' bounds compare with (NLL, Brier score, root Brier score), on all rows."""
     probs, labels = _predictions.probs, _predictions.labels
     return {key: cc.metric_value(key, probs, labels) for key in ("nll", "brier", "calibration_upper_bound")}
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def fixable(_predictions: Predictions, fingerprint: str, n_boot: int, seed: int, alpha: float = 0.05) -> FixablePart:
     """:func:`calib_core.recalibration.fixable.fixable_part`: the recommended default method's cross-fitted drop in
     NLL and Brier score, with ``n_boot`` paired resamples (the same call on the Metrics and Estimators pages and

@@ -14,12 +14,13 @@ import streamlit as st
 import calib_core as cc
 from calib_core.inference.groups import GroupResult, MulticalibrationResult
 from calib_core.io import Predictions
+from studio.memory import RESULT_TTL_SECONDS
 
 #: The metrics the page offers, by registry key.
 GROUP_METRICS = {"ece": "ECE", "ace": "ACE"}
 
 
-@st.cache_data(show_spinner="Computing each group's value and bootstrap interval ...", max_entries=256, ttl="1h")
+@st.cache_data(show_spinner="Computing each group's value and bootstrap interval ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
 def group_metric(_predictions: Predictions, fingerprint: str, metric: str, n_bins: int, binning: str,
                  n_boot: int, seed: int) -> GroupResult:
     """:func:`calib_core.by_group` of ``metric`` (a registry key) on the model's groups."""
@@ -27,14 +28,14 @@ def group_metric(_predictions: Predictions, fingerprint: str, metric: str, n_bin
                        binning=binning, n_boot=n_boot, seed=seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def group_reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
     """:func:`calib_core.group_reliability` (top label) of the model's groups."""
     return cc.group_reliability(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
                                 binning=binning)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def multicalibration(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                      min_count: int) -> MulticalibrationResult:
     """:func:`calib_core.multicalibration` (top label) of the model's groups."""

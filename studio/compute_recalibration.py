@@ -34,7 +34,7 @@ from calib_core.recalibration.compare import BEFORE, CAUTIONARY, EvaluationSet, 
 from calib_core.recalibration.defaults import DEFAULT_METHODS
 from calib_core.recalibration.recommendation import PairedDifference
 from calib_core.recalibration.sweeps import GceRanking, TemperatureSurface
-from studio.memory import ResultStore
+from studio.memory import RESULT_TTL_SECONDS, ResultStore
 from studio.text import literal
 
 #: Bootstrap resamples offered (0: no intervals).
@@ -217,7 +217,7 @@ def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit)
 
 # ----------------------------------------------------------------------------- bootstrap
 
-@st.cache_data(show_spinner=False, max_entries=1024, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=1024, ttl=RESULT_TTL_SECONDS)
 def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: int,
                    seed: int) -> dict[str, np.ndarray]:
     """:func:`calib_core.inference.bootstrap.resampled_metrics` of every metric of the comparison; ``key`` names
@@ -252,13 +252,13 @@ def runner_up_difference(fingerprint: str, ev: EvaluationSet, fits: Mapping[str,
 
 # ----------------------------------------------------------------------------- diagrams
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def reliability(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int, binning: str) -> pd.DataFrame:
     """``calib_core.reliability_table`` of an evaluation set; ``key`` names the arrays."""
     return cc.reliability_table(_probs, _labels, n_bins, binning)
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def simplex(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int) -> SimplexReliability:
     """``calib_core.simplex_reliability`` with the default three groups of classes."""
     groups = cc.default_groups(_probs.shape[1])
@@ -277,7 +277,7 @@ def temperature_surface(predictions: Predictions, fingerprint: str, protocol: Pr
                                 (float(t_range[0]), float(t_range[1])), bool(with_kde), int(seed))
 
 
-@st.cache_data(show_spinner=False, max_entries=128, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=128, ttl=RESULT_TTL_SECONDS)
 def _temperature_surface(_predictions: Predictions, key: str, protocol: Protocol, t_range: tuple[float, float],
                          with_kde: bool, seed: int) -> TemperatureSurface:
     ev = evaluation_set(_predictions, key.rsplit("/", 1)[0], protocol)
@@ -289,7 +289,7 @@ def _temperature_surface(_predictions: Predictions, key: str, protocol: Protocol
                                       seed=seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=128, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=128, ttl=RESULT_TTL_SECONDS)
 def gce_ranking(_probs: Mapping[str, np.ndarray], _labels: np.ndarray, key: tuple, n_bins: int = 15,
                 seed: int = 0) -> GceRanking:
     """:func:`calib_core.recalibration.sweeps.gce_ranking`; ``key`` names the arrays."""

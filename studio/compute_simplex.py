@@ -24,6 +24,7 @@ import calib_core as cc
 from calib_core.inference import CanonicalCE, ConsistencyResult
 from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
+from studio.memory import RESULT_TTL_SECONDS
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def group_problems(groups: Sequence[Sequence[int]], n_classes: int) -> tuple[lis
     return repeated, missing
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def simplex_view(_predictions: Predictions, fingerprint: str, vertices: Vertices, lens: str,
                  class_index: int | None, partition: str, n_bins: int, min_bin_size: int,
                  distance: str) -> SimplexReliability:
@@ -80,7 +81,7 @@ def simplex_view(_predictions: Predictions, fingerprint: str, vertices: Vertices
                                   min_bin_size=min_bin_size, distance=distance)
 
 
-@st.cache_data(show_spinner=False, max_entries=512, ttl="1h")
+@st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def lens_estimate(_predictions: Predictions, fingerprint: str, distance: str, partition: str, n_bins: int,
                   min_bin_size: int, lens: str, class_index: int | None) -> float:
     """:func:`calib_core.canonical_ce` of the model (all K classes, through ``lens``).
@@ -91,7 +92,7 @@ def lens_estimate(_predictions: Predictions, fingerprint: str, distance: str, pa
                            lens, class_index=class_index)
 
 
-@st.cache_data(show_spinner="Consistency resampling: drawing labels from the predictions ...", max_entries=256, ttl="1h")
+@st.cache_data(show_spinner="Consistency resampling: drawing labels from the predictions ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
 def lens_consistency(_predictions: Predictions, fingerprint: str, distance: str, partition: str, n_bins: int,
                      min_bin_size: int, lens: str, class_index: int | None, n_resamples: int,
                      seed: int) -> ConsistencyResult:
@@ -100,7 +101,7 @@ def lens_consistency(_predictions: Predictions, fingerprint: str, distance: str,
     return cc.consistency_resampling(_predictions.probs, _predictions.labels, estimator, n_resamples, seed)
 
 
-@st.cache_data(show_spinner="Consistency resampling of the triangle view ...", max_entries=256, ttl="1h")
+@st.cache_data(show_spinner="Consistency resampling of the triangle view ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
 def view_consistency(_predictions: Predictions, fingerprint: str, vertices: Vertices, partition: str,
                      n_bins: int, min_bin_size: int, distance: str, n_resamples: int,
                      seed: int) -> ConsistencyResult:
@@ -132,7 +133,7 @@ def view_is_whole_model(vertices: Vertices, lens: str, n_classes: int) -> bool:
     return tuple(tuple(g) for g in vertices.members) == cc.default_groups(n_classes)
 
 
-@st.cache_data(show_spinner="Consistency bands: drawing labels from the predictions ...", max_entries=256, ttl="1h")
+@st.cache_data(show_spinner="Consistency bands: drawing labels from the predictions ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
 def reliability_bands(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                       target: str | int, n_resamples: int, seed: int) -> cc.ConsistencyBands:
     """Per-bin 5th-95th percentile of the observed frequency under perfect calibration.
@@ -144,7 +145,7 @@ def reliability_bands(_predictions: Predictions, fingerprint: str, n_bins: int, 
                                 target=target, n_resamples=n_resamples, seed=seed)
 
 
-@st.cache_data(show_spinner="Lens estimates: consistency resampling and bootstrap ...", max_entries=64, ttl="1h")
+@st.cache_data(show_spinner="Lens estimates: consistency resampling and bootstrap ...", max_entries=64, ttl=RESULT_TTL_SECONDS)
 def lens_table(_predictions: Predictions, fingerprint: str, n_bins: int, min_bin_size: int, n_resamples: int,
                n_bootstrap: int, seed: int):
     """Tables 3-5 of Vaicenavicius et al. (2019) for one model, as a DataFrame."""

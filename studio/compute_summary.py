@@ -15,12 +15,13 @@ import calib_core as cc
 from calib_core.engines.evaluate import evaluate_arrays
 from calib_core.engines.summary import CalibrationSummary
 from studio import state
+from studio.memory import RESULT_TTL_SECONDS
 
 #: What a bad summary upload can raise (all are shown to the user as a message).
 SUMMARY_ERRORS = (cc.CalibrationInputError,)
 
 
-@st.cache_data(show_spinner="Reading the summary ...", max_entries=16, ttl="1h", scope="session")
+@st.cache_data(show_spinner="Reading the summary ...", max_entries=16, ttl=RESULT_TTL_SECONDS, scope="session")
 def read_summary(raw: bytes) -> CalibrationSummary:
     """:func:`calib_core.load_summary` of an uploaded JSON file."""
     return cc.load_summary(raw)

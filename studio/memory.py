@@ -9,18 +9,26 @@ Budget (``docs/deploy.md``, measured by ``bench/bench_visitors.py``):
   evaluation sets and fits, the Lab's chunks): ``st.cache_resource`` bounds
   only entries and age, so they live in a :class:`ResultStore`, bounded in
   bytes as well (:data:`SHARED_BYTES` each).
+* Expired results: Streamlit's caches and :class:`ResultStore` drop an
+  expired entry only when that cache is next used, so after the last visitor
+  an hour-old result would stay for good; :func:`sweep_expired` drops them.
 * Freed memory: glibc keeps the heap pages of freed arrays (the server's RSS
   stayed at 944 MB after five visitors had left); :func:`start_trimming`
-  returns them every :data:`TRIM_SECONDS` seconds.
+  sweeps expired results and returns the freed pages every
+  :data:`TRIM_SECONDS` seconds.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import dataclasses
+import logging
+import math
+import os
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -34,8 +42,34 @@ SHARED_BYTES = 256 * 2**20
 #: Seconds between two calls of glibc's ``malloc_trim`` by the server's trimming thread.
 TRIM_SECONDS = 20.0
 
-#: How long a stored result is kept (seconds): an hour covers a working session.
-RESULT_TTL_SECONDS = 3600.0
+#: Environment variable that shortens (or lengthens) how long cached results are kept, in seconds.
+RESULT_TTL_VARIABLE = "CALIB_STUDIO_RESULT_TTL_SECONDS"
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def result_ttl_seconds(environ: dict[str, str] | None = None) -> float:
+    """How long a cached or stored result is kept, in seconds: an hour, or :data:`RESULT_TTL_VARIABLE`.
+
+    One value for every ``st.cache_data`` of visitors' results and every
+    :class:`ResultStore`, so a host (or ``bench/bench_visitors.py``) can check
+    that memory goes back near idle within the stated lifetime. A value that is
+    not a positive finite number is refused with a ``ValueError`` naming the variable.
+    """
+    text = (os.environ if environ is None else environ).get(RESULT_TTL_VARIABLE)
+    if text is None or not text.strip():
+        return 3600.0
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{RESULT_TTL_VARIABLE} must be a positive number of seconds, not {text!r}")
+    return seconds
+
+
+#: How long a stored or cached result is kept (seconds): an hour covers a working session.
+RESULT_TTL_SECONDS = result_ttl_seconds()
 
 
 def nbytes(value: Any, _seen: set[int] | None = None) -> int:
@@ -94,12 +128,20 @@ class ResultStore:
         self._items: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        _stores.add(self)
 
     def _expire(self) -> None:
         """Drop the results stored more than ``ttl_seconds`` ago (call with the lock held)."""
         deadline = self._clock() - self.ttl_seconds
         for key in [k for k, (stored, _, _) in self._items.items() if stored <= deadline]:
             self._bytes -= self._items.pop(key)[1]
+
+    def sweep(self) -> int:
+        """Drop the expired results now (not only when the store is next used); returns the bytes freed."""
+        with self._lock:
+            before = self._bytes
+            self._expire()
+            return before - self._bytes
 
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
@@ -148,6 +190,64 @@ class ResultStore:
             return len(self._items)
 
 
+#: Every live :class:`ResultStore`, for :func:`sweep_expired`.
+_stores: weakref.WeakSet[ResultStore] = weakref.WeakSet()
+
+
+# ----------------------------------------------------------------------------- expired results
+
+def _streamlit_data_storages() -> list[Any]:
+    """The in-memory storages of every ``st.cache_data`` function and session cache of this process.
+
+    Streamlit has no public way to reap expired entries: its TTL cache removes
+    them only on a write to the same function's cache or a length query. This
+    reads ``cache_data_api._data_caches`` (Streamlit 1.5x-1.6x); if Streamlit
+    changes it, this returns nothing and ``tests/app/test_memory_sweep.py`` fails.
+    """
+    try:
+        from streamlit.runtime.caching import cache_data_api
+    except ImportError:  # pragma: no cover - streamlit is a dependency of the app
+        return []
+    caches = getattr(cache_data_api, "_data_caches", None)
+    lock, by_session = getattr(caches, "_caches_lock", None), getattr(caches, "_function_caches", None)
+    if lock is None or not isinstance(by_session, dict):
+        return []
+    with lock:
+        return [cache.storage for session in by_session.values() for cache in session.values()]
+
+
+def _reap_streamlit_storage(storage: Any) -> int:
+    """Remove the expired entries of one Streamlit in-memory cache storage; returns how many.
+
+    Does what Streamlit itself does around a removal
+    (``InMemoryCacheStorageWrapper._remove_from_mem_cache``): under the
+    storage's lock, the TTL cache's ``expire()``, then the removals reported to
+    the global ``server.maxCacheDataSize`` budget so its byte count stays right.
+    """
+    memory, lock = getattr(storage, "_mem_cache", None), getattr(storage, "_mem_cache_lock", None)
+    take, report = getattr(storage, "_take_pending_removals", None), getattr(storage, "_report_removals", None)
+    if memory is None or lock is None or not hasattr(memory, "expire") or take is None or report is None:
+        return 0
+    with lock:
+        removed = memory.expire()
+        report(take())
+    return len(removed)
+
+
+def sweep_expired() -> tuple[int, int]:
+    """Drop every expired result now: ``(Streamlit cache entries removed, ResultStore bytes freed)``.
+
+    Called by the trimming thread (:func:`start_trimming`) so that after the
+    last visitor the server's caches empty within :data:`RESULT_TTL_SECONDS`
+    (plus :data:`TRIM_SECONDS`) instead of keeping their last results for good.
+    """
+    entries = 0
+    for storage in _streamlit_data_storages():
+        entries += _reap_streamlit_storage(storage)
+    freed = sum(store.sweep() for store in list(_stores))
+    return entries, freed
+
+
 # ----------------------------------------------------------------------------- freed memory
 
 def _malloc_trim() -> Callable[[], Any] | None:
@@ -177,7 +277,9 @@ def release_freed_memory() -> bool:
 
 
 def start_trimming(interval: float = TRIM_SECONDS) -> bool:
-    """Start (once per process) a daemon thread that calls :func:`release_freed_memory` every ``interval`` s.
+    """Start (once per process) a thread that sweeps expired results and returns freed memory every ``interval`` s.
+
+    Each round calls :func:`sweep_expired`, then :func:`release_freed_memory`.
 
     glibc returns a freed block to the system only when it sits at the top of
     the heap or was mapped on its own; the blocks of the arrays a visitor's
@@ -195,6 +297,10 @@ def start_trimming(interval: float = TRIM_SECONDS) -> bool:
             def run() -> None:
                 while True:
                     time.sleep(interval)
+                    try:
+                        sweep_expired()
+                    except Exception:  # a sweep must never stop the trimming  # noqa: BLE001
+                        _LOGGER.warning("sweeping expired results failed", exc_info=True)
                     release_freed_memory()
 
             use_system_allocator()
