@@ -167,7 +167,7 @@ get() { echo "$contents" | awk -v k="$1" '$1 == k {print $2}'; }
 [ "$(get kernels)" -gt 0 ] || fail "no compiled numba kernels in the image"
 # numba needs a writable cache folder or calib_core does not import: also as another user (--user).
 "${engine[@]}" run --rm "${run_flags[@]}" --user 4321:0 --entrypoint python "$image" -c \
-  'import calib_core.metrics._compiled as c; assert c.row_max is not None' 2>>"$out_dir/engine.log" \
+  'import calib_core._accel.compiled as c; assert c.row_max is not None' 2>>"$out_dir/engine.log" \
   || { tail -3 "$out_dir/engine.log"; fail "calib_core does not import as another user (--user 4321:0)"; }
 note "calib_core and its kernels import as another user too (--user 4321:0)"
 

@@ -171,7 +171,7 @@ def test_dockerignore_leaves_out_nested_bytecode_build_output_and_test_files(pat
 
 def test_dockerignore_keeps_everything_the_image_runs():
     needed = ["app.py", "requirements.txt", "constraints.txt", ".streamlit/config.toml", "scripts/healthcheck.py",
-              "scripts/warm_kernels.py", "calib_core/metrics/_compiled.py", "studio/text.py"]
+              "scripts/warm_kernels.py", "calib_core/_accel/compiled.py", "studio/text.py"]
     needed += [str(p.relative_to(REPO)) for folder in ("pages", "data/demo") for p in (REPO / folder).iterdir()]
     for name, args in _instructions():
         if name in ("COPY", "ADD"):

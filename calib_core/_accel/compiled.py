@@ -85,7 +85,10 @@ not allow. Each is ``None`` when numba is not installed or the environment
 variable ``CALIB_CORE_NO_NUMBA`` is set to a non-empty value other than ``0``;
 the numpy path is then used. Compiled code is cached on disk (numba's
 ``cache=True``; ``NUMBA_CACHE_DIR`` moves the cache when the package folder
-is read-only).
+is read-only). Where no folder numba could cache in is writable (a read-only
+container without a writable ``/tmp``), the kernels are compiled in memory
+on first use instead, with a ``RuntimeWarning`` saying so (numba itself
+refuses to define a cached kernel there).
 
 Where the numpy path is: ``row_max``, ``window_moments``, ``label_search``
 and ``spread`` sit beside theirs in :mod:`calib_core._accel.twins`, which
@@ -103,6 +106,7 @@ compiler", LLVM-HPC 2015.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -111,7 +115,7 @@ __all__ = ["adaptive_bin_sums", "entry_sums", "key_sums", "label_search", "row_m
            "spread", "sweep_reductions", "window_moments"]
 
 
-def _load() -> dict[str, Callable] | None:
+def _load(cache: bool = True) -> dict[str, Callable] | None:
     if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
         return None
     try:
@@ -119,7 +123,7 @@ def _load() -> dict[str, Callable] | None:
     except ImportError:
         return None
 
-    @numba.njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+    @numba.njit(cache=cache, nogil=True, fastmath={"contract", "reassoc"})
     def moments_kernel(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments):  # pragma: no cover - compiled
         n_fits = x_fit.shape[0]
         out = np.zeros((n_fits, n_moments, 2))
@@ -159,7 +163,7 @@ def _load() -> dict[str, Callable] | None:
                 out[i, p, 1] = values[p]
         return out
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def label_kernel(flat, uniform, n_classes):  # pragma: no cover - compiled
         n_draws, n_rows = uniform.shape
         out = np.empty((n_draws, n_rows), dtype=np.int64)
@@ -176,7 +180,7 @@ def _load() -> dict[str, Callable] | None:
                 out[b, i] = min(low - i * n_classes, n_classes - 1)
         return out
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def key_sums_kernel(indices, keys, values, n_keys):  # pragma: no cover - compiled
         n_res, n_drawn = indices.shape
         counts = np.zeros((n_res, n_keys), dtype=np.int64)
@@ -190,7 +194,7 @@ def _load() -> dict[str, Callable] | None:
         return counts, sums
 
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def sweep_kernel(values, cum_values, cum_targets, counts, edges, which, right, adaptive, first):  # pragma: no cover
         n_sets, m = values.shape
         n_counts = counts.shape[0]
@@ -248,7 +252,7 @@ def _load() -> dict[str, Callable] | None:
                 offset += n_bins
         return l1, gap
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def adaptive_kernel(order, values, targets, tie_end, weights_by_row, totals, start, n_bins):  # pragma: no cover
         n_res = weights_by_row.shape[1]
         m = order.shape[0]
@@ -316,7 +320,7 @@ def _load() -> dict[str, Callable] | None:
                     slack = min(slack, goal[r] - drawn[r])
         return count, value, target
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def entry_kernel(weights, rows, slots, values, targets, n_slots):  # pragma: no cover - compiled
         n_res = weights.shape[0]
         count = np.zeros((n_res, n_slots))
@@ -331,7 +335,7 @@ def _load() -> dict[str, Callable] | None:
                 target[r, slot] += w * targets[e]
         return count, value, target
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def spread_kernel(values, weights, size):  # pragma: no cover - compiled
         batch, n = weights.shape
         # Left and right shares summed apart, then added: numpy's two bincounts, in the same order.
@@ -346,7 +350,7 @@ def _load() -> dict[str, Callable] | None:
                 right_grid[b, left + 1] += weights[b, i] * fraction
         return left_grid + right_grid
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def counting_kernel(keys, rows, n_keys):  # pragma: no cover - compiled
         n = rows.shape[0]
         start = np.zeros(n_keys + 1, dtype=np.int64)
@@ -361,7 +365,7 @@ def _load() -> dict[str, Callable] | None:
             start[key] += 1
         return out
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def argmax_kernel(block, predicted, confidence):  # pragma: no cover - compiled
         for i in range(block.shape[0]):
             best, value = 0, block[i, 0]
@@ -371,7 +375,7 @@ def _load() -> dict[str, Callable] | None:
             predicted[i] = best
             confidence[i] = value
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=cache, nogil=True)
     def slot_kernel(values, targets, labels, label, threshold, table, scale, points, collect,
                     count, sum_value, sum_target, kept_values, kept_targets):  # pragma: no cover - compiled
         size = table.shape[0]
@@ -403,7 +407,20 @@ def _load() -> dict[str, Callable] | None:
 #: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
 #: Fit ``i`` sums over ``xp[lo[i]:hi[i]]``: ``w t^p`` and ``w t^p y`` with ``t = (xp - x_fit[i]) / radius[i]``
 #: clipped to [-1, 1], ``w = (1 - |t|^3)^3 wp`` (``zero[i]``: ``wp`` where ``xp == x_fit[i]``, ``t = 0``).
-_KERNELS = _load() or {}
+def _load_with_or_without_cache() -> dict[str, Callable] | None:
+    """:func:`_load` with numba's disk cache, or in memory when numba has nowhere to write it."""
+    try:
+        return _load(cache=True)
+    except RuntimeError as error:  # numba: "cannot cache function ...: no locator available for file ..."
+        if "cannot cache" not in str(error):
+            raise
+        warnings.warn(f"calib_core: numba cannot write its kernel cache ({error}); the kernels are compiled in "
+                      "memory on first use. Set NUMBA_CACHE_DIR to a writable folder to keep them.",
+                      RuntimeWarning, stacklevel=2)
+        return _load(cache=False)
+
+
+_KERNELS = _load_with_or_without_cache() or {}
 window_moments = _KERNELS.get("window_moments")
 #: ``label_search(flat, uniform, n_classes) -> (draws, N) int64``, or None: for each uniform ``u`` of row ``i``,
 #: the number of values of ``flat[i K:(i + 1) K]`` that are ``<= u + i``, at most ``K - 1``: what

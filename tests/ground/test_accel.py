@@ -47,3 +47,31 @@ def test_parallel_work_during_interpreter_shutdown_runs_serially(monkeypatch, us
     monkeypatch.setattr(threads, "WORKERS", 2)
     monkeypatch.setattr(pool_thread, "_shutdown", True)
     assert np.array_equal(np.asarray(work()), np.asarray(expected))
+
+
+def test_kernels_load_in_memory_when_numba_has_no_writable_cache_folder():
+    """Issue 29: in a container whose folders are all read-only, numba refuses to define a cached kernel
+    ("cannot cache function ...: no locator available") and ``import calib_core`` crashed; the kernels are now
+    compiled in memory, with a warning that says how to keep them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("numba")
+    script = (
+        "import warnings, numba.core.caching as caching\n"
+        "caching.CacheImpl._locator_classes = []  # no folder numba could write its cache in\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from calib_core._accel import compiled\n"
+        "import numpy as np\n"
+        "predicted, confidence = np.empty(2, np.intp), np.empty(2)\n"
+        "compiled.row_max(np.array([[0.2, 0.8], [0.6, 0.4]]), predicted, confidence)\n"
+        "print(predicted.tolist(), [str(w.message)[:36] for w in caught if w.category is RuntimeWarning])\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "CALIB_CORE_NO_NUMBA"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[1, 0] ['calib_core: numba cannot write its k']"
