@@ -32,11 +32,17 @@ Phases
    (``CALIB_STUDIO_RESULT_TTL_SECONDS``, an hour by default) and adds a last
    figure: the RSS once every cached result has expired and been swept
    (lifetime + one trimming round after the last session), to compare with idle.
+4. ``upload``: a fresh server; one visitor uploads one large file
+   (``--upload-mb``, default 150 MB: 3 classes and a split column) on the
+   Data page and waits for its card; the server's RSS before, its peak while
+   the file is read and its RSS afterwards (issue 30: a 150 MB upload peaked
+   at 2.5 GB).
 
     python bench/bench_visitors.py                      # all phases
     python bench/bench_visitors.py --phases single concurrent
     python bench/bench_visitors.py --phases memory --sessions 30 --budget-minutes 15
     python bench/bench_visitors.py --phases memory --sessions 10 --result-ttl 300   # back near idle?
+    python bench/bench_visitors.py --phases upload --upload-mb 150
 
 Target: no exception with 5 visitors at once; peak RSS under 1.5 GB over 30 sessions.
 """
@@ -347,10 +353,48 @@ async def phase_memory(sessions: int, rows: int, classes: int, budget_s: float, 
                       f"{expired - idle:+.0f} MiB from idle")
 
 
+async def phase_upload(upload_mb: float) -> None:
+    from playwright.async_api import async_playwright
+
+    rows = int(upload_mb * 1e6 / 41)  # "2,0.123456,0.234567,0.642000,calibration" is about 41 bytes a row
+    log = ROOT / "test-artifacts" / "bench-visitors-upload.log"
+    log.parent.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        upload = synthetic_file(Path(tmp), 99, rows, 3)
+        size_mb = upload.stat().st_size / 1e6
+        with serve(log) as (base, process):
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                                           headless=True)
+                context = await browser.new_context(viewport=VIEWPORT)
+                page = await context.new_page()
+                page.set_default_timeout(PAGE_TIMEOUT_MS)
+                await page.goto(base)
+                await _settled(page)
+                await asyncio.sleep(2)
+                with RssSampler(process.pid) as sampler:
+                    before = sampler.now_mib()
+                    start = time.perf_counter()
+                    await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(upload))
+                    await page.get_by_role("heading", name=upload.stem).wait_for()
+                    await _settled(page)
+                    seconds = time.perf_counter() - start
+                    visit = Visit()
+                    await _check(page, "Data (upload)", visit)
+                    await asyncio.sleep(2 * 20.0)  # two trimming rounds
+                    after = sampler.now_mib()
+                    peak = max(sampler.peak_mib, sampler.hwm_mib())
+                await browser.close()
+    print(f"\nupload: {size_mb:.0f} MB CSV, {rows:,} rows x 3 classes + split; loaded in {seconds:.0f} s; "
+          f"exceptions/errors {visit.exceptions or '-'} / {visit.errors or '-'}")
+    print(f"server RSS {before:.0f} MiB before, peak {peak:.0f} MiB ({peak - before:+.0f} MiB, "
+          f"{(peak - before) / size_mb:.1f}x the file), {after:.0f} MiB 40 s after the card showed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phases", nargs="+", default=["single", "concurrent", "memory"],
-                        choices=["single", "concurrent", "memory"])
+                        choices=["single", "concurrent", "memory", "upload"])
     parser.add_argument("--visitors", type=int, default=5, help="visitors at once (default 5)")
     parser.add_argument("--demo", default="digits_gaussian_nb", help="demo of the single/concurrent phases")
     parser.add_argument("--sessions", type=int, default=30, help="sessions in turn in the memory phase (30)")
@@ -363,6 +407,7 @@ def main() -> None:
     parser.add_argument("--result-ttl", type=float, default=None,
                         help="result lifetime of the server in seconds (default: the app's hour); "
                              "adds the RSS once every result has expired")
+    parser.add_argument("--upload-mb", type=float, default=150.0, help="size of the upload phase's file (150 MB)")
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at start; chromium {CHROMIUM}")
@@ -372,6 +417,8 @@ def main() -> None:
     if "memory" in phases:
         asyncio.run(phase_memory(args.sessions, args.rows, args.classes, args.budget_minutes * 60, args.settle,
                                  args.demo, args.result_ttl))
+    if "upload" in phases:
+        asyncio.run(phase_upload(args.upload_mb))
 
 
 if __name__ == "__main__":
