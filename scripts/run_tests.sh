@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up and run every test (unit, property, AppTest and the headless-Chromium
-# browser test):
+# browser tests), spread over the machine's CPUs:
 #   bash scripts/run_tests.sh          (extra arguments go to pytest)
 # Installs Debian's chromium for the browser test and a Java runtime for the
 # Spark test when they are missing and the user is root; elsewhere those tests
@@ -20,8 +20,13 @@ if ! command -v java >/dev/null && [ "$(id -u)" = "0" ] && command -v apt-get >/
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null
 fi
 
+# On every CPU (pytest-xdist): a module whose tests share a module-scoped fixture (a browser test's
+# server) stays on one worker (tests/conftest.py). CALIB_STUDIO_TEST_WORKERS=0 runs in one process;
+# `-n N` among the arguments overrides it.
+workers="${CALIB_STUDIO_TEST_WORKERS:-auto}"
+
 set +e
-"$PY" -m pytest "$@"
+"$PY" -m pytest -n "$workers" --dist loadgroup "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -1,4 +1,7 @@
-"""Shared pytest fixtures (kept small: the repository root and the demo files)."""
+"""Shared pytest fixtures (kept small: the repository root and the demo files), and how pytest-xdist
+shares the tests between its workers (scripts/run_tests.sh runs the suite on every CPU)."""
+import functools
+import re
 import sys
 from pathlib import Path
 
@@ -9,6 +12,53 @@ pin_this_process()  # before anything loads numpy: one OpenBLAS kernel on every 
 import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+# ----------------------------------------------------------------------------- pytest-xdist
+# scripts/run_tests.sh runs `-n auto --dist loadgroup`. A module whose tests share a fixture made once per
+# module (a browser test's `streamlit run` server and Chromium, a Dask cluster, a fitted model) is sent whole
+# to one worker, so the fixture is made once, as in a serial run; every other test goes to whichever worker
+# is free (largest modules first). xdist's own `xdist_group` marks no longer reach its scheduler under
+# pytest 9 (it rewrites a node id pytest no longer reads), so the scheduler decides from the file itself.
+
+#: A fixture made once per module (or class, or package) defined in the file.
+_WIDE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope\s*=\s*["'](module|class|package)["']""")
+#: The browser tests use this file's module-scoped ``server`` and ``browser``.
+_BROWSER_TESTS = "tests/e2e/"
+
+
+@functools.lru_cache(maxsize=None)
+def shares_module_fixtures(path: str) -> bool:
+    """Whether the tests of the file ``path`` (relative to the repository) share a module-wide fixture."""
+    if path.startswith(_BROWSER_TESTS):
+        return True
+    try:
+        return bool(_WIDE_FIXTURE.search((REPO_ROOT / path).read_text()))
+    except OSError:
+        return False
+
+
+class _ModuleFixtureScheduling:
+    """Registered under pytest-xdist only (this hook name is unknown to pytest without it)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        from xdist.scheduler import LoadGroupScheduling
+
+        class Scheduling(LoadGroupScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                scope = super()._split_scope(nodeid)  # an `@group` suffix, if xdist ever sets one again
+                if scope != nodeid:
+                    return scope
+                path = nodeid.split("::", 1)[0]
+                return path if shares_module_fixtures(path) else nodeid
+
+        return Scheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_ModuleFixtureScheduling(), "calib-module-fixture-scheduling")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
-"""Shared pieces of the browser tests (tests/test_e2e*.py): a fresh `streamlit run`
-per test module, Debian's headless Chromium driven by Playwright, and Streamlit's
-own wait-for-rerun idiom. The fixtures that use them live in tests/conftest.py.
+"""Shared pieces of the browser tests (tests/e2e/test_e2e*.py): a fresh `streamlit run`
+per test module (on a port of its own, also under pytest-xdist), Debian's headless
+Chromium driven by Playwright, and Streamlit's own wait-for-rerun idiom.
+The fixtures that use them live in tests/conftest.py.
 
 Uses Debian's chromium (/usr/bin/chromium, or CHROMIUM_PATH); never downloads a
 browser (no `playwright install`). Tests are skipped with a reason when the
@@ -46,9 +47,16 @@ def require_browser():
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port free now. Under pytest-xdist each worker only takes ports of its own residue modulo the
+    number of workers, so two workers starting servers at once never get the same one."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port % workers == worker % workers:
+            return port
 
 
 def wait_until_healthy(base: str, process: subprocess.Popen, *, timeout: float) -> bool:

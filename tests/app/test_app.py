@@ -81,10 +81,39 @@ def test_every_page_file_is_in_the_nav():
     assert [page.path for page in available_pages()] == [p.path for p in PAGES if p.path in PAGE_FILES]
 
 
+def record_page_icons(monkeypatch) -> list:
+    """The ``page_icon`` of every ``st.set_page_config`` call from now on (the calls still go through)."""
+    import streamlit
+
+    icons = []
+    real = streamlit.set_page_config
+
+    def recording(*args, **kwargs):
+        icons.append(kwargs.get("page_icon"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "set_page_config", recording)
+    return icons
+
+
+def assert_the_shipped_favicon(icons: list) -> None:
+    """The browser tab's icon ships with the app (issue 30, item 9): a Material icon as ``page_icon`` made every
+    visitor's browser fetch it from fonts.gstatic.com, an outside host (an offline server showed none)."""
+    assert icons, "the page sets its config"
+    for icon in icons:
+        assert isinstance(icon, (str, Path)) and not str(icon).startswith(":"), icon  # no Material icon or emoji code
+        path = Path(icon)
+        assert path.is_file() and path.stat().st_size < 4096, icon  # a small file in the repository
+
+
 @pytest.mark.parametrize("page", PAGE_FILES)
-def test_page_runs_on_the_default_demo_in_a_fresh_session(page):
+def test_page_runs_on_the_default_demo_in_a_fresh_session(page, monkeypatch):
+    """Every page on the default demo, and it sets the shipped favicon (once tests/app/test_favicon.py: one
+    render of each page checks both)."""
+    icons = record_page_icons(monkeypatch)
     at = open_page(page)
     assert_clean(at)
+    assert_the_shipped_favicon(icons)
     assert loaded(at) == [DEFAULT_DEMO]
     assert at.query_params.get("demo") == DEFAULT_DEMO
     assert at.title and at.title[0].value
