@@ -125,8 +125,8 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     metric : callable
         ``metric(probs, labels) -> float``, e.g. :func:`calib_core.ece` or
         ``metric_function("ece", n_bins=20)`` (declared, so resampled fast;
-        ``functools.partial(calib_core.ece, n_bins=20)`` gives the same values
-        from each materialised resample, more slowly).
+        ``functools.partial(calib_core.ece, n_bins=20)``, a public metric with
+        only its bin settings fixed, stands for the same declaration).
     probs : array_like of shape (N, K)
     labels : array_like of shape (N,)
     n_boot : int, default 1000
@@ -159,7 +159,8 @@ def bootstrap_ci(metric: Callable[[NDArray, NDArray], float], probs: ArrayLike, 
     (and the root Brier score, a function of one) are means of per-row values
     taken over each resample's rows without copying them; the KS error, MMCE
     and smECE see only the top label, whose two arrays are resampled. Any
-    other callable (a lambda, a :func:`functools.partial`) is called on each
+    other callable (a lambda, a :func:`functools.partial` fixing more than the
+    bin settings of a public metric) is called on each
     materialised ``probs[rows], labels[rows]``. Every path gives the same
     values, up to round-off.
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -593,9 +594,22 @@ def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",
 
 def declared_metric(metric: Callable) -> DeclaredMetric | None:
     """The declared form of ``metric``: itself if it is a :class:`DeclaredMetric`, else the registry entry whose
-    :attr:`MetricSpec.public` function it is (``cc.ece`` -> ``metric_function("ece")``), else None."""
+    :attr:`MetricSpec.public` function it is (``cc.ece`` -> ``metric_function("ece")``), or such a function with
+    only its bin settings fixed by :func:`functools.partial` (``partial(cc.ece, n_bins=10)`` ->
+    ``metric_function("ece", n_bins=10)``: the same number, so the same fast interval), else None."""
     if isinstance(metric, DeclaredMetric):
         return metric
+    if isinstance(metric, functools.partial) and not metric.args and set(metric.keywords) <= {"n_bins", "binning"}:
+        base = declared_metric(metric.func)
+        if base is None or not get_metric(base.key).uses_bins:
+            return None
+        binning = metric.keywords.get("binning", base.binning)
+        if get_metric(base.key).fixed_binning not in (None, binning):
+            return None
+        try:
+            return metric_function(base.key, n_bins=metric.keywords.get("n_bins", base.n_bins), binning=binning)
+        except CalibrationInputError:  # bad settings: the metric itself says so when it is called
+            return None
     for spec in METRICS:
         if spec.public is metric:
             return DeclaredMetric(spec.key, binning=spec.fixed_binning or "uniform")

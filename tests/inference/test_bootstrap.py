@@ -218,7 +218,7 @@ def test_bootstrap_metrics_shares_the_resamples_of_bootstrap_ci():
 
 @pytest.mark.parametrize("metric", [
     P(cc.ece, n_bins=0),
-    P(cc.ece, n_bins=20),  # a partial declares nothing (issue 24): it is called on each materialised resample
+    P(cc.ece, n_bins=20, right=False),  # a setting no declaration has: called on each materialised resample
     P(cc.ace, per_class=True),
     lambda p, y: cc.ece(p, y),
     cc.brier_score,  # declared, but not binned
@@ -440,3 +440,20 @@ def test_compiled_key_sums_give_the_numpy_bootstrap_of_top_label_metrics(metric,
     compiled = cc.bootstrap_ci(metric, probs, labels, n_boot=60, seed=1)
     monkeypatch.setattr(_compiled, "key_sums", None)
     np.testing.assert_array_equal(compiled.samples, cc.bootstrap_ci(metric, probs, labels, n_boot=60, seed=1).samples)
+
+
+def test_a_partial_of_a_public_binned_metric_keeps_its_fast_declared_interval():
+    """Issue 24 review: bootstrap_ci(partial(cc.ece, n_bins=10)) (the pattern docs/clinical.md shows) fell back to
+    materialising every resample (0.5 s -> 5.4 s at 100,000 x 10); its bin settings are its declaration."""
+    from calib_core.metrics.registry import declared_metric, metric_function
+
+    assert declared_metric(functools.partial(cc.ece, n_bins=10)) == metric_function("ece", n_bins=10)
+    assert declared_metric(functools.partial(cc.classwise_ece, n_bins=9, binning="adaptive")) == metric_function(
+        "classwise_ece", n_bins=9, binning="adaptive")
+    assert declared_metric(functools.partial(cc.ece, n_bins=10, right=False)) is None  # not a declared setting
+    assert resample.binned_spec(functools.partial(cc.ece, n_bins=20)) == resample.binned_spec(
+        metric_function("ece", n_bins=20))
+    probs, labels = tied_predictions(300, 4, seed=9, decimals=2)
+    fast = cc.bootstrap_ci(functools.partial(cc.ece, n_bins=10), probs, labels, n_boot=60, seed=11)
+    generic = cc.bootstrap_ci(lambda p, y: cc.ece(p, y, n_bins=10), probs, labels, n_boot=60, seed=11)
+    np.testing.assert_allclose(fast.samples, generic.samples, rtol=0, atol=1e-12)
