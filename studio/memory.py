@@ -287,11 +287,11 @@ def start_trimming(interval: float = TRIM_SECONDS) -> bool:
     only grows. ``malloc_trim(0)`` hands back every free page; on an idle heap
     it takes well under a millisecond. Pyarrow's own allocator (mimalloc or
     jemalloc) keeps its freed memory too, so the app reads files through the
-    system allocator (:func:`use_system_allocator`). Returns whether trimming runs.
+    system allocator (:func:`use_system_allocator`). The sweep runs on every
+    platform; returns whether freed memory is returned too (glibc only).
     """
     global _trimmer
-    if _malloc_trim() is None:
-        return False
+    can_trim = _malloc_trim() is not None
     with _trimmer_lock:
         if _trimmer is None or not _trimmer.is_alive():
             def run() -> None:
@@ -303,10 +303,11 @@ def start_trimming(interval: float = TRIM_SECONDS) -> bool:
                         _LOGGER.warning("sweeping expired results failed", exc_info=True)
                     release_freed_memory()
 
-            use_system_allocator()
+            if can_trim:
+                use_system_allocator()
             _trimmer = threading.Thread(target=run, name="studio-malloc-trim", daemon=True)
             _trimmer.start()
-    return True
+    return can_trim
 
 
 def use_system_allocator() -> None:

@@ -81,3 +81,22 @@ def test_a_sweep_empties_expired_streamlit_cache_entries_and_their_share_of_the_
         assert budget.total_bytes <= bytes_before - 2 * 400_000
     cached_block(1)  # the cache still works after a sweep: recomputed, since it expired
     assert calls == [1, 2, 1]
+
+
+def test_the_sweep_runs_where_the_c_library_cannot_trim(monkeypatch):
+    """Review of issue 30's sweep: start_trimming returned before starting its thread where glibc's malloc_trim is
+    missing (musl, macOS), so expired results were never swept there."""
+    import threading
+
+    clock = _Clock()
+    store = memory.ResultStore(ttl_seconds=1.0, clock=clock)
+    store.put("fit", np.zeros(100))
+    clock.now = 2.0
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: None)
+    monkeypatch.setattr(memory, "_trimmer", None)
+    assert memory.start_trimming(interval=0.5) is False  # nothing to give back to the system ...
+    deadline = time.monotonic() + 10
+    while store._bytes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store._bytes == 0  # ... but the expired result was swept
+    assert any(t.name == "studio-malloc-trim" for t in threading.enumerate())
