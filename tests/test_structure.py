@@ -23,7 +23,7 @@ PACKAGE = ROOT / "calib_core"
 #: Floors, lowest first: a module may import from its own floor or a lower one.
 FLOORS = ("_accel", "validation", "binning", "io", "metrics", "inference", "recalibration", "lab", "engines")
 #: "about 800 lines" (issue 13): a module longer than this is split by concern.
-MAX_MODULE_LINES = 850
+MAX_MODULE_LINES = 800
 #: Test folders that test calib_core alone (they never import the app).
 CORE_TEST_FOLDERS = ("metrics", "inference", "recalibration", "io", "engines", "lab", "golden", "ground")
 #: The one door from calib_core to the app's code: ``calib-core report --html`` draws its charts with

@@ -49,7 +49,6 @@ from calib_core.validation import (
     check_positive,
     check_probs_columns,
     check_probs_labels,
-    row_argmax,
 )
 
 __all__ = [
@@ -709,6 +708,3 @@ def _value_sets(probs, labels, confidence, correct, threshold,
                 yield f"above{k}", column[kept], target[kept]
 
 
-def _top_label(probs: NDArray[np.float64], labels: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    predicted = row_argmax(probs)
-    return probs[np.arange(probs.shape[0]), predicted], (predicted == labels).astype(np.float64)

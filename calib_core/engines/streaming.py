@@ -38,8 +38,9 @@ from numpy.typing import NDArray
 from calib_core.binning import BinStats, binned_error, mean_abs_gap, upper_edge_index
 from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY, QuantileSketch, _adaptive_binstats, _run_end_ranks
 from calib_core.engines.stats import (_BINNED_TOP, _LOOKUP_CELLS, _NORM_OF, CalibrationStats, _BatchUpdates,
-                                      _set_keys, _top_label, _value_sets)
+                                      _set_keys, _value_sets)
 from calib_core._accel import compiled
+from calib_core.metrics.binned import top_label
 from calib_core.validation import CalibrationInputError, check_binning, check_count, check_n_bins, check_positive
 
 __all__ = [
@@ -284,7 +285,7 @@ class SecondPass(_BatchUpdates):
         return SecondPass(self.n_classes, empty, regions, self.threshold)
 
     def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
-        confidence, correct = _top_label(probs, labels)
+        confidence, correct = top_label(probs, labels)
         self.n_rows += probs.shape[0]
         if self.brackets and compiled.slot_sums is not None:
             # Each set straight from its column (numba): no set, targets or slots built first.

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from calib_core.binning import adaptive_upper_edges, optimal_n_bins
 from calib_core.recalibration._base import Recalibrator, _renormalise
 from calib_core.recalibration._numeric import column_results, map_columns
+from calib_core.metrics.binned import top_label
 from calib_core.validation import check_flag, check_n_bins, row_argmax
 
 __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
@@ -124,9 +125,7 @@ class HistogramBinning(Recalibrator):
         n_bins = optimal_n_bins(n_rows) if self.n_bins is None else int(self.n_bins)
         self.n_bins_ = n_bins
         if not self.class_conditional:
-            predicted = row_argmax(x)
-            confidence = x[np.arange(n_rows), predicted]
-            fitted = [_fit_bins(confidence, (predicted == labels).astype(np.float64), n_bins)]
+            fitted = [_fit_bins(*top_label(x, labels), n_bins)]
         elif n_classes == 2:
             fitted = [_fit_bins(np.ascontiguousarray(x[:, 1]), (labels == 1).astype(np.float64), n_bins)]
         else:  # each class column contiguous, by blocks of columns
