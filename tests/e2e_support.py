@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -48,15 +49,25 @@ def require_browser():
 
 def free_port() -> int:
     """A port free now. Under pytest-xdist each worker only takes ports of its own residue modulo the
-    number of workers, so two workers starting servers at once never get the same one."""
+    number of workers, so two workers starting servers at once never get the same one.
+
+    The port is chosen here and tried, not asked of the kernel (``bind(0)``): Linux hands out ports of one
+    parity to ``bind`` (the other is kept for ``connect``), so a worker waiting for the other parity waited
+    for ever (CI stalled in this function).
+    """
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-    while True:
+    chooser = random.Random()
+    for _ in range(10_000):
+        port = chooser.randrange(20_000, 60_000)
+        port += (worker - port) % workers
         with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port % workers == worker % workers:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
             return port
+    raise RuntimeError(f"no free port of residue {worker} modulo {workers} between 20,000 and 60,000")
 
 
 def wait_until_healthy(base: str, process: subprocess.Popen, *, timeout: float) -> bool:
