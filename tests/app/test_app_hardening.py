@@ -69,6 +69,15 @@ def _cache_decorators(path: Path):
                 yield node, decorator
 
 
+def _ttl_seconds(node: ast.expr) -> float:
+    """A decorator's ``ttl``: a literal ("1h", seconds) or ``RESULT_TTL_SECONDS``, the one result lifetime."""
+    from studio import memory
+
+    if isinstance(node, ast.Name) and node.id == "RESULT_TTL_SECONDS":
+        return memory.RESULT_TTL_SECONDS
+    return time_to_seconds(ast.literal_eval(node))
+
+
 def test_every_cache_decorator_is_bounded_by_entries_and_ttl():
     found = 0
     for path in APP_SOURCES:
@@ -80,7 +89,7 @@ def test_every_cache_decorator_is_bounded_by_entries_and_ttl():
             assert "max_entries" in keywords and "ttl" in keywords, f"{where}: needs max_entries and ttl"
             max_entries = ast.literal_eval(keywords["max_entries"])
             assert isinstance(max_entries, int) and 1 <= max_entries <= 10_000, where
-            ttl = time_to_seconds(ast.literal_eval(keywords["ttl"]))
+            ttl = _ttl_seconds(keywords["ttl"])
             assert 0 < ttl <= 86_400 and math.isfinite(ttl), f"{where}: ttl {ttl} s"
     assert found >= 30, "the app's caches were not found"
 
@@ -95,8 +104,7 @@ def test_caches_keyed_by_uploaded_bytes_are_session_scoped():
                 continue
             keywords = {k.arg: ast.literal_eval(k.value) for k in decorator.keywords if k.arg == "scope"}
             assert keywords.get("scope") == "session", f"{path.relative_to(ROOT)} {function.name}"
-            assert time_to_seconds(ast.literal_eval(next(k.value for k in decorator.keywords
-                                                         if k.arg == "ttl"))) <= 3600
+            assert _ttl_seconds(next(k.value for k in decorator.keywords if k.arg == "ttl")) <= 3600
             checked.append(function.name)
     assert {"load_file", "file_columns", "read_summary"} <= set(checked)
 
