@@ -84,7 +84,7 @@ def _csv_line_finder(raw: _Raw, delimiter: str, encoding: str) -> Callable[[int]
                         return f"row {row + 1} (file line {start})"
                     record += 1
         except (csv.Error, OSError, UnicodeError):
-            pass  # e.g. a field over the csv module's size limit: the row number alone still helps
+            return f"row {row + 1}"  # e.g. a field over the csv module's size limit: the row number still helps
         return f"row {row + 1}"
     return label
 
