@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["freeze_and_mark", "is_validated", "mark_validated", "marked_copy", "remembered"]
+__all__ = ["KeptValues", "freeze_and_mark", "is_validated", "mark_validated", "marked_copy", "remembered"]
 
 #: Arrays known to be valid (see :func:`mark_validated`): ``(id(array), n_classes)`` -> array,
 #: with ``n_classes`` None for a probability matrix. Entries vanish with their arrays.
@@ -102,8 +102,69 @@ def is_validated(array: object, n_classes: int | None = None) -> bool:
             and _sealed(array))
 
 
-#: The last value of each :func:`remembered` function: name -> (weak probs, weak labels, settings, value).
-_REMEMBERED: dict[str, tuple[Any, Any, tuple, Any]] = {}
+class KeptValues:
+    """The last few values computed from some objects (arrays, partitions), found again by the objects' identity.
+
+    The one memo of calib_core's derived quantities (a sampler's cumulative
+    sums, a partition, a loess fit, label draws): newest first, at most
+    ``capacity`` entries. The objects are held **weakly**: an entry goes as
+    soon as one of its objects is freed, so a memo never keeps a visitor's
+    model alive after its session ends (module-level last-value memos that
+    held their arrays did: up to one matrix per memo, and the one-hot
+    matrix of a two-class resampling, per server process). A kept value must
+    therefore not refer to its key objects itself, or they would never be
+    freed.
+
+    The caller decides what may be kept: identity finds the same object, not
+    the same data, so only values of objects that cannot change (arrays marked
+    by :func:`mark_validated`) or values used within one computation (the
+    blocks of one resampling) belong here.
+
+    Parameters
+    ----------
+    capacity : int
+        Most entries kept.
+    """
+
+    def __init__(self, capacity: int = 1):
+        self.capacity = capacity
+        self._entries: list[tuple[tuple[weakref.ref, ...], Any, Any]] = []
+
+    def get(self, objects: tuple, settings: Any = (), default: Any = None) -> Any:
+        """The value kept for these very ``objects`` (by identity) and equal ``settings``, else ``default``."""
+        for references, kept_settings, value in self._entries:
+            if (len(references) == len(objects) and all(ref() is obj for ref, obj in zip(references, objects))
+                    and kept_settings == settings):
+                return value
+        return default
+
+    def put(self, objects: tuple, settings: Any, value: Any) -> Any:
+        """Keep ``value`` for ``objects`` and ``settings`` (dropping the oldest entry beyond ``capacity``)."""
+        references = tuple(weakref.ref(obj, self._forget_freed) for obj in objects)
+        # One assignment of a new list: a reader in another thread sees the old list or the new one.
+        self._entries = [(references, settings, value), *self._live()[: self.capacity - 1]]
+        return value
+
+    def objects(self) -> list[tuple]:
+        """The key objects of the live entries, newest first."""
+        return [tuple(ref() for ref in entry[0]) for entry in self._live()]
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self._entries = []
+
+    def __len__(self) -> int:
+        return len(self._live())
+
+    def _live(self) -> list:
+        return [entry for entry in self._entries if all(ref() is not None for ref in entry[0])]
+
+    def _forget_freed(self, _reference: weakref.ref) -> None:
+        self._entries = self._live()
+
+
+#: The last value of each :func:`remembered` function, by the function's qualified name.
+_REMEMBERED: dict[str, KeptValues] = {}
 
 
 def remembered(function):
@@ -127,15 +188,16 @@ def remembered(function):
     def wrapper(probs, labels, *settings):
         if not (is_validated(probs) and is_validated(labels, probs.shape[1])):
             return function(probs, labels, *settings)
-        last = _REMEMBERED.get(name)
-        if last is not None and last[0]() is probs and last[1]() is labels and last[2] == settings:
-            return last[3]
+        kept = _REMEMBERED.setdefault(name, KeptValues())
+        missing = object()
+        value = kept.get((probs, labels), settings, missing)
+        if value is not missing:
+            return value
         value = function(probs, labels, *settings)
         for part in (value if isinstance(value, tuple) else (value,)):
             if isinstance(part, np.ndarray):
                 part.flags.writeable = False
-        _REMEMBERED[name] = (weakref.ref(probs), weakref.ref(labels), settings, value)
-        return value
+        return kept.put((probs, labels), settings, value)
 
     return wrapper
 

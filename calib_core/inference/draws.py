@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core._accel import is_validated, label_search
+from calib_core._accel import KeptValues, is_validated, label_search
 from calib_core.metrics.simplex import Partition, cell_means, squared_norm_sum
 
 #: Entries of the (draws x rows) and (draws x cells x outcomes) arrays held at once.
@@ -41,13 +41,10 @@ class _LabelSampler:
 
     def __init__(self, probs: NDArray[np.float64]):
         self.n_rows, self.n_classes = probs.shape
-        self.probs = probs
         self.compare = self.n_classes <= _COMPARE_MAX_CLASSES
-
-    @functools.cached_property
-    def cdf(self) -> NDArray[np.float64]:
-        """Each row's cumulative sums ``F_k`` (one sequential sum per row)."""
-        return np.cumsum(self.probs, axis=1)
+        #: Each row's cumulative sums ``F_k`` (one sequential sum per row). The sampler keeps no reference to
+        #: ``probs``, so that :data:`_SAMPLERS` (which holds ``probs`` weakly) lets the predictions go.
+        self.cdf: NDArray[np.float64] = np.cumsum(probs, axis=1)
 
     @functools.cached_property
     def columns(self) -> NDArray[np.float64]:
@@ -101,16 +98,15 @@ class _LabelSampler:
 
 #: The sampler of the last marked ``probs`` (a loaded Predictions' frozen array): its cumulative sums (and, above
 #: 32 classes, the flat array, 1.2 s at 50,000 x 1,000) serve every later resampling of the same predictions.
-_LAST_SAMPLER: list = [None]
+_SAMPLERS = KeptValues(capacity=1)
 
 
 def _sampler(probs: NDArray[np.float64]) -> _LabelSampler:
-    last = _LAST_SAMPLER[0]
-    if last is not None and last.probs is probs:
-        return last
-    sampler = _LabelSampler(probs)
-    if is_validated(probs):  # frozen and marked: cannot change behind the memo's back
-        _LAST_SAMPLER[0] = sampler
+    sampler = _SAMPLERS.get((probs,))
+    if sampler is None:
+        sampler = _LabelSampler(probs)
+        if is_validated(probs):  # frozen and marked: cannot change behind the memo's back
+            _SAMPLERS.put((probs,), (), sampler)
     return sampler
 
 
@@ -133,11 +129,11 @@ def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Genera
     if (seed is not None and reference is None and is_validated(probs)
             and n_draws * probs.shape[0] <= _MAX_KEPT_DRAW_ENTRIES):
         key = (seed, n_draws, per_draw)
-        for kept_probs, kept_key, blocks in _KEPT_DRAWS:
-            if kept_probs is probs and kept_key == key:
-                for start, labels, dtype in blocks:
-                    yield start, labels.astype(dtype)
-                return
+        blocks = _KEPT_DRAWS.get((probs,), key)
+        if blocks is not None:
+            for start, labels, dtype in blocks:
+                yield start, labels.astype(dtype)
+            return
     sampler = _sampler(probs)
     block = max(1, _BLOCK_ELEMENTS // max(per_draw, 1))
     kept = []
@@ -148,13 +144,12 @@ def _draw_blocks(probs: NDArray[np.float64], n_draws: int, rng: np.random.Genera
             kept.append((start, labels.astype(np.min_scalar_type(probs.shape[1] - 1)), labels.dtype))
         yield start, labels
     if key is not None:
-        _KEPT_DRAWS[:] = [(probs, key, kept), *_KEPT_DRAWS[: _KEEP_DRAW_SETS - 1]]
+        _KEPT_DRAWS.put((probs,), key, kept)
 
 
 #: The last label draws of marked predictions: (probs, (seed, n_draws, per_draw), [(start, labels, dtype)]), newest
 #: first. Labels kept in the smallest integer type and handed out in the type they were drawn in.
-_KEPT_DRAWS: list = []
-_KEEP_DRAW_SETS = 2
+_KEPT_DRAWS = KeptValues(capacity=2)
 #: Most draws x rows kept per set (uint16 labels at 1,000 classes: 33 MB; 200 draws of 50,000 rows: 20 MB).
 _MAX_KEPT_DRAW_ENTRIES = 1 << 24
 
@@ -183,12 +178,9 @@ def _resampled_estimates(points: NDArray[np.float64], partition: Partition, outc
         return _two_class_cell_estimates(points, cells, partition.n_cells, outcome_draws, distances)
     if "euclidean" in distances:
         return _resampled_cell_estimates(points, cells, partition.n_cells, outcome_draws, distances)
-    cached = _SPLIT_CELLS[0]
-    if cached is not None and cached[0] is points and cached[1] is partition:  # the next block of one resampling
-        split = cached[2]
-    else:
-        split = _SplitCells.build(points, partition)
-        _SPLIT_CELLS[0] = (points, partition, split)
+    split = _SPLIT_CELLS.get((points, partition))  # the next block of one resampling
+    if split is None:
+        split = _SPLIT_CELLS.put((points, partition), (), _SplitCells.build(points, partition))
     if split.single.size == 0:
         return _resampled_cell_estimates(points, cells, partition.n_cells, outcome_draws, distances, split.rest)
     n_single = split.single.size
@@ -253,17 +245,17 @@ class _SplitCells:
         return cls(single, square, rest_rows, rest, rest_rows.size / points.shape[0])
 
 
-#: The last (points, partition, :class:`_SplitCells`) of :func:`_resampled_estimates`: the blocks of one
-#: resampling share them (found by identity; the reference keeps the arrays alive).
-_SPLIT_CELLS: list = [None]
+#: The :class:`_SplitCells` of the last (points, partition) of :func:`_resampled_estimates`: the blocks of one
+#: resampling share them (found by identity, while the points and the partition live).
+_SPLIT_CELLS = KeptValues(capacity=1)
 
 
 #: Most cells for :func:`_two_class_cell_estimates` (its one-hot matrix has N x cells entries).
 _TWO_CLASS_MAX_CELLS = 256
 
-#: The last (points, cells, per-cell arrays) of :func:`_two_class_cell_estimates`: the blocks of one
-#: resampling share them (found by identity; the reference keeps the arrays alive).
-_TWO_CLASS_CELLS: list = [None]
+#: The per-cell arrays of the last (points, cells) of :func:`_two_class_cell_estimates`: the blocks of one
+#: resampling share them (found by identity, while the points and the cells live).
+_TWO_CLASS_CELLS = KeptValues(capacity=1)
 
 
 def _two_class_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
@@ -282,9 +274,9 @@ def _two_class_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.int
     -------
     ndarray of shape (len(distances), n_draws)
     """
-    cached = _TWO_CLASS_CELLS[0]
-    if cached is not None and cached[0] is points and cached[1] is cells:  # the next block of the same draws
-        count, safe, first, weight, one_hot = cached[2]
+    cached = _TWO_CLASS_CELLS.get((points, cells))  # the next block of the same draws
+    if cached is not None:
+        count, safe, first, weight, one_hot = cached
     else:
         n_rows = points.shape[0]
         count = np.bincount(cells, minlength=n_cells).astype(np.float64)
@@ -293,7 +285,7 @@ def _two_class_cell_estimates(points: NDArray[np.float64], cells: NDArray[np.int
         weight = count / n_rows
         one_hot = np.zeros((n_rows, n_cells), dtype=np.float32 if n_rows < 1 << 24 else np.float64)
         one_hot[np.arange(n_rows), cells] = 1.0
-        _TWO_CLASS_CELLS[0] = (points, cells, (count, safe, first, weight, one_hot))
+        _TWO_CLASS_CELLS.put((points, cells), (), (count, safe, first, weight, one_hot))
     ones = (outcome_draws.astype(one_hot.dtype) @ one_hot).astype(np.float64)
     gap = np.abs((count - ones) / safe - first)
     scale = {"tv": gap, "sq_euclidean": 2.0 * gap * gap, "euclidean": np.sqrt(2.0) * gap}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core._accel import is_validated
+from calib_core._accel import KeptValues, is_validated
 from calib_core.metrics.simplex import (
     DISTANCES,
     CellTable,
@@ -207,19 +207,18 @@ def check_canonical_options(distance: object, partition: object, n_bins: object,
 #: The last few partitions of marked points (the frozen arrays of a loaded Predictions), with their points and
 #: settings, newest first: an estimate, its cell occupancy and its consistency draws partition the same points
 #: three times, and a page interleaves the model with its triangle view.
-_PARTITIONS: list = []
-_KEPT_PARTITIONS = 4
+_PARTITIONS = KeptValues(capacity=4)
 
 
 def partition_of(points: NDArray[np.float64], options: CanonicalOptions) -> Partition:
     """The partition of ``points`` with ``options``' settings, kept for the last few marked (frozen) arrays."""
     settings = (options.partition, options.n_bins, options.min_bin_size)
-    for kept_points, kept_settings, kept in list(_PARTITIONS):
-        if kept_points is points and kept_settings == settings:
-            return kept
+    kept = _PARTITIONS.get((points,), settings)
+    if kept is not None:
+        return kept
     partition = _make_partition(points, options.partition, options.n_bins, options.min_bin_size)
     if is_validated(points):  # frozen and marked: cannot change behind the memo's back
-        _PARTITIONS[:] = [(points, settings, partition), *_PARTITIONS[: _KEPT_PARTITIONS - 1]]
+        _PARTITIONS.put((points,), settings, partition)
     return partition
 
 

@@ -15,6 +15,7 @@ from scipy.special import expit
 
 from calib_core.metrics.cox import CoxCalibration, cox_calibration, one_vs_rest
 from calib_core.metrics.ici import ici
+from calib_core._accel import KeptValues
 from calib_core.validation import CalibrationInputError, is_validated
 
 __all__ = ["cox_compute", "cox_mean_std_error", "cox_scalar", "cox_variance", "ici_compute", "shared_fit"]
@@ -43,8 +44,8 @@ def cox_scalar(fit: CoxCalibration, name: str) -> float:
     return float(values.mean())
 
 
-#: The last fit of each shared fit function, with the arrays it was made on (see :func:`shared_fit`).
-_LAST_FITS: dict[str, tuple[np.ndarray, np.ndarray, object]] = {}
+#: The last fit of each shared fit function, found by the arrays it was made on (see :func:`shared_fit`).
+_LAST_FITS = KeptValues(capacity=2)
 
 
 def shared_fit(function: Callable, probs: np.ndarray, labels: np.ndarray):
@@ -59,11 +60,9 @@ def shared_fit(function: Callable, probs: np.ndarray, labels: np.ndarray):
     """
     if not (is_validated(probs) and is_validated(labels, probs.shape[1])):
         return function(probs, labels)
-    last = _LAST_FITS.get(function.__name__)
-    if last is not None and last[0] is probs and last[1] is labels:
-        return last[2]
-    fit = function(probs, labels)
-    _LAST_FITS[function.__name__] = (probs, labels, fit)
+    fit = _LAST_FITS.get((probs, labels), function.__name__)
+    if fit is None:
+        fit = _LAST_FITS.put((probs, labels), function.__name__, function(probs, labels))
     return fit
 
 

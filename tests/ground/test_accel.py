@@ -75,3 +75,57 @@ def test_kernels_load_in_memory_when_numba_has_no_writable_cache_folder():
                           env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[1, 0] ['calib_core: numba cannot write its k']"
+
+
+def test_kept_values_find_objects_by_identity_and_forget_freed_ones():
+    """The one memo of derived quantities (issue 24): newest first, bounded, found by identity, and an entry goes
+    with its key objects."""
+    import gc
+
+    from calib_core._accel import KeptValues
+    kept = KeptValues(capacity=2)
+    first, second, third = np.zeros(3), np.ones(3), np.ones(3)
+    kept.put((first,), "a", 1)
+    kept.put((second,), "a", 2)
+    assert kept.get((first,), "a") == 1 and kept.get((second,), "a") == 2
+    assert kept.get((third,), "a") is None  # equal data, another object
+    assert kept.get((first,), "b") is None  # other settings
+    kept.put((third,), "a", 3)
+    assert kept.get((first,), "a") is None and len(kept) == 2  # the oldest dropped
+    del second
+    gc.collect()
+    assert len(kept) == 1 and kept.objects() == [(third,)]
+
+
+def _registry_metric_and_interval(metric):
+    return lambda probs, labels: (cc.metric_value(metric, probs, labels),
+                                  cc.metric_interval(metric, probs, labels, n_boot=20, seed=0))
+
+
+USES_OF_THE_MEMOS = {
+    "shared fit": _registry_metric_and_interval("ici"),
+    "Cox fit": _registry_metric_and_interval("cox_slope"),
+    "partition, sampler and draws": lambda probs, labels: cc.consistency_resampling(
+        probs, labels, cc.CanonicalCE(n_bins=3, min_bin_size=5), 20, 7),
+    "two-class cells": lambda probs, labels: cc.consistency_resampling(probs, labels, cc.CanonicalCE(n_bins=4), 20, 7),
+}
+
+
+@pytest.mark.parametrize("use", sorted(USES_OF_THE_MEMOS))
+def test_no_memo_keeps_a_models_predictions_alive(use):
+    """Issue 30's memory after visitors leave: module-level last-value memos (the shared loess/Cox fit, the
+    partitions, the label sampler and draws, the cells of a resampling) held the arrays of the last model they
+    saw, so a visitor's predictions outlived the visitor. They now hold them weakly."""
+    import gc
+    import weakref
+
+    rng = np.random.default_rng(3)
+    n_classes = 2 if use == "two-class cells" else 3
+    probs = rng.dirichlet(np.ones(n_classes), size=400)
+    labels = rng.integers(0, n_classes, 400)
+    pred = cc.Predictions.from_arrays(probs.tolist(), labels.tolist())
+    USES_OF_THE_MEMOS[use](pred.probs, pred.labels)
+    gone = weakref.ref(pred.probs)
+    del pred
+    gc.collect()
+    assert gone() is None

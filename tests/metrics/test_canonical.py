@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import calib_core as cc
+from calib_core._accel import KeptValues
 from tests.compiled_support import require_kernel
 
 CIE = cc.CalibrationInputError
@@ -638,7 +639,7 @@ def test_label_draws_of_read_only_predictions_are_kept_for_an_integer_seed(monke
     50,000 x 1,000): for read-only predictions and an integer seed the draws are a function of (probs, seed,
     count) and the last sets are kept. The same results; a Generator, or writable predictions, draw anew."""
     from calib_core.inference import draws
-    monkeypatch.setattr(draws, "_KEPT_DRAWS", [])
+    monkeypatch.setattr(draws, "_KEPT_DRAWS", KeptValues(capacity=2))
     probs, labels = overconfident(600, 40, 5)
     frozen = cc.Predictions.from_arrays(probs.tolist(), labels.tolist()).probs  # frozen and marked
     calls = []
@@ -678,4 +679,4 @@ def test_kept_label_draws_need_marked_predictions_and_keep_their_type():
     cc.consistency_resampling(pred.probs, pred.labels, typed, 5, seed=2)
     cc.consistency_resampling(pred.probs, pred.labels, typed, 5, seed=2)  # replayed from the kept draws
     drawn, replayed = seen[1:6], seen[7:]  # each run first evaluates the observed labels
-    assert replayed == drawn and any(entry[0] is pred.probs for entry in draws._KEPT_DRAWS)
+    assert replayed == drawn and any(kept[0] is pred.probs for kept in draws._KEPT_DRAWS.objects())

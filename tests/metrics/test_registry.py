@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
+from calib_core._accel import KeptValues
 from calib_core.metrics.registry import METRICS, get_metric, metric_function, resolve_metrics
 from calib_core.metrics.reports import compute_metrics
 
@@ -425,7 +426,7 @@ def test_ici_e50_e90_and_the_cox_summaries_share_one_fit_on_a_predictions_arrays
 
     counted.__name__ = "ici"
     monkeypatch.setattr(registry, "ici", counted)
-    monkeypatch.setattr(registry, "_LAST_FITS", {})
+    monkeypatch.setattr(registry, "_LAST_FITS", KeptValues(capacity=2))
     rng = np.random.default_rng(2)
     probs = rng.dirichlet(np.ones(3), size=300)
     labels = rng.integers(0, 3, 300)
