@@ -66,6 +66,19 @@ class Dataset:
     name: str
     loader: Callable[..., object]
     description: str
+    #: An optional group column written beside the predictions: (name, rule from the features to a group per row).
+    group: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None
+
+
+def stroke_weight(features: np.ndarray) -> np.ndarray:
+    """Each digit image's ink (the sum of its 64 pixel intensities), in thirds of all images: light, medium, heavy.
+
+    A property of the input that the models see only through the pixels: the Groups page asks whether the
+    probabilities are as trustworthy for faint digits as for bold ones.
+    """
+    ink = features.sum(axis=1)
+    cuts = np.quantile(ink, [1 / 3, 2 / 3])
+    return np.array(["light", "medium", "heavy"])[np.searchsorted(cuts, ink, side="right")]
 
 
 @dataclass(frozen=True)
@@ -78,7 +91,9 @@ class Model:
 
 DATASETS = (
     Dataset("digits", load_digits, "scikit-learn `load_digits`: 8x8 images of handwritten digits 0-9 "
-            "(a copy of the UCI optical digits test set), 1797 samples, 64 features"),
+            "(a copy of the UCI optical digits test set), 1797 samples, 64 features; group column `strokes`: "
+            "the image's ink (sum of its pixel intensities) in thirds of all images, `light`, `medium`, `heavy`",
+            group=("strokes", stroke_weight)),
     Dataset("breast_cancer", load_breast_cancer, "scikit-learn `load_breast_cancer`: Wisconsin "
             "diagnostic breast cancer, 569 samples, 30 features, classes malignant / benign"),
     Dataset("wine", load_wine, "scikit-learn `load_wine`: UCI wine recognition, 178 samples, "
@@ -165,6 +180,9 @@ def build(out_dir: Path, seed: int = SEED) -> list[dict[str, object]]:
             frame = pd.DataFrame(outputs, columns=[f"{prefix}{c}" for c in class_names])
             frame.insert(0, "label", labels[held_out])
             frame["split"] = split
+            if dataset.group is not None:
+                group_name, group_rule = dataset.group
+                frame[group_name] = group_rule(features)[held_out]
             path = out_dir / f"{dataset.name}_{model.name}.csv"
             frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
             # Check what was written, as the loader will see it.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -40,9 +41,20 @@ from studio.text import literal, md
 #: The one ``st.session_state`` key owned by the app.
 APP_KEY = "calibration_studio"
 
-#: The demo opened by a fresh session without ``?demo=``: a 10-class digits
-#: model whose probabilities are far too confident (Gaussian naive Bayes).
-DEFAULT_DEMO = "digits_gaussian_nb"
+#: The demos a fresh session opens without ``?demo=``: three models of one real data set (digits, 10 classes)
+#: whose calibration differs visibly, so that every page has something to say on a first visit: Gaussian
+#: naive Bayes far too confident, a random forest too timid, logistic regression close to calibrated; each
+#: with the group column ``strokes`` for the Groups page. ``CALIB_STUDIO_DEFAULT_DEMOS`` (comma-separated demo
+#: names) chooses others: a deployment's own, or the test suite's one model (:func:`default_demos`).
+BUILT_IN_DEFAULT_DEMOS = ("digits_gaussian_nb", "digits_random_forest", "digits_logistic_regression")
+#: The first default demo.
+DEFAULT_DEMO = BUILT_IN_DEFAULT_DEMOS[0]
+
+
+def default_demos() -> tuple[str, ...]:
+    """The demos a fresh session opens: ``CALIB_STUDIO_DEFAULT_DEMOS`` if set, else :data:`BUILT_IN_DEFAULT_DEMOS`."""
+    configured = os.environ.get("CALIB_STUDIO_DEFAULT_DEMOS", "")
+    return tuple(name.strip() for name in configured.split(",") if name.strip()) or BUILT_IN_DEFAULT_DEMOS
 
 #: Split choice meaning "every row".
 ALL_ROWS = "All rows"
@@ -444,7 +456,7 @@ def _query_demos() -> list[str]:
 
 
 def ensure_models_loaded() -> None:
-    """Load the demos of ``?demo=`` (or the default demo) once per fresh session.
+    """Load the demos of ``?demo=`` (or the default demos, :func:`default_demos`) once per fresh session.
 
     An unknown demo name ends in ``st.error`` listing the available names;
     the app then opens the default demo instead.
@@ -468,7 +480,7 @@ def ensure_models_loaded() -> None:
         )
     known = [name for name in wanted if name in available]
     if not known and available:
-        known = [DEFAULT_DEMO if DEFAULT_DEMO in available else next(iter(available))]
+        known = [name for name in default_demos() if name in available] or [next(iter(available))]
     for name in known:
         try:
             add_demo(name)

@@ -1,6 +1,7 @@
 """Shared pytest fixtures (kept small: the repository root and the demo files), and how pytest-xdist
 shares the tests between its workers (scripts/run_tests.sh runs the suite on every CPU)."""
 import functools
+import os
 import re
 import sys
 from pathlib import Path
@@ -10,6 +11,11 @@ from tests.blas_support import pin_this_process
 pin_this_process()  # before anything loads numpy: one OpenBLAS kernel on every CPU (tests/blas_support.py)
 
 import pytest  # noqa: E402
+
+# The app's page tests were written for one model: a fresh session here opens the first built-in default demo
+# only (studio.state.default_demos); tests/app/test_first_visit.py checks the three a visitor gets. Set before
+# any app or browser-test server starts, so their processes inherit it.
+os.environ.setdefault("CALIB_STUDIO_DEFAULT_DEMOS", "digits_gaussian_nb")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,9 @@ from calib_core.validation import CalibrationInputError
 __all__ = ["demo_datasets", "load_demo", "DEMO_GROUP_COLUMNS"]
 
 #: The group column :func:`load_demo` reads for demos that have one.
-DEMO_GROUP_COLUMNS = {"fair_logistic_regression": "occupation"}
+DEMO_GROUP_COLUMNS = {"fair_logistic_regression": "occupation",
+                      **{f"digits_{model}": "strokes"
+                         for model in ("gaussian_nb", "logistic_regression", "mlp", "random_forest", "svc")}}
 
 
 def _demo_dir() -> Path:
@@ -34,9 +36,10 @@ def demo_datasets() -> dict[str, Path]:
 def load_demo(name: str) -> Predictions:
     """Load one bundled demo file by name (see :func:`demo_datasets`).
 
-    Demos with a real group attribute (:data:`DEMO_GROUP_COLUMNS`, e.g.
-    ``fair_logistic_regression`` grouped by ``occupation``) are loaded with
-    that column as :attr:`Predictions.groups`.
+    Demos with a real group attribute (:data:`DEMO_GROUP_COLUMNS`:
+    ``fair_logistic_regression`` grouped by ``occupation``, the digits models
+    by ``strokes``, the ink of each image in thirds) are loaded with that
+    column as :attr:`Predictions.groups`.
 
     Raises
     ------
