@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.engines.sketch import _check_same
 from calib_core.engines.stats import CalibrationStats, _BlockScratch, _check_batch
-from calib_core.inference.groups import MAX_GROUPS, OTHER_GROUP
+from calib_core.inference.groups import MAX_GROUPS, merge_smallest_groups
 from calib_core.io.columns import MISSING_GROUP, group_text
 from calib_core.validation import CalibrationInputError
 
@@ -197,15 +197,10 @@ class GroupedStats:
         if len(labels) <= max_groups:
             return labels, stats, False, []
         counts = np.array([s.n_rows for s in stats], dtype=np.int64)
-        by_size = np.lexsort((np.arange(len(labels)), -counts))
-        kept = np.sort(by_size[:max_groups - 1])
+        kept, other, note = merge_smallest_groups(labels, counts, max_groups)
         rest = np.setdiff1d(np.arange(len(labels)), kept)
-        kept_labels = [labels[k] for k in kept]
-        other = OTHER_GROUP if OTHER_GROUP not in kept_labels else f"{OTHER_GROUP} (merged)"
-        merged_rows = int(counts[rest].sum())
-        notes = [f"{len(labels)} groups: the {max_groups - 1} largest are shown and the other "
-                 f"{len(labels) - kept.size} ({merged_rows} rows) are merged into '{other}'."]
-        return kept_labels + [other], [stats[k] for k in kept] + [_sum_stats([stats[k] for k in rest])], True, notes
+        return ([labels[k] for k in kept] + [other], [stats[k] for k in kept] + [_sum_stats([stats[k] for k in rest])],
+                True, [note])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-Python form: the overall statistics and every group's (no rows)."""

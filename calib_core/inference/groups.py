@@ -45,7 +45,7 @@ from calib_core.metrics.reliability import reliability_table
 from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_count, check_fraction,
                                    check_n_bins, check_probs_labels)
 
-__all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "OTHER_GROUP", "GroupCodes", "GroupResult",
+__all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "OTHER_GROUP", "merge_smallest_groups", "GroupCodes", "GroupResult",
            "MulticalibrationResult", "by_group", "choose_worst", "group_codes", "group_reliability", "multicalibration",
            "multicalibration_from_table", "stack_group_reliability"]
 
@@ -71,6 +71,32 @@ class GroupCodes:
     merged: bool             # whether the last label is the merged "other" group
     notes: list
 
+
+
+def merge_smallest_groups(labels: Sequence, counts: NDArray[np.integer], max_groups: int,
+                          ) -> tuple[NDArray[np.intp], str, str]:
+    """The one rule for too many groups: keep the ``max_groups - 1`` largest, merge the rest into "other".
+
+    Ties in size go to the group listed first. The merged group is called
+    :data:`OTHER_GROUP`, or ``"other (merged)"`` when a kept group is called
+    "other" already.
+
+    Returns
+    -------
+    kept : ndarray of int
+        Indices of the kept groups, in their original order.
+    other : str
+        The merged group's name.
+    note : str
+        The sentence that tells the reader what was merged.
+    """
+    by_size = np.lexsort((np.arange(len(labels)), -np.asarray(counts)))
+    kept = np.sort(by_size[: max_groups - 1])
+    other = OTHER_GROUP if OTHER_GROUP not in [labels[k] for k in kept] else f"{OTHER_GROUP} (merged)"
+    merged_rows = int(np.sum(counts) - np.asarray(counts)[kept].sum())
+    note = (f"{len(labels)} groups: the {max_groups - 1} largest are shown and the other "
+            f"{len(labels) - kept.size} ({merged_rows} rows) are merged into '{other}'.")
+    return kept, other, note
 
 def group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> GroupCodes:
     """Validate ``groups`` and number its distinct values (merging the smallest beyond ``max_groups``)."""
@@ -107,14 +133,10 @@ def group_codes(groups: ArrayLike, n_rows: int, max_groups: int) -> GroupCodes:
     notes: list[str] = []
     merged = False
     if len(labels) > max_groups:
-        by_size = np.lexsort((np.arange(len(labels)), -counts))
-        kept = np.sort(by_size[: max_groups - 1])
+        kept, other, note = merge_smallest_groups(labels, counts, max_groups)
         mapping = np.full(len(labels), max_groups - 1, dtype=np.intp)
         mapping[kept] = np.arange(kept.size)
-        other = OTHER_GROUP if OTHER_GROUP not in [labels[k] for k in kept] else f"{OTHER_GROUP} (merged)"
-        merged_rows = int(counts.sum() - counts[kept].sum())
-        notes.append(f"{len(labels)} groups: the {max_groups - 1} largest are shown and the other "
-                     f"{len(labels) - kept.size} ({merged_rows} rows) are merged into '{other}'.")
+        notes.append(note)
         labels = [labels[k] for k in kept] + [other]
         codes = mapping[codes]
         merged = True
