@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from calib_core.inference.groups import GroupResult
-from studio.figures import DIAGONAL_COLOR, FONT, PALETTE, _rgba, count_opacity
-from studio.text import plot_text
+from calib_core.plot.figures import DIAGONAL_COLOR, FONT, PALETTE, _rgba, count_opacity
+from calib_core.plot.text import plot_text
 
 #: Bar colours: a group large enough to compare, and one flagged too small (faded, hatched).
 BAR_COLOR = PALETTE[0]
