@@ -11,6 +11,7 @@ floor only (``tests/test_structure.py``).
 =====================  ===========================================================
 floor                  what lives there
 =====================  ===========================================================
+``display``            short ``repr`` and Jupyter HTML tables of result objects
 ``validation``         the one input validator (``CalibrationInputError``), softmax
 ``binning``            bin edges, assignment, per-bin sums, the sorted-values sweep
 ``io``                 loading prediction files, demos, CSV export
