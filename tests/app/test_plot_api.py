@@ -68,3 +68,20 @@ def test_simplex_is_the_simplex_pages_figure(three_classes):
     spec = page_chart("pages/5_Simplex.py", three_classes, "simplex_chart")
     assert_same_figure(spec, cc.plot.simplex(three_classes.probs, three_classes.labels,
                                              class_names=three_classes.class_names))
+
+
+def test_recalibration_is_the_recalibration_pages_before_after_figure():
+    from calib_core.recalibration import TemperatureScaling
+
+    data = load_demo("digits_gaussian_nb")
+    at = app_support.open_link("pages/6_Recalibration.py", timeout=300, query={"demo": "digits_gaussian_nb"},
+                               session_values={"recal_boot": 0})
+    app_support.assert_clean(at)
+    next(s for s in at.selectbox if s.label == "Method").set_value("Temperature scaling")
+    at.run()
+    app_support.assert_clean(at)
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "recal_reliability" in c.proto.id).proto.spec)
+    cal, test = data.split == "calibration", data.split == "test"
+    fitted = TemperatureScaling(input="probs").fit(data.probs[cal], data.labels[cal])
+    assert_same_figure(spec, cc.plot.recalibration(data.probs[test], fitted, data.labels[test],
+                                                   method="Temperature scaling"))
