@@ -47,8 +47,8 @@ from calib_core.io.formats import (
     _Raw,
     _resolve_source,
 )
-from calib_core.io.readers import (FRAME_KINDS, InMemory, _load_numpy, _npz_arrays, _pickle_refused, _read_csv, _read_parquet,
-                                   frame_kind, read_frame)
+from calib_core.io.readers import (FRAME_KINDS, InMemory, _load_numpy, _npz_arrays, _pickle_refused, _read_csv,
+                                   _read_parquet, frame_kind, read_frame)
 from calib_core.io.interpret import (
     _INPUT_KINDS,
     _map_string_labels,

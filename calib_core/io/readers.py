@@ -8,6 +8,9 @@
   are kept by name only, to be refused if a role asks for them.
 * :func:`_load_numpy` and :func:`_npz_arrays` read NPY/NPZ from their headers first, and refuse
   pickled objects.
+* :func:`read_frame` reads a table in memory (pandas, Arrow, polars: :func:`frame_kind`) as a
+  file of it reads: through Arrow and the Parquet reader's conversion, text cells parsed as the
+  CSV reader parses them.
 
 Every reader refuses repeated column names (:func:`check_duplicates`) and raises
 :class:`~calib_core.validation.CalibrationInputError` naming the file.
