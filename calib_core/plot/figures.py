@@ -1,7 +1,7 @@
 """Plotly figures for the app's foundation pages, built from calib_core results.
 
 Every function takes result tables (``reliability_table``, the per-class
-table of :func:`studio.compute.per_class`, ``bin_sensitivity`` and
+table of :func:`calib_core.per_class_table`, ``bin_sensitivity`` and
 ``rank_by_bins`` output) and returns a :class:`plotly.graph_objects.Figure`.
 Nothing here imports streamlit, so the figures are testable without a
 browser and reusable in exported reports. Pages show them with
@@ -370,7 +370,7 @@ def per_class_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "clas
     Parameters
     ----------
     tables : mapping of model name to DataFrame
-        :func:`studio.compute.per_class` output (columns ``class``, ``ace``,
+        :func:`calib_core.per_class_table` output (columns ``class``, ``ace``,
         ``classwise_ece``, ``support`` ...), one per model; grouped bars
         when there are several.
     sort_by : {"class", "ace", "classwise_ece"}
@@ -460,7 +460,7 @@ def per_class_worst_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str =
     Parameters
     ----------
     tables : mapping of model name to DataFrame
-        :func:`studio.compute.per_class` output, one per model (same classes).
+        :func:`calib_core.per_class_table` output, one per model (same classes).
     sort_by : {"ace", "classwise_ece"}
         Which error picks and orders the classes (the mean over models).
     top_n : int

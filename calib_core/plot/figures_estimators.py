@@ -15,7 +15,7 @@
 
 Colours follow :mod:`calib_core.plot.figures`: a model keeps its palette colour
 (its loading position) on every page. Model names are user-supplied: every
-figure shows them as plain text (:func:`studio.text.plot_text`), in trace
+figure shows them as plain text (:func:`calib_core.plot.text.plot_text`), in trace
 names, categories, panel titles and hover labels alike.
 """
 from __future__ import annotations

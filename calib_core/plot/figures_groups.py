@@ -4,7 +4,7 @@
 group with its bootstrap interval, sorted by the gap to the overall value);
 :func:`group_reliability_figure` draws :func:`calib_core.group_reliability`
 (the groups' reliability diagrams overlaid or as small multiples). Group
-names are user data: every one goes through :func:`studio.text.plot_text`.
+names are user data: every one goes through :func:`calib_core.plot.text.plot_text`.
 No streamlit here.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ The before/after reliability diagrams and simplex views reuse
 :func:`calib_core.plot.figures.reliability_figure` and
 :func:`calib_core.plot.figures_simplex.simplex_figure`.
 
-Metric and method names are shown as plain text (:func:`studio.text.plot_text`)
+Metric and method names are shown as plain text (:func:`calib_core.plot.text.plot_text`)
 in trace names, panel titles, tick labels and hover labels; titles passed in
 are Plotly text (escape user-supplied parts).
 """

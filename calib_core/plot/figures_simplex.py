@@ -71,7 +71,7 @@ def _vertex_names(result: SimplexReliability | CellTable, class_names: Sequence[
 def _vertex_title(name: str) -> tuple[str, float]:
     """``name`` as a Plotly title wrapped at spaces (lines joined by ``<br>``), and half its widest line in px.
 
-    Each line is plain text (:func:`~studio.text.plot_text`); a word longer than a line is cut.
+    Each line is plain text (:func:`~calib_core.plot.text.plot_text`); a word longer than a line is cut.
     """
     lines = textwrap.wrap(name, _TITLE_LINE_CHARS, break_on_hyphens=False) or [""]
     return "<br>".join(plot_text(line) for line in lines), max(map(len, lines)) * _TITLE_PX_PER_CHAR / 2
@@ -217,10 +217,10 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     class_names : sequence of str, optional
         Names of every original class (the vertex titles join each group's
         names with "+") or exactly three vertex titles. Default: class indices.
-        Shown as plain text (escaped with :func:`studio.text.plot_text` here:
+        Shown as plain text (escaped with :func:`calib_core.plot.text.plot_text` here:
         pass them raw).
     title : str, optional
-        Plotly text: escape user-supplied parts with :func:`studio.text.plot_text`.
+        Plotly text: escape user-supplied parts with :func:`calib_core.plot.text.plot_text`.
     count_scale : {"log", "linear"}, default "log"
         Colour scale of the cell counts.
     colorscale : str, default "Blues"
