@@ -13,7 +13,8 @@ import calib_core as cc
 from calib_core import CalibrationInputError
 from calib_core.io import demo_datasets
 from calib_core.io.formats import MAX_CELLS, MAX_ROWS
-from studio import compute, downloads, figures, layout, state
+from studio import compute, downloads, layout, state
+from calib_core.plot import figures
 from studio.text import literal, md, plot_text
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy", "zip"]  # .zip: a session file
@@ -30,7 +31,7 @@ FIX_HINT = ("Fix the file (or save it as a CSV with a `label` column and one `p_
 FIX_BUTTONS_HINT = "Or load it with one of these fixes (the model's card will say which):"
 # The headline of each model (its first picture): the Metrics page's default settings, so both show one number.
 HEADLINE_N_BINS, HEADLINE_BINNING, HEADLINE_N_BOOT, HEADLINE_SEED, HEADLINE_ALPHA = 15, "uniform", 200, 0, 0.05
-HEADLINE_HEIGHT = 300  # pixels: a thumbnail (studio.figures.COMPACT_HEIGHT)
+HEADLINE_HEIGHT = 300  # pixels: a thumbnail (calib_core.plot.figures.COMPACT_HEIGHT)
 # A badge, not an alert box: the card's first alert stays "read as logits" when the loader guessed that.
 VERDICT_BADGES = {"miscalibrated": ("orange", ":material/warning:"), "consistent": ("green", ":material/check_circle:"),
                   "inconclusive": ("blue", ":material/help:")}

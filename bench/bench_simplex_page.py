@@ -36,7 +36,7 @@ import calib_core as cc  # noqa: E402
 from calib_core.io import Predictions  # noqa: E402
 from studio import compute_simplex as cs  # noqa: E402
 from studio import state  # noqa: E402
-from studio.figures_simplex import simplex_figure  # noqa: E402
+from calib_core.plot.figures_simplex import simplex_figure  # noqa: E402
 
 BUDGET = 1.0
 PAGE = "pages/5_Simplex.py"

@@ -11,6 +11,7 @@ floor only (``tests/test_structure.py``).
 =====================  ===========================================================
 floor                  what lives there
 =====================  ===========================================================
+``display``            short ``repr`` and Jupyter HTML tables of result objects
 ``validation``         the one input validator (``CalibrationInputError``), softmax
 ``binning``            bin edges, assignment, per-bin sums, the sorted-values sweep
 ``io``                 loading prediction files, demos, CSV export
@@ -19,6 +20,8 @@ floor                  what lives there
 ``recalibration``      recalibration methods, prevalence shifts, the fit/evaluate protocol
 ``lab``                simulated ground truth, the studies run on it, test size/power
 ``engines``            streaming / Dask / Spark evaluation of large files, the CLI
+``plot``               the app's figures from Python (``cc.plot.reliability``, ...;
+                       Plotly, the optional ``plot`` extra, imported on first use)
 =====================  ===========================================================
 """
 # Lower floors first, in the order of the table above.
@@ -31,6 +34,7 @@ from calib_core.inference import *  # noqa: F401,F403
 from calib_core.recalibration import *  # noqa: F401,F403
 from calib_core.lab import *  # noqa: F401,F403
 from calib_core.engines import *  # noqa: F401,F403
+from calib_core import plot  # noqa: E402 -- a namespace (cc.plot.reliability), not star-imported
 
 __all__ = ["CalibrationInputError", "as_probs", "softmax", "BinStats", "bin_index", "bin_statistics",
            "classwise_bin_statistics", "optimal_n_bins",

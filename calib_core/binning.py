@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core._accel import SortedColumns, column_bin_sums
 from calib_core.validation import (
     CalibrationInputError,
@@ -75,6 +76,7 @@ __all__ = [
 ]
 
 
+@compact_display
 @dataclass(frozen=True)
 class BinStats:
     """Per-bin sums of one or several sets of values (one set per row).

@@ -3,7 +3,8 @@ import streamlit as st
 
 from calib_core.inference.groups import MAX_GROUPS, MIN_GROUP_ROWS
 from calib_core.metrics.registry import metric_name
-from studio import compute_groups, downloads, figures_groups, layout
+from studio import compute_groups, downloads, layout
+from calib_core.plot import figures_groups
 from studio.text import md
 
 METRICS = compute_groups.GROUP_METRICS

@@ -7,7 +7,8 @@ import numpy as np
 import streamlit as st
 
 import calib_core as cc
-from studio import compute, downloads, figures, layout, metrics_page, state
+from studio import compute, downloads, layout, metrics_page, state
+from calib_core.plot import figures
 from studio.estimators.sections import fixable_section
 from studio.text import md
 

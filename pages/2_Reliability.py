@@ -3,7 +3,8 @@ import pandas as pd
 import streamlit as st
 
 from calib_core.io.export import csv_bytes
-from studio import compute, compute_estimators, compute_simplex, downloads, figures, figures_estimators, layout, state
+from studio import compute, compute_estimators, compute_simplex, downloads, layout, state
+from calib_core.plot import figures, figures_estimators
 from studio.text import md
 
 models = layout.setup_page("Reliability")
@@ -48,10 +49,9 @@ if skipped:
     st.info(f"{', '.join(md(name) for name in skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
             "choose another event to include them.")
 tables = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, target) for m in usable}
-event = "top-label confidence" if target == "top_label" else f"predicted probability of class {figures.plot_text(class_names[target])}"
 figure = figures.reliability_figure(
     tables, layout=arrangement if len(tables) > 1 else "overlay", style=style, colors=state.model_colors(),
-    x_title=f"Mean {event} in the bin", n_rows={m.name: m.predictions.n_samples for m in usable},
+    x_title=figures.event_axis_title(target, class_names), n_rows={m.name: m.predictions.n_samples for m in usable},
     histogram_log=histogram_log,
 )
 band_col, band_draws_col, lens_col, smooth_col = st.columns([3, 2, 3, 3])

@@ -5,7 +5,8 @@ bars, histograms of both errors over every class, and a class picker listed wors
 you type."""
 import streamlit as st
 
-from studio import compute, downloads, figures, layout, state
+from studio import compute, downloads, layout, state
+from calib_core.plot import figures
 from studio.text import md, plot_text
 
 SORTS = {"class": "class order", "ace": "ACE (largest first)", "classwise_ece": "class-wise ECE (largest first)"}

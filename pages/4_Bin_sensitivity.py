@@ -4,11 +4,11 @@ import streamlit as st
 
 from calib_core.io import demo_datasets
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
-from studio import compute, downloads, figures, layout, state
+from studio import compute, downloads, layout, state
+from calib_core.plot import figures
+from calib_core.plot.draw import BIN_COUNTS, BINNINGS
 from studio.text import md
 
-BIN_COUNTS = tuple(range(2, 201))
-BINNINGS = ("uniform", "adaptive")
 TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}
 
 

@@ -4,7 +4,8 @@ import streamlit as st
 from calib_core import CalibrationInputError
 from studio import compute_simplex as cs
 from studio import layout
-from studio.simplex.chart import show_cells, show_chart, vertex_titles
+from calib_core.plot.figures_simplex import vertex_titles
+from studio.simplex.chart import show_cells, show_chart
 from studio.simplex.estimates import DISTANCES, show_estimates
 from studio.simplex.vertices import class_label, pick_vertices
 from studio.text import md

@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from calib_core.io.export import csv_bytes
-from studio import compute_summary, downloads, figures, layout
+from studio import compute_summary, downloads, layout
+from calib_core.plot import figures
 from studio.text import md
 
 layout.setup_page("Large tables")

@@ -374,8 +374,8 @@ def report_data(models: Sequence[ReportModel], settings: ReportSettings, *,
 def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: Sequence[str],
              recalibrations: Sequence[Recalibration] = ()) -> list[tuple[str, str, object]]:
     """``(section, caption, plotly Figure)`` for every chart, in report order."""
-    from studio import figures
-    from studio.figures_simplex import simplex_figure
+    from calib_core.plot import figures
+    from calib_core.plot.figures_simplex import simplex_figure
     from studio.text import plot_text
 
     colors = {m.name: i for i, m in enumerate(models)}
@@ -434,7 +434,7 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
 
 def _recalibration_figures(recalibrations: Sequence[Recalibration]) -> list[tuple[str, str, object]]:
     """One before/after reliability figure per comparison (its recommended method, and the one picked on the page)."""
-    from studio import figures
+    from calib_core.plot import figures
 
     out = []
     for recalibration in recalibrations:

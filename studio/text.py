@@ -32,10 +32,11 @@ from __future__ import annotations
 import re
 import string
 
+from calib_core.plot.text import plot_text  # noqa: F401 -- the app's pages use it from here too
+
 __all__ = ["literal", "md", "plot_text"]
 
 _MARKDOWN_ESCAPES = {ord(c): "\\" + c for c in string.punctuation}
-_PLOTLY_ESCAPES = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord("%"): "&#37;", ord("$"): "&#36;"}
 
 
 def md(value: object) -> str:
@@ -117,28 +118,3 @@ def literal(value: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
     return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def plot_text(value: object) -> str:
-    """``value`` as literal text inside a Plotly title, label, legend entry or hover template.
-
-    Parameters
-    ----------
-    value : object
-        A user-supplied string (or anything; ``str(value)`` is used).
-
-    Returns
-    -------
-    str
-        ``&``, ``<``, ``>``, ``%`` and ``$`` as character references
-        (``&amp;``, ``&lt;``, ``&gt;``, ``&#37;``, ``&#36;``): Plotly shows
-        them as those characters but never reads a tag, a ``%{...}``
-        placeholder or a MathJax formula from them. The mapping is
-        one-to-one, so distinct names stay distinct categories.
-
-    Examples
-    --------
-    >>> plot_text("<img src=x> 5%")
-    '&lt;img src=x&gt; 5&#37;'
-    """
-    return str(value).translate(_PLOTLY_ESCAPES)

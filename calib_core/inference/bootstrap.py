@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core._accel import compiled as _compiled
 from calib_core.inference.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
 from calib_core.metrics.binned import top_label
@@ -25,6 +26,7 @@ from calib_core.validation import check_count, check_fraction, check_probs_label
 __all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_metrics", "resampled_interval", "resampled_metrics"]
 
 
+@compact_display
 @dataclass(frozen=True)
 class BootstrapResult:
     """A metric's value on the data and its percentile bootstrap interval.

@@ -63,6 +63,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from calib_core.display import compact_display
 from calib_core.binning import bin_statistics, classwise_bin_statistics
 from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
 from calib_core.inference.skce_estimators import (BlockSKCE, UnbiasedSKCE, block_rows_default, skce_bandwidth,
@@ -90,6 +91,7 @@ _SKCE_REFERENCE = "a model whose labels are uniformly random on a third of the r
 Seed = int | np.random.Generator | None
 
 
+@compact_display
 @dataclass(frozen=True)
 class CalibrationTestResult:
     """Outcome of :func:`calibration_test`.

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core.binning import bin_index, bin_statistics
 from calib_core.metrics.simplex import Partition, data_dependent_partition, uniform_partition
 from calib_core.metrics.canonical import (CanonicalOptions, Seed, apply_lens, canonical_ce, check_canonical_options,
@@ -288,6 +289,7 @@ class CanonicalCE:
 # Consistency resampling
 # ----------------------------------------------------------------------------
 
+@compact_display
 @dataclass(frozen=True)
 class ConsistencyResult:
     """An estimator's value and its distribution under perfect calibration.

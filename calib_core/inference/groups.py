@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core.inference.bootstrap import bootstrap_ci
 from calib_core.inference.resample import MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, resampled_binned_values
 from calib_core.inference.intervals import metric_interval
@@ -159,6 +160,7 @@ def _resolve_metric(metric: Callable | str, n_bins: int, binning: str) -> tuple[
 
 # ----------------------------------------------------------------------------- by_group
 
+@compact_display
 @dataclass(frozen=True)
 class GroupResult:
     """A metric per group, with intervals, and the worst group.
@@ -509,6 +511,7 @@ def stack_group_reliability(group_labels: Sequence[object], frames: Sequence[pd.
     return table[first + [c for c in table.columns if c not in first]]
 
 
+@compact_display
 @dataclass(frozen=True)
 class MulticalibrationResult:
     """The largest calibration gap over (group, bin) cells with enough rows.

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from calib_core.display import compact_display
 from calib_core.inference.bootstrap import resampled_interval
 from calib_core.inference.resample import binned_spec
 from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOOT, DeclaredMetric, get_metric,
@@ -20,6 +21,7 @@ from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOO
 from calib_core.validation import (CalibrationInputError, check_binning, check_count, check_fraction, check_n_bins,
                                    check_positive, check_probs_labels)
 
+@compact_display
 @dataclass(frozen=True)
 class MetricInterval:
     """A metric's value and its interval, made as the metric declares.

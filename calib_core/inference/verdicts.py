@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from calib_core.display import compact_display
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["DEFAULT_ALPHA", "MIN_POWER", "SPARSE_CELL_ROWS", "SPARSE_ROW_SHARE", "VERDICTS", "CellOccupancy", "Verdict",
@@ -145,6 +146,7 @@ def cell_occupancy(counts: ArrayLike, advice: str = "") -> CellOccupancy:
     return CellOccupancy(int(round(total)), int(counts.size), float(np.median(counts)), sparse, advice)
 
 
+@compact_display
 @dataclass(frozen=True)
 class Verdict:
     """A test's reading: ``verdict`` (one of :data:`VERDICTS`) and ``reason``, one or two sentences."""

@@ -5,7 +5,7 @@ module             what lives there
 =================  ==============================================================
 ``formats``        file formats by suffix and content, the bytes, the one CSV sniffer
 ``limits``         what a file may cost: bytes, decoded rows and cells, checked first
-``readers``        CSV, Parquet, NPZ and NPY to a table or a dict of arrays
+``readers``        CSV, Parquet, NPZ, NPY and in-memory tables (pandas, Arrow, polars) to a table or arrays
 ``columns``        which column is the label, the classes, the split, the group
 ``arrays``         which NPZ/NPY array is the label, the scores, the split, the group
 ``interpret``      labels to class indices, scores to probabilities or logits, fixes

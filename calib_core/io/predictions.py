@@ -33,7 +33,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.io.arrays import _npy_parts, _npz_parts
-from calib_core.io.columns import MISSING_GROUP, _shown, group_text, split_mask, table_parts
+from calib_core.io.columns import MISSING_GROUP, Parts, _shown, group_text, split_mask, table_parts
 from calib_core.io.formats import (
     MAX_BYTES,
     MAX_CELLS,
@@ -47,7 +47,8 @@ from calib_core.io.formats import (
     _Raw,
     _resolve_source,
 )
-from calib_core.io.readers import _load_numpy, _npz_arrays, _pickle_refused, _read_csv, _read_parquet
+from calib_core.io.readers import (FRAME_KINDS, InMemory, _load_numpy, _npz_arrays, _pickle_refused, _read_csv,
+                                   _read_parquet, frame_kind, read_frame)
 from calib_core.io.interpret import (
     _INPUT_KINDS,
     _map_string_labels,
@@ -104,7 +105,8 @@ class Predictions:
     name : str
         Model name shown in tables and legends.
     source_format : str
-        ``"csv"``, ``"parquet"``, ``"npz"``, ``"npy"``, ``"arrays"``.
+        ``"csv"``, ``"parquet"``, ``"npz"``, ``"npy"``, ``"arrays"``; for a table in
+        memory ``"pandas"``, ``"arrow"`` or ``"polars"``.
     warnings : tuple of str
         Everything the loader assumed or changed, in plain words (also
         :attr:`notes`): a fix applied on request (renormalised rows, values
@@ -489,11 +491,20 @@ def load_predictions(
 
     Parameters
     ----------
-    source : path, bytes or binary file object
+    source : path, bytes, binary file object, or a table in memory
         A CSV/TSV (comma, tab or semicolon, optionally gzipped), Parquet,
         NPZ or NPY file. For bytes and file objects, ``file_format`` or the
         extension of ``name`` (or of the object's ``.name``) picks the
-        reader; without either the content is sniffed.
+        reader; without either the content is sniffed. A pandas DataFrame,
+        a pyarrow Table (or RecordBatch) or a polars DataFrame (polars is
+        optional, never imported unless given) is read by the same column
+        rules, with the same refusals, as a CSV file of it: categorical,
+        nullable and Arrow string columns count by their values, text cells
+        are read as a CSV's are (blank and ``NA`` cells are missing unless a
+        class is named so), the pandas index is not a column (a non-default
+        one names rows in messages), and ``source_format`` is ``"pandas"``,
+        ``"arrow"`` or ``"polars"``. ``max_bytes`` and ``file_format`` are
+        for files; ``max_rows``/``max_cells`` apply.
     label_column : str, optional
         Column with the true classes. Default: the first column named
         label, labels, y_true, true_label, target, y, class, truth, ...
@@ -632,7 +643,12 @@ def load_predictions(
             raise CalibrationInputError("`class_names` must be unique.")
     display = "the file"
     try:
-        raw = _resolve_source(source, name, max_bytes)
+        kind = frame_kind(source)
+        if kind is not None and file_format is not None:
+            raise CalibrationInputError(
+                f"`file_format` chooses a file reader; {FRAME_KINDS[kind]} is read as a table: leave it out."
+            )
+        raw = InMemory(source, kind) if kind is not None else _resolve_source(source, name, max_bytes)
         display = raw.display
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
@@ -656,38 +672,19 @@ def load_predictions(
         ) from exc
 
 
-def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[str] | None,
+def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns: Sequence[str] | None,
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
           max_bytes: int | None, file_format: str | None, group: str | None = None,
           limits: Decoded = Decoded()) -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
-    if raw.size() == 0:
-        raise CalibrationInputError(
-            f"{raw.display} is empty (0 bytes). Provide a table with a header row, e.g. "
-            "'label,p_0,p_1', and one row per prediction."
-        )
-    raw = _maybe_gunzip(raw, max_bytes, limits)
-    fmt = _detect_format(raw, file_format, raw.head(16))
     notes: list[str] = []
     options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
                    score_column=score_column, split_column=split_column, notes=notes, group_column=group)
-    if fmt == "csv":
-        table, read_notes = _read_csv(raw, limits)
-        notes.extend(read_notes)
-        parts = table_parts(table, **options)
-    elif fmt == "parquet":
-        parts = table_parts(_read_parquet(raw, limits), **options)
+    if isinstance(raw, InMemory):
+        fmt, parts = raw.kind, table_parts(read_frame(raw.source, raw.kind, limits), **options)
     else:
-        loaded = _load_numpy(raw, max_bytes, limits)
-        if isinstance(loaded, np.ndarray):
-            fmt = "npy"
-            if loaded.dtype.hasobject:
-                raise _pickle_refused(raw.display, "dtype object")
-            parts = _npy_parts(loaded, **options)
-        else:
-            fmt = "npz"
-            parts = _npz_parts(_npz_arrays(loaded, raw.display), **options)
+        fmt, parts = _file_parts(raw, max_bytes, file_format, limits, notes, options)
     probs, logits = interpret_scores(parts, input_kind, renormalize, notes, percentages=percentages)
     n_classes = probs.shape[1]
     names = parts.class_names
@@ -729,3 +726,32 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
         split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
         warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None,
         groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))
+
+
+def _file_parts(raw: _Raw, max_bytes: int | None, file_format: str | None, limits: Decoded,
+                notes: list[str], options: dict[str, Any]) -> tuple[str, Parts]:
+    """A file's format and its parts, before interpretation."""
+    if raw.size() == 0:
+        raise CalibrationInputError(
+            f"{raw.display} is empty (0 bytes). Provide a table with a header row, e.g. "
+            "'label,p_0,p_1', and one row per prediction."
+        )
+    raw = _maybe_gunzip(raw, max_bytes, limits)
+    fmt = _detect_format(raw, file_format, raw.head(16))
+    if fmt == "csv":
+        table, read_notes = _read_csv(raw, limits)
+        notes.extend(read_notes)
+        parts = table_parts(table, **options)
+    elif fmt == "parquet":
+        parts = table_parts(_read_parquet(raw, limits), **options)
+    else:
+        loaded = _load_numpy(raw, max_bytes, limits)
+        if isinstance(loaded, np.ndarray):
+            fmt = "npy"
+            if loaded.dtype.hasobject:
+                raise _pickle_refused(raw.display, "dtype object")
+            parts = _npy_parts(loaded, **options)
+        else:
+            fmt = "npz"
+            parts = _npz_parts(_npz_arrays(loaded, raw.display), **options)
+    return fmt, parts

@@ -8,6 +8,9 @@
   are kept by name only, to be refused if a role asks for them.
 * :func:`_load_numpy` and :func:`_npz_arrays` read NPY/NPZ from their headers first, and refuse
   pickled objects.
+* :func:`read_frame` reads a table in memory (pandas, Arrow, polars: :func:`frame_kind`) as a
+  file of it reads: through Arrow and the Parquet reader's conversion, text cells parsed as the
+  CSV reader parses them.
 
 Every reader refuses repeated column names (:func:`check_duplicates`) and raises
 :class:`~calib_core.validation.CalibrationInputError` naming the file.
@@ -18,6 +21,7 @@ import csv
 import io
 import warnings as _warnings
 import zipfile
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Sequence
 
 import numpy as np
@@ -29,7 +33,7 @@ from calib_core.io.formats import (MAX_CLASSES, Table, _Raw, _SNIFF_BYTES, _deco
 from calib_core.io.limits import Decoded, _npy_table_shape, check_parquet, count_csv_rows, csv_header
 from calib_core.validation import CalibrationInputError
 
-__all__ = ["check_duplicates"]
+__all__ = ["FRAME_KINDS", "InMemory", "check_duplicates", "frame_kind", "read_frame"]
 
 # ---------------------------------------------------------------------------
 # Reading CSV and Parquet tables
@@ -187,7 +191,6 @@ def _check_column_count(n_columns: int, display: str) -> None:
 
 
 def _read_parquet(raw: _Raw, limits: Decoded = Decoded()) -> Table:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     def damaged(exc: BaseException) -> CalibrationInputError:
@@ -213,23 +216,166 @@ def _read_parquet(raw: _Raw, limits: Decoded = Decoded()) -> Table:
         raise damaged(exc) from exc
     names = [str(c).strip() for c in table.column_names]
     check_duplicates(names, raw.display)
-    # Nested columns (struct, list, map) can hold neither labels nor probabilities: they are
-    # replaced by nulls here and refused by name if the mapping asks for them.
-    nested: dict[str, str] = {}
-    for position, (column, column_type) in enumerate(zip(names, table.schema.types)):
-        value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
-        if pa.types.is_nested(value_type):
-            nested[column] = str(column_type)
-            table = table.set_column(position, table.schema.field(position).name, pa.nulls(table.num_rows))
     try:
-        # The pandas metadata (a stored index, its column names) is not needed and may lie.
-        frame = table.to_pandas(ignore_metadata=True)
+        frame, nested = _arrow_frame(table, names)
     except MemoryError:
         raise
     except Exception as exc:
         raise damaged(exc) from exc
-    frame.columns = names
     return Table(frame=frame, row_label=plain_row_label, nested=nested)
+
+
+def _arrow_frame(table: Any, names: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """An Arrow table as the pandas frame a CSV of it reads to, and its nested columns.
+
+    Nested columns (struct, list, map) can hold neither labels nor probabilities: they are
+    replaced by nulls here and refused by name if the mapping asks for them. Dictionary
+    (categorical) columns are decoded to their values, as a CSV of them would hold them.
+    """
+    import pyarrow as pa
+
+    nested: dict[str, str] = {}
+    for position, (column, column_type) in enumerate(zip(names, table.schema.types)):
+        value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
+        field_name = table.schema.field(position).name
+        if pa.types.is_nested(value_type):
+            nested[column] = str(column_type)
+            table = table.set_column(position, field_name, pa.nulls(table.num_rows))
+        elif value_type is not column_type:
+            table = table.set_column(position, field_name, table.column(position).cast(value_type))
+    # The pandas metadata (a stored index, its column names) is not needed and may lie.
+    frame = table.to_pandas(ignore_metadata=True)
+    frame.columns = names
+    return frame, nested
+
+
+# ---------------------------------------------------------------------------
+# Tables in memory: a pandas DataFrame, an Arrow table, a polars DataFrame
+# ---------------------------------------------------------------------------
+
+#: How messages name each kind of in-memory table :func:`calib_core.load_predictions` reads
+#: (its :attr:`~calib_core.Predictions.source_format`).
+FRAME_KINDS = {"pandas": "the pandas DataFrame", "arrow": "the Arrow table", "polars": "the polars DataFrame"}
+
+
+def frame_kind(source: Any) -> str | None:
+    """``"pandas"``, ``"arrow"`` or ``"polars"`` when ``source`` is a table in memory, else None.
+
+    polars is recognised by its module name, never imported: it stays optional.
+    """
+    if isinstance(source, pd.DataFrame):
+        return "pandas"
+    module = type(source).__module__ or ""
+    if module.startswith("pyarrow"):
+        import pyarrow as pa
+
+        if isinstance(source, (pa.Table, pa.RecordBatch)):
+            return "arrow"
+    if module.split(".")[0] == "polars":
+        if type(source).__name__ == "DataFrame":
+            return "polars"
+        if type(source).__name__ == "LazyFrame":
+            raise CalibrationInputError(
+                "`source` is a polars LazyFrame; collect it first: load_predictions(frame.collect())."
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class InMemory:
+    """A table in memory given to :func:`calib_core.load_predictions`, as its loader sees a source."""
+
+    source: Any
+    kind: str  # a key of FRAME_KINDS
+    hint: str = ""  # no file name: the model is named by `name=` or "model"
+
+    @property
+    def display(self) -> str:
+        return FRAME_KINDS[self.kind]
+
+
+def _index_row_label(index: pd.Index) -> Callable[[int], str]:
+    """Name rows by position and, for an index other than 0, 1, 2, ..., by their index label."""
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return plain_row_label
+
+    def label(row: int) -> str:
+        value = index[row]
+        shown = repr(value) if isinstance(value, str) else str(value)
+        return f"row {row + 1} (index {shown[:60]})"
+    return label
+
+
+def _pandas_to_arrow(frame: pd.DataFrame) -> Any:
+    """The columns of a pandas frame as Arrow arrays (its index left out): categorical and nullable
+    columns keep their values and their gaps; a column of mixed Python objects becomes text, as a CSV
+    of it would read."""
+    import pyarrow as pa
+
+    arrays = []
+    for position in range(frame.shape[1]):
+        column = frame.iloc[:, position]
+        try:
+            arrays.append(pa.array(column, from_pandas=True))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            arrays.append(pa.array(column.astype("string"), from_pandas=True))
+    return pa.Table.from_arrays(arrays, names=[f"c{k}" for k in range(len(arrays))])
+
+
+def read_frame(source: Any, kind: str, limits: Decoded = Decoded()) -> Table:
+    """A table in memory (:func:`frame_kind`) as the :class:`Table` a file of it gives.
+
+    The column rules are the files' own (:func:`calib_core.io.columns.table_parts`): the
+    frame goes through Arrow and the Parquet reader's conversion (:func:`_arrow_frame`), so
+    categorical, nullable and Arrow-backed string columns read as their plain values. A
+    pandas index is not a column; a non-default one names the rows in messages.
+    """
+    import pyarrow as pa
+
+    display = FRAME_KINDS[kind]
+    if kind == "arrow" and isinstance(source, pa.RecordBatch):
+        source = pa.Table.from_batches([source])
+    n_rows, n_columns = (source.num_rows, source.num_columns) if kind == "arrow" else source.shape
+    names = [str(c).strip() for c in (source.column_names if kind == "arrow" else source.columns)]
+    _check_column_count(n_columns, display)
+    check_duplicates(names, display)
+    limits.check(int(n_rows), int(n_columns), display)
+    row_label = plain_row_label
+    if kind == "pandas":
+        table, row_label = _pandas_to_arrow(source), _index_row_label(source.index)
+    elif kind == "polars":
+        table = source.to_arrow()
+    else:
+        table = source
+    frame, nested = _arrow_frame(table, names)
+    frame, raw_text = _text_as_in_a_csv(frame)
+    return Table(frame=frame, row_label=row_label, raw_text=raw_text, nested=nested)
+
+
+def _text_as_in_a_csv(frame: pd.DataFrame) -> tuple[pd.DataFrame, Callable[[str], NDArray[Any]]]:
+    """Text columns read as the CSV reader reads the same cells, and their cells as written.
+
+    A CSV cannot tell a blank cell, ``"NA"`` or ``"nan"`` from a missing value, nor ``"3"``
+    from the number 3: its reader decides (:func:`_read_csv`), and a label written ``NA`` is
+    the class ``NA`` only when a class column is named so (``raw_text``). A table's text
+    columns go through the same parser, so a table and a CSV of it load alike.
+    """
+    positions = [k for k in range(frame.shape[1])
+                 if pd.api.types.is_string_dtype(frame.dtypes.iloc[k])
+                 and all(isinstance(v, str) for v in frame.iloc[:, k].dropna())]
+    written = {frame.columns[k]: frame.iloc[:, k].fillna("").to_numpy(dtype=object) for k in positions}
+    if positions:
+        cells = frame.iloc[:, positions].to_csv(index=False, header=False, lineterminator="\n")
+        parsed = pd.read_csv(io.StringIO(cells), header=None, names=range(len(positions)), index_col=False,
+                             skip_blank_lines=False, engine="c")
+        frame = frame.copy()
+        for j, k in enumerate(positions):
+            frame.isetitem(k, parsed.iloc[:, j].to_numpy())
+    def raw_text(column: str) -> NDArray[Any]:
+        if column in written:
+            return written[column]
+        return np.array(["" if pd.isna(v) else str(v) for v in frame[column]], dtype=object)
+    return frame, raw_text
 
 
 # ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 from scipy.stats import norm as normal
 
+from calib_core.display import compact_display
 from calib_core.validation import CalibrationInputError, check_fraction, check_probs_labels
 
 __all__ = ["COX_EPSILON", "CoxCalibration", "cox_calibration", "one_vs_rest"]
@@ -73,6 +74,7 @@ def _shape(values: list, binary: bool):
 
 # ----------------------------------------------------------------------------- Cox calibration
 
+@compact_display
 @dataclass(frozen=True)
 class CoxCalibration:
     """Cox's calibration regression ``logit P(y=1) = intercept + slope * logit(p)``.

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core.metrics.binned import top_label
 from calib_core.metrics.kde import (
     bregman_ce,
@@ -69,6 +70,7 @@ _SCORES = ("brier", "log")
 
 
 # --------------------------------------------------------------------------- decomposition
+@compact_display
 @dataclass(frozen=True)
 class ScoreDecomposition:
     """Calibration-sharpness decomposition of an empirical Brier or log score.

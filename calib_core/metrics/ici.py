@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core._accel import compiled, parallel_map, window_moments
 from calib_core.validation import CalibrationInputError
 from calib_core.metrics.cox import _shape, one_vs_rest
@@ -238,6 +239,7 @@ def loess_smooth(x: ArrayLike, y: ArrayLike, *, span: float = 0.75, degree: int 
 
 # ----------------------------------------------------------------------------- ICI
 
+@compact_display
 @dataclass(frozen=True)
 class ICIResult:
     """Integrated calibration index and related summaries of a loess calibration curve.

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core._accel import map_blocks
 from calib_core.metrics.binned import top_label
 from calib_core.validation import (
@@ -571,6 +572,7 @@ def skce_block_terms(probs: ArrayLike, labels: ArrayLike, bandwidth: float) -> N
     return _block_terms(probs, labels, bandwidth)
 
 
+@compact_display
 @dataclass(frozen=True)
 class SKCEEstimate:
     """An SKCE estimate with its standard error.

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from calib_core.display import compact_display
 from calib_core.metrics import registry
 from calib_core.metrics.decomposition import calibrated_bias
 from calib_core.metrics.registry import BOUNDS, CALIBRATED_BIAS, KDE_BANDWIDTH, get_metric, metric_name
@@ -46,6 +47,7 @@ MAX_QUADRATIC_ROWS = 20_000
 MAX_FIT_CELLS = 5_000_000
 
 
+@compact_display
 @dataclass(frozen=True)
 class MetricReport:
     """Every requested metric, with a reason for each one that is not available.

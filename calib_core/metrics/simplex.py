@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core.metrics.partitions import (
     PARTITIONS,
     Partition,
@@ -212,6 +213,7 @@ class CellTable:
         return pd.DataFrame(columns)
 
 
+@compact_display
 @dataclass(frozen=True)
 class SimplexReliability:
     """Everything a two-dimensional reliability diagram needs.

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core._accel import spread
 from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
@@ -313,6 +314,7 @@ def smooth_ece_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np
     return _prepare_top_label(confidence, correct, bandwidth, method)[3]
 
 
+@compact_display
 @dataclass(frozen=True)
 class SmoothReliabilityCurve:
     """A smoothed reliability diagram of the top-label confidence.

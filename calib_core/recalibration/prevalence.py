@@ -13,11 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core.validation import CalibrationInputError, check_labels, check_probs
 
 __all__ = ["PrevalenceAdjustment", "adjust_prevalence"]
 
 
+@compact_display
 @dataclass(frozen=True)
 class PrevalenceAdjustment:
     """Predictions moved to new class prevalences by Bayes' rule.

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from calib_core.display import compact_display
 from calib_core._accel import mark_validated, marked_copy
 from calib_core.metrics.registry import get_metric, resolve_metrics
 from calib_core.recalibration import Recalibrator
@@ -309,6 +310,7 @@ def cross_fit(method: MethodLike, x: ArrayLike, labels: ArrayLike, *, n_folds: i
 
 
 # -- before / after evaluation ------------------------------------------------------
+@compact_display
 @dataclass(frozen=True)
 class RecalibrationReport:
     """Before/after comparison of recalibration methods.

@@ -9,5 +9,5 @@ module              what it holds
 ==================  =============================================================
 
 The cached calib_core calls are in :mod:`studio.compute_estimators`, the
-figures in :mod:`studio.figures_estimators`.
+figures in :mod:`calib_core.plot.figures_estimators`.
 """

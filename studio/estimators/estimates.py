@@ -12,7 +12,7 @@ from calib_core import CalibrationInputError
 from studio import compute_estimators as ce
 from studio import downloads, state
 from studio.estimators.settings import ALPHA, Plans, Settings
-from studio.figures_estimators import estimates_figure
+from calib_core.plot.figures_estimators import estimates_figure
 from studio.text import md
 
 #: Rows of the estimates table, in order (class-wise kde_ce only when asked for).

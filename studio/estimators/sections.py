@@ -12,7 +12,7 @@ from studio import compute_estimators as ce
 from studio import downloads, layout, state
 from studio.estimators.estimates import Estimates, Steps
 from studio.estimators.settings import Plans, Settings
-from studio.figures_estimators import (CHAIN_LABELS, SMOOTH_RANGE_NOTE, bound_chain_figure, decomposition_figure,
+from calib_core.plot.figures_estimators import (CHAIN_LABELS, SMOOTH_RANGE_NOTE, bound_chain_figure, decomposition_figure,
                                        smooth_reliability_figure)
 from studio.text import md
 

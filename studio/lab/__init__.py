@@ -12,5 +12,5 @@ module              what it shows
 ==================  =============================================================
 
 The modules hold widgets and rendering only: the cached calib_core calls are
-in :mod:`studio.compute_lab`, the figures in :mod:`studio.figures_lab`.
+in :mod:`studio.compute_lab`, the figures in :mod:`calib_core.plot.figures_lab`.
 """

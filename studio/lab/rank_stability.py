@@ -5,7 +5,7 @@ import streamlit as st
 from calib_core import CalibrationInputError
 from studio import compute_lab as cl
 from studio import downloads, layout
-from studio.figures_lab import correlation_heatmap, variant_heatmap
+from calib_core.plot.figures_lab import correlation_heatmap, variant_heatmap
 from studio.lab.jobs import data_page_link
 from studio.text import md
 

@@ -7,7 +7,7 @@ from calib_core.lab.estimators import DEFAULT_SIZES
 from calib_core.lab.stability import gap_slopes, observed_gap
 from studio import compute_lab as cl
 from studio import downloads, layout
-from studio.figures_lab import futami_figure, lab_figure
+from calib_core.plot.figures_lab import futami_figure, lab_figure
 from studio.lab.jobs import advance, fmt_size, progress_row
 from studio.text import md
 

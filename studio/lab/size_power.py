@@ -5,7 +5,7 @@ import streamlit as st
 from calib_core import csv_bytes
 from studio import compute_lab as cl
 from studio import downloads, layout
-from studio.figures_lab import size_power_figure
+from calib_core.plot.figures_lab import size_power_figure
 from studio.lab.jobs import advance, fmt_size, job_state
 
 TESTS_JOB = "lab:tests_job"

@@ -5,7 +5,7 @@ from calib_core import METRICS, csv_bytes
 from calib_core.lab.stability import stability_table
 from studio import compute_lab as cl
 from studio import downloads, layout
-from studio.figures_lab import subset_figure
+from calib_core.plot.figures_lab import subset_figure
 from studio.lab.jobs import advance, data_page_link, job_state
 from studio.text import md
 

@@ -12,5 +12,5 @@ module              what it holds
 The modules hold widgets and rendering only: the science is
 :mod:`calib_core.recalibration.compare` and :mod:`calib_core.recalibration.sweeps`,
 cached by :mod:`studio.compute_recalibration`; the figures are in
-:mod:`studio.figures_recalibration`.
+:mod:`calib_core.plot.figures_recalibration`.
 """

@@ -12,9 +12,9 @@ from calib_core.recalibration import compare, sweeps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY
 from studio import compute_recalibration as cr
 from studio import downloads, layout, report
-from studio.figures import reliability_figure
-from studio.figures_recalibration import gce_rank_figure, temperature_surface_figure
-from studio.figures_simplex import simplex_figure
+from calib_core.plot.figures import reliability_figure
+from calib_core.plot.figures_recalibration import gce_rank_figure, temperature_surface_figure
+from calib_core.plot.figures_simplex import simplex_figure
 from studio.recalibration.fitting import ModelResult
 from studio.text import md
 

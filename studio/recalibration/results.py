@@ -11,7 +11,7 @@ from calib_core.recalibration import compare
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY
 from studio import compute_recalibration as cr
 from studio import downloads, layout
-from studio.figures_recalibration import change_figure
+from calib_core.plot.figures_recalibration import change_figure
 from studio.recalibration.fitting import ModelResult, interval_text
 from studio.text import literal, md
 

@@ -9,5 +9,5 @@ module              what it holds
 ==================  =============================================================
 
 The modules hold widgets and rendering only: the cached calib_core calls are
-in :mod:`studio.compute_simplex`, the figure in :mod:`studio.figures_simplex`.
+in :mod:`studio.compute_simplex`, the figure in :mod:`calib_core.plot.figures_simplex`.
 """

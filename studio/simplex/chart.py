@@ -6,23 +6,10 @@ import streamlit as st
 from calib_core import csv_bytes
 from calib_core.metrics.simplex import SimplexReliability
 from studio import downloads
-from studio.figures_simplex import simplex_figure
-from studio.simplex.vertices import VERTEX_LETTERS, vertex_title
+from calib_core.plot.figures_simplex import SIMPLEX_HEIGHT as CHART_HEIGHT, simplex_figure
+from studio.simplex.vertices import VERTEX_LETTERS
 from studio.state import ModelView
 from studio.text import md
-
-#: Height of the chart (px): the triangle is about as wide as the chart is tall.
-CHART_HEIGHT = 720
-
-
-def vertex_titles(view: SimplexReliability, lens: str, class_names: tuple[str, ...],
-                  class_index: int | None) -> tuple[str, str, str]:
-    """What each vertex of the triangle stands for."""
-    if lens == "canonical":
-        return tuple(vertex_title(class_names, group) for group in view.projection.groups)
-    if lens == "max":
-        return ("predicted class", "another class", "")
-    return (f"class {class_names[class_index]}", f"not class {class_names[class_index]}", "")
 
 
 def show_chart(model: ModelView, models: list[ModelView], view: SimplexReliability, titles: tuple[str, str, str], *,

@@ -17,14 +17,6 @@ def class_label(names: tuple[str, ...], k: int) -> str:
     return str(k) if names[k] == str(k) else f"{k}: {names[k]}"
 
 
-def vertex_title(names: tuple[str, ...], group: tuple[int, ...]) -> str:
-    if not group:
-        return ""
-    if len(group) <= 4:
-        return " + ".join(names[k] for k in group)
-    return f"{names[group[0]]} + … + {names[group[-1]]} ({len(group)} classes)"
-
-
 def plural(items: list[int], names: tuple[str, ...]) -> str:
     shown = ", ".join(class_label(names, k) for k in items)
     return f"class {shown} is" if len(items) == 1 else f"classes {shown} are"

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
 from calib_core.io import load_demo
-from studio import figures
+from calib_core.plot import figures
 from studio.nav import PAGES, available_pages
 from studio.state import APP_KEY, DEFAULT_DEMO
 

@@ -39,12 +39,12 @@ from streamlit.time_util import time_to_seconds
 import calib_core as cc
 from calib_core.io import Predictions, load_demo
 from studio import compute_lab as cl
-from studio import figures
-from studio import figures_estimators as fe
-from studio import figures_lab as fl
+from calib_core.plot import figures
+from calib_core.plot import figures_estimators as fe
+from calib_core.plot import figures_lab as fl
 from studio import nav, state
-from studio.figures_recalibration import change_figure, temperature_surface_figure
-from studio.figures_simplex import ARROW_TRACE_NAME, simplex_figure
+from calib_core.plot.figures_recalibration import change_figure, temperature_surface_figure
+from calib_core.plot.figures_simplex import ARROW_TRACE_NAME, simplex_figure
 from studio.memory import RESULT_TTL_SECONDS
 from studio.text import literal, md, plot_text
 

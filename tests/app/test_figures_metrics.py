@@ -1,4 +1,4 @@
-"""The Metrics page's chart of calibration errors with intervals (studio.figures.metric_interval_figure).
+"""The Metrics page's chart of calibration errors with intervals (calib_core.plot.figures.metric_interval_figure).
 
 Issue 23 item 8: the x labels "ICI (binary: class 1; K > 2: one-vs-rest mean)", "E50 (...)" and
 "E90 (...)" ran into each other and off the figure; the axis now shows the short names and says
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 import calib_core as cc
-from studio import figures
+from calib_core.plot import figures
 from studio.text import plot_text
 
 #: Plotly's 12 px tick font is about 7 px per character; categories of a 700 px chart with 13 metrics
@@ -58,7 +58,8 @@ def test_bin_marks_are_the_reference_lines_of_the_page_and_the_report():
     """One home (issue 24): the Bin sensitivity page and the report each wrote these two marks."""
     import inspect
 
-    from studio import figures, report
+    from studio import report
+    from calib_core.plot import figures
 
     assert figures.bin_marks(899) == {"optimal_n_bins(N)": 21.0, "N^(1/3)": 9.65}
     assert "figures.bin_marks(" in inspect.getsource(report._figures)

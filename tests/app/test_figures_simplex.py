@@ -1,11 +1,11 @@
-"""Tests of studio.figures_simplex: the simplex reliability figure drawn from calib_core's results."""
+"""Tests of calib_core.plot.figures_simplex: the simplex reliability figure drawn from calib_core's results."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import calib_core as cc
-from studio.figures_simplex import ARROW_TRACE_NAME, simplex_figure
+from calib_core.plot.figures_simplex import ARROW_TRACE_NAME, simplex_figure
 
 CIE = cc.CalibrationInputError
 

@@ -1,4 +1,4 @@
-"""The smoothed reliability curve as drawn (studio/figures_estimators.py; issue 23 item 8).
+"""The smoothed reliability curve as drawn (calib_core/plot/figures_estimators.py; issue 23 item 8).
 
 The smoothed accuracy ``t + r(t) / density(t)`` is an estimate of a
 probability that leaves [0, 1] near the ends of the data and far below 0
@@ -14,8 +14,8 @@ import pytest
 
 import calib_core as cc
 from calib_core.io import load_demo
-from studio import figures
-from studio import figures_estimators as fe
+from calib_core.plot import figures
+from calib_core.plot import figures_estimators as fe
 
 from tests.app_support import trace_array
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The modules the report needs: every figure module and the report itself.
-NO_STREAMLIT = sorted([*(ROOT / "studio").glob("figures*.py"), ROOT / "studio" / "report.py"])
+#: The modules the report needs: every figure module (calib_core.plot, and any the app keeps) and the report itself.
+NO_STREAMLIT = sorted([*(ROOT / "calib_core" / "plot").glob("*.py"), *(ROOT / "studio").glob("figures*.py"),
+                       ROOT / "studio" / "report.py"])
 
 
 def _file_of(module: str, root: Path) -> Path | None:
@@ -77,16 +78,17 @@ def test_figures_and_report_reach_no_streamlit(path):
 
 
 def test_the_check_finds_streamlit_imported_in_a_function_of_a_module_they_import(tmp_path):
-    # A copy of studio/ where text.py (imported by every figure module) imports streamlit in a function body.
-    studio = tmp_path / "studio"
-    studio.mkdir()
-    for path in (ROOT / "studio").glob("*.py"):
-        (studio / path.name).write_text(path.read_text())
-    text = studio / "text.py"
+    # A copy of studio/ and calib_core/plot/ where plot/text.py (imported by every figure module) imports
+    # streamlit in a function body.
+    for folder in ("studio", "calib_core/plot"):
+        (tmp_path / folder).mkdir(parents=True)
+        for path in (ROOT / folder).glob("*.py"):
+            (tmp_path / folder / path.name).write_text(path.read_text())
+    text = tmp_path / "calib_core" / "plot" / "text.py"
     text.write_text(text.read_text() + "\n\ndef _toast():\n    import streamlit as st\n    return st\n")
-    chain = streamlit_chain(studio / "figures.py", tmp_path)
-    assert chain == ["studio.figures", "studio.text", "streamlit"]
-    assert streamlit_chain(studio / "report.py", tmp_path)[-1] == "streamlit"
+    chain = streamlit_chain(tmp_path / "calib_core" / "plot" / "figures.py", tmp_path)
+    assert chain == ["calib_core.plot.figures", "calib_core.plot.text", "streamlit"]
+    assert streamlit_chain(tmp_path / "studio" / "report.py", tmp_path)[-1] == "streamlit"
 
 
 def test_the_report_and_figures_import_without_streamlit():

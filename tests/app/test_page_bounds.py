@@ -13,7 +13,7 @@ import pytest
 import calib_core as cc
 from calib_core.io import Predictions, load_demo
 from calib_core.recalibration.fixable import fixable_part
-from studio import figures_estimators as fe
+from calib_core.plot import figures_estimators as fe
 
 from tests import app_support
 from tests.app_support import assert_clean, plotly_specs

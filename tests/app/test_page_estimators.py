@@ -1,5 +1,5 @@
 """Tests of the Estimators page (pages/7_Estimators.py), its helpers (studio/compute_estimators.py)
-and its figures (studio/figures_estimators.py, built and checked without a browser).
+and its figures (calib_core/plot/figures_estimators.py, built and checked without a browser).
 
 Page tests open the page as a deep link in a fresh session (``switch_page``
 before the first run), so the page sets itself up and loads ``?demo=``.
@@ -19,8 +19,8 @@ import calib_core as cc
 from calib_core.inference.blocks import block_estimate, block_indices
 from calib_core.io import Predictions, load_demo
 from studio import compute_estimators as ce
-from studio import figures
-from studio import figures_estimators as fe
+from calib_core.plot import figures
+from calib_core.plot import figures_estimators as fe
 
 from tests import app_support
 from tests.app_support import APP, assert_clean, plotly_specs as specs, trace_array as as_array

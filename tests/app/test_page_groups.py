@@ -1,5 +1,5 @@
 """AppTest tests of the Groups page (pages/10_Groups.py), its cached helpers (studio/compute_groups.py),
-its figures (studio/figures_groups.py) and the Data page's "Group column" select.
+its figures (calib_core/plot/figures_groups.py) and the Data page's "Group column" select.
 
 Expected values are computed independently with calib_core on the same rows.
 """
@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 import calib_core as cc
 from calib_core.io import Predictions, load_demo
-from studio import figures_groups, state
+from studio import state
+from calib_core.plot import figures_groups
 from studio.text import md
 
 from tests import app_support

@@ -18,7 +18,7 @@ from calib_core.io import load_demo
 from calib_core.lab.estimators import DEFAULT_SIZES
 from calib_core.lab.stability import stability_table, study_sizes
 from studio import compute_lab as cl
-from studio import figures_lab as fl
+from calib_core.plot import figures_lab as fl
 from studio import state
 from studio.text import md
 

@@ -11,7 +11,7 @@ import pytest
 
 import calib_core as cc
 from calib_core.io import Predictions
-from studio import figures
+from calib_core.plot import figures
 from studio.text import plot_text
 from tests.app.test_app_hardening import assert_plot_text_safe
 from tests.app_support import assert_clean, open_with_model, plotly_specs, trace_array

@@ -1,5 +1,5 @@
 """AppTest tests of the Recalibration page (pages/6_Recalibration.py, its sections in studio/recalibration/),
-its cached helpers (studio/compute_recalibration.py) and its figures (studio/figures_recalibration.py).
+its cached helpers (studio/compute_recalibration.py) and its figures (calib_core/plot/figures_recalibration.py).
 The science it shows (calib_core.recalibration.compare and .sweeps) is tested in tests/recalibration/test_compare.py.
 
 Each page test opens the page as a deep link in a fresh session (``switch_page``
@@ -22,7 +22,7 @@ from calib_core.recalibration import RECALIBRATORS, Recalibrator, TemperatureSca
 from calib_core.recalibration import compare, recommendation, sweeps
 from studio import compute_recalibration as cr
 from studio import state
-from studio.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
+from calib_core.plot.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
 from studio.state import ModelView
 from studio.text import literal, plot_text
 

@@ -17,7 +17,7 @@ import calib_core as cc
 from calib_core.io import Predictions, load_demo
 from studio import compute_simplex as cs
 from studio import state
-from studio.figures_simplex import ARROW_TRACE_NAME
+from calib_core.plot.figures_simplex import ARROW_TRACE_NAME
 
 from tests import app_support
 from tests.app_support import assert_clean, trace_array as as_array

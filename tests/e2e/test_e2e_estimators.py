@@ -20,7 +20,7 @@ from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 
 import calib_core as cc
 from calib_core.io import load_demo
-from studio import figures_estimators as fe
+from calib_core.plot import figures_estimators as fe
 from studio.state import DEFAULT_DEMO
 
 pytestmark = pytest.mark.e2e

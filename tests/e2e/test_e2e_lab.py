@@ -17,7 +17,7 @@ from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 
 import calib_core as cc
 from calib_core.lab.estimators import DEFAULT_SIZES
-from studio.figures_lab import TRUTH_TRACE_PREFIX
+from calib_core.plot.figures_lab import TRUTH_TRACE_PREFIX
 
 pytestmark = pytest.mark.e2e
 

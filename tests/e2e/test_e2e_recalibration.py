@@ -26,7 +26,7 @@ from calib_core.io import load_demo
 from calib_core.recalibration import TemperatureScaling
 from calib_core.recalibration.recommendation import compare_methods
 from studio import compute_recalibration as cr
-from studio.figures_recalibration import MINIMISER_PREFIX
+from calib_core.plot.figures_recalibration import MINIMISER_PREFIX
 from studio.state import DEFAULT_DEMO
 from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 

@@ -19,7 +19,7 @@ from tests.e2e_support import ARTIFACTS, assert_no_exception, wait_for_app
 
 import calib_core as cc
 from calib_core.io import load_demo
-from studio.figures_simplex import ARROW_TRACE_NAME
+from calib_core.plot.figures_simplex import ARROW_TRACE_NAME
 from studio.state import DEFAULT_DEMO
 
 pytestmark = pytest.mark.e2e

@@ -20,9 +20,12 @@ from plotly.colors import sample_colorscale
 
 from calib_core.metrics.simplex import CellTable, SimplexReliability, cell_polygons, triangle_keys, triangle_vertices
 from calib_core.validation import CalibrationInputError
-from studio.text import plot_text
+from calib_core.plot.text import plot_text
 
-__all__ = ["ARROW_TRACE_NAME", "simplex_figure"]
+__all__ = ["ARROW_TRACE_NAME", "SIMPLEX_HEIGHT", "group_title", "simplex_figure", "vertex_titles"]
+
+#: Height of the Simplex page's chart (px): the triangle is about as wide as the chart is tall.
+SIMPLEX_HEIGHT = 720
 
 #: Name of the single trace holding every arrow (tests and pages look it up by name).
 ARROW_TRACE_NAME = "arrows"
@@ -68,7 +71,7 @@ def _vertex_names(result: SimplexReliability | CellTable, class_names: Sequence[
 def _vertex_title(name: str) -> tuple[str, float]:
     """``name`` as a Plotly title wrapped at spaces (lines joined by ``<br>``), and half its widest line in px.
 
-    Each line is plain text (:func:`~studio.text.plot_text`); a word longer than a line is cut.
+    Each line is plain text (:func:`~calib_core.plot.text.plot_text`); a word longer than a line is cut.
     """
     lines = textwrap.wrap(name, _TITLE_LINE_CHARS, break_on_hyphens=False) or [""]
     return "<br>".join(plot_text(line) for line in lines), max(map(len, lines)) * _TITLE_PX_PER_CHAR / 2
@@ -214,10 +217,10 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
     class_names : sequence of str, optional
         Names of every original class (the vertex titles join each group's
         names with "+") or exactly three vertex titles. Default: class indices.
-        Shown as plain text (escaped with :func:`studio.text.plot_text` here:
+        Shown as plain text (escaped with :func:`calib_core.plot.text.plot_text` here:
         pass them raw).
     title : str, optional
-        Plotly text: escape user-supplied parts with :func:`studio.text.plot_text`.
+        Plotly text: escape user-supplied parts with :func:`calib_core.plot.text.plot_text`.
     count_scale : {"log", "linear"}, default "log"
         Colour scale of the cell counts.
     colorscale : str, default "Blues"
@@ -319,3 +322,23 @@ def simplex_figure(table_or_result: SimplexReliability | CellTable, *, arrow_sca
         showlegend=False,
     )
     return fig
+
+
+def group_title(names: Sequence[str], group: Sequence[int]) -> str:
+    """What a vertex standing for the classes ``group`` is called: ``"cat + dog"`` (five classes or more: the first
+    and the last, and how many)."""
+    if not group:
+        return ""
+    if len(group) <= 4:
+        return " + ".join(names[k] for k in group)
+    return f"{names[group[0]]} + … + {names[group[-1]]} ({len(group)} classes)"
+
+
+def vertex_titles(view: SimplexReliability, lens: str, class_names: Sequence[str],
+                  class_index: int | None) -> tuple[str, str, str]:
+    """What each vertex of the triangle stands for, through ``lens`` (canonical, max or marginal)."""
+    if lens == "canonical":
+        return tuple(group_title(class_names, group) for group in view.projection.groups)
+    if lens == "max":
+        return ("predicted class", "another class", "")
+    return (f"class {class_names[class_index]}", f"not class {class_names[class_index]}", "")

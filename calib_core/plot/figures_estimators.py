@@ -11,11 +11,11 @@
 * :func:`smooth_reliability_figure` - smoothed reliability curves with their
   bands and the density of the confidences (Blasiok & Nakkiran 2023).
 * :func:`add_smooth_overlay` - the smoothed curve and band on an existing
-  reliability diagram (:func:`studio.figures.reliability_figure`).
+  reliability diagram (:func:`calib_core.plot.figures.reliability_figure`).
 
-Colours follow :mod:`studio.figures`: a model keeps its palette colour
+Colours follow :mod:`calib_core.plot.figures`: a model keeps its palette colour
 (its loading position) on every page. Model names are user-supplied: every
-figure shows them as plain text (:func:`studio.text.plot_text`), in trace
+figure shows them as plain text (:func:`calib_core.plot.text.plot_text`), in trace
 names, categories, panel titles and hover labels alike.
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ from plotly.subplots import make_subplots
 
 from calib_core.metrics.decomposition import BoundChain, ScoreDecomposition
 from calib_core.metrics.smooth import SmoothReliabilityCurve
-from studio.figures import DIAGONAL_COLOR, FONT, color_for
-from studio.text import plot_text
+from calib_core.plot.figures import DIAGONAL_COLOR, FONT, color_for
+from calib_core.plot.text import plot_text
 
 #: Colours of the decomposition's parts (Okabe-Ito).
 REFINEMENT_COLOR = "#56B4E9"
@@ -447,7 +447,7 @@ def smooth_reliability_figure(curves: Mapping[str, SmoothReliabilityCurve], *,
 def _axes_of(fig: go.Figure, name: object) -> tuple[str, str, str | None, str | None]:
     """``(xaxis, yaxis, colour, legendgroup)`` of model ``name``'s reliability trace (defaults: first axes).
 
-    The diagram names that trace ``plot_text(name)`` (:func:`studio.figures.reliability_figure`), so
+    The diagram names that trace ``plot_text(name)`` (:func:`calib_core.plot.figures.reliability_figure`), so
     that is what is looked for: a name with ``&``, ``<``, ``>``, ``%`` or ``$`` is found too.
     """
     label = plot_text(name)
@@ -469,7 +469,7 @@ def add_smooth_overlay(fig: go.Figure, curves: Mapping[str, SmoothReliabilityCur
     Parameters
     ----------
     fig : plotly.graph_objects.Figure
-        A reliability diagram, e.g. :func:`studio.figures.reliability_figure`
+        A reliability diagram, e.g. :func:`calib_core.plot.figures.reliability_figure`
         (overlaid or side by side). Each model's curve goes onto the axes of
         the trace named after the model (``plot_text(name)``, as that figure names
         it), in that trace's colour and legend group; a model without such a

@@ -1,7 +1,7 @@
 """Plotly figures for the app's foundation pages, built from calib_core results.
 
 Every function takes result tables (``reliability_table``, the per-class
-table of :func:`studio.compute.per_class`, ``bin_sensitivity`` and
+table of :func:`calib_core.per_class_table`, ``bin_sensitivity`` and
 ``rank_by_bins`` output) and returns a :class:`plotly.graph_objects.Figure`.
 Nothing here imports streamlit, so the figures are testable without a
 browser and reusable in exported reports. Pages show them with
@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from calib_core.binning import optimal_n_bins
 from plotly.subplots import make_subplots
 
-from studio.text import plot_text
+from calib_core.plot.text import plot_text
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black moved last).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -133,6 +133,13 @@ def share_log_axis(shares: np.ndarray) -> dict:
 
 # ----------------------------------------------------------------------------- reliability
 
+def event_axis_title(target: str | int, class_names: Sequence[str] | Mapping[int, str]) -> str:
+    """The x-axis title of a reliability diagram of ``target`` (``"top_label"`` or a class index)."""
+    event = ("top-label confidence" if target == "top_label"
+             else f"predicted probability of class {plot_text(class_names[target])}")
+    return f"Mean {event} in the bin"
+
+
 def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "overlay", style: str = "points",
                        colors: Mapping[str, int] | None = None, title: str | None = None,
                        x_title: str = "Confidence (mean predicted probability in the bin)",
@@ -155,7 +162,7 @@ def reliability_figure(tables: Mapping[str, pd.DataFrame], *, layout: str = "ove
     colors : mapping of model name to colour index, optional
     title : str, optional
     x_title : str
-        Plotly text: escape user-supplied parts with :func:`studio.text.plot_text`.
+        Plotly text: escape user-supplied parts with :func:`calib_core.plot.text.plot_text`.
     n_rows : mapping of model name to N, optional
         Shown in the hover of the histogram.
     histogram_log : bool, default False
@@ -363,7 +370,7 @@ def per_class_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str = "clas
     Parameters
     ----------
     tables : mapping of model name to DataFrame
-        :func:`studio.compute.per_class` output (columns ``class``, ``ace``,
+        :func:`calib_core.per_class_table` output (columns ``class``, ``ace``,
         ``classwise_ece``, ``support`` ...), one per model; grouped bars
         when there are several.
     sort_by : {"class", "ace", "classwise_ece"}
@@ -453,7 +460,7 @@ def per_class_worst_figure(tables: Mapping[str, pd.DataFrame], *, sort_by: str =
     Parameters
     ----------
     tables : mapping of model name to DataFrame
-        :func:`studio.compute.per_class` output, one per model (same classes).
+        :func:`calib_core.per_class_table` output, one per model (same classes).
     sort_by : {"ace", "classwise_ece"}
         Which error picks and orders the classes (the mean over models).
     top_n : int

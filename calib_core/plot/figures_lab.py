@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from studio.text import plot_text
+from calib_core.plot.text import plot_text
 
 __all__ = ["TRUTH_TRACE_PREFIX", "correlation_heatmap", "futami_figure", "lab_figure", "size_power_figure",
            "subset_figure", "variant_heatmap"]

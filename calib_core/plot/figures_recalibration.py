@@ -10,10 +10,10 @@
   with paired bootstrap intervals.
 
 The before/after reliability diagrams and simplex views reuse
-:func:`studio.figures.reliability_figure` and
-:func:`studio.figures_simplex.simplex_figure`.
+:func:`calib_core.plot.figures.reliability_figure` and
+:func:`calib_core.plot.figures_simplex.simplex_figure`.
 
-Metric and method names are shown as plain text (:func:`studio.text.plot_text`)
+Metric and method names are shown as plain text (:func:`calib_core.plot.text.plot_text`)
 in trace names, panel titles, tick labels and hover labels; titles passed in
 are Plotly text (escape user-supplied parts).
 """
@@ -27,8 +27,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from studio.figures import DIAGONAL_COLOR, FONT, PALETTE
-from studio.text import plot_text
+from calib_core.plot.figures import DIAGONAL_COLOR, FONT, PALETTE
+from calib_core.plot.text import plot_text
 
 __all__ = ["change_figure", "gce_rank_figure", "temperature_surface_figure"]
 

@@ -4,7 +4,7 @@
 group with its bootstrap interval, sorted by the gap to the overall value);
 :func:`group_reliability_figure` draws :func:`calib_core.group_reliability`
 (the groups' reliability diagrams overlaid or as small multiples). Group
-names are user data: every one goes through :func:`studio.text.plot_text`.
+names are user data: every one goes through :func:`calib_core.plot.text.plot_text`.
 No streamlit here.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from calib_core.inference.groups import GroupResult
-from studio.figures import DIAGONAL_COLOR, FONT, PALETTE, _rgba, count_opacity
-from studio.text import plot_text
+from calib_core.plot.figures import DIAGONAL_COLOR, FONT, PALETTE, _rgba, count_opacity
+from calib_core.plot.text import plot_text
 
 #: Bar colours: a group large enough to compare, and one flagged too small (faded, hatched).
 BAR_COLOR = PALETTE[0]
