@@ -527,12 +527,12 @@ def check_confidence_correct(confidence: ArrayLike, correct: ArrayLike) -> tuple
     if outside.any():
         row = _first_bad_row(outside)
         raise CalibrationInputError(
-            f"`confidence` must be finite and lie in [0, 1]; row {row} is {confidence[row]!r} "
+            f"`confidence` must be finite and lie in [0, 1]; row {row} is {float(confidence[row])!r} "
             "(a percentage must be divided by 100 first).")
     not_binary = (correct != 0.0) & (correct != 1.0)
     if not_binary.any():
         row = _first_bad_row(not_binary)
-        raise CalibrationInputError(f"`correct` must be 0 or 1 (or True/False); row {row} is {correct[row]!r}.")
+        raise CalibrationInputError(f"`correct` must be 0 or 1 (or True/False); row {row} is {float(correct[row])!r}.")
     return confidence, correct
 
 
