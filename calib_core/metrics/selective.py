@@ -242,12 +242,6 @@ def aurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     return float(np.mean(_expected_errors(confidence, correct) / places))
 
 
-def _ideal_aurc(n_rows: int, n_right: int) -> float:
-    """AURC of the ideal ordering: the n_right right items first, then the errors (no ties)."""
-    places = np.arange(n_right + 1, n_rows + 1, dtype=np.float64)
-    return float(np.sum((places - n_right) / places) / n_rows)
-
-
 def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     """Excess AURC: :func:`aurc` minus the AURC of the ideal ordering (Geifman et al. 2019).
 
@@ -282,8 +276,9 @@ def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     """
     confidence, correct = check_confidence_correct(confidence, correct)
     places = np.arange(1, confidence.size + 1)
-    found = float(np.mean(_expected_errors(confidence, correct) / places))
-    return found - _ideal_aurc(confidence.size, int(round(correct.sum())))
+    ideal = np.maximum(places - correct.sum(), 0.0)  # errors among the k first of the ideal order
+    # One sum of per-place excesses, each >= 0 in exact arithmetic (the maximum only drops the rounding of e/m).
+    return float(np.mean(np.maximum(_expected_errors(confidence, correct) - ideal, 0.0) / places))
 
 
 def augrc(confidence: ArrayLike, correct: ArrayLike) -> float:
