@@ -40,17 +40,24 @@ from scipy import stats
 from calib_core.validation import CalibrationInputError, check_confidence_correct, check_fraction
 
 __all__ = ["AbstentionThreshold", "RiskCoverage", "THRESHOLD_GRID", "abstention_threshold", "aurc",
-           "auroc_correct", "augrc", "coverage_at_risk", "eaurc", "expected_errors", "risk_coverage",
-           "selective_risk"]
+           "auroc_correct", "augrc", "coverage_at_risk", "coverage_places", "eaurc", "expected_errors", "risk_at_places",
+           "risk_coverage", "selective_risk", "tie_groups"]
 
 
 # ----------------------------------------------------------------------------- the ranking, once
 
+def tie_groups(confidence: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """The distinct confidences, highest first, and each row's group among them (checked input)."""
+    values, inverse = np.unique(confidence, return_inverse=True)
+    return values[::-1], values.size - 1 - inverse
+
+
 def _groups(confidence: NDArray[np.float64], correct: NDArray[np.float64]):
     """Tie groups from the most confident down: (distinct values, sizes, errors), each of shape (G,)."""
-    values, inverse, sizes = np.unique(confidence, return_inverse=True, return_counts=True)
-    errors = np.bincount(inverse, weights=1.0 - correct, minlength=values.size)
-    return values[::-1], sizes[::-1], errors[::-1]
+    values, group = tie_groups(confidence)
+    sizes = np.bincount(group, minlength=values.size)
+    errors = np.bincount(group, weights=1.0 - correct, minlength=values.size)
+    return values, sizes, errors
 
 
 def _expected_errors(confidence: NDArray[np.float64], correct: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -354,10 +361,46 @@ def selective_risk(confidence: ArrayLike, correct: ArrayLike, coverages: ArrayLi
     [0.25, 0.5]
     """
     confidence, correct = check_confidence_correct(confidence, correct)
+    places = coverage_places(coverages, confidence.size)
+    _, sizes, errors = _groups(confidence, correct)
+    return risk_at_places(sizes[None, :], errors[None, :], places)[0]
+
+
+def coverage_places(coverages: ArrayLike, n_rows: int) -> NDArray[np.int64]:
+    """``k = max(1, ceil(coverage N))`` for each coverage in [0, 1] (1e-9 tolerance: 0.7 of 10 items is 7)."""
     coverages = _check_levels(coverages, "coverages")
-    n_rows = confidence.size
-    k = np.clip(np.ceil(coverages * n_rows - 1e-9).astype(np.int64), 1, n_rows)
-    return _expected_errors(confidence, correct)[k - 1] / k
+    return np.clip(np.ceil(coverages * n_rows - 1e-9).astype(np.int64), 1, n_rows)
+
+
+def risk_at_places(sizes: NDArray[np.float64], errors: NDArray[np.float64],
+                   places: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``E_k / k`` at the places k of several samples at once, from their tie groups.
+
+    Parameters
+    ----------
+    sizes, errors : ndarray of shape (B, G)
+        Items and errors of each tie group, most confident first, for B
+        samples over the same G groups (a group may be empty in a sample:
+        a bootstrap resample of the rows).
+    places : ndarray of shape (C,)
+        Places ``1 <= k <= N``, N the items of every sample.
+
+    Returns
+    -------
+    ndarray of shape (B, C)
+        The straddling-group rule of :func:`expected_errors`, divided by k.
+    """
+    n_samples, n_groups = sizes.shape
+    kept = np.cumsum(sizes, axis=1)
+    # The group holding place k: the first whose cumulative size reaches k (row-wise, one flat search).
+    shift = (np.arange(n_samples) * (kept[:, -1].max() + 1))[:, None]
+    group = np.searchsorted((kept + shift).ravel(), (places[None, :] + shift).ravel()).reshape(n_samples, -1)
+    group -= (np.arange(n_samples) * n_groups)[:, None]
+    rows = np.arange(n_samples)[:, None]
+    above = kept[rows, group] - sizes[rows, group]
+    errors_above = np.cumsum(errors, axis=1)[rows, group] - errors[rows, group]
+    within = errors[rows, group] / sizes[rows, group]
+    return (errors_above + (places[None, :] - above) * within) / places[None, :]
 
 
 def coverage_at_risk(confidence: ArrayLike, correct: ArrayLike, risk: float) -> float:
