@@ -19,7 +19,7 @@ from studio.text import plot_text
 def risk_coverage_figure(curves: Mapping[str, RiskCoverage], bands: Mapping[str, RiskCoverageBand], *,
                          colors: Mapping[str, int] | None = None,
                          chosen: Mapping[str, AbstentionThreshold] | None = None,
-                         target_risk: float | None = None, height: int = 420) -> go.Figure:
+                         target_risk: float | None = None, height: int = 480) -> go.Figure:
     """Selective risk (error rate among the answers kept) against coverage, most confident answers kept first.
 
     Parameters
@@ -50,6 +50,14 @@ def risk_coverage_figure(curves: Mapping[str, RiskCoverage], bands: Mapping[str,
                 x=band.coverage, y=band.low, mode="lines", line=dict(width=0), fill="tonexty",
                 fillcolor=_rgba(color, 0.18), hoverinfo="skip", legendgroup=label,
                 name=f"{label}: {1 - band.alpha:.0%} bootstrap band ({band.n_boot} resamples)"))
+        # Below the first threshold's coverage the most confident items all tie: no threshold splits them, and
+        # in a random order among them the selective risk is their error rate (the band's value there).
+        figure.add_trace(go.Scatter(
+            x=[0.0, curve.coverage[0]], y=[curve.risk[0], curve.risk[0]], mode="lines", legendgroup=label,
+            line=dict(color=color, width=2, dash="dot"), showlegend=False,
+            hovertemplate=(f"inside the top tie group (confidence {curve.threshold[0]:.4g}, "
+                           f"{curve.coverage[0]:.1%} of items):<br>risk {curve.risk[0]:.3f} in a random order"
+                           f"<extra>{label}</extra>")))
         figure.add_trace(go.Scatter(
             x=curve.coverage, y=curve.risk, mode="lines+markers", line=dict(color=color, width=2, shape="linear"),
             marker=dict(size=4), name=label, legendgroup=label, customdata=curve.threshold,
@@ -67,9 +75,9 @@ def risk_coverage_figure(curves: Mapping[str, RiskCoverage], bands: Mapping[str,
         figure.add_hline(y=target_risk, line=dict(color="black", dash="dot", width=1),
                          annotation_text=f"target risk {target_risk:.3g}", annotation_position="top left")
     figure.update_layout(
-        height=height, font=FONT, margin=dict(l=60, r=20, t=30, b=50), plot_bgcolor="white",
-        legend=dict(orientation="h", yanchor="top", y=-0.18, x=0),
+        height=height, font=FONT, margin=dict(l=60, r=20, t=30, b=120), plot_bgcolor="white",
+        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
         xaxis=dict(title="Coverage (share of items answered, most confident first)", range=[0, 1.01],
                    tickformat=".0%", gridcolor="#e5e5e5"),
-        yaxis=dict(title="Selective risk (error rate among answered)", rangemode="tozero", gridcolor="#e5e5e5"))
+        yaxis=dict(title="Selective risk (error rate)", rangemode="tozero", gridcolor="#e5e5e5"))
     return figure

@@ -15,7 +15,8 @@ BAND_RESAMPLES = 200
 INTRO = (
     "Answer only the most confident items and abstain on the rest: the curve shows the **error rate among the "
     "items answered** (selective risk) at each **coverage**, keeping items from the most confident down; tied "
-    "confidences are kept or dropped together. Shaded: a 95% pointwise bootstrap band. A K-class model enters "
+    "confidences are kept or dropped together (dotted: inside the most confident tie group, which only a random "
+    "order could split). Shaded: a 95% pointwise bootstrap band. A K-class model enters "
     "through its top label (confidence = largest probability, correct = arg-max is the label). AURC, E-AURC, "
     "AUGRC and the AUROC of confidence for correctness, with intervals, are on the Metrics page."
 )
@@ -49,10 +50,10 @@ def selective_section(models) -> None:
                     config=downloads.chart_config("Risk-coverage", *[m.name for m in models]))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
         "risk at coverage": st.column_config.NumberColumn(f"risk at {coverage:.0%} coverage", format="%.4f"),
-        "coverage at target (these rows)": st.column_config.NumberColumn(format="percent"),
-        "certified threshold": st.column_config.NumberColumn("certified threshold (confidence ≥)", format="%.4g"),
+        "coverage at target (these rows)": st.column_config.NumberColumn("coverage at target", format="percent"),
+        "certified threshold": st.column_config.NumberColumn("certified: confidence ≥", format="%.4g"),
         "certified coverage": st.column_config.NumberColumn(format="percent"),
-        "risk bound": st.column_config.NumberColumn("risk bound (Clopper-Pearson)", format="%.4f"),
+        "risk bound": st.column_config.NumberColumn("risk bound", format="%.4f"),
     })
     st.caption(
         "**Coverage at target** is read off these rows' curve: optimistic, no guarantee. The **certified "
@@ -61,7 +62,8 @@ def selective_section(models) -> None:
         f"Angelopoulos et al. 2021): with probability at least {1 - delta:.0%} over the draw of these rows, "
         "assumed i.i.d. like future items, the error rate among future items at or above it is at most "
         f"{target:.3g}. Its coverage is measured on these rows, not guaranteed; nothing holds under a shift. "
-        "Certify on held-out rows, not on the rows the model was tuned on.")
+        "Certify on held-out rows, not on the rows the model was tuned on. Risk bound: the Clopper-Pearson upper "
+        "bound at the certified threshold, simultaneous over the grid.")
     for model in models:
         found = chosen[model.name]
         if not found.found:

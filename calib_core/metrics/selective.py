@@ -578,7 +578,7 @@ def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk:
                     f"probability {1 - delta:.3g} on {n_rows:,} items: abstain on everything, or give more items.")
         return AbstentionThreshold(math.inf, alpha, delta, 0.0, 0, 0, math.nan, math.nan, int(grid.size), False,
                                    sentence)
-    best = certified[np.argmax(n_t[certified])]
+    best = certified[-1]  # the lowest certified threshold: n_t only grows as the threshold falls
     n, e = int(n_t[best]), int(round(e_t[best]))
     upper = float(_clopper_pearson_upper(np.array([e], float), np.array([n], float), 1.0 - level)[0])
     threshold = float(grid[best])

@@ -267,6 +267,14 @@ def test_the_certified_threshold_is_the_lowest_with_a_clopper_pearson_bound_unde
     assert "at most 0.1" in chosen.guarantee and "not guaranteed" in chosen.guarantee
 
 
+def test_of_thresholds_keeping_the_same_items_the_lowest_is_chosen():
+    """Every certified threshold is covered by the guarantee at once, so the lowest is chosen: below the smallest
+    confidence of the sample a lower threshold keeps the same items here and more items later."""
+    confidence = np.linspace(0.5, 1.0, 400)
+    chosen = cc.abstention_threshold(confidence, np.ones(400), 0.1, thresholds=[0.9, 0.6, 0.3, 0.0])
+    assert chosen.threshold == 0.0 and chosen.coverage == 1.0
+
+
 def test_too_few_items_certify_nothing_and_say_so():
     chosen = cc.abstention_threshold([0.9, 0.8, 0.95], [1, 1, 1], 0.1)
     assert not chosen.found and chosen.threshold == math.inf and chosen.coverage == 0.0
