@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from calib_core.validation import CalibrationInputError, check_confidence_correct, check_fraction
+from calib_core.validation import CalibrationInputError, check_choice, check_confidence_correct, check_fraction
 
 __all__ = ["AbstentionThreshold", "RiskCoverage", "THRESHOLD_GRID", "abstention_threshold", "aurc",
            "auroc_correct", "augrc", "coverage_at_risk", "coverage_places", "eaurc", "expected_errors", "risk_at_places",
@@ -463,15 +463,17 @@ class AbstentionThreshold:
     n_accepted : int
         Items kept; ``errors`` of them wrong; ``risk`` = errors / n_accepted (NaN if none).
     risk_upper : float
-        Clopper-Pearson upper bound at level ``1 - delta / n_thresholds`` on
-        the selective risk at the threshold (simultaneous over the tested
-        thresholds), at most ``target_risk`` when one is certified.
+        Clopper-Pearson upper bound on the selective risk at the threshold,
+        at the level the method tests at (``1 - delta / n_thresholds`` for
+        Bonferroni, ``1 - delta`` for the fixed sequence), at most
+        ``target_risk`` when one is certified.
     n_thresholds : int
         How many thresholds were tested.
     found : bool
         Whether a threshold was certified.
     guarantee : str
         The guarantee in one sentence.
+    method : {"bonferroni", "fixed_sequence"}
     """
 
     threshold: float
@@ -485,6 +487,7 @@ class AbstentionThreshold:
     n_thresholds: int
     found: bool
     guarantee: str
+    method: str = "bonferroni"
 
 
 def _clopper_pearson_upper(errors: NDArray[np.float64], n: NDArray[np.float64], level: float) -> NDArray[np.float64]:
@@ -495,11 +498,12 @@ def _clopper_pearson_upper(errors: NDArray[np.float64], n: NDArray[np.float64], 
 
 
 def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk: float, *, delta: float = 0.05,
-                         thresholds: ArrayLike | None = None) -> AbstentionThreshold:
+                         thresholds: ArrayLike | None = None, method: str = "bonferroni") -> AbstentionThreshold:
     """The lowest confidence threshold whose selective risk is certified to be at most ``target_risk``.
 
     Learn then Test (Angelopoulos et al. 2021) with exact binomial p-values
-    and a Bonferroni correction over a grid of thresholds fixed in advance.
+    over a grid of thresholds fixed in advance, Bonferroni-corrected or
+    tested in a fixed sequence from high to low.
 
     Parameters
     ----------
@@ -516,6 +520,12 @@ def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk:
         default :data:`THRESHOLD_GRID` (109 thresholds). Fewer thresholds
         (e.g. the 21 steps 0, 0.05, ..., 1 of verbalised confidences) make
         the correction smaller.
+    method : {"bonferroni", "fixed_sequence"}, default "bonferroni"
+        ``"bonferroni"``: every threshold tested at level ``delta / G``.
+        ``"fixed_sequence"``: from the highest threshold down, each at level
+        ``delta``, stopping at the first that fails: no correction, but it
+        certifies nothing when the grid starts above the confidences seen,
+        so start the grid where items are known to be (from earlier data).
 
     Returns
     -------
@@ -543,10 +553,15 @@ def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk:
     risk at most ``alpha`` with probability at least ``1 - delta`` over the
     draw of the sample. ``p_t <= delta / G`` is the same as the
     Clopper-Pearson upper bound at level ``1 - delta / G`` being at most
-    ``alpha``. Fixed-sequence testing from high to low thresholds would
-    avoid the factor G but stops at the first, nearly empty, threshold at
-    the top; Geifman & El-Yaniv's SGR (2017, section 3) divides delta by
-    ``log2 N`` instead, over thresholds taken from the sample itself.
+    ``alpha``. Fixed-sequence testing (``method="fixed_sequence"``) tests
+    the grid in its fixed order at level ``delta`` and certifies the
+    thresholds before the first failure; it controls the same probability
+    because a false certification needs the first true null of the order
+    to be rejected (Angelopoulos et al. 2021). It avoids the
+    factor G but stops at once at a nearly empty threshold at the top, which
+    is why it is not the default. Geifman & El-Yaniv's SGR (2017, section 3)
+    divides delta by ``log2 N`` instead, over thresholds taken from the
+    sample itself.
 
     What is not guaranteed: the coverage (reported on this sample only), the
     risk of any single future batch (the guarantee is on the population
@@ -564,27 +579,32 @@ def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk:
     confidence, correct = check_confidence_correct(confidence, correct)
     alpha, delta = check_fraction(target_risk, "target_risk"), check_fraction(delta, "delta")
     grid = THRESHOLD_GRID if thresholds is None else np.unique(_check_levels(thresholds, "thresholds"))[::-1]
+    method = check_choice(method, "method", ("bonferroni", "fixed_sequence"))
     descending = np.sort(confidence)[::-1]
     wrong_above = np.concatenate([[0.0], np.cumsum(1.0 - correct[np.argsort(-confidence, kind="stable")])])
     # n_t = #{c >= t}: the insertion point of -t among the negated confidences (ascending), from the right.
     n_t = np.searchsorted(-descending, -grid, side="right")
     e_t = wrong_above[n_t]
     p_values = np.where(n_t > 0, stats.binom.cdf(e_t, np.maximum(n_t, 1), alpha), 1.0)
-    level = delta / grid.size
+    level = delta / grid.size if method == "bonferroni" else delta
     certified = np.flatnonzero(p_values <= level)
+    if method == "fixed_sequence":  # the thresholds before the first failure, from the top
+        certified = certified[certified == np.arange(certified.size)]
     n_rows = confidence.size
     if certified.size == 0:
         sentence = (f"No tested threshold could be certified to keep the error rate at or below {alpha:.3g} with "
                     f"probability {1 - delta:.3g} on {n_rows:,} items: abstain on everything, or give more items.")
         return AbstentionThreshold(math.inf, alpha, delta, 0.0, 0, 0, math.nan, math.nan, int(grid.size), False,
-                                   sentence)
+                                   sentence, method)
     best = certified[-1]  # the lowest certified threshold: n_t only grows as the threshold falls
     n, e = int(n_t[best]), int(round(e_t[best]))
     upper = float(_clopper_pearson_upper(np.array([e], float), np.array([n], float), 1.0 - level)[0])
     threshold = float(grid[best])
+    how = (f"Bonferroni over {grid.size} thresholds fixed in advance" if method == "bonferroni" else
+           f"fixed-sequence testing of {grid.size} thresholds fixed in advance, from high to low")
     sentence = (f"With probability at least {1 - delta:.3g} over the draw of these {n_rows:,} items (i.i.d. like "
                 f"future ones), the error rate among future items with confidence >= {threshold:.4g} is at most "
-                f"{alpha:.3g} (Learn then Test: exact binomial tests, Bonferroni over {grid.size} thresholds "
-                f"fixed in advance); the coverage {n / n_rows:.1%} is measured on these items, not guaranteed.")
+                f"{alpha:.3g} (Learn then Test: exact binomial tests, {how}); the coverage {n / n_rows:.1%} is "
+                "measured on these items, not guaranteed.")
     return AbstentionThreshold(threshold, alpha, delta, n / n_rows, n, e, e / n, upper, int(grid.size), True,
-                               sentence)
+                               sentence, method)

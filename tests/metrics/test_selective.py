@@ -303,3 +303,31 @@ def test_a_threshold_whose_risk_is_exactly_the_target_is_certified_at_most_delta
                     for _ in range(trials))
     standard_error = math.sqrt(delta * (1 - delta) / trials)
     assert delta - 6 * standard_error < certified / trials <= delta + 3 * standard_error
+
+
+def test_fixed_sequence_stops_at_the_first_failure_from_the_top():
+    confidence = np.linspace(0.5, 0.9, 500)
+    correct = np.ones(500)
+    bonferroni = cc.abstention_threshold(confidence, correct, 0.1, thresholds=[1.0, 0.5])
+    sequence = cc.abstention_threshold(confidence, correct, 0.1, thresholds=[1.0, 0.5], method="fixed_sequence")
+    assert bonferroni.found and bonferroni.threshold == 0.5
+    assert not sequence.found and sequence.method == "fixed_sequence"  # nothing at or above 1.0: it stops there
+    started_lower = cc.abstention_threshold(confidence, correct, 0.1, thresholds=[0.8, 0.5], method="fixed_sequence")
+    assert started_lower.found and started_lower.threshold == 0.5 and "fixed-sequence" in started_lower.guarantee
+    with pytest.raises(cc.CalibrationInputError, match="method"):
+        cc.abstention_threshold(confidence, correct, 0.1, method="holm")
+
+
+def test_fixed_sequence_keeps_the_guarantee_in_simulation():
+    """Violation rate <= delta up to Monte-Carlo error, on a grid fixed in advance that starts where items are."""
+    alpha, delta, trials = 0.12, 0.1, 400
+    grid = np.round(np.arange(0.95, -0.001, -0.01), 2)
+    rng = np.random.default_rng(3)
+    violations = found = 0
+    for _ in range(trials):
+        chosen = cc.abstention_threshold(*draw(rng, 1000), alpha, delta=delta, thresholds=grid,
+                                         method="fixed_sequence")
+        found += chosen.found
+        violations += chosen.found and population_risk(chosen.threshold) > alpha
+    assert violations / trials <= delta + 3 * math.sqrt(delta * (1 - delta) / trials)
+    assert found / trials > 0.9
