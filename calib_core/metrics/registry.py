@@ -503,7 +503,7 @@ METRICS += [
                "Excess AURC (Geifman et al. 2019): AURC minus the AURC of the ideal order (every right answer "
                f"above every wrong one); 0 is a perfect ranking; {_TIES}.",
                "Still depends on the accuracy, less than AURC; the bootstrap interval describes the noise of the "
-               "estimate, and the estimate is biased upwards on small samples."),
+               "estimate, not its bias."),
     _selective("augrc", "AUGRC (top label)", selective.augrc,
                "Area under the generalized risk-coverage curve (Traub et al. 2024): the share of all answers "
                f"that are both kept and wrong, averaged over coverages k/N; lower is better; {_TIES}.",
