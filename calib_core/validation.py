@@ -36,6 +36,7 @@ __all__ = [
     "check_probs_with_row_sums",
     "check_probs_labels",
     "check_binning",
+    "check_confidence_correct",
     "check_positive",
     "check_count",
     "check_sizes",
@@ -486,6 +487,63 @@ def _is_column_list(columns: object) -> bool:
 def _check_rows(probs: ArrayLike, labels: ArrayLike, row_offset: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     matrix = probs if is_validated(probs) else check_probs_with_row_sums(probs, row_offset=row_offset)[0]
     return matrix, check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0], row_offset=row_offset)
+
+
+def check_confidence_correct(confidence: ArrayLike, correct: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Check a confidence file's two arrays: a stated confidence per item and whether the item was right.
+
+    Parameters
+    ----------
+    confidence : array_like of shape (N,)
+        Finite numbers in [0, 1], N >= 1.
+    correct : array_like of shape (N,)
+        0/1 (or True/False) per item, the same length.
+
+    Returns
+    -------
+    confidence, correct : ndarray of shape (N,), float64
+
+    Raises
+    ------
+    CalibrationInputError
+        Not 1-D, no rows, lengths that differ, NaN or a confidence outside
+        [0, 1] (a percentage is refused, not divided by 100), a `correct`
+        value other than 0 and 1; the message names the first bad row.
+
+    Examples
+    --------
+    >>> check_confidence_correct([0.9, 0.6], [True, False])[1].tolist()
+    [1.0, 0.0]
+    """
+    arrays = []
+    for name, values in (("confidence", confidence), ("correct", correct)):
+        try:
+            array = np.asarray(values)
+        except Exception as exc:  # ragged lists and the like
+            raise CalibrationInputError(f"`{name}` could not be read as an array: {exc}") from exc
+        if array.ndim != 1:
+            raise CalibrationInputError(f"`{name}` must be 1-D (one value per item), got shape {array.shape}.")
+        if array.shape[0] == 0:
+            raise CalibrationInputError(f"`{name}` has no rows; give at least one item.")
+        if not (array.dtype == bool or np.issubdtype(array.dtype, np.integer)
+                or np.issubdtype(array.dtype, np.floating)):
+            raise CalibrationInputError(f"`{name}` must hold numbers, got dtype {array.dtype}.")
+        arrays.append(array.astype(np.float64))
+    confidence, correct = arrays
+    if confidence.shape[0] != correct.shape[0]:
+        raise CalibrationInputError(
+            f"`confidence` has {confidence.shape[0]} entries but `correct` has {correct.shape[0]}.")
+    outside = ~((confidence >= 0.0) & (confidence <= 1.0))  # NaN is outside too
+    if outside.any():
+        row = _first_bad_row(outside)
+        raise CalibrationInputError(
+            f"`confidence` must be finite and lie in [0, 1]; row {row} is {float(confidence[row])!r} "
+            "(a percentage must be divided by 100 first).")
+    not_binary = (correct != 0.0) & (correct != 1.0)
+    if not_binary.any():
+        row = _first_bad_row(not_binary)
+        raise CalibrationInputError(f"`correct` must be 0 or 1 (or True/False); row {row} is {float(correct[row])!r}.")
+    return confidence, correct
 
 
 def check_n_bins(n_bins: object, *, name: str = "n_bins", maximum: int | None = MAX_N_BINS) -> int:

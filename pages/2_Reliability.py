@@ -5,6 +5,7 @@ import streamlit as st
 from calib_core.io.export import csv_bytes
 from studio import compute, compute_estimators, compute_simplex, downloads, layout, state
 from calib_core.plot import figures, figures_estimators
+from studio.selective_section import selective_section
 from studio.text import md
 
 models = layout.setup_page("Reliability")
@@ -142,3 +143,8 @@ if show_lenses:
     st.caption("Verdicts from calib_core (ConsistencyResult.verdict): an estimate below its calibrated band, or "
                "cells that mostly hold fewer than 5 rows, is inconclusive rather than a pass; hover a reason to "
                "read it whole.")
+
+if layout.linked(st.toggle, "Selective prediction: risk-coverage curve and abstention threshold", value=False,
+                 key="selective", help="Error rate among the most confident answers at each coverage, and a "
+                                       "confidence threshold certified for a target error rate (top label)."):
+    selective_section(models)

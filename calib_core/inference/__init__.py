@@ -14,6 +14,7 @@ module              what it does
 ``skce_estimators``  the quadratic and block SKCE as estimator objects (the SKCE test's resampled null)
 ``groups``          a metric per subgroup with intervals; multicalibration
 ``blocks``          intervals of O(N^2) estimators over disjoint row blocks
+``selective_bands``  a bootstrap band around the risk-coverage curve
 ==================  =============================================================
 """
 from calib_core.inference.bootstrap import BootstrapResult, bootstrap_ci, bootstrap_metrics, resampled_metrics
@@ -24,6 +25,7 @@ from calib_core.inference.consistency import (CanonicalCE, ConsistencyBands, Con
 from calib_core.inference.lenses import LensEstimate, LensEstimates, lens_estimates
 from calib_core.inference.calibration_tests import (TEST_METHODS, CalibrationTestResult, UnbiasedSKCE,
                                                     calibration_test, holm_adjust, hosmer_lemeshow, spiegelhalter_z)
+from calib_core.inference.selective_bands import RiskCoverageBand, risk_coverage_band
 from calib_core.inference.groups import (MAX_GROUPS, GroupResult, MulticalibrationResult, by_group,
                                          group_reliability, multicalibration)
 
@@ -36,4 +38,5 @@ __all__ = [
     "TEST_METHODS", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust", "hosmer_lemeshow",
     "spiegelhalter_z",
     "MAX_GROUPS", "GroupResult", "MulticalibrationResult", "by_group", "group_reliability", "multicalibration",
+    "RiskCoverageBand", "risk_coverage_band",
 ]

@@ -20,6 +20,7 @@ module              what it computes
 ``registry``        one entry per metric: defaults, name with settings, interval method, how it is resampled
 ``resampling``      the declaration of how a metric may be resampled (read by the bootstrap)
 ``bounds``          the bounds the true value of a registered metric obeys
+``selective``       selective prediction of confidence files: risk-coverage, AURC, E-AURC, AUGRC, AUROC, abstention
 ``reports``         every metric at once (metric_report), the size limits, the estimates that break a bound
 ==================  =============================================================
 """
@@ -43,6 +44,9 @@ from calib_core.metrics.registry import (BOUNDS, METRICS, Bound, MetricSpec, get
                                          metric_value)
 from calib_core.metrics.registry import DeclaredMetric, declared_metric
 from calib_core.metrics.resampling import Resampling
+from calib_core.metrics.selective import (AbstentionThreshold, RiskCoverage, abstention_threshold, aurc, augrc,
+                                          auroc_correct, coverage_at_risk, eaurc, expected_errors, risk_coverage,
+                                          selective_risk)
 from calib_core.metrics.reports import (MAX_FIT_CELLS, MAX_QUADRATIC_ROWS, UNRELIABLE, MetricReport, check_bounds,
                                         check_estimate, compute_metrics, fit_cells, kernel_biases, metric_report,
                                         size_note, skipped_for_size, skipped_quadratic)
@@ -67,4 +71,6 @@ __all__ = [
     "fit_cells", "size_note", "skipped_for_size",
     "BOUNDS", "Bound", "UNRELIABLE", "calibrated_bias", "check_bounds", "check_estimate", "kernel_biases",
     "DeclaredMetric", "Resampling", "declared_metric",
+    "AbstentionThreshold", "RiskCoverage", "abstention_threshold", "aurc", "augrc", "auroc_correct",
+    "coverage_at_risk", "eaurc", "expected_errors", "risk_coverage", "selective_risk",
 ]

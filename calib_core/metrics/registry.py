@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core._accel import remembered
-from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
+from calib_core.metrics import binned, decomposition, kde, kernel, scores, selective, smooth
 from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
 from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
 from calib_core.metrics.resampling import Resampling
@@ -467,6 +467,49 @@ METRICS: list[MetricSpec] = [
                no_interval=_LOESS_NO_INTERVAL, per_class_fit=True, resampling=Resampling("none")),
 ]
 
+
+# ----------------------------------------------------------------------------- selective prediction (issue 26)
+
+def _of_top_label(statistic: Callable[[NDArray, NDArray], float]) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
+    """``compute(probs, labels, n_bins, binning)`` of a confidence-file statistic, on the top label of a K-class
+    model (confidence = max probability, correct = arg-max == label)."""
+    return lambda p, y, b, s: statistic(*binned.top_label(*check_probs_labels(p, y)))
+
+
+def _selective(key: str, label: str, statistic: Callable[[NDArray, NDArray], float], summary: str, pitfalls: str,
+               **flags) -> MetricSpec:
+    """A ranking metric of the top label (:mod:`calib_core.metrics.selective`): no bins, no ideal value, a
+    bootstrap standard error from the resampled confidences and correctness."""
+    return MetricSpec(key, label, _of_top_label(statistic), summary, pitfalls, uses_bins=False,
+                      calibration_error=False, probability_scale=False, ideal=None,
+                      resampling=Resampling("top_label", statistic=statistic, sorts=True), **flags)
+
+
+_TIES = "tied confidences enter together (the expected value over their order)"
+
+METRICS += [
+    _selective("auroc_correct", "AUROC of confidence (top label)", selective.auroc_correct,
+               "Area under the ROC curve of the top-label confidence as a score for being right: the chance that "
+               "a random right answer has a higher confidence than a random wrong one (ties count one half); 0.5 "
+               "is chance, 1 a perfect ranking.",
+               "Measures ranking, not calibration: any increasing transform of the confidence keeps it; does not "
+               "exist when every answer is right or every one is wrong.", always_defined=False),
+    _selective("aurc", "AURC (top label)", selective.aurc,
+               "Area under the risk-coverage curve (Geifman & El-Yaniv 2017): the error rate among the k most "
+               f"confident answers, averaged over k = 1..N; lower is better; {_TIES}.",
+               "Mixes the ranking with the accuracy (a more accurate model has a lower AURC with the same "
+               "ranking): compare models of different accuracy by E-AURC or AUGRC."),
+    _selective("eaurc", "E-AURC (top label)", selective.eaurc,
+               "Excess AURC (Geifman et al. 2019): AURC minus the AURC of the ideal order (every right answer "
+               f"above every wrong one); 0 is a perfect ranking; {_TIES}.",
+               "Still depends on the accuracy, less than AURC; the bootstrap interval describes the noise of the "
+               "estimate, not its bias."),
+    _selective("augrc", "AUGRC (top label)", selective.augrc,
+               "Area under the generalized risk-coverage curve (Traub et al. 2024): the share of all answers "
+               f"that are both kept and wrong, averaged over coverages k/N; lower is better; {_TIES}.",
+               "About half the error rate for a random ranking, so it also mixes ranking and accuracy; it weighs "
+               "an error kept at low coverage no more than one kept at high coverage, unlike AURC."),
+]
 
 def get_metric(key: str) -> MetricSpec:
     """The registered metric called ``key``."""

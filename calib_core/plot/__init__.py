@@ -16,6 +16,7 @@ module                     what lives there
 ``figures_groups``         the Groups page: per-group bars and reliability
 ``figures_lab``            the Lab page: simulated ground truth, size and power
 ``figures_recalibration``  the Recalibration page: temperature surface, ranks, changes
+``figures_selective``      selective prediction: the risk-coverage curve with its bootstrap band
 ``figures_simplex``        the two-dimensional reliability diagram on the triangle
 ``text``                   user text in a figure, shown as written (``plot_text``)
 =========================  ==========================================================

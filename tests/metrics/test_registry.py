@@ -161,10 +161,12 @@ def test_one_row_reports_the_kernel_metrics_as_not_available():
     probs, labels = np.array([[0.7, 0.3]]), np.array([0])
     report = cc.metric_report(probs, labels)
     assert [k for k, v in report.values.items() if v is None] == ["skce", "skce_block", "kde_ce_kl", "kde_ce_l2",
-                                                                  "cox_slope", "cox_intercept", "citl"]
+                                                                  "cox_slope", "cox_intercept", "citl",
+                                                                  "auroc_correct"]
     assert "at least 2 rows" in report.reasons["skce"] and set(report.reasons) == {
-        "skce", "skce_block", "kde_ce_kl", "kde_ce_l2", "cox_slope", "cox_intercept", "citl"}
+        "skce", "skce_block", "kde_ce_kl", "kde_ce_l2", "cox_slope", "cox_intercept", "citl", "auroc_correct"}
     assert "the outcome is constant" in report.reasons["citl"]
+    assert "every item is right" in report.reasons["auroc_correct"]
     assert report.values["ece"] == pytest.approx(0.3)
     values = compute_metrics(probs, labels)  # the old return type: {key: float}, NaN when not available
     assert all(isinstance(v, float) for v in values.values()) and np.isnan(values["skce"])
