@@ -1,0 +1,4 @@
+"""stub"""
+
+def add_commands(commands):
+    pass
