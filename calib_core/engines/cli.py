@@ -415,7 +415,10 @@ def _format_table(result: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (``check``: 0 pass, 1 fail, 3 inconclusive; 2 bad input)."""
-    args = _build_parser().parse_args(argv)
+    try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line printed, status 2) or --help (status 0)
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     return run(args.handler, args)
 
 
