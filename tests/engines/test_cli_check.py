@@ -198,3 +198,12 @@ def test_text_summary_names_each_condition_and_the_status(files, capsys):
 def _arrays(path):
     loaded = cc.load_predictions(path)
     return loaded.probs, loaded.labels
+
+
+def test_the_readme_policy_parses(repo_root, tmp_path):
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("### Use it in CI", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    policy = tmp_path / "readme.toml"
+    policy.write_text(block, encoding="utf-8")
+    conditions, _ = cli_check.read_policy(str(policy), cli_check.Condition())
+    assert [c.kind for c in conditions] == ["metric", "test", "baseline"]
