@@ -23,11 +23,11 @@ from calib_core.engines.batches import choose_engine
 from calib_core.engines.cli_common import (EXIT_BAD_INPUT, _cli_words, _Parser, _pipe_kind, _read_input,
                                            _select_split, add_loader_flags, load_file, loader_options, run)
 from calib_core.io import load_predictions
+from calib_core.io.formats import FORMATS
 from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_arrays
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.inference.groups import by_group, multicalibration
 from calib_core.inference.intervals import metric_interval
-from calib_core.io.formats import _model_name
 from calib_core.lab.size_power import SIZE_NOTES
 from calib_core.metrics.registry import METRICS, get_metric, metric_name
 from calib_core.metrics.reports import MAX_FIT_CELLS, UNRELIABLE, check_bounds, fit_cells, metric_report
@@ -176,6 +176,16 @@ def _report(args: argparse.Namespace) -> dict:
     }
 
 
+def _stem(path: str) -> str:
+    """A file's name without its extensions (``preds.csv.gz`` -> ``preds``), as the app names models; a folder
+    or pattern as given."""
+    name = os.path.basename(path.rstrip("/"))
+    if name.endswith(".gz"):
+        name = name[:-3]
+    stem, extension = os.path.splitext(name)
+    return stem if stem and extension.lower().lstrip(".") in FORMATS else name or path
+
+
 def _intervals_section(predictions, values: dict, args: argparse.Namespace) -> dict:
     """``--n-boot N``: each metric's interval as the Metrics page makes it, for the same resamples and seed.
 
@@ -211,7 +221,7 @@ def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metri
     labels = {spec.key: spec.label for spec in METRICS}
     return {
         "file": str(args.path),
-        "model": _model_name(str(args.path), None),
+        "model": getattr(source, "name", None) or _stem(str(args.path)),
         "n_samples": source.n_samples,
         "n_classes": source.n_classes,
         "input_kind": source.input_kind,
