@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from calib_core.engines.cli_common import (EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, _select_split,
-                                           add_loader_flags, load_file)
+                                           add_loader_flags)
 from calib_core.engines.cli_compare import (DEFAULT_N_BOOT, add_metric_flags, add_pairing_flags, check_resampling,
-                                            matched_rows, paired_metric)
+                                            load_rows, matched_rows, paired_metric)
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import get_metric, metric_function, metric_name
@@ -423,9 +423,8 @@ def add_commands(commands) -> None:
 def check(args: argparse.Namespace) -> dict:
     """Every condition's outcome and the gate's status, as a JSON-ready dict."""
     conditions, baseline_path = conditions_from_flags(args)
-    extra = {"group": args.id_column} if args.id_column is not None else {}
-    predictions = load_file(args.path, args, **extra)
-    baseline = load_file(baseline_path, args, **extra) if baseline_path is not None else None
+    predictions = load_rows(args.path, args)
+    baseline = load_rows(baseline_path, args) if baseline_path is not None else None
     if args.split is not None:
         predictions = _select_split(predictions, args.split, args.path)
         if baseline is not None:

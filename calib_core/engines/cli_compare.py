@@ -71,6 +71,19 @@ def add_pairing_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="intervals cover 1 - alpha (default 0.05)")
 
 
+def load_rows(path: str, args: argparse.Namespace):
+    """A predictions file with its ``--id-column`` (read as the loader's group column) when one is given."""
+    if args.id_column is None:
+        return load_file(path, args)
+    try:
+        return load_file(path, args, group=args.id_column)
+    except CalibrationInputError as exc:
+        if getattr(exc, "fixes", ()):
+            raise
+        text = str(exc).replace("`group=`", "--id-column").replace("group column", "id column")
+        raise CalibrationInputError(text.replace("as the group", "as the id")) from None
+
+
 def matched_rows(first, second, *, first_path: str, second_path: str, id_column: str | None):
     """``second`` with its rows in the order of ``first``'s, checked to be the same rows.
 
@@ -197,8 +210,7 @@ def compare(args: argparse.Namespace) -> dict:
     """The comparison as a JSON-ready dict."""
     check_resampling(args)
     paths = [args.path, *args.others]
-    extra = {"group": args.id_column} if args.id_column is not None else {}
-    loaded = [load_file(path, args, **extra) for path in paths]
+    loaded = [load_rows(path, args) for path in paths]
     models = [loaded[0]] + [matched_rows(loaded[0], other, first_path=paths[0], second_path=path,
                                          id_column=args.id_column) for other, path in zip(loaded[1:], paths[1:])]
     names = _unique_names(models, paths)

@@ -62,3 +62,9 @@ def test_different_rows_are_refused(models, capsys, tmp_path):
     assert "different labels" in capsys.readouterr().err
     assert main(["compare", models["good"], models["over"], "--metric", "kde_ce_kl"]) == 2
     assert "paired bootstrap" in capsys.readouterr().err
+
+
+def test_a_missing_id_column_is_named_as_the_id_column(models, capsys):
+    assert main(["compare", models["good"], models["over"], "--id-column", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "id column 'nope'" in err and "--id-column" in err and "--group-by" not in err
