@@ -1,13 +1,21 @@
-"""Command line: ``python -m calib_core report FILE`` (also installed as ``calib-core``).
+"""Command line: ``python -m calib_core COMMAND`` (also installed as ``calib-core``).
 
-Prints every registered metric for a predictions file as a table, or as JSON
-for CI pipelines. Bad input gives a one-line error on stderr and exit status 2.
-A metric that cannot be computed on valid input (e.g. SKCE on a one-row file)
-is "n/a -- reason" in the table and ``null`` with an entry in ``reasons`` in
-the JSON; the rest of the report comes out and the exit status is 0. An
-estimate that breaks a bound of its true quantity (e.g. the kernel CE_KL above
-the NLL) keeps its value and is marked "unreliable at this N and K" with the
-reason (``unreliable`` in the JSON; see ``calib_core.metrics.reports.check_estimate``).
+``report FILE`` prints every registered metric for a predictions file as a
+table, or as JSON for CI pipelines (``--n-boot N``: with each metric's
+interval, made as the Metrics page makes it). The other sub-commands live in
+their own modules: ``check`` (the CI gate, :mod:`calib_core.engines.cli_check`),
+``recalibrate`` and ``apply`` (:mod:`calib_core.engines.cli_recalibrate`),
+``compare`` (:mod:`calib_core.engines.cli_compare`); the loader flags, exit
+codes and the one error path are shared (:mod:`calib_core.engines.cli_common`).
+
+Bad input gives a one-line error on stderr and exit status 2, in every
+sub-command. A metric that cannot be computed on valid input (e.g. SKCE on a
+one-row file) is "n/a -- reason" in the table and ``null`` with an entry in
+``reasons`` in the JSON; the rest of the report comes out and the exit status
+is 0. An estimate that breaks a bound of its true quantity (e.g. the kernel
+CE_KL above the NLL) keeps its value and is marked "unreliable at this N and K"
+with the reason (``unreliable`` in the JSON; see
+``calib_core.metrics.reports.check_estimate``).
 """
 from __future__ import annotations
 
