@@ -404,8 +404,8 @@ def add_commands(commands) -> None:
     parser.add_argument("--test", action="append", default=None, choices=TEST_METHODS, metavar="METHOD",
                         help=f"a calibration test whose verdict gates ({', '.join(TEST_METHODS)}; repeatable)")
     parser.add_argument("--policy", default=None, metavar="FILE.toml",
-                        help="conditions from a TOML policy file (see docs/calibration.example.toml); the settings it gives take "
-                             "precedence over the flags")
+                        help="conditions from a TOML policy file (see docs/calibration.example.toml); the "
+                             "settings it gives take precedence over the flags")
     parser.add_argument("--baseline", default=None, metavar="OTHER",
                         help="the baseline model's predictions on the same rows (with --max-increase)")
     parser.add_argument("--max-increase", type=float, default=None, metavar="D",
