@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from calib_core.engines import cli_check, cli_compare, cli_recalibrate
 from calib_core.engines.batches import choose_engine
 from calib_core.engines.cli_common import (EXIT_BAD_INPUT, _cli_words, _Parser, _pipe_kind, _read_input,
                                            _select_split, add_loader_flags, load_file, loader_options, run)
+from calib_core.engines.cli_common import json_number as _finite
 from calib_core.io import load_predictions
 from calib_core.io.formats import FORMATS
 from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_arrays
@@ -269,11 +269,6 @@ def _tests_section(predictions, args: argparse.Namespace) -> dict:
 GROUP_N_BOOT = 200
 #: The metrics reported per group by ``--group-by``.
 GROUP_METRICS = ("ece", "ace")
-
-
-def _finite(value) -> float | None:
-    """JSON has no NaN or infinity: a missing or infinite number is null (a reason beside it says why)."""
-    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def _groups_section(predictions, args: argparse.Namespace) -> dict:

@@ -45,6 +45,7 @@ import numpy as np
 
 from calib_core.engines.cli_common import (EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, _select_split,
                                            add_loader_flags)
+from calib_core.engines.cli_common import json_number as _finite
 from calib_core.engines.cli_compare import (DEFAULT_N_BOOT, add_metric_flags, add_pairing_flags, check_resampling,
                                             load_rows, matched_rows, paired_metric)
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
@@ -267,10 +268,6 @@ def _baseline_outcome(condition: Condition, outcome: Outcome, predictions, basel
     outcome.status, reason = _judge(change, low, high, condition.max_increase, "max", condition.on)
     outcome.reason = f"worsening over the baseline {change:+.6g}: {reason}"
     return outcome
-
-
-def _finite(value) -> float | None:
-    return float(value) if value is not None and math.isfinite(value) else None
 
 
 # ----------------------------------------------------------------------------- policy and flags

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import stat
 import sys
@@ -183,6 +184,11 @@ def _error_text(exc: CalibrationInputError) -> str:
     if not flags:
         return _cli_words(str(exc))
     return f"{exc.plain} To load it anyway: " + "; or ".join(flags) + "."
+
+
+def json_number(value) -> float | None:
+    """JSON has no NaN or infinity: a missing or infinite number is null (a reason beside it says why)."""
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def fail(message: str) -> int:

@@ -30,7 +30,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from calib_core.engines.cli_common import add_loader_flags, load_file
+from calib_core.engines.cli_common import add_loader_flags, json_number, load_file
 from calib_core.recalibration import RECALIBRATORS, Recalibrator
 from calib_core.recalibration import defaults
 from calib_core.recalibration.compare import METRIC_KEYS, Protocol, metric_label, model_input, recalibrated_frame
@@ -169,7 +169,7 @@ def recalibrate(args: argparse.Namespace) -> dict:
     if args.save_map is not None:
         _write_text(fit.params_json, args.save_map)
     rows = found.table[found.table["method"] == method].set_index("key")
-    metrics = {key: {"name": metric_label(key), **{column: _number(rows.loc[key, column]) for column in (
+    metrics = {key: {"name": metric_label(key), **{column: json_number(float(rows.loc[key, column])) for column in (
         "before", "before_low", "before_high", "after", "after_low", "after_high", "delta", "delta_low",
         "delta_high")}} for key in METRIC_KEYS}
     return {
@@ -182,11 +182,6 @@ def recalibrate(args: argparse.Namespace) -> dict:
         if choice.lower() == "auto" else None,
         "notes": list(found.ev.notes), "metrics": metrics,
     }
-
-
-def _number(value) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None
 
 
 def format_recalibrate(result: dict) -> str:
