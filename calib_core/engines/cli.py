@@ -1,51 +1,52 @@
-"""Command line: ``python -m calib_core report FILE`` (also installed as ``calib-core``).
+"""Command line: ``python -m calib_core COMMAND`` (also installed as ``calib-core``).
 
-Prints every registered metric for a predictions file as a table, or as JSON
-for CI pipelines. Bad input gives a one-line error on stderr and exit status 2.
-A metric that cannot be computed on valid input (e.g. SKCE on a one-row file)
-is "n/a -- reason" in the table and ``null`` with an entry in ``reasons`` in
-the JSON; the rest of the report comes out and the exit status is 0. An
-estimate that breaks a bound of its true quantity (e.g. the kernel CE_KL above
-the NLL) keeps its value and is marked "unreliable at this N and K" with the
-reason (``unreliable`` in the JSON; see ``calib_core.metrics.reports.check_estimate``).
+``report FILE`` prints every registered metric for a predictions file as a
+table, or as JSON for CI pipelines (``--n-boot N``: with each metric's
+interval, made as the Metrics page makes it). The other sub-commands live in
+their own modules: ``check`` (the CI gate, :mod:`calib_core.engines.cli_check`),
+``recalibrate`` and ``apply`` (:mod:`calib_core.engines.cli_recalibrate`),
+``compare`` (:mod:`calib_core.engines.cli_compare`); the loader flags, exit
+codes and the one error path are shared (:mod:`calib_core.engines.cli_common`).
+
+Bad input gives a one-line error on stderr and exit status 2, in every
+sub-command. A metric that cannot be computed on valid input (e.g. SKCE on a
+one-row file) is "n/a -- reason" in the table and ``null`` with an entry in
+``reasons`` in the JSON; the rest of the report comes out and the exit status
+is 0. An estimate that breaks a bound of its true quantity (e.g. the kernel
+CE_KL above the NLL) keeps its value and is marked "unreliable at this N and K"
+with the reason (``unreliable`` in the JSON; see
+``calib_core.metrics.reports.check_estimate``).
 """
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import math
 import os
-import stat
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
+from calib_core.engines import cli_check, cli_compare, cli_recalibrate
 from calib_core.engines.batches import choose_engine
-from calib_core.io.columns import split_mask
+from calib_core.engines.cli_common import (EXIT_BAD_INPUT, _cli_words, _Parser, _pipe_kind, _read_input,
+                                           _select_split, add_loader_flags, load_file, loader_options, run)
+from calib_core.engines.cli_common import json_number as _finite
+from calib_core.io import load_predictions
+from calib_core.io.formats import FORMATS
 from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_arrays
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.inference.groups import by_group, multicalibration
-from calib_core.io import load_predictions
-from calib_core.io.formats import MAX_BYTES
+from calib_core.inference.intervals import metric_interval
 from calib_core.lab.size_power import SIZE_NOTES
 from calib_core.metrics.registry import METRICS, get_metric, metric_name
 from calib_core.metrics.reports import MAX_FIT_CELLS, UNRELIABLE, check_bounds, fit_cells, metric_report
 from calib_core.validation import CalibrationInputError
 
-EXIT_BAD_INPUT = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with its errors on one line, like every other bad input (no usage block), and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"calib-core: error: {' '.join(message.split())} "
-                                  "(`calib-core report --help` lists the options)\n")
+__all__ = ["EXIT_BAD_INPUT", "main"]
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="calib-core", description="Calibration metrics for classifier predictions.")
+    parser = _Parser(prog="calib-core", description="Calibration metrics for classifier predictions: report, "
+                     "gate (check), recalibrate, apply a saved map, compare models.")
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="print every calibration metric of a predictions file")
     report.add_argument("path", help="CSV/TSV, Parquet, NPZ or NPY file of probabilities or logits plus labels, "
@@ -54,16 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--n-bins", type=int, default=15, help="number of bins for binned metrics (default 15)")
     report.add_argument("--binning", choices=("uniform", "adaptive"), default="uniform",
                         help="bins for ECE, RMSCE, MCE and class-wise ECE (default uniform)")
-    report.add_argument("--label-column", default=None, help="name of the label column (default: detected)")
-    report.add_argument("--input-kind", choices=("auto", "probabilities", "logits"), default="auto",
-                        help="whether the class columns hold probabilities or logits (default: detected)")
-    report.add_argument("--class-names", default=None, metavar="A,B,...",
-                        help="the class of each class column, in column order, separated by commas (accepts the "
-                             "label-to-column mapping a refused file proposes; memory engine)")
-    report.add_argument("--renormalize", action="store_true",
-                        help="divide each probability row by its sum instead of refusing rows not summing to 1")
-    report.add_argument("--percentages", action="store_true",
-                        help="the values are percentages (rows sum to 100): divide them by 100")
+    add_loader_flags(report)
     report.add_argument("--max-quadratic-rows", type=int, default=20_000, metavar="N",
                         help="leave out the O(N^2) kernel metrics above N rows (default 20000; 0: no limit; "
                              "negative values are refused)")
@@ -87,12 +79,23 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="write the one-file offline HTML report (every setting, the file hashes, metrics with "
                              "intervals, verdicts and charts) to OUT.html; needs plotly (pip install "
                              "'calib-core[report]')")
-    report.add_argument("--n-boot", type=int, default=1000, metavar="N",
-                        help="bootstrap resamples of the report's intervals (with --html; default 1000)")
+    report.add_argument("--n-boot", type=int, default=None, metavar="N",
+                        help="bootstrap resamples of each metric's interval, made as the Metrics page makes it "
+                             "(calib_core.metric_interval, seed --seed): the table and --json show intervals "
+                             f"only when it is given (the page's default is {APP_N_BOOT}); --html: default 1000")
     report.add_argument("--seed", type=int, default=0,
                         help="seed of the calibration tests (each its own named stream of it) and of the --html "
                              "report's bootstrap (default 0, as the app)")
+    report.set_defaults(handler=_run_report)
+    for module in (cli_check, cli_recalibrate, cli_compare):
+        module.add_commands(commands)
     return parser
+
+
+#: The Metrics page's default number of resamples (its "Bootstrap resamples" control).
+APP_N_BOOT = 200
+#: ``report --html``'s default number of resamples.
+HTML_N_BOOT = 1000
 
 
 def _html_report(args: argparse.Namespace) -> dict:
@@ -104,8 +107,6 @@ def _html_report(args: argparse.Namespace) -> dict:
                                     "pip install 'calib-core[report]'.") from None
     if args.engine not in ("auto", "memory") or args.scheduler is not None:
         raise CalibrationInputError("--html loads the rows into memory; leave out --engine/--scheduler.")
-    if args.n_boot < 0:
-        raise CalibrationInputError(f"--n-boot must be 0 or more, got {args.n_boot}.")
     if args.max_quadratic_rows < 0:
         raise CalibrationInputError(
             f"--max-quadratic-rows must be 0 (no limit) or a positive number of rows, got {args.max_quadratic_rows}."
@@ -126,9 +127,7 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
     """One ``studio.report.ReportModel``: the file(s) loaded as for the table, each file's SHA-256."""
     import glob
 
-
-    options = dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
-                   percentages=args.percentages, class_names=_class_names(args))
+    options = loader_options(args)
     if os.path.isfile(path) or _pipe_kind(path):
         raw = _read_input(path)  # read once: the bytes hashed are the bytes loaded
         predictions = load_predictions(raw, **options)
@@ -141,18 +140,7 @@ def _html_model(path: str, args: argparse.Namespace, html_report):
     rows = "all rows"
     if args.split is not None:
         predictions, rows = _select_split(predictions, args.split, path, f" in {path}"), f"split {args.split}"
-    return html_report.ReportModel(os.path.basename(path.rstrip("/")) or path, predictions, files, rows)
-
-
-def _select_split(predictions, split: str, path: str, where: str = ""):
-    """The rows of split ``split``, chosen by the engines' split filter (:func:`~calib_core.io.columns.split_mask`)."""
-    if predictions.split is None:
-        raise CalibrationInputError(f"--split {split!r} given but {path} has no split column.")
-    mask = split_mask(predictions.split, split)
-    if not mask.any():
-        known = ", ".join(sorted(set(predictions.split.tolist())))
-        raise CalibrationInputError(f"no rows with split {split!r}{where}; the file has: {known}.")
-    return predictions.subset(mask)
+    return html_report.ReportModel(predictions.name, predictions, files, rows)
 
 
 def _report(args: argparse.Namespace) -> dict:
@@ -171,15 +159,8 @@ def _report(args: argparse.Namespace) -> dict:
         )
     if scaled:
         return _report_scaled(args, engine)
-    if pipe or os.path.isfile(args.path):
-        predictions = load_predictions(_read_input(args.path), label_column=args.label_column,
-                                       input_kind=args.input_kind, renormalize=args.renormalize,
-                                       percentages=args.percentages, group=args.group_by,
-                                       class_names=_class_names(args))
-    else:  # a folder or a pattern: the loader says why it cannot be loaded in memory
-        predictions = load_predictions(args.path, label_column=args.label_column, input_kind=args.input_kind,
-                                       renormalize=args.renormalize, percentages=args.percentages,
-                                       group=args.group_by, class_names=_class_names(args))
+    # A folder or a pattern goes to the loader, which says why it cannot be loaded in memory.
+    predictions = load_file(args.path, args, group=args.group_by)
     if args.split is not None:
         predictions = _select_split(predictions, args.split, args.path)
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
@@ -196,10 +177,49 @@ def _report(args: argparse.Namespace) -> dict:
     return {
         **_report_head(args, predictions, warnings=list(predictions.warnings) + notes, metrics=report.values,
                        reasons=report.reasons, engine="memory", unreliable=report.unreliable),
+        **_intervals_section(predictions, report.values, args),
         "tests": _tests_section(predictions, args),
         **({"groups": _groups_section(predictions, args)} if args.group_by is not None else {}),
         **({"statistics": _summary_of(predictions, args)} if args.json else {}),
     }
+
+
+def _stem(path: str) -> str:
+    """A file's name without its extensions (``preds.csv.gz`` -> ``preds``), as the app names models; a folder
+    or pattern as given."""
+    name = os.path.basename(path.rstrip("/"))
+    if name.endswith(".gz"):
+        name = name[:-3]
+    stem, extension = os.path.splitext(name)
+    return stem if stem and extension.lower().lstrip(".") in FORMATS else name or path
+
+
+def _intervals_section(predictions, values: dict, args: argparse.Namespace) -> dict:
+    """``--n-boot N``: each metric's interval as the Metrics page makes it, for the same resamples and seed.
+
+    :func:`calib_core.metric_interval` with the page's settings per metric
+    (the bin count only where the metric uses bins, the binning only where it
+    can be chosen; the estimate of the table), so the same seed gives the
+    page's intervals. Without ``--n-boot``: no section (no resampling time).
+    """
+    if args.n_boot is None:
+        return {}
+    section = {}
+    for key, estimate in values.items():
+        if estimate is None:
+            continue
+        spec = get_metric(key)
+        found = metric_interval(key, predictions.probs, predictions.labels,
+                                n_bins=args.n_bins if spec.uses_bins else 15,
+                                binning=args.binning if spec.uses_binning else "uniform",
+                                n_boot=args.n_boot, alpha=INTERVAL_ALPHA, seed=args.seed, estimate=estimate)
+        section[key] = {"low": _finite(found.low), "high": _finite(found.high), "std": _finite(found.std),
+                        "method": found.method, "n_boot": found.n_boot, "note": found.note}
+    return {"n_boot": args.n_boot, "seed": args.seed, "alpha": INTERVAL_ALPHA, "intervals": section}
+
+
+#: The level of the report's intervals (the Metrics page's default).
+INTERVAL_ALPHA = 0.05
 
 
 def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metrics: dict, reasons: dict,
@@ -209,6 +229,7 @@ def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metri
     labels = {spec.key: spec.label for spec in METRICS}
     return {
         "file": str(args.path),
+        "model": getattr(source, "name", None) or _stem(str(args.path)),
         "n_samples": source.n_samples,
         "n_classes": source.n_classes,
         "input_kind": source.input_kind,
@@ -248,11 +269,6 @@ def _tests_section(predictions, args: argparse.Namespace) -> dict:
 GROUP_N_BOOT = 200
 #: The metrics reported per group by ``--group-by``.
 GROUP_METRICS = ("ece", "ace")
-
-
-def _finite(value) -> float | None:
-    """JSON has no NaN or infinity: a missing or infinite number is null (a reason beside it says why)."""
-    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def _groups_section(predictions, args: argparse.Namespace) -> dict:
@@ -331,18 +347,13 @@ def _summary_of(predictions, args: argparse.Namespace) -> dict:
                            files=(str(args.path),), split=args.split, warnings=predictions.warnings).summary()
 
 
-def _class_names(args: argparse.Namespace) -> list[str] | None:
-    """``--class-names a,b`` as the loader's ``class_names``."""
-    if args.class_names is None:
-        return None
-    return [name.strip() for name in args.class_names.split(",")]
-
-
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
     if args.class_names is not None:
         raise CalibrationInputError(f"--class-names needs the memory engine (--engine memory), not the {engine} "
                                     "engine; or name each class column p_<class> after its label.")
-
+    if args.n_boot is not None:
+        raise CalibrationInputError(f"--n-boot resamples rows in memory, which the {engine} engine does not "
+                                    "hold; use --engine memory, or leave out --n-boot for the exact values.")
     result = evaluate(args.path, engine=engine, batch_rows=args.batch_rows,
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
                       label_column=args.label_column, input_kind=args.input_kind, split=args.split,
@@ -355,55 +366,6 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
         **({"groups": result.groups.report_section(GROUP_METRICS)} if result.groups is not None else {}),
         **({"statistics": result.summary()} if args.json else {}),
     }
-
-
-def _read_input(path: str) -> io.BytesIO:
-    """The bytes of one file for the memory engine, read once and bounded, named after the file.
-
-    A regular file's size is checked before it is opened; a pipe, device or socket has no
-    size and is read up to :data:`~calib_core.io.formats.MAX_BYTES` plus one byte (``report
-    /dev/zero`` ends with this message, not a MemoryError). The loader parses these bytes,
-    never the file itself, so a file rewritten while the report runs cannot change (or
-    crash) the read, and the bytes an HTML report hashes are the bytes it loaded.
-    """
-    size = os.stat(path).st_size if os.path.isfile(path) else None
-    if size is not None and size > MAX_BYTES:
-        raise CalibrationInputError(_too_big_for_memory(path, f"{size:,} bytes"))
-    with open(path, "rb") as handle:
-        # A regular file: one read of the size found (one byte more tells a file that grew). Anything
-        # else: chunks, so that memory grows with what arrives and stops at the limit.
-        chunks = [handle.read(size + 1)] if size is not None else iter(lambda: handle.read(1 << 20), b"")
-        parts, total = [], 0
-        for chunk in chunks:
-            total += len(chunk)
-            if total > MAX_BYTES:
-                raise CalibrationInputError(_too_big_for_memory(path, f"more than {MAX_BYTES:,} bytes"))
-            parts.append(chunk)
-    data = parts[0] if len(parts) == 1 else b"".join(parts)
-    buffer = io.BytesIO(data)
-    buffer.name = os.path.basename(path)  # the loader's messages say "file 'NAME'"
-    return buffer
-
-
-def _too_big_for_memory(path: str, size: str) -> str:
-    return (f"{path} is {size}, over the {MAX_BYTES:,}-byte limit of the memory engine (and of --html); "
-            "evaluate it with --engine stream, whose memory is bounded at any size.")
-
-
-def _pipe_kind(path: str) -> str | None:
-    """``"pipe (FIFO)"``, ``"character device"`` or ``"socket"`` for such a path (e.g. from ``mkfifo`` or
-    ``<(...)``), None for regular files, folders, patterns and paths that do not exist."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    if stat.S_ISFIFO(mode):
-        return "pipe (FIFO)"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return None
 
 
 def _names(values: dict, args: argparse.Namespace) -> dict[str, str]:
@@ -438,10 +400,17 @@ def _format_table(result: dict) -> str:
         f"{result['n_bins']} {result['binning']} bins" + (f", split={result['split']}" if result["split"] else ""),
     ]
     lines += [f"warning: {w}" for w in result["warnings"]]
+    if "intervals" in result:
+        lines.append(f"{1 - result['alpha']:.0%} intervals: {result['n_boot']:,} bootstrap resamples, seed "
+                     f"{result['seed']} (each made as its metric declares, as on the Metrics page)")
     names = result["metric_names"]
     width = max((len(name) for name in names.values()), default=0)
     for key, value in result["metrics"].items():
         shown = f"{value:.6f}" if value is not None else f"n/a -- {result['reasons'].get(key, 'not available')}"
+        interval = result.get("intervals", {}).get(key)
+        if interval is not None:
+            shown += (f"  [{interval['low']:.6f}, {interval['high']:.6f}]" if interval["low"] is not None
+                      else f"  (no interval: {interval['note'].removeprefix('none: ')})")
         if key in result.get("unreliable", {}):
             shown += f"  ({UNRELIABLE}: see below)"
         lines.append(f"{names[key]:<{width}}  {shown}")
@@ -457,75 +426,29 @@ def _format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-#: Command-line spelling of the loader keywords a refused file's fixes set (see calib_core.io.interpret.LoadFix).
-_FIX_FLAGS = {("renormalize", True): "--renormalize", ("percentages", True): "--percentages",
-              ("input_kind", "logits"): "--input-kind logits", ("input_kind", "probabilities"): "--input-kind probabilities"}
-
-
-#: Python argument mentions in calib_core messages -> what does it on the command line.
-_CLI_WORDS = (
-    (r"`label_column=(-?\d+|'[^']*')?`", lambda m: "--label-column" + (f" {m.group(1).strip(chr(39))}" if m.group(1) else "")),
-    (r"`class_names=[^`]*`", "--class-names A,B,..."),
-    (r"`input_kind='(logits|probabilities)'`", r"--input-kind \1"),
-    (r"`renormalize=True`", "--renormalize"),
-    (r"`percentages=True`", "--percentages"),
-    (r"`group=`", "--group-by"),
-    (r"[Pp]ass `class_columns=`|[Pp]ass `score_column=(?:'[^']*')?`", "name the class columns p_<class>"),
-    (r"`class_columns=`|`score_column=(?:'[^']*')?`", "class columns named p_<class>"),
-)
-
-
-def _fix_flag(item: tuple) -> str | None:
-    """The command-line spelling of one ``(keyword, value)`` of a fix, or None when the command line has none."""
-    key, value = item
-    if key == "class_names":
-        import shlex
-
-        return "--class-names " + shlex.quote(",".join(str(v) for v in value))
-    return _FIX_FLAGS.get(item)
-
-
-def _cli_words(text: str) -> str:
-    """A loader message with its Python arguments replaced by the command line's flags."""
-    import re
-
-    for pattern, replacement in _CLI_WORDS:
-        text = re.sub(pattern, replacement, text)
-    return text
-
-
-def _error_text(exc: CalibrationInputError) -> str:
-    """The message of ``exc`` in the command line's words.
-
-    A file the loader refused with fixes (:class:`calib_core.io.interpret.PredictionsFileError`) is
-    described without Python argument names, followed by the flags that apply each fix.
-    """
-    fixes = getattr(exc, "fixes", ())
-    flags = [" ".join(_fix_flag(item) for item in fix.overrides) for fix in fixes
-             if all(_fix_flag(item) for item in fix.overrides)]
-    if not flags:
-        return _cli_words(str(exc))
-    return f"{exc.plain} To load it anyway: " + "; or ".join(flags) + "."
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    args = _build_parser().parse_args(argv)
+    """Run the command line; returns the exit status (``check``: 0 pass, 1 fail, 3 inconclusive; 2 bad input)."""
     try:
-        if args.seed < 0:
-            raise CalibrationInputError(f"--seed must be 0 or more, got {args.seed}.")
-        if args.more_paths and not args.html:
-            raise CalibrationInputError("several FILEs need --html (the table and --json report one FILE).")
-        result = _html_report(args) if args.html else _report(args)
-    except CalibrationInputError as exc:
-        print(f"calib-core: error: {' '.join(_error_text(exc).split())}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as exc:
-        print(f"calib-core: error: cannot read {args.path}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line printed, status 2) or --help (status 0)
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    return run(args.handler, args)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    if args.seed < 0:
+        raise CalibrationInputError(f"--seed must be 0 or more, got {args.seed}.")
+    if args.n_boot is not None and args.n_boot < 0:
+        raise CalibrationInputError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    if args.more_paths and not args.html:
+        raise CalibrationInputError("several FILEs need --html (the table and --json report one FILE).")
     if args.html:
+        if args.n_boot is None:
+            args.n_boot = HTML_N_BOOT
+        result = _html_report(args)
         print(f"wrote {result['html']}: {result['charts']} charts, models {', '.join(result['models'])}")
         return 0
+    result = _report(args)
     print(json.dumps(result, indent=2) if args.json else _format_table(result))
     return 0
 

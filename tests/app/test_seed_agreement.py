@@ -99,3 +99,29 @@ def test_one_seed_gives_every_surface_the_same_test_numbers(repo_root, tmp_path,
     for method in RANDOMISED:
         other = cc.calibration_test(predictions.probs, predictions.labels, method, seed=1)
         assert other.null_distribution != expected[method].null_distribution, method
+
+
+def test_report_n_boot_gives_the_metrics_pages_intervals(repo_root, capsys):
+    """Issue 25, item 4: ``report --n-boot 200`` (the page's default resamples, seed 0) prints the Metrics page's
+    interval of every metric, in the JSON and in the table."""
+    path = repo_root / "data" / "demo" / f"{DEFAULT_DEMO}.csv"
+    predictions = load_demo(DEFAULT_DEMO)
+    at = app_support.open_with_model("pages/1_Metrics.py", predictions, timeout=180)
+    app_support.assert_clean(at)
+    (page,) = [d.value for d in at.dataframe if {"key", "ci_low", "ci_high"} <= set(d.value.columns)]
+    page = page.set_index("key")
+
+    assert main(["report", str(path), "--json", "--n-boot", "200", "--seed", "0"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert main(["report", str(path), "--n-boot", "200"]) == 0
+    text = capsys.readouterr().out
+    compared = 0
+    for key, interval in cli["intervals"].items():
+        if key not in page.index or not math.isfinite(page.loc[key, "ci_low"]):
+            continue
+        assert interval["low"] == pytest.approx(page.loc[key, "ci_low"], rel=1e-9, abs=1e-12), key
+        assert interval["high"] == pytest.approx(page.loc[key, "ci_high"], rel=1e-9, abs=1e-12), key
+        assert f"[{interval['low']:.6f}, {interval['high']:.6f}]" in text, key
+        compared += 1
+    assert compared >= 10
+    assert cli["model"] == DEFAULT_DEMO  # named as the app names it: without the extension
