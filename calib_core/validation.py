@@ -35,6 +35,7 @@ __all__ = [
     "check_probs_columns",
     "check_probs_with_row_sums",
     "check_probs_labels",
+    "check_confidence_correct",
     "check_binning",
     "check_positive",
     "check_count",
@@ -401,6 +402,63 @@ def check_probs_labels(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.
     labels : ndarray of shape (N,), intp
     """
     return _check_rows(probs, labels, 0)
+
+
+def check_confidence_correct(confidence: ArrayLike, correct: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Check a confidence model's stated confidences and their correctness (a confidence file).
+
+    Parameters
+    ----------
+    confidence : array_like of shape (N,)
+        Stated probability that each answer is right, in [0, 1].
+    correct : array_like of shape (N,)
+        1 (or True) where the answer was right, 0 (or False) where it was wrong.
+
+    Returns
+    -------
+    confidence : ndarray of shape (N,), float64
+    correct : ndarray of shape (N,), float64 holding 0.0 and 1.0
+
+    Raises
+    ------
+    CalibrationInputError
+        Not 1-D, different lengths, no rows, NaN or infinite values, a
+        confidence outside [0, 1], a correctness other than 0/1.
+
+    Examples
+    --------
+    >>> check_confidence_correct([0.9, 0.6], [True, False])[1].tolist()
+    [1.0, 0.0]
+    """
+    arrays = []
+    for name, given in (("confidence", confidence), ("correct", correct)):
+        array = np.asarray(given)
+        if array.ndim != 1:
+            raise CalibrationInputError(f"`{name}` must be 1-D, got shape {array.shape}.")
+        if array.dtype.kind not in "biuf":
+            raise CalibrationInputError(f"`{name}` must hold numbers, got dtype {array.dtype}.")
+        array = array.astype(np.float64)
+        finite = np.isfinite(array)
+        if not finite.all():
+            row = _first_bad_row(~finite)
+            raise CalibrationInputError(f"`{name}` contains NaN or infinite values, e.g. row {row}.")
+        arrays.append(array)
+    values, hits = arrays
+    if values.shape != hits.shape:
+        raise CalibrationInputError(
+            f"`confidence` has {values.shape[0]} entries but `correct` has {hits.shape[0]}.")
+    if values.size == 0:
+        raise CalibrationInputError("`confidence` and `correct` are empty; give at least one row.")
+    outside = (values < 0.0) | (values > 1.0)
+    if outside.any():
+        row = _first_bad_row(outside)
+        raise CalibrationInputError(
+            f"`confidence` must lie in [0, 1]; row {row} is {values[row]!r} (percentages: divide by 100).")
+    binary = (hits == 0.0) | (hits == 1.0)
+    if not binary.all():
+        row = _first_bad_row(~binary)
+        raise CalibrationInputError(f"`correct` must be 0 or 1; row {row} is {hits[row]!r}.")
+    return values, hits
 
 
 def check_probs_columns(columns: ArrayLike | Sequence[NDArray[np.float64]], labels: ArrayLike, *,
