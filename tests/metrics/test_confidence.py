@@ -175,3 +175,44 @@ def test_checks_name_the_problem():
         conf.confidence_ece([0.5, 0.6], [1, 2])
     with pytest.raises(cc.CalibrationInputError, match=r"\[0, 1\]"):
         conf.confidence_brier([50, 60], [1, 0])
+
+
+# ----------------------------------------------------------------------------- registry invariants (kind="confidence")
+
+CONFIDENCE_SPECS = metrics_of_kind("confidence")
+
+
+@pytest.mark.parametrize("spec", CONFIDENCE_SPECS, ids=lambda spec: spec.key)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_confidence_metric_is_finite_non_negative_and_ignores_row_order(spec, seed):
+    c, y = _tied(37, seed)
+    probs = conf.confidence_probs(c)
+    perm = np.random.default_rng(seed).permutation(c.size)
+    value = spec.compute(probs, y, 15, "uniform")
+    assert np.isfinite(value) and (value >= 0 or spec.signed)
+    assert spec.compute(probs[perm], y[perm], 15, "uniform") == pytest.approx(value, rel=1e-9, abs=1e-12)
+    assert spec.compute(probs, y, 7, "adaptive") == value  # settings are part of the key, not the page's bins
+
+
+@pytest.mark.parametrize("key", [spec.key for spec in CONFIDENCE_SPECS if spec.ideal is not None])
+def test_every_confidence_error_is_nearer_its_ideal_for_calibrated_confidence(key):
+    rng = np.random.default_rng(5)
+    c = rng.uniform(0.3, 1.0, 40_000)
+    y = (rng.random(c.size) < c).astype(int)
+    spec = get_metric(key)
+    calibrated = abs(spec.compute(conf.confidence_probs(c), y, 10, "uniform") - spec.ideal)
+    stated = np.minimum(c + 0.15, 1.0)  # overconfident by up to 15 points
+    assert abs(spec.compute(conf.confidence_probs(stated), y, 10, "uniform") - spec.ideal) > calibrated
+
+
+@pytest.mark.parametrize("key", [spec.key for spec in CONFIDENCE_SPECS if spec.resampling.kind == "row_mean"])
+def test_declared_row_means_give_the_metric_of_the_materialised_resamples(key):
+    from calib_core.metrics.registry import metric_function
+
+    c, y = _tied(150, 4)
+    probs = conf.confidence_probs(c)
+    metric = metric_function(key)
+    declared = cc.bootstrap_ci(metric, probs, y, n_boot=30, seed=3)
+    materialised = cc.bootstrap_ci(lambda p, t: metric(p, t), probs, y, n_boot=30, seed=3)
+    assert declared.estimate == materialised.estimate
+    assert np.allclose(declared.samples, materialised.samples)
