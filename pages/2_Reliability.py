@@ -48,7 +48,9 @@ if skipped:
     st.info(f"{', '.join(md(name) for name in skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
             "choose another event to include them.")
 tables = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, target) for m in usable}
-event = "top-label confidence" if target == "top_label" else f"predicted probability of class {figures.plot_text(class_names[target])}"
+stated = any(m.predictions.kind == "confidence" for m in usable)
+event = ("confidence (stated, for a confidence model; top label otherwise)" if stated
+         else "top-label confidence") if target == "top_label" else f"predicted probability of class {figures.plot_text(class_names[target])}"
 figure = figures.reliability_figure(
     tables, layout=arrangement if len(tables) > 1 else "overlay", style=style, colors=state.model_colors(),
     x_title=f"Mean {event} in the bin", n_rows={m.name: m.predictions.n_samples for m in usable},

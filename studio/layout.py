@@ -312,6 +312,22 @@ def require_models(models: list[state.ModelView]) -> None:
     st.stop()
 
 
+def class_models(models: list[state.ModelView], page: str, why: str) -> list[state.ModelView]:
+    """The models a page about class probabilities can show: confidence models are set aside with one plain
+    sentence (``why``: what the page needs), and the page stops when none is left."""
+    stated = [m.name for m in models if m.predictions.kind == "confidence"]
+    if stated:
+        one = len(stated) == 1
+        st.info(f"{', '.join(md(n) for n in stated)} {'is a confidence model' if one else 'are confidence models'} "
+                f"(a stated confidence and whether each answer was right), so the {page} page does not apply to "
+                f"{'it' if one else 'them'}: {why} The Reliability, Metrics and Groups pages show "
+                f"{'its' if one else 'their'} calibration.")
+    kept = [m for m in models if m.predictions.kind != "confidence"]
+    if models and not kept:
+        st.stop()
+    return kept
+
+
 class ProgressReporter:
     """``on_progress(done, total)`` that shows a progress bar only when work takes a while.
 

@@ -68,7 +68,7 @@ from calib_core.validation import (
 from calib_core._accel import freeze_and_mark as _sealed, is_validated
 
 __all__ = ["CONFIDENCE_CLASSES", "LOAD_KINDS", "Predictions", "SeveralModelsError", "load_confidence_models",
-           "load_predictions"]
+           "load_predictions", "match_by_id"]
 
 #: The class names of a confidence model's matrix ``[1 - c, c]`` (labels: 0 wrong, 1 right).
 CONFIDENCE_CLASSES = ("wrong", "right")
@@ -958,6 +958,17 @@ def load_confidence_models(sources: Source | Sequence[Source], *, names: Sequenc
             models.append(load_predictions(source, kind="confidence", **options))
         except SeveralModelsError as several:
             models.extend(several.models)
+    return match_by_id(models)
+
+
+def match_by_id(models: Sequence[Predictions]) -> list[Predictions]:
+    """Confidence models of several systems with their rows matched by :attr:`Predictions.ids`.
+
+    The items every system answered, in the first model's order; a note on each model says how many of its
+    items were left out. Without ids, models with the same number of rows are matched by position.
+    See :func:`load_confidence_models` for the errors.
+    """
+    models = list(models)
     seen = [m.name for m in models]
     if len(set(seen)) != len(seen):
         dup = next(n for n in seen if seen.count(n) > 1)
