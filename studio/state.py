@@ -33,7 +33,7 @@ from streamlit.errors import StreamlitAPIException
 
 from calib_core import CalibrationInputError
 from calib_core.io import Predictions, SeveralModelsError, demo_datasets
-from calib_core.io.predictions import match_by_id
+from calib_core.io.systems import match_by_id
 from calib_core.io.interpret import LoadFix
 from studio import compute
 from studio.text import literal, md

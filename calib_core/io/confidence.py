@@ -22,20 +22,24 @@ correct``; :mod:`calib_core.metrics.confidence`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from calib_core.io.columns import (LABEL_NAMES, _find_column, _shown, _split_column, _split_values, group_text,
                                    _note_missing_groups, _attribute_columns)
 from calib_core.io.formats import Table, _as_text
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import CalibrationInputError, check_confidence_correct, correct_rows
 
-__all__ = ["CONFIDENCE_NAMES", "CORRECT_NAMES", "ID_NAMES", "MODEL_NAMES", "ConfidenceParts", "confidence_parts",
-           "is_confidence_table"]
+__all__ = ["CONFIDENCE_CLASSES", "CONFIDENCE_NAMES", "CORRECT_NAMES", "ID_NAMES", "MODEL_NAMES", "ConfidenceAccess",
+           "ConfidenceParts", "SeveralModelsError", "confidence_models", "confidence_parts", "is_confidence_table"]
+
+#: The class names of a confidence model's matrix ``[1 - c, c]`` (labels: 0 wrong, 1 right).
+CONFIDENCE_CLASSES = ("wrong", "right")
 
 #: Column names (lower-case) of a stated confidence, in order of preference.
 CONFIDENCE_NAMES = (
@@ -215,3 +219,113 @@ def confidence_parts(table: Table, *, display: str, notes: list[str], split_colu
     notes.append(f"read as a confidence file: {confidence!r} is the stated confidence and {correct!r} whether the "
                  "answer was right" + (f"; {parts.id_name!r} identifies the items" if parts.id_name else "") + ".")
     return parts
+
+
+class SeveralModelsError(CalibrationInputError):
+    """A confidence file holding several systems (a ``model`` column): ``models`` holds one per system.
+
+    Attributes
+    ----------
+    models : tuple of Predictions
+        One confidence model per system, in order of first appearance, named
+        after the system (rows not yet matched by id: :func:`load_confidence_models` does that).
+    """
+
+    def __init__(self, message: str, models: Sequence[Any]) -> None:
+        super().__init__(message)
+        self.models = tuple(models)
+
+
+def confidence_models(table: Table, display: str, model_name: str, fmt: str, *, name_given: bool,
+                      factory: Callable[..., Any], split_column: str | None, group: str | None,
+                      notes: list[str]) -> Any:
+    """The confidence model of a confidence file, made by ``factory`` (``Predictions.from_confidence``); a file
+    of several systems raises :class:`SeveralModelsError` with one model each."""
+    parts = confidence_parts(table, display=display, notes=notes, split_column=split_column, group_column=group)
+
+    def build(rows: NDArray[np.bool_] | slice, label: str, extra: tuple[str, ...] = ()) -> Any:
+        pick = (lambda a: None if a is None else a[rows])
+        model = factory(
+            parts.confidence[rows], parts.correct[rows], name=label, ids=pick(parts.ids), split=pick(parts.split),
+            groups=pick(parts.groups), group_column=parts.group_name, source_format=fmt,
+            warnings=tuple(notes) + extra)
+        object.__setattr__(model, "attribute_columns", tuple(parts.attributes))
+        return model
+
+    systems = [] if parts.models is None else list(pd.unique(parts.models))
+    if len(systems) <= 1:
+        label = model_name if not systems or name_given else f"{model_name}: {systems[0]}"
+        return build(slice(None), label)
+    models = [build(parts.models == system, system, (f"system {system!r} of the column {parts.model_name!r}.",))
+              for system in systems]
+    raise SeveralModelsError(
+        f"{display} holds {len(systems)} systems in column {parts.model_name!r} ({_shown(systems, 6)}); "
+        "load it with calib_core.io.systems.load_confidence_models, which returns one model per system with their rows "
+        "matched by id.", models)
+
+
+class ConfidenceAccess:
+    """What every :class:`~calib_core.io.Predictions` offers about confidence and correctness (its base class).
+
+    A confidence model is stored as ``probs = [1 - c, c]`` with ``labels = correct`` (``kind="confidence"``);
+    :attr:`confidence` and :attr:`correct` read the pair back for it, and give the top-label confidence and
+    correctness of a K-class model, so pages and metrics needing ``(confidence, correct)`` work for both.
+    """
+
+    @classmethod
+    def from_confidence(cls, confidence: ArrayLike, correct: ArrayLike, *, name: str = "model",
+                        ids: ArrayLike | None = None, split: ArrayLike | None = None,
+                        groups: ArrayLike | None = None, group_column: str | None = None,
+                        source_format: str = "arrays", warnings: Sequence[str] = ()) -> "ConfidenceAccess":
+        """A confidence model from its stated confidences and their correctness.
+
+        Parameters
+        ----------
+        confidence : array_like of shape (N,)
+            Stated probability that each answer is right, in [0, 1].
+        correct : array_like of shape (N,)
+            1/True where the answer was right, 0/False where wrong.
+        name, ids, split, groups, group_column, source_format, warnings
+            As in :class:`Predictions`.
+
+        Examples
+        --------
+        >>> from calib_core import Predictions
+        >>> pred = Predictions.from_confidence([0.9, 0.3, 0.8], [1, 0, 0])
+        >>> pred.kind, round(pred.accuracy, 4), pred.confidence.tolist()
+        ('confidence', 0.3333, [0.9, 0.3, 0.8])
+        """
+        values, hits = check_confidence_correct(confidence, correct)
+        return cls(probs=np.column_stack([1.0 - values, values]), labels=hits.astype(np.intp),
+                   class_names=CONFIDENCE_CLASSES, name=name, split=split, source_format=source_format,
+                   warnings=tuple(warnings), groups=groups, group_column=group_column, kind="confidence",
+                   ids=ids)
+
+    @property
+    def confidence(self) -> NDArray[np.float64]:
+        """Per-row confidence that the prediction is right: the stated confidence of a confidence model,
+        the top-label probability ``max_k probs[i, k]`` of a K-class model."""
+        if self.kind == "confidence":
+            return self.probs[:, 1]
+        return self.probs.max(axis=1)
+
+    @property
+    def correct(self) -> NDArray[np.float64]:
+        """Per-row 1.0 where the prediction was right, else 0.0: a confidence model's outcome, a K-class
+        model's arg-max class (ties: lowest index) against the label (:func:`calib_core.validation.correct_rows`)."""
+        if self.kind == "confidence":
+            return self.labels.astype(np.float64)
+        return correct_rows(self.probs, self.labels)
+
+    def as_confidence(self) -> "ConfidenceAccess":
+        """This model as a confidence model: its :attr:`confidence` and :attr:`correct` (itself when it is one).
+
+        A K-class model keeps only its top label, so the confidence metrics
+        (ECE of confidence vs correctness, AURC, ...) apply to it.
+        """
+        if self.kind == "confidence":
+            return self
+        return type(self).from_confidence(
+            self.confidence, self.correct, name=self.name, ids=self.ids, split=self.split, groups=self.groups,
+            group_column=self.group_column, source_format=self.source_format,
+            warnings=self.warnings + ("the top-label confidence and correctness of a K-class model.",))

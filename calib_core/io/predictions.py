@@ -33,7 +33,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.io.arrays import _npy_parts, _npz_parts
-from calib_core.io.confidence import ID_NAMES, confidence_parts, is_confidence_table
+from calib_core.io.confidence import ConfidenceAccess, SeveralModelsError, confidence_models, is_confidence_table
 from calib_core.io.columns import MISSING_GROUP, _shown, group_text, split_mask, table_parts
 from calib_core.io.formats import (
     MAX_BYTES,
@@ -59,19 +59,16 @@ from calib_core.io.interpret import (
 from calib_core.validation import (
     CalibrationInputError,
     check_choice,
-    check_confidence_correct,
     check_labels,
     check_probs,
-    correct_rows,
     softmax,
 )
 from calib_core._accel import freeze_and_mark as _sealed, is_validated
 
-__all__ = ["CONFIDENCE_CLASSES", "LOAD_KINDS", "Predictions", "SeveralModelsError", "load_confidence_models",
-           "load_predictions", "match_by_id"]
+__all__ = ["LOAD_KINDS", "Predictions", "SeveralModelsError", "load_predictions"]
 
-#: The class names of a confidence model's matrix ``[1 - c, c]`` (labels: 0 wrong, 1 right).
-CONFIDENCE_CLASSES = ("wrong", "right")
+#: The values of ``load_predictions(kind=...)``.
+LOAD_KINDS = ("auto", "classes", "confidence")
 
 
 def _readonly(array: NDArray[Any]) -> NDArray[Any]:
@@ -89,7 +86,7 @@ def _is_private_copy(checked: NDArray[Any], given: object) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class Predictions:
+class Predictions(ConfidenceAccess):
     """A model's predictions on a labelled set, validated.
 
     Parameters
@@ -215,11 +212,9 @@ class Predictions:
         shared with another object (a shallow copy) are already read-only and
         are left as they are.
         """
+        state = {"kind": "classes", "ids": None, **state}  # objects pickled before these fields existed
         for key, value in state.items():
             object.__setattr__(self, key, value)
-        for key in ("kind", "ids"):  # objects pickled before these fields existed
-            if key not in state:
-                object.__setattr__(self, key, "classes" if key == "kind" else None)
         for key in ("probs", "labels", "logits", "split", "groups", "ids"):
             value = getattr(self, key)
             if isinstance(value, np.ndarray):
@@ -309,63 +304,6 @@ class Predictions:
             if ids.shape != (n_rows,):
                 raise CalibrationInputError(f"`ids` must have shape ({n_rows},) to match `probs`, got {ids.shape}.")
             object.__setattr__(self, "ids", _readonly(ids.astype(str)))
-
-    @classmethod
-    def from_confidence(cls, confidence: ArrayLike, correct: ArrayLike, *, name: str = "model",
-                        ids: ArrayLike | None = None, split: ArrayLike | None = None,
-                        groups: ArrayLike | None = None, group_column: str | None = None,
-                        source_format: str = "arrays", warnings: Sequence[str] = ()) -> "Predictions":
-        """A confidence model from its stated confidences and their correctness.
-
-        Parameters
-        ----------
-        confidence : array_like of shape (N,)
-            Stated probability that each answer is right, in [0, 1].
-        correct : array_like of shape (N,)
-            1/True where the answer was right, 0/False where wrong.
-        name, ids, split, groups, group_column, source_format, warnings
-            As in :class:`Predictions`.
-
-        Examples
-        --------
-        >>> pred = Predictions.from_confidence([0.9, 0.3, 0.8], [1, 0, 0])
-        >>> pred.kind, round(pred.accuracy, 4), pred.confidence.tolist()
-        ('confidence', 0.3333, [0.9, 0.3, 0.8])
-        """
-        values, hits = check_confidence_correct(confidence, correct)
-        return cls(probs=np.column_stack([1.0 - values, values]), labels=hits.astype(np.intp),
-                   class_names=CONFIDENCE_CLASSES, name=name, split=split, source_format=source_format,
-                   warnings=tuple(warnings), groups=groups, group_column=group_column, kind="confidence",
-                   ids=ids)
-
-    @property
-    def confidence(self) -> NDArray[np.float64]:
-        """Per-row confidence that the prediction is right: the stated confidence of a confidence model,
-        the top-label probability ``max_k probs[i, k]`` of a K-class model."""
-        if self.kind == "confidence":
-            return self.probs[:, 1]
-        return self.probs.max(axis=1)
-
-    @property
-    def correct(self) -> NDArray[np.float64]:
-        """Per-row 1.0 where the prediction was right, else 0.0: a confidence model's outcome, a K-class
-        model's arg-max class (ties: lowest index) against the label (:func:`calib_core.validation.correct_rows`)."""
-        if self.kind == "confidence":
-            return self.labels.astype(np.float64)
-        return correct_rows(self.probs, self.labels)
-
-    def as_confidence(self) -> "Predictions":
-        """This model as a confidence model: its :attr:`confidence` and :attr:`correct` (itself when it is one).
-
-        A K-class model keeps only its top label, so the confidence metrics
-        (ECE of confidence vs correctness, AURC, ...) apply to it.
-        """
-        if self.kind == "confidence":
-            return self
-        return Predictions.from_confidence(
-            self.confidence, self.correct, name=self.name, ids=self.ids, split=self.split, groups=self.groups,
-            group_column=self.group_column, source_format=self.source_format,
-            warnings=self.warnings + ("the top-label confidence and correctness of a K-class model.",))
 
     @classmethod
     def from_arrays(
@@ -684,7 +622,7 @@ def load_predictions(
         ``score``, and no label column); ``"classes"`` never does. A long
         file of several systems (a ``model`` column with several values)
         raises :class:`SeveralModelsError`, which carries the models
-        (:func:`load_confidence_models` returns them).
+        (:func:`calib_core.io.systems.load_confidence_models` returns them).
 
     Returns
     -------
@@ -800,8 +738,9 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
             table = _read_parquet(raw, limits)
         if kind == "confidence" or (kind == "auto" and label_column is None and class_columns is None
                                     and score_column is None and is_confidence_table(table.frame.columns)):
-            return _confidence_model(table, raw, fmt, name=name, split_column=split_column, group=group,
-                                     notes=notes)
+            return confidence_models(table, raw.display, _model_name(raw.hint, name), fmt, name_given=bool(name),
+                                     factory=Predictions.from_confidence, split_column=split_column,
+                                     group=group, notes=notes)
         parts = table_parts(table, **options)
     elif kind == "confidence":
         raise CalibrationInputError(
@@ -858,148 +797,3 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
         split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
         warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None,
         groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))
-
-
-#: The values of ``load_predictions(kind=...)``.
-LOAD_KINDS = ("auto", "classes", "confidence")
-
-
-class SeveralModelsError(CalibrationInputError):
-    """A confidence file holding several systems (a ``model`` column): ``models`` holds one per system.
-
-    Attributes
-    ----------
-    models : tuple of Predictions
-        One confidence model per system, in order of first appearance, named
-        after the system (rows not yet matched by id: :func:`load_confidence_models` does that).
-    """
-
-    def __init__(self, message: str, models: Sequence[Predictions]) -> None:
-        super().__init__(message)
-        self.models = tuple(models)
-
-
-def _confidence_model(table: Any, raw: _Raw, fmt: str, *, name: str | None, split_column: str | None,
-                      group: str | None, notes: list[str]) -> Predictions:
-    """A confidence model of a confidence file (:mod:`calib_core.io.confidence`); several systems raise
-    :class:`SeveralModelsError` with one model each."""
-    parts = confidence_parts(table, display=raw.display, notes=notes, split_column=split_column,
-                             group_column=group)
-    model_name = _model_name(raw.hint, name)
-
-    def build(rows: NDArray[np.bool_] | slice, label: str, extra: tuple[str, ...] = ()) -> Predictions:
-        pick = (lambda a: None if a is None else a[rows])
-        model = Predictions.from_confidence(
-            parts.confidence[rows], parts.correct[rows], name=label, ids=pick(parts.ids), split=pick(parts.split),
-            groups=pick(parts.groups), group_column=parts.group_name, source_format=fmt,
-            warnings=tuple(notes) + extra)
-        object.__setattr__(model, "attribute_columns", tuple(parts.attributes))
-        return model
-
-    systems = [] if parts.models is None else list(pd.unique(parts.models))
-    if len(systems) <= 1:
-        label = model_name if not systems or name else f"{model_name}: {systems[0]}"
-        return build(slice(None), label)
-    models = [build(parts.models == system, system, (f"system {system!r} of the column {parts.model_name!r}.",))
-              for system in systems]
-    raise SeveralModelsError(
-        f"{raw.display} holds {len(systems)} systems in column {parts.model_name!r} ({_shown(systems, 6)}); "
-        "load it with calib_core.load_confidence_models, which returns one model per system with their rows "
-        "matched by id.", models)
-
-
-def load_confidence_models(sources: Source | Sequence[Source], *, names: Sequence[str] | None = None,
-                           **load_options: Any) -> list[Predictions]:
-    """Several systems answering the same items, as confidence models whose rows are matched by id.
-
-    Parameters
-    ----------
-    sources : path, bytes, file object, or a sequence of them
-        One file per system, or one long file with a system column
-        (``model``, ``system``, ...: :data:`calib_core.io.confidence.MODEL_NAMES`),
-        or a mix.
-    names : sequence of str, optional
-        One name per source (the file names by default; a long file's
-        systems are named by their column's values).
-    **load_options
-        Passed to :func:`load_predictions` (``kind`` is always ``"confidence"``).
-
-    Returns
-    -------
-    list of Predictions
-        Confidence models with the same items in the same order: sorted by
-        the first model's order of its ids. Items that some system did not
-        answer are left out, and a note on each model says how many.
-
-    Raises
-    ------
-    CalibrationInputError
-        A file without an id column while the systems must be matched (more
-        than one model whose rows differ in number), a repeated id within a
-        system, no item common to all systems, two systems with one name.
-
-    Examples
-    --------
-    >>> a = b"question_id,confidence,correct\nq1,0.9,1\nq2,0.6,0\n"
-    >>> b = b"question_id,confidence,correct\nq2,0.8,1\nq1,0.7,1\n"
-    >>> models = load_confidence_models([a, b], names=["a.csv", "b.csv"])
-    >>> [m.ids.tolist() for m in models], models[1].confidence.tolist()
-    ([['q1', 'q2'], ['q1', 'q2']], [0.7, 0.8])
-    """
-    load_options.pop("kind", None)
-    many = isinstance(sources, (list, tuple))
-    items = list(sources) if many else [sources]
-    if names is not None and len(names) != len(items):
-        raise CalibrationInputError(f"`names` gives {len(names)} names for {len(items)} sources.")
-    models: list[Predictions] = []
-    for k, source in enumerate(items):
-        options = dict(load_options, name=names[k]) if names is not None else load_options
-        try:
-            models.append(load_predictions(source, kind="confidence", **options))
-        except SeveralModelsError as several:
-            models.extend(several.models)
-    return match_by_id(models)
-
-
-def match_by_id(models: Sequence[Predictions]) -> list[Predictions]:
-    """Confidence models of several systems with their rows matched by :attr:`Predictions.ids`.
-
-    The items every system answered, in the first model's order; a note on each model says how many of its
-    items were left out. Without ids, models with the same number of rows are matched by position.
-    See :func:`load_confidence_models` for the errors.
-    """
-    models = list(models)
-    seen = [m.name for m in models]
-    if len(set(seen)) != len(seen):
-        dup = next(n for n in seen if seen.count(n) > 1)
-        raise CalibrationInputError(f"two systems are named {dup!r}; give each source its own name (`names=`).")
-    if len(models) == 1:
-        return models
-    if any(m.ids is None for m in models):
-        if len({m.n_samples for m in models}) == 1:
-            return models  # no ids: rows are matched by position, as the files give them
-        raise CalibrationInputError(
-            "the systems answered different numbers of items and at least one file has no id column "
-            f"({', '.join(ID_NAMES[:3])}, ...), so their rows cannot be matched.")
-    for m in models:
-        if len(np.unique(m.ids)) != m.n_samples:
-            values, counts = np.unique(m.ids, return_counts=True)
-            raise CalibrationInputError(
-                f"item id {str(values[counts > 1][0])!r} appears more than once for system {m.name!r}; "
-                "each system answers each item once.")
-    common = models[0].ids
-    for m in models[1:]:
-        common = common[np.isin(common, m.ids)]
-    if common.size == 0:
-        raise CalibrationInputError("the systems have no item id in common, so their rows cannot be matched.")
-    matched = []
-    for m in models:
-        order = pd.Index(m.ids).get_indexer(common)
-        left_out = m.n_samples - common.size
-        subset = m.subset(order)
-        if left_out:
-            note = (f"{left_out:,} of {m.n_samples:,} items of {m.name!r} were left out: not every system "
-                    "answered them (rows matched by id).")
-            object.__setattr__(subset, "warnings", subset.warnings + (note,))
-        matched.append(subset)
-    return matched

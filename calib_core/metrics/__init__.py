@@ -42,7 +42,8 @@ from calib_core.metrics.cox import COX_EPSILON, CoxCalibration, cox_calibration,
 from calib_core.metrics.ici import ICIResult, ici, loess_smooth
 from calib_core.metrics.registry import (BOUNDS, METRICS, Bound, MetricSpec, get_metric, metric_function, metric_name,
                                          metric_value)
-from calib_core.metrics.registry import DeclaredMetric, declared_metric, metrics_of_kind
+from calib_core.metrics.registry import DeclaredMetric, declared_metric
+from calib_core.metrics.reports import metrics_of_kind
 from calib_core.metrics.confidence import (BrierDecomposition, brier_decomposition, confidence_brier, confidence_ece,
                                            confidence_nll, confidence_smooth_ece, overconfidence, pav_calibrated)
 from calib_core.metrics.resampling import Resampling

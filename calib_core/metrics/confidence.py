@@ -23,6 +23,7 @@ with 0 in the first (Guo et al.'s rule, the contract's uniform bins).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +36,8 @@ from calib_core.validation import (CalibrationInputError, check_binning, check_c
                                    check_n_bins, check_probs_labels, check_right)
 
 __all__ = ["BrierDecomposition", "HEADLINE_BINS", "brier_decomposition", "confidence_brier", "confidence_ece",
-           "confidence_nll", "confidence_probs", "confidence_smooth_ece", "overconfidence", "pair_of",
-           "pav_calibrated"]
+           "confidence_nll", "confidence_probs", "confidence_smooth_ece", "decomposition_term", "nll_rows", "on_pair",
+           "overconfidence", "pair_of", "pair_rows", "pav_calibrated"]
 
 #: Bins of the headline ECE of a confidence model: 10 equal-width bins, as in the LLM calibration papers.
 HEADLINE_BINS = 10
@@ -137,7 +138,7 @@ def confidence_brier(confidence: ArrayLike, correct: ArrayLike) -> float:
 
     Examples
     --------
-    >>> confidence_brier([0.9, 0.2], [1, 1])
+    >>> round(confidence_brier([0.9, 0.2], [1, 1]), 6)
     0.325
     """
     values, hits = check_confidence_correct(confidence, correct)
@@ -155,10 +156,11 @@ def confidence_nll(confidence: ArrayLike, correct: ArrayLike) -> float:
     0.693147
     """
     values, hits = check_confidence_correct(confidence, correct)
-    return float(np.mean(_nll_rows(values, hits)))
+    return float(np.mean(nll_rows(values, hits)))
 
 
-def _nll_rows(values: NDArray[np.float64], hits: NDArray[np.float64]) -> NDArray[np.float64]:
+def nll_rows(values: NDArray[np.float64], hits: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-row negative log-likelihood of checked ``(confidence, correct)`` (the mean is :func:`confidence_nll`)."""
     clipped = np.clip(values, _LOG_FLOOR, 1.0 - _LOG_FLOOR)
     return -(hits * np.log(clipped) + (1.0 - hits) * np.log1p(-clipped))
 
@@ -280,3 +282,21 @@ def brier_decomposition(confidence: ArrayLike, correct: ArrayLike, *, method: st
         resolution = float(np.sum(count * (mean_hit - base) ** 2) / values.size)
     return BrierDecomposition(brier, float(reliability), float(resolution), uncertainty,
                               brier - (reliability - resolution + uncertainty), method, bins)
+
+
+# ----------------------------------------------------------------------------- the registry's adapters
+
+def on_pair(function: Callable[..., float], **settings: object) -> Callable[..., float]:
+    """``compute(probs, labels, n_bins, binning)`` of a registry entry: ``function(confidence, correct,
+    **settings)`` on the pair a confidence model stores (:func:`pair_of`); the page's bins are ignored."""
+    return lambda p, y, b, s: function(*pair_of(p, y), **settings)
+
+
+def pair_rows(function: Callable[..., NDArray[np.float64]]) -> Callable[..., NDArray[np.float64]]:
+    """``per_row(probs, labels)`` of a ``row_mean`` resampling from a per-row function of ``(confidence, correct)``."""
+    return lambda p, y: function(*pair_of(p, y))
+
+
+def decomposition_term(method: str, term: str) -> Callable[..., float]:
+    """One term of :func:`brier_decomposition` (``method``, the attribute ``term``) as a function of the pair."""
+    return lambda c, y: getattr(brier_decomposition(c, y, method=method), term)

@@ -39,12 +39,12 @@ from calib_core.metrics import binned, confidence, decomposition, kde, kernel, s
 from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
 from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
 from calib_core.metrics.resampling import Resampling
-from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_n_bins, check_positive,
+from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
                                    check_probs_labels, correct_rows)
 
 __all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "DeclaredMetric", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS",
            "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS", "cox_mean_std_error", "declared_metric", "get_metric",
-           "metric_function", "metric_name", "METRIC_KINDS", "metrics_of_kind", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
+           "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
            "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
@@ -134,11 +134,8 @@ class MetricSpec:
         per-row values, a function of the top label, each materialised
         resample, a variance formula (``interval="variance"``), or none.
     kind : {"classes", "confidence"}
-        The models it is defined for: ``"classes"`` (a K-class matrix; every
-        entry before the confidence block) or ``"confidence"`` (a confidence
-        model stored as ``[1 - c, c]`` with labels = correct,
-        :mod:`calib_core.metrics.confidence`). :func:`metric_report` computes
-        the entries of the model's kind.
+        The models it is for: a K-class matrix, or a confidence model stored as
+        ``[1 - c, c]``, labels = correct (:mod:`calib_core.metrics.confidence`).
     public : callable or None
         The public function that is this metric at its default settings
         (``bootstrap_ci(cc.ece, ...)`` then resamples it as declared).
@@ -476,109 +473,68 @@ METRICS: list[MetricSpec] = [
 
 
 # ----------------------------------------------------------------------------- confidence models (issue 26)
-# A confidence model is stored as probs = [1 - c, c], labels = correct (calib_core.metrics.confidence): these
-# entries read (c, correct) back with `pair_of` and refuse a K > 2 matrix. Their settings are fixed in the key
-# (the headline ECE is 10 equal-width bins, the LLM papers' convention), so a page's bin setting cannot move them.
-
-def _on_pair(function, **settings):
-    """``compute(probs, labels, n_bins, binning)`` of a function of ``(confidence, correct)``."""
-    return lambda p, y, b, s: function(*confidence.pair_of(p, y), **settings)
-
-
-def _pair_rows(function):
-    """``per_row(probs, labels)`` of a per-row function of ``(confidence, correct)``."""
-    return lambda p, y: function(*confidence.pair_of(p, y))
-
-
-def _decomposition_term(method: str, term: str):
-    def value(c, y):
-        return getattr(confidence.brier_decomposition(c, y, method=method), term)
-    return value
-
-
-_ECE_CONFIDENCE = ("ECE of the stated confidence against correctness: count-weighted mean gap between mean "
-                   "confidence and accuracy per bin.")
-_CONFIDENCE_ECE_PITFALLS = ("Depends on the bins and is biased upwards for small N; verbalised confidences in steps "
-                            "of 5 or 10 % pile up on bin edges (ties share a bin).")
+# Entries of a confidence model (probs = [1 - c, c], labels = correct); settings fixed in the key (headline: 10 bins).
+_on_pair, _pair_rows, _term = confidence.on_pair, confidence.pair_rows, confidence.decomposition_term
+_ROWS = Resampling("rows")
 _TERM_NOTE = "A term of the Brier score's decomposition; read it with the other two."
+_BINNED_NOTE = _TERM_NOTE + " Binned: the terms miss the within-bin part of the Brier score."
+
+
+def _confidence(key, label, compute, summary, pitfalls, **options) -> MetricSpec:
+    return MetricSpec(key, label, compute, summary, pitfalls, uses_bins=False, kind="confidence", **options)
+
 
 METRICS += [
-    MetricSpec("conf_accuracy", "Accuracy (share of answers right)", _on_pair(lambda c, y: float(np.mean(y))),
-               "The system's accuracy: the share of items whose answer was right.",
-               "Says nothing about calibration; shown for context.", uses_bins=False, calibration_error=False,
-               interval="percentile", ideal=None, kind="confidence",
-               resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: y))),
-    MetricSpec("conf_ece", "ECE, 10 equal-width bins (headline)", _on_pair(confidence.confidence_ece),
-               _ECE_CONFIDENCE + " The convention of the LLM calibration papers: 10 equal-width bins (lo, hi].",
-               _CONFIDENCE_ECE_PITFALLS, uses_bins=False, kind="confidence", resampling=Resampling("rows")),
-    MetricSpec("conf_ece_15", "ECE, 15 equal-width bins", _on_pair(confidence.confidence_ece, n_bins=15),
-               _ECE_CONFIDENCE, _CONFIDENCE_ECE_PITFALLS, uses_bins=False, kind="confidence",
-               resampling=Resampling("rows")),
-    MetricSpec("conf_ece_mass_10", "ECE, 10 equal-mass bins",
-               _on_pair(confidence.confidence_ece, n_bins=10, binning="adaptive"),
-               _ECE_CONFIDENCE, _CONFIDENCE_ECE_PITFALLS, uses_bins=False, kind="confidence",
-               resampling=Resampling("rows")),
-    MetricSpec("conf_ece_mass_15", "ECE, 15 equal-mass bins",
-               _on_pair(confidence.confidence_ece, n_bins=15, binning="adaptive"),
-               _ECE_CONFIDENCE, _CONFIDENCE_ECE_PITFALLS, uses_bins=False, kind="confidence",
-               resampling=Resampling("rows")),
-    MetricSpec("conf_smooth_ece", "smECE (confidence vs correct)", _on_pair(confidence.confidence_smooth_ece),
-               "Smooth ECE (Blasiok & Nakkiran 2023) of the stated confidence against correctness, without bins.",
-               "Smoothing can hide narrow regions of miscalibration; the automatic width is coarse for small N.",
-               uses_bins=False, kind="confidence", resampling=Resampling("rows")),
-    MetricSpec("conf_overconfidence", "Overconfidence (mean confidence - accuracy)",
-               _on_pair(confidence.overconfidence),
-               "Mean stated confidence minus accuracy: above 0 the system claims more than it delivers.",
-               "Over- and underconfident items cancel: 0 does not mean calibrated (see the ECE).", uses_bins=False,
-               signed=True, interval="percentile", kind="confidence",
-               resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: c - y))),
-    MetricSpec("conf_brier", "Brier score (confidence vs correct)", _on_pair(confidence.confidence_brier),
-               "Mean squared difference between stated confidence and correctness (0 to 1; proper score).",
-               "Mixes calibration and discrimination; see its decomposition.", uses_bins=False,
-               calibration_error=False, probability_scale=False, interval="percentile", ideal=None,
-               kind="confidence", resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: (c - y) ** 2))),
-    MetricSpec("conf_corp_mcb", "Brier reliability (CORP, isotonic)",
-               _on_pair(_decomposition_term("corp", "reliability")),
-               "Miscalibration of the CORP decomposition (Dimitriadis, Gneiting & Jordan 2021): Brier score minus "
-               "that of the PAV-recalibrated confidence.", _TERM_NOTE, uses_bins=False, probability_scale=False,
-               kind="confidence", resampling=Resampling("rows")),
-    MetricSpec("conf_corp_dsc", "Brier resolution (CORP, isotonic)",
-               _on_pair(_decomposition_term("corp", "resolution")),
-               "Discrimination of the CORP decomposition: the base rate's Brier score minus that of the "
-               "PAV-recalibrated confidence (larger is better).", _TERM_NOTE, uses_bins=False,
-               calibration_error=False, probability_scale=False, ideal=None, kind="confidence",
-               resampling=Resampling("rows")),
-    MetricSpec("conf_brier_reliability", "Brier reliability (binned, 10 bins)",
-               _on_pair(_decomposition_term("binned", "reliability")),
-               "Murphy's reliability over 10 equal-width bins: sum_b (n_b/N)(mean confidence - accuracy)^2.",
-               _TERM_NOTE + " Binned: the terms miss the within-bin part of the Brier score.", uses_bins=False,
-               probability_scale=False, kind="confidence", resampling=Resampling("rows")),
-    MetricSpec("conf_brier_resolution", "Brier resolution (binned, 10 bins)",
-               _on_pair(_decomposition_term("binned", "resolution")),
-               "Murphy's resolution over 10 equal-width bins: sum_b (n_b/N)(accuracy_b - accuracy)^2.",
-               _TERM_NOTE + " Binned: the terms miss the within-bin part of the Brier score.", uses_bins=False,
-               calibration_error=False, probability_scale=False, ideal=None, kind="confidence",
-               resampling=Resampling("rows")),
-    MetricSpec("conf_brier_uncertainty", "Brier uncertainty", _on_pair(_decomposition_term("corp", "uncertainty")),
-               "accuracy x (1 - accuracy): the Brier score of always stating the accuracy (both decompositions).",
-               _TERM_NOTE, uses_bins=False, calibration_error=False, probability_scale=False, ideal=None,
-               kind="confidence", resampling=Resampling("rows")),
-    MetricSpec("conf_nll", "NLL (confidence vs correct)", _on_pair(confidence.confidence_nll),
-               "Mean negative log-likelihood of the outcomes under the stated confidence (proper score).",
-               "Unbounded: a confident wrong answer at confidence 1 costs 27.6 (clipped at 1e-12).", uses_bins=False,
-               calibration_error=False, probability_scale=False, interval="percentile", ideal=None,
-               kind="confidence",
-               resampling=Resampling("row_mean", per_row=_pair_rows(confidence._nll_rows))),
+    _confidence("conf_accuracy", "Accuracy (share of answers right)", _on_pair(lambda c, y: float(np.mean(y))),
+                "The system's accuracy: the share of items whose answer was right.",
+                "Says nothing about calibration; shown for context.", calibration_error=False, interval="percentile",
+                ideal=None, resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: y))),
+    *(_confidence(key, label, _on_pair(confidence.confidence_ece, n_bins=n_bins, binning=binning),
+                  "ECE of the stated confidence against correctness: count-weighted mean gap between mean confidence "
+                  "and accuracy per bin." + (" The convention of the LLM calibration papers: 10 equal-width bins "
+                                             "(lo, hi]." if key == "conf_ece" else ""),
+                  "Depends on the bins and is biased upwards for small N; verbalised confidences in steps of 5 or 10 "
+                  "% pile up on bin edges (ties share a bin).", resampling=_ROWS)
+      for key, label, n_bins, binning in (("conf_ece", "ECE, 10 equal-width bins (headline)", 10, "uniform"),
+                                          ("conf_ece_15", "ECE, 15 equal-width bins", 15, "uniform"),
+                                          ("conf_ece_mass_10", "ECE, 10 equal-mass bins", 10, "adaptive"),
+                                          ("conf_ece_mass_15", "ECE, 15 equal-mass bins", 15, "adaptive"))),
+    _confidence("conf_smooth_ece", "smECE (confidence vs correct)", _on_pair(confidence.confidence_smooth_ece),
+                "Smooth ECE (Blasiok & Nakkiran 2023) of the stated confidence against correctness, without bins.",
+                "Smoothing can hide narrow regions of miscalibration; the automatic width is coarse for small N.",
+                resampling=_ROWS),
+    _confidence("conf_overconfidence", "Overconfidence (mean confidence - accuracy)", _on_pair(confidence.overconfidence),
+                "Mean stated confidence minus accuracy: above 0 the system claims more than it delivers.",
+                "Over- and underconfident items cancel: 0 does not mean calibrated (see the ECE).", signed=True,
+                interval="percentile", resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: c - y))),
+    _confidence("conf_brier", "Brier score (confidence vs correct)", _on_pair(confidence.confidence_brier),
+                "Mean squared difference between stated confidence and correctness (0 to 1; proper score).",
+                "Mixes calibration and discrimination; see its decomposition.", calibration_error=False,
+                probability_scale=False, interval="percentile", ideal=None,
+                resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: (c - y) ** 2))),
+    _confidence("conf_corp_mcb", "Brier reliability (CORP, isotonic)", _on_pair(_term("corp", "reliability")),
+                "Miscalibration of the CORP decomposition (Dimitriadis, Gneiting & Jordan 2021): Brier score minus "
+                "that of the PAV-recalibrated confidence.", _TERM_NOTE, probability_scale=False, resampling=_ROWS),
+    _confidence("conf_corp_dsc", "Brier resolution (CORP, isotonic)", _on_pair(_term("corp", "resolution")),
+                "Discrimination of the CORP decomposition: the base rate's Brier score minus that of the "
+                "PAV-recalibrated confidence (larger is better).", _TERM_NOTE, calibration_error=False,
+                probability_scale=False, ideal=None, resampling=_ROWS),
+    _confidence("conf_brier_reliability", "Brier reliability (binned, 10 bins)",
+                _on_pair(_term("binned", "reliability")),
+                "Murphy's reliability over 10 equal-width bins: sum_b (n_b/N)(mean confidence - accuracy)^2.",
+                _BINNED_NOTE, probability_scale=False, resampling=_ROWS),
+    _confidence("conf_brier_resolution", "Brier resolution (binned, 10 bins)", _on_pair(_term("binned", "resolution")),
+                "Murphy's resolution over 10 equal-width bins: sum_b (n_b/N)(accuracy_b - accuracy)^2.",
+                _BINNED_NOTE, calibration_error=False, probability_scale=False, ideal=None, resampling=_ROWS),
+    _confidence("conf_brier_uncertainty", "Brier uncertainty", _on_pair(_term("corp", "uncertainty")),
+                "accuracy x (1 - accuracy): the Brier score of always stating the accuracy (both decompositions).",
+                _TERM_NOTE, calibration_error=False, probability_scale=False, ideal=None, resampling=_ROWS),
+    _confidence("conf_nll", "NLL (confidence vs correct)", _on_pair(confidence.confidence_nll),
+                "Mean negative log-likelihood of the outcomes under the stated confidence (proper score).",
+                "Unbounded: a confident wrong answer at confidence 1 costs 27.6 (clipped at 1e-12).",
+                calibration_error=False, probability_scale=False, interval="percentile", ideal=None,
+                resampling=Resampling("row_mean", per_row=_pair_rows(confidence.nll_rows))),
 ]
-
-#: The kinds of model a registry entry can be defined for (:attr:`MetricSpec.kind`).
-METRIC_KINDS = ("classes", "confidence")
-
-
-def metrics_of_kind(kind: str) -> list[MetricSpec]:
-    """The registry entries defined for models of ``kind`` (``"classes"`` or ``"confidence"``), in order."""
-    kind = check_choice(kind, "kind", METRIC_KINDS)
-    return [spec for spec in METRICS if spec.kind == kind]
 
 def get_metric(key: str) -> MetricSpec:
     """The registered metric called ``key``."""

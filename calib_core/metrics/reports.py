@@ -28,10 +28,11 @@ from numpy.typing import ArrayLike
 from calib_core.metrics import registry
 from calib_core.metrics.decomposition import calibrated_bias
 from calib_core.metrics.registry import BOUNDS, CALIBRATED_BIAS, KDE_BANDWIDTH, get_metric, metric_name
-from calib_core.validation import CalibrationInputError, check_binning, check_n_bins, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, check_probs_labels
 
 __all__ = ["MAX_FIT_CELLS", "MAX_QUADRATIC_ROWS", "MetricReport", "UNRELIABLE", "check_bounds", "check_estimate",
-           "compute_metrics", "fit_cells", "kernel_biases", "metric_report", "size_note", "skipped_for_size",
+           "compute_metrics", "METRIC_KINDS", "metrics_of_kind", "fit_cells", "kernel_biases", "metric_report",
+           "size_note", "skipped_for_size",
            "skipped_quadratic"]
 
 
@@ -87,6 +88,16 @@ def _check_max_quadratic_rows(max_quadratic_rows: object) -> int | None:
     return int(max_quadratic_rows)
 
 
+#: The kinds of model a registry entry is for (:attr:`~calib_core.metrics.registry.MetricSpec.kind`).
+METRIC_KINDS = ("classes", "confidence")
+
+
+def metrics_of_kind(kind: str) -> list:
+    """The registry entries for models of ``kind`` (``"classes"`` or ``"confidence"``), in registry order."""
+    kind = check_choice(kind, "kind", METRIC_KINDS)
+    return [spec for spec in registry.METRICS if spec.kind == kind]
+
+
 def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                   keys: list[str] | None = None, include_quadratic: bool = True,
                   max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
@@ -111,8 +122,8 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     kind : {"classes", "confidence"}, default "classes"
         The model's kind (:attr:`calib_core.Predictions.kind`): a confidence
         model (``probs = [1 - c, c]``, labels = correct) gets the confidence
-        entries (:func:`~calib_core.metrics.registry.metrics_of_kind`), never
-        the K-class ones, whose top label would read ``max(c, 1 - c)``.
+        entries, never the K-class ones, whose top label would read ``max(c, 1 - c)``
+        (:func:`metrics_of_kind`).
 
     Returns
     -------
@@ -128,7 +139,7 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     probs, labels = check_probs_labels(probs, labels)
     check_n_bins(n_bins)
     check_binning(binning)
-    specs = registry.metrics_of_kind(kind) if keys is None else [get_metric(k) for k in keys]
+    specs = metrics_of_kind(kind) if keys is None else [get_metric(k) for k in keys]
     skipped = set(skipped_for_size(*probs.shape, include_quadratic=include_quadratic,
                                    max_quadratic_rows=max_quadratic_rows, max_fit_cells=max_fit_cells))
     values: dict[str, float | None] = {}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import calib_core as cc
-from calib_core.io.predictions import SeveralModelsError, load_confidence_models
+from calib_core.io import SeveralModelsError, load_confidence_models
 from calib_core.metrics.reports import metric_report
 
 

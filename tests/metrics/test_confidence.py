@@ -6,7 +6,8 @@ import pytest
 import calib_core as cc
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics import confidence as conf
-from calib_core.metrics.registry import get_metric, metrics_of_kind
+from calib_core.metrics.registry import get_metric
+from calib_core.metrics.reports import metrics_of_kind
 from calib_core.metrics.reports import metric_report
 
 

@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_core as cc
-from calib_core.metrics.registry import get_metric, metric_function, metrics_of_kind, resolve_metrics
+from calib_core.metrics.registry import get_metric, metric_function, resolve_metrics
+from calib_core.metrics.reports import metrics_of_kind
 
 #: The K-class entries; the confidence models' entries have their invariants in tests/metrics/test_confidence.py.
 METRICS = metrics_of_kind("classes")
