@@ -67,3 +67,23 @@ def test_pages_that_need_classes_say_why_plainly(page, known):
     app = _open(page, known)
     assert not app.exception, [e.value for e in app.exception]
     assert any("is a confidence model" in info.value for info in app.info)
+
+
+def test_a_long_upload_adds_one_model_per_system_matched_by_id():
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from studio import state
+
+        names = state.add_upload("long.csv", b"question_id,model,confidence,correct\nq1,a,0.9,1\nq2,a,0.6,0\n"
+                                             b"q3,a,0.7,1\nq2,b,0.8,1\nq1,b,0.4,0\n")
+        entries = state.get_entries()
+        st.text(names)
+        for name in names.split(", "):
+            st.text(f"{name}:{entries[name].predictions.kind}:{','.join(entries[name].predictions.ids)}")
+
+    app = AppTest.from_function(script, default_timeout=60).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert [t.value for t in app.text] == ["a, b", "a:confidence:q1,q2", "b:confidence:q1,q2"]
