@@ -487,8 +487,8 @@ class Predictions(ConfidenceAccess):
         return self.subset(mask)
 
     def to_frame(self) -> pd.DataFrame:
-        """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` that
-        :func:`load_predictions` reads back unchanged (with ``group=`` for the groups)."""
+        """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` (a confidence model:
+        ``[question_id], confidence, correct, ...``) that :func:`load_predictions` reads back (``group=``: groups)."""
         if self.kind == "confidence":
             frame = pd.DataFrame({"confidence": self.probs[:, 1], "correct": self.labels})
             if self.ids is not None:
