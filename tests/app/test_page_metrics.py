@@ -162,7 +162,7 @@ def test_a_stopped_session_shows_estimates_with_pending_intervals_and_resumes(do
     assert (table.loc["ece", "ci_low"], table.loc["ece", "ci_high"]) == (ece.low, ece.high)
     others = table.drop(index="ece")
     assert others["ci_low"].isna().all() and (others["interval"] == metrics_page.STOPPED).all()
-    assert any(f"Stopped: {len(cc.metrics_of_kind("classes")) - 1} interval(s)" in i.value for i in at.info)
+    assert any(f"Stopped: {len(cc.metrics_of_kind('classes')) - 1} interval(s)" in i.value for i in at.info)
     # The CSV holds the finished interval and says which are pending.
     lines = downloads.pop("calibration_metrics.csv").decode().splitlines()
     assert sum(metrics_page.STOPPED in line for line in lines) == len(cc.metrics_of_kind("classes")) - 1
