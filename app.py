@@ -342,7 +342,7 @@ def _confidence_card(predictions) -> None:
     """The rest of a confidence model's card: what it is (not a two-class problem), its items and the notes."""
     cells = st.columns(3)
     cells[0].metric("Items (N)", f"{predictions.n_samples:,}")
-    cells[1].metric("Kind", "confidence model",
+    cells[1].metric("Kind", "confidence",
                     help="A stated confidence per item and whether the answer was right (an LLM, a judge, a "
                          "forecaster): its calibration is that of the confidence against the correctness.")
     cells[2].metric("Answers right", f"{int(predictions.labels.sum()):,}")

@@ -288,8 +288,9 @@ def _sidebar(current: str) -> None:
             st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed, format_func=md,
                      help="Analyse every row, or only the rows of one split (the files' `split` column).")
         for view in state.active_models():
-            st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), "
-                          f"{view.predictions.n_classes} classes"))
+            what = ("confidence model" if view.predictions.kind == "confidence"
+                    else f"{view.predictions.n_classes} classes")
+            st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), {what}"))
 
 
 def _shown_changed() -> None:
