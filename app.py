@@ -33,6 +33,9 @@ FIX_BUTTONS_HINT = "Or load it with one of these fixes (the model's card will sa
 HEADLINE_N_BINS, HEADLINE_BINNING, HEADLINE_N_BOOT, HEADLINE_SEED, HEADLINE_ALPHA = 15, "uniform", 200, 0, 0.05
 HEADLINE_HEIGHT = 300  # pixels: a thumbnail (calib_core.plot.figures.COMPACT_HEIGHT)
 # A badge, not an alert box: the card's first alert stays "read as logits" when the loader guessed that.
+# A confidence model's headline: the confidence-vs-correct ECE in the LLM papers' bins and the overconfidence gap.
+CONFIDENCE_HEADLINE = ("conf_ece", "conf_overconfidence")
+CONFIDENCE_HEADLINE_N_BINS = 10  # the bins of conf_ece, so the thumbnail shows the bins of its number
 VERDICT_BADGES = {"miscalibrated": ("orange", ":material/warning:"), "consistent": ("green", ":material/check_circle:"),
                   "inconclusive": ("blue", ":material/help:")}
 
@@ -256,27 +259,33 @@ def _headline(name: str, entry: state.LoadedModel) -> None:
     """The first picture of a model: a small reliability diagram, ECE and ACE with intervals, accuracy and
     calib_core's verdict (consistency resampling), with links to the pages that explain them."""
     predictions = entry.predictions
+    stated = predictions.kind == "confidence"
+    n_bins = CONFIDENCE_HEADLINE_N_BINS if stated else HEADLINE_N_BINS
     chart, numbers = st.columns([2, 3], gap="medium")
-    table = compute.reliability(predictions, entry.fingerprint, HEADLINE_N_BINS, HEADLINE_BINNING)
+    table = compute.reliability(predictions, entry.fingerprint, n_bins, HEADLINE_BINNING)
     figure = figures.reliability_figure(
         {name: table}, colors=state.model_colors(), height=HEADLINE_HEIGHT, n_rows={name: predictions.n_samples},
-        x_title="Top-label confidence",
-        title=plot_text(f"Reliability, {HEADLINE_N_BINS} {HEADLINE_BINNING} bins"),
+        x_title="Stated confidence" if stated else "Top-label confidence",
+        title=plot_text(f"Reliability, {n_bins} {HEADLINE_BINNING} bins"),
     )
     chart.plotly_chart(figure, theme=None, key=f"data:headline:{name}",
-                       config=downloads.chart_config("Data", name, "reliability", HEADLINE_N_BINS, HEADLINE_BINNING))
+                       config=downloads.chart_config("Data", name, "reliability", n_bins, HEADLINE_BINNING))
     with numbers:
         verdict = compute.consistency_verdict(predictions, entry.fingerprint, HEADLINE_SEED)
         color, icon = VERDICT_BADGES.get(verdict["verdict"], ("gray", ":material/block:"))
         st.markdown(f"**Verdict** :{color}-badge[{icon} {md(verdict['verdict'])}] {md(verdict['reason'])}")
         cells = st.columns(3)
-        for cell, key in zip(cells, ("ece", "ace")):
+        for cell, key in zip(cells, CONFIDENCE_HEADLINE if stated else ("ece", "ace")):
             value, interval = _headline_interval(entry, key)
             label = cc.metric_name(key, n_bins=HEADLINE_N_BINS, binning=HEADLINE_BINNING)
             cell.metric(label, value, help=md(f"{label}: {interval}. Same number as on the Metrics page at "
                                               "its default settings."))
             cell.caption(md(interval.split(" (")[0]))
-        cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}", help="On all rows of the file.")
+        if stated:
+            cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}",
+                            help="The system's accuracy: the share of answers right, on all rows of the file.")
+        else:
+            cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}", help="On all rows of the file.")
         links = st.columns(2)
         params = state.link_params() or None
         links[0].page_link("pages/2_Reliability.py", label="Reliability: bins, classes, bands",
@@ -305,6 +314,9 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
         button.button("Remove", key=f"data:remove:{name}", on_click=state.remove_model, args=(name,),
                       icon=":material/delete:", width="stretch")
         _headline(name, entry)
+        if predictions.kind == "confidence":
+            _confidence_card(predictions)
+            return
         cells = st.columns(3)
         cells[0].metric("Rows (N)", f"{predictions.n_samples:,}")
         cells[1].metric("Classes (K)", predictions.n_classes)
@@ -327,6 +339,28 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
             _mapping_form(name, entry)
 
 
+def _confidence_card(predictions) -> None:
+    """The rest of a confidence model's card: what it is (not a two-class problem), its items and the notes."""
+    cells = st.columns(3)
+    cells[0].metric("Items (N)", f"{predictions.n_samples:,}")
+    cells[1].metric("Kind", "confidence",
+                    help="A stated confidence per item and whether the answer was right (an LLM, a judge, a "
+                         "forecaster): its calibration is that of the confidence against the correctness.")
+    cells[2].metric("Answers right", f"{int(predictions.labels.sum()):,}")
+    if predictions.split is not None:
+        counts = {s: int((predictions.split == s).sum()) for s in predictions.split_names}
+        split_text = " · ".join(f"{s}: {n:,} rows" for s, n in counts.items())
+    else:
+        split_text = "none (no split column: every row is analysed together)"
+    st.markdown(
+        "**Confidence model:** each row is an answer with its stated confidence and whether it was right; it is "
+        "not a two-class problem. The headline ECE uses 10 equal-width bins, the convention of the LLM "
+        "calibration papers. Pages that need class probabilities (Per-class, Simplex) do not apply to it.  \n"
+        f"**Splits:** {md(split_text)}")
+    for warning in predictions.warnings:
+        st.warning(md(state.app_message(warning)), icon=":material/info:")
+
+
 layout.setup_page("Data")
 
 st.title("Data")
@@ -340,6 +374,10 @@ with st.expander("Which files work?"):
         "- **CSV/TSV** (also gzipped) or **Parquet**: a label column (`label`, `y_true`, `target`, ...) and one "
         "column per class (`p_cat`, `p_dog`, ... or `logit_0`, `logit_1`, ...). Labels may be class indices "
         "or class names. A binary problem may have a single score column (P(class 1)).\n"
+        "- **Confidence files** (LLM answers, judges, forecasters): `question_id, confidence, correct` (also `conf`, "
+        "`p_correct`, `score`, ... and `is_correct`, `hit`, `acc`, ...; 0/1, true/false or yes/no; confidences as "
+        "probabilities, percentages or `85%`), optional `task`/group and `model` columns (one model per system). "
+        "Read as a **confidence model**, not a two-class problem.\n"
         "- **NPZ**: arrays `probs` (or `logits`) of shape (N, K) and `labels` of shape (N,), optional `class_names`.\n"
         "- **NPY**: one (N, K+1) array whose first or last column holds the labels.\n"
         "- An optional `split` column (e.g. `calibration` / `test`) lets you analyse one split at a time.\n"

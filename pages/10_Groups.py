@@ -41,8 +41,9 @@ if predictions.groups is None:
     )
     st.stop()
 
+METRICS = compute_groups.group_metrics(predictions)
 metric = layout.linked(metric_col.radio, "Metric", list(METRICS), format_func=METRICS.get, horizontal=True,
-                       index=list(METRICS).index("ece"), key="group_metric",
+                       index=0, key="group_metric" if predictions.kind == "classes" else "group_conf_metric",
                           help="ECE: uniform bins of the top-label confidence; ACE: adaptive (equal-mass) ranges "
                                "per class (Nixon et al. 2019).")
 n_bins = layout.linked(bins_col.slider, "Number of bins", 2, 50, value=15, key="group_bins")
@@ -116,7 +117,7 @@ if drawn:
                     key="groups_reliability_chart",
                     config=downloads.chart_config("Groups", view.name, predictions.group_column, "reliability",
                                                   n_bins, "uniform"))
-    st.caption(f"Top label, {n_bins} uniform bins, the same bins in every group. Faded points: bins with fewer than "
+    st.caption(f"{'Stated confidence' if predictions.kind == 'confidence' else 'Top label'}, {n_bins} uniform bins, the same bins in every group. Faded points: bins with fewer than "
                "10 rows; small multiples show Wilson 95 % intervals of each bin's accuracy.")
 else:
     st.info("Choose at least one group to draw its reliability diagram.")

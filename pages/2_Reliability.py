@@ -50,9 +50,10 @@ if skipped:
     st.info(f"{', '.join(md(name) for name in skipped)} {'has' if len(skipped) == 1 else 'have'} no class {target}; "
             "choose another event to include them.")
 tables = {m.name: compute.reliability(m.predictions, m.fingerprint, n_bins, binning, target) for m in usable}
+stated = any(m.predictions.kind == "confidence" for m in usable)
 figure = figures.reliability_figure(
     tables, layout=arrangement if len(tables) > 1 else "overlay", style=style, colors=state.model_colors(),
-    x_title=figures.event_axis_title(target, class_names), n_rows={m.name: m.predictions.n_samples for m in usable},
+    x_title=figures.event_axis_title(target, class_names, stated), n_rows={m.name: m.predictions.n_samples for m in usable},
     histogram_log=histogram_log,
 )
 band_col, band_draws_col, lens_col, smooth_col = st.columns([3, 2, 3, 3])

@@ -19,6 +19,7 @@ st.markdown(
     "class-wise ECE of each class. Pick a class below to see its reliability diagram."
 )
 layout.require_models(models)
+models = layout.class_models(models, "Per-class", "it has no classes, only answers that are right or wrong.")
 
 reference = models[0].predictions.class_names
 same = [m for m in models if m.predictions.class_names == reference]

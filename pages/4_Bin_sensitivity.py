@@ -29,6 +29,10 @@ st.markdown(
     "(Futami & Fujisawa 2024) and N^(1/3)."
 )
 layout.require_models(models)
+models = layout.class_models(
+    models, "Bin sensitivity", "it recomputes the K-class binned errors (top label, class-wise, ACE), which on a "
+    "confidence model's two columns would fold a confidence of 0.3 onto 0.7; the Metrics page has its ECE at 10 "
+    "and 15 bins, equal-width and equal-mass.")
 
 metric_col, binning_col, range_col = st.columns([3, 2, 3])
 metrics = layout.linked(metric_col.multiselect, "Metrics", list(SENSITIVITY_METRICS), format_func=TITLES.get,

@@ -29,6 +29,8 @@ st.markdown(
     "with its values when the labels are drawn from the predictions themselves (*consistency resampling*)."
 )
 layout.require_models(models)
+models = layout.class_models(models, "Simplex", "it needs probabilities over three or more classes, and a "
+                             "confidence model has one stated confidence per answer.")
 
 names = [m.name for m in models]
 if len(models) > 1:

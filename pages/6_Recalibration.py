@@ -34,6 +34,10 @@ st.markdown(
     "all of them, with bootstrap intervals, and the ranking under all 32 GCE variants."
 )
 layout.require_models(models)
+models = layout.class_models(
+    models, "Recalibration", "its methods are compared here on class probabilities, which for a confidence model "
+    "would report the accuracy of predicting correctness (recalibrating a stated confidence cannot change which "
+    "answers are right, so no accuracy change can happen); its recalibration is not on this page yet.")
 
 # ----------------------------------------------------------------------------- settings
 all_methods = list(RECALIBRATORS)

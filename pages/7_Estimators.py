@@ -26,6 +26,10 @@ st.markdown(
     "changed here becomes part of its name."
 )
 layout.require_models(models)
+models = layout.class_models(
+    models, "Estimators", "its estimators (kernel, debiased, bound chain) are computed on class probabilities, "
+    "which for a confidence model would fold a confidence of 0.3 onto 0.7; the Metrics page has its confidence "
+    "metrics.")
 
 # ----------------------------------------------------------------------------- settings
 rows_col, blocks_col, boot_col, seed_col = st.columns([3, 2, 3, 2])

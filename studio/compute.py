@@ -70,8 +70,8 @@ def metric_estimates(predictions: Predictions, fingerprint: str, n_bins: int, bi
     they ignore, so that moving the bins slider recomputes only the binned half (at 50,000 x 1,000 the other
     half, the kernel and smooth errors, is about 2 s). Merged in registry order, as one ``metric_report`` gives.
     """
-    binned = _metric_estimates(predictions, fingerprint, n_bins, binning, True)
-    other = _metric_estimates(predictions, fingerprint, 15, "uniform", False)
+    binned = _metric_estimates(predictions, fingerprint, n_bins, binning, True, predictions.kind)
+    other = _metric_estimates(predictions, fingerprint, 15, "uniform", False, predictions.kind)
     order = [spec.key for spec in cc.METRICS]
     values = {key: {**binned.values, **other.values}[key] for key in order
               if key in binned.values or key in other.values}
@@ -85,8 +85,9 @@ def metric_estimates(predictions: Predictions, fingerprint: str, n_bins: int, bi
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def _metric_estimates(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
-                      uses_bins: bool) -> cc.MetricReport:
-    keys = [spec.key for spec in cc.METRICS if spec.uses_bins == uses_bins]
+                      uses_bins: bool, kind: str = "classes") -> cc.MetricReport:
+    # A confidence model gets the registry's confidence entries, never the K-class ones (MetricSpec.kind).
+    keys = [spec.key for spec in cc.METRICS if spec.uses_bins == uses_bins and spec.kind == kind]
     return cc.metric_report(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning, keys=keys)
 
 
@@ -203,7 +204,9 @@ def fill_interval(table: pd.DataFrame, job: IntervalJob, found: cc.MetricInterva
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                 target: str | int = "top_label", alpha: float = 0.05) -> pd.DataFrame:
-    """``calib_core.reliability_table`` for one model (Wilson intervals per bin)."""
+    """``calib_core.reliability_table`` for one model (Wilson intervals per bin); a confidence model's top label
+    is its stated confidence (``probs[:, 1]`` against the correctness), not ``max(c, 1 - c)``."""
+    target = confidence_target(_predictions, target)
     return cc.reliability_table(_predictions.probs, _predictions.labels, n_bins, binning,
                                 target=target, alpha=alpha)
 
@@ -212,7 +215,14 @@ def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binnin
 def reliability_ece(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str,
                     target: str | int = "top_label") -> float:
     """``calib_core.reliability_ece``: the ECE of the bins of :func:`reliability` (the number the page shows)."""
-    return cc.reliability_ece(_predictions.probs, _predictions.labels, n_bins, binning, target)
+    return cc.reliability_ece(_predictions.probs, _predictions.labels, n_bins, binning,
+                              confidence_target(_predictions, target))
+
+
+def confidence_target(predictions: Predictions, target: str | int) -> str | int:
+    """The reliability target of ``target``: for a confidence model (``probs = [1 - c, c]``) "top_label" is
+    column 1, the stated confidence against the correctness (:mod:`calib_core.metrics.confidence`)."""
+    return 1 if predictions.kind == "confidence" and target == "top_label" else target
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)

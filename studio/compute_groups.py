@@ -18,6 +18,18 @@ from studio.memory import RESULT_TTL_SECONDS
 
 #: The metrics the page offers, by registry key.
 GROUP_METRICS = {"ece": "ECE", "ace": "ACE"}
+#: The metrics it offers for a confidence model (stated confidence against correctness, settings in the key).
+CONFIDENCE_GROUP_METRICS = {"conf_ece": "ECE (10 equal-width bins)", "conf_ece_mass_10": "ECE (10 equal-mass bins)"}
+
+
+def group_metrics(predictions: Predictions) -> dict[str, str]:
+    """The metrics offered for this model: the confidence ones for a confidence model (never its folded top label)."""
+    return CONFIDENCE_GROUP_METRICS if predictions.kind == "confidence" else GROUP_METRICS
+
+
+def _target(predictions: Predictions) -> str | int:
+    """A confidence model's reliability is column 1 of ``[1 - c, c]`` (stated confidence vs correct)."""
+    return 1 if predictions.kind == "confidence" else "top_label"
 
 
 @st.cache_data(show_spinner="Computing each group's value and bootstrap interval ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
@@ -32,7 +44,7 @@ def group_metric(_predictions: Predictions, fingerprint: str, metric: str, n_bin
 def group_reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
     """:func:`calib_core.group_reliability` (top label) of the model's groups."""
     return cc.group_reliability(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
-                                binning=binning)
+                                binning=binning, target=_target(_predictions))
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
@@ -40,4 +52,4 @@ def multicalibration(_predictions: Predictions, fingerprint: str, n_bins: int, b
                      min_count: int) -> MulticalibrationResult:
     """:func:`calib_core.multicalibration` (top label) of the model's groups."""
     return cc.multicalibration(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
-                               binning=binning, min_count=min_count)
+                               binning=binning, min_count=min_count, target=_target(_predictions))

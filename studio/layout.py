@@ -288,8 +288,9 @@ def _sidebar(current: str) -> None:
             st.radio("Rows", options, key=state.SPLIT_WIDGET, on_change=_split_changed, format_func=md,
                      help="Analyse every row, or only the rows of one split (the files' `split` column).")
         for view in state.active_models():
-            st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), "
-                          f"{view.predictions.n_classes} classes"))
+            what = ("confidence model" if view.predictions.kind == "confidence"
+                    else f"{view.predictions.n_classes} classes")
+            st.caption(md(f"{view.name}: {view.predictions.n_samples:,} rows ({view.rows}), {what}"))
 
 
 def _shown_changed() -> None:
@@ -310,6 +311,22 @@ def require_models(models: list[state.ModelView]) -> None:
         st.info("No model is loaded yet. Upload a predictions file or pick a demo on the Data page.")
         st.page_link("app.py", label="Go to the Data page", icon=":material/upload_file:")
     st.stop()
+
+
+def class_models(models: list[state.ModelView], page: str, why: str) -> list[state.ModelView]:
+    """The models a page about class probabilities can show: confidence models are set aside with one plain
+    sentence (``why``: what the page needs), and the page stops when none is left."""
+    stated = [m.name for m in models if m.predictions.kind == "confidence"]
+    if stated:
+        one = len(stated) == 1
+        st.info(f"{', '.join(md(n) for n in stated)} {'is a confidence model' if one else 'are confidence models'} "
+                f"(a stated confidence and whether each answer was right), so the {page} page does not apply to "
+                f"{'it' if one else 'them'}: {why} The Reliability, Metrics and Groups pages show "
+                f"{'its' if one else 'their'} calibration.")
+    kept = [m for m in models if m.predictions.kind != "confidence"]
+    if models and not kept:
+        st.stop()
+    return kept
 
 
 class ProgressReporter:

@@ -39,8 +39,8 @@ from plotly.offline import get_plotlyjs
 import calib_core as cc
 from calib_core.io import Predictions
 from calib_core.inference.intervals import metric_interval
-from calib_core.metrics.registry import INTERVAL_METHODS, METRICS, metric_name
-from calib_core.metrics.reports import MAX_QUADRATIC_ROWS, metric_report, size_note
+from calib_core.metrics.registry import INTERVAL_METHODS, metric_name
+from calib_core.metrics.reports import MAX_QUADRATIC_ROWS, metric_report, metrics_of_kind, size_note
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.recalibration import compare
 from calib_core.recalibration.compare import Protocol
@@ -267,10 +267,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], *, cls: str 
 def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
     """Every registered metric with the interval it declares (as the app's Metrics page and the CLI)."""
     probs, labels = model.predictions.probs, model.predictions.labels
+    kind = model.predictions.kind  # a confidence model gets the confidence entries (stated confidence vs correct)
     report = metric_report(probs, labels, n_bins=settings.n_bins, binning=settings.binning,
-                           max_quadratic_rows=settings.max_quadratic_rows)
+                           max_quadratic_rows=settings.max_quadratic_rows, kind=kind)
     rows = []
-    for spec in METRICS:
+    for spec in metrics_of_kind(kind):
         if spec.key not in report.values:
             rows.append({"key": spec.key, "name": metric_name(spec.key, n_bins=settings.n_bins,
                                                               binning=settings.binning),
@@ -293,6 +294,9 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
 def _fixable(model: ReportModel, settings: ReportSettings) -> dict:
     """:func:`calib_core.recalibration.fixable.fixable_part` (as the Metrics and Estimators pages), as plain data."""
     p = model.predictions
+    if p.kind == "confidence":
+        return {"method": None, "sentence": "Not measured for a confidence model: the fixable part is measured by "
+                "recalibrating class probabilities, and recalibrating a stated confidence changes no answer."}
     try:
         found = fixable_part(p.probs, p.labels, logits=p.logits, n_boot=settings.n_boot, seed=settings.seed,
                              alpha=settings.alpha)
@@ -333,7 +337,7 @@ def _summary(model: ReportModel) -> dict:
         splits = {str(v): int(c) for v, c in zip(values, counts)}
     return {"name": model.name, "rows": model.rows, "n_samples": int(p.n_samples), "n_classes": int(p.n_classes),
             "classes": [str(c) for c in p.class_names], "accuracy": _finite(accuracy), "input_kind": p.input_kind,
-            "source_format": p.source_format, "splits": splits,
+            "source_format": p.source_format, "splits": splits, "kind": p.kind,
             "files": [{"name": n, "sha256": h} for n, h in model.files],
             "notes": [*map(str, p.warnings), *([p.logit_reason] if p.logit_reason else []), *model.notes]}
 
@@ -381,7 +385,16 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
     colors = {m.name: i for i, m in enumerate(models)}
     n_rows = {m.name: m.predictions.n_samples for m in models}
     out = []
-    if "reliability" in sections:
+    stated = [m for m in models if m.predictions.kind == "confidence"]
+    models = [m for m in models if m.predictions.kind != "confidence"]  # the class charts below
+    if "reliability" in sections and stated:
+        tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
+                                               settings.binning, target=1, alpha=settings.alpha) for m in stated}
+        out.append(("reliability", f"Confidence models: stated confidence against correctness, {settings.n_bins} "
+                    f"{settings.binning} bins", figures.reliability_figure(
+                        tables, colors=colors, n_rows=n_rows, title="Stated confidence (confidence models)",
+                        x_title="Mean stated confidence in the bin")))
+    if "reliability" in sections and models:
         tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
                                                settings.binning, alpha=settings.alpha) for m in models}
         out.append(("reliability", f"Top-label reliability, {settings.n_bins} {settings.binning} bins",
@@ -406,7 +419,7 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                       for m in group}
             out.append(("per_class", "Per-class ACE (adaptive ranges) and class-wise ECE",
                         figures.per_class_figure(tables, colors=colors)))
-    if "sensitivity" in sections and settings.sensitivity_bins:
+    if "sensitivity" in sections and settings.sensitivity_bins and models:
         frames = [cc.bin_sensitivity(m.predictions.probs, m.predictions.labels,
                                      bin_counts=settings.sensitivity_bins, metrics=SENSITIVITY_METRICS,
                                      ).assign(model=m.name) for m in models]
@@ -478,8 +491,13 @@ def _data_section(data: dict) -> str:
         s = entry["summary"]
         classes = s["classes"]
         shown = ", ".join(classes[:50]) + (f", ... ({len(classes) - 50} more)" if len(classes) > 50 else "")
-        rows = [("model", s["name"]), ("rows analysed", s["rows"]), ("N", f"{s['n_samples']:,}"),
-                ("K (classes)", str(s["n_classes"])), ("classes", shown), ("accuracy", _num(s["accuracy"], 4)),
+        if s.get("kind") == "confidence":
+            kind_rows = [("kind", "confidence model: a stated confidence per item and whether the answer was right "
+                                  "(not a two-class problem)"), ("accuracy (share of answers right)",
+                                                                   _num(s["accuracy"], 4))]
+        else:
+            kind_rows = [("K (classes)", str(s["n_classes"])), ("classes", shown), ("accuracy", _num(s["accuracy"], 4))]
+        rows = [("model", s["name"]), ("rows analysed", s["rows"]), ("N", f"{s['n_samples']:,}"), *kind_rows,
                 ("input kind", s["input_kind"]), ("file format", s["source_format"] or "")]
         if s["splits"]:
             rows.append(("splits", ", ".join(f"{k}: {v:,}" for k, v in s["splits"].items())))
@@ -628,7 +646,8 @@ def _recalibrations(models: Sequence[ReportModel], settings: ReportSettings, sec
              + (", IN-SAMPLE" if protocol.in_sample else "")),
             ("recalibration resamples and seed", f"{settings.n_boot if made.n_boot is None else made.n_boot}, "
              f"seed {settings.seed if made.seed is None else made.seed}")]
-    return tuple(recalibration_of(m, settings, made) for m in models), rows
+    # A confidence model's recalibration is not compared here (it would be judged on class probabilities).
+    return tuple(recalibration_of(m, settings, made) for m in models if m.predictions.kind != "confidence"), rows
 
 
 _TITLES = {"reliability": "Reliability diagrams", "per_class": "Per-class ACE", "sensitivity": "Bin sensitivity",

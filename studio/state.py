@@ -33,7 +33,8 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from calib_core import CalibrationInputError
-from calib_core.io import Predictions, demo_datasets
+from calib_core.io import Predictions, SeveralModelsError, demo_datasets
+from calib_core.io.systems import match_by_id
 from calib_core.io.interpret import LoadFix
 from studio import compute
 from studio.text import literal, md
@@ -241,6 +242,8 @@ def fingerprint(predictions: Predictions) -> str:
     digest.update(b"logits" + predictions.logits.tobytes() if predictions.logits is not None else b"no logits")
     digest.update(predictions.labels.astype("int64").tobytes())
     digest.update("\x1f".join(predictions.class_names).encode())
+    if predictions.kind != "classes":  # a confidence model is another analysis than a 2-class model of its matrix
+        digest.update(b"kind" + predictions.kind.encode())
     if predictions.groups is not None:  # another group column (Data page) is another analysis on the Groups page
         digest.update(b"groups" + str(predictions.group_column).encode() + predictions.groups.tobytes())
     return digest.hexdigest()
@@ -381,7 +384,13 @@ def add_upload(file_name: str, raw: bytes, options: dict[str, Any] | tuple[tuple
     Raises CalibrationInputError for a bad file (see :func:`read_user_file`).
     """
     frozen = _freeze(options)
-    predictions = read_user_file(raw, file_name, frozen)
+    try:
+        predictions = read_user_file(raw, file_name, frozen)
+    except SeveralModelsError as several:  # a long confidence file: one model per system, rows matched by id
+        names = [add_model(model, origin="upload", file_name=file_name, raw=raw, options=frozen)
+                 for model in match_by_id(several.models)]
+        _show_uploads_first()
+        return ", ".join(names)
     name = add_model(predictions, origin="upload", file_name=file_name, raw=raw, options=frozen)
     _show_uploads_first()
     return name

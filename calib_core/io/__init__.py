@@ -9,14 +9,18 @@ module             what lives there
 ``columns``        which column is the label, the classes, the split, the group
 ``arrays``         which NPZ/NPY array is the label, the scores, the split, the group
 ``interpret``      labels to class indices, scores to probabilities or logits, fixes
+``confidence``     confidence files (``question_id, confidence, correct``): names and values
 ``predictions``    the ``Predictions`` object and ``load_predictions``
+``systems``        several systems on the same items: ``load_confidence_models``, rows matched by id
 ``demos``          the bundled demo files in ``data/demo``
 ``export``         CSV export safe against formula injection
 =================  ==============================================================
 """
+from calib_core.io.confidence import SeveralModelsError
 from calib_core.io.predictions import Predictions, load_predictions
+from calib_core.io.systems import load_confidence_models
 from calib_core.io.demos import demo_datasets, load_demo
 from calib_core.io.export import csv_bytes, escape_csv_cell, escape_csv_frame
 
-__all__ = ["Predictions", "demo_datasets", "load_demo", "load_predictions", "csv_bytes", "escape_csv_cell",
+__all__ = ["Predictions", "SeveralModelsError", "load_confidence_models", "demo_datasets", "load_demo", "load_predictions", "csv_bytes", "escape_csv_cell",
            "escape_csv_frame"]

@@ -9,7 +9,7 @@ from calib_core.validation import CalibrationInputError
 __all__ = ["demo_datasets", "load_demo", "DEMO_GROUP_COLUMNS"]
 
 #: The group column :func:`load_demo` reads for demos that have one.
-DEMO_GROUP_COLUMNS = {"fair_logistic_regression": "occupation",
+DEMO_GROUP_COLUMNS = {"fair_logistic_regression": "occupation", "confidence_digits_random_forest": "task",
                       **{f"digits_{model}": "strokes"
                          for model in ("gaussian_nb", "logistic_regression", "mlp", "random_forest", "svc")}}
 

@@ -33,6 +33,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.io.arrays import _npy_parts, _npz_parts
+from calib_core.io.confidence import ConfidenceAccess, SeveralModelsError, confidence_models, is_confidence_table
 from calib_core.io.columns import MISSING_GROUP, Parts, _shown, group_text, split_mask, table_parts
 from calib_core.io.formats import (
     MAX_BYTES,
@@ -40,6 +41,7 @@ from calib_core.io.formats import (
     MAX_ROWS,
     Decoded,
     Source,
+    Table,
     _as_text,
     _detect_format,
     _maybe_gunzip,
@@ -61,12 +63,14 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_probs,
-    correct_rows,
     softmax,
 )
 from calib_core._accel import freeze_and_mark as _sealed, is_validated
 
-__all__ = ["Predictions", "load_predictions"]
+__all__ = ["LOAD_KINDS", "Predictions", "SeveralModelsError", "load_predictions"]
+
+#: The values of ``load_predictions(kind=...)``.
+LOAD_KINDS = ("auto", "classes", "confidence")
 
 
 def _readonly(array: NDArray[Any]) -> NDArray[Any]:
@@ -84,7 +88,7 @@ def _is_private_copy(checked: NDArray[Any], given: object) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class Predictions:
+class Predictions(ConfidenceAccess):
     """A model's predictions on a labelled set, validated.
 
     Parameters
@@ -128,6 +132,20 @@ class Predictions:
         Columns of the file that could serve as the group: text, true/false
         and integer columns that are not the label, the split or a class
         column (an app offers them as choices).
+    kind : {"classes", "confidence"}
+        ``"classes"``: a K-class model (``probs`` are its class
+        probabilities). ``"confidence"``: a *confidence model* (an LLM, a
+        judge, a forecaster) that states, per item, a confidence ``c`` that
+        its answer is right, with the outcome ``correct``; it is stored as
+        ``probs = [1 - c, c]`` (classes ``"wrong"``, ``"right"``) and
+        ``labels = correct``, and is never a two-class problem: its
+        :attr:`accuracy` is the share of answers right, its metrics are the
+        registry's confidence entries (``metric_report(..., kind=pred.kind)``),
+        and the top label of ``probs`` (``max(c, 1 - c)``) means nothing.
+        Use :attr:`confidence` and :attr:`correct`, defined for both kinds.
+    ids : ndarray of shape (N,), str, optional
+        Per-row item identifier (a confidence file's ``question_id``), used
+        to match the rows of several systems (:func:`load_confidence_models`).
 
     Notes
     -----
@@ -161,6 +179,8 @@ class Predictions:
     groups: NDArray[np.str_] | None = None
     group_column: str | None = None
     attribute_columns: tuple[str, ...] = ()
+    kind: str = "classes"
+    ids: NDArray[np.str_] | None = None
 
     def __post_init__(self) -> None:
         self._normalise(check=True)
@@ -179,6 +199,8 @@ class Predictions:
         fields.setdefault("groups", None)
         fields.setdefault("group_column", None)
         fields.setdefault("attribute_columns", ())
+        fields.setdefault("kind", "classes")
+        fields.setdefault("ids", None)
         for key, value in fields.items():
             object.__setattr__(self, key, value)
         self._normalise(check=False)
@@ -193,9 +215,10 @@ class Predictions:
         shared with another object (a shallow copy) are already read-only and
         are left as they are.
         """
+        state = {"kind": "classes", "ids": None, **state}  # objects pickled before these fields existed
         for key, value in state.items():
             object.__setattr__(self, key, value)
-        for key in ("probs", "labels", "logits", "split", "groups"):
+        for key in ("probs", "labels", "logits", "split", "groups", "ids"):
             value = getattr(self, key)
             if isinstance(value, np.ndarray):
                 n_classes = self.probs.shape[1] if key == "labels" else None
@@ -257,6 +280,7 @@ class Predictions:
                 groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
             groups = _readonly(groups)
         object.__setattr__(self, "groups", groups)
+        self._normalise_kind(n_rows)
         object.__setattr__(self, "group_column", None if groups is None else str(self.group_column or "group"))
         object.__setattr__(self, "attribute_columns", tuple(str(c) for c in self.attribute_columns))
         object.__setattr__(self, "probs", _sealed(probs, owned))
@@ -269,6 +293,20 @@ class Predictions:
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
         if self.logit_reason is not None:
             object.__setattr__(self, "logit_reason", str(self.logit_reason) if logits is not None else None)
+
+    def _normalise_kind(self, n_rows: int) -> None:
+        """Check :attr:`kind` (a confidence model is ``(N, 2)``) and store :attr:`ids` as read-only text."""
+        kind = check_choice(self.kind, "kind", ("classes", "confidence"))
+        if kind == "confidence" and self.probs.shape[1] != 2:
+            raise CalibrationInputError(
+                f"a confidence model is stored as (N, 2) probabilities [1 - c, c]; got {self.probs.shape[1]} columns.")
+        object.__setattr__(self, "kind", kind)
+        ids = self.ids
+        if ids is not None:
+            ids = np.asarray(ids)
+            if ids.shape != (n_rows,):
+                raise CalibrationInputError(f"`ids` must have shape ({n_rows},) to match `probs`, got {ids.shape}.")
+            object.__setattr__(self, "ids", _readonly(ids.astype(str)))
 
     @classmethod
     def from_arrays(
@@ -365,8 +403,9 @@ class Predictions:
 
     @property
     def accuracy(self) -> float:
-        """Fraction of rows whose arg-max class (ties: lowest index) is the label."""
-        return float(np.mean(correct_rows(self.probs, self.labels)))
+        """Fraction of rows whose arg-max class (ties: lowest index) is the label; for a confidence model,
+        the share of answers right (not the accuracy of predicting correctness)."""
+        return float(np.mean(self.correct))
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -433,6 +472,7 @@ class Predictions:
             name=self.name, source_format=self.source_format, warnings=self.warnings,
             logit_reason=self.logit_reason, groups=None if self.groups is None else self.groups[index],
             group_column=self.group_column, attribute_columns=self.attribute_columns,
+            kind=self.kind, ids=None if self.ids is None else self.ids[index],
         )
 
     def select_split(self, value: str) -> "Predictions":
@@ -450,10 +490,15 @@ class Predictions:
         return self.subset(mask)
 
     def to_frame(self) -> pd.DataFrame:
-        """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` that
-        :func:`load_predictions` reads back unchanged (with ``group=`` for the groups)."""
-        frame = pd.DataFrame(self.probs, columns=[f"p_{c}" for c in self.class_names])
-        frame.insert(0, "label", self.labels)
+        """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` (a confidence model:
+        ``[question_id], confidence, correct, ...``) that :func:`load_predictions` reads back (``group=``: groups)."""
+        if self.kind == "confidence":
+            frame = pd.DataFrame({"confidence": self.probs[:, 1], "correct": self.labels})
+            if self.ids is not None:
+                frame.insert(0, "question_id", self.ids)
+        else:
+            frame = pd.DataFrame(self.probs, columns=[f"p_{c}" for c in self.class_names])
+            frame.insert(0, "label", self.labels)
         if self.split is not None:
             frame["split"] = self.split
         if self.groups is not None and self.group_column not in frame.columns:
@@ -462,7 +507,8 @@ class Predictions:
 
     def __repr__(self) -> str:
         splits = f", splits={list(self.split_names)}" if self.split is not None else ""
-        return (f"Predictions(name={self.name!r}, n_samples={self.n_samples}, "
+        kind = ", kind='confidence'" if self.kind == "confidence" else ""
+        return (f"Predictions(name={self.name!r}, n_samples={self.n_samples}{kind}, "
                 f"n_classes={self.n_classes}, input_kind={self.input_kind!r}, "
                 f"accuracy={self.accuracy:.4f}, source_format={self.source_format!r}{splits}, "
                 f"warnings={len(self.warnings)})")
@@ -486,6 +532,7 @@ def load_predictions(
     group: str | None = None,
     max_rows: int | None = MAX_ROWS,
     max_cells: int | None = MAX_CELLS,
+    kind: str = "auto",
 ) -> Predictions:
     """Read a file of predictions into validated :class:`Predictions`.
 
@@ -577,6 +624,17 @@ def load_predictions(
         candidate columns (text, true/false and integer columns that are not
         the label, split or classes) are listed in
         :attr:`Predictions.attribute_columns`.
+    kind : {"auto", "classes", "confidence"}, default "auto"
+        ``"confidence"`` reads a *confidence file* (``question_id,
+        confidence, correct``: a stated confidence and whether the answer was
+        right, :mod:`calib_core.io.confidence`) into a confidence model
+        (:attr:`Predictions.kind`); ``"auto"`` does so when the column names
+        say so (a correctness column such as ``correct``/``is_correct``/
+        ``hit``, a confidence column such as ``confidence``/``p_correct``/
+        ``score``, and no label column); ``"classes"`` never does. A long
+        file of several systems (a ``model`` column with several values)
+        raises :class:`SeveralModelsError`, which carries the models
+        (:func:`calib_core.io.systems.load_confidence_models` returns them).
 
     Returns
     -------
@@ -641,6 +699,7 @@ def load_predictions(
         class_names = [str(c).strip() for c in class_names]
         if len(set(class_names)) != len(class_names):
             raise CalibrationInputError("`class_names` must be unique.")
+    kind = check_choice(kind, "kind", LOAD_KINDS)
     display = "the file"
     try:
         kind = frame_kind(source)
@@ -653,7 +712,7 @@ def load_predictions(
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
-                     file_format=file_format, group=group,
+                     file_format=file_format, group=group, kind=kind,
                      limits=Decoded(None if max_rows is None else int(max_rows),
                                     None if max_cells is None else int(max_cells)))
     except CalibrationInputError:
@@ -676,15 +735,26 @@ def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
           max_bytes: int | None, file_format: str | None, group: str | None = None,
-          limits: Decoded = Decoded()) -> Predictions:
+          limits: Decoded = Decoded(), kind: str = "auto") -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
     notes: list[str] = []
     options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
                    score_column=score_column, split_column=split_column, notes=notes, group_column=group)
     if isinstance(raw, InMemory):
-        fmt, parts = raw.kind, table_parts(read_frame(raw.source, raw.kind, limits), **options)
+        fmt, table, parts = raw.kind, read_frame(raw.source, raw.kind, limits), None
     else:
-        fmt, parts = _file_parts(raw, max_bytes, file_format, limits, notes, options)
+        fmt, table, parts = _file_table(raw, max_bytes, file_format, limits, notes, options)
+    if table is not None:
+        if kind == "confidence" or (kind == "auto" and label_column is None and class_columns is None
+                                    and score_column is None and is_confidence_table(table.frame.columns)):
+            return confidence_models(table, raw.display, _model_name(raw.hint, name), fmt, name_given=bool(name),
+                                     factory=Predictions.from_confidence, split_column=split_column,
+                                     group=group, notes=notes)
+        parts = table_parts(table, **options)
+    elif kind == "confidence":
+        raise CalibrationInputError(
+            f"{raw.display} is a {fmt.upper()} file; a confidence file is a table (CSV or Parquet) with a "
+            "confidence and a correctness column.")
     probs, logits = interpret_scores(parts, input_kind, renormalize, notes, percentages=percentages)
     n_classes = probs.shape[1]
     names = parts.class_names
@@ -728,9 +798,9 @@ def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns
         groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))
 
 
-def _file_parts(raw: _Raw, max_bytes: int | None, file_format: str | None, limits: Decoded,
-                notes: list[str], options: dict[str, Any]) -> tuple[str, Parts]:
-    """A file's format and its parts, before interpretation."""
+def _file_table(raw: _Raw, max_bytes: int | None, file_format: str | None, limits: Decoded,
+                notes: list[str], options: dict[str, Any]) -> tuple[str, Table | None, Parts | None]:
+    """A file's format and its table (CSV, Parquet) or, for NumPy files, its parts, before interpretation."""
     if raw.size() == 0:
         raise CalibrationInputError(
             f"{raw.display} is empty (0 bytes). Provide a table with a header row, e.g. "
@@ -741,9 +811,9 @@ def _file_parts(raw: _Raw, max_bytes: int | None, file_format: str | None, limit
     if fmt == "csv":
         table, read_notes = _read_csv(raw, limits)
         notes.extend(read_notes)
-        parts = table_parts(table, **options)
-    elif fmt == "parquet":
-        parts = table_parts(_read_parquet(raw, limits), **options)
+        return fmt, table, None
+    if fmt == "parquet":
+        return fmt, _read_parquet(raw, limits), None
     else:
         loaded = _load_numpy(raw, max_bytes, limits)
         if isinstance(loaded, np.ndarray):
@@ -754,4 +824,4 @@ def _file_parts(raw: _Raw, max_bytes: int | None, file_format: str | None, limit
         else:
             fmt = "npz"
             parts = _npz_parts(_npz_arrays(loaded, raw.display), **options)
-    return fmt, parts
+    return fmt, None, parts

@@ -12,6 +12,7 @@ module              what it computes
 ``kde``             CE_KL and CE_2^2 with a Dirichlet kernel (Popordanoska et al. 2024)
 ``decomposition``   proper-score decompositions, the kernel estimates' bias, the bound chain (Gruber & Buettner 2022)
 ``smooth``          smooth ECE (Blasiok & Nakkiran 2023)
+``confidence``      a confidence model's (stated confidence, correct): ECE, smECE, Brier and its CORP/Murphy terms, NLL
 ``partitions``      partitions of the probability simplex (uniform, data-dependent) and their cells
 ``simplex``         2-simplex views of K-class predictions and the cell tables of a partition
 ``canonical``       canonical calibration error and calibration lenses (Vaicenavicius et al. 2019)
@@ -43,6 +44,9 @@ from calib_core.metrics.ici import ICIResult, ici, loess_smooth
 from calib_core.metrics.registry import (BOUNDS, METRICS, Bound, MetricSpec, get_metric, metric_function, metric_name,
                                          metric_value)
 from calib_core.metrics.registry import DeclaredMetric, declared_metric
+from calib_core.metrics.reports import metrics_of_kind
+from calib_core.metrics.confidence import (BrierDecomposition, brier_decomposition, confidence_brier, confidence_ece,
+                                           confidence_nll, confidence_smooth_ece, overconfidence, pav_calibrated)
 from calib_core.metrics.resampling import Resampling
 from calib_core.metrics.selective import (AbstentionThreshold, RiskCoverage, abstention_threshold, aurc, augrc,
                                           auroc_correct, coverage_at_risk, eaurc, expected_errors, risk_coverage,
@@ -73,4 +77,6 @@ __all__ = [
     "DeclaredMetric", "Resampling", "declared_metric",
     "AbstentionThreshold", "RiskCoverage", "abstention_threshold", "aurc", "augrc", "auroc_correct",
     "coverage_at_risk", "eaurc", "expected_errors", "risk_coverage", "selective_risk",
+    "BrierDecomposition", "brier_decomposition", "confidence_brier", "confidence_ece", "confidence_nll",
+    "confidence_smooth_ece", "overconfidence", "pav_calibrated", "metrics_of_kind",
 ]

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core._accel import remembered
-from calib_core.metrics import binned, decomposition, kde, kernel, scores, selective, smooth
+from calib_core.metrics import binned, confidence, decomposition, kde, kernel, scores, selective, smooth
 from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
 from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
 from calib_core.metrics.resampling import Resampling
@@ -133,6 +133,9 @@ class MetricSpec:
         (:mod:`calib_core.metrics.resampling`): binned per-bin sums, a mean of
         per-row values, a function of the top label, each materialised
         resample, a variance formula (``interval="variance"``), or none.
+    kind : {"classes", "confidence"}
+        The models it is for: a K-class matrix, or a confidence model stored as
+        ``[1 - c, c]``, labels = correct (:mod:`calib_core.metrics.confidence`).
     public : callable or None
         The public function that is this metric at its default settings
         (``bootstrap_ci(cc.ece, ...)`` then resamples it as declared).
@@ -170,6 +173,7 @@ class MetricSpec:
     max_boot: int | None = None
     resampling: Resampling | None = None
     public: Callable | None = field(default=None, repr=False)
+    kind: str = "classes"
 
     @property
     def variance(self) -> Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None:
@@ -509,6 +513,71 @@ METRICS += [
                f"that are both kept and wrong, averaged over coverages k/N; lower is better; {_TIES}.",
                "About half the error rate for a random ranking, so it also mixes ranking and accuracy; it weighs "
                "an error kept at low coverage no more than one kept at high coverage, unlike AURC."),
+]
+
+
+# ----------------------------------------------------------------------------- confidence models (issue 26)
+# Entries of a confidence model (probs = [1 - c, c], labels = correct); settings fixed in the key (headline: 10 bins).
+_on_pair, _pair_rows, _term = confidence.on_pair, confidence.pair_rows, confidence.decomposition_term
+_ROWS = Resampling("rows")
+_TERM_NOTE = "A term of the Brier score's decomposition; read it with the other two."
+_BINNED_NOTE = _TERM_NOTE + " Binned: the terms miss the within-bin part of the Brier score."
+
+
+def _confidence(key, label, compute, summary, pitfalls, **options) -> MetricSpec:
+    return MetricSpec(key, label, compute, summary, pitfalls, uses_bins=False, kind="confidence", **options)
+
+
+METRICS += [
+    _confidence("conf_accuracy", "Accuracy (share of answers right)", _on_pair(lambda c, y: float(np.mean(y))),
+                "The system's accuracy: the share of items whose answer was right.",
+                "Says nothing about calibration; shown for context.", calibration_error=False, interval="percentile",
+                ideal=None, resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: y))),
+    *(_confidence(key, label, _on_pair(confidence.confidence_ece, n_bins=n_bins, binning=binning),
+                  "ECE of the stated confidence against correctness: count-weighted mean gap between mean confidence "
+                  "and accuracy per bin." + (" The convention of the LLM calibration papers: 10 equal-width bins "
+                                             "(lo, hi]." if key == "conf_ece" else ""),
+                  "Depends on the bins and is biased upwards for small N; verbalised confidences in steps of 5 or 10 "
+                  "% pile up on bin edges (ties share a bin).", resampling=_ROWS)
+      for key, label, n_bins, binning in (("conf_ece", "ECE, 10 equal-width bins (headline)", 10, "uniform"),
+                                          ("conf_ece_15", "ECE, 15 equal-width bins", 15, "uniform"),
+                                          ("conf_ece_mass_10", "ECE, 10 equal-mass bins", 10, "adaptive"),
+                                          ("conf_ece_mass_15", "ECE, 15 equal-mass bins", 15, "adaptive"))),
+    _confidence("conf_smooth_ece", "smECE (confidence vs correct)", _on_pair(confidence.confidence_smooth_ece),
+                "Smooth ECE (Blasiok & Nakkiran 2023) of the stated confidence against correctness, without bins.",
+                "Smoothing can hide narrow regions of miscalibration; the automatic width is coarse for small N.",
+                resampling=_ROWS),
+    _confidence("conf_overconfidence", "Overconfidence (mean confidence - accuracy)", _on_pair(confidence.overconfidence),
+                "Mean stated confidence minus accuracy: above 0 the system claims more than it delivers.",
+                "Over- and underconfident items cancel: 0 does not mean calibrated (see the ECE).", signed=True,
+                interval="percentile", resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: c - y))),
+    _confidence("conf_brier", "Brier score (confidence vs correct)", _on_pair(confidence.confidence_brier),
+                "Mean squared difference between stated confidence and correctness (0 to 1; proper score).",
+                "Mixes calibration and discrimination; see its decomposition.", calibration_error=False,
+                probability_scale=False, interval="percentile", ideal=None,
+                resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: (c - y) ** 2))),
+    _confidence("conf_corp_mcb", "Brier reliability (CORP, isotonic)", _on_pair(_term("corp", "reliability")),
+                "Miscalibration of the CORP decomposition (Dimitriadis, Gneiting & Jordan 2021): Brier score minus "
+                "that of the PAV-recalibrated confidence.", _TERM_NOTE, probability_scale=False, resampling=_ROWS),
+    _confidence("conf_corp_dsc", "Brier resolution (CORP, isotonic)", _on_pair(_term("corp", "resolution")),
+                "Discrimination of the CORP decomposition: the base rate's Brier score minus that of the "
+                "PAV-recalibrated confidence (larger is better).", _TERM_NOTE, calibration_error=False,
+                probability_scale=False, ideal=None, resampling=_ROWS),
+    _confidence("conf_brier_reliability", "Brier reliability (binned, 10 bins)",
+                _on_pair(_term("binned", "reliability")),
+                "Murphy's reliability over 10 equal-width bins: sum_b (n_b/N)(mean confidence - accuracy)^2.",
+                _BINNED_NOTE, probability_scale=False, resampling=_ROWS),
+    _confidence("conf_brier_resolution", "Brier resolution (binned, 10 bins)", _on_pair(_term("binned", "resolution")),
+                "Murphy's resolution over 10 equal-width bins: sum_b (n_b/N)(accuracy_b - accuracy)^2.",
+                _BINNED_NOTE, calibration_error=False, probability_scale=False, ideal=None, resampling=_ROWS),
+    _confidence("conf_brier_uncertainty", "Brier uncertainty", _on_pair(_term("corp", "uncertainty")),
+                "accuracy x (1 - accuracy): the Brier score of always stating the accuracy (both decompositions).",
+                _TERM_NOTE, calibration_error=False, probability_scale=False, ideal=None, resampling=_ROWS),
+    _confidence("conf_nll", "NLL (confidence vs correct)", _on_pair(confidence.confidence_nll),
+                "Mean negative log-likelihood of the outcomes under the stated confidence (proper score).",
+                "Unbounded: a confident wrong answer at confidence 1 costs 27.6 (clipped at 1e-12).",
+                calibration_error=False, probability_scale=False, interval="percentile", ideal=None,
+                resampling=Resampling("row_mean", per_row=_pair_rows(confidence.nll_rows))),
 ]
 
 def get_metric(key: str) -> MetricSpec:

@@ -29,10 +29,11 @@ from calib_core.display import compact_display
 from calib_core.metrics import registry
 from calib_core.metrics.decomposition import calibrated_bias
 from calib_core.metrics.registry import BOUNDS, CALIBRATED_BIAS, KDE_BANDWIDTH, get_metric, metric_name
-from calib_core.validation import CalibrationInputError, check_binning, check_n_bins, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, check_probs_labels
 
 __all__ = ["MAX_FIT_CELLS", "MAX_QUADRATIC_ROWS", "MetricReport", "UNRELIABLE", "check_bounds", "check_estimate",
-           "compute_metrics", "fit_cells", "kernel_biases", "metric_report", "size_note", "skipped_for_size",
+           "compute_metrics", "METRIC_KINDS", "metrics_of_kind", "fit_cells", "kernel_biases", "metric_report",
+           "size_note", "skipped_for_size",
            "skipped_quadratic"]
 
 
@@ -89,10 +90,20 @@ def _check_max_quadratic_rows(max_quadratic_rows: object) -> int | None:
     return int(max_quadratic_rows)
 
 
+#: The kinds of model a registry entry is for (:attr:`~calib_core.metrics.registry.MetricSpec.kind`).
+METRIC_KINDS = ("classes", "confidence")
+
+
+def metrics_of_kind(kind: str) -> list:
+    """The registry entries for models of ``kind`` (``"classes"`` or ``"confidence"``), in registry order."""
+    kind = check_choice(kind, "kind", METRIC_KINDS)
+    return [spec for spec in registry.METRICS if spec.kind == kind]
+
+
 def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                   keys: list[str] | None = None, include_quadratic: bool = True,
                   max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                  max_fit_cells: int | None = MAX_FIT_CELLS) -> MetricReport:
+                  max_fit_cells: int | None = MAX_FIT_CELLS, kind: str = "classes") -> MetricReport:
     """Every registered metric (or those in ``keys``); one that fails is reported, not raised.
 
     Parameters
@@ -101,7 +112,8 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     labels : array_like of shape (N,)
     n_bins, binning : bin settings of the binned metrics.
     keys : list of str, optional
-        Keys of :data:`calib_core.metrics.registry.METRICS`; default all.
+        Keys of :data:`calib_core.metrics.registry.METRICS`; default every
+        entry of the model's ``kind``.
     include_quadratic : bool, default True
     max_quadratic_rows : int or None, default MAX_QUADRATIC_ROWS
         The O(N^2) metrics are left out above this many rows (None: no limit).
@@ -109,6 +121,11 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
         The per-class fits (Cox terms, ICI, E50, E90) are left out when
         rows x fits exceeds this (fits: 1 for two classes, K beyond; None: no
         limit). :func:`skipped_for_size` says which keys are left out.
+    kind : {"classes", "confidence"}, default "classes"
+        The model's kind (:attr:`calib_core.Predictions.kind`): a confidence
+        model (``probs = [1 - c, c]``, labels = correct) gets the confidence
+        entries, never the K-class ones, whose top label would read ``max(c, 1 - c)``
+        (:func:`metrics_of_kind`).
 
     Returns
     -------
@@ -124,7 +141,7 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     probs, labels = check_probs_labels(probs, labels)
     check_n_bins(n_bins)
     check_binning(binning)
-    specs = registry.METRICS if keys is None else [get_metric(k) for k in keys]
+    specs = metrics_of_kind(kind) if keys is None else [get_metric(k) for k in keys]
     skipped = set(skipped_for_size(*probs.shape, include_quadratic=include_quadratic,
                                    max_quadratic_rows=max_quadratic_rows, max_fit_cells=max_fit_cells))
     values: dict[str, float | None] = {}
@@ -251,8 +268,8 @@ def kernel_biases(probs: np.ndarray, values: Mapping[str, float | None]) -> dict
 def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                     keys: list[str] | None = None, include_quadratic: bool = True,
                     max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                    max_fit_cells: int | None = MAX_FIT_CELLS) -> dict[str, float]:
-    """Every registered metric (or those in ``keys``) as ``{key: value}``.
+                    max_fit_cells: int | None = MAX_FIT_CELLS, kind: str = "classes") -> dict[str, float]:
+    """Every registered metric of the model's ``kind`` (or those in ``keys``) as ``{key: value}``.
 
     The O(N^2) metrics are left out when ``include_quadratic`` is false or
     when N exceeds ``max_quadratic_rows`` (``None``: no limit); use
@@ -263,7 +280,7 @@ def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, bi
     """
     report = metric_report(probs, labels, n_bins=n_bins, binning=binning, keys=keys,
                            include_quadratic=include_quadratic, max_quadratic_rows=max_quadratic_rows,
-                           max_fit_cells=max_fit_cells)
+                           max_fit_cells=max_fit_cells, kind=kind)
     return {key: math.nan if value is None else value for key, value in report.values.items()}
 
 

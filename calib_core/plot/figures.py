@@ -133,9 +133,14 @@ def share_log_axis(shares: np.ndarray) -> dict:
 
 # ----------------------------------------------------------------------------- reliability
 
-def event_axis_title(target: str | int, class_names: Sequence[str] | Mapping[int, str]) -> str:
-    """The x-axis title of a reliability diagram of ``target`` (``"top_label"`` or a class index)."""
-    event = ("top-label confidence" if target == "top_label"
+def event_axis_title(target: str | int, class_names: Sequence[str] | Mapping[int, str], stated: bool = False) -> str:
+    """The x-axis title of a reliability diagram of ``target`` (``"top_label"`` or a class index).
+
+    ``stated``: a confidence model (its stated confidence against correctness) is among the models drawn.
+    """
+    top = ("confidence (stated, for a confidence model; top label otherwise)" if stated
+           else "top-label confidence")
+    event = (top if target == "top_label"
              else f"predicted probability of class {plot_text(class_names[target])}")
     return f"Mean {event} in the bin"
 

@@ -19,7 +19,7 @@ MAX_TICK_CHARS = 14
 
 
 def chart_table(models=("model A", "model B")) -> pd.DataFrame:
-    specs = [s for s in cc.METRICS if s.calibration_error and s.probability_scale]
+    specs = [s for s in cc.metrics_of_kind("classes") if s.calibration_error and s.probability_scale]
     rows = [{"model": m, "metric": s.label, "estimate": 0.1, "ci_low": 0.05, "ci_high": 0.15,
              "calibration_error": True, "probability_scale": True} for m in models for s in specs]
     return pd.DataFrame(rows)

@@ -41,7 +41,7 @@ def test_names_carry_the_bin_settings_and_intervals_contain_the_estimates():
     table = at.dataframe[1].value.set_index("key")
     assert table.loc["ece", "name"] == "ECE, 8 uniform bins" and table.loc["ace", "name"] == "ACE, 8 adaptive bins"
     assert table.loc["kde_ce_kl", "name"] == "CE_KL (kernel), h = 0.01"
-    assert list(at.dataframe[0].value.index) == [cc.metric_name(s.key, n_bins=8) for s in cc.METRICS]
+    assert list(at.dataframe[0].value.index) == [cc.metric_name(s.key, n_bins=8) for s in cc.metrics_of_kind("classes")]
     has = table["ci_low"].notna()
     assert (table.loc[has, "ci_low"] <= table.loc[has, "estimate"]).all()
     assert (table.loc[has, "estimate"] <= table.loc[has, "ci_high"]).all()
@@ -130,9 +130,9 @@ def test_the_intervals_filled_in_one_at_a_time_are_todays_numbers_and_the_csv_ha
     at = open_with(p)
     assert not at.exception and not at.error
     table = at.dataframe[1].value.set_index("key")
-    assert list(table.index) == [s.key for s in cc.METRICS]
+    assert list(table.index) == [s.key for s in cc.metrics_of_kind("classes")]
     assert not at.get("progress") and not at.button, "the bar and the Stop button go once every interval is in"
-    for spec in cc.METRICS:
+    for spec in cc.metrics_of_kind("classes"):
         found = expected_row(p, spec.key)
         row = table.loc[spec.key]
         assert row["estimate"] == pytest.approx(found.estimate, rel=1e-12, nan_ok=True)
@@ -162,10 +162,10 @@ def test_a_stopped_session_shows_estimates_with_pending_intervals_and_resumes(do
     assert (table.loc["ece", "ci_low"], table.loc["ece", "ci_high"]) == (ece.low, ece.high)
     others = table.drop(index="ece")
     assert others["ci_low"].isna().all() and (others["interval"] == metrics_page.STOPPED).all()
-    assert any(f"Stopped: {len(cc.METRICS) - 1} interval(s)" in i.value for i in at.info)
+    assert any(f"Stopped: {len(cc.metrics_of_kind('classes')) - 1} interval(s)" in i.value for i in at.info)
     # The CSV holds the finished interval and says which are pending.
     lines = downloads.pop("calibration_metrics.csv").decode().splitlines()
-    assert sum(metrics_page.STOPPED in line for line in lines) == len(cc.METRICS) - 1
+    assert sum(metrics_page.STOPPED in line for line in lines) == len(cc.metrics_of_kind("classes")) - 1
     assert at.get("plotly_chart")
 
     at.button(key="metric_intervals_resume").click().run()
@@ -194,7 +194,7 @@ def test_a_rerun_computes_only_the_missing_intervals(monkeypatch):
     monkeypatch.setattr(cc, "metric_interval", counted)
     at.slider(key="metric_bins").set_value(8).run()
     assert not at.exception
-    uses_bins = {s.key for s in cc.METRICS if s.uses_bins}
+    uses_bins = {s.key for s in cc.metrics_of_kind("classes") if s.uses_bins}
     assert set(calls) == uses_bins, "intervals that do not depend on the bins come from the cache"
     calls.clear()
     at.slider(key="metric_bins").set_value(15).run()

@@ -818,7 +818,7 @@ def test_round_trip_property(n_rows: int, n_classes: int, seed: int, fmt: str, s
 # Demo data
 # ---------------------------------------------------------------------------
 
-EXPECTED_CLASSES = {"digits": 10, "breast_cancer": 2, "wine": 3, "iris": 3, "fair": 2}
+EXPECTED_CLASSES = {"digits": 10, "breast_cancer": 2, "wine": 3, "iris": 3, "fair": 2, "confidence": 2}
 
 
 def test_demo_datasets_are_listed_and_load() -> None:
