@@ -702,12 +702,12 @@ def load_predictions(
     kind = check_choice(kind, "kind", LOAD_KINDS)
     display = "the file"
     try:
-        kind = frame_kind(source)
-        if kind is not None and file_format is not None:
+        frame = frame_kind(source)
+        if frame is not None and file_format is not None:
             raise CalibrationInputError(
-                f"`file_format` chooses a file reader; {FRAME_KINDS[kind]} is read as a table: leave it out."
+                f"`file_format` chooses a file reader; {FRAME_KINDS[frame]} is read as a table: leave it out."
             )
-        raw = InMemory(source, kind) if kind is not None else _resolve_source(source, name, max_bytes)
+        raw = InMemory(source, frame) if frame is not None else _resolve_source(source, name, max_bytes)
         display = raw.display
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
