@@ -49,6 +49,7 @@ from calib_core.validation import (
     check_n_bins,
     check_positive,
     check_right,
+    check_sample_weight,
     transposed,
 )
 
@@ -70,6 +71,7 @@ __all__ = [
     "sorted_pairs",
     "uniform_edges",
     "uniform_index",
+    "weighted_upper_edges",
     "upper_bin_entries",
     "upper_edge_index",
 ]
@@ -282,7 +284,8 @@ def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform", *,
 
 
 def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
-                   binning: str = "uniform", *, right: bool = True) -> BinStats:
+                   binning: str = "uniform", *, right: bool = True,
+                   sample_weight: ArrayLike | None = None) -> BinStats:
     """Per-bin count, sum of values and sum of targets of one set of values.
 
     Parameters
@@ -297,12 +300,18 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see the
         module notes. No effect on adaptive bins.
+    sample_weight : array_like of shape (M,), optional
+        Per-value weights (:func:`calib_core.validation.check_sample_weight`):
+        counts and sums are weighted and adaptive edges are weighted
+        quantiles (:func:`weighted_upper_edges`), so integer weights give the
+        bins of the values repeated that many times.
 
     Returns
     -------
     BinStats
         Arrays of length ``n_bins`` (uniform) or ``min(M, n_bins)``
-        (adaptive); an empty set gives all-zero counts.
+        (adaptive; ``min(W, n_bins)`` for a whole weight total W); an empty
+        set gives all-zero counts.
 
     Notes
     -----
@@ -317,6 +326,9 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
         )
     n_bins = check_n_bins(n_bins)
     right = check_right(right)
+    if sample_weight is not None:
+        return _weighted_bin_statistics(values, targets, n_bins, check_binning(binning), right,
+                                        check_sample_weight(sample_weight, values.size))
     if check_binning(binning) == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         lower, upper = edges[:-1], edges[1:]
@@ -337,10 +349,62 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
     return BinStats(count, sum_value, sum_target, lower, upper, float(values.size), right)
 
 
+def weighted_upper_edges(sorted_values: NDArray[np.float64], sorted_weights: NDArray[np.float64],
+                         n_bins: int) -> NDArray[np.float64]:
+    """Upper edges of adaptive bins of weighted values: the edges of the values repeated ``weight`` times.
+
+    With cumulative weights :math:`C_i` of the sorted values and total
+    :math:`W`: for whole weights the runs are the ``np.array_split`` runs of
+    the :math:`W` repeated values, whose last value (repeated position
+    ``end - 1``) is the first value with :math:`C_i > end - 1` -- exactly
+    :func:`adaptive_upper_edges` of ``np.repeat(values, weights)``, ties
+    included (tied values still share a bin, :func:`upper_edge_index`). For
+    other weights the run ends are the equal-mass quantiles
+    :math:`W (r + 1) / B` and the edge is the first value with
+    :math:`C_i \ge` that end. Rows of weight 0 never set an edge.
+    """
+    cumulative = np.cumsum(sorted_weights)
+    total = cumulative[-1]
+    if np.all(sorted_weights == np.round(sorted_weights)):
+        ends = array_split_ends(int(round(total)), n_bins)
+        ends = ends[ends > np.concatenate([[0], ends[:-1]])]
+        position = np.searchsorted(cumulative, ends - 1, side="right")
+    else:
+        ends = total * np.arange(1, n_bins + 1) / n_bins
+        position = np.searchsorted(cumulative, ends * (1.0 - 1e-12), side="left")
+    return sorted_values[np.minimum(position, sorted_values.size - 1)]
+
+
+def _weighted_bin_statistics(values, targets, n_bins, binning, right, weights) -> BinStats:
+    """:func:`bin_statistics` with per-value weights (rows of weight 0 dropped first, as if absent)."""
+    positive = weights > 0
+    values, targets, weights = values[positive], targets[positive], weights[positive]
+    if binning == "uniform":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        lower, upper = edges[:-1], edges[1:]
+        index = uniform_index(values, n_bins, right)
+    else:
+        right = True
+        order = np.argsort(values, kind="stable")
+        upper = weighted_upper_edges(values[order], weights[order], n_bins) if values.size else np.empty(0)
+        index = np.searchsorted(upper, values, side="left")
+        lower = np.concatenate([[0.0], upper[:-1]])
+    size = upper.shape[0]
+    count = np.bincount(index, weights=weights, minlength=size)
+    sum_value = np.bincount(index, weights=weights * values, minlength=size)
+    sum_target = np.bincount(index, weights=weights * targets, minlength=size)
+    if binning == "adaptive":
+        tied_away = count == 0
+        lower = np.where(tied_away, np.nan, lower)
+        upper = np.where(tied_away, np.nan, upper)
+    return BinStats(count, sum_value, sum_target, lower, upper, float(weights.sum()), right)
+
+
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],
                              n_bins: int = 15, binning: str = "uniform", *,
                              keep: NDArray[np.bool_] | None = None, right: bool = True,
-                             threshold: float | None = None) -> BinStats:
+                             threshold: float | None = None,
+                             sample_weight: NDArray[np.float64] | None = None) -> BinStats:
     """Bin every class column ``probs[:, k]`` against ``labels == k`` at once.
 
     Parameters
@@ -362,6 +426,10 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
         Bin only the values above it (TACE): the same as ``keep=probs >
         threshold``, without the (N, K) mask for adaptive bins (the kept
         values are the end of each sorted column). Not together with ``keep``.
+    sample_weight : ndarray of shape (N,), optional
+        Checked row weights (:func:`calib_core.validation.check_sample_weight`):
+        each class column is binned by :func:`bin_statistics` with them (one
+        column at a time), so integer weights give the bins of the repeated rows.
 
     Returns
     -------
@@ -385,6 +453,8 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
         if keep is not None:
             raise CalibrationInputError("Give `keep` or `threshold`, not both.")
         keep, threshold = probs > threshold, None
+    if sample_weight is not None:
+        return _classwise_weighted(probs, labels, n_bins, binning, keep, threshold, right, sample_weight)
     true_value = probs[np.arange(n_rows), labels]
     if threshold is not None:
         true_kept = true_value > threshold
@@ -393,6 +463,25 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     if binning == "uniform":
         return _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right)
     return _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept, threshold)
+
+
+def _classwise_weighted(probs, labels, n_bins, binning, keep, threshold, right, weights) -> BinStats:
+    """:func:`classwise_bin_statistics` with row weights: :func:`bin_statistics` of each class column, padded."""
+    n_classes = probs.shape[1]
+    parts = {name: np.zeros((n_classes, n_bins)) for name in ("count", "sum_value", "sum_target")}
+    lower, upper = np.full((n_classes, n_bins), np.nan), np.full((n_classes, n_bins), np.nan)
+    n_total = np.zeros(n_classes)
+    for k in range(n_classes):
+        column = probs[:, k]
+        kept = (column > threshold) if threshold is not None else (slice(None) if keep is None else keep[:, k])
+        stats = _weighted_bin_statistics(column[kept], (labels[kept] == k).astype(np.float64), n_bins, binning,
+                                         right, weights[kept])
+        size = stats.count.shape[0]
+        for name, array in parts.items():
+            array[k, :size] = getattr(stats, name)
+        lower[k, :size], upper[k, :size], n_total[k] = stats.lower, stats.upper, stats.n_total
+    return BinStats(parts["count"], parts["sum_value"], parts["sum_target"], lower, upper, n_total,
+                    right if binning == "uniform" else True)
 
 
 def upper_bin_entries(probs: NDArray[np.float64], n_bins: int,
