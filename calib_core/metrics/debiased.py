@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.binned import top_label
 from calib_core.binning import bin_statistics, sort_values, sorted_bin_sums
+from calib_core.validation import check_sample_weight, repeated_probs_labels
 from calib_core.validation import (
     check_right,
     MAX_N_BINS,
@@ -62,7 +63,8 @@ def debiased_squared_terms(count: NDArray[np.float64], sum_value: NDArray[np.flo
 
 
 def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "adaptive", *,
-                 squared: bool = False, right: bool = True) -> float:
+                 squared: bool = False, right: bool = True,
+        sample_weight: ArrayLike | None = None) -> float:
     """Debiased top-label l2 calibration error (Kumar et al. 2019).
 
     Parameters
@@ -80,6 +82,10 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); no effect on
         adaptive bins.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its bias correction counts
+        rows per bin; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -114,7 +120,7 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     >>> round(debiased_ece(p, [0, 1, 1, 1], n_bins=1, squared=True), 6)  # 0^2 - 0.75 * 0.25 / 3
     -0.0625
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`debiased_ece`")
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     squared = check_flag(squared, "squared")

@@ -39,6 +39,7 @@ from calib_core.metrics.kde import (
     one_vs_rest_points,
     resolve_bandwidth,
 )
+from calib_core.validation import check_sample_weight, repeated_probs_labels
 from calib_core.validation import (
     check_binning,
     check_choice,
@@ -116,16 +117,21 @@ def _generalized_entropy(points: NDArray[np.float64], score: str) -> NDArray[np.
     return -neg_entropy(points)
 
 
-def _empirical_score(probs: NDArray[np.float64], labels: NDArray[np.intp], score: str) -> float:
+def _empirical_score(probs: NDArray[np.float64], labels: NDArray[np.intp], score: str,
+                     weights: NDArray[np.float64] | None = None) -> float:
+    """The mean Brier or log score of the rows (weighted by checked ``weights``: integer weights repeat rows)."""
     true_prob = probs[np.arange(probs.shape[0]), labels]
     if score == "brier":
-        return float(np.mean(np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0))
-    return float(-np.mean(np.log(np.maximum(true_prob, LOG_EPSILON))))
+        rows = np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0
+    else:
+        rows = -np.log(np.maximum(true_prob, LOG_EPSILON))
+    return float(np.mean(rows)) if weights is None else float(np.dot(weights, rows) / weights.sum())
 
 
 def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier", *,
                         bandwidth: float | str = 0.01,
-                        bandwidth_grid: ArrayLike | None = None) -> ScoreDecomposition:
+                        bandwidth_grid: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None) -> ScoreDecomposition:
     """Split an empirical Brier or log score into calibration, refinement and sharpness.
 
     Parameters
@@ -139,6 +145,10 @@ def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier
         Dirichlet kernel bandwidth of the estimate of E[Y | g(X)].
     bandwidth_grid : array_like, optional
         Candidates for ``bandwidth="auto"``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its calibration term is a
+        leave-one-out kernel estimate, whose copies of a row stay neighbours; ``docs/weights.md``). Other
+        weights raise :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -180,7 +190,7 @@ def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier
     >>> round(d.calibration + d.refinement - d.empirical_score, 12)
     0.0
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`score_decomposition`")
     score = check_choice(score, "score", _SCORES)
     bandwidth = check_bandwidth(bandwidth)
     grid = check_bandwidth_grid(bandwidth_grid)
@@ -283,7 +293,8 @@ def calibrated_bias(probs: ArrayLike, *, bandwidth: float = 0.01, n_draws: int =
     return {key: float(np.mean(values[key])) for key in keys}
 
 
-def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str = "brier") -> float:
+def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str = "brier",
+                            sample_weight: ArrayLike | None = None) -> float:
     """Calibration upper bound of Gruber & Buettner 2022 (Theorem 4.3): the root Brier score.
 
     Parameters
@@ -294,6 +305,8 @@ def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str =
         ``"brier"``: :math:`\\sqrt{\\mathrm{BS}}`, an upper bound of
         :math:`\\mathrm{CE}_2` (eq. 6 with p = 2). ``"log"``: the NLL, an upper
         bound of :math:`\\mathrm{CE}_{KL}`.
+    sample_weight : array_like of shape (N,), optional
+        Row weights: the score is their weighted mean (integer weights repeat rows).
 
     Returns
     -------
@@ -318,7 +331,7 @@ def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str =
     """
     probs, labels = check_probs_labels(probs, labels)
     score = check_choice(score, "score", _SCORES)
-    value = _empirical_score(probs, labels, score)
+    value = _empirical_score(probs, labels, score, check_sample_weight(sample_weight, labels.size))
     return float(np.sqrt(value)) if score == "brier" else value
 
 
