@@ -351,7 +351,7 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
 
 def weighted_upper_edges(sorted_values: NDArray[np.float64], sorted_weights: NDArray[np.float64],
                          n_bins: int) -> NDArray[np.float64]:
-    """Upper edges of adaptive bins of weighted values: the edges of the values repeated ``weight`` times.
+    r"""Upper edges of adaptive bins of weighted values: the edges of the values repeated ``weight`` times.
 
     With cumulative weights :math:`C_i` of the sorted values and total
     :math:`W`: for whole weights the runs are the ``np.array_split`` runs of
