@@ -181,6 +181,9 @@ class Recalibrator(abc.ABC):
     max_default_classes: ClassVar[int | None] = None
     #: Names of the fitted attributes (all ending in ``_``) that define predictions.
     _fitted_attributes: ClassVar[tuple[str, ...]] = ()
+    #: True when ``_fit(x, labels, weights)`` minimises a weighted loss (any non-negative weights); False: weights
+    #: are whole numbers of repeated rows (:meth:`_fit_weighted`).
+    weighted_loss: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type[Recalibrator]]] = {}
 
     input: str
@@ -314,8 +317,11 @@ class Recalibrator(abc.ABC):
 
     def _fit_weighted(self, matrix: NDArray[np.float64], labels: NDArray[np.intp],
                       weights: NDArray[np.float64]) -> None:
-        """``_fit`` with positive row weights. This default fits on the rows repeated ``weights`` times (whole
-        numbers only); methods with a weighted loss override it."""
+        """``_fit`` with positive row weights: ``_fit(matrix, labels, weights)`` for a method with a weighted loss
+        (:attr:`weighted_loss`), else ``_fit`` of the rows repeated ``weights`` times (whole numbers only)."""
+        if self.weighted_loss:
+            self._fit(matrix, labels, weights)
+            return
         matrix, labels = repeat_rows(weights, matrix, labels, metric=f"{type(self).__name__}.fit")
         self._fit(matrix, labels)
 
