@@ -60,6 +60,7 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_probs,
+    check_sample_weight,
     correct_rows,
     softmax,
 )
@@ -126,6 +127,15 @@ class Predictions:
         Columns of the file that could serve as the group: text, true/false
         and integer columns that are not the label, the split or a class
         column (an app offers them as choices).
+    sample_weight : ndarray of shape (N,), float64, optional
+        Per-row weights (frequencies: integer weights stand for repeated
+        rows), checked by :func:`calib_core.validation.check_sample_weight`;
+        pass them on as ``sample_weight=pred.sample_weight``. None unless a
+        weight column was asked for (``load_predictions(...,
+        weight_column=COL)``: never guessed, a column named ``weight`` may be
+        a feature) or given to :meth:`from_arrays`.
+    weight_column : str, optional
+        The column ``sample_weight`` came from (None without weights).
 
     Notes
     -----
@@ -159,6 +169,8 @@ class Predictions:
     groups: NDArray[np.str_] | None = None
     group_column: str | None = None
     attribute_columns: tuple[str, ...] = ()
+    sample_weight: NDArray[np.float64] | None = None
+    weight_column: str | None = None
 
     def __post_init__(self) -> None:
         self._normalise(check=True)
@@ -177,6 +189,8 @@ class Predictions:
         fields.setdefault("groups", None)
         fields.setdefault("group_column", None)
         fields.setdefault("attribute_columns", ())
+        fields.setdefault("sample_weight", None)
+        fields.setdefault("weight_column", None)
         for key, value in fields.items():
             object.__setattr__(self, key, value)
         self._normalise(check=False)
@@ -193,7 +207,7 @@ class Predictions:
         """
         for key, value in state.items():
             object.__setattr__(self, key, value)
-        for key in ("probs", "labels", "logits", "split", "groups"):
+        for key in ("probs", "labels", "logits", "split", "groups", "sample_weight"):
             value = getattr(self, key)
             if isinstance(value, np.ndarray):
                 n_classes = self.probs.shape[1] if key == "labels" else None
@@ -255,6 +269,9 @@ class Predictions:
                 groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
             groups = _readonly(groups)
         object.__setattr__(self, "groups", groups)
+        weights = None if self.sample_weight is None else _readonly(check_sample_weight(self.sample_weight, n_rows))
+        object.__setattr__(self, "sample_weight", weights)
+        object.__setattr__(self, "weight_column", None if weights is None else str(self.weight_column or "weight"))
         object.__setattr__(self, "group_column", None if groups is None else str(self.group_column or "group"))
         object.__setattr__(self, "attribute_columns", tuple(str(c) for c in self.attribute_columns))
         object.__setattr__(self, "probs", _sealed(probs, owned))
@@ -282,6 +299,7 @@ class Predictions:
         warnings: Sequence[str] = (),
         groups: ArrayLike | None = None,
         group_column: str | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> "Predictions":
         """Build validated predictions from in-memory arrays.
 
@@ -349,7 +367,7 @@ class Predictions:
             label_array = _map_string_labels(label_array, names, lambda i: f"row {i}")
         return cls(probs=probs_array, labels=label_array, class_names=names, logits=logit_matrix,
                    split=split, name=name, source_format=source_format, warnings=tuple(warnings),
-                   groups=groups, group_column=group_column)
+                   groups=groups, group_column=group_column, sample_weight=sample_weight)
 
     @property
     def n_samples(self) -> int:
@@ -396,7 +414,7 @@ class Predictions:
         -------
         Predictions
             Same class names, name, format, warnings, group column and
-            attribute columns; the rows selected (of ``groups`` too).
+            attribute columns; the rows selected (of ``groups`` and ``sample_weight`` too).
 
         Raises
         ------
@@ -431,6 +449,8 @@ class Predictions:
             name=self.name, source_format=self.source_format, warnings=self.warnings,
             logit_reason=self.logit_reason, groups=None if self.groups is None else self.groups[index],
             group_column=self.group_column, attribute_columns=self.attribute_columns,
+            sample_weight=None if self.sample_weight is None else self.sample_weight[index],
+            weight_column=self.weight_column,
         )
 
     def select_split(self, value: str) -> "Predictions":
@@ -484,6 +504,7 @@ def load_predictions(
     group: str | None = None,
     max_rows: int | None = MAX_ROWS,
     max_cells: int | None = MAX_CELLS,
+    weight_column: str | None = None,
 ) -> Predictions:
     """Read a file of predictions into validated :class:`Predictions`.
 
@@ -566,6 +587,11 @@ def load_predictions(
         candidate columns (text, true/false and integer columns that are not
         the label, split or classes) are listed in
         :attr:`Predictions.attribute_columns`.
+    weight_column : str, optional
+        Column (CSV or Parquet) holding each row's weight, kept in
+        :attr:`Predictions.sample_weight` (finite numbers >= 0 in every row,
+        not all 0). Only when asked: a column named ``weight`` is never taken
+        as row weights on its own (it may be a feature), nor as a class.
 
     Returns
     -------
@@ -637,7 +663,7 @@ def load_predictions(
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
-                     file_format=file_format, group=group,
+                     file_format=file_format, group=group, weight_column=weight_column,
                      limits=Decoded(None if max_rows is None else int(max_rows),
                                     None if max_cells is None else int(max_cells)))
     except CalibrationInputError:
@@ -660,7 +686,7 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
           max_bytes: int | None, file_format: str | None, group: str | None = None,
-          limits: Decoded = Decoded()) -> Predictions:
+          limits: Decoded = Decoded(), weight_column: str | None = None) -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
     if raw.size() == 0:
         raise CalibrationInputError(
@@ -672,12 +698,16 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
     notes: list[str] = []
     options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
                    score_column=score_column, split_column=split_column, notes=notes, group_column=group)
+    if weight_column is not None and fmt not in ("csv", "parquet"):
+        raise CalibrationInputError(
+            f"`weight_column` applies to CSV and Parquet tables; for {raw.display} ({fmt}) pass the weights as an "
+            f"array: Predictions.from_arrays(..., sample_weight=w) or sample_weight= on each function.")
     if fmt == "csv":
         table, read_notes = _read_csv(raw, limits)
         notes.extend(read_notes)
-        parts = table_parts(table, **options)
+        parts = table_parts(table, **options, weight_column=weight_column)
     elif fmt == "parquet":
-        parts = table_parts(_read_parquet(raw, limits), **options)
+        parts = table_parts(_read_parquet(raw, limits), **options, weight_column=weight_column)
     else:
         loaded = _load_numpy(raw, max_bytes, limits)
         if isinstance(loaded, np.ndarray):
@@ -728,4 +758,5 @@ def _load(raw: _Raw, *, label_column: str | int | None, class_columns: Sequence[
         probs=probs, labels=labels, class_names=tuple(names), logits=logits,
         split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
         warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None,
-        groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))
+        groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes),
+        sample_weight=parts.weights, weight_column=parts.weight_name)
