@@ -791,7 +791,8 @@ def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
         row = _first_bad_row(negative)
         raise CalibrationInputError(f"`{name}` must be >= 0; row {row} is {weights[row]}.")
     if not weights.sum() > 0:
-        raise CalibrationInputError(f"`{name}` sums to 0: at least one row needs a positive weight.")
+        raise CalibrationInputError(f"`{name}` sums to 0 (every weight is zero): at least one row needs a positive "
+                                    f"weight.")
     return weights
 
 

@@ -1,0 +1,48 @@
+"""by_group and metric_interval with sample_weight (issue 28): integer weights are repeated rows."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calib_core as cc
+from calib_core.inference.intervals import metric_interval
+from calib_core.validation import CalibrationInputError
+
+
+def _data(n=150, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(size=n)
+    groups = np.where(rng.uniform(size=n) < 0.5, "a", "b")
+    labels = (rng.uniform(size=n) < np.where(groups == "a", p, p ** 2)).astype(int)
+    weights = rng.integers(0, 4, n).astype(float)
+    return cc.as_probs(p), labels, groups, weights
+
+
+@pytest.mark.parametrize("metric", ["ece", "brier", cc.ece, cc.nll])
+def test_group_values_are_those_of_the_repeated_rows(metric):
+    probs, labels, groups, weights = _data()
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = cc.by_group(metric, probs, labels, groups, n_boot=0, sample_weight=weights)
+    repeated = cc.by_group(metric, probs[rows], labels[rows], groups[rows], n_boot=0)
+    np.testing.assert_allclose(weighted.table["value"], repeated.table["value"], rtol=1e-9)
+    assert weighted.table["n"].tolist() == repeated.table["n"].tolist()
+    assert weighted.overall == pytest.approx(repeated.overall, rel=1e-9)
+    assert weighted.worst_group == repeated.worst_group
+
+
+def test_group_intervals_carry_the_weights():
+    probs, labels, groups, weights = _data()
+    result = cc.by_group("ece", probs, labels, groups, n_boot=30, seed=1, sample_weight=weights)
+    assert np.isfinite(result.table[["ci_low", "ci_high"]].to_numpy()).all()
+    assert np.isfinite([result.overall_low, result.gap_low]).all()
+    with pytest.raises(CalibrationInputError, match="sample_weight"):
+        cc.by_group(lambda p, y: cc.ece(p, y), probs, labels, groups, n_boot=0, sample_weight=weights)
+
+
+def test_metric_interval_estimate_is_weighted():
+    probs, labels, _, weights = _data()
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    for key in ("ece", "nll", "skce_block"):
+        weighted = metric_interval(key, probs, labels, n_boot=20, sample_weight=weights)
+        assert weighted.estimate == pytest.approx(cc.metric_value(key, probs[rows], labels[rows]), rel=1e-9)
+        assert weighted.low <= weighted.estimate <= weighted.high
