@@ -68,7 +68,7 @@ from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, con
 from calib_core.inference.skce_estimators import (BlockSKCE, UnbiasedSKCE, block_rows_default, skce_bandwidth,
                                                   skce_block_groups, skce_block_statistics)
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_probs_labels, named_rng,
-                                   row_blocks)
+                                   repeated_probs_labels, row_blocks)
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
 
 __all__ = ["TEST_METHODS", "BlockSKCE", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust",
@@ -521,7 +521,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
                      alpha: float = DEFAULT_ALPHA, seed: Seed = None, n_resamples: int = 1000,
                      estimator: Callable[[NDArray, NDArray], float] | None = None, null: str | None = None,
                      bandwidth: float | None = None, block_rows: int | None = None, n_groups: int = 10,
-                     dof_offset: int = 2) -> CalibrationTestResult:
+                     dof_offset: int = 2, sample_weight: ArrayLike | None = None) -> CalibrationTestResult:
     """Test the hypothesis that the model is calibrated; a p-value and a verdict.
 
     Parameters
@@ -568,6 +568,13 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         2 is Hosmer & Lemeshow's convention (a model fitted on these data);
         0 suits predictions evaluated on new data, where g - 2 rejects too
         often (:func:`hosmer_lemeshow`).
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights (frequencies): the test of the rows repeated
+        that many times, which is what such weights stand for. Every null here
+        counts independent rows (resampled labels per row, a chi-square of
+        counts, a variance of a sum), so weights that are not counts -- e.g.
+        importance weights towards a deployment -- are refused: their test
+        would need the effective sample size, which these tests do not model.
 
     Returns
     -------
@@ -653,7 +660,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
     >>> res.verdict
     'consistent'
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`calibration_test`")
     method = check_choice(method, "method", TEST_METHODS)
     alpha = check_alpha(alpha)
     n_rows, n_classes = probs.shape

@@ -46,3 +46,20 @@ def test_metric_interval_estimate_is_weighted():
         weighted = metric_interval(key, probs, labels, n_boot=20, sample_weight=weights)
         assert weighted.estimate == pytest.approx(cc.metric_value(key, probs[rows], labels[rows]), rel=1e-9)
         assert weighted.low <= weighted.estimate <= weighted.high
+
+
+@pytest.mark.parametrize("method", ["consistency", "hosmer_lemeshow", "spiegelhalter", "skce"])
+def test_calibration_test_of_integer_weights_is_that_of_the_repeated_rows(method):
+    probs, labels, _, weights = _data(n=120, seed=4)
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    options = {"seed": 0, "n_resamples": 50} if method in ("consistency", "skce") else {}
+    weighted = cc.calibration_test(probs, labels, method, sample_weight=weights, **options)
+    repeated = cc.calibration_test(probs[rows], labels[rows], method, **options)
+    assert weighted.p_value == pytest.approx(repeated.p_value, rel=1e-12)
+    assert weighted.verdict == repeated.verdict and weighted.n_samples == repeated.n_samples
+
+
+def test_calibration_test_refuses_fractional_weights():
+    probs, labels, _, weights = _data()
+    with pytest.raises(CalibrationInputError, match="whole numbers"):
+        cc.calibration_test(probs, labels, "spiegelhalter", sample_weight=weights + 0.5)
