@@ -260,7 +260,7 @@ def _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens, cl
 def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",
                  n_bins: int = 10, min_bin_size: int = 1000, lens: str = "canonical", *,
                  class_index: int | None = None,
-        sample_weight: ArrayLike | None = None) -> float:
+                 sample_weight: ArrayLike | None = None) -> float:
     """Expected miscalibration over a partition of the simplex (Vaicenavicius et al. 2019).
 
     Parameters

@@ -225,7 +225,7 @@ def _cox_one(score: NDArray[np.float64], outcome: NDArray[np.float64], epsilon: 
 
 def cox_calibration(probs: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05,
                     epsilon: float = COX_EPSILON,
-        sample_weight: ArrayLike | None = None) -> CoxCalibration:
+                    sample_weight: ArrayLike | None = None) -> CoxCalibration:
     """Cox's calibration slope and intercept, and the calibration-in-the-large.
 
     Parameters

@@ -64,7 +64,7 @@ def debiased_squared_terms(count: NDArray[np.float64], sum_value: NDArray[np.flo
 
 def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "adaptive", *,
                  squared: bool = False, right: bool = True,
-        sample_weight: ArrayLike | None = None) -> float:
+                 sample_weight: ArrayLike | None = None) -> float:
     """Debiased top-label l2 calibration error (Kumar et al. 2019).
 
     Parameters
@@ -191,7 +191,8 @@ def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "ad
 
 
 def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive", norm: str = "l1",
-              max_bins: int | None = None, right: bool = True) -> float:
+              max_bins: int | None = None, right: bool = True,
+              sample_weight: ArrayLike | None = None) -> float:
     """Monotone-sweep ECE (Roelofs et al. 2022): the most bins that keep accuracy monotone.
 
     Parameters
@@ -207,6 +208,10 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False), as in
         :func:`calib_core.ece`; no effect on adaptive bins.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its bin count is chosen on
+        the rows; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -241,4 +246,5 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     >>> ece_sweep(p, [0, 1, 1, 1]) == ece_sweep_details(p, [0, 1, 1, 1]).value
     True
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`ece_sweep`")
     return ece_sweep_details(probs, labels, binning=binning, norm=norm, max_bins=max_bins, right=right).value

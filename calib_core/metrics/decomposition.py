@@ -131,7 +131,7 @@ def _empirical_score(probs: NDArray[np.float64], labels: NDArray[np.intp], score
 def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier", *,
                         bandwidth: float | str = 0.01,
                         bandwidth_grid: ArrayLike | None = None,
-        sample_weight: ArrayLike | None = None) -> ScoreDecomposition:
+                        sample_weight: ArrayLike | None = None) -> ScoreDecomposition:
     """Split an empirical Brier or log score into calibration, refinement and sharpness.
 
     Parameters
@@ -478,7 +478,8 @@ def _kde_binary_gap(values: NDArray[np.float64], targets: NDArray[np.intp], band
 def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                 estimator: str = "kde", bandwidth: float | str = 0.01,
                 bandwidth_grid: ArrayLike | None = None, mmce_bandwidth: float = 0.4,
-                atol: float = 1e-12) -> BoundChain:
+                atol: float = 1e-12,
+                sample_weight: ArrayLike | None = None) -> BoundChain:
     """Estimate every term of Gruber & Buettner's chain of calibration errors (eq. 6, p = 2).
 
     .. math:: \\sqrt 2 \\ge \\sqrt{\\mathrm{BS}} \\ge \\mathrm{CE}_2 \\ge \\mathrm{CWCE}_2
@@ -509,6 +510,10 @@ def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binnin
         Bandwidth of :func:`calib_core.mmce`.
     atol : float, default 1e-12
         An inequality counts as respected when ``upper >= lower - atol``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its kernel terms are leave-
+        one-out estimates; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -555,7 +560,7 @@ def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binnin
     from calib_core.metrics.kernel import mmce
     from calib_core.metrics.scores import ks_error
 
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`bound_chain`")
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     estimator = check_choice(estimator, "estimator", ("kde", "binned"))

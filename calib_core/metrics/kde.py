@@ -321,7 +321,7 @@ def bregman_ce(points: NDArray[np.float64], labels: NDArray[np.intp], conditiona
 def kde_ce(probs: ArrayLike, labels: ArrayLike, divergence: str = "kl", bandwidth: float | str = 0.01,
            classwise: bool = False, *, estimator: str = "direct",
            bandwidth_grid: ArrayLike | None = None,
-        sample_weight: ArrayLike | None = None) -> float:
+           sample_weight: ArrayLike | None = None) -> float:
     """Proper calibration error CE_KL or CE_2^2 with a leave-one-out Dirichlet kernel estimate.
 
     Parameters

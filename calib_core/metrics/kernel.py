@@ -386,7 +386,7 @@ def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float
 # --------------------------------------------------------------------------- SKCE
 def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
          estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0,
-        sample_weight: ArrayLike | None = None) -> float:
+         sample_weight: ArrayLike | None = None) -> float:
     """Squared kernel calibration error (Widmann et al. 2019) of the whole prediction.
 
     Parameters
@@ -621,7 +621,7 @@ class SKCEEstimate:
 
 def skce_estimate(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
                   estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0,
-        sample_weight: ArrayLike | None = None) -> SKCEEstimate:
+                  sample_weight: ArrayLike | None = None) -> SKCEEstimate:
     """:func:`skce` together with the standard error of the estimator.
 
     Parameters are those of :func:`skce`.

@@ -150,8 +150,10 @@ def reliability_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binni
 
 
 def per_class_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform", *,
-                    class_names=None) -> pd.DataFrame:
+                    class_names=None, sample_weight: ArrayLike | None = None) -> pd.DataFrame:
     """One row per class: support, mean probability, and the class's ACE, TACE and class-wise ECE term.
+
+    ``sample_weight`` weighs rows as :func:`reliability_table` does (``support`` the summed weight).
 
     Parameters
     ----------
@@ -179,20 +181,27 @@ def per_class_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binni
     [1, 1]
     """
     probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_classes = probs.shape[1]
     names = [str(k) for k in range(n_classes)] if class_names is None else list(class_names)
     if len(names) != n_classes:
         raise CalibrationInputError(f"`class_names` must have {n_classes} entries (one per class), got {len(names)}.")
-    support = np.bincount(labels, minlength=n_classes)
+    if weights is None:
+        support, mean_probability = np.bincount(labels, minlength=n_classes), probs.mean(axis=0)
+    else:  # the summed weight per class (an integer for whole weights: the repeated rows' support)
+        support = np.bincount(labels, weights=weights, minlength=n_classes)
+        support = support.astype(np.int64) if np.all(support == np.round(support)) else support
+        mean_probability = weights @ probs / weights.sum()
     return pd.DataFrame({
         "class_index": np.arange(n_classes),
         "class": names,
         "support": support,
-        "frequency": support / labels.size,
-        "mean_probability": probs.mean(axis=0),
-        "ace": ace(probs, labels, n_bins=n_bins, per_class=True),
-        "tace": tace(probs, labels, n_bins=n_bins, per_class=True),
-        "classwise_ece": classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True),
+        "frequency": support / (labels.size if weights is None else weights.sum()),
+        "mean_probability": mean_probability,
+        "ace": ace(probs, labels, n_bins=n_bins, per_class=True, sample_weight=weights),
+        "tace": tace(probs, labels, n_bins=n_bins, per_class=True, sample_weight=weights),
+        "classwise_ece": classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True,
+                                       sample_weight=weights),
     }, columns=list(PER_CLASS_COLUMNS))
 
 

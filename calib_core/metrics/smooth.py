@@ -236,7 +236,7 @@ def _prepare_top_label(confidence: NDArray[np.float64], correct: NDArray[np.floa
 
 def smooth_ece(probs: ArrayLike, labels: ArrayLike, *, bandwidth: float | None = None,
                method: str = "relplot",
-        sample_weight: ArrayLike | None = None) -> float:
+               sample_weight: ArrayLike | None = None) -> float:
     """Smooth ECE (smECE) of the top-label confidence (Blasiok & Nakkiran 2023).
 
     Parameters

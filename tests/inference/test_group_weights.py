@@ -63,3 +63,11 @@ def test_calibration_test_refuses_fractional_weights():
     probs, labels, _, weights = _data()
     with pytest.raises(CalibrationInputError, match="whole numbers"):
         cc.calibration_test(probs, labels, "spiegelhalter", sample_weight=weights + 0.5)
+
+
+@pytest.mark.parametrize("test", [cc.hosmer_lemeshow, cc.spiegelhalter_z])
+def test_binary_tests_of_integer_weights(test):
+    probs, labels, _, weights = _data(seed=5)
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    p1 = probs[:, 1]
+    np.testing.assert_allclose(test(p1, labels, sample_weight=weights), test(p1[rows], labels[rows]))

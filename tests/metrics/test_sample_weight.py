@@ -38,6 +38,8 @@ def _data(n=48, k=3, seed=0):
 
 
 def _values(result):
+    if isinstance(result, dict):
+        return np.array([np.nan if v is None else v for v in result.values()], dtype=float)
     if dataclasses.is_dataclass(result):
         return np.array([v for v in vars(result).values()
                          if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool)], dtype=float)
@@ -113,7 +115,8 @@ PUBLIC = _public_weighted()
 def test_every_public_metric_takes_weights():
     expected = {"accuracy", "ace", "classwise_ece", "ece", "gce", "mce", "sce", "tace", "brier_score", "ks_error",
                 "nll", "mmce", "skce", "skce_estimate", "kde_ce", "score_decomposition", "calibration_upper_bound",
-                "smooth_ece", "canonical_ce", "cox_calibration", "ici", "debiased_ece", "reliability_table"}
+                "smooth_ece", "canonical_ce", "cox_calibration", "ici", "debiased_ece", "reliability_table",
+                "reliability_ece", "per_class_table", "ece_sweep", "bound_chain"}
     assert expected <= set(PUBLIC)
 
 
@@ -176,3 +179,16 @@ def test_mmce_weighted_v_statistic_by_hand():
     kernel = np.exp(-np.abs(confidence[:, None] - confidence[None, :]) / 0.4)
     expected = np.sqrt(residual @ kernel @ residual) / weights.sum()
     assert cc.mmce(probs, labels, sample_weight=weights) == pytest.approx(expected, rel=1e-12)
+
+
+def test_metric_report_with_weights():
+    probs, labels, weights = _data()
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = cm.metric_report(probs, labels, sample_weight=weights)
+    repeated = cm.metric_report(probs[rows], labels[rows])
+    assert weighted.values.keys() == repeated.values.keys()
+    for key, value in repeated.values.items():
+        _close(np.nan if weighted.values[key] is None else weighted.values[key], np.nan if value is None else value)
+    fractional = cm.metric_report(probs, labels, sample_weight=weights + 0.5)
+    assert fractional.values["ece"] is not None and fractional.values["skce"] is None
+    assert "whole numbers" in fractional.reasons["skce"]
