@@ -301,10 +301,8 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see the
         module notes. No effect on adaptive bins.
     sample_weight : array_like of shape (M,), optional
-        Per-value weights (:func:`calib_core.validation.check_sample_weight`):
-        counts and sums are weighted and adaptive edges are weighted
-        quantiles (:func:`weighted_upper_edges`), so integer weights give the
-        bins of the values repeated that many times.
+        Per-value weights: weighted counts and sums, adaptive edges by
+        :func:`weighted_upper_edges` (integer weights: the repeated values' bins).
 
     Returns
     -------
@@ -326,78 +324,50 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
         )
     n_bins = check_n_bins(n_bins)
     right = check_right(right)
-    if sample_weight is not None:
-        return _weighted_bin_statistics(values, targets, n_bins, check_binning(binning), right,
-                                        check_sample_weight(sample_weight, values.size))
+    weights = check_sample_weight(sample_weight, values.size)
+    if weights is not None:  # rows of weight 0 are absent
+        values, targets, weights = values[weights > 0], targets[weights > 0], weights[weights > 0]
     if check_binning(binning) == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         lower, upper = edges[:-1], edges[1:]
         index = uniform_index(values, n_bins, right)
     else:
         right = True
-        upper = adaptive_upper_edges(np.sort(values), n_bins)
+        upper = adaptive_upper_edges(np.sort(values), n_bins) if weights is None else \
+            weighted_upper_edges(values, weights, n_bins)
         index = np.searchsorted(upper, values, side="left")
         lower = np.concatenate([[0.0], upper[:-1]])
     size = upper.shape[0]
-    count = np.bincount(index, minlength=size).astype(np.float64)
-    sum_value = np.bincount(index, weights=values, minlength=size)
-    sum_target = np.bincount(index, weights=targets, minlength=size)
+    count = np.bincount(index, weights=weights, minlength=size).astype(np.float64)
+    sum_value = np.bincount(index, weights=values if weights is None else weights * values, minlength=size)
+    sum_target = np.bincount(index, weights=targets if weights is None else weights * targets, minlength=size)
     if binning == "adaptive":
         tied_away = count == 0
         lower = np.where(tied_away, np.nan, lower)
         upper = np.where(tied_away, np.nan, upper)
-    return BinStats(count, sum_value, sum_target, lower, upper, float(values.size), right)
+    return BinStats(count, sum_value, sum_target, lower, upper,
+                    float(values.size) if weights is None else float(weights.sum()), right)
 
 
-def weighted_upper_edges(sorted_values: NDArray[np.float64], sorted_weights: NDArray[np.float64],
-                         n_bins: int) -> NDArray[np.float64]:
-    r"""Upper edges of adaptive bins of weighted values: the edges of the values repeated ``weight`` times.
+def weighted_upper_edges(values: NDArray[np.float64], weights: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
+    r"""Upper edges of adaptive bins of positively weighted values: those of the values repeated ``weights`` times.
 
-    With cumulative weights :math:`C_i` of the sorted values and total
-    :math:`W`: for whole weights the runs are the ``np.array_split`` runs of
-    the :math:`W` repeated values, whose last value (repeated position
-    ``end - 1``) is the first value with :math:`C_i > end - 1` -- exactly
-    :func:`adaptive_upper_edges` of ``np.repeat(values, weights)``, ties
-    included (tied values still share a bin, :func:`upper_edge_index`). For
-    other weights the run ends are the equal-mass quantiles
-    :math:`W (r + 1) / B` and the edge is the first value with
-    :math:`C_i \ge` that end. Rows of weight 0 never set an edge.
+    With cumulative weights :math:`C_i` along the sorted values: whole weights cut the ``np.array_split`` runs
+    of the W repeated values, a run ending at position ``e`` (exclusive) having the first value with
+    :math:`C_i > e - 1` as edge -- :func:`adaptive_upper_edges` of ``np.repeat(values, weights)``, ties
+    included; other weights cut at the equal-mass quantiles :math:`W (r + 1) / B` (first :math:`C_i \ge` it).
     """
-    cumulative = np.cumsum(sorted_weights)
-    total = cumulative[-1]
-    if np.all(sorted_weights == np.round(sorted_weights)):
-        ends = array_split_ends(int(round(total)), n_bins)
-        ends = ends[ends > np.concatenate([[0], ends[:-1]])]
-        position = np.searchsorted(cumulative, ends - 1, side="right")
+    order = np.argsort(values, kind="stable")
+    values, cumulative = values[order], np.cumsum(weights[order])
+    if not values.size:
+        return values
+    if np.all(weights == np.round(weights)):
+        ends = array_split_ends(int(round(cumulative[-1])), n_bins)
+        position = np.searchsorted(cumulative, ends[ends > np.concatenate([[0], ends[:-1]])] - 1, side="right")
     else:
-        ends = total * np.arange(1, n_bins + 1) / n_bins
+        ends = cumulative[-1] * np.arange(1, n_bins + 1) / n_bins
         position = np.searchsorted(cumulative, ends * (1.0 - 1e-12), side="left")
-    return sorted_values[np.minimum(position, sorted_values.size - 1)]
-
-
-def _weighted_bin_statistics(values, targets, n_bins, binning, right, weights) -> BinStats:
-    """:func:`bin_statistics` with per-value weights (rows of weight 0 dropped first, as if absent)."""
-    positive = weights > 0
-    values, targets, weights = values[positive], targets[positive], weights[positive]
-    if binning == "uniform":
-        edges = np.linspace(0.0, 1.0, n_bins + 1)
-        lower, upper = edges[:-1], edges[1:]
-        index = uniform_index(values, n_bins, right)
-    else:
-        right = True
-        order = np.argsort(values, kind="stable")
-        upper = weighted_upper_edges(values[order], weights[order], n_bins) if values.size else np.empty(0)
-        index = np.searchsorted(upper, values, side="left")
-        lower = np.concatenate([[0.0], upper[:-1]])
-    size = upper.shape[0]
-    count = np.bincount(index, weights=weights, minlength=size)
-    sum_value = np.bincount(index, weights=weights * values, minlength=size)
-    sum_target = np.bincount(index, weights=weights * targets, minlength=size)
-    if binning == "adaptive":
-        tied_away = count == 0
-        lower = np.where(tied_away, np.nan, lower)
-        upper = np.where(tied_away, np.nan, upper)
-    return BinStats(count, sum_value, sum_target, lower, upper, float(weights.sum()), right)
+    return values[np.minimum(position, values.size - 1)]
 
 
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],
@@ -427,9 +397,7 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
         threshold``, without the (N, K) mask for adaptive bins (the kept
         values are the end of each sorted column). Not together with ``keep``.
     sample_weight : ndarray of shape (N,), optional
-        Checked row weights (:func:`calib_core.validation.check_sample_weight`):
-        each class column is binned by :func:`bin_statistics` with them (one
-        column at a time), so integer weights give the bins of the repeated rows.
+        Checked row weights: each class column binned by :func:`bin_statistics` with them.
 
     Returns
     -------
@@ -467,21 +435,18 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
 
 def _classwise_weighted(probs, labels, n_bins, binning, keep, threshold, right, weights) -> BinStats:
     """:func:`classwise_bin_statistics` with row weights: :func:`bin_statistics` of each class column, padded."""
-    n_classes = probs.shape[1]
-    parts = {name: np.zeros((n_classes, n_bins)) for name in ("count", "sum_value", "sum_target")}
-    lower, upper = np.full((n_classes, n_bins), np.nan), np.full((n_classes, n_bins), np.nan)
-    n_total = np.zeros(n_classes)
-    for k in range(n_classes):
-        column = probs[:, k]
-        kept = (column > threshold) if threshold is not None else (slice(None) if keep is None else keep[:, k])
-        stats = _weighted_bin_statistics(column[kept], (labels[kept] == k).astype(np.float64), n_bins, binning,
-                                         right, weights[kept])
-        size = stats.count.shape[0]
-        for name, array in parts.items():
-            array[k, :size] = getattr(stats, name)
-        lower[k, :size], upper[k, :size], n_total[k] = stats.lower, stats.upper, stats.n_total
-    return BinStats(parts["count"], parts["sum_value"], parts["sum_target"], lower, upper, n_total,
-                    right if binning == "uniform" else True)
+    names = ("count", "sum_value", "sum_target", "lower", "upper")
+    parts = {name: np.full((probs.shape[1], n_bins), np.nan if name in names[3:] else 0.0) for name in names}
+    n_total = np.zeros(probs.shape[1])
+    for k in range(probs.shape[1]):
+        kept = (probs[:, k] > threshold) if threshold is not None else (slice(None) if keep is None else keep[:, k])
+        if weights[kept].sum() > 0:  # else no value of the column is kept: its bins stay empty
+            stats = bin_statistics(probs[kept, k], (labels[kept] == k).astype(np.float64), n_bins, binning,
+                                   right=right, sample_weight=weights[kept])
+            for name, array in parts.items():
+                array[k, :stats.count.shape[0]] = getattr(stats, name)
+            n_total[k] = stats.n_total
+    return BinStats(**parts, n_total=n_total, right=right if binning == "uniform" else True)
 
 
 def upper_bin_entries(probs: NDArray[np.float64], n_bins: int,

@@ -43,8 +43,7 @@ def _fit_bins(values: NDArray[np.float64], targets: NDArray[np.float64],
     integer weights give the bins of the repeated rows.
     """
     if weights is not None:
-        order = np.argsort(values, kind="stable")
-        edges = np.unique(weighted_upper_edges(values[order], weights[order], n_bins))
+        edges = np.unique(weighted_upper_edges(values, weights, n_bins))
         index = _bin_of(values, edges)
         counts = np.bincount(index, weights=weights, minlength=edges.size)
         return edges, np.bincount(index, weights=weights * targets, minlength=edges.size) / counts
