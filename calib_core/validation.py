@@ -743,8 +743,8 @@ def named_rng(seed: int | np.random.Generator | None, name: str) -> np.random.Ge
 
 # ----------------------------------------------------------------------------- sample weights
 
-#: :func:`repeat_rows` builds at most this many rows (a metric without a weighted formula; ``docs/weights.md``).
-MAX_REPEATED_ROWS = 5_000_000
+#: :func:`repeat_rows` builds at most this many values, rows x columns (400 MB of float64; ``docs/weights.md``).
+MAX_REPEATED_VALUES = 50_000_000
 
 
 def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
@@ -780,15 +780,15 @@ def integer_weights(weights: NDArray[np.float64]) -> bool:
 
 def repeat_rows(weights: NDArray[np.float64], *arrays: NDArray, metric: str) -> tuple[NDArray, ...]:
     """``arrays`` with row i repeated ``weights[i]`` times (a metric without a weighted formula is defined on
-    them); non-integer weights and more than :data:`MAX_REPEATED_ROWS` rows raise CalibrationInputError."""
+    them); non-integer weights and more than :data:`MAX_REPEATED_VALUES` values raise CalibrationInputError."""
     if not integer_weights(weights):
         raise CalibrationInputError(
             f"`sample_weight` of {metric} must be whole numbers (how many times each row counts): {metric} has "
             f"no weighted formula, so weights are applied by repeating rows; got "
             f"{float(weights[weights != np.round(weights)][0])!r}.")
-    if float(weights.sum()) > MAX_REPEATED_ROWS:
+    if float(weights.sum()) * max(array[:1].size for array in arrays) > MAX_REPEATED_VALUES:
         raise CalibrationInputError(f"`sample_weight` of {metric} sums to {float(weights.sum()):,.0f}: {metric} "
-                                    f"repeats rows, at most {MAX_REPEATED_ROWS:,}.")
+                                    f"repeats rows, at most {MAX_REPEATED_VALUES:,} values (rows x columns).")
     return tuple(np.repeat(array, weights.astype(np.intp), axis=0) for array in arrays)
 
 

@@ -164,6 +164,7 @@ class VectorScaling(Recalibrator):
     display_name = "Vector scaling"
     works_on = "logits"
     weighted_loss = True
+    repeat_whole_weights = True
     _fitted_attributes = ("weights_", "bias_", "n_iter_", "converged_")
 
     def __init__(self, *, input: str = "logits", reg_mu: float = 0.0) -> None:
@@ -200,6 +201,7 @@ class _FullLinearScaling(Recalibrator):
 
     max_default_classes = MAX_DEFAULT_CLASSES_FULL
     weighted_loss = True
+    repeat_whole_weights = True
     _fitted_attributes = ("weights_", "bias_", "n_iter_", "converged_")
     regularization: str
     reg_lambda: float

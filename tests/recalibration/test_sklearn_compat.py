@@ -263,7 +263,7 @@ ESTIMATOR_CHECKS_SKIPPED = {
     "check_sample_weight_equivalence_on_dense_data": "it calls fit(X, y=..., sample_weight=...), but the API contract "
                                                      "names fit's arguments `x, labels`; the equivalence it checks "
                                                      "(integer weights = repeated rows) is "
-                                                     "tests/recalibration/test_sample_weight.py's",
+                                                     "tests/recalibration/test_recalibration_weights.py's",
 }
 #: Only for the methods that keep the arg-max of x by construction (Recalibrator.preserves_accuracy).
 ONE_LABEL_SKIPPED = {"check_classifiers_one_label": "the method keeps the arg-max of `x` by construction, so after "

@@ -27,6 +27,16 @@ def _tolerance(name):
     return 5e-3 if _method(name).method in LBFGS else 1e-6
 
 
+@pytest.mark.parametrize("name", [name for name, method in all_recalibrators().items() if method.method in LBFGS])
+def test_lbfgs_fits_whole_weights_exactly_as_repeated_rows(name):
+    """Whole-number weights fit the repeated rows themselves: the same map, not one a tolerance away."""
+    probs, labels, weights = _data(seed=4)
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = _method(name).fit(probs, labels, sample_weight=weights).predict_proba(probs)
+    repeated = _method(name).fit(probs[rows], labels[rows]).predict_proba(probs)
+    np.testing.assert_array_equal(weighted, repeated)
+
+
 def _data(n=120, k=3, seed=0):
     rng = np.random.default_rng(seed)
     logits = rng.normal(0, 2, (n, k))
