@@ -102,7 +102,8 @@ def test_fractional_weights_fitted_or_refused(name):
         assert np.isfinite(method.fit(probs, labels, sample_weight=weights + 0.5).predict_proba(probs)).all()
     else:
         # a later method may refuse every weight in its own words (it then names the weights)
-        with pytest.raises(CalibrationInputError, match="whole numbers" if method.method in WEIGHTED_METHODS else "weight"):
+        wording = "whole numbers" if method.method in WEIGHTED_METHODS else "weight"
+        with pytest.raises(CalibrationInputError, match=wording):
             method.fit(probs, labels, sample_weight=weights + 0.5)
 
 
