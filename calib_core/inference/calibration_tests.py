@@ -67,7 +67,7 @@ from calib_core.binning import bin_statistics, classwise_bin_statistics
 from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
 from calib_core.inference.skce_estimators import (BlockSKCE, UnbiasedSKCE, block_rows_default, skce_bandwidth,
                                                   skce_block_groups, skce_block_statistics)
-from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_probs_labels, named_rng,
+from calib_core.validation import (CalibrationInputError, check_choice, check_count, named_rng,
                                    check_sample_weight, repeat_rows, repeated_probs_labels, row_blocks)
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
 

@@ -47,8 +47,8 @@ from calib_core.metrics.simplex import (
     _table_from_assignment,
     squared_norm_sum,
 )
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, row_argmax
+from calib_core.validation import (CalibrationInputError, check_choice, check_probs_labels, repeated_probs_labels,
+                                   row_argmax)
 
 __all__ = [
     "LENSES",

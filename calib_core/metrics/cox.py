@@ -21,8 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 from scipy.stats import norm as normal
 
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import CalibrationInputError, check_fraction, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_fraction, check_probs_labels, repeated_probs_labels
 
 __all__ = ["COX_EPSILON", "CoxCalibration", "cox_calibration", "one_vs_rest"]
 

@@ -29,17 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.binned import top_label
 from calib_core.binning import bin_statistics, sort_values, sorted_bin_sums
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import (
-    check_right,
-    MAX_N_BINS,
-    CalibrationInputError,
-    check_binning,
-    check_choice,
-    check_flag,
-    check_n_bins,
-    check_probs_labels,
-)
+from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_flag, check_n_bins,
+                                   check_probs_labels, check_right, MAX_N_BINS, repeated_probs_labels)
 
 __all__ = ["SweepResult", "debiased_ece", "debiased_squared_terms", "ece_sweep", "ece_sweep_details"]
 

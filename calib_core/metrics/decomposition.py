@@ -39,15 +39,8 @@ from calib_core.metrics.kde import (
     one_vs_rest_points,
     resolve_bandwidth,
 )
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import (
-    check_binning,
-    check_choice,
-    check_n_bins,
-    check_positive,
-    check_probs,
-    check_probs_labels,
-)
+from calib_core.validation import (check_binning, check_choice, check_n_bins, check_positive, check_probs,
+                                   check_probs_labels, check_sample_weight, repeated_probs_labels)
 
 __all__ = [
     "BoundChain",

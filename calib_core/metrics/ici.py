@@ -25,8 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core._accel import compiled, parallel_map, window_moments
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import CalibrationInputError, repeated_probs_labels
 from calib_core.metrics.cox import _shape, one_vs_rest
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]

@@ -26,15 +26,8 @@ from scipy.special import gammaln, xlogy
 
 from calib_core._accel import map_blocks
 from calib_core.metrics.kernel import EXP_FLOOR, row_blocks
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import (
-    CalibrationInputError,
-    check_choice,
-    check_flag,
-    check_positive,
-    check_probs,
-    check_probs_labels,
-)
+from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_positive, check_probs,
+                                   check_probs_labels, repeated_probs_labels)
 
 __all__ = [
     "DEFAULT_BANDWIDTH_GRID",

@@ -29,14 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core._accel import map_blocks
 from calib_core.metrics.binned import top_label
-from calib_core.validation import check_sample_weight, repeated_probs_labels
-from calib_core.validation import (
-    CalibrationInputError,
-    check_choice,
-    check_positive,
-    check_probs,
-    check_probs_labels,
-)
+from calib_core.validation import (CalibrationInputError, check_choice, check_positive, check_probs,
+                                   check_probs_labels, check_sample_weight, repeated_probs_labels)
 
 __all__ = ["SKCEEstimate", "median_heuristic", "median_pairwise_distance", "mmce", "skce", "skce_block_terms",
            "skce_estimate"]

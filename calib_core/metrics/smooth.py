@@ -42,9 +42,8 @@ from calib_core._accel import spread
 from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
-from calib_core.validation import check_sample_weight, repeated_probs_labels
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_fraction, check_positive,
-                                   check_probs_labels)
+                                   check_probs_labels, repeated_probs_labels)
 
 __all__ = ["SmoothReliabilityCurve", "smooth_ece", "smooth_ece_of_top_label", "smooth_reliability_curve"]
 

@@ -1,7 +1,6 @@
 """load_predictions(weight_column=) and Predictions.sample_weight (issue 28)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import calib_core as cc
