@@ -50,6 +50,7 @@ from calib_core.validation import (
     check_n_bins,
     check_positive,
     check_right,
+    check_sample_weight,
     transposed,
 )
 
@@ -71,6 +72,7 @@ __all__ = [
     "sorted_pairs",
     "uniform_edges",
     "uniform_index",
+    "weighted_upper_edges",
     "upper_bin_entries",
     "upper_edge_index",
 ]
@@ -284,7 +286,8 @@ def bin_index(values: ArrayLike, n_bins: int, binning: str = "uniform", *,
 
 
 def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
-                   binning: str = "uniform", *, right: bool = True) -> BinStats:
+                   binning: str = "uniform", *, right: bool = True,
+                   sample_weight: ArrayLike | None = None) -> BinStats:
     """Per-bin count, sum of values and sum of targets of one set of values.
 
     Parameters
@@ -299,12 +302,16 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see the
         module notes. No effect on adaptive bins.
+    sample_weight : array_like of shape (M,), optional
+        Per-value weights: weighted counts and sums, adaptive edges by
+        :func:`weighted_upper_edges` (integer weights: the repeated values' bins).
 
     Returns
     -------
     BinStats
         Arrays of length ``n_bins`` (uniform) or ``min(M, n_bins)``
-        (adaptive); an empty set gives all-zero counts.
+        (adaptive; ``min(W, n_bins)`` for a whole weight total W); an empty
+        set gives all-zero counts.
 
     Notes
     -----
@@ -319,30 +326,57 @@ def bin_statistics(values: ArrayLike, targets: ArrayLike, n_bins: int = 15,
         )
     n_bins = check_n_bins(n_bins)
     right = check_right(right)
+    weights = check_sample_weight(sample_weight, values.size)
+    if weights is not None:  # rows of weight 0 are absent
+        values, targets, weights = values[weights > 0], targets[weights > 0], weights[weights > 0]
     if check_binning(binning) == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         lower, upper = edges[:-1], edges[1:]
         index = uniform_index(values, n_bins, right)
     else:
         right = True
-        upper = adaptive_upper_edges(np.sort(values), n_bins)
+        upper = adaptive_upper_edges(np.sort(values), n_bins) if weights is None else \
+            weighted_upper_edges(values, weights, n_bins)
         index = np.searchsorted(upper, values, side="left")
         lower = np.concatenate([[0.0], upper[:-1]])
     size = upper.shape[0]
-    count = np.bincount(index, minlength=size).astype(np.float64)
-    sum_value = np.bincount(index, weights=values, minlength=size)
-    sum_target = np.bincount(index, weights=targets, minlength=size)
+    count = np.bincount(index, weights=weights, minlength=size).astype(np.float64)
+    sum_value = np.bincount(index, weights=values if weights is None else weights * values, minlength=size)
+    sum_target = np.bincount(index, weights=targets if weights is None else weights * targets, minlength=size)
     if binning == "adaptive":
         tied_away = count == 0
         lower = np.where(tied_away, np.nan, lower)
         upper = np.where(tied_away, np.nan, upper)
-    return BinStats(count, sum_value, sum_target, lower, upper, float(values.size), right)
+    return BinStats(count, sum_value, sum_target, lower, upper,
+                    float(values.size) if weights is None else float(weights.sum()), right)
+
+
+def weighted_upper_edges(values: NDArray[np.float64], weights: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
+    r"""Upper edges of adaptive bins of positively weighted values: those of the values repeated ``weights`` times.
+
+    With cumulative weights :math:`C_i` along the sorted values: whole weights cut the ``np.array_split`` runs
+    of the W repeated values, a run ending at position ``e`` (exclusive) having the first value with
+    :math:`C_i > e - 1` as edge -- :func:`adaptive_upper_edges` of ``np.repeat(values, weights)``, ties
+    included; other weights cut at the equal-mass quantiles :math:`W (r + 1) / B` (first :math:`C_i \ge` it).
+    """
+    order = np.argsort(values, kind="stable")
+    values, cumulative = values[order], np.cumsum(weights[order])
+    if not values.size:
+        return values
+    if np.all(weights == np.round(weights)):
+        ends = array_split_ends(int(round(cumulative[-1])), n_bins)
+        position = np.searchsorted(cumulative, ends[ends > np.concatenate([[0], ends[:-1]])] - 1, side="right")
+    else:
+        ends = cumulative[-1] * np.arange(1, n_bins + 1) / n_bins
+        position = np.searchsorted(cumulative, ends * (1.0 - 1e-12), side="left")
+    return values[np.minimum(position, values.size - 1)]
 
 
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],
                              n_bins: int = 15, binning: str = "uniform", *,
                              keep: NDArray[np.bool_] | None = None, right: bool = True,
-                             threshold: float | None = None) -> BinStats:
+                             threshold: float | None = None,
+                             sample_weight: NDArray[np.float64] | None = None) -> BinStats:
     """Bin every class column ``probs[:, k]`` against ``labels == k`` at once.
 
     Parameters
@@ -364,6 +398,8 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
         Bin only the values above it (TACE): the same as ``keep=probs >
         threshold``, without the (N, K) mask for adaptive bins (the kept
         values are the end of each sorted column). Not together with ``keep``.
+    sample_weight : ndarray of shape (N,), optional
+        Checked row weights: each class column binned by :func:`bin_statistics` with them.
 
     Returns
     -------
@@ -387,6 +423,8 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
         if keep is not None:
             raise CalibrationInputError("Give `keep` or `threshold`, not both.")
         keep, threshold = probs > threshold, None
+    if sample_weight is not None:
+        return _classwise_weighted(probs, labels, n_bins, binning, keep, threshold, right, sample_weight)
     true_value = probs[np.arange(n_rows), labels]
     if threshold is not None:
         true_kept = true_value > threshold
@@ -395,6 +433,22 @@ def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp
     if binning == "uniform":
         return _classwise_uniform(probs, labels, n_bins, keep, true_value, true_kept, right)
     return _classwise_adaptive(probs, labels, n_bins, keep, true_value, true_kept, threshold)
+
+
+def _classwise_weighted(probs, labels, n_bins, binning, keep, threshold, right, weights) -> BinStats:
+    """:func:`classwise_bin_statistics` with row weights: :func:`bin_statistics` of each class column, padded."""
+    names = ("count", "sum_value", "sum_target", "lower", "upper")
+    parts = {name: np.full((probs.shape[1], n_bins), np.nan if name in names[3:] else 0.0) for name in names}
+    n_total = np.zeros(probs.shape[1])
+    for k in range(probs.shape[1]):
+        kept = (probs[:, k] > threshold) if threshold is not None else (slice(None) if keep is None else keep[:, k])
+        if weights[kept].sum() > 0:  # else no value of the column is kept: its bins stay empty
+            stats = bin_statistics(probs[kept, k], (labels[kept] == k).astype(np.float64), n_bins, binning,
+                                   right=right, sample_weight=weights[kept])
+            for name, array in parts.items():
+                array[k, :stats.count.shape[0]] = getattr(stats, name)
+            n_total[k] = stats.n_total
+    return BinStats(**parts, n_total=n_total, right=right if binning == "uniform" else True)
 
 
 def upper_bin_entries(probs: NDArray[np.float64], n_bins: int,

@@ -44,6 +44,10 @@ __all__ = [
     "check_fraction",
     "check_logits",
     "check_real",
+    "check_sample_weight",
+    "integer_weights",
+    "repeat_rows",
+    "repeated_probs_labels",
     "row_blocks",
     "softmax",
     "softmax_unchecked",
@@ -798,3 +802,62 @@ def named_rng(seed: int | np.random.Generator | None, name: str) -> np.random.Ge
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
         raise CalibrationInputError(f"`seed` must be a non-negative integer, a numpy Generator or None, got {seed!r}.")
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(name.encode()),)))
+
+
+# ----------------------------------------------------------------------------- sample weights
+
+#: :func:`repeat_rows` builds at most this many values, rows x columns (400 MB of float64; ``docs/weights.md``).
+MAX_REPEATED_VALUES = 50_000_000
+
+
+def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
+                        name: str = "sample_weight") -> NDArray[np.float64] | None:
+    """Check row weights: None, or shape ``(n_rows,)``, finite, ``>= 0``, positive sum; float64 out.
+
+    Weights are frequencies: integer ones repeat rows, 0 drops a row (``docs/weights.md``).
+
+    >>> check_sample_weight([1, 2, 0], 3).tolist()
+    [1.0, 2.0, 0.0]
+    """
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(f"`{name}` must be an array of numbers, got {sample_weight!r:.80}.") from exc
+    if weights.shape != (n_rows,):
+        raise CalibrationInputError(f"`{name}` must have shape ({n_rows},), one weight per row, got {weights.shape}.")
+    for bad, rule in ((~np.isfinite(weights), "finite"), (weights < 0, ">= 0")):
+        if bad.any():
+            row = _first_bad_row(bad)
+            raise CalibrationInputError(f"`{name}` must be {rule}; row {row} is {weights[row]}.")
+    if not weights.sum() > 0:
+        raise CalibrationInputError(f"`{name}` sums to 0 (every weight is zero): a row needs a positive weight.")
+    return weights
+
+
+def integer_weights(weights: NDArray[np.float64]) -> bool:
+    """Whether every (checked) weight is a whole number, i.e. a count of repeated rows."""
+    return bool(np.all(weights == np.round(weights)))
+
+
+def repeat_rows(weights: NDArray[np.float64], *arrays: NDArray, metric: str) -> tuple[NDArray, ...]:
+    """``arrays`` with row i repeated ``weights[i]`` times (a metric without a weighted formula is defined on
+    them); non-integer weights and more than :data:`MAX_REPEATED_VALUES` values raise CalibrationInputError."""
+    if not integer_weights(weights):
+        raise CalibrationInputError(
+            f"`sample_weight` of {metric} must be whole numbers (how many times each row counts): {metric} has "
+            f"no weighted formula, so weights are applied by repeating rows; got "
+            f"{float(weights[weights != np.round(weights)][0])!r}.")
+    if float(weights.sum()) * max(array[:1].size for array in arrays) > MAX_REPEATED_VALUES:
+        raise CalibrationInputError(f"`sample_weight` of {metric} sums to {float(weights.sum()):,.0f}: {metric} "
+                                    f"repeats rows, at most {MAX_REPEATED_VALUES:,} values (rows x columns).")
+    return tuple(np.repeat(array, weights.astype(np.intp), axis=0) for array in arrays)
+
+
+def repeated_probs_labels(probs: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None, *,
+                          metric: str) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """:func:`check_probs_labels`, then with weights the rows repeated (:func:`repeat_rows`)."""
+    probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
+    return (probs, labels) if weights is None else repeat_rows(weights, probs, labels, metric=metric)

@@ -68,8 +68,8 @@ from calib_core.binning import bin_statistics, classwise_bin_statistics
 from calib_core.inference.consistency import CanonicalCE, ConsistencyResult, consistency_resampling
 from calib_core.inference.skce_estimators import (BlockSKCE, UnbiasedSKCE, block_rows_default, skce_bandwidth,
                                                   skce_block_groups, skce_block_statistics)
-from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_probs_labels, named_rng,
-                                   row_blocks)
+from calib_core.validation import (CalibrationInputError, check_choice, check_count, named_rng,
+                                   check_sample_weight, repeat_rows, repeated_probs_labels, row_blocks)
 from calib_core.inference.verdicts import DEFAULT_ALPHA, check_alpha, read_test
 
 __all__ = ["TEST_METHODS", "BlockSKCE", "CalibrationTestResult", "UnbiasedSKCE", "calibration_test", "holm_adjust",
@@ -224,7 +224,8 @@ def _check_binary(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float
 
 
 def hosmer_lemeshow(probs: ArrayLike, labels: ArrayLike, n_groups: int = 10,
-                    dof_offset: int = 2) -> tuple[float, float, int]:
+                    dof_offset: int = 2, *,
+                    sample_weight: ArrayLike | None = None) -> tuple[float, float, int]:
     """Hosmer-Lemeshow statistic, p-value and degrees of freedom of one binary problem.
 
     Parameters
@@ -237,6 +238,9 @@ def hosmer_lemeshow(probs: ArrayLike, labels: ArrayLike, n_groups: int = 10,
         Number g of groups ("deciles of risk").
     dof_offset : {2, 0}, default 2
         Degrees of freedom = groups formed - ``dof_offset``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the test of the rows repeated that many times (a chi-square of counts);
+        other weights raise :class:`~calib_core.validation.CalibrationInputError` (``docs/weights.md``).
 
     Returns
     -------
@@ -281,6 +285,9 @@ def hosmer_lemeshow(probs: ArrayLike, labels: ArrayLike, n_groups: int = 10,
     (0.0, 8)
     """
     p, y = _check_binary(probs, labels)
+    weights = check_sample_weight(sample_weight, y.size)
+    if weights is not None:
+        p, y = repeat_rows(weights, p, y, metric="`hosmer_lemeshow`")
     n_groups, dof_offset = _check_groups(n_groups, dof_offset)
     groups = bin_statistics(p, y, n_groups, "adaptive")
     stat, pv, dof = _hosmer_lemeshow_groups(groups.count[None], groups.sum_target[None], groups.sum_value[None],
@@ -352,7 +359,8 @@ def _infinite_statistic_note(size: NDArray[np.float64], observed: NDArray[np.flo
             + "; ".join(parts)[1:] + more + ".")
 
 
-def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike) -> tuple[float, float]:
+def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike, *,
+                    sample_weight: ArrayLike | None = None) -> tuple[float, float]:
     """Spiegelhalter's Z statistic and its two-sided p-value for one binary problem.
 
     Parameters
@@ -361,6 +369,9 @@ def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike) -> tuple[float, float]:
         Predicted probability of the event.
     labels : array_like of shape (N,)
         1 for the event, 0 otherwise.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the test of the rows repeated that many times (its variance counts rows);
+        other weights raise :class:`~calib_core.validation.CalibrationInputError` (``docs/weights.md``).
 
     Returns
     -------
@@ -386,6 +397,9 @@ def spiegelhalter_z(probs: ArrayLike, labels: ArrayLike) -> tuple[float, float]:
     1.2443
     """
     p, y = _check_binary(probs, labels)
+    weights = check_sample_weight(sample_weight, y.size)
+    if weights is not None:
+        p, y = repeat_rows(weights, p, y, metric="`spiegelhalter_z`")
     z, pv = _spiegelhalter_columns(p[:, None], y.astype(np.intp), np.array([1]))
     return float(z[0]), float(pv[0])
 
@@ -523,7 +537,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
                      alpha: float = DEFAULT_ALPHA, seed: Seed = None, n_resamples: int = 1000,
                      estimator: Callable[[NDArray, NDArray], float] | None = None, null: str | None = None,
                      bandwidth: float | None = None, block_rows: int | None = None, n_groups: int = 10,
-                     dof_offset: int = 2) -> CalibrationTestResult:
+                     dof_offset: int = 2, sample_weight: ArrayLike | None = None) -> CalibrationTestResult:
     """Test the hypothesis that the model is calibrated; a p-value and a verdict.
 
     Parameters
@@ -570,6 +584,13 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
         2 is Hosmer & Lemeshow's convention (a model fitted on these data);
         0 suits predictions evaluated on new data, where g - 2 rejects too
         often (:func:`hosmer_lemeshow`).
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights (frequencies): the test of the rows repeated
+        that many times, which is what such weights stand for. Every null here
+        counts independent rows (resampled labels per row, a chi-square of
+        counts, a variance of a sum), so weights that are not counts -- e.g.
+        importance weights towards a deployment -- are refused: their test
+        would need the effective sample size, which these tests do not model.
 
     Returns
     -------
@@ -655,7 +676,7 @@ def calibration_test(probs: ArrayLike, labels: ArrayLike, method: str = "consist
     >>> res.verdict
     'consistent'
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`calibration_test`")
     method = check_choice(method, "method", TEST_METHODS)
     alpha = check_alpha(alpha)
     n_rows, n_classes = probs.shape

@@ -38,13 +38,13 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
-from calib_core.inference.bootstrap import bootstrap_ci
+from calib_core.inference.bootstrap import bootstrap_ci, weighted_metric
 from calib_core.inference.resample import MAX_WEIGHT_BLOCK, BinnedResampler, binned_spec, resampled_binned_values
 from calib_core.inference.intervals import metric_interval
 from calib_core.metrics.registry import metric_function
 from calib_core.metrics.reliability import reliability_table
 from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_count, check_fraction,
-                                   check_n_bins, check_probs_labels)
+                                   check_n_bins, check_probs_labels, check_sample_weight)
 
 __all__ = ["GROUP_COLUMNS", "MAX_GROUPS", "MIN_GROUP_ROWS", "OTHER_GROUP", "merge_smallest_groups", "GroupCodes", "GroupResult",
            "MulticalibrationResult", "by_group", "choose_worst", "group_codes", "group_reliability", "multicalibration",
@@ -230,7 +230,7 @@ def choose_worst(values: NDArray[np.float64], overall: float, eligible: NDArray[
 def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *,
              n_boot: int = 200, seed: int | None = 0, alpha: float = 0.05, n_bins: int = 15,
              binning: str = "uniform", min_rows: int = MIN_GROUP_ROWS, max_groups: int = MAX_GROUPS,
-             worst: str = "max") -> GroupResult:
+             worst: str = "max", sample_weight: ArrayLike | None = None) -> GroupResult:
     """A metric on each group's rows, with intervals, and the worst group.
 
     A callable ``metric`` gets percentile bootstrap intervals; a registry key
@@ -268,6 +268,14 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
         Which value is worst: the largest (calibration errors, Brier, NLL),
         the smallest (accuracy), or the farthest from the overall value
         (signed quantities such as Cox's slope).
+    sample_weight : array_like of shape (N,), optional
+        Row weights: each group's value is the weighted metric of its rows
+        (a callable must take ``sample_weight``), its interval a bootstrap
+        drawing rows with their weights (a registry key: the declared
+        interval, :func:`calib_core.metric_interval`), ``n`` the group's
+        summed weight (an integer for whole-number weights: the repeated
+        rows' count) and the stratified bootstrap carries the weights. Rows
+        of weight 0 are left out first, as if absent.
 
     Returns
     -------
@@ -323,6 +331,13 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     min_rows = check_count(min_rows, "min_rows", 0)
     max_groups = check_count(max_groups, "max_groups", 2)
     function, name = _resolve_metric(metric, n_bins, binning)
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is not None:
+        keep = weights > 0
+        group_codes(groups, labels.size, max_groups)  # the groups' own checks, on every row
+        groups = np.asarray(groups)[keep]
+        probs, labels, weights = probs[keep], labels[keep], weights[keep]
+        function = _with_weights(function, weights)
     grouped = group_codes(groups, probs.shape[0], max_groups)
     n_groups = len(grouped.labels)
     children = np.random.SeedSequence(seed).spawn(n_groups + 1)
@@ -331,26 +346,32 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     low = np.full(n_groups, np.nan)
     high = np.full(n_groups, np.nan)
     sizes = np.array([rows.size for rows in grouped.rows], dtype=np.int64)
+    if weights is not None:  # the summed weight: the count of the repeated rows
+        sizes = np.array([weights[rows].sum() for rows in grouped.rows])
+        sizes = sizes.astype(np.int64) if np.all(sizes == np.round(sizes)) else sizes
     notes_per_group = [""] * n_groups
     for g, rows in enumerate(grouped.rows):
         p_g, y_g = probs[rows], labels[rows]
-        values[g], notes_per_group[g] = _safe_value(function, p_g, y_g)
+        w_g = None if weights is None else weights[rows]
+        values[g], notes_per_group[g] = _safe_value(function.at(rows) if weights is not None else function, p_g, y_g)
         if n_boot and np.isfinite(values[g]):
             try:
                 if isinstance(metric, str):
                     # A registry key: the interval its registry entry declares, as on the Metrics page.
                     interval = metric_interval(metric, p_g, y_g, n_bins=n_bins, binning=binning, n_boot=n_boot,
-                                               alpha=float(alpha), seed=np.random.default_rng(children[g]))
+                                               alpha=float(alpha), seed=np.random.default_rng(children[g]),
+                                               sample_weight=w_g)
                     low[g], high[g] = interval.low, interval.high
                     if not np.isfinite(interval.low):
                         notes_per_group[g] = f"no interval: {interval.note}"
                 else:
-                    result = bootstrap_ci(function, p_g, y_g, n_boot=n_boot, alpha=float(alpha),
-                                          seed=np.random.default_rng(children[g]))
+                    result = bootstrap_ci(function if weights is None else function.metric, p_g, y_g,
+                                          n_boot=n_boot, alpha=float(alpha), seed=np.random.default_rng(children[g]),
+                                          sample_weight=w_g)
                     low[g], high[g] = result.low, result.high
             except CalibrationInputError as exc:
                 notes_per_group[g] = f"no interval: {exc}"
-    overall, overall_note = _safe_value(function, probs, labels)
+    overall, overall_note = _safe_value(function.at(slice(None)) if weights is not None else function, probs, labels)
     if overall_note:
         raise CalibrationInputError(f"`metric` cannot be computed on all rows: {overall_note}")
 
@@ -372,7 +393,7 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     overall_low = overall_high = gap_low = gap_high = float("nan")
     if n_boot and worst_index is not None:
         overall_samples, worst_samples = _stratified_bootstrap(function, probs, labels, grouped.rows,
-                                                               worst_index, n_boot, children[-1])
+                                                               worst_index, n_boot, children[-1], weights)
         q = [alpha / 2.0, 1.0 - alpha / 2.0]
         overall_low, overall_high = (float(v) for v in np.quantile(overall_samples, q))
         gap_low, gap_high = (float(v) for v in np.quantile(worst_samples - overall_samples, q))
@@ -391,8 +412,26 @@ def by_group(metric: Callable | str, probs: ArrayLike, labels: ArrayLike, groups
     )
 
 
+@dataclass(frozen=True)
+class _Weighted:
+    """A metric with the (positive) row weights of :func:`by_group`: ``at(rows)(probs[rows], labels[rows])``."""
+
+    metric: Callable
+    weights: NDArray[np.float64]
+
+    def at(self, rows) -> Callable[[NDArray, NDArray], float]:
+        value = weighted_metric(self.metric)
+        return lambda p, y: value(p, y, self.weights[rows])
+
+
+def _with_weights(metric: Callable, weights: NDArray[np.float64]) -> _Weighted:
+    weighted_metric(metric)  # refuses, once and now, a callable without `sample_weight`
+    return _Weighted(metric, weights)
+
+
 def _stratified_bootstrap(metric: Callable, probs: NDArray, labels: NDArray, rows: list, worst: int,
-                          n_boot: int, seed: np.random.SeedSequence) -> tuple[NDArray, NDArray]:
+                          n_boot: int, seed: np.random.SeedSequence,
+                          weights: NDArray[np.float64] | None = None) -> tuple[NDArray, NDArray]:
     """Metric on the union of within-group resamples, and on the worst group's resample.
 
     Resample ``b`` draws, for each position of the concatenated groups, a row
@@ -418,6 +457,13 @@ def _stratified_bootstrap(metric: Callable, probs: NDArray, labels: NDArray, row
         # Position i of the concatenated groups draws uniformly within its own group.
         return start_of_row + np.floor(rng.random(order.size) * size_of_row).astype(np.intp)
 
+    if weights is not None:  # the same draws; each drawn row carries its weight
+        for b in range(n_boot):
+            picked = order[draw()]
+            overall[b] = metric.at(picked)(probs[picked], labels[picked])
+            mine = picked[worst_slice]
+            worst_values[b] = metric.at(mine)(probs[mine], labels[mine])
+        return overall, worst_values
     spec = binned_spec(metric)
     if spec is None:
         for b in range(n_boot):

@@ -19,7 +19,7 @@ from calib_core.inference.resample import binned_spec
 from calib_core.metrics.registry import (CLASSWISE_BOOT_CELLS, CLASSWISE_MIN_BOOT, DeclaredMetric, get_metric,
                                          metric_bandwidth, metric_value)
 from calib_core.validation import (CalibrationInputError, check_binning, check_count, check_fraction, check_n_bins,
-                                   check_positive, check_probs_labels)
+                                   check_positive, check_probs_labels, check_sample_weight, repeat_rows)
 
 @compact_display
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ def boot_cap(metric, n_rows: int, n_classes: int, max_boot: int | None = None) -
 
 def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                     bandwidth: float | None = None, n_boot: int = 1000, alpha: float = 0.05,
-                    seed: int | np.random.Generator | None = 0, estimate: float | None = None) -> MetricInterval:
+                    seed: int | np.random.Generator | None = 0, estimate: float | None = None,
+                    sample_weight: ArrayLike | None = None) -> MetricInterval:
     """The metric ``key`` with the interval its :attr:`MetricSpec.interval` declares.
 
     Parameters
@@ -128,6 +129,12 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
         :func:`calib_core.metric_report`): then it is not computed again.
         Unused by a variance formula, which computes the estimate with its
         standard error.
+    sample_weight : array_like of shape (N,), optional
+        Row weights: the estimate is ``metric_value(..., sample_weight=)``; a
+        bootstrap draws rows carrying their weights
+        (:func:`calib_core.inference.bootstrap.bootstrap_ci`); a variance
+        formula, which counts rows, is applied to the rows repeated
+        ``sample_weight`` times (whole numbers only).
 
     Returns
     -------
@@ -188,6 +195,11 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
             raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
         bandwidth = check_positive(bandwidth, "bandwidth")
     z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is not None and spec.interval == "variance":
+        # a variance formula counts rows: it is applied to the repeated rows
+        probs, labels = repeat_rows(weights, probs, labels, metric=spec.label)
+        weights = None
     used_bandwidth = metric_bandwidth(key, probs, labels) if bandwidth is None else float(bandwidth)
 
     def result(estimate, low=math.nan, high=math.nan, std=math.nan, method="none", boots=0, note=""):
@@ -202,7 +214,8 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
         return result(estimate, estimate - half, estimate + half, std_error, "variance", note=how)
     # The bin settings are checked once: by the metric itself while it computes the estimate, or here.
     if estimate is None:
-        estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
+        estimate = metric_value(key, probs, labels, n_bins=n_bins, binning=binning, bandwidth=bandwidth,
+                                sample_weight=weights)
     elif spec.uses_bins:
         n_bins, binning = check_n_bins(n_bins), spec.fixed_binning or check_binning(binning)
     if spec.interval == "none":
@@ -214,7 +227,8 @@ def metric_interval(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: in
     asked, n_boot = int(n_boot), min(int(n_boot), boot_cap(metric, *probs.shape, spec.max_boot))
     resamples = f"{n_boot:,} resamples" + (f", capped from {asked:,} for time" if n_boot < asked else "")
     try:
-        boot = resampled_interval(metric, probs, labels, estimate, n_boot=n_boot, alpha=alpha, seed=seed)
+        boot = resampled_interval(metric, probs, labels, estimate, n_boot=n_boot, alpha=alpha, seed=seed,
+                                  sample_weight=weights)
     except CalibrationInputError as exc:
         return result(estimate, note=f"none: a resample could not be evaluated ({' '.join(str(exc).split())})")
     low, high = interval_from_samples(spec.interval, estimate, boot.samples, alpha, signed=spec.signed)

@@ -25,7 +25,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calib_core.io.formats import MAX_CLASSES, Table, _as_text, _label_text
-from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError
+from calib_core.validation import ROW_SUM_TOLERANCE, CalibrationInputError, check_sample_weight
 
 __all__ = ["LABEL_NAMES", "CLASS_PREFIXES", "NON_CLASS_NAMES", "IDENTIFIER_NAMES", "MISSING_GROUP", "Parts", "group_text",
            "split_mask", "table_parts"]
@@ -96,6 +96,8 @@ class Parts:
     groups: NDArray[np.str_] | None = None  # the group column's values as text (group=)
     group_name: str | None = None
     attributes: list[str] = field(default_factory=list)  # candidate group columns
+    weights: NDArray[np.float64] | None = None  # the weight column's values (weight_column=), checked
+    weight_name: str | None = None
 
 
 def _find_column(columns: Sequence[str], wanted: str, what: str, override_name: str) -> str:
@@ -584,7 +586,8 @@ def _attribute_columns(table: Table, columns: Sequence[str], not_attributes: set
 
 def table_parts(table: Table, *, display: str, label_column: str | None,
                 class_columns: Sequence[str] | None, score_column: str | None,
-                split_column: str | None, notes: list[str], group_column: str | None = None) -> Parts:
+                split_column: str | None, notes: list[str], group_column: str | None = None,
+                weight_column: str | None = None) -> Parts:
     """The parts of a table (CSV, Parquet, structured NPY; a streaming engine's first batch), before
     interpretation.
 
@@ -606,6 +609,9 @@ def table_parts(table: Table, *, display: str, label_column: str | None,
     group_name = _group_column(table, columns, group_column, label, taken, display)
     if group_name is not None:
         taken.add(group_name)
+    weight_name = _weight_column(table, columns, weight_column, taken, display)
+    if weight_name is not None:
+        taken.add(weight_name)
     choice = _class_columns(table, columns, label, taken, class_columns, score_column, notes)
     _check_roles(table, display, columns, choice, label, split_name, group_name)
     chosen = choice.chosen
@@ -620,10 +626,41 @@ def table_parts(table: Table, *, display: str, label_column: str | None,
         groups, n_missing = group_text(frame[group_name])
         _note_missing_groups(n_missing, group_name, notes)
     attributes = _attribute_columns(table, columns, set(chosen) | {label, split_name} | set(choice.identifiers))
+    weights = None if weight_name is None else _weight_values(frame[weight_name], weight_name, display)
     return Parts(scores=scores, raw_labels=frame[label].to_numpy(), score_names=chosen,
                  class_names=class_names, label_name=label, logit_reason=logit_reason, split=split,
                  row_label=row_label, notes=notes, raw_label_text=raw_text, groups=groups,
-                 group_name=group_name, attributes=attributes)
+                 group_name=group_name, attributes=attributes, weights=weights, weight_name=weight_name)
+
+
+def _weight_column(table: Table, columns: Sequence[str], weight_column: str | None, taken: set[str | None],
+                   display: str) -> str | None:
+    """The row-weight column the caller names (``weight_column=``); never guessed from a name such as
+    ``weight``, which may be a feature (a patient's body weight), not a frequency."""
+    if weight_column is None:
+        return None
+    name = _find_column(columns, weight_column, "weight column", "weight_column")
+    if name in taken:
+        raise CalibrationInputError(
+            f"column {name!r} of {display} already holds the labels, the split or the group; choose another "
+            f"column as the row weights (`weight_column=`).")
+    if name in table.nested:
+        raise CalibrationInputError(f"the weight column {name!r} of {display} holds nested values; row weights "
+                                    f"must be plain numbers.")
+    return name
+
+
+def _weight_values(values: pd.Series, name: str, display: str) -> NDArray[np.float64]:
+    """The weight column as checked floats (:func:`calib_core.validation.check_sample_weight`); an empty or
+    non-numeric cell is refused with its row, never read as 0."""
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    missing = np.isnan(numbers)
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise CalibrationInputError(
+            f"the weight column {name!r} of {display} must hold a number in every row; row {row} holds "
+            f"{values.iloc[row]!r}.")
+    return check_sample_weight(numbers, numbers.shape[0], name=name)
 
 
 def split_mask(values: Any, split: str) -> NDArray[np.bool_]:

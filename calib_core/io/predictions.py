@@ -63,6 +63,8 @@ from calib_core.validation import (
     check_choice,
     check_labels,
     check_probs,
+    check_sample_weight,
+    correct_rows,
     softmax,
 )
 from calib_core._accel import freeze_and_mark as _sealed, is_validated
@@ -146,6 +148,15 @@ class Predictions(ConfidenceAccess):
     ids : ndarray of shape (N,), str, optional
         Per-row item identifier (a confidence file's ``question_id``), used
         to match the rows of several systems (:func:`load_confidence_models`).
+    sample_weight : ndarray of shape (N,), float64, optional
+        Per-row weights (frequencies: integer weights stand for repeated
+        rows), checked by :func:`calib_core.validation.check_sample_weight`;
+        pass them on as ``sample_weight=pred.sample_weight``. None unless a
+        weight column was asked for (``load_predictions(...,
+        weight_column=COL)``: never guessed, a column named ``weight`` may be
+        a feature) or given to :meth:`from_arrays`.
+    weight_column : str, optional
+        The column ``sample_weight`` came from (None without weights).
 
     Notes
     -----
@@ -181,6 +192,8 @@ class Predictions(ConfidenceAccess):
     attribute_columns: tuple[str, ...] = ()
     kind: str = "classes"
     ids: NDArray[np.str_] | None = None
+    sample_weight: NDArray[np.float64] | None = None
+    weight_column: str | None = None
 
     def __post_init__(self) -> None:
         self._normalise(check=True)
@@ -201,6 +214,8 @@ class Predictions(ConfidenceAccess):
         fields.setdefault("attribute_columns", ())
         fields.setdefault("kind", "classes")
         fields.setdefault("ids", None)
+        fields.setdefault("sample_weight", None)
+        fields.setdefault("weight_column", None)
         for key, value in fields.items():
             object.__setattr__(self, key, value)
         self._normalise(check=False)
@@ -218,7 +233,7 @@ class Predictions(ConfidenceAccess):
         state = {"kind": "classes", "ids": None, **state}  # objects pickled before these fields existed
         for key, value in state.items():
             object.__setattr__(self, key, value)
-        for key in ("probs", "labels", "logits", "split", "groups", "ids"):
+        for key in ("probs", "labels", "logits", "split", "groups", "ids", "sample_weight"):
             value = getattr(self, key)
             if isinstance(value, np.ndarray):
                 n_classes = self.probs.shape[1] if key == "labels" else None
@@ -281,6 +296,9 @@ class Predictions(ConfidenceAccess):
             groups = _readonly(groups)
         object.__setattr__(self, "groups", groups)
         self._normalise_kind(n_rows)
+        weights = None if self.sample_weight is None else _readonly(check_sample_weight(self.sample_weight, n_rows))
+        object.__setattr__(self, "sample_weight", weights)
+        object.__setattr__(self, "weight_column", None if weights is None else str(self.weight_column or "weight"))
         object.__setattr__(self, "group_column", None if groups is None else str(self.group_column or "group"))
         object.__setattr__(self, "attribute_columns", tuple(str(c) for c in self.attribute_columns))
         object.__setattr__(self, "probs", _sealed(probs, owned))
@@ -322,6 +340,7 @@ class Predictions(ConfidenceAccess):
         warnings: Sequence[str] = (),
         groups: ArrayLike | None = None,
         group_column: str | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> "Predictions":
         """Build validated predictions from in-memory arrays.
 
@@ -389,7 +408,7 @@ class Predictions(ConfidenceAccess):
             label_array = _map_string_labels(label_array, names, lambda i: f"row {i}")
         return cls(probs=probs_array, labels=label_array, class_names=names, logits=logit_matrix,
                    split=split, name=name, source_format=source_format, warnings=tuple(warnings),
-                   groups=groups, group_column=group_column)
+                   groups=groups, group_column=group_column, sample_weight=sample_weight)
 
     @property
     def n_samples(self) -> int:
@@ -437,7 +456,7 @@ class Predictions(ConfidenceAccess):
         -------
         Predictions
             Same class names, name, format, warnings, group column and
-            attribute columns; the rows selected (of ``groups`` too).
+            attribute columns; the rows selected (of ``groups`` and ``sample_weight`` too).
 
         Raises
         ------
@@ -473,6 +492,8 @@ class Predictions(ConfidenceAccess):
             logit_reason=self.logit_reason, groups=None if self.groups is None else self.groups[index],
             group_column=self.group_column, attribute_columns=self.attribute_columns,
             kind=self.kind, ids=None if self.ids is None else self.ids[index],
+            sample_weight=None if self.sample_weight is None else self.sample_weight[index],
+            weight_column=self.weight_column,
         )
 
     def select_split(self, value: str) -> "Predictions":
@@ -533,6 +554,7 @@ def load_predictions(
     max_rows: int | None = MAX_ROWS,
     max_cells: int | None = MAX_CELLS,
     kind: str = "auto",
+    weight_column: str | None = None,
 ) -> Predictions:
     """Read a file of predictions into validated :class:`Predictions`.
 
@@ -635,6 +657,11 @@ def load_predictions(
         file of several systems (a ``model`` column with several values)
         raises :class:`SeveralModelsError`, which carries the models
         (:func:`calib_core.io.systems.load_confidence_models` returns them).
+    weight_column : str, optional
+        Column (CSV or Parquet) holding each row's weight, kept in
+        :attr:`Predictions.sample_weight` (finite numbers >= 0 in every row,
+        not all 0). Only when asked: a column named ``weight`` is never taken
+        as row weights on its own (it may be a feature), nor as a class.
 
     Returns
     -------
@@ -712,7 +739,7 @@ def load_predictions(
         return _load(raw, label_column=label_column, class_columns=class_columns, score_column=score_column,
                      input_kind=input_kind, renormalize=bool(renormalize), percentages=bool(percentages),
                      class_names=class_names, split_column=split_column, name=name, max_bytes=max_bytes,
-                     file_format=file_format, group=group, kind=kind,
+                     file_format=file_format, group=group, kind=kind, weight_column=weight_column,
                      limits=Decoded(None if max_rows is None else int(max_rows),
                                     None if max_cells is None else int(max_cells)))
     except CalibrationInputError:
@@ -735,7 +762,7 @@ def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns
           score_column: str | None, input_kind: str, renormalize: bool, percentages: bool,
           class_names: list[str] | None, split_column: str | None, name: str | None,
           max_bytes: int | None, file_format: str | None, group: str | None = None,
-          limits: Decoded = Decoded(), kind: str = "auto") -> Predictions:
+          limits: Decoded = Decoded(), kind: str = "auto", weight_column: str | None = None) -> Predictions:
     """The body of :func:`load_predictions` once the arguments are checked."""
     notes: list[str] = []
     options = dict(display=raw.display, label_column=label_column, class_columns=class_columns,
@@ -744,13 +771,21 @@ def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns
         fmt, table, parts = raw.kind, read_frame(raw.source, raw.kind, limits), None
     else:
         fmt, table, parts = _file_table(raw, max_bytes, file_format, limits, notes, options)
+    if weight_column is not None and table is None:
+        raise CalibrationInputError(
+            f"`weight_column` applies to tables (CSV, Parquet, a data frame); for {raw.display} ({fmt}) pass the "
+            "weights as an array: Predictions.from_arrays(..., sample_weight=w) or sample_weight= on each function.")
     if table is not None:
         if kind == "confidence" or (kind == "auto" and label_column is None and class_columns is None
                                     and score_column is None and is_confidence_table(table.frame.columns)):
+            if weight_column is not None:
+                raise CalibrationInputError(
+                    "`weight_column` is not supported for confidence files yet: pass sample_weight= to the "
+                    "confidence metrics instead.")
             return confidence_models(table, raw.display, _model_name(raw.hint, name), fmt, name_given=bool(name),
                                      factory=Predictions.from_confidence, split_column=split_column,
                                      group=group, notes=notes)
-        parts = table_parts(table, **options)
+        parts = table_parts(table, **options, weight_column=weight_column)
     elif kind == "confidence":
         raise CalibrationInputError(
             f"{raw.display} is a {fmt.upper()} file; a confidence file is a table (CSV or Parquet) with a "
@@ -795,7 +830,8 @@ def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns
         probs=probs, labels=labels, class_names=tuple(names), logits=logits,
         split=parts.split, name=_model_name(raw.hint, name), source_format=fmt,
         warnings=tuple(notes), logit_reason=parts.inferred_logit_reason if logits is not None else None,
-        groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes))
+        groups=parts.groups, group_column=parts.group_name, attribute_columns=tuple(parts.attributes),
+        sample_weight=parts.weights, weight_column=parts.weight_name)
 
 
 def _file_table(raw: _Raw, max_bytes: int | None, file_format: str | None, limits: Decoded,

@@ -26,6 +26,7 @@ from calib_core.validation import (
     check_probs_by_block,
     check_probs_labels,
     check_right,
+    check_sample_weight,
     correct_rows,
     row_argmax,
     row_blocks,
@@ -81,7 +82,7 @@ def _checked_top_label(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.
 
 
 def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
-        norm: str = "l1", *, right: bool = True) -> float:
+        norm: str = "l1", *, right: bool = True, sample_weight: ArrayLike | None = None) -> float:
     """Top-label expected calibration error (ECE), RMSCE or MCE.
 
     Parameters
@@ -102,6 +103,10 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
         code, scikit-learn) or ``[lo, hi)`` with 1 in the last bin (False,
         torchmetrics and netcal); no effect on adaptive bins. See
         :mod:`calib_core.binning` and ``docs/peers.md``.
+    sample_weight : array_like of shape (N,), optional
+        Non-negative row weights: bin counts and sums are weighted sums, so
+        integer weights give the value of the rows repeated that many times
+        (``docs/weights.md``). None: every row counts once.
 
     Returns
     -------
@@ -110,7 +115,7 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
     Raises
     ------
     CalibrationInputError
-        Invalid predictions, labels or options.
+        Invalid predictions, labels, weights or options.
 
     Notes
     -----
@@ -139,28 +144,33 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", NORMS)
     right = check_right(right)
-    return float(binned_error(bin_statistics(confidence, correct, n_bins, binning, right=right), norm))
+    weights = check_sample_weight(sample_weight, confidence.size)
+    return float(binned_error(bin_statistics(confidence, correct, n_bins, binning, right=right,
+                                             sample_weight=weights), norm))
 
 
 def mce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform", *,
-        right: bool = True) -> float:
+        right: bool = True, sample_weight: ArrayLike | None = None) -> float:
     """Maximum calibration error: ``ece(probs, labels, n_bins, binning, norm="max", right=right)``.
 
     The largest ``|acc(b) - conf(b)|`` over non-empty bins (Guo et al. 2017,
     eq. 5). Sensitive to sparsely populated bins: one sample can set it.
     """
-    return ece(probs, labels, n_bins=n_bins, binning=binning, norm="max", right=right)
+    return ece(probs, labels, n_bins=n_bins, binning=binning, norm="max", right=right, sample_weight=sample_weight)
 
 
-def accuracy(probs: ArrayLike, labels: ArrayLike) -> float:
-    """Fraction of rows whose arg-max class (ties: lowest index) equals the label."""
+def accuracy(probs: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
+    """Fraction of rows whose arg-max class (ties: lowest index) equals the label (weighted by ``sample_weight``)."""
     probs, labels = check_probs_labels(probs, labels)
-    return float(np.mean(correct_rows(probs, labels)))
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is None:
+        return float(np.mean(correct_rows(probs, labels)))
+    return float(np.dot(weights, correct_rows(probs, labels)) / weights.sum())
 
 
 def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
                   norm: str = "l1", per_class: bool = False, *,
-                  right: bool = True) -> float | NDArray[np.float64]:
+                  right: bool = True, sample_weight: ArrayLike | None = None) -> float | NDArray[np.float64]:
     """Class-wise ECE: the ECE of each marginal ``probs[:, k]`` against ``labels == k``.
 
     Parameters
@@ -176,6 +186,8 @@ def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning
         ``per_class_values.mean()``).
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see :func:`ece`.
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as in :func:`ece`.
 
     Returns
     -------
@@ -193,36 +205,41 @@ def classwise_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning
     binning = check_binning(binning)
     norm = check_choice(norm, "norm", NORMS)
     right = check_right(right)
-    per_class_values = binned_error(classwise_bin_statistics(probs, labels, n_bins, binning, right=right), norm)
+    weights = check_sample_weight(sample_weight, labels.size)
+    per_class_values = binned_error(classwise_bin_statistics(probs, labels, n_bins, binning, right=right,
+                                                             sample_weight=weights), norm)
     return per_class_values if per_class else float(per_class_values.mean())
 
 
-def sce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, *, right: bool = True) -> float:
+def sce(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, *, right: bool = True,
+        sample_weight: ArrayLike | None = None) -> float:
     """Static calibration error (Nixon et al. 2019, eq. 2): class-wise ECE with uniform bins.
 
-    ``right`` chooses ``(lo, hi]`` (True) or ``[lo, hi)`` (False) bins, as in :func:`ece`.
+    ``right`` chooses ``(lo, hi]`` (True) or ``[lo, hi)`` (False) bins and ``sample_weight`` weighs rows, as
+    in :func:`ece`.
 
     Examples
     --------
     >>> round(sce([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
     0.35
     """
-    return classwise_ece(probs, labels, n_bins=n_bins, binning="uniform", right=right)
+    return classwise_ece(probs, labels, n_bins=n_bins, binning="uniform", right=right, sample_weight=sample_weight)
 
 
 def _adaptive_classwise(probs: ArrayLike, labels: ArrayLike, n_bins: int, threshold: float | None,
-                        per_class: bool) -> float | NDArray[np.float64]:
+                        per_class: bool, sample_weight: ArrayLike | None) -> float | NDArray[np.float64]:
     probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_bins = check_n_bins(n_bins)
     if threshold is not None:
         threshold = check_positive(threshold, "threshold", allow_zero=True)
-    stats = classwise_bin_statistics(probs, labels, n_bins, "adaptive", threshold=threshold)
+    stats = classwise_bin_statistics(probs, labels, n_bins, "adaptive", threshold=threshold, sample_weight=weights)
     per_class_values = mean_abs_gap(stats)
     return per_class_values if per_class else float(per_class_values.mean())
 
 
 def ace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15,
-        per_class: bool = False) -> float | NDArray[np.float64]:
+        per_class: bool = False, *, sample_weight: ArrayLike | None = None) -> float | NDArray[np.float64]:
     """Adaptive calibration error (Nixon et al. 2019, eq. 3).
 
     For each class k, the values ``probs[:, k]`` are split into ``n_bins``
@@ -240,6 +257,10 @@ def ace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15,
         The number of ranges R.
     per_class : bool, default False
         Return the ``(K,)`` per-class values (Nixon et al. Figure 1, left).
+    sample_weight : array_like of shape (N,), optional
+        Row weights: the ranges are weighted quantiles
+        (:func:`calib_core.binning.weighted_upper_edges`), so integer weights
+        give the ranges and value of the repeated rows.
 
     Returns
     -------
@@ -251,11 +272,11 @@ def ace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15,
     class_conditional=True, threshold=0)`` when every class splits into
     equal-size ranges and no probability is exactly 0.
     """
-    return _adaptive_classwise(probs, labels, n_bins, None, per_class)
+    return _adaptive_classwise(probs, labels, n_bins, None, per_class, sample_weight)
 
 
 def tace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, threshold: float = 0.01,
-         per_class: bool = False) -> float | NDArray[np.float64]:
+         per_class: bool = False, *, sample_weight: ArrayLike | None = None) -> float | NDArray[np.float64]:
     """Thresholded adaptive calibration error (Nixon et al. 2019, section 3).
 
     ACE computed only on the probabilities strictly above ``threshold``, so
@@ -269,12 +290,14 @@ def tace(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, threshold: float
     n_bins : int, default 15
     threshold : float, default 0.01
     per_class : bool, default False
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as in :func:`ace`.
 
     Returns
     -------
     float or ndarray of shape (K,)
     """
-    return _adaptive_classwise(probs, labels, n_bins, threshold, per_class)
+    return _adaptive_classwise(probs, labels, n_bins, threshold, per_class, sample_weight)
 
 
 def _part(stats: BinStats, norm: str) -> NDArray[np.float64]:
@@ -284,7 +307,7 @@ def _part(stats: BinStats, norm: str) -> NDArray[np.float64]:
 
 def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
         max_prob: bool = True, class_conditional: bool = False, threshold: float = 0.0,
-        norm: str = "l1", right: bool = True) -> float:
+        norm: str = "l1", right: bool = True, sample_weight: ArrayLike | None = None) -> float:
     """General calibration error spanning the 32 variants of Nixon et al. appendix C.
 
     Parameters
@@ -304,6 +327,9 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
     norm : {"l1", "l2"}
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); see :func:`ece`.
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as in :func:`ece` (the pooled set of every entry gives
+        each entry its row's weight).
 
     Returns
     -------
@@ -334,12 +360,15 @@ def gce(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str =
     norm = check_choice(norm, "norm", ("l1", "l2"))
     threshold = check_positive(threshold, "threshold", allow_zero=True)
     right = check_right(right)
-    stats = gce_bin_statistics(probs, labels, n_bins, binning, max_prob, class_conditional, threshold, right)
+    weights = check_sample_weight(sample_weight, labels.size)
+    stats = gce_bin_statistics(probs, labels, n_bins, binning, max_prob, class_conditional, threshold, right,
+                               sample_weight=weights)
     return gce_of_statistics(stats, class_conditional, norm)
 
 
 def gce_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp], n_bins: int, binning: str,
-                       max_prob: bool, class_conditional: bool, threshold: float, right: bool = True) -> BinStats:
+                       max_prob: bool, class_conditional: bool, threshold: float, right: bool = True, *,
+                       sample_weight: NDArray[np.float64] | None = None) -> BinStats:
     """The bins of one :func:`gce` variant (checked arguments): one row per class, or one pooled row.
 
     Both norms of a variant share them (:func:`gce_of_statistics`).
@@ -349,14 +378,20 @@ def gce_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp], n_b
         if max_prob:
             predicted = row_argmax(probs)
             keep &= np.arange(probs.shape[1]) == predicted[:, None]
-        return classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right)
+        return classwise_bin_statistics(probs, labels, n_bins, binning, keep=keep, right=right,
+                                        sample_weight=sample_weight)
     if max_prob:
         values, targets = top_label(probs, labels)
     else:
         values = probs.ravel()
         targets = (np.arange(probs.shape[1]) == labels[:, None]).ravel().astype(np.float64)
     kept = values > threshold
-    return bin_statistics(values[kept], targets[kept], n_bins, binning, right=right)
+    if sample_weight is None:
+        return bin_statistics(values[kept], targets[kept], n_bins, binning, right=right)
+    weights = sample_weight if max_prob else np.repeat(sample_weight, probs.shape[1])
+    if not (weights[kept] > 0).any():  # nothing kept: the empty set's bins, as without weights
+        return bin_statistics(values[:0], targets[:0], n_bins, binning, right=right)
+    return bin_statistics(values[kept], targets[kept], n_bins, binning, right=right, sample_weight=weights[kept])
 
 
 def gce_of_statistics(stats: BinStats, class_conditional: bool, norm: str) -> float:

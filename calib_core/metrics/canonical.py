@@ -47,7 +47,8 @@ from calib_core.metrics.simplex import (
     _table_from_assignment,
     squared_norm_sum,
 )
-from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, row_argmax
+from calib_core.validation import (CalibrationInputError, check_choice, check_probs_labels, repeated_probs_labels,
+                                   row_argmax)
 
 __all__ = [
     "LENSES",
@@ -257,7 +258,8 @@ def _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens, cl
 
 def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", partition: str = "uniform",
                  n_bins: int = 10, min_bin_size: int = 1000, lens: str = "canonical", *,
-                 class_index: int | None = None) -> float:
+                 class_index: int | None = None,
+                 sample_weight: ArrayLike | None = None) -> float:
     """Expected miscalibration over a partition of the simplex (Vaicenavicius et al. 2019).
 
     Parameters
@@ -283,6 +285,10 @@ def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", part
         top-label problem, or one class's marginal (with ``class_index``).
     class_index : int, optional, keyword-only
         Class of the marginal lens.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (the cell counts, and so
+        ``min_bin_size``, count repeated rows; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -326,6 +332,7 @@ def canonical_ce(probs: ArrayLike, labels: ArrayLike, distance: str = "tv", part
     >>> canonical_ce([[1.0, 0.0]], [0], partition="data_dependent")
     0.0
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`canonical_ce`")
     view, outcomes, part, options = _prepared(probs, labels, distance, partition, n_bins, min_bin_size, lens,
                                               class_index)
     if view.points.shape[1] <= _DENSE_MAX_DIM or options.distance == "euclidean":

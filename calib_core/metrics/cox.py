@@ -22,7 +22,7 @@ from scipy.special import expit
 from scipy.stats import norm as normal
 
 from calib_core.display import compact_display
-from calib_core.validation import CalibrationInputError, check_fraction, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_fraction, check_probs_labels, repeated_probs_labels
 
 __all__ = ["COX_EPSILON", "CoxCalibration", "cox_calibration", "one_vs_rest"]
 
@@ -225,7 +225,8 @@ def _cox_one(score: NDArray[np.float64], outcome: NDArray[np.float64], epsilon: 
 
 
 def cox_calibration(probs: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05,
-                    epsilon: float = COX_EPSILON) -> CoxCalibration:
+                    epsilon: float = COX_EPSILON,
+                    sample_weight: ArrayLike | None = None) -> CoxCalibration:
     """Cox's calibration slope and intercept, and the calibration-in-the-large.
 
     Parameters
@@ -237,6 +238,11 @@ def cox_calibration(probs: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05,
     epsilon : float, default :data:`COX_EPSILON` (1e-7)
         Probabilities are clipped to ``[epsilon, 1 - epsilon]`` inside the
         logit only (a prediction of exactly 0 or 1 has an infinite logit).
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (a maximum-likelihood fit:
+        repeated rows and frequency weights give the same estimate; the standard errors are those of the
+        repeated rows; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -288,6 +294,7 @@ def cox_calibration(probs: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05,
     >>> bool(abs(fit.slope - 1) < 0.1 and abs(fit.intercept) < 0.1 and fit.reason == "")
     True
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`cox_calibration`")
     classes, scores, outcomes = one_vs_rest(probs, labels)
     alpha = check_fraction(alpha, "alpha")
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0.0 < epsilon < 0.5:

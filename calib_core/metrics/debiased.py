@@ -29,16 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.binned import top_label
 from calib_core.binning import bin_statistics, sort_values, sorted_bin_sums
-from calib_core.validation import (
-    check_right,
-    MAX_N_BINS,
-    CalibrationInputError,
-    check_binning,
-    check_choice,
-    check_flag,
-    check_n_bins,
-    check_probs_labels,
-)
+from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_flag, check_n_bins,
+                                   check_probs_labels, check_right, MAX_N_BINS, repeated_probs_labels)
 
 __all__ = ["SweepResult", "debiased_ece", "debiased_squared_terms", "ece_sweep", "ece_sweep_details"]
 
@@ -62,7 +54,8 @@ def debiased_squared_terms(count: NDArray[np.float64], sum_value: NDArray[np.flo
 
 
 def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "adaptive", *,
-                 squared: bool = False, right: bool = True) -> float:
+                 squared: bool = False, right: bool = True,
+                 sample_weight: ArrayLike | None = None) -> float:
     """Debiased top-label l2 calibration error (Kumar et al. 2019).
 
     Parameters
@@ -80,6 +73,10 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False); no effect on
         adaptive bins.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its bias correction counts
+        rows per bin; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -114,7 +111,7 @@ def debiased_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning:
     >>> round(debiased_ece(p, [0, 1, 1, 1], n_bins=1, squared=True), 6)  # 0^2 - 0.75 * 0.25 / 3
     -0.0625
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`debiased_ece`")
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     squared = check_flag(squared, "squared")
@@ -185,7 +182,8 @@ def ece_sweep_details(probs: ArrayLike, labels: ArrayLike, *, binning: str = "ad
 
 
 def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive", norm: str = "l1",
-              max_bins: int | None = None, right: bool = True) -> float:
+              max_bins: int | None = None, right: bool = True,
+              sample_weight: ArrayLike | None = None) -> float:
     """Monotone-sweep ECE (Roelofs et al. 2022): the most bins that keep accuracy monotone.
 
     Parameters
@@ -201,6 +199,10 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False), as in
         :func:`calib_core.ece`; no effect on adaptive bins.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its bin count is chosen on
+        the rows; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -235,4 +237,5 @@ def ece_sweep(probs: ArrayLike, labels: ArrayLike, *, binning: str = "adaptive",
     >>> ece_sweep(p, [0, 1, 1, 1]) == ece_sweep_details(p, [0, 1, 1, 1]).value
     True
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`ece_sweep`")
     return ece_sweep_details(probs, labels, binning=binning, norm=norm, max_bins=max_bins, right=right).value

@@ -40,14 +40,8 @@ from calib_core.metrics.kde import (
     one_vs_rest_points,
     resolve_bandwidth,
 )
-from calib_core.validation import (
-    check_binning,
-    check_choice,
-    check_n_bins,
-    check_positive,
-    check_probs,
-    check_probs_labels,
-)
+from calib_core.validation import (check_binning, check_choice, check_n_bins, check_positive, check_probs,
+                                   check_probs_labels, check_sample_weight, repeated_probs_labels)
 
 __all__ = [
     "BoundChain",
@@ -118,16 +112,21 @@ def _generalized_entropy(points: NDArray[np.float64], score: str) -> NDArray[np.
     return -neg_entropy(points)
 
 
-def _empirical_score(probs: NDArray[np.float64], labels: NDArray[np.intp], score: str) -> float:
+def _empirical_score(probs: NDArray[np.float64], labels: NDArray[np.intp], score: str,
+                     weights: NDArray[np.float64] | None = None) -> float:
+    """The mean Brier or log score of the rows (weighted by checked ``weights``: integer weights repeat rows)."""
     true_prob = probs[np.arange(probs.shape[0]), labels]
     if score == "brier":
-        return float(np.mean(np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0))
-    return float(-np.mean(np.log(np.maximum(true_prob, LOG_EPSILON))))
+        rows = np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0
+    else:
+        rows = -np.log(np.maximum(true_prob, LOG_EPSILON))
+    return float(np.mean(rows)) if weights is None else float(np.dot(weights, rows) / weights.sum())
 
 
 def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier", *,
                         bandwidth: float | str = 0.01,
-                        bandwidth_grid: ArrayLike | None = None) -> ScoreDecomposition:
+                        bandwidth_grid: ArrayLike | None = None,
+                        sample_weight: ArrayLike | None = None) -> ScoreDecomposition:
     """Split an empirical Brier or log score into calibration, refinement and sharpness.
 
     Parameters
@@ -141,6 +140,10 @@ def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier
         Dirichlet kernel bandwidth of the estimate of E[Y | g(X)].
     bandwidth_grid : array_like, optional
         Candidates for ``bandwidth="auto"``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its calibration term is a
+        leave-one-out kernel estimate, whose copies of a row stay neighbours; ``docs/weights.md``). Other
+        weights raise :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -182,7 +185,7 @@ def score_decomposition(probs: ArrayLike, labels: ArrayLike, score: str = "brier
     >>> round(d.calibration + d.refinement - d.empirical_score, 12)
     0.0
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`score_decomposition`")
     score = check_choice(score, "score", _SCORES)
     bandwidth = check_bandwidth(bandwidth)
     grid = check_bandwidth_grid(bandwidth_grid)
@@ -285,7 +288,8 @@ def calibrated_bias(probs: ArrayLike, *, bandwidth: float = 0.01, n_draws: int =
     return {key: float(np.mean(values[key])) for key in keys}
 
 
-def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str = "brier") -> float:
+def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str = "brier",
+                            sample_weight: ArrayLike | None = None) -> float:
     """Calibration upper bound of Gruber & Buettner 2022 (Theorem 4.3): the root Brier score.
 
     Parameters
@@ -296,6 +300,8 @@ def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str =
         ``"brier"``: :math:`\\sqrt{\\mathrm{BS}}`, an upper bound of
         :math:`\\mathrm{CE}_2` (eq. 6 with p = 2). ``"log"``: the NLL, an upper
         bound of :math:`\\mathrm{CE}_{KL}`.
+    sample_weight : array_like of shape (N,), optional
+        Row weights: the score is their weighted mean (integer weights repeat rows).
 
     Returns
     -------
@@ -320,7 +326,7 @@ def calibration_upper_bound(probs: ArrayLike, labels: ArrayLike, *, score: str =
     """
     probs, labels = check_probs_labels(probs, labels)
     score = check_choice(score, "score", _SCORES)
-    value = _empirical_score(probs, labels, score)
+    value = _empirical_score(probs, labels, score, check_sample_weight(sample_weight, labels.size))
     return float(np.sqrt(value)) if score == "brier" else value
 
 
@@ -467,7 +473,8 @@ def _kde_binary_gap(values: NDArray[np.float64], targets: NDArray[np.intp], band
 def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                 estimator: str = "kde", bandwidth: float | str = 0.01,
                 bandwidth_grid: ArrayLike | None = None, mmce_bandwidth: float = 0.4,
-                atol: float = 1e-12) -> BoundChain:
+                atol: float = 1e-12,
+                sample_weight: ArrayLike | None = None) -> BoundChain:
     """Estimate every term of Gruber & Buettner's chain of calibration errors (eq. 6, p = 2).
 
     .. math:: \\sqrt 2 \\ge \\sqrt{\\mathrm{BS}} \\ge \\mathrm{CE}_2 \\ge \\mathrm{CWCE}_2
@@ -498,6 +505,10 @@ def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binnin
         Bandwidth of :func:`calib_core.mmce`.
     atol : float, default 1e-12
         An inequality counts as respected when ``upper >= lower - atol``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (its kernel terms are leave-
+        one-out estimates; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -544,7 +555,7 @@ def bound_chain(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binnin
     from calib_core.metrics.kernel import mmce
     from calib_core.metrics.scores import ks_error
 
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`bound_chain`")
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     estimator = check_choice(estimator, "estimator", ("kde", "binned"))

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
 from calib_core._accel import compiled, parallel_map, window_moments
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import CalibrationInputError, repeated_probs_labels
 from calib_core.metrics.cox import _shape, one_vs_rest
 
 __all__ = ["ICIResult", "ici", "loess_smooth"]
@@ -276,7 +276,8 @@ class ICIResult:
 
 
 def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int = 2, iterations: int = 0,
-        delta: float | None = None) -> ICIResult:
+        delta: float | None = None,
+        sample_weight: ArrayLike | None = None) -> ICIResult:
     """Integrated calibration index (ICI), E50, E90 and Emax (Austin & Steyerberg 2019).
 
     Parameters
@@ -288,6 +289,10 @@ def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int 
         are the paper's (R's ``loess(Y ~ P)``: span 0.75, local quadratic, no
         robustness iterations). calzone's ``lowess_regression_analysis`` is
         ``span=0.5, degree=1, iterations=0, delta=0.001``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (a loess fit: its span counts
+        repeated rows; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -324,6 +329,7 @@ def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int 
     >>> bool(r.ici < 0.03 and r.e50 <= r.e90 <= r.emax)
     True
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`ici`")
     classes, scores, outcomes = one_vs_rest(probs, labels)
     _check_smoother_options(span, degree, iterations, delta)
 

@@ -26,14 +26,8 @@ from scipy.special import gammaln, xlogy
 
 from calib_core._accel import map_blocks
 from calib_core.metrics.kernel import EXP_FLOOR, row_blocks
-from calib_core.validation import (
-    CalibrationInputError,
-    check_choice,
-    check_flag,
-    check_positive,
-    check_probs,
-    check_probs_labels,
-)
+from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_positive, check_probs,
+                                   check_probs_labels, repeated_probs_labels)
 
 __all__ = [
     "DEFAULT_BANDWIDTH_GRID",
@@ -319,7 +313,8 @@ def bregman_ce(points: NDArray[np.float64], labels: NDArray[np.intp], conditiona
 
 def kde_ce(probs: ArrayLike, labels: ArrayLike, divergence: str = "kl", bandwidth: float | str = 0.01,
            classwise: bool = False, *, estimator: str = "direct",
-           bandwidth_grid: ArrayLike | None = None) -> float:
+           bandwidth_grid: ArrayLike | None = None,
+           sample_weight: ArrayLike | None = None) -> float:
     """Proper calibration error CE_KL or CE_2^2 with a leave-one-out Dirichlet kernel estimate.
 
     Parameters
@@ -347,6 +342,10 @@ def kde_ce(probs: ArrayLike, labels: ArrayLike, divergence: str = "kl", bandwidt
         slightly negative for a calibrated model.
     bandwidth_grid : array_like, optional
         Candidate bandwidths for ``bandwidth="auto"``.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (a leave-one-out estimate:
+        the other copies of a row stay in its neighbourhood, as in the repeated data; ``docs/weights.md``).
+        Other weights raise :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -388,7 +387,7 @@ def kde_ce(probs: ArrayLike, labels: ArrayLike, divergence: str = "kl", bandwidt
     >>> round(kde_ce(p, [0, 0, 1, 1], divergence="l2", bandwidth=0.5), 4)
     0.0127
     """
-    probs, labels = check_probs_labels(probs, labels)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`kde_ce`")
     divergence = check_choice(divergence, "divergence", _DIVERGENCES)
     estimator = check_choice(estimator, "estimator", _ESTIMATORS)
     check_flag(classwise, "classwise")

@@ -30,13 +30,8 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.display import compact_display
 from calib_core._accel import map_blocks
 from calib_core.metrics.binned import top_label
-from calib_core.validation import (
-    CalibrationInputError,
-    check_choice,
-    check_positive,
-    check_probs,
-    check_probs_labels,
-)
+from calib_core.validation import (CalibrationInputError, check_choice, check_positive, check_probs,
+                                   check_probs_labels, check_sample_weight, repeated_probs_labels)
 
 __all__ = ["SKCEEstimate", "median_heuristic", "median_pairwise_distance", "mmce", "skce", "skce_block_terms",
            "skce_estimate"]
@@ -297,7 +292,8 @@ def median_heuristic(probs: ArrayLike, *, max_rows: int | None = MEDIAN_MAX_ROWS
 
 
 # --------------------------------------------------------------------------- MMCE
-def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4) -> float:
+def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4, *,
+         sample_weight: ArrayLike | None = None) -> float:
     """Maximum mean calibration error (Kumar et al. 2018) of the top-label confidence.
 
     Parameters
@@ -308,6 +304,13 @@ def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4) -> float:
         True classes in ``0..K-1``.
     bandwidth : float, default 0.4
         Width of the Laplacian kernel ``exp(-|r_i - r_j| / bandwidth)``.
+    sample_weight : array_like of shape (N,), optional
+        Non-negative row weights: the V-statistic becomes
+        :math:`\\frac{1}{W}\\sqrt{\\sum_{i,j} w_i w_j (c_i - r_i)(c_j - r_j) k_{ij}}`
+        with :math:`W = \\sum_i w_i`. A V-statistic sums over all ordered
+        pairs, the pairs of a row with itself included, so this is exactly
+        the value of the rows repeated ``w`` times (the copies' pairs have
+        kernel 1, as every diagonal pair).
 
     Returns
     -------
@@ -344,10 +347,12 @@ def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4) -> float:
     """
     probs, labels = check_probs_labels(probs, labels)
     bandwidth = check_positive(bandwidth, "bandwidth")
-    return mmce_of_top_label(*top_label(probs, labels), bandwidth)
+    weights = check_sample_weight(sample_weight, labels.size)
+    return mmce_of_top_label(*top_label(probs, labels), bandwidth, sample_weight=weights)
 
 
-def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64], bandwidth: float) -> float:
+def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64], bandwidth: float, *,
+                      sample_weight: NDArray[np.float64] | None = None) -> float:
     """:func:`mmce` from the top-label confidences and correctness (checked; ``bandwidth`` > 0).
 
     What :func:`mmce` computes after :func:`calib_core.metrics.binned.top_label`;
@@ -356,6 +361,10 @@ def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float
     order = np.argsort(confidence, kind="stable")
     scaled = confidence[order] / bandwidth
     residual = (correct - confidence)[order]
+    n = confidence.shape[0]
+    if sample_weight is not None:  # each row's residual counted w times: the V-statistic of the repeated rows
+        residual = residual * sample_weight[order]
+        n = float(sample_weight.sum())
     total = float(np.dot(residual, residual))
     for sign in (1.0, -1.0):
         part = np.where(sign * residual > 0.0, sign * residual, 0.0)
@@ -366,12 +375,13 @@ def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float
         # Exclusive prefix: F_i = sum_{j < i} part_j exp(scaled_j - scaled_i).
         prefix = np.exp(running[:-1] - scaled[1:])
         total += 2.0 * sign * float(np.dot(residual[1:], prefix))
-    return float(np.sqrt(max(total, 0.0)) / confidence.shape[0])
+    return float(np.sqrt(max(total, 0.0)) / n)
 
 
 # --------------------------------------------------------------------------- SKCE
 def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
-         estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0) -> float:
+         estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0,
+         sample_weight: ArrayLike | None = None) -> float:
     """Squared kernel calibration error (Widmann et al. 2019) of the whole prediction.
 
     Parameters
@@ -394,6 +404,11 @@ def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
         ``N > median_rows(K)``: the median heuristic then uses the pairs of
         ``median_rows(K)`` randomly chosen rows instead of all pairs
         (:data:`MEDIAN_MAX_ROWS` up to 10 classes, fewer beyond).
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (a U-statistic: the pairs of
+        two copies of one row count as pairs, as in the repeated data, and the default bandwidth is the median
+        distance of the repeated rows; ``docs/weights.md``). Other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -426,6 +441,7 @@ def skce(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
     >>> round(skce(p, [1, 0]), 6)  # exp(-1) * <(-0.8, 0.8), (0.7, -0.7)>
     -0.412025
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`skce`")
     probs, labels, residual, bandwidth = _skce_inputs(probs, labels, bandwidth, estimator, seed)
     if estimator == "block":
         return float(np.mean(_block_terms(probs, labels, bandwidth)))
@@ -600,10 +616,15 @@ class SKCEEstimate:
 
 
 def skce_estimate(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None = None,
-                  estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0) -> SKCEEstimate:
+                  estimator: str = "unbiased", *, seed: int | np.random.Generator | None = 0,
+                  sample_weight: ArrayLike | None = None) -> SKCEEstimate:
     """:func:`skce` together with the standard error of the estimator.
 
     Parameters are those of :func:`skce`.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (as in :func:`skce`; the
+        standard error is that of the repeated rows, which treats copies as independent rows;
+        ``docs/weights.md``). Other weights raise :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -641,6 +662,7 @@ def skce_estimate(probs: ArrayLike, labels: ArrayLike, bandwidth: float | None =
     True
     """
     estimator = check_choice(estimator, "estimator", _ESTIMATORS)
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`skce_estimate`")
     probs, labels, residual, bandwidth = _skce_inputs(probs, labels, bandwidth, estimator, seed)
     n = probs.shape[0]
     if estimator == "block":

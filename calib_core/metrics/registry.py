@@ -40,11 +40,11 @@ from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
 from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
 from calib_core.metrics.resampling import Resampling
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
-                                   check_probs_labels, correct_rows)
+                                   check_probs_labels, check_sample_weight, correct_rows, repeat_rows)
 
 __all__ = ["BOUNDS", "Bound", "CALIBRATED_BIAS", "DeclaredMetric", "INTERVAL_METHODS", "KDE_BANDWIDTH", "METRICS",
            "MMCE_BANDWIDTH", "MetricSpec", "SKCE_MEDIAN_ROWS", "cox_mean_std_error", "declared_metric", "get_metric",
-           "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order",
+           "metric_function", "metric_name", "metric_value", "resolve_metrics", "skce_bandwidth", "skce_pair_order", "WEIGHTED",
            "LOESS_MAX_BOOT", "CLASSWISE_BOOT_CELLS", "CLASSWISE_MIN_BOOT"]
 
 #: Default width of MMCE's Laplacian kernel on the confidences (Kumar et al. 2018 use 0.4).
@@ -580,6 +580,32 @@ METRICS += [
                 resampling=Resampling("row_mean", per_row=_pair_rows(confidence.nll_rows))),
 ]
 
+# ----------------------------------------------------------------------------- sample weights
+
+#: The metrics with a weighted formula of their own: ``weighted(probs, labels, n_bins, binning, bandwidth,
+#: weights) -> float`` on checked inputs (``bandwidth`` None: the default). Weighted per-bin sums, weighted means
+#: of per-row values, weighted cumulative sums (KS) and the weighted V-statistic (MMCE) are exactly the values of
+#: the rows repeated ``weights`` times, and accept any non-negative weights. Every other metric -- those added
+#: later included -- takes whole-number weights as repeated rows (:func:`metric_value`), which is the definition.
+WEIGHTED: dict[str, Callable[..., float]] = {
+    "accuracy": lambda p, y, b, s, h, w: binned.accuracy(p, y, sample_weight=w),
+    "ece": lambda p, y, b, s, h, w: binned.ece(p, y, n_bins=b, binning=s, sample_weight=w),
+    "rmsce": lambda p, y, b, s, h, w: binned.ece(p, y, n_bins=b, binning=s, norm="l2", sample_weight=w),
+    "mce": lambda p, y, b, s, h, w: binned.mce(p, y, n_bins=b, binning=s, sample_weight=w),
+    "classwise_ece": lambda p, y, b, s, h, w: binned.classwise_ece(p, y, n_bins=b, binning=s, sample_weight=w),
+    "sce": lambda p, y, b, s, h, w: binned.sce(p, y, n_bins=b, sample_weight=w),
+    "ace": lambda p, y, b, s, h, w: binned.ace(p, y, n_bins=b, sample_weight=w),
+    "tace": lambda p, y, b, s, h, w: binned.tace(p, y, n_bins=b, threshold=_TACE_THRESHOLD, sample_weight=w),
+    "ks": lambda p, y, b, s, h, w: scores.ks_error(p, y, sample_weight=w),
+    "brier": lambda p, y, b, s, h, w: scores.brier_score(p, y, sample_weight=w),
+    "nll": lambda p, y, b, s, h, w: scores.nll(p, y, sample_weight=w),
+    "mmce": lambda p, y, b, s, h, w: kernel.mmce(p, y, bandwidth=MMCE_BANDWIDTH if h is None else h,
+                                                 sample_weight=w),
+    "calibration_upper_bound": lambda p, y, b, s, h, w: decomposition.calibration_upper_bound(p, y,
+                                                                                             sample_weight=w),
+}
+
+
 def get_metric(key: str) -> MetricSpec:
     """The registered metric called ``key``."""
     for spec in METRICS:
@@ -592,7 +618,7 @@ def get_metric(key: str) -> MetricSpec:
 # ----------------------------------------------------------------------------- values and names
 
 def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
-                 bandwidth: float | None = None) -> float:
+                 bandwidth: float | None = None, sample_weight: ArrayLike | None = None) -> float:
     """The metric ``key`` at the registry's default settings, or at the kernel ``bandwidth`` given.
 
     Parameters
@@ -605,6 +631,13 @@ def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int =
     bandwidth : float, optional
         Kernel bandwidth of a kernel metric (``MetricSpec.bandwidth`` not None);
         None uses the default. Other metrics refuse a bandwidth.
+    sample_weight : array_like of shape (N,), optional
+        Non-negative row weights; integer weights give exactly the value of
+        the rows repeated that many times. The metrics of :data:`WEIGHTED`
+        take any weights; the others (joint functions of the rows: U-statistics
+        with a data-driven bandwidth, leave-one-out kernel estimates, fitted
+        smoothers and regressions) are computed on the repeated rows and
+        refuse non-integer weights (``docs/weights.md``).
 
     Returns
     -------
@@ -613,7 +646,7 @@ def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int =
     Raises
     ------
     CalibrationInputError
-        Invalid input, or a metric that cannot be computed on it (e.g. SKCE on one row).
+        Invalid input or weights, or a metric that cannot be computed on it (e.g. SKCE on one row).
 
     Examples
     --------
@@ -623,10 +656,17 @@ def metric_value(key: str, probs: ArrayLike, labels: ArrayLike, *, n_bins: int =
     True
     """
     spec = get_metric(key)
+    if bandwidth is not None and spec.with_bandwidth is None:
+        raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
+    if sample_weight is not None:
+        probs, labels = check_probs_labels(probs, labels)
+        weights = check_sample_weight(sample_weight, labels.size)
+        if key in WEIGHTED:
+            h = None if bandwidth is None else check_positive(bandwidth, "bandwidth")
+            return float(WEIGHTED[key](probs, labels, n_bins, binning, h, weights))
+        probs, labels = repeat_rows(weights, probs, labels, metric=spec.label)
     if bandwidth is None:
         return float(spec.compute(probs, labels, n_bins, binning))
-    if spec.with_bandwidth is None:
-        raise CalibrationInputError(f"`bandwidth` applies to kernel metrics only; {spec.label} has no kernel.")
     return float(spec.with_bandwidth(probs, labels, check_positive(bandwidth, "bandwidth")))
 
 
@@ -666,9 +706,9 @@ class DeclaredMetric:
     def resampling(self) -> Resampling | None:
         return self.spec.resampling
 
-    def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
+    def __call__(self, probs: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
         return metric_value(self.key, probs, labels, n_bins=self.n_bins, binning=self.binning,
-                            bandwidth=self.bandwidth)
+                            bandwidth=self.bandwidth, sample_weight=sample_weight)
 
     def top_label_statistic(self) -> Callable[[NDArray, NDArray], float]:
         """``statistic(confidence, correctness) -> float`` of a ``"top_label"`` declaration, with the bandwidth."""

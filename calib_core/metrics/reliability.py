@@ -10,6 +10,7 @@ from calib_core.metrics.binned import ace, classwise_ece, tace, top_label
 from calib_core.binning import BinStats, bin_statistics, binned_error
 from calib_core.validation import (
     check_right,
+    check_sample_weight,
     CalibrationInputError,
     check_binning,
     check_n_bins,
@@ -52,7 +53,7 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05
 
 def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
                       target: str | int = "top_label", *, alpha: float = 0.05,
-                      right: bool = True) -> pd.DataFrame:
+                      right: bool = True, sample_weight: ArrayLike | None = None) -> pd.DataFrame:
     """Per-bin reliability data for a reliability diagram.
 
     Parameters
@@ -72,6 +73,13 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
         Uniform bins ``(lo, hi]`` with 0 in the first bin (True) or
         ``[lo, hi)`` with 1 in the last bin (False); no effect on adaptive
         bins. See :mod:`calib_core.binning`.
+    sample_weight : array_like of shape (N,), optional
+        Non-negative row weights: ``count`` is the summed weight of a bin
+        (whole numbers stay integers), means are weighted, and the Wilson
+        interval treats the summed weight as the number of trials -- so
+        integer weights give exactly the table of the repeated rows; other
+        weights are read as frequencies too (for importance weights that
+        interval is not an effective-sample-size interval).
 
     Returns
     -------
@@ -93,13 +101,15 @@ def reliability_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, bin
     >>> table[["count", "mean_confidence", "observed_frequency"]].values.tolist()
     [[1.0, 0.2, 0.0], [2.0, 0.75, 1.0]]
     """
-    return reliability_frame(_target_bins(probs, labels, n_bins, binning, target, right), alpha=alpha)
+    return reliability_frame(_target_bins(probs, labels, n_bins, binning, target, right, sample_weight),
+                             alpha=alpha)
 
 
 def _target_bins(probs: ArrayLike, labels: ArrayLike, n_bins: object, binning: object, target: object,
-                 right: object) -> BinStats:
+                 right: object, sample_weight: ArrayLike | None = None) -> BinStats:
     """Checked inputs, then the per-bin sums of ``target``'s values (the bins of :func:`reliability_table`)."""
     probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
     right = check_right(right)
@@ -111,16 +121,17 @@ def _target_bins(probs: ArrayLike, labels: ArrayLike, n_bins: object, binning: o
         raise CalibrationInputError(
             f"`target` must be 'top_label' or a class index in 0..{probs.shape[1] - 1}, got {target!r}."
         )
-    return bin_statistics(values, targets, n_bins, binning, right=right)
+    return bin_statistics(values, targets, n_bins, binning, right=right, sample_weight=weights)
 
 
 def reliability_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
-                    target: str | int = "top_label", *, right: bool = True) -> float:
+                    target: str | int = "top_label", *, right: bool = True,
+                    sample_weight: ArrayLike | None = None) -> float:
     """The ECE of the bins of :func:`reliability_table`: the number a reliability diagram summarises.
 
     Parameters
     ----------
-    probs, labels, n_bins, binning, target, right :
+    probs, labels, n_bins, binning, target, right, sample_weight :
         As :func:`reliability_table`.
 
     Returns
@@ -135,12 +146,14 @@ def reliability_ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binni
     >>> round(reliability_ece([[0.9, 0.1], [0.6, 0.4]], [0, 1], n_bins=10), 6)
     0.35
     """
-    return float(binned_error(_target_bins(probs, labels, n_bins, binning, target, right), "l1"))
+    return float(binned_error(_target_bins(probs, labels, n_bins, binning, target, right, sample_weight), "l1"))
 
 
 def per_class_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform", *,
-                    class_names=None) -> pd.DataFrame:
+                    class_names=None, sample_weight: ArrayLike | None = None) -> pd.DataFrame:
     """One row per class: support, mean probability, and the class's ACE, TACE and class-wise ECE term.
+
+    ``sample_weight`` weighs rows as :func:`reliability_table` does (``support`` the summed weight).
 
     Parameters
     ----------
@@ -168,20 +181,27 @@ def per_class_table(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binni
     [1, 1]
     """
     probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_classes = probs.shape[1]
     names = [str(k) for k in range(n_classes)] if class_names is None else list(class_names)
     if len(names) != n_classes:
         raise CalibrationInputError(f"`class_names` must have {n_classes} entries (one per class), got {len(names)}.")
-    support = np.bincount(labels, minlength=n_classes)
+    if weights is None:
+        support, mean_probability = np.bincount(labels, minlength=n_classes), probs.mean(axis=0)
+    else:  # the summed weight per class (an integer for whole weights: the repeated rows' support)
+        support = np.bincount(labels, weights=weights, minlength=n_classes)
+        support = support.astype(np.int64) if np.all(support == np.round(support)) else support
+        mean_probability = weights @ probs / weights.sum()
     return pd.DataFrame({
         "class_index": np.arange(n_classes),
         "class": names,
         "support": support,
-        "frequency": support / labels.size,
-        "mean_probability": probs.mean(axis=0),
-        "ace": ace(probs, labels, n_bins=n_bins, per_class=True),
-        "tace": tace(probs, labels, n_bins=n_bins, per_class=True),
-        "classwise_ece": classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True),
+        "frequency": support / (labels.size if weights is None else weights.sum()),
+        "mean_probability": mean_probability,
+        "ace": ace(probs, labels, n_bins=n_bins, per_class=True, sample_weight=weights),
+        "tace": tace(probs, labels, n_bins=n_bins, per_class=True, sample_weight=weights),
+        "classwise_ece": classwise_ece(probs, labels, n_bins=n_bins, binning=binning, per_class=True,
+                                       sample_weight=weights),
     }, columns=list(PER_CLASS_COLUMNS))
 
 
@@ -209,7 +229,8 @@ def reliability_frame(stats: BinStats, *, alpha: float = 0.05) -> pd.DataFrame:
         "bin": np.flatnonzero(keep),
         "lower": np.asarray(stats.lower, dtype=np.float64)[keep],
         "upper": np.asarray(stats.upper, dtype=np.float64)[keep],
-        "count": count[keep].astype(np.int64),
+        # weighted counts (sample_weight) that are not whole numbers stay floats
+        "count": count[keep].astype(np.int64) if np.all(count == np.round(count)) else count[keep],
         "weight": count[keep] / float(np.asarray(stats.n_total)),
         "mean_confidence": stats.mean_value[keep],
         "observed_frequency": stats.mean_target[keep],

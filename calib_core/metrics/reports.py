@@ -29,7 +29,8 @@ from calib_core.display import compact_display
 from calib_core.metrics import registry
 from calib_core.metrics.decomposition import calibrated_bias
 from calib_core.metrics.registry import BOUNDS, CALIBRATED_BIAS, KDE_BANDWIDTH, get_metric, metric_name
-from calib_core.validation import CalibrationInputError, check_binning, check_choice, check_n_bins, check_probs_labels
+from calib_core.validation import (CalibrationInputError, check_binning, check_choice, check_n_bins, check_probs_labels,
+                                   check_sample_weight, integer_weights, repeat_rows)
 
 __all__ = ["MAX_FIT_CELLS", "MAX_QUADRATIC_ROWS", "MetricReport", "UNRELIABLE", "check_bounds", "check_estimate",
            "compute_metrics", "METRIC_KINDS", "metrics_of_kind", "fit_cells", "kernel_biases", "metric_report",
@@ -103,7 +104,8 @@ def metrics_of_kind(kind: str) -> list:
 def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                   keys: list[str] | None = None, include_quadratic: bool = True,
                   max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                  max_fit_cells: int | None = MAX_FIT_CELLS, kind: str = "classes") -> MetricReport:
+                  max_fit_cells: int | None = MAX_FIT_CELLS, kind: str = "classes",
+                  sample_weight: ArrayLike | None = None) -> MetricReport:
     """Every registered metric (or those in ``keys``); one that fails is reported, not raised.
 
     Parameters
@@ -126,6 +128,12 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
         model (``probs = [1 - c, c]``, labels = correct) gets the confidence
         entries, never the K-class ones, whose top label would read ``max(c, 1 - c)``
         (:func:`metrics_of_kind`).
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as :func:`calib_core.metrics.registry.metric_value`
+        takes them; a metric defined on the repeated rows that cannot take
+        them (fractional weights) is None with the reason. The size limits,
+        the bounds' N and the kernel biases are those of the repeated rows
+        (N becomes the summed weight, rounded up).
 
     Returns
     -------
@@ -141,8 +149,10 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
     probs, labels = check_probs_labels(probs, labels)
     check_n_bins(n_bins)
     check_binning(binning)
+    weights = check_sample_weight(sample_weight, labels.size)
+    n_rows = probs.shape[0] if weights is None else max(1, math.ceil(float(weights.sum())))
     specs = metrics_of_kind(kind) if keys is None else [get_metric(k) for k in keys]
-    skipped = set(skipped_for_size(*probs.shape, include_quadratic=include_quadratic,
+    skipped = set(skipped_for_size(n_rows, probs.shape[1], include_quadratic=include_quadratic,
                                    max_quadratic_rows=max_quadratic_rows, max_fit_cells=max_fit_cells))
     values: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
@@ -150,7 +160,11 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
         if spec.key in skipped:
             continue
         try:
-            value = float(spec.compute(probs, labels, n_bins, binning))
+            if weights is None:
+                value = float(spec.compute(probs, labels, n_bins, binning))
+            else:
+                value = registry.metric_value(spec.key, probs, labels, n_bins=n_bins, binning=binning,
+                                              sample_weight=weights)
         except CalibrationInputError as exc:
             values[spec.key], reasons[spec.key] = None, " ".join(str(exc).split())
             continue
@@ -158,9 +172,11 @@ def metric_report(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binn
             values[spec.key], reasons[spec.key] = None, f"the estimate is not finite ({value})."
             continue
         values[spec.key] = value
-    biases = kernel_biases(probs, values)
+    # the kernel estimates exist with weights only for whole-number weights: their bias is the repeated rows'
+    biases = kernel_biases(probs if weights is None or not integer_weights(weights)
+                           else repeat_rows(weights, probs, metric="the kernel bias")[0], values)
     return MetricReport(values, reasons, tuple(spec.key for spec in specs if spec.key in skipped),
-                        check_bounds(values, n_rows=probs.shape[0], n_classes=probs.shape[1], biases=biases), biases)
+                        check_bounds(values, n_rows=n_rows, n_classes=probs.shape[1], biases=biases), biases)
 
 
 #: Marks an estimate that breaks a bound of its true quantity (:func:`check_estimate`).
@@ -268,8 +284,11 @@ def kernel_biases(probs: np.ndarray, values: Mapping[str, float | None]) -> dict
 def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, binning: str = "uniform",
                     keys: list[str] | None = None, include_quadratic: bool = True,
                     max_quadratic_rows: int | None = MAX_QUADRATIC_ROWS,
-                    max_fit_cells: int | None = MAX_FIT_CELLS, kind: str = "classes") -> dict[str, float]:
+                    max_fit_cells: int | None = MAX_FIT_CELLS, kind: str = "classes",
+                    sample_weight: ArrayLike | None = None) -> dict[str, float]:
     """Every registered metric of the model's ``kind`` (or those in ``keys``) as ``{key: value}``.
+
+    ``sample_weight``: see :func:`metric_report`.
 
     The O(N^2) metrics are left out when ``include_quadratic`` is false or
     when N exceeds ``max_quadratic_rows`` (``None``: no limit); use
@@ -280,7 +299,7 @@ def compute_metrics(probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, bi
     """
     report = metric_report(probs, labels, n_bins=n_bins, binning=binning, keys=keys,
                            include_quadratic=include_quadratic, max_quadratic_rows=max_quadratic_rows,
-                           max_fit_cells=max_fit_cells, kind=kind)
+                           max_fit_cells=max_fit_cells, kind=kind, sample_weight=sample_weight)
     return {key: math.nan if value is None else value for key, value in report.values.items()}
 
 

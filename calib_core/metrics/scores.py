@@ -5,7 +5,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.metrics.binned import top_label
-from calib_core.validation import check_probs_labels
+from calib_core.validation import check_probs_labels, check_sample_weight
 
 __all__ = ["brier_rows", "brier_score", "ks_error", "ks_of_top_label", "nll", "nll_rows"]
 
@@ -13,12 +13,23 @@ __all__ = ["brier_rows", "brier_score", "ks_error", "ks_of_top_label", "nll", "n
 NLL_EPSILON = 1e-12
 
 
-def brier_score(probs: ArrayLike, labels: ArrayLike) -> float:
+def _mean(values: NDArray[np.float64], sample_weight: ArrayLike | None) -> float:
+    """The mean of per-row values, weighted by the checked ``sample_weight`` (repeating rows = weighting them)."""
+    weights = check_sample_weight(sample_weight, values.shape[0])
+    if weights is None:
+        return float(values.mean())
+    return float(np.dot(weights, values) / weights.sum())
+
+
+def brier_score(probs: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Multi-class Brier score: mean over rows of ``sum_k (p_k - onehot_k)^2``.
 
     Ranges over [0, 2] (scikit-learn's multi-class ``brier_score_loss``
     convention; a binary problem given as ``(N, 2)`` is twice the binary
     score on P(class 1)).
+
+    ``sample_weight`` (shape ``(N,)``, non-negative) makes it the weighted
+    mean ``sum_i w_i b_i / sum_i w_i``: integer weights repeat rows.
 
     Notes
     -----
@@ -30,7 +41,7 @@ def brier_score(probs: ArrayLike, labels: ArrayLike) -> float:
     >>> round(brier_score([[0.8, 0.2], [0.5, 0.5]], [0, 1]), 6)
     0.29
     """
-    return float(brier_rows(probs, labels).mean())
+    return _mean(brier_rows(probs, labels), sample_weight)
 
 
 def brier_rows(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
@@ -46,14 +57,15 @@ def brier_rows(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
     return np.einsum("ij,ij->i", probs, probs) - 2.0 * true_prob + 1.0
 
 
-def nll(probs: ArrayLike, labels: ArrayLike) -> float:
+def nll(probs: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Mean negative log-likelihood of the true class.
 
     ``-mean_i log(max(p_{i, y_i}, 1e-12))``: probabilities are clipped at
     ``NLL_EPSILON`` only inside the logarithm, so a confident mistake costs
-    at most ``-log(1e-12) ~ 27.6`` instead of infinity.
+    at most ``-log(1e-12) ~ 27.6`` instead of infinity. ``sample_weight``
+    makes it the weighted mean (integer weights repeat rows).
     """
-    return float(np.mean(nll_rows(probs, labels)))
+    return _mean(nll_rows(probs, labels), sample_weight)
 
 
 def nll_rows(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
@@ -69,13 +81,17 @@ def nll_rows(probs: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
     return -np.log(np.maximum(true_prob, NLL_EPSILON))
 
 
-def ks_error(probs: ArrayLike, labels: ArrayLike) -> float:
+def ks_error(probs: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Top-label Kolmogorov-Smirnov calibration error (Gupta et al. 2021).
 
     Sort the rows by top-label confidence and compare the cumulative sums of
     confidence and of correctness:
 
     .. math:: \\mathrm{KS} = \\max_i \\frac{1}{N} \\left| \\sum_{j \\le i} c_{(j)} - \\sum_{j \\le i} a_{(j)} \\right|
+
+    With ``sample_weight`` w the sums are :math:`\\sum_{j \\le i} w_{(j)} (c_{(j)} - a_{(j)})` and N becomes
+    :math:`\\sum_j w_j`: the value of the rows repeated ``w`` times (the repeated copies tie, and ties are
+    compared at the end of their group).
 
     Notes
     -----
@@ -88,14 +104,18 @@ def ks_error(probs: ArrayLike, labels: ArrayLike) -> float:
     reference implementation (``np.cumsum`` over the sorted rows).
     """
     probs, labels = check_probs_labels(probs, labels)
-    return ks_of_top_label(*top_label(probs, labels))
+    return ks_of_top_label(*top_label(probs, labels), sample_weight=check_sample_weight(sample_weight, labels.size))
 
 
-def ks_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64]) -> float:
+def ks_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float64], *,
+                    sample_weight: NDArray[np.float64] | None = None) -> float:
     """:func:`ks_error` from the top-label confidences and correctness (what it computes after
     :func:`~calib_core.metrics.binned.top_label`; the bootstrap resamples these two arrays)."""
     order = np.argsort(confidence, kind="stable")
     sorted_confidence = confidence[order]
-    difference = np.cumsum(sorted_confidence - correct[order])
     group_end = np.append(sorted_confidence[1:] != sorted_confidence[:-1], True)
-    return float(np.abs(difference[group_end]).max() / confidence.shape[0])
+    if sample_weight is None:
+        difference = np.cumsum(sorted_confidence - correct[order])
+        return float(np.abs(difference[group_end]).max() / confidence.shape[0])
+    difference = np.cumsum(sample_weight[order] * (sorted_confidence - correct[order]))
+    return float(np.abs(difference[group_end]).max() / sample_weight.sum())

@@ -44,7 +44,7 @@ from calib_core.metrics.binned import top_label
 from scipy.signal import fftconvolve
 
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_fraction, check_positive,
-                                   check_probs_labels)
+                                   check_probs_labels, repeated_probs_labels)
 
 __all__ = ["SmoothReliabilityCurve", "smooth_ece", "smooth_ece_of_top_label", "smooth_reliability_curve"]
 
@@ -235,7 +235,8 @@ def _prepare_top_label(confidence: NDArray[np.float64], correct: NDArray[np.floa
 
 
 def smooth_ece(probs: ArrayLike, labels: ArrayLike, *, bandwidth: float | None = None,
-               method: str = "relplot") -> float:
+               method: str = "relplot",
+               sample_weight: ArrayLike | None = None) -> float:
     """Smooth ECE (smECE) of the top-label confidence (Blasiok & Nakkiran 2023).
 
     Parameters
@@ -264,6 +265,10 @@ def smooth_ece(probs: ArrayLike, labels: ArrayLike, *, bandwidth: float | None =
         1.0.3 gives 0.3293 on a 7-class model). ``"exact"`` applies the
         kernel with all mirror images on a grid of at least 40 points per
         sigma and integrates with the trapezoid rule.
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: the value of the rows repeated that many times (kernel smoothing of the
+        repeated residuals, and the automatic width is the fixed point on them; ``docs/weights.md``). Other
+        weights raise :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -304,6 +309,7 @@ def smooth_ece(probs: ArrayLike, labels: ArrayLike, *, bandwidth: float | None =
     >>> round(smooth_ece(p, [0, 1, 1, 0], bandwidth=0.1, method="exact"), 6)
     0.25
     """
+    probs, labels = repeated_probs_labels(probs, labels, sample_weight, metric="`smooth_ece`")
     return _prepare(probs, labels, bandwidth, method)[3]
 
 

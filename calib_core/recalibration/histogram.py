@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core.binning import adaptive_upper_edges, optimal_n_bins
+from calib_core.binning import adaptive_upper_edges, optimal_n_bins, weighted_upper_edges
 from calib_core.recalibration._base import Recalibrator, _renormalise
 from calib_core.recalibration._numeric import column_results, map_columns
 from calib_core.metrics.binned import top_label
@@ -32,13 +32,21 @@ __all__ = ["AccuracyPreservingCalibratedMap", "HistogramBinning"]
 
 
 def _fit_bins(values: NDArray[np.float64], targets: NDArray[np.float64],
-              n_bins: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+              n_bins: int, weights: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Uniform-mass bin upper edges of ``values`` and the mean target in each bin.
 
     Edges follow the package convention (``np.array_split`` runs of the
     sorted values, each run's last value as upper edge); repeated edges
-    (ties) are merged, so every bin holds at least one value.
+    (ties) are merged, so every bin holds at least one value. With
+    ``weights`` (positive) the edges are the weighted ones
+    (:func:`calib_core.binning.weighted_upper_edges`) and the means weighted:
+    integer weights give the bins of the repeated rows.
     """
+    if weights is not None:
+        edges = np.unique(weighted_upper_edges(values, weights, n_bins))
+        index = _bin_of(values, edges)
+        counts = np.bincount(index, weights=weights, minlength=edges.size)
+        return edges, np.bincount(index, weights=weights * targets, minlength=edges.size) / counts
     sorted_values = np.sort(values)
     edges = np.unique(adaptive_upper_edges(sorted_values, n_bins))
     # Bin j holds the values in (edges[j - 1], edges[j]]: counted along the sorted values (every edge is one
@@ -106,6 +114,7 @@ class HistogramBinning(Recalibrator):
     method = "histogram_binning"
     display_name = "Histogram binning"
     works_on = "probs"
+    weighted_loss = True
     _fitted_attributes = ("n_bins_", "edges_", "values_")
 
     def __init__(self, n_bins: int | None = None, *, class_conditional: bool = True,
@@ -120,16 +129,20 @@ class HistogramBinning(Recalibrator):
             check_n_bins(self.n_bins)
         check_flag(self.class_conditional, "class_conditional")
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
         n_rows, n_classes = x.shape
-        n_bins = optimal_n_bins(n_rows) if self.n_bins is None else int(self.n_bins)
+        # with weights the default bin count is that of the summed weight (the repeated rows' count), at least 1 row
+        size = n_rows if weights is None else max(1, int(round(float(weights.sum()))))
+        n_bins = optimal_n_bins(size) if self.n_bins is None else int(self.n_bins)
         self.n_bins_ = n_bins
         if not self.class_conditional:
-            fitted = [_fit_bins(*top_label(x, labels), n_bins)]
+            fitted = [_fit_bins(*top_label(x, labels), n_bins, weights)]
         elif n_classes == 2:
-            fitted = [_fit_bins(np.ascontiguousarray(x[:, 1]), (labels == 1).astype(np.float64), n_bins)]
+            fitted = [_fit_bins(np.ascontiguousarray(x[:, 1]), (labels == 1).astype(np.float64), n_bins, weights)]
         else:  # each class column contiguous, by blocks of columns
-            fitted = column_results(x, lambda k, column: _fit_bins(column, (labels == k).astype(np.float64), n_bins))
+            fitted = column_results(x, lambda k, column: _fit_bins(column, (labels == k).astype(np.float64), n_bins,
+                                                                   weights))
         self.edges_ = [edges for edges, _ in fitted]
         self.values_ = [means for _, means in fitted]
 

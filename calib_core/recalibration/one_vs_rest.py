@@ -91,6 +91,7 @@ class PlattScaling(Recalibrator):
     method = "platt_scaling"
     display_name = "Platt scaling"
     works_on = "logits"
+    weighted_loss = True
     _fitted_attributes = ("slopes_", "intercepts_")
 
     def __init__(self, *, input: str = "logits", smooth_targets: bool = True) -> None:
@@ -105,7 +106,8 @@ class PlattScaling(Recalibrator):
         log_p, log_not_p = class_log_probs(x)
         return log_p - log_not_p
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
         odds = self._log_odds(x)
         classes = _target_classes(x.shape[1])
         slopes, intercepts = np.empty(len(classes)), np.empty(len(classes))
@@ -113,13 +115,14 @@ class PlattScaling(Recalibrator):
         for j, k in enumerate(classes):
             positive = labels == k
             if self.smooth_targets:
-                n_pos = float(positive.sum())
-                n_neg = positive.size - n_pos
+                # with weights, N+ and N- are the summed weights (the counts of the repeated rows)
+                n_pos = float(positive.sum()) if weights is None else float(weights[positive].sum())
+                n_neg = (positive.size if weights is None else float(weights.sum())) - n_pos
                 targets = np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
             else:
                 targets = positive.astype(np.float64)
             features = np.column_stack([odds_t[j], np.ones(odds_t.shape[1])])
-            slopes[j], intercepts[j] = fit_logistic(features, targets)
+            slopes[j], intercepts[j] = fit_logistic(features, targets, weights=weights)
         self.slopes_, self.intercepts_ = slopes, intercepts
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -170,6 +173,7 @@ class BetaCalibration(Recalibrator):
     method = "beta_calibration"
     display_name = "Beta calibration"
     works_on = "probs"
+    weighted_loss = True
     _fitted_attributes = ("a_", "b_", "c_", "midpoint_")
 
     def __init__(self, *, input: str = "probs") -> None:
@@ -180,7 +184,8 @@ class BetaCalibration(Recalibrator):
         p = x[:, classes]
         return log_probabilities(p), -log_probabilities(1.0 - p)
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
         classes = _target_classes(x.shape[1])
         log_p, log_not_p = self._features(x, classes)
         log_p, log_not_p = transposed(log_p), transposed(log_not_p)
@@ -188,17 +193,17 @@ class BetaCalibration(Recalibrator):
         a, b, c = np.zeros(len(classes)), np.zeros(len(classes)), np.zeros(len(classes))
         for j, k in enumerate(classes):
             targets = (labels == k).astype(np.float64)
-            a[j], b[j], c[j] = fit_logistic(np.column_stack([log_p[j], log_not_p[j], ones]), targets)
+            a[j], b[j], c[j] = fit_logistic(np.column_stack([log_p[j], log_not_p[j], ones]), targets, weights=weights)
             if a[j] < 0:
                 a[j] = 0.0
-                b[j], c[j] = fit_logistic(np.column_stack([log_not_p[j], ones]), targets)
+                b[j], c[j] = fit_logistic(np.column_stack([log_not_p[j], ones]), targets, weights=weights)
             elif b[j] < 0:
                 b[j] = 0.0
-                a[j], c[j] = fit_logistic(np.column_stack([log_p[j], ones]), targets)
+                a[j], c[j] = fit_logistic(np.column_stack([log_p[j], ones]), targets, weights=weights)
             if a[j] < 0 or b[j] < 0:
                 # Anti-monotone evidence: the only non-decreasing member left is a constant.
                 a[j] = b[j] = 0.0
-                c[j] = fit_logistic(ones[:, None], targets)[0]
+                c[j] = fit_logistic(ones[:, None], targets, weights=weights)[0]
         self.a_, self.b_, self.c_ = a, b, c
         self.midpoint_ = self._midpoint(a, b, c)
 
@@ -255,15 +260,18 @@ class IsotonicCalibration(Recalibrator):
     method = "isotonic_calibration"
     display_name = "Isotonic regression"
     works_on = "probs"
+    weighted_loss = True
     _fitted_attributes = ("knots_x_", "knots_y_")
 
     def __init__(self, *, input: str = "probs") -> None:
         self.input = input
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
         classes = _target_classes(x.shape[1])
         knots = column_results(x if len(classes) == x.shape[1] else x[:, classes],
-                               lambda j, column: isotonic_fit(column, (labels == classes[j]).astype(np.float64)))
+                               lambda j, column: isotonic_fit(column, (labels == classes[j]).astype(np.float64),
+                                                              weights))
         self.knots_x_ = [knots_x for knots_x, _ in knots]
         self.knots_y_ = [knots_y for _, knots_y in knots]
 

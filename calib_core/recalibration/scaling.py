@@ -110,13 +110,15 @@ class TemperatureScaling(Recalibrator):
     display_name = "Temperature scaling"
     works_on = "logits"
     preserves_accuracy = True
+    weighted_loss = True
     _fitted_attributes = ("temperature_",)
 
     def __init__(self, *, input: str = "logits") -> None:
         self.input = input
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
-        self.temperature_ = float(np.exp(fit_log_temperature(x, labels, loss="nll")))
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
+        self.temperature_ = float(np.exp(fit_log_temperature(x, labels, loss="nll", weights=weights)))
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         scaled = x / self.temperature_
@@ -161,6 +163,8 @@ class VectorScaling(Recalibrator):
     method = "vector_scaling"
     display_name = "Vector scaling"
     works_on = "logits"
+    weighted_loss = True
+    repeat_whole_weights = True
     _fitted_attributes = ("weights_", "bias_", "n_iter_", "converged_")
 
     def __init__(self, *, input: str = "logits", reg_mu: float = 0.0) -> None:
@@ -171,13 +175,15 @@ class VectorScaling(Recalibrator):
         super()._check_params()
         check_positive(self.reg_mu, "reg_mu", allow_zero=True)
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
         n_classes = x.shape[1]
         penalty = odir_penalty(n_classes, 0.0, float(self.reg_mu), full=False)
         # Starting from the temperature-scaling solution saves most iterations.
-        start = np.exp(-fit_log_temperature(x, labels))
+        start = np.exp(-fit_log_temperature(x, labels, weights=weights))
         self.weights_, self.bias_, self.n_iter_, self.converged_ = fit_linear_softmax(
-            x, labels, full=False, penalty=penalty, weights0=np.full(n_classes, start), bias0=np.zeros(n_classes))
+            x, labels, full=False, penalty=penalty, weights0=np.full(n_classes, start), bias0=np.zeros(n_classes),
+            sample_weight=weights)
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         logits = x * self.weights_
@@ -194,6 +200,8 @@ class _FullLinearScaling(Recalibrator):
     """
 
     max_default_classes = MAX_DEFAULT_CLASSES_FULL
+    weighted_loss = True
+    repeat_whole_weights = True
     _fitted_attributes = ("weights_", "bias_", "n_iter_", "converged_")
     regularization: str
     reg_lambda: float
@@ -208,7 +216,8 @@ class _FullLinearScaling(Recalibrator):
     def _scores(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         return x
 
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
+             weights: NDArray[np.float64] | None = None) -> None:
         n_classes = x.shape[1]
         if self.regularization == "odir":
             penalty = odir_penalty(n_classes, float(self.reg_lambda), float(self.reg_mu))
@@ -216,10 +225,10 @@ class _FullLinearScaling(Recalibrator):
             penalty = l2_penalty(n_classes, float(self.reg_lambda))
         scores = self._scores(x)
         # Starting from the temperature-scaling solution W = I / T saves most iterations.
-        start = np.exp(-fit_log_temperature(scores, labels))
+        start = np.exp(-fit_log_temperature(scores, labels, weights=weights))
         self.weights_, self.bias_, self.n_iter_, self.converged_ = fit_linear_softmax(
             scores, labels, full=True, penalty=penalty, weights0=np.eye(n_classes) * start,
-            bias0=np.zeros(n_classes), max_iter=_MAX_ITER_FULL)
+            bias0=np.zeros(n_classes), max_iter=_MAX_ITER_FULL, sample_weight=weights)
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         logits = self._scores(x) @ self.weights_.T

@@ -255,6 +255,15 @@ ESTIMATOR_CHECKS_SKIPPED = {
     "check_fit2d_1feature": "one column is one class; K >= 2 columns are required, and one column is " + _WORDING,
     "check_fit2d_predict1d": "1-D input is " + _WORDING,
     "check_requires_y_none": "fit(x, None) is " + _WORDING,
+    # fit(..., sample_weight=) (issue 28): these checks fit on their own data or call fit(X, y=...)
+    "check_sample_weights_pandas_series": _DATA,
+    "check_sample_weights_not_an_array": _DATA,
+    "check_sample_weights_shape": _DATA,
+    "check_sample_weights_not_overwritten": _DATA,
+    "check_sample_weight_equivalence_on_dense_data": "it calls fit(X, y=..., sample_weight=...), but the API contract "
+                                                     "names fit's arguments `x, labels`; the equivalence it checks "
+                                                     "(integer weights = repeated rows) is "
+                                                     "tests/recalibration/test_recalibration_weights.py's",
 }
 #: Only for the methods that keep the arg-max of x by construction (Recalibrator.preserves_accuracy).
 ONE_LABEL_SKIPPED = {"check_classifiers_one_label": "the method keeps the arg-max of `x` by construction, so after "

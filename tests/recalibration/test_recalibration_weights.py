@@ -1,0 +1,121 @@
+"""Every recalibrator's fit(..., sample_weight=): integer weights == repeated rows (issue 28).
+
+Iterates the method registry, so methods added later are covered too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calib_core.recalibration import all_recalibrators
+from calib_core.recalibration._base import Recalibrator
+from calib_core.validation import CalibrationInputError
+
+NAMES = list(all_recalibrators())
+#: Methods whose loss takes weights natively (any non-negative weights, not only whole numbers).
+NATIVE = {"temperature_scaling", "vector_scaling", "matrix_scaling", "dirichlet_calibration", "platt_scaling",
+          "beta_calibration", "isotonic_calibration", "histogram_binning"}
+#: Fitted by L-BFGS to its tolerance (ftol 1e-8): two fits of the same loss summed in another order end a few
+#: 1e-3 apart in probability; every other method is closed-form, Newton to 1e-10, or the same repeated rows.
+LBFGS = {"vector_scaling", "matrix_scaling", "dirichlet_calibration"}
+#: Not scale-free in the weights: Platt's smoothed targets (N+ + 1) / (N+ + 2) and the default bin count
+#: optimal_n_bins(N) count rows (the summed weight), as they do for repeated rows.
+COUNTS_ROWS = {"platt_scaling", "histogram_binning"}
+
+
+def _tolerance(name):
+    return 5e-3 if _method(name).method in LBFGS else 1e-6
+
+
+@pytest.mark.parametrize("name", [name for name, method in all_recalibrators().items() if method.method in LBFGS])
+def test_lbfgs_fits_whole_weights_exactly_as_repeated_rows(name):
+    """Whole-number weights fit the repeated rows themselves: the same map, not one a tolerance away."""
+    probs, labels, weights = _data(seed=4)
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = _method(name).fit(probs, labels, sample_weight=weights).predict_proba(probs)
+    repeated = _method(name).fit(probs[rows], labels[rows]).predict_proba(probs)
+    np.testing.assert_array_equal(weighted, repeated)
+
+
+def _data(n=120, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 2, (n, k))
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(probs ** 0.7 / (probs ** 0.7).sum(1, keepdims=True), 1)).sum(1)
+    labels = np.minimum(labels, k - 1)
+    labels[:k] = np.arange(k)
+    weights = rng.integers(1, 4, n).astype(float)
+    return probs, labels, weights
+
+
+#: The methods that existed when weights came (issue 28): each must take them. A method added later may refuse
+#: weights it cannot honour yet with a CalibrationInputError (the shared rule); its tests then skip, saying so.
+WEIGHTED_METHODS = NATIVE | {"ensemble_temperature_scaling", "accuracy_preserving_calibrated_map",
+                             "metric_optimized_temperature"}
+
+
+def _method(name):
+    return all_recalibrators(input="probs")[name]
+
+
+def _fit(name, probs, labels, **kwargs):
+    method = _method(name)
+    try:
+        return method.fit(probs, labels, **kwargs)
+    except CalibrationInputError as exc:
+        if "sample_weight" not in kwargs or method.method in WEIGHTED_METHODS or "whole numbers" in str(exc):
+            raise
+        pytest.skip(f"{name} refuses sample weights: {exc}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_integer_weights_fit_the_repeated_rows(name):
+    probs, labels, weights = _data()
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = _fit(name, probs, labels, sample_weight=weights).predict_proba(probs)
+    repeated = _method(name).fit(probs[rows], labels[rows]).predict_proba(probs)
+    np.testing.assert_allclose(weighted, repeated, atol=_tolerance(name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unit_weights_and_zero_weights(name):
+    probs, labels, weights = _data(seed=1)
+    plain = _method(name).fit(probs, labels).predict_proba(probs)
+    ones = _fit(name, probs, labels, sample_weight=np.ones(labels.size)).predict_proba(probs)
+    np.testing.assert_allclose(ones, plain, atol=1e-12)  # weights of 1: the unweighted loss bit for bit
+    weights[::5] = 0.0
+    kept = weights > 0
+    dropped = _method(name).fit(probs[kept], labels[kept], sample_weight=weights[kept]).predict_proba(probs)
+    zeros = _method(name).fit(probs, labels, sample_weight=weights).predict_proba(probs)
+    np.testing.assert_allclose(zeros, dropped, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fractional_weights_fitted_or_refused(name):
+    probs, labels, weights = _data(seed=2)
+    method = _method(name)
+    if method.method in NATIVE and method.method not in COUNTS_ROWS:
+        scaled = method.fit(probs, labels, sample_weight=weights * 0.25).predict_proba(probs)
+        whole = _method(name).fit(probs, labels, sample_weight=weights).predict_proba(probs)
+        np.testing.assert_allclose(scaled, whole, atol=_tolerance(name))  # a weighted mean loss: scale-free
+    elif method.method in NATIVE:
+        assert np.isfinite(method.fit(probs, labels, sample_weight=weights + 0.5).predict_proba(probs)).all()
+    else:
+        # a later method may refuse every weight in its own words (it then names the weights)
+        wording = "whole numbers" if method.method in WEIGHTED_METHODS else "weight"
+        with pytest.raises(CalibrationInputError, match=wording):
+            method.fit(probs, labels, sample_weight=weights + 0.5)
+
+
+def test_the_methods_of_issue_28_are_registered():
+    assert WEIGHTED_METHODS <= {m.method for m in all_recalibrators().values()}
+
+
+def test_every_registered_method_is_covered():
+    assert {cls.method for cls in Recalibrator._registry.values()} <= {m.method for m in all_recalibrators().values()}
+
+
+def test_bad_weights_refused_by_fit():
+    probs, labels, _ = _data()
+    with pytest.raises(CalibrationInputError, match="shape"):
+        _method(NAMES[0]).fit(probs, labels, sample_weight=np.ones(3))
