@@ -285,7 +285,8 @@ def test_a_huge_iterable_of_bin_counts_is_not_read_to_its_end():
 # --- validation once: the mark of checked, frozen arrays (issue 15) ---------------------------------------------
 
 from calib_core._accel import is_validated, mark_validated  # noqa: E402
-from calib_core.validation import _BLOCK_ELEMENTS, check_probs_by_block, check_probs_labels  # noqa: E402
+from calib_core.validation import check_probs_by_block, check_probs_labels  # noqa: E402
+from calib_core.validation.arrays import _BLOCK_ELEMENTS  # noqa: E402
 
 
 def _frozen(array):
