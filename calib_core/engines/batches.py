@@ -47,7 +47,7 @@ from calib_core.io.columns import group_text, split_mask, table_parts
 from calib_core.io.formats import ARRAY_FORMATS, TABLE_FORMATS, Table, format_of, plain_row_label, sniff_csv_file
 from calib_core.io.interpret import binary_class_names, holds_class_zero, interpret_scores, labels_to_indices, round_off
 from calib_core.io.limits import Decoded, parquet_over_limits
-from calib_core.io.predictions import load_predictions
+from calib_core.io.loading import load_predictions
 from calib_core.io.readers import check_duplicates
 from calib_core.validation import CalibrationInputError, check_choice, check_probs_columns, softmax
 

@@ -42,7 +42,7 @@ from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY
 from calib_core.engines.stats import CalibrationStats
 from calib_core.engines.streaming import STREAM_METRICS, StreamResult, _pad_binstats, _stack_binstats, stream_metrics
 from calib_core.engines.summary import _SUMMARY_FORMAT
-from calib_core.io.predictions import load_predictions
+from calib_core.io.loading import load_predictions
 from calib_core.metrics.binned import top_label
 from calib_core.metrics.reports import compute_metrics
 from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels

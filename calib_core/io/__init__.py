@@ -10,14 +10,16 @@ module             what lives there
 ``arrays``         which NPZ/NPY array is the label, the scores, the split, the group
 ``interpret``      labels to class indices, scores to probabilities or logits, fixes
 ``confidence``     confidence files (``question_id, confidence, correct``): names and values
-``predictions``    the ``Predictions`` object and ``load_predictions``
+``predictions``    the ``Predictions`` object
+``loading``        ``load_predictions``: a file or a table in memory to ``Predictions``
 ``systems``        several systems on the same items: ``load_confidence_models``, rows matched by id
 ``demos``          the bundled demo files in ``data/demo``
 ``export``         CSV export safe against formula injection
 =================  ==============================================================
 """
 from calib_core.io.confidence import SeveralModelsError
-from calib_core.io.predictions import Predictions, load_predictions
+from calib_core.io.loading import load_predictions
+from calib_core.io.predictions import Predictions
 from calib_core.io.systems import load_confidence_models
 from calib_core.io.demos import demo_datasets, load_demo
 from calib_core.io.export import csv_bytes, escape_csv_cell, escape_csv_frame

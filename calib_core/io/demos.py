@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calib_core.io.predictions import Predictions, load_predictions
+from calib_core.io.loading import load_predictions
+from calib_core.io.predictions import Predictions
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["demo_datasets", "load_demo", "DEMO_GROUP_COLUMNS"]

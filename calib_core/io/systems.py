@@ -13,7 +13,8 @@ import pandas as pd
 
 from calib_core.io.confidence import ID_NAMES, SeveralModelsError
 from calib_core.io.formats import Source
-from calib_core.io.predictions import Predictions, load_predictions
+from calib_core.io.loading import load_predictions
+from calib_core.io.predictions import Predictions
 from calib_core.validation import CalibrationInputError
 
 __all__ = ["load_confidence_models", "match_by_id"]

@@ -29,16 +29,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core._accel import remembered
-from calib_core.metrics import binned, confidence, decomposition, kde, kernel, scores, selective, smooth
+from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
 from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
 from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
+from calib_core.metrics.confidence_entries import CONFIDENCE_METRICS, SELECTIVE_METRICS
 from calib_core.metrics.resampling import Resampling
+from calib_core.metrics.spec import INTERVAL_METHODS, MetricSpec
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
                                    check_probs_labels, check_sample_weight, correct_rows, repeat_rows)
 
@@ -66,120 +68,6 @@ LOESS_MAX_BOOT = 30
 CLASSWISE_BOOT_CELLS = 2_000_000_000
 #: The cap never goes below this many resamples.
 CLASSWISE_MIN_BOOT = 30
-
-#: How an interval can be made (:attr:`MetricSpec.interval`).
-INTERVAL_METHODS = {
-    "percentile": "percentile bootstrap",
-    "bootstrap_se": "normal, bootstrap standard error",
-    "variance": "normal, variance formula",
-    "none": "none",
-}
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A scalar metric of ``(probs, labels)``.
-
-    Attributes
-    ----------
-    key : str
-        Identifier used in tables, JSON and the CLI.
-    label : str
-        Display name without settings (:func:`metric_name` adds them).
-    compute : callable
-        ``compute(probs, labels, n_bins, binning) -> float`` at the default settings.
-    summary, pitfalls : str
-        What it measures and how it misleads, in one or two sentences each.
-    uses_bins, uses_binning : bool
-        Whether the bin count / the binning scheme changes the value.
-    quadratic : bool
-        Cost grows as N^2 (the app then offers a subsample).
-    slow : bool
-        One evaluation fits a smoother per class (the loess summaries, tens
-        of milliseconds on a few thousand rows): resampling studies leave it
-        out by default.
-    per_class_fit : bool
-        One evaluation fits a model per class for K > 2 (one-vs-rest: the
-        Cox regressions and the loess summaries): :func:`metric_report`
-        leaves it out when rows x fits exceeds ``max_fit_cells``.
-    calibration_error : bool
-        False for accuracy and the proper scores (not calibration errors).
-    signed : bool
-        The value can be negative: an unbiased estimate of a non-negative
-        quantity (SKCE), or a signed summary (Cox's slope, intercept and
-        calibration-in-the-large); shown raw, never clipped.
-    ideal : float or None
-        The value of a perfectly calibrated model: 0 for the calibration
-        errors, 1 for Cox's slope; None for quantities without one
-        (accuracy, the proper scores). The invariant tests measure
-        miscalibration as ``|value - ideal|``.
-    always_defined : bool
-        False when the estimate may not exist on valid input (Cox's
-        maximum-likelihood fit under separation or a constant outcome):
-        ``compute`` then raises :class:`CalibrationInputError` saying why,
-        and :func:`metric_report` reports it as not available.
-    probability_scale : bool
-        The value is a gap between probabilities, on ECE's [0, 1] scale
-        (False for squared errors and divergences, which charts keep apart).
-    interval : {"percentile", "bootstrap_se", "variance", "none"}
-        How :func:`metric_interval` makes its interval (see there).
-    no_interval : str
-        With ``interval="none"``: why there is none (shown in the note).
-    max_boot : int or None
-        Bootstrap resamples are capped at this many (costly metrics, e.g.
-        :data:`LOESS_MAX_BOOT` for the loess summaries); None: no cap.
-    resampling : Resampling
-        How a bootstrap resamples the metric, with its settings
-        (:mod:`calib_core.metrics.resampling`): binned per-bin sums, a mean of
-        per-row values, a function of the top label, each materialised
-        resample, a variance formula (``interval="variance"``), or none.
-    kind : {"classes", "confidence"}
-        The models it is for: a K-class matrix, or a confidence model stored as
-        ``[1 - c, c]``, labels = correct (:mod:`calib_core.metrics.confidence`).
-    public : callable or None
-        The public function that is this metric at its default settings
-        (``bootstrap_ci(cc.ece, ...)`` then resamples it as declared).
-    bandwidth : float, "median", "auto" or None
-        Default kernel bandwidth: a number; ``"median"`` for the median
-        heuristic (:func:`skce_bandwidth`); ``"auto"`` for smECE's fixed
-        point; None for metrics without a kernel.
-    fixed_binning : {"uniform", "adaptive"} or None
-        The binning of a binned metric whose binning cannot be chosen.
-    with_bandwidth : callable or None
-        ``with_bandwidth(probs, labels, bandwidth) -> float`` for kernel
-        metrics, ``bandwidth=None`` meaning the default.
-    """
-
-    key: str
-    label: str
-    compute: Callable[[np.ndarray, np.ndarray, int, str], float]
-    summary: str
-    pitfalls: str
-    uses_bins: bool = True
-    uses_binning: bool = False
-    quadratic: bool = False
-    slow: bool = False
-    per_class_fit: bool = False
-    calibration_error: bool = True
-    signed: bool = False
-    probability_scale: bool = True
-    interval: str = "bootstrap_se"
-    bandwidth: float | str | None = None
-    fixed_binning: str | None = None
-    with_bandwidth: Callable[[np.ndarray, np.ndarray, float | None], float] | None = field(default=None, repr=False)
-    ideal: float | None = 0.0
-    always_defined: bool = True
-    no_interval: str = ""
-    max_boot: int | None = None
-    resampling: Resampling | None = None
-    public: Callable | None = field(default=None, repr=False)
-    kind: str = "classes"
-
-    @property
-    def variance(self) -> Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None:
-        """The variance formula of ``interval="variance"`` (:attr:`Resampling.variance`)."""
-        return None if self.resampling is None else self.resampling.variance
-
 
 # ----------------------------------------------------------------------------- kernel defaults
 
@@ -472,113 +360,10 @@ METRICS: list[MetricSpec] = [
 ]
 
 
-# ----------------------------------------------------------------------------- selective prediction (issue 26)
+# ----------------------------------------------------------------------------- issue 26's entries
 
-def _of_top_label(statistic: Callable[[NDArray, NDArray], float]) -> Callable[[np.ndarray, np.ndarray, int, str], float]:
-    """``compute(probs, labels, n_bins, binning)`` of a confidence-file statistic, on the top label of a K-class
-    model (confidence = max probability, correct = arg-max == label)."""
-    return lambda p, y, b, s: statistic(*binned.top_label(*check_probs_labels(p, y)))
+METRICS += [*SELECTIVE_METRICS, *CONFIDENCE_METRICS]
 
-
-def _selective(key: str, label: str, statistic: Callable[[NDArray, NDArray], float], summary: str, pitfalls: str,
-               **flags) -> MetricSpec:
-    """A ranking metric of the top label (:mod:`calib_core.metrics.selective`): no bins, no ideal value, a
-    bootstrap standard error from the resampled confidences and correctness."""
-    return MetricSpec(key, label, _of_top_label(statistic), summary, pitfalls, uses_bins=False,
-                      calibration_error=False, probability_scale=False, ideal=None,
-                      resampling=Resampling("top_label", statistic=statistic, sorts=True), **flags)
-
-
-_TIES = "tied confidences enter together (the expected value over their order)"
-
-METRICS += [
-    _selective("auroc_correct", "AUROC of confidence (top label)", selective.auroc_correct,
-               "Area under the ROC curve of the top-label confidence as a score for being right: the chance that "
-               "a random right answer has a higher confidence than a random wrong one (ties count one half); 0.5 "
-               "is chance, 1 a perfect ranking.",
-               "Measures ranking, not calibration: any increasing transform of the confidence keeps it; does not "
-               "exist when every answer is right or every one is wrong.", always_defined=False),
-    _selective("aurc", "AURC (top label)", selective.aurc,
-               "Area under the risk-coverage curve (Geifman & El-Yaniv 2017): the error rate among the k most "
-               f"confident answers, averaged over k = 1..N; lower is better; {_TIES}.",
-               "Mixes the ranking with the accuracy (a more accurate model has a lower AURC with the same "
-               "ranking): compare models of different accuracy by E-AURC or AUGRC."),
-    _selective("eaurc", "E-AURC (top label)", selective.eaurc,
-               "Excess AURC (Geifman et al. 2019): AURC minus the AURC of the ideal order (every right answer "
-               f"above every wrong one); 0 is a perfect ranking; {_TIES}.",
-               "Still depends on the accuracy, less than AURC; the bootstrap interval describes the noise of the "
-               "estimate, not its bias."),
-    _selective("augrc", "AUGRC (top label)", selective.augrc,
-               "Area under the generalized risk-coverage curve (Traub et al. 2024): the share of all answers "
-               f"that are both kept and wrong, averaged over coverages k/N; lower is better; {_TIES}.",
-               "About half the error rate for a random ranking, so it also mixes ranking and accuracy; it weighs "
-               "an error kept at low coverage no more than one kept at high coverage, unlike AURC."),
-]
-
-
-# ----------------------------------------------------------------------------- confidence models (issue 26)
-# Entries of a confidence model (probs = [1 - c, c], labels = correct); settings fixed in the key (headline: 10 bins).
-_on_pair, _pair_rows, _term = confidence.on_pair, confidence.pair_rows, confidence.decomposition_term
-_ROWS = Resampling("rows")
-_TERM_NOTE = "A term of the Brier score's decomposition; read it with the other two."
-_BINNED_NOTE = _TERM_NOTE + " Binned: the terms miss the within-bin part of the Brier score."
-
-
-def _confidence(key, label, compute, summary, pitfalls, **options) -> MetricSpec:
-    return MetricSpec(key, label, compute, summary, pitfalls, uses_bins=False, kind="confidence", **options)
-
-
-METRICS += [
-    _confidence("conf_accuracy", "Accuracy (share of answers right)", _on_pair(lambda c, y: float(np.mean(y))),
-                "The system's accuracy: the share of items whose answer was right.",
-                "Says nothing about calibration; shown for context.", calibration_error=False, interval="percentile",
-                ideal=None, resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: y))),
-    *(_confidence(key, label, _on_pair(confidence.confidence_ece, n_bins=n_bins, binning=binning),
-                  "ECE of the stated confidence against correctness: count-weighted mean gap between mean confidence "
-                  "and accuracy per bin." + (" The convention of the LLM calibration papers: 10 equal-width bins "
-                                             "(lo, hi]." if key == "conf_ece" else ""),
-                  "Depends on the bins and is biased upwards for small N; verbalised confidences in steps of 5 or 10 "
-                  "% pile up on bin edges (ties share a bin).", resampling=_ROWS)
-      for key, label, n_bins, binning in (("conf_ece", "ECE, 10 equal-width bins (headline)", 10, "uniform"),
-                                          ("conf_ece_15", "ECE, 15 equal-width bins", 15, "uniform"),
-                                          ("conf_ece_mass_10", "ECE, 10 equal-mass bins", 10, "adaptive"),
-                                          ("conf_ece_mass_15", "ECE, 15 equal-mass bins", 15, "adaptive"))),
-    _confidence("conf_smooth_ece", "smECE (confidence vs correct)", _on_pair(confidence.confidence_smooth_ece),
-                "Smooth ECE (Blasiok & Nakkiran 2023) of the stated confidence against correctness, without bins.",
-                "Smoothing can hide narrow regions of miscalibration; the automatic width is coarse for small N.",
-                resampling=_ROWS),
-    _confidence("conf_overconfidence", "Overconfidence (mean confidence - accuracy)", _on_pair(confidence.overconfidence),
-                "Mean stated confidence minus accuracy: above 0 the system claims more than it delivers.",
-                "Over- and underconfident items cancel: 0 does not mean calibrated (see the ECE).", signed=True,
-                interval="percentile", resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: c - y))),
-    _confidence("conf_brier", "Brier score (confidence vs correct)", _on_pair(confidence.confidence_brier),
-                "Mean squared difference between stated confidence and correctness (0 to 1; proper score).",
-                "Mixes calibration and discrimination; see its decomposition.", calibration_error=False,
-                probability_scale=False, interval="percentile", ideal=None,
-                resampling=Resampling("row_mean", per_row=_pair_rows(lambda c, y: (c - y) ** 2))),
-    _confidence("conf_corp_mcb", "Brier reliability (CORP, isotonic)", _on_pair(_term("corp", "reliability")),
-                "Miscalibration of the CORP decomposition (Dimitriadis, Gneiting & Jordan 2021): Brier score minus "
-                "that of the PAV-recalibrated confidence.", _TERM_NOTE, probability_scale=False, resampling=_ROWS),
-    _confidence("conf_corp_dsc", "Brier resolution (CORP, isotonic)", _on_pair(_term("corp", "resolution")),
-                "Discrimination of the CORP decomposition: the base rate's Brier score minus that of the "
-                "PAV-recalibrated confidence (larger is better).", _TERM_NOTE, calibration_error=False,
-                probability_scale=False, ideal=None, resampling=_ROWS),
-    _confidence("conf_brier_reliability", "Brier reliability (binned, 10 bins)",
-                _on_pair(_term("binned", "reliability")),
-                "Murphy's reliability over 10 equal-width bins: sum_b (n_b/N)(mean confidence - accuracy)^2.",
-                _BINNED_NOTE, probability_scale=False, resampling=_ROWS),
-    _confidence("conf_brier_resolution", "Brier resolution (binned, 10 bins)", _on_pair(_term("binned", "resolution")),
-                "Murphy's resolution over 10 equal-width bins: sum_b (n_b/N)(accuracy_b - accuracy)^2.",
-                _BINNED_NOTE, calibration_error=False, probability_scale=False, ideal=None, resampling=_ROWS),
-    _confidence("conf_brier_uncertainty", "Brier uncertainty", _on_pair(_term("corp", "uncertainty")),
-                "accuracy x (1 - accuracy): the Brier score of always stating the accuracy (both decompositions).",
-                _TERM_NOTE, calibration_error=False, probability_scale=False, ideal=None, resampling=_ROWS),
-    _confidence("conf_nll", "NLL (confidence vs correct)", _on_pair(confidence.confidence_nll),
-                "Mean negative log-likelihood of the outcomes under the stated confidence (proper score).",
-                "Unbounded: a confident wrong answer at confidence 1 costs 27.6 (clipped at 1e-12).",
-                calibration_error=False, probability_scale=False, interval="percentile", ideal=None,
-                resampling=Resampling("row_mean", per_row=_pair_rows(confidence.nll_rows))),
-]
 
 # ----------------------------------------------------------------------------- sample weights
 

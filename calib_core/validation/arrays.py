@@ -41,6 +41,8 @@ class CalibrationInputError(ValueError):
     label range, ...) and shows an example of the offending value.
     """
 
+    __module__ = "calib_core.validation"  # where users import it from (it was defined there before the split)
+
 
 def _as_float_matrix(probs: ArrayLike, name: str, keep_float32: bool = False) -> NDArray[np.float64]:
     """``probs`` as a C-contiguous float64 matrix after the shape and type checks (float32 kept when asked)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 import calib_core as cc
-from calib_core.io.predictions import Predictions, load_predictions
+from calib_core.io.loading import load_predictions
+from calib_core.io.predictions import Predictions
 from calib_core.validation import CalibrationInputError
 
 CSV = b"label,p_0,p_1,weight,w\n0,0.8,0.2,70.5,1\n1,0.3,0.7,82.0,3\n1,0.6,0.4,64.0,0\n"

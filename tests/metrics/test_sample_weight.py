@@ -37,6 +37,12 @@ def _data(n=48, k=3, seed=0):
     return probs, labels, weights
 
 
+def _data_for(key, **options):
+    """:func:`_data` in the shape the metric reads: a confidence model's entries (``kind="confidence"``) read
+    ``[1 - c, c]`` with labels = correct, i.e. two columns."""
+    return _data(k=2, **options) if cc.get_metric(key).kind == "confidence" else _data(**options)
+
+
 def _values(result):
     if isinstance(result, dict):
         return np.array([np.nan if v is None else v for v in result.values()], dtype=float)
@@ -52,7 +58,7 @@ def _close(a, b):
 
 @pytest.mark.parametrize("key", KEYS)
 def test_integer_weights_equal_repeated_rows(key):
-    probs, labels, weights = _data()
+    probs, labels, weights = _data_for(key)
     rows = np.repeat(np.arange(labels.size), weights.astype(int))
     _close(metric_value(key, probs, labels, sample_weight=weights), metric_value(key, probs[rows], labels[rows]))
 
@@ -63,7 +69,7 @@ def test_integer_weights_equal_repeated_rows_both_binnings(key, binning):
     spec = cc.get_metric(key)
     if not spec.uses_binning:
         pytest.skip("the binning does not change this metric")
-    probs, labels, weights = _data(seed=3)
+    probs, labels, weights = _data_for(key, seed=3)
     rows = np.repeat(np.arange(labels.size), weights.astype(int))
     _close(metric_value(key, probs, labels, n_bins=7, binning=binning, sample_weight=weights),
            metric_value(key, probs[rows], labels[rows], n_bins=7, binning=binning))
@@ -71,13 +77,13 @@ def test_integer_weights_equal_repeated_rows_both_binnings(key, binning):
 
 @pytest.mark.parametrize("key", KEYS)
 def test_unit_weights_equal_no_weights(key):
-    probs, labels, _ = _data()
+    probs, labels, _ = _data_for(key)
     _close(metric_value(key, probs, labels, sample_weight=np.ones(labels.size)), metric_value(key, probs, labels))
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_zero_weights_drop_rows(key):
-    probs, labels, weights = _data()
+    probs, labels, weights = _data_for(key)
     weights[3:40:4] = 0.0
     kept = weights > 0
     _close(metric_value(key, probs, labels, sample_weight=weights),
@@ -88,7 +94,7 @@ def test_zero_weights_drop_rows(key):
 def test_non_integer_weights_weighted_or_refused(key):
     """A metric of WEIGHTED takes any weights (scaling them changes nothing, except the equal-mass ranges of
     ACE and TACE, whose whole-number split follows np.array_split); any other refuses fractions."""
-    probs, labels, weights = _data()
+    probs, labels, weights = _data_for(key)
     if key in WEIGHTED and cc.get_metric(key).fixed_binning == "adaptive":
         assert np.isfinite(metric_value(key, probs, labels, sample_weight=weights * 0.37))
     elif key in WEIGHTED:
