@@ -43,6 +43,9 @@ __all__ = [
     "check_fraction",
     "check_logits",
     "check_real",
+    "check_sample_weight",
+    "integer_weights",
+    "repeat_rows",
     "row_blocks",
     "softmax",
     "softmax_unchecked",
@@ -735,3 +738,90 @@ def named_rng(seed: int | np.random.Generator | None, name: str) -> np.random.Ge
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
         raise CalibrationInputError(f"`seed` must be a non-negative integer, a numpy Generator or None, got {seed!r}.")
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(name.encode()),)))
+
+
+# ----------------------------------------------------------------------------- sample weights
+
+#: :func:`repeat_rows` refuses to build more rows than this (the repeated data of a metric that has no
+#: weighted formula; see ``docs/weights.md``).
+MAX_REPEATED_ROWS = 5_000_000
+
+
+def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
+                        name: str = "sample_weight") -> NDArray[np.float64] | None:
+    """Check per-row weights: None, or an array of shape ``(n_rows,)`` of finite values ``>= 0`` with a positive sum.
+
+    A weight is a frequency: integer weights give exactly the value of the
+    data with each row repeated that many times (``docs/weights.md``); a
+    weight of 0 drops the row.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64, or None
+        None when no weights are given (every function then computes exactly
+        what it computed without the argument).
+
+    Raises
+    ------
+    CalibrationInputError
+        Wrong shape, a non-numeric, non-finite or negative weight, or weights
+        summing to 0.
+
+    Examples
+    --------
+    >>> check_sample_weight([1, 2, 0], 3).tolist()
+    [1.0, 2.0, 0.0]
+    """
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(f"`{name}` must be an array of numbers, got {sample_weight!r:.80}.") from exc
+    if weights.shape != (n_rows,):
+        raise CalibrationInputError(
+            f"`{name}` must have shape ({n_rows},), one weight per row, got shape {weights.shape}.")
+    bad = ~np.isfinite(weights)
+    if bad.any():
+        row = _first_bad_row(bad)
+        raise CalibrationInputError(f"`{name}` must be finite; row {row} is {weights[row]}.")
+    negative = weights < 0
+    if negative.any():
+        row = _first_bad_row(negative)
+        raise CalibrationInputError(f"`{name}` must be >= 0; row {row} is {weights[row]}.")
+    if not weights.sum() > 0:
+        raise CalibrationInputError(f"`{name}` sums to 0: at least one row needs a positive weight.")
+    return weights
+
+
+def integer_weights(weights: NDArray[np.float64]) -> bool:
+    """Whether every (checked) weight is a whole number, i.e. a count of repeated rows."""
+    return bool(np.all(weights == np.round(weights)))
+
+
+def repeat_rows(weights: NDArray[np.float64], *arrays: NDArray, metric: str) -> tuple[NDArray, ...]:
+    """The data with row ``i`` repeated ``weights[i]`` times, for a metric whose value is defined on rows only.
+
+    Used by the metrics that have no weighted formula of their own (their
+    value depends on the rows jointly, e.g. a leave-one-out kernel estimate or
+    a fitted smoother): integer weights are then *defined* as repetition, which
+    is exactly what the contract asks; other weights have no such meaning
+    there and are refused.
+
+    Raises
+    ------
+    CalibrationInputError
+        Non-integer weights, or more than :data:`MAX_REPEATED_ROWS` repeated rows.
+    """
+    if not integer_weights(weights):
+        raise CalibrationInputError(
+            f"`sample_weight` of {metric} must be whole numbers (how many times each row counts): {metric} has "
+            f"no weighted formula, so weights are applied by repeating rows; got "
+            f"{weights[weights != np.round(weights)][0]!r}.")
+    total = float(weights.sum())
+    if total > MAX_REPEATED_ROWS:
+        raise CalibrationInputError(
+            f"`sample_weight` of {metric} sums to {total:,.0f}: {metric} applies weights by repeating rows, "
+            f"at most {MAX_REPEATED_ROWS:,} rows.")
+    counts = weights.astype(np.intp)
+    return tuple(np.repeat(array, counts, axis=0) for array in arrays)

@@ -366,27 +366,37 @@ def l2_penalty(n_classes: int, reg_lambda: float) -> QuadraticPenalty:
 
 
 def _softmax_nll_and_residual(logits: NDArray[np.float64], labels: NDArray[np.intp],
-                              n_total: int) -> tuple[float, NDArray[np.float64]]:
-    """Summed NLL of softmax(logits) over these rows and ``(softmax - onehot) / n_total`` (overwrites ``logits``)."""
+                              n_total: float, weights: NDArray[np.float64] | None = None
+                              ) -> tuple[float, NDArray[np.float64]]:
+    """Summed NLL of softmax(logits) over these rows and ``(softmax - onehot) / n_total`` (overwrites ``logits``).
+
+    With row ``weights`` both are weighted (``n_total`` is then their total).
+    """
     rows = np.arange(logits.shape[0])
     logits -= logits.max(axis=1, keepdims=True)
     true_logit = logits[rows, labels]
     np.exp(logits, out=logits)
     totals = logits.sum(axis=1)
-    value = float(np.sum(np.log(totals) - true_logit))
+    losses = np.log(totals) - true_logit
+    value = float(np.sum(losses) if weights is None else np.dot(weights, losses))
     logits /= totals[:, None]
     logits[rows, labels] -= 1.0
-    logits /= n_total
+    if weights is None:
+        logits /= n_total
+    else:
+        logits *= (weights / n_total)[:, None]
     return value, logits
 
 
 def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full: bool,
                        penalty: QuadraticPenalty, weights0: NDArray[np.float64], bias0: NDArray[np.float64],
-                       max_iter: int = 500) -> tuple[NDArray[np.float64], NDArray[np.float64], int, bool]:
+                       max_iter: int = 500, sample_weight: NDArray[np.float64] | None = None
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64], int, bool]:
     """Minimise ``NLL(softmax(x W^T + b)) + penalty(W, b)`` with L-BFGS-B and analytic gradients.
 
     ``full=False`` fits a diagonal ``W`` given as a vector (vector scaling);
-    ``full=True`` a full ``(K, K)`` matrix.
+    ``full=True`` a full ``(K, K)`` matrix. ``sample_weight`` (checked,
+    ``(N,)``) makes the NLL the weighted mean ``sum_i w_i NLL_i / sum_i w_i``.
 
     Returns
     -------
@@ -453,12 +463,15 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
         probs0 += bias0
         softmax_unchecked(probs0, out=probs0)
         probs0 *= 1.0 - probs0
+        if sample_weight is not None:
+            probs0 *= sample_weight[start:stop, None]
         return (probs0.T @ (block**2) if full else np.einsum("ij,ij->j", probs0, block**2)), probs0.sum(axis=0)
 
     # Jacobi preconditioner: diagonal curvature at the starting point.
     curvature_w, curvature_b = block_sums(n_rows, n_classes + 1, curvature_terms, work_columns=n_classes)
-    curvature_w /= n_rows
-    curvature_b /= n_rows
+    total = float(n_rows if sample_weight is None else sample_weight.sum())
+    curvature_w /= total
+    curvature_b /= total
     curvature = np.concatenate([(curvature_w + penalty_curvature_w).ravel(), curvature_b + 2.0 * penalty.coef_b])
     floor = 1e-6 * float(curvature.max()) if curvature.max() > 0 else 1.0
     scale = 1.0 / np.sqrt(np.maximum(curvature, floor))  # theta = scale * phi
@@ -472,12 +485,13 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
             block = features[start:stop]
             np.matmul(block, params.T, out=logits) if full else np.multiply(block, params, out=logits)
             logits += bias
-            part, residual = _softmax_nll_and_residual(logits, labels[start:stop], n_rows)
+            part, residual = _softmax_nll_and_residual(
+                logits, labels[start:stop], total, None if sample_weight is None else sample_weight[start:stop])
             return (part, residual.T @ block if full else np.einsum("ij,ij->j", residual, block),
                     residual.sum(axis=0))
 
         value, grad_params, grad_b = block_sums(n_rows, n_classes + 1, terms, work_columns=n_classes)
-        value /= n_rows
+        value /= total
         extra, pen_w, pen_b = penalty(to_weights(params), bias)
         if extra:
             grad_params = grad_params + weights_grad_to_params(pen_w)
