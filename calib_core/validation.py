@@ -46,6 +46,7 @@ __all__ = [
     "check_sample_weight",
     "integer_weights",
     "repeat_rows",
+    "repeated_probs_labels",
     "row_blocks",
     "softmax",
     "softmax_unchecked",
@@ -817,7 +818,7 @@ def repeat_rows(weights: NDArray[np.float64], *arrays: NDArray, metric: str) -> 
         raise CalibrationInputError(
             f"`sample_weight` of {metric} must be whole numbers (how many times each row counts): {metric} has "
             f"no weighted formula, so weights are applied by repeating rows; got "
-            f"{weights[weights != np.round(weights)][0]!r}.")
+            f"{float(weights[weights != np.round(weights)][0])!r}.")
     total = float(weights.sum())
     if total > MAX_REPEATED_ROWS:
         raise CalibrationInputError(
@@ -825,3 +826,17 @@ def repeat_rows(weights: NDArray[np.float64], *arrays: NDArray, metric: str) -> 
             f"at most {MAX_REPEATED_ROWS:,} rows.")
     counts = weights.astype(np.intp)
     return tuple(np.repeat(array, counts, axis=0) for array in arrays)
+
+
+def repeated_probs_labels(probs: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None, *,
+                          metric: str) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """:func:`check_probs_labels`, then, with weights, the rows repeated ``sample_weight`` times (:func:`repeat_rows`).
+
+    The opening line of a metric whose weighted value is defined as the value
+    of the repeated rows (``docs/weights.md``).
+    """
+    probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is None:
+        return probs, labels
+    return repeat_rows(weights, probs, labels, metric=metric)

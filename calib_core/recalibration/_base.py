@@ -31,6 +31,8 @@ from calib_core.validation import (
     check_logits,
     check_probs,
     check_probs_labels,
+    check_sample_weight,
+    repeat_rows,
     row_argmax,
     softmax_unchecked,
 )
@@ -179,6 +181,9 @@ class Recalibrator(abc.ABC):
     max_default_classes: ClassVar[int | None] = None
     #: Names of the fitted attributes (all ending in ``_``) that define predictions.
     _fitted_attributes: ClassVar[tuple[str, ...]] = ()
+    #: True when ``_fit(x, labels, weights)`` minimises a weighted loss (any non-negative weights); False: weights
+    #: are whole numbers of repeated rows (:meth:`_fit_weighted`).
+    weighted_loss: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type[Recalibrator]]] = {}
 
     input: str
@@ -270,7 +275,7 @@ class Recalibrator(abc.ABC):
         return matrix, checked
 
     # -- public API ---------------------------------------------------------
-    def fit(self, x: ArrayLike, labels: ArrayLike) -> Recalibrator:
+    def fit(self, x: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> Recalibrator:
         """Fit the recalibration map on ``(x, labels)``.
 
         Parameters
@@ -279,6 +284,13 @@ class Recalibrator(abc.ABC):
             Logits or probabilities, as declared by ``input``.
         labels : array_like of shape (N,)
             Integer classes in ``0..K-1``.
+        sample_weight : array_like of shape (N,), optional
+            Non-negative row weights: integer weights fit the map of the rows
+            repeated that many times (to the optimiser's tolerance); rows of
+            weight 0 are left out. A method with a weighted loss
+            (:meth:`_fit_weighted` overridden: weighted NLL, weighted least
+            squares, weighted bin means) takes any weights; any other method
+            is fitted on the repeated rows and refuses non-integer weights.
 
         Returns
         -------
@@ -287,16 +299,31 @@ class Recalibrator(abc.ABC):
         Raises
         ------
         CalibrationInputError
-            Invalid ``x``, ``labels`` or hyper-parameters.
+            Invalid ``x``, ``labels``, weights or hyper-parameters.
         """
         self._check_params()
         if labels is None:
             raise CalibrationInputError(
                 "`labels` is None: fitting a recalibration map needs the true class of every row.")
         matrix, checked = self._read(x, labels)
-        self._fit(matrix, checked)
+        weights = check_sample_weight(sample_weight, checked.shape[0])
+        if weights is None:
+            self._fit(matrix, checked)
+        else:
+            keep = weights > 0
+            self._fit_weighted(matrix[keep], checked[keep], weights[keep])
         self.n_classes_ = int(matrix.shape[1])
         return self
+
+    def _fit_weighted(self, matrix: NDArray[np.float64], labels: NDArray[np.intp],
+                      weights: NDArray[np.float64]) -> None:
+        """``_fit`` with positive row weights: ``_fit(matrix, labels, weights)`` for a method with a weighted loss
+        (:attr:`weighted_loss`), else ``_fit`` of the rows repeated ``weights`` times (whole numbers only)."""
+        if self.weighted_loss:
+            self._fit(matrix, labels, weights)
+            return
+        matrix, labels = repeat_rows(weights, matrix, labels, metric=f"{type(self).__name__}.fit")
+        self._fit(matrix, labels)
 
     def predict_proba(self, x: ArrayLike) -> NDArray[np.float64]:
         """Recalibrated probabilities.
@@ -343,9 +370,10 @@ class Recalibrator(abc.ABC):
         """
         return row_argmax(self.predict_proba(x))
 
-    def fit_predict_proba(self, x: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
-        """``fit(x, labels).predict_proba(x)`` (in-sample: optimistic by construction)."""
-        return self.fit(x, labels).predict_proba(x)
+    def fit_predict_proba(self, x: ArrayLike, labels: ArrayLike, *,
+                          sample_weight: ArrayLike | None = None) -> NDArray[np.float64]:
+        """``fit(x, labels, sample_weight=...).predict_proba(x)`` (in-sample: optimistic by construction)."""
+        return self.fit(x, labels, sample_weight=sample_weight).predict_proba(x)
 
     @property
     def is_fitted(self) -> bool:

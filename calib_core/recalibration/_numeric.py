@@ -233,9 +233,18 @@ def block_sums(n_rows: int, n_columns: int, terms: Callable[..., Sequence], *, n
 class _TemperatureLoss:
     """Loss of ``softmax(z / T)`` and its derivatives in ``u = log T``, summed over row blocks (:func:`block_sums`)."""
 
-    def __init__(self, scores: NDArray[np.float64], labels: NDArray[np.intp], loss: str) -> None:
-        self.scores, self.labels, self.loss = scores, labels, loss
+    def __init__(self, scores: NDArray[np.float64], labels: NDArray[np.intp], loss: str,
+                 weights: NDArray[np.float64] | None = None) -> None:
+        self.scores, self.labels, self.loss, self.weights = scores, labels, loss, weights
         self.true_scores = scores[np.arange(scores.shape[0]), labels]
+        # the weighted loss is the mean over the rows repeated `weights` times: sums of weighted row terms / W
+        self.total = float(scores.shape[0]) if weights is None else float(weights.sum())
+
+    def _sum(self, row_terms: NDArray[np.float64], start: int, stop: int) -> float:
+        """The block's sum of per-row terms, each weighted by its row's weight (if any)."""
+        if self.weights is None:
+            return float(np.sum(row_terms))
+        return float(np.sum(self.weights[start:stop] * row_terms))
 
     def _terms(self, start: int, stop: int, probs: NDArray[np.float64], scaled: NDArray[np.float64], beta: float,
                hessian: bool) -> tuple[float, float, float]:
@@ -253,21 +262,28 @@ class _TemperatureLoss:
         true_s = beta * self.true_scores[start:stop]
         if self.loss == "nll":
             # NLL_i = log sum exp(s_i) - s_iy;  d/du = s_y - E_p[s];  d2/du2 = Var_p(s) + E_p[s] - s_y
-            value = float(np.sum(np.log(totals) + row_max - true_s))
-            grad = float(np.sum(true_s - mean_s))
+            value = self._sum(np.log(totals) + row_max - true_s, start, stop)
+            grad = self._sum(true_s - mean_s, start, stop)
             second = 0.0
             if hessian:
                 weighted = np.multiply(probs, scores, out=scaled)
                 mean_s2 = beta**2 * np.einsum("ij,ij->i", weighted, scores)
-                second = float(np.sum(mean_s2 - mean_s**2 + mean_s - true_s))
+                second = self._sum(mean_s2 - mean_s**2 + mean_s - true_s, start, stop)
             return value, grad, second
         # sum over N*K of (p - onehot)^2;  d p_k / du = -p_k (s_k - E_p[s])
-        value = float(np.vdot(probs, probs)) - 2.0 * float(probs[rows, labels].sum()) + (stop - start)
+        if self.weights is not None:
+            w = self.weights[start:stop]
+            value = self._sum(np.einsum("ij,ij->i", probs, probs) - 2.0 * probs[rows, labels] + 1.0, start, stop)
+        else:
+            value = float(np.vdot(probs, probs)) - 2.0 * float(probs[rows, labels].sum()) + (stop - start)
         np.multiply(scores, beta, out=scaled)
         scaled -= mean_s[:, None]
         scaled *= probs  # p_k (s_k - E_p[s]) = -d p_k / du
         # sum_k (p_k - y_k) d p_k / du = -sum_k p_k * scaled_k + scaled_y
-        grad = 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[rows, labels].sum()))
+        if self.weights is not None:
+            grad = 2.0 * float(np.sum(w * (-np.einsum("ij,ij->i", probs, scaled) + scaled[rows, labels])))
+        else:
+            grad = 2.0 * (-float(np.vdot(probs, scaled)) + float(scaled[rows, labels].sum()))
         return value, grad, 0.0
 
     def __call__(self, log_t: float, *, hessian: bool = False) -> tuple[float, float, float]:
@@ -278,13 +294,17 @@ class _TemperatureLoss:
             n_rows, n_classes, lambda start, stop, probs, scaled: self._terms(start, stop, probs, scaled, beta, hessian),
             n_work=2)
         if self.loss == "nll":
-            return value / n_rows, grad / n_rows, second / n_rows
+            return value / self.total, grad / self.total, second / self.total
         # mean over the N * K entries (Zhang et al. 2020's loss)
-        return value / (n_rows * n_classes), grad / (n_rows * n_classes), 0.0
+        return value / (self.total * n_classes), grad / (self.total * n_classes), 0.0
 
 
-def fit_log_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp], *, loss: str = "nll") -> float:
+def fit_log_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp], *, loss: str = "nll",
+                        weights: NDArray[np.float64] | None = None) -> float:
     """log T minimising the mean NLL (``loss="nll"``) or the mean squared error of softmax(z / T).
+
+    ``weights`` (positive, checked) make both losses weighted means, the
+    means over the rows repeated ``weights`` times.
 
     ``"mse"`` is the mean over all ``N * K`` entries of ``(p - onehot)^2``
     (the loss of Zhang et al. 2020's code), i.e. Brier / K.
@@ -299,7 +319,7 @@ def fit_log_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp], *
     same sign at both ends.
     """
     with blas_single_threaded():  # its loss evaluations run on the blocks' threads (see block_sums)
-        return _solve_log_temperature(_TemperatureLoss(scores, labels, loss), loss)
+        return _solve_log_temperature(_TemperatureLoss(scores, labels, loss, weights), loss)
 
 
 def _solve_log_temperature(objective: _TemperatureLoss, loss: str) -> float:
@@ -368,23 +388,20 @@ def l2_penalty(n_classes: int, reg_lambda: float) -> QuadraticPenalty:
 def _softmax_nll_and_residual(logits: NDArray[np.float64], labels: NDArray[np.intp],
                               n_total: float, weights: NDArray[np.float64] | None = None
                               ) -> tuple[float, NDArray[np.float64]]:
-    """Summed NLL of softmax(logits) over these rows and ``(softmax - onehot) / n_total`` (overwrites ``logits``).
-
-    With row ``weights`` both are weighted (``n_total`` is then their total).
-    """
+    """Summed NLL of softmax(logits) over these rows and ``(softmax - onehot) / n_total`` (overwrites ``logits``);
+    with ``weights`` (these rows'), each row's NLL and residual times its weight."""
     rows = np.arange(logits.shape[0])
     logits -= logits.max(axis=1, keepdims=True)
     true_logit = logits[rows, labels]
     np.exp(logits, out=logits)
     totals = logits.sum(axis=1)
-    losses = np.log(totals) - true_logit
-    value = float(np.sum(losses) if weights is None else np.dot(weights, losses))
+    row_nll = np.log(totals) - true_logit
+    value = float(np.sum(row_nll)) if weights is None else float(np.sum(weights * row_nll))
     logits /= totals[:, None]
     logits[rows, labels] -= 1.0
-    if weights is None:
-        logits /= n_total
-    else:
-        logits *= (weights / n_total)[:, None]
+    if weights is not None:
+        logits *= weights[:, None]
+    logits /= n_total
     return value, logits
 
 
@@ -394,9 +411,12 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
                        ) -> tuple[NDArray[np.float64], NDArray[np.float64], int, bool]:
     """Minimise ``NLL(softmax(x W^T + b)) + penalty(W, b)`` with L-BFGS-B and analytic gradients.
 
+    ``sample_weight`` (positive, checked) makes the NLL the weighted mean
+    over rows (the mean over the rows repeated that many times); the
+    preconditioner's curvature is weighted the same way.
+
     ``full=False`` fits a diagonal ``W`` given as a vector (vector scaling);
-    ``full=True`` a full ``(K, K)`` matrix. ``sample_weight`` (checked,
-    ``(N,)``) makes the NLL the weighted mean ``sum_i w_i NLL_i / sum_i w_i``.
+    ``full=True`` a full ``(K, K)`` matrix.
 
     Returns
     -------
@@ -424,9 +444,11 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
     ``(N, K)`` matrix.
     """
     n_rows, n_classes = x.shape
+    row_weights = sample_weight
+    n_total = float(n_rows) if row_weights is None else float(row_weights.sum())
     if full:
         offset = x.mean(axis=1)
-        rho = float(np.sqrt(np.mean(offset**2)))
+        rho = float(np.sqrt(np.mean(offset**2) if row_weights is None else np.sum(row_weights * offset**2) / n_total))
         rho = rho if rho > 0 else 1.0
         features = np.empty((n_rows, n_classes + 1))
         np.subtract(x, offset[:, None], out=features[:, :n_classes])
@@ -463,15 +485,14 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
         probs0 += bias0
         softmax_unchecked(probs0, out=probs0)
         probs0 *= 1.0 - probs0
-        if sample_weight is not None:
-            probs0 *= sample_weight[start:stop, None]
+        if row_weights is not None:
+            probs0 *= row_weights[start:stop, None]
         return (probs0.T @ (block**2) if full else np.einsum("ij,ij->j", probs0, block**2)), probs0.sum(axis=0)
 
     # Jacobi preconditioner: diagonal curvature at the starting point.
     curvature_w, curvature_b = block_sums(n_rows, n_classes + 1, curvature_terms, work_columns=n_classes)
-    total = float(n_rows if sample_weight is None else sample_weight.sum())
-    curvature_w /= total
-    curvature_b /= total
+    curvature_w /= n_total
+    curvature_b /= n_total
     curvature = np.concatenate([(curvature_w + penalty_curvature_w).ravel(), curvature_b + 2.0 * penalty.coef_b])
     floor = 1e-6 * float(curvature.max()) if curvature.max() > 0 else 1.0
     scale = 1.0 / np.sqrt(np.maximum(curvature, floor))  # theta = scale * phi
@@ -486,12 +507,12 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
             np.matmul(block, params.T, out=logits) if full else np.multiply(block, params, out=logits)
             logits += bias
             part, residual = _softmax_nll_and_residual(
-                logits, labels[start:stop], total, None if sample_weight is None else sample_weight[start:stop])
+                logits, labels[start:stop], n_total, None if row_weights is None else row_weights[start:stop])
             return (part, residual.T @ block if full else np.einsum("ij,ij->j", residual, block),
                     residual.sum(axis=0))
 
         value, grad_params, grad_b = block_sums(n_rows, n_classes + 1, terms, work_columns=n_classes)
-        value /= total
+        value /= n_total
         extra, pen_w, pen_b = penalty(to_weights(params), bias)
         if extra:
             grad_params = grad_params + weights_grad_to_params(pen_w)
@@ -509,37 +530,44 @@ def fit_linear_softmax(x: NDArray[np.float64], labels: NDArray[np.intp], *, full
 
 
 # -- binary logistic regression (Platt, Beta) ------------------------------------
-def _logistic_loss(eta: NDArray[np.float64], targets: NDArray[np.float64]) -> float:
+def _logistic_loss(eta: NDArray[np.float64], targets: NDArray[np.float64],
+                   weights: NDArray[np.float64] | None = None) -> float:
     # -[t log s(eta) + (1 - t) log s(-eta)] = logaddexp(0, eta) - t * eta
-    return float(np.mean(np.logaddexp(0.0, eta) - targets * eta))
+    rows = np.logaddexp(0.0, eta) - targets * eta
+    # np.sum of the weighted terms, as np.mean sums them: weights of 1 give the unweighted loss bit for bit
+    return float(np.mean(rows)) if weights is None else float(np.sum(weights * rows) / weights.sum())
 
 
 def fit_logistic(features: NDArray[np.float64], targets: NDArray[np.float64], *,
-                 max_iter: int = 100, tol: float = 1e-10) -> NDArray[np.float64]:
+                 max_iter: int = 100, tol: float = 1e-10,
+                 weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """Unpenalised logistic regression by damped Newton steps (few features, many rows).
 
     Minimises ``mean(log(1 + exp(F theta)) - t * F theta)`` for targets
-    ``t`` in [0, 1]; each Newton step is halved until the loss decreases.
+    ``t`` in [0, 1] (the ``weights``-weighted mean when given: the rows
+    repeated that many times); each Newton step is halved until the loss decreases.
     A ridge of ``1e-12 * trace(H)`` keeps the Hessian solvable when the
     classes separate (the coefficients then grow until ``max_iter``).
     """
     n_rows, n_features = features.shape
+    row_weights = np.ones(n_rows) if weights is None else weights
+    n_total = float(n_rows) if weights is None else float(weights.sum())
     theta = np.zeros(n_features)
     eta = np.zeros(n_rows)
-    value = _logistic_loss(eta, targets)
+    value = _logistic_loss(eta, targets, weights)
     for _ in range(max_iter):
         probs = 0.5 * (1.0 + np.tanh(0.5 * eta))  # stable sigmoid
-        grad = features.T @ (probs - targets) / n_rows
+        grad = features.T @ (row_weights * (probs - targets)) / n_total
         if np.max(np.abs(grad)) < tol:
             break
-        hessian = (features * (probs * (1.0 - probs))[:, None]).T @ features / n_rows
+        hessian = (features * (row_weights * probs * (1.0 - probs))[:, None]).T @ features / n_total
         hessian[np.diag_indices(n_features)] += 1e-12 * np.trace(hessian) + 1e-300
         step = np.linalg.solve(hessian, grad)
         scale = 1.0
         for _ in range(60):
             candidate = theta - scale * step
             candidate_eta = features @ candidate
-            candidate_value = _logistic_loss(candidate_eta, targets)
+            candidate_value = _logistic_loss(candidate_eta, targets, weights)
             if candidate_value <= value:
                 break
             scale *= 0.5
@@ -553,7 +581,8 @@ def fit_logistic(features: NDArray[np.float64], targets: NDArray[np.float64], *,
 
 
 # -- isotonic regression -------------------------------------------------------
-def isotonic_fit(values: NDArray[np.float64], targets: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def isotonic_fit(values: NDArray[np.float64], targets: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Non-decreasing least-squares fit of ``targets`` on ``values`` (pool adjacent violators).
 
     Tied values are merged first (their targets averaged, weighted by the
@@ -562,15 +591,25 @@ def isotonic_fit(values: NDArray[np.float64], targets: NDArray[np.float64]) -> t
     ``sklearn.isotonic.IsotonicRegression`` stores them. Predict with
     ``np.interp(v, knots_x, knots_y)`` (linear in between, clipped outside).
     Sorted once (:func:`calib_core.binning.sorted_pairs`); tie groups are
-    the runs of equal sorted values.
+    the runs of equal sorted values. ``weights`` (positive) make it the
+    weighted least-squares fit: a tie group's weight is its summed weight
+    and its target the weighted mean, so integer weights fit the repeated rows.
     """
-    sorted_values, sorted_targets = sorted_pairs(values, targets)
+    if weights is None:
+        sorted_values, sorted_targets = sorted_pairs(values, targets)
+    else:
+        order = np.argsort(values, kind="stable")
+        sorted_values, sorted_targets, sorted_weights = values[order], targets[order], weights[order]
     starts_run = np.ones(sorted_values.size, dtype=bool)
     starts_run[1:] = sorted_values[1:] != sorted_values[:-1]
     start = np.flatnonzero(starts_run)
     unique = sorted_values[start]
-    counts = np.diff(start, append=sorted_values.size)
-    means = np.add.reduceat(sorted_targets, start) / counts
+    if weights is None:
+        counts = np.diff(start, append=sorted_values.size)
+        means = np.add.reduceat(sorted_targets, start) / counts
+    else:
+        counts = np.add.reduceat(sorted_weights, start)
+        means = np.add.reduceat(sorted_weights * sorted_targets, start) / counts
     fitted = isotonic_regression(means, weights=counts.astype(np.float64), increasing=True).x
     keep = np.ones(fitted.size, dtype=bool)
     if fitted.size > 2:

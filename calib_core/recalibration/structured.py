@@ -27,17 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from calib_core.recalibration._base import Recalibrator
-from calib_core.recalibration._numeric import QuadraticPenalty, block_sums, class_log_probs, fit_linear_softmax
-from calib_core.validation import CalibrationInputError, check_positive, check_real, check_sample_weight
+from calib_core.recalibration._numeric import (QuadraticPenalty, class_log_probs, fit_linear_softmax, fit_log_temperature,
+                                                log_softmax)
+from calib_core.validation import CalibrationInputError, check_positive, check_real
 
 __all__ = ["MAX_SMS_CLASSES", "QuadraticScaling", "StructuredMatrixScaling", "StructuredVectorScaling"]
-
-#: The reference's bracket for the log inverse temperature of the pre-step (``bisection_search(a=-16, b=16)``).
-LOG_INVTEMP_BOUNDS = (-16.0, 16.0)
 
 #: Largest class count :class:`StructuredMatrixScaling` fits: K^2 + K parameters (10^6 at K = 1,000),
 #: each L-BFGS step O(N K^2); above this the fit is refused (use structured vector scaling).
@@ -60,112 +58,18 @@ class CenteredPenalty(QuadraticPenalty):
 
 
 # ----------------------------------------------------------------------------- temperature pre-step
-def _log_softmax_block(scores: NDArray[np.float64], beta: float, out: NDArray[np.float64]) -> NDArray[np.float64]:
-    np.multiply(scores, beta, out=out)
-    out -= out.max(axis=1, keepdims=True)
-    out -= np.log(np.exp(out).sum(axis=1, keepdims=True))
-    return out
-
-
-def fit_log_inverse_temperature(scores: NDArray[np.float64], labels: NDArray[np.intp],
-                                weights: NDArray[np.float64] | None = None) -> float:
-    """``u = log(1 / T)`` where the (weighted) mean NLL of ``softmax(e^u z)`` has zero derivative.
-
-    The reference finds the root of ``d NLL / d beta = mean(E_p[z] - z_y)``
-    by 30 bisection steps on ``u`` in [-16, 16]; the NLL is convex in
-    ``beta``, so the root is unique and the Newton steps on ``u`` used here
-    (safeguarded by the same bracket) reach it in a few passes, to 1e-10.
-    A bound is returned when the derivative keeps one sign on the bracket.
-    """
-    true_scores = scores[np.arange(scores.shape[0]), labels]
-    n_rows, n_classes = scores.shape
-    total = float(n_rows if weights is None else weights.sum())
-
-    def derivatives(u: float) -> tuple[float, float]:
-        beta = float(np.exp(u))
-
-        def terms(start: int, stop: int, probs: NDArray[np.float64]) -> tuple[float, float]:
-            block = scores[start:stop]
-            np.exp(_log_softmax_block(block, beta, probs), out=probs)
-            mean_z = np.einsum("ij,ij->i", probs, block)
-            var_z = np.einsum("ij,ij->i", probs, block * block) - mean_z**2
-            grad_rows = mean_z - true_scores[start:stop]
-            if weights is None:
-                return float(grad_rows.sum()), float(var_z.sum())
-            w = weights[start:stop]
-            return float(w @ grad_rows), float(w @ var_z)
-
-        grad, var = block_sums(n_rows, n_classes, terms)
-        # d NLL / d beta = grad; d/du = beta * grad; second derivative at the root: beta^2 * var.
-        return beta * grad / total, beta * beta * var / total + beta * grad / total
-
-    low, high = LOG_INVTEMP_BOUNDS
-    if derivatives(low)[0] >= 0:
-        return low
-    if derivatives(high)[0] <= 0:
-        return high
-    u = 0.0
-    for _ in range(200):
-        grad, second = derivatives(u)
-        if grad > 0:
-            high = u
-        elif grad < 0:
-            low = u
-        else:
-            return u
-        step = grad / second if second > 0 else np.inf
-        candidate = u - step
-        if abs(step) < 1e-10 and low <= candidate <= high:
-            return candidate
-        if not (low < candidate < high):
-            candidate = 0.5 * (low + high)
-        if high - low < 1e-10:
-            return candidate
-        u = candidate
-    return u
-
-
 def mixed_log_probs(scores: NDArray[np.float64], invtemp: float, mixture: float) -> NDArray[np.float64]:
     """``log((1 - eps) softmax(invtemp * z) + eps / K)``: the reference's ``"ts-mix"`` output, as logits."""
-    out = np.empty_like(scores)
-    _log_softmax_block(scores, invtemp, out)
+    out = log_softmax(scores * invtemp)
     out += np.log1p(-mixture)
     return np.logaddexp(out, np.log(mixture / scores.shape[1]), out=out)
 
 
-# ----------------------------------------------------------------------------- weighted fit
-class _WeightedRecalibrator(Recalibrator):
-    """A recalibrator whose ``fit`` takes ``sample_weight`` (a weighted NLL)."""
-
-    def _check_classes(self, n_classes: int) -> None:
-        """Refuse class counts the method does not apply to (CalibrationInputError)."""
-
-    def fit(self, x: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> Recalibrator:
-        """Fit on ``(x, labels)``, rows weighted by ``sample_weight`` (see :meth:`Recalibrator.fit`).
-
-        Parameters
-        ----------
-        x : array_like of shape (N, K)
-        labels : array_like of shape (N,)
-        sample_weight : array_like of shape (N,), optional
-            Non-negative row weights: the loss is ``sum_i w_i NLL_i / sum_i w_i``,
-            so integer weights fit exactly as the rows repeated that many times.
-        """
-        self._check_params()
-        if labels is None:
-            raise CalibrationInputError(
-                "`labels` is None: fitting a recalibration map needs the true class of every row.")
-        matrix, checked = self._read(x, labels)
-        self._check_classes(matrix.shape[1])
-        self._fit(matrix, checked, check_sample_weight(sample_weight, matrix.shape[0]))
-        self.n_classes_ = int(matrix.shape[1])
-        return self
-
-
-class _StructuredScaling(_WeightedRecalibrator):
+class _StructuredScaling(Recalibrator):
     """Shared fit of structured vector (``full=False``) and matrix (``full=True``) scaling."""
 
     full = False
+    weighted_loss = True
     _fitted_attributes = ("invtemp_", "mixture_", "weights_", "bias_")
 
     def _check_params(self) -> None:
@@ -190,8 +94,9 @@ class _StructuredScaling(_WeightedRecalibrator):
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
              sample_weight: NDArray[np.float64] | None = None) -> None:
         n_rows, n_classes = x.shape
+        self._check_classes(n_classes)
         total = float(n_rows if sample_weight is None else sample_weight.sum())
-        self.invtemp_ = float(np.exp(fit_log_inverse_temperature(x, labels, sample_weight)))
+        self.invtemp_ = float(np.exp(-fit_log_temperature(x, labels, weights=sample_weight)))
         self.mixture_ = 1.0 / (total + 1.0)
         features = mixed_log_probs(x, self.invtemp_, self.mixture_)
         reg_b, reg_d, reg_o = self._strengths(total, n_classes)
@@ -260,9 +165,11 @@ class StructuredVectorScaling(_StructuredScaling):
     -----
     As the reference code (``probmetrics.calibrators.SVSCalibrator`` with
     ``opt="bfgs"``, ``penalty="ridge"``): the temperature is fitted first,
-    without penalty (the reference's ``"ts-mix"``: bisection on the NLL's
-    derivative in ``log(1/T)`` on [-16, 16], here safeguarded Newton steps
-    to the same root), the global scale is then fixed to 1, and only ``v``
+    without penalty (the reference's ``"ts-mix"``: 30 bisection steps on
+    the NLL's derivative in ``log(1/T)`` on [-16, 16]; here the safeguarded
+    Newton steps of :class:`TemperatureScaling` to the same root, which is
+    unique as the NLL is convex in ``1/T``, on ``T`` in [1e-3, 1e3]), the
+    global scale is then fixed to 1, and only ``v``
     and ``b`` are penalised, towards the identity map. The penalised NLL is
     strictly convex, so its minimiser is unique; it is found with L-BFGS-B
     and analytic gradients (the reference: torchmin's BFGS), each step
@@ -381,7 +288,7 @@ class StructuredMatrixScaling(_StructuredScaling):
 
 
 # ----------------------------------------------------------------------------- quadratic scaling
-class QuadraticScaling(_WeightedRecalibrator):
+class QuadraticScaling(Recalibrator):
     """Quadratic scaling for binary models: ``q = sigmoid(a + b z + c z^2)`` on the logit ``z``.
 
     .. math::
@@ -437,6 +344,9 @@ class QuadraticScaling(_WeightedRecalibrator):
     method = "quadratic_scaling"
     display_name = "Quadratic scaling"
     works_on = "logits"
+    #: Fits binary models only (K = 2); ``fit`` refuses other class counts.
+    binary_only = True
+    weighted_loss = True
     _fitted_attributes = ("coef_",)
 
     def __init__(self, *, input: str = "logits", lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0) -> None:
@@ -462,6 +372,7 @@ class QuadraticScaling(_WeightedRecalibrator):
 
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
              sample_weight: NDArray[np.float64] | None = None) -> None:
+        self._check_classes(x.shape[1])
         z = self._logit(x)
         weights = np.ones(z.size) if sample_weight is None else sample_weight
         weights = weights / weights.sum()
