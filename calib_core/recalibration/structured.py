@@ -111,6 +111,7 @@ class _StructuredScaling(Recalibrator):
             features, labels, full=self.full, penalty=penalty, weights0=center.copy(), bias0=np.zeros(n_classes),
             max_iter=self.max_iter, sample_weight=sample_weight)
         self.weights_, self.bias_ = weights, bias
+        self.n_iter_, self.converged_ = n_iter, converged  # diagnostics, not saved to JSON
 
     def _scores(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         features = mixed_log_probs(x, self.invtemp_, self.mixture_)

@@ -196,3 +196,17 @@ def test_registered_and_exported():
         assert cls.__name__ in cc.__all__ and getattr(cc, cls.__name__) is cls
     assert StructuredMatrixScaling.max_default_classes == 100
     assert StructuredVectorScaling.max_default_classes is None
+
+
+@pytest.mark.parametrize("method", _instances(), ids=repr)
+def test_pickle_and_row_order_and_subset_invariance(method):
+    """What scikit-learn's common checks test, on data a binary-only method accepts (docs/sklearn.md)."""
+    import pickle
+
+    z, y = _fit_data(method)
+    method.fit(z, y)
+    probs = method.predict_proba(z)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(method)).predict_proba(z), probs)
+    order = np.random.default_rng(2).permutation(y.size)
+    np.testing.assert_allclose(method.predict_proba(z[order]), probs[order], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(method.predict_proba(z[:7]), probs[:7], rtol=0, atol=1e-15)
