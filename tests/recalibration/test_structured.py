@@ -210,3 +210,37 @@ def test_pickle_and_row_order_and_subset_invariance(method):
     order = np.random.default_rng(2).permutation(y.size)
     np.testing.assert_allclose(method.predict_proba(z[order]), probs[order], rtol=0, atol=1e-15)
     np.testing.assert_allclose(method.predict_proba(z[:7]), probs[:7], rtol=0, atol=1e-15)
+
+
+# -- the registry invariants of test_recalibration.py (K = 4 there), on binary data for quadratic scaling -----
+@pytest.mark.parametrize("input", ["logits", "probs"])
+def test_quadratic_scaling_registry_invariants_on_binary_data(input):
+    z, y = _data(n_classes=2)
+    x = cc.softmax(z) if input == "probs" else z
+    with pytest.raises(cc.NotFittedError, match="not fitted"):
+        QuadraticScaling(input=input).predict_proba(x)
+    method = QuadraticScaling(input=input)
+    assert method.fit(x, y) is method and method.n_classes_ == 2
+    assert all(name.endswith("_") for name in method.fitted_params())
+    out = method.predict_proba(x)
+    assert out.shape == x.shape and np.all(out >= 0) and np.all(out <= 1)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
+    assert not QuadraticScaling.preserves_accuracy
+    bad = z.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(CalibrationInputError, match="NaN"):
+        QuadraticScaling().fit(bad, y)
+    with pytest.raises(CalibrationInputError, match="0..1"):
+        QuadraticScaling().fit(z, np.where(y == 0, 7, y))
+    with pytest.raises(CalibrationInputError, match="fitted on 2 classes"):
+        QuadraticScaling().fit(z, y).predict_proba(np.zeros((2, 3)))
+
+
+def test_quadratic_scaling_outputs_on_simplex_for_extreme_logits():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        z = rng.uniform(-30, 30, size=(rng.integers(4, 30), 2))
+        y = rng.integers(0, 2, z.shape[0])
+        out = QuadraticScaling().fit(z, y).predict_proba(z)
+        assert np.all(np.isfinite(out)) and np.all(out >= 0) and np.all(out <= 1)
+        np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
