@@ -743,33 +743,16 @@ def named_rng(seed: int | np.random.Generator | None, name: str) -> np.random.Ge
 
 # ----------------------------------------------------------------------------- sample weights
 
-#: :func:`repeat_rows` refuses to build more rows than this (the repeated data of a metric that has no
-#: weighted formula; see ``docs/weights.md``).
-MAX_REPEATED_ROWS = 5_000_000
+#: :func:`repeat_rows` builds at most this many values, rows x columns (400 MB of float64; ``docs/weights.md``).
+MAX_REPEATED_VALUES = 50_000_000
 
 
 def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
                         name: str = "sample_weight") -> NDArray[np.float64] | None:
-    """Check per-row weights: None, or an array of shape ``(n_rows,)`` of finite values ``>= 0`` with a positive sum.
+    """Check row weights: None, or shape ``(n_rows,)``, finite, ``>= 0``, positive sum; float64 out.
 
-    A weight is a frequency: integer weights give exactly the value of the
-    data with each row repeated that many times (``docs/weights.md``); a
-    weight of 0 drops the row.
+    Weights are frequencies: integer ones repeat rows, 0 drops a row (``docs/weights.md``).
 
-    Returns
-    -------
-    ndarray of shape (n_rows,), float64, or None
-        None when no weights are given (every function then computes exactly
-        what it computed without the argument).
-
-    Raises
-    ------
-    CalibrationInputError
-        Wrong shape, a non-numeric, non-finite or negative weight, or weights
-        summing to 0.
-
-    Examples
-    --------
     >>> check_sample_weight([1, 2, 0], 3).tolist()
     [1.0, 2.0, 0.0]
     """
@@ -780,18 +763,13 @@ def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
     except (TypeError, ValueError) as exc:
         raise CalibrationInputError(f"`{name}` must be an array of numbers, got {sample_weight!r:.80}.") from exc
     if weights.shape != (n_rows,):
-        raise CalibrationInputError(
-            f"`{name}` must have shape ({n_rows},), one weight per row, got shape {weights.shape}.")
-    bad = ~np.isfinite(weights)
-    if bad.any():
-        row = _first_bad_row(bad)
-        raise CalibrationInputError(f"`{name}` must be finite; row {row} is {weights[row]}.")
-    negative = weights < 0
-    if negative.any():
-        row = _first_bad_row(negative)
-        raise CalibrationInputError(f"`{name}` must be >= 0; row {row} is {weights[row]}.")
+        raise CalibrationInputError(f"`{name}` must have shape ({n_rows},), one weight per row, got {weights.shape}.")
+    for bad, rule in ((~np.isfinite(weights), "finite"), (weights < 0, ">= 0")):
+        if bad.any():
+            row = _first_bad_row(bad)
+            raise CalibrationInputError(f"`{name}` must be {rule}; row {row} is {weights[row]}.")
     if not weights.sum() > 0:
-        raise CalibrationInputError(f"`{name}` sums to 0: at least one row needs a positive weight.")
+        raise CalibrationInputError(f"`{name}` sums to 0 (every weight is zero): a row needs a positive weight.")
     return weights
 
 
@@ -801,42 +779,22 @@ def integer_weights(weights: NDArray[np.float64]) -> bool:
 
 
 def repeat_rows(weights: NDArray[np.float64], *arrays: NDArray, metric: str) -> tuple[NDArray, ...]:
-    """The data with row ``i`` repeated ``weights[i]`` times, for a metric whose value is defined on rows only.
-
-    Used by the metrics that have no weighted formula of their own (their
-    value depends on the rows jointly, e.g. a leave-one-out kernel estimate or
-    a fitted smoother): integer weights are then *defined* as repetition, which
-    is exactly what the contract asks; other weights have no such meaning
-    there and are refused.
-
-    Raises
-    ------
-    CalibrationInputError
-        Non-integer weights, or more than :data:`MAX_REPEATED_ROWS` repeated rows.
-    """
+    """``arrays`` with row i repeated ``weights[i]`` times (a metric without a weighted formula is defined on
+    them); non-integer weights and more than :data:`MAX_REPEATED_VALUES` values raise CalibrationInputError."""
     if not integer_weights(weights):
         raise CalibrationInputError(
             f"`sample_weight` of {metric} must be whole numbers (how many times each row counts): {metric} has "
             f"no weighted formula, so weights are applied by repeating rows; got "
             f"{float(weights[weights != np.round(weights)][0])!r}.")
-    total = float(weights.sum())
-    if total > MAX_REPEATED_ROWS:
-        raise CalibrationInputError(
-            f"`sample_weight` of {metric} sums to {total:,.0f}: {metric} applies weights by repeating rows, "
-            f"at most {MAX_REPEATED_ROWS:,} rows.")
-    counts = weights.astype(np.intp)
-    return tuple(np.repeat(array, counts, axis=0) for array in arrays)
+    if float(weights.sum()) * max(array[:1].size for array in arrays) > MAX_REPEATED_VALUES:
+        raise CalibrationInputError(f"`sample_weight` of {metric} sums to {float(weights.sum()):,.0f}: {metric} "
+                                    f"repeats rows, at most {MAX_REPEATED_VALUES:,} values (rows x columns).")
+    return tuple(np.repeat(array, weights.astype(np.intp), axis=0) for array in arrays)
 
 
 def repeated_probs_labels(probs: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None, *,
                           metric: str) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """:func:`check_probs_labels`, then, with weights, the rows repeated ``sample_weight`` times (:func:`repeat_rows`).
-
-    The opening line of a metric whose weighted value is defined as the value
-    of the repeated rows (``docs/weights.md``).
-    """
+    """:func:`check_probs_labels`, then with weights the rows repeated (:func:`repeat_rows`)."""
     probs, labels = check_probs_labels(probs, labels)
     weights = check_sample_weight(sample_weight, labels.size)
-    if weights is None:
-        return probs, labels
-    return repeat_rows(weights, probs, labels, metric=metric)
+    return (probs, labels) if weights is None else repeat_rows(weights, probs, labels, metric=metric)

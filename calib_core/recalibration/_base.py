@@ -31,7 +31,9 @@ from calib_core.validation import (
     check_logits,
     check_probs,
     check_probs_labels,
+    MAX_REPEATED_VALUES,
     check_sample_weight,
+    integer_weights,
     repeat_rows,
     row_argmax,
     softmax_unchecked,
@@ -184,6 +186,10 @@ class Recalibrator(abc.ABC):
     #: True when ``_fit(x, labels, weights)`` minimises a weighted loss (any non-negative weights); False: weights
     #: are whole numbers of repeated rows (:meth:`_fit_weighted`).
     weighted_loss: ClassVar[bool] = False
+    #: True for a method fitted by an iterative optimiser stopped at a tolerance (L-BFGS): whole-number weights
+    #: are then fitted on the repeated rows themselves, so they give the repeated rows' map exactly (the weighted
+    #: loss, summed in another order, stops a few 1e-3 away); the weighted loss serves the other weights.
+    repeat_whole_weights: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type[Recalibrator]]] = {}
 
     input: str
@@ -319,7 +325,8 @@ class Recalibrator(abc.ABC):
                       weights: NDArray[np.float64]) -> None:
         """``_fit`` with positive row weights: ``_fit(matrix, labels, weights)`` for a method with a weighted loss
         (:attr:`weighted_loss`), else ``_fit`` of the rows repeated ``weights`` times (whole numbers only)."""
-        if self.weighted_loss:
+        whole = integer_weights(weights) and float(weights.sum()) * matrix.shape[1] <= MAX_REPEATED_VALUES
+        if self.weighted_loss and not (self.repeat_whole_weights and whole):
             self._fit(matrix, labels, weights)
             return
         matrix, labels = repeat_rows(weights, matrix, labels, metric=f"{type(self).__name__}.fit")

@@ -70,6 +70,7 @@ class _StructuredScaling(Recalibrator):
 
     full = False
     weighted_loss = True
+    repeat_whole_weights = True  # as vector and matrix scaling: whole-number weights fit the repeated rows exactly
     _fitted_attributes = ("invtemp_", "mixture_", "weights_", "bias_")
 
     def _check_params(self) -> None:

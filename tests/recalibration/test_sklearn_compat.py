@@ -260,30 +260,33 @@ ESTIMATOR_CHECKS_SKIPPED = {
     "check_fit2d_1feature": "one column is one class; K >= 2 columns are required, and one column is " + _WORDING,
     "check_fit2d_predict1d": "1-D input is " + _WORDING,
     "check_requires_y_none": "fit(x, None) is " + _WORDING,
+    # fit(..., sample_weight=) (issue 28): these checks fit on their own data or call fit(X, y=...)
+    "check_sample_weights_pandas_series": _DATA,
+    "check_sample_weights_not_an_array": _DATA,
+    "check_sample_weights_shape": _DATA,
+    "check_sample_weights_not_overwritten": _DATA,
+    "check_sample_weight_equivalence_on_dense_data": "it calls fit(X, y=..., sample_weight=...), but the API contract "
+                                                     "names fit's arguments `x, labels`; the equivalence it checks "
+                                                     "(integer weights = repeated rows) is "
+                                                     "tests/recalibration/test_recalibration_weights.py's",
 }
 #: Only for the methods that keep the arg-max of x by construction (Recalibrator.preserves_accuracy).
 ONE_LABEL_SKIPPED = {"check_classifiers_one_label": "the method keeps the arg-max of `x` by construction, so after "
                      "fitting on a single label it still predicts the arg-max of `x`, not that label"}
 
 
-#: Run since every recalibrator's fit takes ``sample_weight`` (scikit-learn then adds its weight checks).
-SAMPLE_WEIGHT_CHECKS_SKIPPED = dict.fromkeys(
-    ("check_sample_weights_shape", "check_sample_weights_pandas_series", "check_sample_weights_not_an_array",
-     "check_sample_weights_list", "check_sample_weights_not_overwritten",
-     "check_sample_weight_equivalence_on_dense_data", "check_all_zero_sample_weights_error"),
-    _DATA + ", or expects scikit-learn's wording (weights = repeated rows: tests/recalibration/test_structured.py)")
 #: Only for binary-only methods (``binary_only = True``: quadratic scaling), which refuse x of other than 2 columns.
 BINARY_ONLY_SKIPPED = dict.fromkeys(
     ("check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dont_overwrite_parameters",
      "check_pipeline_consistency", "check_estimators_nan_inf", "check_f_contiguous_array_estimator",
      "check_estimators_pickle", "check_fit2d_1sample", "check_methods_sample_order_invariance",
-     "check_methods_subset_invariance", "check_dict_unchanged"),
+     "check_methods_subset_invariance", "check_dict_unchanged", "check_sample_weights_list"),
     "the check draws x with more than 2 columns, which a binary-only method refuses (its pickle, invariances "
     "and round trips are tested on binary data in tests/recalibration/test_structured.py)")
 
 
 def _expected_failures(estimator):
-    return {**ESTIMATOR_CHECKS_SKIPPED, **SAMPLE_WEIGHT_CHECKS_SKIPPED,
+    return {**ESTIMATOR_CHECKS_SKIPPED,
             **(ONE_LABEL_SKIPPED if estimator.preserves_accuracy else {}),
             **(BINARY_ONLY_SKIPPED if getattr(estimator, "binary_only", False) else {})}
 
@@ -300,7 +303,7 @@ def test_every_skipped_estimator_check_exists_and_gives_a_reason():
     names = set()
     for cls in ALL:
         names.update(getattr(check, "func", check).__name__ for check in _yield_all_checks(cls(), legacy=True))
-    skipped = {**ESTIMATOR_CHECKS_SKIPPED, **ONE_LABEL_SKIPPED, **SAMPLE_WEIGHT_CHECKS_SKIPPED, **BINARY_ONLY_SKIPPED}
+    skipped = {**ESTIMATOR_CHECKS_SKIPPED, **ONE_LABEL_SKIPPED, **BINARY_ONLY_SKIPPED}
     assert set(skipped) <= names
     assert all(len(reason) > 20 for reason in skipped.values())
     docs = (Path(__file__).resolve().parents[2] / "docs" / "sklearn.md").read_text()
