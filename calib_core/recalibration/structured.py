@@ -175,12 +175,7 @@ class StructuredVectorScaling(_StructuredScaling):
     and ``b`` are penalised, towards the identity map. The penalised NLL is
     strictly convex, so its minimiser is unique; it is found with L-BFGS-B
     and analytic gradients (the reference: torchmin's BFGS), each step
-    O(N K), usable at K = 1,000.
-
-    References
-    ----------
-    Berta, Holzmüller, Jordan & Bach, "Structured matrix scaling for
-    multi-class calibration", AISTATS 2026.
+    O(N K), usable at K = 1,000 [Berta2026]_.
 
     Examples
     --------
@@ -248,20 +243,15 @@ class StructuredMatrixScaling(_StructuredScaling):
     Notes
     -----
     As the reference (``probmetrics.calibrators.SMSCalibrator``, ``opt="bfgs"``,
-    ``penalty="ridge"``) with the optimiser of :class:`StructuredVectorScaling`.
-
-    References
-    ----------
-    Berta, Holzmüller, Jordan & Bach, "Structured matrix scaling for
-    multi-class calibration", AISTATS 2026.
+    ``penalty="ridge"``) with the optimiser of :class:`StructuredVectorScaling` [Berta2026]_.
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(300, 4)) * 3; y = rng.integers(0, 4, 300)
-    >>> StructuredMatrixScaling().fit(z, y).weights_.shape
-    (4, 4)
+    >>> sms = StructuredMatrixScaling(lambda_off_diagonal=10.0)
+    >>> sms.fit(rng.normal(size=(200, 3)), np.arange(200) % 3).weights_.shape
+    (3, 3)
     """
 
     method = "structured_matrix_scaling"
@@ -328,11 +318,9 @@ class QuadraticScaling(Recalibrator):
     well conditioned when logits are large. The reference fits the same
     objective by SAGA (``max_iter=200``, ``tol=1e-4``), which stops short of
     the minimum when ``z^2`` is large; the exact minimiser is the target here.
-
-    References
-    ----------
-    Berta, Holzmüller, Jordan & Bach, "Structured matrix scaling for
-    multi-class calibration", AISTATS 2026.
+    With ``c < 0`` the map is not monotone: far outside the fitted logits it
+    turns back (on the reference's float32 logits, saturated at +-87.3, a
+    confident positive row of the breast-cancer MLP demo gets q ~ 0).
 
     Examples
     --------
