@@ -20,6 +20,9 @@ BetaCalibration                    probs, one-vs-rest          no (K > 2)
 IsotonicCalibration                probs, one-vs-rest          no
 HistogramBinning                   probs, uniform-mass bins    no
 AccuracyPreservingCalibratedMap    predicted class only        usually (see doc)
+StructuredMatrixScaling            T-scaled log-probs, ridge   no
+StructuredVectorScaling            T-scaled log-probs, ridge   no
+QuadraticScaling (binary)          logit, NLL                  no
 =================================  ==========================  ===================
 
 Beside the methods: :mod:`~calib_core.recalibration.prevalence` (Bayes' rule
@@ -57,6 +60,7 @@ from calib_core.recalibration.scaling import (
     TemperatureScaling,
     VectorScaling,
 )
+from calib_core.recalibration.structured import QuadraticScaling, StructuredMatrixScaling, StructuredVectorScaling
 from calib_core.validation import check_choice, check_logits
 
 __all__ = [
@@ -97,6 +101,10 @@ RECALIBRATORS: dict[str, type[Recalibrator]] = {
         AccuracyPreservingCalibratedMap,
     )
 }
+# Structured scaling (Berta et al. 2026) and binary quadratic scaling (issue 27).
+RECALIBRATORS.update((cls.display_name, cls) for cls in (
+    StructuredMatrixScaling, StructuredVectorScaling, QuadraticScaling))
+__all__ += ["QuadraticScaling", "StructuredMatrixScaling", "StructuredVectorScaling"]
 
 
 def all_recalibrators(*, input: str | None = None) -> dict[str, Recalibrator]:
