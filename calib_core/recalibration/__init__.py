@@ -20,6 +20,9 @@ BetaCalibration                    probs, one-vs-rest          no (K > 2)
 IsotonicCalibration                probs, one-vs-rest          no
 HistogramBinning                   probs, uniform-mass bins    no
 AccuracyPreservingCalibratedMap    predicted class only        usually (see doc)
+SplineCalibration                  probs, one-vs-rest          no (K > 2)
+CenteredIsotonic                   probs, one-vs-rest          no
+VennAbers                          probs, one-vs-rest or -one  no
 =================================  ==========================  ===================
 
 Beside the methods: :mod:`~calib_core.recalibration.prevalence` (Bayes' rule
@@ -97,6 +100,17 @@ RECALIBRATORS: dict[str, type[Recalibrator]] = {
         AccuracyPreservingCalibratedMap,
     )
 }
+
+# Non-parametric methods (issue 27): spline calibration, centred isotonic regression, Venn-Abers, and the
+# floored twins of the methods that can emit exact zeros (calib_core.recalibration.hazards).
+from calib_core.recalibration.centered_isotonic import CenteredIsotonic  # noqa: E402
+from calib_core.recalibration.splines import SplineCalibration  # noqa: E402
+from calib_core.recalibration.venn_abers import VennAbers  # noqa: E402
+from calib_core.recalibration.hazards import FlooredHistogramBinning, FlooredIsotonic  # noqa: E402
+
+RECALIBRATORS.update((cls.display_name, cls) for cls in (
+    SplineCalibration, CenteredIsotonic, VennAbers, FlooredIsotonic, FlooredHistogramBinning))
+__all__ += ["CenteredIsotonic", "FlooredHistogramBinning", "FlooredIsotonic", "SplineCalibration", "VennAbers"]
 
 
 def all_recalibrators(*, input: str | None = None) -> dict[str, Recalibrator]:

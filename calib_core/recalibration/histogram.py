@@ -106,6 +106,7 @@ class HistogramBinning(Recalibrator):
     method = "histogram_binning"
     display_name = "Histogram binning"
     works_on = "probs"
+    emits_exact_zeros = True
     _fitted_attributes = ("n_bins_", "edges_", "values_")
 
     def __init__(self, n_bins: int | None = None, *, class_conditional: bool = True,
@@ -205,6 +206,7 @@ class AccuracyPreservingCalibratedMap(Recalibrator):
     method = "accuracy_preserving_calibrated_map"
     display_name = "Calibrated map (Gruber & Buettner E.1)"
     works_on = "probs"
+    emits_exact_zeros = True
     _fitted_attributes = ("class_distributions_", "counts_")
 
     def __init__(self, *, input: str = "probs") -> None:

@@ -255,6 +255,7 @@ class IsotonicCalibration(Recalibrator):
     method = "isotonic_calibration"
     display_name = "Isotonic regression"
     works_on = "probs"
+    emits_exact_zeros = True
     _fitted_attributes = ("knots_x_", "knots_y_")
 
     def __init__(self, *, input: str = "probs") -> None:
