@@ -27,8 +27,8 @@ from calib_core.recalibration.histogram import HistogramBinning
 from calib_core.recalibration.one_vs_rest import IsotonicCalibration
 from calib_core.validation import check_fraction
 
-__all__ = ["DEFAULT_EPSILON", "ZERO_HAZARD_MAX_CLASSES", "FlooredHistogramBinning", "FlooredIsotonic",
-           "exact_zero_rows", "mix_with_uncalibrated"]
+__all__ = ["DEFAULT_EPSILON", "FLOORED_TWINS", "ZERO_HAZARD_MAX_CLASSES", "FlooredHistogramBinning",
+           "FlooredIsotonic", "exact_zero_rows", "mix_with_uncalibrated"]
 
 #: Above this many classes, methods that can emit exact zeros leave the default set (their floored twins
 #: stay): with K classes a one-vs-rest map sees about N / K positives per class, so its flat steps at 0 grow.
@@ -142,3 +142,8 @@ class FlooredHistogramBinning(_Floored, HistogramBinning):
                  epsilon: float = DEFAULT_EPSILON, input: str = "probs") -> None:
         super().__init__(n_bins, class_conditional=class_conditional, input=input)
         self.epsilon = epsilon
+
+
+#: Display name of a method that can emit exact zeros -> that of its floored twin.
+FLOORED_TWINS = {IsotonicCalibration.display_name: FlooredIsotonic.display_name,
+                 HistogramBinning.display_name: FlooredHistogramBinning.display_name}
