@@ -57,22 +57,18 @@ def natural_cubic_basis(x: NDArray[np.float64], knots: NDArray[np.float64]) -> N
 
 def _loss(beta: NDArray[np.float64], basis: NDArray[np.float64], y: NDArray[np.float64], penalty: float,
           weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-    """``sum_i w_i logloss_i / n + penalty * |beta|^2 / len(beta)`` and its gradient.
+    """``sum_i w_i logloss_i / n + penalty * |beta|^2 / len(beta)`` and its gradient (``splinecalib``'s objective).
 
-    The arithmetic of ``splinecalib``'s ``pen_ll_fun_grad`` (``log(1 + exp(-eta))``, linear beyond
-    ``|eta| > 50``; ``z = 1 / (1 + exp(-eta))``): the penalised fits are ill-conditioned (cubic terms of
-    log-odds up to 28^3), so L-BFGS stops at points that a different rounding of the same loss moves, and
-    the penalty chosen on the held-out fold with them.
+    The penalised fits are ill-conditioned (cubic terms of log-odds up to 28^3): L-BFGS stops at points
+    that another rounding of the same loss moves, and the penalty chosen on the held-out fold with them,
+    so agreement with ``splinecalib`` is close on most data but not guaranteed to the last digit.
     """
     eta = basis @ beta
     n = basis.shape[0]
-    with np.errstate(over="ignore"):
-        loss_pos = np.where(eta >= -50, np.log(np.exp(-eta) + 1.0), -eta)
-        loss_neg = np.where(eta <= 50, np.log(np.exp(eta) + 1.0), eta)
-        z = 1.0 / (1.0 + np.exp(-eta))
-    value = np.sum(weights * (y * loss_pos + (1.0 - y) * loss_neg)) / n
-    gradient = np.mean(basis * (weights * (-y * (1.0 - z) + (1.0 - y) * z))[:, None], axis=0)
-    return value + penalty * float(np.sum(beta * beta)) / beta.size, gradient + beta * 2.0 * penalty / beta.size
+    value = np.sum(weights * (y * np.logaddexp(0.0, -eta) + (1.0 - y) * np.logaddexp(0.0, eta))) / n
+    z = 0.5 * (1.0 + np.tanh(0.5 * eta))
+    gradient = basis.T @ (weights * (z - y)) / n + 2.0 * penalty * beta / beta.size
+    return value + penalty * float(beta @ beta) / beta.size, gradient
 
 
 def _folds(y: NDArray[np.float64], n_folds: int, seed: int) -> NDArray[np.float64]:
@@ -126,7 +122,8 @@ class SplineCalibration(Recalibrator):
     on fold 0 (rounded to 4 decimals, ties to the smaller), and ``beta`` is
     then refitted on the other folds (as ``splinecalib`` does, so fold 0
     stays held out). ``eps`` is ``min(1e-4, 2^(round(log2 m) - 1))``, m the
-    value closest to 0 or 1. Each ``q`` lies strictly inside (0, 1).
+    value closest to 0 or 1. Each ``q`` lies strictly inside (0, 1); for K = 2 the class-0
+    column is ``sigmoid(-eta)``, not ``1 - q`` (which rounds to exactly 0 beyond ``eta ~ 37``).
     ``sample_weight`` multiplies each row's loss (normalised to mean 1).
 
     Examples
@@ -228,11 +225,11 @@ class SplineCalibration(Recalibrator):
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         classes = _target_classes(x.shape[1])
-        out = np.empty((x.shape[0], len(classes)))
+        eta = np.empty((x.shape[0], len(classes)))
         for j, k in enumerate(classes):
             p = np.clip(x[:, k], self.eps_[j], 1 - self.eps_[j])
-            eta = natural_cubic_basis(np.log(p / (1 - p)), self.knots_[j]) @ self.coefficients_[j]
-            out[:, j] = 1.0 / (1.0 + np.exp(-eta))
-        if len(classes) == 1:
-            return np.column_stack([1.0 - out[:, 0], out[:, 0]])
-        return _renormalise(out)
+            eta[:, j] = natural_cubic_basis(np.log(p / (1 - p)), self.knots_[j]) @ self.coefficients_[j]
+        with np.errstate(over="ignore"):
+            if len(classes) == 1:  # sigmoid(-eta), not 1 - sigmoid(eta), which rounds to 0 beyond eta ~ 37
+                return np.column_stack([1.0 / (1.0 + np.exp(eta[:, 0])), 1.0 / (1.0 + np.exp(-eta[:, 0]))])
+            return _renormalise(1.0 / (1.0 + np.exp(-eta)))
