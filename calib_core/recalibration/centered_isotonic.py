@@ -125,7 +125,7 @@ class CenteredIsotonic(Recalibrator):
     >>> p = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.8]); y = np.array([0, 1, 0, 1, 0, 1])
     >>> cir = CenteredIsotonic().fit(np.column_stack([1 - p, p]), y)
     >>> cir.predict_proba(np.column_stack([1 - p, p]))[:, 1].round(3).tolist()
-    [0.0, 0.222, 0.444, 0.5, 0.5, 1.0]
+    [0.0, 0.182, 0.364, 0.529, 0.765, 1.0]
     """
 
     method = "centered_isotonic"
