@@ -590,7 +590,7 @@ def comparison_notes(ev: compare.EvaluationSet, fits: Mapping[str, compare.Metho
     notes += [f"{name} could not be fitted: {fit.message}" for name, fit in fits.items() if not fit.ok]
     notes += [f"{name} stopped at its iteration cap ({n_iter} L-BFGS-B iterations): read its numbers with care."
               for name, n_iter in compare.unconverged_fits(fits).items()]
-    notes += list(compare.zero_hazards(ev, fits).values())
+    notes += [hazard.sentence for hazard in compare.zero_hazards(ev, fits).values()]
     return notes
 
 

@@ -319,5 +319,5 @@ def test_the_reports_comparison_note_flags_exact_zeros():
                             n_boot=0, seed=0)
     note = report.comparison_note(found.protocol_sentence, found.ev, found.fits, n_boot=0, seed=0)
     flags = compare.zero_hazards(found.ev, found.fits)
-    assert list(flags) == ["Isotonic regression"] and flags["Isotonic regression"] in note
+    assert list(flags) == ["Isotonic regression"] and flags["Isotonic regression"].sentence in note
     assert "Isotonic regression (floored)" in note and "Temperature scaling can" not in note

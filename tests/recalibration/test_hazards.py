@@ -29,8 +29,9 @@ def test_at_1000_classes_the_exact_zero_method_is_flagged_and_not_in_the_default
     assert zero_rows > 0.05 * ev.labels.size
     flags = compare.zero_hazards(ev, fits)
     assert list(flags) == ["Isotonic regression"]
-    assert f"on {zero_rows:,} of {ev.labels.size:,} evaluation rows" in flags["Isotonic regression"]
-    assert "Isotonic regression (floored)" in flags["Isotonic regression"]
+    assert flags["Isotonic regression"].rows == zero_rows
+    assert f"on {zero_rows:,} of {ev.labels.size:,} evaluation rows" in flags["Isotonic regression"].sentence
+    assert "Isotonic regression (floored)" in flags["Isotonic regression"].sentence
     # ... and the floored twin pays for none of them: its NLL is far below the unfloored map's.
     assert fits["Isotonic regression (floored)"].after["nll"] < fits["Isotonic regression"].after["nll"] - 1.0
     chosen = defaults.default_methods(1000)
