@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from calib_core.recalibration import RECALIBRATORS
 from calib_core.recalibration.hazards import DEFAULT_EPSILON, FLOORED_TWINS, ZERO_HAZARD_MAX_CLASSES
 
-__all__ = ["DEFAULT_METHODS", "default_methods", "default_note", "expected_fit_seconds", "slow_note", "zero_note"]
+__all__ = ["DEFAULT_METHODS", "PER_CLASS_FIT_SECONDS", "default_methods", "default_note", "expected_fit_seconds", "slow_note", "zero_note"]
 
 #: The default set of methods (first visit of the page), before the class-count rule of :func:`default_methods`.
 DEFAULT_METHODS = ("Temperature scaling", "Vector scaling", "Isotonic regression", "Histogram binning",
@@ -124,16 +124,38 @@ def expected_fit_seconds(method: str, n_rows: int, n_classes: int) -> float | No
     return FULL_FIT_SECONDS_PER_ROW_CLASS2 * float(n_rows) * float(n_classes) ** 2
 
 
+#: Fit seconds per fitting row and class of the one-map-per-class methods whose fit is slow (issue 27),
+#: measured on a loaded 2-core machine: spline calibration's 18 penalised L-BFGS fits per class took 0.7-1.2 s
+#: at 450 rows (tests/recalibration/test_splines.py); Venn-Abers' tables 95 s at 1,000 rows x 1,000 classes.
+PER_CLASS_FIT_SECONDS = {"Spline calibration": 2.5e-3, "Venn-Abers": 1e-4}
+#: Chosen methods expected to fit for longer than this get a warning (:func:`slow_note`).
+SLOW_FIT_SECONDS = 60.0
+
+
+def _when(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"about {seconds / 3600:.0f} h"
+    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {max(seconds, 1):.0f} s"
+
+
 def slow_note(methods: Sequence[str], n_rows: int, n_classes: int) -> str | None:
-    """A warning for each chosen method above its class-count limit, with its expected fit time (Markdown)."""
+    """A warning for each chosen method above its class-count limit, with its expected fit time (Markdown).
+
+    Also for the one-map-per-class methods of :data:`PER_CLASS_FIT_SECONDS` when their expected fit time
+    (``rate * N * K``) is above :data:`SLOW_FIT_SECONDS`.
+    """
     slow = [m for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit]
-    if not slow:
-        return None
-    parts = []
-    for method in slow:
-        seconds = expected_fit_seconds(method, n_rows, n_classes)
-        when = f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {max(seconds, 1):.0f} s"
-        parts.append(f"**{method}** ({when})")
-    return (f"Chosen above their class-count limit at {n_classes:,} classes: {', '.join(parts)} to fit on up to "
-            f"{n_rows:,} rows, per model and protocol; a K x K matrix has {n_classes ** 2 + n_classes:,} "
-            "parameters here.")
+    long = {m: PER_CLASS_FIT_SECONDS[m] * float(n_rows) * int(n_classes) for m in methods
+            if m in PER_CLASS_FIT_SECONDS}
+    long = {m: seconds for m, seconds in long.items() if seconds > SLOW_FIT_SECONDS}
+    notes = []
+    if slow:
+        parts = [f"**{m}** ({_when(expected_fit_seconds(m, n_rows, n_classes))})" for m in slow]
+        notes.append(f"Chosen above their class-count limit at {n_classes:,} classes: {', '.join(parts)} to fit on "
+                     f"up to {n_rows:,} rows, per model and protocol; a K x K matrix has "
+                     f"{n_classes ** 2 + n_classes:,} parameters here.")
+    if long:
+        parts = [f"**{m}** ({_when(seconds)})" for m, seconds in long.items()]
+        notes.append(f"Slow at {n_classes:,} classes: {', '.join(parts)} to fit on up to {n_rows:,} rows, per model "
+                     "and protocol (one map per class, each fitted on every row).")
+    return " ".join(notes) or None

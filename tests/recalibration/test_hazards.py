@@ -74,3 +74,11 @@ def test_mix_with_uncalibrated_checks_epsilon():
         hazards.mix_with_uncalibrated([[1.0, 0.0]], [[0.5, 0.5]], 1.0)
     with pytest.raises(CalibrationInputError, match="`epsilon`"):
         FlooredIsotonic(epsilon=0.0).fit([[0.2, 0.8], [0.7, 0.3]], [1, 0])
+
+
+def test_slow_one_map_per_class_methods_are_announced_with_their_time():
+    """Spline calibration fits 18 penalised splines per class: at ImageNet size that is hours, said before fitting."""
+    note = defaults.slow_note(["Temperature scaling", "Spline calibration", "Venn-Abers"], 25_000, 1000)
+    assert "**Spline calibration** (about 17 h)" in note and "**Venn-Abers** (about 42 min)" in note
+    assert "Temperature" not in note
+    assert defaults.slow_note(["Spline calibration", "Venn-Abers"], 900, 10) is None
