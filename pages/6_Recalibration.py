@@ -2,7 +2,7 @@
 import streamlit as st
 
 from calib_core.recalibration import RECALIBRATORS
-from calib_core.recalibration import defaults
+from calib_core.recalibration import defaults, hazards
 from calib_core.recalibration.compare import CAUTIONARY, Protocol
 from studio import compute_recalibration as cr
 from studio import layout, progressive
@@ -46,7 +46,10 @@ with st.container(border=True):
         st.multiselect, "Methods", all_methods, format_func=method_label,
         default=cr.default_methods(models), key="methods", options=all_methods,
         help="Logit-based methods (temperature, vector, matrix scaling ...) use the logits when the file has them, "
-             "else the log-probabilities. Platt, beta and isotonic fit one map per class (one-vs-rest) for K > 2.")
+             "else the log-probabilities. Platt, beta, isotonic, centred isotonic, spline and Venn-Abers fit one map "
+             f"per class (one-vs-rest) for K > 2. The \"(floored)\" methods mix {hazards.DEFAULT_EPSILON:.0%} of the "
+             "model's probabilities "
+             "back in, so they never give a class exactly 0 (an infinite log loss).")
     default_note = defaults.default_note(cr.largest_class_count(models))
     if default_note:
         st.caption(default_note)

@@ -602,11 +602,13 @@ def comparison_note(sentence: str, ev: compare.EvaluationSet, fits: Mapping[str,
 
 def comparison_notes(ev: compare.EvaluationSet, fits: Mapping[str, compare.MethodFit]) -> list[str]:
     """The warnings the Recalibration page shows beside a verdict, as sentences: classes with too few rows,
-    methods that could not be fitted, fits stopped at their iteration cap."""
+    methods that could not be fitted, fits stopped at their iteration cap, exact zeros that inflate the NLL
+    (:func:`calib_core.recalibration.compare.zero_hazards`)."""
     notes = list(ev.notes)
     notes += [f"{name} could not be fitted: {fit.message}" for name, fit in fits.items() if not fit.ok]
     notes += [f"{name} stopped at its iteration cap ({n_iter} L-BFGS-B iterations): read its numbers with care."
               for name, n_iter in compare.unconverged_fits(fits).items()]
+    notes += [hazard.sentence for hazard in compare.zero_hazards(ev, fits).values()]
     return notes
 
 

@@ -23,6 +23,9 @@ AccuracyPreservingCalibratedMap    predicted class only        usually (see doc)
 StructuredMatrixScaling            T-scaled log-probs, ridge   no
 StructuredVectorScaling            T-scaled log-probs, ridge   no
 QuadraticScaling (binary)          logit, NLL                  no
+SplineCalibration                  probs, one-vs-rest          no (K > 2)
+CenteredIsotonic                   probs, one-vs-rest          no
+VennAbers                          probs, one-vs-rest or -one  no
 =================================  ==========================  ===================
 
 Beside the methods: :mod:`~calib_core.recalibration.prevalence` (Bayes' rule
@@ -105,6 +108,17 @@ RECALIBRATORS: dict[str, type[Recalibrator]] = {
 RECALIBRATORS.update((cls.display_name, cls) for cls in (
     StructuredMatrixScaling, StructuredVectorScaling, QuadraticScaling))
 __all__ += ["QuadraticScaling", "StructuredMatrixScaling", "StructuredVectorScaling"]
+
+# Non-parametric methods (issue 27): spline calibration, centred isotonic regression, Venn-Abers, and the
+# floored twins of the methods that can emit exact zeros (calib_core.recalibration.hazards).
+from calib_core.recalibration.centered_isotonic import CenteredIsotonic  # noqa: E402
+from calib_core.recalibration.splines import SplineCalibration  # noqa: E402
+from calib_core.recalibration.venn_abers import VennAbers  # noqa: E402
+from calib_core.recalibration.hazards import FlooredHistogramBinning, FlooredIsotonic  # noqa: E402
+
+RECALIBRATORS.update((cls.display_name, cls) for cls in (
+    SplineCalibration, CenteredIsotonic, VennAbers, FlooredIsotonic, FlooredHistogramBinning))
+__all__ += ["CenteredIsotonic", "FlooredHistogramBinning", "FlooredIsotonic", "SplineCalibration", "VennAbers"]
 
 
 def all_recalibrators(*, input: str | None = None) -> dict[str, Recalibrator]:

@@ -165,6 +165,14 @@ class Recalibrator(abc.ABC):
         default set (None: any K). Set for methods whose parameters grow as
         K^2, so that their fit time explodes with K
         (:func:`calib_core.recalibration.defaults.default_methods`).
+    emits_exact_zeros : bool
+        True for methods whose maps can output a probability of exactly 0
+        (or 1): flat steps of isotonic regression, empty-of-positives bins
+        of histogram binning. An exact 0 for the true class makes the NLL
+        infinite (clipped at 1e-12: 27.6 nats a row), so such methods are
+        flagged wherever the NLL is shown and leave the default set above
+        :data:`calib_core.recalibration.hazards.ZERO_HAZARD_MAX_CLASSES`
+        classes (:mod:`calib_core.recalibration.hazards`).
     n_classes_ : int
         Number of classes seen by ``fit`` (set by ``fit``).
     classes_, n_features_in_
@@ -181,6 +189,7 @@ class Recalibrator(abc.ABC):
     works_on: ClassVar[str] = "logits"
     preserves_accuracy: ClassVar[bool] = False
     max_default_classes: ClassVar[int | None] = None
+    emits_exact_zeros: ClassVar[bool] = False
     #: Names of the fitted attributes (all ending in ``_``) that define predictions.
     _fitted_attributes: ClassVar[tuple[str, ...]] = ()
     #: True when ``_fit(x, labels, weights)`` minimises a weighted loss (any non-negative weights); False: weights

@@ -74,6 +74,7 @@ from calib_core.inference.intervals import interval_from_samples
 from calib_core.metrics import get_metric, metric_function
 from calib_core.metrics.registry import resolve_metrics
 from calib_core.recalibration import RECALIBRATORS, AccuracyPreservingCalibratedMap, Recalibrator, log_probabilities
+from calib_core.recalibration.hazards import DEFAULT_EPSILON, FLOORED_TWINS, exact_zero_rows
 from calib_core.recalibration.protocol import (EVAL_SPLIT_VALUES, FIT_SPLIT_VALUES, RecalibrationReport,
                                                evaluate_recalibration, split_predictions, stratified_folds)
 from calib_core._accel import mark_validated, marked_copy
@@ -86,7 +87,7 @@ __all__ = [
     "effective_protocol",
     "evaluation_set", "fit_method", "fitted_params", "fitted_temperatures", "intervals", "log_scores",
     "metric_label", "metric_values", "model_input", "recalibrated_frame", "results_table",
-    "split_column_ready", "summary_matrix", "verdict",
+    "split_column_ready", "summary_matrix", "verdict", "ZeroHazard", "zero_hazards",
 ]
 
 #: Metrics of the results table (registry keys), in display order. The class-wise ECE with uniform
@@ -500,6 +501,65 @@ def unconverged_fits(fits: Mapping[str, MethodFit]) -> dict[str, int]:
         if params.get("converged_") is False:
             out[name] = int(params.get("n_iter_", 0))
     return out
+
+
+@dataclass(frozen=True)
+class ZeroHazard:
+    """A fitted method whose NLL exact zeros hurt or can hurt (:func:`zero_hazards`).
+
+    Attributes
+    ----------
+    method : str
+    rows : int
+        Evaluation rows whose true class got a probability of exactly 0 (0: the method can emit zeros, but
+        gave none to a true class on these rows).
+    sentence : str
+        What to tell the reader, plain text (registry names only).
+    """
+
+    method: str
+    rows: int
+    sentence: str
+
+
+def zero_hazards(ev: EvaluationSet, fits: Mapping[str, MethodFit]) -> dict[str, ZeroHazard]:
+    """The fitted methods whose NLL is hurt by exact zeros, each with a plain-text sentence saying so.
+
+    A method is flagged when it can emit exact zeros
+    (:attr:`~calib_core.recalibration.Recalibrator.emits_exact_zeros`: flat
+    steps of isotonic regression, empty bins) or when its evaluated
+    probabilities give some row's true class exactly 0. Each such row costs
+    27.6 nats in the NLL (clipped at 1e-12; unclipped it is infinite), so
+    the page (a warning when some true class got 0, else a caption) and the
+    report show these sentences wherever the NLL is shown. The floored twins
+    of :mod:`calib_core.recalibration.hazards` mix the model's own
+    probabilities back in and are not flagged.
+
+    Returns
+    -------
+    dict of str to ZeroHazard
+        Method -> its hazard, in ``fits`` order.
+    """
+    flagged = {}
+    for name, fit in fits.items():
+        if not fit.ok or fit.probs is None:
+            continue
+        rows = exact_zero_rows(fit.probs, ev.labels)
+        can = name in RECALIBRATORS and RECALIBRATORS[name].emits_exact_zeros
+        if not (rows or can):
+            continue
+        twin = FLOORED_TWINS.get(name)
+        fix = (f" Its floored twin, {twin}, mixes {DEFAULT_EPSILON:.0%} of the model's probabilities back in." if twin
+               else "")
+        if rows:
+            sentence = (f"{name} gives the true class a probability of exactly 0 on {rows:,} of "
+                        f"{ev.labels.size:,} evaluation rows: the NLL counts each at 27.6 nats (clipped at 1e-12; "
+                        f"unclipped it is infinite), so its NLL is dominated by them.{fix}")
+        else:
+            sentence = (f"{name} can emit probabilities of exactly 0 (none for a true class on these rows): on "
+                        f"other rows its NLL can be infinite.{fix}")
+        flagged[name] = ZeroHazard(name, rows, sentence)
+    return flagged
 
 
 def recalibrated_frame(x: np.ndarray, labels: np.ndarray, ev: EvaluationSet, fit: MethodFit, *,

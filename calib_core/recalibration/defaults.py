@@ -14,15 +14,23 @@ Examples
 --------
 >>> from calib_core.recalibration import defaults
 >>> defaults.default_methods(1000)
-('Temperature scaling', 'Vector scaling', 'Isotonic regression', 'Histogram binning')
+('Temperature scaling', 'Vector scaling', 'Isotonic regression (floored)', 'Histogram binning (floored)')
+
+Methods that can emit exact zeros (:attr:`calib_core.recalibration.Recalibrator.emits_exact_zeros`:
+one-vs-rest isotonic regression, histogram binning) leave the default set above
+:data:`~calib_core.recalibration.hazards.ZERO_HAZARD_MAX_CLASSES` classes and their floored twins
+(:mod:`calib_core.recalibration.hazards`) take their places: with N / K positives per class their maps
+give many true classes a probability of exactly 0, each an infinite log loss (CalArena's ImageNet runs:
+mean log loss 5.4-6.7 against 0.76 uncalibrated).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from calib_core.recalibration import RECALIBRATORS
+from calib_core.recalibration.hazards import DEFAULT_EPSILON, FLOORED_TWINS, ZERO_HAZARD_MAX_CLASSES
 
-__all__ = ["DEFAULT_METHODS", "default_methods", "default_note", "expected_fit_seconds", "slow_note"]
+__all__ = ["DEFAULT_METHODS", "PER_CLASS_FIT_SECONDS", "default_methods", "default_note", "expected_fit_seconds", "slow_note", "zero_note"]
 
 #: The default set of methods (first visit of the page), before the class-count rule of :func:`default_methods`.
 DEFAULT_METHODS = ("Temperature scaling", "Vector scaling", "Isotonic regression", "Histogram binning",
@@ -44,17 +52,35 @@ def default_methods(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) ->
 
     Examples
     --------
+    Above :data:`~calib_core.recalibration.hazards.ZERO_HAZARD_MAX_CLASSES`
+    classes a method that can emit exact zeros is replaced by its floored
+    twin (:data:`~calib_core.recalibration.hazards.FLOORED_TWINS`), or left
+    out when it has none.
+
     >>> "Dirichlet calibration" in default_methods(10), "Dirichlet calibration" in default_methods(1000)
     (True, False)
     """
-    return tuple(m for m, limit in _limits(methods).items() if limit is None or int(n_classes) <= limit)
+    chosen = []
+    for method, limit in _limits(methods).items():
+        if limit is not None and int(n_classes) > limit:
+            continue
+        if int(n_classes) > ZERO_HAZARD_MAX_CLASSES and _emits_zeros(method):
+            method = FLOORED_TWINS.get(method)
+        if method is not None and method not in chosen:
+            chosen.append(method)
+    return tuple(chosen)
+
+
+def _emits_zeros(method: str) -> bool:
+    return method in RECALIBRATORS and RECALIBRATORS[method].emits_exact_zeros
 
 
 def default_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> str | None:
     """Why methods of ``methods`` are left out of the default set at ``n_classes`` (Markdown), else None."""
     left_out = {m: limit for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit}
+    zeros = zero_note(n_classes, methods)
     if not left_out:
-        return None
+        return zeros
     names = " and ".join(f"**{m}**" for m in left_out)
     limit = min(left_out.values())
     params = int(n_classes) ** 2 + int(n_classes)
@@ -62,7 +88,21 @@ def default_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> st
     return (f"{names} {is_} left out of the default set above {limit:,} classes: "
             f"{'it fits' if len(left_out) == 1 else 'they fit'} a full {n_classes:,} x {n_classes:,} matrix "
             f"({params:,} parameters here, K² + K), so the fit time grows with the square of the class count. "
-            f"Choose {it} above to fit {it} anyway.")
+            f"Choose {it} above to fit {it} anyway." + (f" {zeros}" if zeros else ""))
+
+
+def zero_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> str | None:
+    """Why methods that can emit exact zeros are replaced by their floored twins at ``n_classes`` (Markdown), else None."""
+    if int(n_classes) <= ZERO_HAZARD_MAX_CLASSES:
+        return None
+    swapped = [m for m in methods if _emits_zeros(m)]
+    if not swapped:
+        return None
+    names = " and ".join(f"**{m}**" for m in swapped)
+    return (f"Above {ZERO_HAZARD_MAX_CLASSES} classes {names} can give a true class a probability of exactly 0 "
+            "(an infinite log loss, counted at 27.6 nats by the clipped NLL), so the default set fits their "
+            f"floored twins instead (mixed with the model's own probabilities: q' = {1 - DEFAULT_EPSILON:g} q + "
+            f"{DEFAULT_EPSILON:g} p).")
 
 
 #: Fit seconds of a method with a class-count limit (matrix and Dirichlet scaling, O(N K^2) per
@@ -84,16 +124,38 @@ def expected_fit_seconds(method: str, n_rows: int, n_classes: int) -> float | No
     return FULL_FIT_SECONDS_PER_ROW_CLASS2 * float(n_rows) * float(n_classes) ** 2
 
 
+#: Fit seconds per fitting row and class of the one-map-per-class methods whose fit is slow (issue 27),
+#: measured on a loaded 2-core machine: spline calibration's 18 penalised L-BFGS fits per class took 0.7-1.2 s
+#: at 450 rows (tests/recalibration/test_splines.py); Venn-Abers' tables 95 s at 1,000 rows x 1,000 classes.
+PER_CLASS_FIT_SECONDS = {"Spline calibration": 2.5e-3, "Venn-Abers": 1e-4}
+#: Chosen methods expected to fit for longer than this get a warning (:func:`slow_note`).
+SLOW_FIT_SECONDS = 60.0
+
+
+def _when(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"about {seconds / 3600:.0f} h"
+    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {max(seconds, 1):.0f} s"
+
+
 def slow_note(methods: Sequence[str], n_rows: int, n_classes: int) -> str | None:
-    """A warning for each chosen method above its class-count limit, with its expected fit time (Markdown)."""
+    """A warning for each chosen method above its class-count limit, with its expected fit time (Markdown).
+
+    Also for the one-map-per-class methods of :data:`PER_CLASS_FIT_SECONDS` when their expected fit time
+    (``rate * N * K``) is above :data:`SLOW_FIT_SECONDS`.
+    """
     slow = [m for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit]
-    if not slow:
-        return None
-    parts = []
-    for method in slow:
-        seconds = expected_fit_seconds(method, n_rows, n_classes)
-        when = f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {max(seconds, 1):.0f} s"
-        parts.append(f"**{method}** ({when})")
-    return (f"Chosen above their class-count limit at {n_classes:,} classes: {', '.join(parts)} to fit on up to "
-            f"{n_rows:,} rows, per model and protocol; a K x K matrix has {n_classes ** 2 + n_classes:,} "
-            "parameters here.")
+    long = {m: PER_CLASS_FIT_SECONDS[m] * float(n_rows) * int(n_classes) for m in methods
+            if m in PER_CLASS_FIT_SECONDS}
+    long = {m: seconds for m, seconds in long.items() if seconds > SLOW_FIT_SECONDS}
+    notes = []
+    if slow:
+        parts = [f"**{m}** ({_when(expected_fit_seconds(m, n_rows, n_classes))})" for m in slow]
+        notes.append(f"Chosen above their class-count limit at {n_classes:,} classes: {', '.join(parts)} to fit on "
+                     f"up to {n_rows:,} rows, per model and protocol; a K x K matrix has "
+                     f"{n_classes ** 2 + n_classes:,} parameters here.")
+    if long:
+        parts = [f"**{m}** ({_when(seconds)})" for m, seconds in long.items()]
+        notes.append(f"Slow at {n_classes:,} classes: {', '.join(parts)} to fit on up to {n_rows:,} rows, per model "
+                     "and protocol (one map per class, each fitted on every row).")
+    return " ".join(notes) or None

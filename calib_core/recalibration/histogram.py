@@ -115,6 +115,7 @@ class HistogramBinning(Recalibrator):
     display_name = "Histogram binning"
     works_on = "probs"
     weighted_loss = True
+    emits_exact_zeros = True
     _fitted_attributes = ("n_bins_", "edges_", "values_")
 
     def __init__(self, n_bins: int | None = None, *, class_conditional: bool = True,
@@ -218,6 +219,7 @@ class AccuracyPreservingCalibratedMap(Recalibrator):
     method = "accuracy_preserving_calibrated_map"
     display_name = "Calibrated map (Gruber & Buettner E.1)"
     works_on = "probs"
+    emits_exact_zeros = True
     _fitted_attributes = ("class_distributions_", "counts_")
 
     def __init__(self, *, input: str = "probs") -> None:

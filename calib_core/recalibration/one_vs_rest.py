@@ -261,6 +261,7 @@ class IsotonicCalibration(Recalibrator):
     display_name = "Isotonic regression"
     works_on = "probs"
     weighted_loss = True
+    emits_exact_zeros = True
     _fitted_attributes = ("knots_x_", "knots_y_")
 
     def __init__(self, *, input: str = "probs") -> None:

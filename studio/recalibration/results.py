@@ -90,6 +90,11 @@ def show_problems(result: ModelResult) -> None:
                    "fitting rows), so its map is where the optimiser stopped and can differ slightly between "
                    "machines. Read its numbers with care, or prefer a method with fewer parameters.",
                    icon=":material/warning:")
+    for hazard in compare.zero_hazards(result.ev, result.fits).values():
+        if hazard.rows:
+            st.warning(f"Exact zeros, NLL: {md(hazard.sentence)}", icon=":material/warning:")
+        else:
+            st.caption(f"Exact zeros, NLL: {md(hazard.sentence)}")
     if result.boot_note:
         st.warning(result.boot_note, icon=":material/timer:")
     if not result.ok_methods:

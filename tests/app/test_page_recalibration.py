@@ -24,7 +24,7 @@ from studio import compute_recalibration as cr
 from studio import state
 from calib_core.plot.figures_recalibration import MINIMISER_PREFIX, change_figure, gce_rank_figure, temperature_surface_figure
 from studio.state import ModelView
-from studio.text import literal, plot_text
+from studio.text import literal, md, plot_text
 
 from tests import app_support
 from tests.app_support import APP, assert_clean
@@ -219,11 +219,11 @@ def test_many_classes_leave_the_k_squared_methods_out_of_the_default_and_say_why
     captions = " ".join(c.value for c in at.main.caption)
     assert "**Dirichlet calibration** is left out of the default set above 10 classes" in captions
     assert "156 parameters here" in captions  # 12^2 + 12
-    assert not at.warning
+    assert all(w.value.startswith("Exact zeros, NLL: ") for w in at.warning)  # issue 27's flags only
     assert "Dirichlet calibration" not in list(summary(at).index)
     at.multiselect(key="methods").set_value([*at.multiselect(key="methods").value, "Dirichlet calibration"]).run()
     assert_clean(at)
-    (warning,) = [w.value for w in at.warning]
+    (warning,) = [w.value for w in at.warning if not w.value.startswith("Exact zeros, NLL: ")]
     assert "**Dirichlet calibration** (about" in warning and "12 classes" in warning
     assert "Dirichlet calibration" in list(summary(at).index)
 
@@ -238,7 +238,14 @@ def test_binary_demo_with_every_method():
     at = open_page(CANCER, n_boot=0)
     at.multiselect(key="methods").set_value(list(RECALIBRATORS)).run()
     assert_clean(at)
-    assert not at.warning, [w.value for w in at.warning]
+    # The only warnings: the methods that can emit exact zeros, flagged beside their NLL (issue 27).
+    # Beside them, the methods that can emit exact zeros are flagged (issue 27): a warning where a true class got
+    # exactly 0 on the evaluation rows, else a caption; no other warning.
+    warnings = [w.value for w in at.warning]
+    assert all(w.startswith("Exact zeros, NLL: ") for w in warnings), warnings
+    flagged = {name for name, cls in RECALIBRATORS.items() if cls.emits_exact_zeros}
+    notes = [*warnings, *(c.value for c in at.main.caption if c.value.startswith("Exact zeros, NLL: "))]
+    assert {next(m for m in flagged if w.startswith(f"Exact zeros, NLL: {md(m)} ")) for w in notes} == flagged
     assert list(summary(at).index) == [compare.BEFORE, *RECALIBRATORS]
     assert "`breast_cancer_svc`:" in markdown(at)
     # The cautionary baseline is offered, labelled, and never recommended.

@@ -307,3 +307,17 @@ def test_the_reports_metrics_compute_each_estimate_once(demo, monkeypatch):
     rows = report._metrics(report.ReportModel("rf", p), report.ReportSettings(n_bins=9, n_boot=20, seed=1))
     assert sorted(calls) == sorted(keys)
     assert {row["key"] for row in rows} >= set(keys)
+
+
+def test_the_reports_comparison_note_flags_exact_zeros():
+    """Issue 27: a method that can emit exact zeros is flagged in the report beside its NLL, as on the page."""
+    from calib_core.recalibration import compare
+    from calib_core.recalibration.recommendation import compare_methods
+
+    demo = cc.load_demo("iris_svc")
+    found = compare_methods(demo.probs, demo.labels, methods=("Temperature scaling", "Isotonic regression"),
+                            n_boot=0, seed=0)
+    note = report.comparison_note(found.protocol_sentence, found.ev, found.fits, n_boot=0, seed=0)
+    flags = compare.zero_hazards(found.ev, found.fits)
+    assert list(flags) == ["Isotonic regression"] and flags["Isotonic regression"].sentence in note
+    assert "Isotonic regression (floored)" in note and "Temperature scaling can" not in note

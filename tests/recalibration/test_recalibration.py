@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from calib_core.binning import optimal_n_bins
@@ -76,7 +76,7 @@ def data():
 
 # -- registry ----------------------------------------------------------------------
 def test_registry_lists_every_method_once():
-    assert len(ALL) == 14 and len(set(ALL)) == 14
+    assert len(ALL) >= 16 and len(set(ALL)) == len(ALL)  # 11 before issue 27; others append theirs
     assert set(RECALIBRATORS) == {cls.display_name for cls in ALL}
     assert {cls.method for cls in ALL} == set(Recalibrator._registry)
     methods = all_recalibrators(input="probs")
@@ -195,6 +195,8 @@ def test_outputs_on_simplex_property(cls, problem, use_probs):
     x, y = problem
     if use_probs:
         x = softmax(x)
+    if cls.method == "spline_calibration":  # a spline needs 3 distinct probabilities per class (else a clear error)
+        assume(all(np.unique(column).size >= 3 for column in softmax(x).T))
     method = _make(cls, "probs" if use_probs else "logits").fit(x, y)
     out = method.predict_proba(x)
     assert np.all(np.isfinite(out)) and np.all(out >= 0) and np.all(out <= 1 + 1e-12)

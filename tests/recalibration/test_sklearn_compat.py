@@ -4,6 +4,7 @@ scikit-learn estimator checks that apply to a calibrator, and ``CalibratedModel`
 classifier so that its ``predict_proba`` is calibrated."""
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -285,10 +286,22 @@ BINARY_ONLY_SKIPPED = dict.fromkeys(
     "and round trips are tested on binary data in tests/recalibration/test_structured.py)")
 
 
+#: The sample-weight checks scikit-learn runs on a fit that takes ``sample_weight`` (issue 27's methods): they fit
+#: on its own feature matrices, as above.
+SAMPLE_WEIGHT_SKIPPED = {name: _DATA for name in (
+    "check_sample_weights_pandas_series", "check_sample_weights_not_an_array", "check_sample_weights_list",
+    "check_all_zero_sample_weights_error", "check_sample_weights_shape", "check_sample_weights_not_overwritten",
+    "check_sample_weight_equivalence_on_dense_data", "check_classifiers_one_label_sample_weights")}
+#: Spline calibration needs three distinct probabilities per class.
+ONE_SAMPLE_SKIPPED = {"check_fit2d_1sample": "a spline needs 3 distinct probabilities per class; one row is " + _WORDING}
+
+
 def _expected_failures(estimator):
     return {**ESTIMATOR_CHECKS_SKIPPED,
             **(ONE_LABEL_SKIPPED if estimator.preserves_accuracy else {}),
-            **(BINARY_ONLY_SKIPPED if getattr(estimator, "binary_only", False) else {})}
+            **(BINARY_ONLY_SKIPPED if getattr(estimator, "binary_only", False) else {}),
+            **(SAMPLE_WEIGHT_SKIPPED if "sample_weight" in inspect.signature(estimator.fit).parameters else {}),
+            **(ONE_SAMPLE_SKIPPED if estimator.method == "spline_calibration" else {})}
 
 
 # Instances with input="logits": the checks draw real-valued matrices, valid logits but not probabilities.
