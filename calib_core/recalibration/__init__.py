@@ -141,3 +141,8 @@ __all__ += ["CalibratedModel", "CalibrationScorer", "make_calibration_scorer"]
 __all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "RecalibrationReport", "cross_fit",
             "evaluate_recalibration", "split_predictions",
             "stratified_folds", "stratified_split"]
+
+# Deployment: the target prevalence from unlabelled predictions, decision curves and regret (issue 28).
+from calib_core.recalibration.label_shift import PrevalenceEstimate, estimate_prevalence  # noqa: E402
+
+__all__ += ["PrevalenceEstimate", "estimate_prevalence"]
