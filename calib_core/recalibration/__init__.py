@@ -144,5 +144,8 @@ __all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "Rec
 
 # Deployment: the target prevalence from unlabelled predictions, decision curves and regret (issue 28).
 from calib_core.recalibration.label_shift import PrevalenceEstimate, estimate_prevalence  # noqa: E402
+from calib_core.recalibration.decisions import (DecisionCurve, RecalibrationValue, decision_curve,  # noqa: E402
+                                                net_benefit, recalibration_value)
 
-__all__ += ["PrevalenceEstimate", "estimate_prevalence"]
+__all__ += ["PrevalenceEstimate", "estimate_prevalence", "DecisionCurve", "RecalibrationValue", "decision_curve",
+            "net_benefit", "recalibration_value"]
