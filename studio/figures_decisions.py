@@ -88,9 +88,10 @@ def power_figure(plan: LabelPlan) -> go.Figure:
         error_y=dict(type="data", symmetric=False, array=c["ci_high"] - c["power"], arrayminus=c["power"] - c["ci_low"])))
     fig.add_hline(y=plan.power, line=dict(color=DIAGONAL_COLOR, dash="dash"),
                   annotation_text=f"power {plan.power:.0%}")
-    if np.isfinite(plan.n_required):
-        fig.add_vline(x=plan.n_required, line=dict(color=PALETTE[5], dash="dot"),
-                      annotation_text=f"about {plan.n_required:,.0f} rows")
+    if np.isfinite(plan.n_required):  # a trace, not add_vline: a shape on a log axis takes log10 units
+        fig.add_trace(go.Scatter(x=[plan.n_required, plan.n_required], y=[0, 1.05], mode="lines",
+                                 line=dict(color=PALETTE[5], dash="dot"),
+                                 name=f"about {plan.n_required:,.0f} rows for {plan.power:.0%}"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(range=[0, 1.05])
     return _layout(fig, title=f"Power to detect temperature {plan.temperature:.3g} (top-label error {plan.ece:.3f})",
