@@ -6,6 +6,7 @@ the rest of the key. The deployment file is keyed by a hash of its bytes.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 
@@ -15,7 +16,7 @@ import streamlit as st
 
 import calib_core as cc
 from calib_core.io import Predictions
-from calib_core.io.formats import MAX_BYTES, MAX_ROWS
+from calib_core.io.formats import MAX_BYTES, MAX_ROWS, sniff_csv
 from studio.memory import RESULT_TTL_SECONDS
 
 #: Column-name prefixes recognised for a class's probability in the deployment file (case-insensitive).
@@ -39,6 +40,11 @@ def _class_column(columns: dict[str, str], name: object) -> str | None:
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=RESULT_TTL_SECONDS, scope="session")
 def read_unlabelled(raw: bytes, file_name: str, class_names: tuple[str, ...]) -> np.ndarray:
+    """:func:`unlabelled_probs`, cached for the session that uploaded the file."""
+    return unlabelled_probs(raw, file_name, class_names)
+
+
+def unlabelled_probs(raw: bytes, file_name: str, class_names: tuple[str, ...]) -> np.ndarray:
     """The ``(N, K)`` probabilities of an unlabelled deployment file, matched to the model's classes.
 
     A CSV/TSV (optionally gzipped) or Parquet file with one column per class,
@@ -54,9 +60,15 @@ def read_unlabelled(raw: bytes, file_name: str, class_names: tuple[str, ...]) ->
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(io.BytesIO(raw))
         else:
-            compression = "gzip" if lower.endswith(".gz") else None
-            frame = pd.read_csv(io.BytesIO(raw), sep=None, engine="python", nrows=MAX_ROWS + 1,
-                                compression=compression)
+            # read at most one byte past the limit: a gzip bomb is refused without being unpacked
+            data = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_BYTES + 1) if lower.endswith(".gz") else raw
+            if len(data) > MAX_BYTES:
+                raise cc.CalibrationInputError(f"the deployment file holds more than {MAX_BYTES:,} bytes unpacked.")
+            dialect = sniff_csv(data[:65536].decode("utf-8", errors="replace"), file_name)  # the loader's sniffer
+            frame = pd.read_csv(io.BytesIO(data), sep=dialect.delimiter, decimal=dialect.decimal,
+                                nrows=MAX_ROWS + 1)
+    except cc.CalibrationInputError:
+        raise
     except Exception as exc:  # noqa: BLE001 -- the boundary where the deployment file enters
         raise cc.CalibrationInputError(f"the deployment file could not be read as CSV or Parquet "
                                        f"({type(exc).__name__}).") from None
