@@ -57,7 +57,7 @@ def _sample(labels, target, n, rng):
                            for k in range(target.size)])
 
 
-def run(repeats: int, n_boot: int, seed: int = 0) -> pd.DataFrame:
+def run(repeats: int, n_boot: int, seed: int = 0, sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
     rows = []
     for demo, targets in CASES.items():
         data = cc.load_demo(demo)
@@ -69,7 +69,7 @@ def run(repeats: int, n_boot: int, seed: int = 0) -> pd.DataFrame:
         source = np.bincount(src_labels, minlength=data.probs.shape[1]) / src_labels.size
         for shift, value in targets.items():
             target = _target(value, source)
-            for n in SIZES:
+            for n in sizes:
                 rng = np.random.default_rng([seed, n, len(rows)])
                 for method in ("em raw", "em recalibrated", "bbse"):
                     estimates, covered, rejected = [], [], []
@@ -126,10 +126,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--boot", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--out", type=Path, default=Path("bench_prevalence_out"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    table = run(args.repeats, args.boot, args.seed)
+    table = run(args.repeats, args.boot, args.seed, tuple(args.sizes))
     table.to_csv(args.out / "prevalence.csv", index=False)
     figures(table, args.out)
     print(table.drop(columns=["seconds"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))

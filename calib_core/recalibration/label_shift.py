@@ -163,16 +163,23 @@ class PrevalenceEstimate:
 
 def _em_batch(probs: NDArray[np.float64], source: NDArray[np.float64], counts: NDArray[np.float64],
               start: NDArray[np.float64], max_iter: int, tol: float) -> tuple[NDArray[np.float64], int, bool]:
-    """EM for a block of row-count vectors at once: ``counts`` (B, N), ``start`` (B, K); the (B, K) estimates."""
+    """EM for a block of row-count vectors at once: ``counts`` (B, N), ``start`` (B, K); the (B, K) estimates.
+
+    Each replicate stops as soon as it has converged (the others go on), so one slow resample does not keep
+    the whole block iterating.
+    """
     total = counts.sum(axis=1, keepdims=True)
     prevalence = start.copy()
+    active = np.arange(prevalence.shape[0])
     for iteration in range(1, max_iter + 1):
-        ratio = prevalence / source  # (B, K)
+        current = prevalence[active]
+        ratio = current / source  # (B, K)
         denominators = probs @ ratio.T  # (N, B): sum_k p_ik pi_k / pi_source_k
-        updated = ratio * ((counts / denominators.T) @ probs) / total
-        change = float(np.abs(updated - prevalence).max())
-        prevalence = updated
-        if change < tol:
+        updated = ratio * ((counts[active] / denominators.T) @ probs) / total[active]
+        moving = np.abs(updated - current).max(axis=1) >= tol
+        prevalence[active] = updated
+        active = active[moving]
+        if active.size == 0:
             return prevalence, iteration, True
     return prevalence, max_iter, False
 
