@@ -21,16 +21,16 @@ DEPLOYMENT_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq"]
 DECISION_METHODS = ("Temperature scaling", "Platt scaling", "Vector scaling", "Isotonic regression")
 
 
-def _model_picker(models: list[state.ModelView], key: str, column=st) -> state.ModelView:
-    index = layout.linked(column.selectbox, "Model", list(range(len(models))), index=0, key=key,
+def _model_picker(models: list[state.ModelView], model_key: str, column=st) -> state.ModelView:
+    index = layout.linked(column.selectbox, "Model", list(range(len(models))), index=0, key=model_key,
                           options=list(range(len(models))), format_func=lambda i: models[i].name)
     return models[index]
 
 
-def _class_picker(model: state.ModelView, key: str, column=st) -> int:
+def _class_picker(model: state.ModelView, class_key: str, column=st) -> int:
     predictions = model.predictions
     options = [1] if predictions.n_classes == 2 else list(range(predictions.n_classes))
-    return layout.linked(column.selectbox, "Class acted on (one against the rest)", options, index=0, key=key,
+    return layout.linked(column.selectbox, "Class acted on (one against the rest)", options, index=0, key=class_key,
                          options=options, format_func=lambda k: str(predictions.class_names[k]),
                          disabled=predictions.n_classes == 2)
 
