@@ -35,7 +35,10 @@ methods fitted by default at K classes: those with K^2 parameters only up to
 with intervals: the part of a score recalibration can fix) and
 :mod:`~calib_core.recalibration.sklearn_compat` (every method is a scikit-learn
 estimator: ``clone``, ``Pipeline``, ``GridSearchCV`` with a registry metric as
-scorer, and :class:`CalibratedModel` to wrap a fitted classifier).
+scorer, and :class:`CalibratedModel` to wrap a fitted classifier) and
+:mod:`~calib_core.recalibration.label_shift` (the deployment's prevalence from unlabelled predictions:
+EM, BBSE, the no-shift test, importance weights) and :mod:`~calib_core.recalibration.decisions` (net
+benefit, decision curves before and after cross-fitted recalibration, the value of recalibrating).
 
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes

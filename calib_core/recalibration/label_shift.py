@@ -326,9 +326,10 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     row counts, each resample's EM started at the estimate); for BBSE the
     labelled rows are resampled too. It holds the source prevalence and the
     predictions' calibration fixed: when either is itself estimated from few
-    labelled rows the interval is too narrow. tests/recalibration/test_label_shift.py
-    and bench/bench_prevalence.py measure its coverage on a real labelled set
-    resampled to known prevalences.
+    labelled rows, or the predictions are not quite calibrated on the deployment's
+    population, the interval is too narrow. tests/recalibration/test_label_shift.py
+    and bench/bench_prevalence.py measure its coverage on real labelled sets
+    resampled to known prevalences (0.68-0.93 for a nominal 0.95; docs/decisions.md).
 
     **Test of no shift** ([Saerens2002]_ section 2.4). The statistic is
     :math:`2\\,[\\ell(\\hat\\pi) - \\ell(\\pi^s)] = 2\\,\\ell(\\hat\\pi)` (the
