@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 import calib_core as cc
-from studio import compute_decisions, figures_decisions, layout, state
+from studio import compute_decisions, downloads, figures_decisions, layout, state
 from studio.text import md
 
 #: Deployment files accepted by the uploader.
@@ -59,7 +59,8 @@ def decisions_section(models: list[state.ModelView]) -> None:
         st.error(f"No decision curve for {md(model.name)}: {md(str(exc))} Try another recalibration method.")
         return
     st.plotly_chart(figures_decisions.decision_curve_figure(curve, class_name=class_name), theme=None,
-                    key="decision_curve_chart")
+                    key="decision_curve_chart",
+                    config=downloads.chart_config("Deployment", model.name, "decision curve", class_name, method))
     st.caption(md(curve.protocol))
 
     st.markdown("**What recalibration is worth in your decisions.** Give the threshold you act at, or the cost of "
@@ -127,7 +128,8 @@ def prevalence_section(models: list[state.ModelView]) -> None:
     st.markdown(md(estimate.sentence(list(names))))
     for note in estimate.notes:
         st.caption(md(note))
-    st.plotly_chart(figures_decisions.prevalence_figure(estimate, names), theme=None, key="prevalence_chart")
+    st.plotly_chart(figures_decisions.prevalence_figure(estimate, names), theme=None, key="prevalence_chart",
+                    config=downloads.chart_config("Deployment", model.name, "prevalence", method))
     table, note = compute_decisions.reweighted_metrics(predictions, model.fingerprint,
                                                       tuple(float(w) for w in estimate.class_weights), 15)
     st.markdown("**The test set re-weighted to the deployment.** Each labelled row weighs its class's "
@@ -183,7 +185,9 @@ def planner_section(models: list[state.ModelView], *, key: str) -> None:
         st.error(f"Cannot plan for {md(model.name)}: {md(str(exc))}")
         return
     st.info(md(plan.sentence()), icon=":material/science:")
-    st.plotly_chart(figures_decisions.power_figure(plan), theme=None, key=f"{key}_power_chart")
+    page = key.split("_")[0].capitalize()  # the page the section is drawn on: its charts' file names start with it
+    st.plotly_chart(figures_decisions.power_figure(plan), theme=None, key=f"{key}_power_chart",
+                    config=downloads.chart_config(page, model.name, "power", test))
     if math.isfinite(plan.n_required) and plan.n_required > predictions.n_samples:
         st.caption(f"You have {predictions.n_samples:,} rows: about {plan.n_required - predictions.n_samples:,.0f} "
                    "more labelled rows would be needed for this power.")
