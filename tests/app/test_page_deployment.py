@@ -110,3 +110,18 @@ def test_figures_draw_the_results():
     power = figures_decisions.power_figure(plan)
     assert power.layout.xaxis.type == "log"
     assert trace_array(power.data[0].y) == pytest.approx(plan.curve["power"].to_numpy())
+
+
+def test_reweighted_metrics_equal_repeated_rows_or_say_why_not():
+    """Integer class weights are rows repeated: the re-weighted column is the metric of the repeated rows
+    (once every metric takes sample_weight=); a metric without the keyword has no value and the note names it."""
+    data = load_demo("breast_cancer_svc")
+    table, note = compute_decisions.reweighted_metrics(data, "fp-test", (1.0, 2.0), 15)
+    repeated = np.r_[np.arange(data.labels.size), np.flatnonzero(data.labels == 1)]
+    for key, row in zip(compute_decisions.REWEIGHTED_METRICS, table.itertuples(index=False)):
+        function = cc.metric_function(key, n_bins=15)
+        assert row[1] == pytest.approx(function(data.probs, data.labels))
+        if np.isnan(row[2]):
+            assert cc.metric_name(key, n_bins=15) in note
+        else:
+            assert row[2] == pytest.approx(function(data.probs[repeated], data.labels[repeated]))
