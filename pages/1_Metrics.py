@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 import calib_core as cc
-from studio import compute, downloads, layout, metrics_page, state
+from studio import compute, deployment, downloads, layout, metrics_page, state
 from calib_core.plot import figures
 from studio.estimators.sections import fixable_section
 from studio.text import md
@@ -153,6 +153,9 @@ if len(infinite):
     st.caption(md(
         "Infinity in the Statistic column (" + ", ".join(f"{row.test} on {row.model}" for row in infinite.itertuples())
         + "): the model gave probability 0 (or 1) to rows whose labels say otherwise; the Why column says which."))
+if deployment.has_inconclusive(tests):
+    with st.expander("Inconclusive: how many labelled rows would settle it?", icon=":material/help:"):
+        deployment.planner_section(models, key="metrics_plan")
 flagged = [cc.lab.size_power.TEST_LABELS[m] for m in cc.lab.size_power.FLAGGED_TESTS]
 if flagged:
     st.warning(f"Flagged by the Lab: {', '.join(flagged)}: its measured size leaves [0.03, 0.07], so its p-value "

@@ -10,6 +10,7 @@ stops reliably).
 import streamlit as st
 
 from studio import layout
+from studio.deployment import planner_section
 from studio.lab.gallery import pathology_gallery
 from studio.lab.rank_stability import rank_stability
 from studio.lab.simulation import simulation_lab
@@ -17,7 +18,7 @@ from studio.lab.size_power import size_power_section
 from studio.lab.subsets import your_data
 
 TABS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size", "Bin-count rank stability",
-        "Pathology gallery"]
+        "Pathology gallery", "How many labels"]
 
 models = layout.setup_page("Lab")
 st.title("Lab: how far can a calibration number be trusted?")
@@ -27,7 +28,7 @@ st.markdown(
     "numbers are, and see the classic traps.")
 tabs = layout.linked_tabs(TABS, key="lab_tool", name="Lab tool")
 sections = (simulation_lab, size_power_section, lambda: your_data(models), lambda: rank_stability(models),
-            pathology_gallery)
+            pathology_gallery, lambda: planner_section(models, key="lab_plan"))
 for tab, section in zip(tabs, sections):
     if tab.open:  # only the open tab runs
         with tab:

@@ -36,6 +36,7 @@ PAGES: tuple[NavPage, ...] = (
     NavPage("pages/8_Lab.py", "Lab", ":material/science:"),
     NavPage("pages/9_Large_tables.py", "Large tables", ":material/dataset:"),
     NavPage("pages/10_Groups.py", "Groups", ":material/groups:"),
+    NavPage("pages/11_Deployment.py", "Deployment", ":material/rocket_launch:"),
 )
 
 

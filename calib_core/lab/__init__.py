@@ -10,6 +10,7 @@ module              what it does
 ``pathologies``     the gallery of cases where a calibration number misleads
 ``stability``       how far an estimate still moves with the test-set size (reads the studies)
 ``size_power``      the measured size and power of the calibration tests
+``planner``         rows needed to detect a miscalibration, on a model like the user's
 ==================  =============================================================
 
 The bin-count rank stability of the 32 GCE variants lives with the other
@@ -34,3 +35,7 @@ __all__ = [
     "SIZE_BAND", "SizePowerResult", "binomial_interval", "simulate_p_values", "size_and_power",
     "summarise_size_power",
 ]
+
+from calib_core.lab.planner import LabelPlan, ResampledModel, plan_labels, temperature_for_ece, tempered_ece  # noqa: E402
+
+__all__ += ["LabelPlan", "ResampledModel", "plan_labels", "temperature_for_ece", "tempered_ece"]

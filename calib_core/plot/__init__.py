@@ -12,6 +12,7 @@ module                     what lives there
 =========================  ==========================================================
 ``draw``                   the one-call figures above (compute, then build)
 ``figures``                reliability diagrams, per-class bars, bin sensitivity, ranks, intervals
+``figures_decisions``      the Deployment page: decision curves, prevalence, the label planner's power
 ``figures_estimators``     the Estimators page: estimates, decompositions, smooth curves
 ``figures_groups``         the Groups page: per-group bars and reliability
 ``figures_lab``            the Lab page: simulated ground truth, size and power

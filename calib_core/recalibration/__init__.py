@@ -41,7 +41,10 @@ methods fitted by default at K classes: those with K^2 parameters only up to
 with intervals: the part of a score recalibration can fix) and
 :mod:`~calib_core.recalibration.sklearn_compat` (every method is a scikit-learn
 estimator: ``clone``, ``Pipeline``, ``GridSearchCV`` with a registry metric as
-scorer, and :class:`CalibratedModel` to wrap a fitted classifier).
+scorer, and :class:`CalibratedModel` to wrap a fitted classifier) and
+:mod:`~calib_core.recalibration.label_shift` (the deployment's prevalence from unlabelled predictions:
+EM, BBSE, the no-shift test, importance weights) and :mod:`~calib_core.recalibration.decisions` (net
+benefit, decision curves before and after cross-fitted recalibration, the value of recalibrating).
 
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes
@@ -163,3 +166,11 @@ __all__ += ["CalibratedModel", "CalibrationScorer", "make_calibration_scorer"]
 __all__ += ["PrevalenceAdjustment", "adjust_prevalence", "PredictionSplit", "RecalibrationReport", "cross_fit",
             "evaluate_recalibration", "split_predictions",
             "stratified_folds", "stratified_split"]
+
+# Deployment: the target prevalence from unlabelled predictions, decision curves and regret (issue 28).
+from calib_core.recalibration.label_shift import PrevalenceEstimate, estimate_prevalence  # noqa: E402
+from calib_core.recalibration.decisions import (DecisionCurve, RecalibrationValue, decision_curve,  # noqa: E402
+                                                net_benefit, recalibration_value)
+
+__all__ += ["PrevalenceEstimate", "estimate_prevalence", "DecisionCurve", "RecalibrationValue", "decision_curve",
+            "net_benefit", "recalibration_value"]

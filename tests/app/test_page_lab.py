@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 PAGE = "pages/8_Lab.py"
 TIMEOUT = 60
 TABS = ["Simulation lab", "Calibration tests: size and power", "Your data: test-set size", "Bin-count rank stability",
-        "Pathology gallery"]
+        "Pathology gallery", "How many labels"]
 TWO_DIGITS = "digits_gaussian_nb,digits_random_forest"
 
 
@@ -75,7 +75,7 @@ def expected_summary(spec: cl.GeneratorSpec, keys, sizes, repetitions, seed=0, f
 
 
 # ============================================================================ the page
-def test_page_opens_on_the_default_demo_with_five_tabs_and_runs_nothing():
+def test_page_opens_on_the_default_demo_with_six_tabs_and_runs_nothing():
     at = open_page()
     assert_clean(at)
     assert at.title[0].value.startswith("Lab")

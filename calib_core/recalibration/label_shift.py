@@ -1,0 +1,426 @@
+"""The deployment's class prevalence, estimated from unlabelled predictions (label shift).
+
+A model evaluated on a labelled test set (the *source*) is deployed where the
+classes occur at other rates (the *target*). Under **label shift** - only the
+prevalences change, the class-conditional distributions ``p(x | y)`` stay the
+same - the target prevalence can be estimated from the model's predictions on
+unlabelled target rows alone:
+
+* ``method="em"``: the EM algorithm of Saerens, Latinne & Decaestecker (2002,
+  eq. 2.7-2.8), the maximum-likelihood estimate of the target prevalence. It
+  assumes the predictions are **calibrated on the source**; Alexandari,
+  Kundaje & Shrikumar (2020) show that it is then the best estimator, and that
+  the usual deep-network miscalibration must first be removed by bias-corrected
+  temperature scaling (temperature plus one bias per class, here
+  :class:`calib_core.VectorScaling` is the closest, or any recalibrator fitted
+  on the labelled source rows). This function does **not** recalibrate: pass
+  recalibrated predictions, and read the note it returns.
+* ``method="bbse"``: black-box shift estimation (Lipton, Wang & Smola 2018,
+  eq. 3-4): the confusion matrix of the arg-max predictions on labelled source
+  rows, inverted against the arg-max frequencies on the target. It needs
+  labelled source rows but not calibration; it is the check on the EM.
+
+Both give a percentile bootstrap interval; the EM also a likelihood-ratio test
+of "no shift", the predictions moved to the estimated prevalence
+(:func:`calib_core.adjust_prevalence`) and importance weights
+``w_y = pi_target_y / pi_source_y`` that re-weight the labelled rows to the
+deployment (``sample_weight=`` of every metric).
+
+References
+----------
+.. [Saerens2002] Saerens, M., Latinne, P. & Decaestecker, C. "Adjusting the
+   outputs of a classifier to new a priori probabilities: a simple procedure",
+   Neural Computation 14 (2002), 21-41, eq. 2.7-2.8 (EM), section 2.4
+   (likelihood-ratio test of a change in the priors).
+.. [Lipton2018] Lipton, Z. C., Wang, Y.-X. & Smola, A. J. "Detecting and
+   correcting for label shift with black box predictors", ICML 2018, eq. 3-4.
+.. [Alexandari2020] Alexandari, A., Kundaje, A. & Shrikumar, A. "Maximum
+   likelihood with bias-corrected calibration is hard-to-beat at label shift
+   adaptation", ICML 2020.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from calib_core.inference.resample import index_blocks, row_weights
+from calib_core.inference.verdicts import check_alpha
+from calib_core.recalibration.prevalence import PrevalenceAdjustment, _check_prevalence, adjust_prevalence
+from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_labels, check_positive,
+                                   check_probs, row_argmax)
+
+__all__ = ["PREVALENCE_METHODS", "PrevalenceEstimate", "em_prevalence", "estimate_prevalence"]
+
+#: Methods of :func:`estimate_prevalence`.
+PREVALENCE_METHODS = ("em", "bbse")
+
+#: Largest ``resamples x rows x classes`` of one block of bootstrap EM runs.
+_EM_BLOCK_CELLS = 4_000_000
+
+_ASSUMPTION = ("label shift: the class prevalences change between the labelled test set and the deployment, "
+               "the class-conditional distributions p(x | y) do not")
+
+
+@dataclass(frozen=True)
+class PrevalenceEstimate:
+    """The estimated deployment prevalence (:func:`estimate_prevalence`).
+
+    Attributes
+    ----------
+    prevalence : ndarray of shape (K,)
+        The estimated target (deployment) class prevalence.
+    ci_low, ci_high : ndarray of shape (K,)
+        Percentile bootstrap interval of each class's prevalence (NaN without resamples).
+    source_prevalence : ndarray of shape (K,)
+        The prevalence the predictions were made for.
+    method : {"em", "bbse"}
+    n : int
+        Unlabelled rows.
+    n_boot : int
+        Bootstrap resamples (over the unlabelled rows; for BBSE also over the labelled rows).
+    alpha : float
+        The intervals cover ``1 - alpha``.
+    shift_statistic, shift_p_value : float
+        Likelihood-ratio test of "no shift" (prevalence = source prevalence)
+        under the EM model, chi-square with K - 1 degrees of freedom (NaN for BBSE).
+    iterations : int
+        EM iterations of the estimate (0 for BBSE).
+    converged : bool
+    adjustment : PrevalenceAdjustment or None
+        The unlabelled predictions moved to the estimated prevalence
+        (:func:`calib_core.adjust_prevalence`); None when a class's estimate is 0.
+    assumption : str
+        The assumption every number here rests on.
+    notes : tuple of str
+        What the caller must know (assumed source prevalence, clipped BBSE weights, calibration).
+    """
+
+    prevalence: NDArray[np.float64]
+    ci_low: NDArray[np.float64]
+    ci_high: NDArray[np.float64]
+    source_prevalence: NDArray[np.float64]
+    method: str
+    n: int
+    n_boot: int
+    alpha: float
+    shift_statistic: float
+    shift_p_value: float
+    iterations: int
+    converged: bool
+    adjustment: PrevalenceAdjustment | None
+    assumption: str = _ASSUMPTION
+    notes: tuple[str, ...] = ()
+
+    @property
+    def class_weights(self) -> NDArray[np.float64]:
+        """Importance weights per class, ``w_y = prevalence_y / source_prevalence_y``."""
+        return self.prevalence / self.source_prevalence
+
+    def sample_weight(self, labels: ArrayLike) -> NDArray[np.float64]:
+        """Importance weights of labelled source rows, ``w[labels]``: they re-weight the test set to the deployment.
+
+        Parameters
+        ----------
+        labels : array_like of shape (M,)
+            Labels of the labelled (source) rows.
+
+        Returns
+        -------
+        ndarray of shape (M,)
+            Pass as ``sample_weight=`` to a metric: a weighted calibration view
+            estimates the calibration the model would have at the deployment's
+            prevalence (under label shift, without recalibrating for it).
+        """
+        checked = check_labels(labels, self.prevalence.size)
+        return self.class_weights[checked]
+
+    @property
+    def shift_detected(self) -> bool | None:
+        """Whether the no-shift test rejects at ``alpha`` (None when there is no test)."""
+        return None if math.isnan(self.shift_p_value) else bool(self.shift_p_value < self.alpha)
+
+    def sentence(self, class_names: list[str] | None = None) -> str:
+        """One plain sentence: the estimate, its interval and the test (no Markdown)."""
+        names = class_names or [str(k) for k in range(self.prevalence.size)]
+        level = f"{1 - self.alpha:.0%}"
+        parts = []
+        for k, name in enumerate(names):
+            interval = (f" ({level} interval {self.ci_low[k]:.3f} to {self.ci_high[k]:.3f})"
+                        if np.isfinite(self.ci_low[k]) else "")
+            parts.append(f"{name}: {self.prevalence[k]:.3f}{interval}, test set {self.source_prevalence[k]:.3f}")
+        label = "EM (Saerens et al. 2002)" if self.method == "em" else "BBSE (Lipton et al. 2018)"
+        text = f"Deployment prevalence by {label} from {self.n:,} unlabelled rows: " + "; ".join(parts) + "."
+        if not math.isnan(self.shift_p_value):
+            found = "a shift" if self.shift_p_value < self.alpha else "no evidence of a shift"
+            text += (f" Likelihood-ratio test of no shift: statistic {self.shift_statistic:.3g}, "
+                     f"p = {self.shift_p_value:.3g}, {found} at alpha = {self.alpha:g}.")
+        return text
+
+
+def _em_batch(probs: NDArray[np.float64], source: NDArray[np.float64], counts: NDArray[np.float64],
+              start: NDArray[np.float64], max_iter: int, tol: float) -> tuple[NDArray[np.float64], int, bool]:
+    """EM for a block of row-count vectors at once: ``counts`` (B, N), ``start`` (B, K); the (B, K) estimates.
+
+    Each replicate stops as soon as it has converged (the others go on), so one slow resample does not keep
+    the whole block iterating.
+    """
+    total = counts.sum(axis=1, keepdims=True)
+    prevalence = start.copy()
+    active = np.arange(prevalence.shape[0])
+    for iteration in range(1, max_iter + 1):
+        current = prevalence[active]
+        ratio = current / source  # (B, K)
+        denominators = probs @ ratio.T  # (N, B): sum_k p_ik pi_k / pi_source_k
+        updated = ratio * ((counts[active] / denominators.T) @ probs) / total[active]
+        moving = np.abs(updated - current).max(axis=1) >= tol
+        prevalence[active] = updated
+        active = active[moving]
+        if active.size == 0:
+            return prevalence, iteration, True
+    return prevalence, max_iter, False
+
+
+def em_prevalence(probs: ArrayLike, source_prevalence: ArrayLike, *, max_iter: int = 1000,
+                  tol: float = 1e-8) -> tuple[NDArray[np.float64], int, bool]:
+    """The EM estimate of the target prevalence of Saerens et al. (2002).
+
+    Parameters
+    ----------
+    probs : array_like of shape (N, K)
+        Predictions on unlabelled target rows, calibrated for ``source_prevalence``.
+    source_prevalence : array_like of shape (K,)
+    max_iter : int, default 1000
+    tol : float, default 1e-8
+        Stop when no prevalence moves by more than ``tol`` in one iteration.
+
+    Returns
+    -------
+    prevalence : ndarray of shape (K,)
+    iterations : int
+    converged : bool
+
+    Notes
+    -----
+    Starting from :math:`\\hat\\pi^{(0)} = \\pi^s`, [Saerens2002]_ eq. 2.7-2.8
+    alternate
+
+    .. math:: q^{(s)}_{ik} = \\frac{p_{ik}\\,\\hat\\pi^{(s)}_k/\\pi^s_k}{\\sum_j p_{ij}\\,\\hat\\pi^{(s)}_j/\\pi^s_j},
+              \\qquad \\hat\\pi^{(s+1)}_k = \\frac1N \\sum_i q^{(s)}_{ik},
+
+    which increases the log-likelihood
+    :math:`\\ell(\\pi) = \\sum_i \\log \\sum_k p_{ik}\\,\\pi_k/\\pi^s_k` of the
+    unlabelled rows at every step. The posteriors ``q`` at the estimate are
+    :func:`calib_core.adjust_prevalence` of ``probs``.
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]])
+    >>> pi, _, ok = em_prevalence(p, [0.5, 0.5])
+    >>> ok, round(float(pi.sum()), 6)
+    (True, 1.0)
+    """
+    probs = check_probs(probs)
+    source = _check_prevalence(source_prevalence, probs.shape[1], "source_prevalence")
+    max_iter = check_count(max_iter, "max_iter")
+    tol = check_positive(tol, "tol")
+    estimate, iterations, converged = _em_batch(probs, source, np.ones((1, probs.shape[0])), source[None, :],
+                                                max_iter, tol)
+    return estimate[0], iterations, converged
+
+
+def _log_likelihood(probs: NDArray[np.float64], source: NDArray[np.float64],
+                    prevalence: NDArray[np.float64]) -> float:
+    """``sum_i log sum_k p_ik pi_k / pi_source_k`` (0 at ``prevalence = source``)."""
+    with np.errstate(divide="ignore"):
+        return float(np.log(probs @ (prevalence / source)).sum())
+
+
+def _bbse(probs_labelled: NDArray[np.float64], labels: NDArray[np.intp], predicted_target: NDArray[np.intp],
+          n_classes: int) -> tuple[NDArray[np.float64], bool]:
+    """BBSE estimate and whether negative weights were clipped to 0."""
+    joint = np.zeros((n_classes, n_classes))
+    np.add.at(joint, (row_argmax(probs_labelled), labels), 1.0)
+    joint /= labels.size
+    target = np.bincount(predicted_target, minlength=n_classes) / predicted_target.size
+    try:
+        weights = np.linalg.solve(joint, target)
+    except np.linalg.LinAlgError:
+        raise CalibrationInputError(
+            "the confusion matrix of the labelled rows is singular (a class is never predicted or never occurs), "
+            "so black-box shift estimation cannot invert it; use method='em'.") from None
+    clipped = bool((weights < 0).any())
+    prevalence = np.clip(weights, 0.0, None) * joint.sum(axis=0)
+    return prevalence / prevalence.sum(), clipped
+
+
+def _labelled(probs_labelled: ArrayLike | None, labels: ArrayLike | None,
+              n_classes: int) -> tuple[NDArray[np.float64] | None, NDArray[np.intp] | None]:
+    if labels is None:
+        if probs_labelled is not None:
+            raise CalibrationInputError("`probs_labelled` needs its `labels`.")
+        return None, None
+    checked_probs = None
+    if probs_labelled is not None:
+        checked_probs = check_probs(probs_labelled, name="probs_labelled")
+        if checked_probs.shape[1] != n_classes:
+            raise CalibrationInputError(f"`probs_labelled` has {checked_probs.shape[1]} classes, "
+                                        f"`probs_unlabelled` {n_classes}.")
+    checked = check_labels(labels, n_classes, n_rows=None if checked_probs is None else checked_probs.shape[0])
+    return checked_probs, checked
+
+
+def _percentiles(draws: NDArray[np.float64], alpha: float, n_classes: int) -> tuple[NDArray, NDArray]:
+    if draws.shape[0] == 0:
+        return np.full(n_classes, np.nan), np.full(n_classes, np.nan)
+    return np.quantile(draws, alpha / 2, axis=0), np.quantile(draws, 1 - alpha / 2, axis=0)
+
+
+def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLike | None = None,
+                        method: str = "em", *, probs_labelled: ArrayLike | None = None,
+                        labels: ArrayLike | None = None, n_boot: int = 200, alpha: float = 0.05,
+                        seed: int | None = 0, max_iter: int = 1000, tol: float = 1e-8) -> PrevalenceEstimate:
+    """Estimate the class prevalence of a deployment from the model's predictions on its unlabelled rows.
+
+    Parameters
+    ----------
+    probs_unlabelled : array_like of shape (N, K)
+        Predictions on the deployment's rows (no labels).
+    source_prevalence : float or array_like of shape (K,), optional
+        The prevalence the predictions are calibrated for (binary: P(class 1)
+        may be a single number). Default: the class frequencies of ``labels``
+        when given, else uniform (1/K), which the notes then say.
+    method : {"em", "bbse"}, default "em"
+        See the module docstring: the EM needs calibrated predictions, BBSE
+        needs ``probs_labelled`` and ``labels``.
+    probs_labelled : array_like of shape (M, K), optional
+        Predictions on labelled source rows (the test set): BBSE's confusion matrix.
+    labels : array_like of shape (M,), optional
+        Their labels; their frequencies are the source prevalence unless it is given.
+    n_boot : int, default 200
+        Bootstrap resamples of the interval (0: none).
+    alpha : float, default 0.05
+    seed : int, optional
+        Seeds the resamples.
+    max_iter, tol :
+        EM stopping rule (:func:`em_prevalence`).
+
+    Returns
+    -------
+    PrevalenceEstimate
+        ``prevalence``, ``ci_low``, ``ci_high`` (K,), the no-shift test, the
+        adjusted predictions and the importance weights.
+
+    Raises
+    ------
+    CalibrationInputError
+        Invalid inputs; BBSE without labelled rows or with a singular
+        confusion matrix; a source prevalence outside (0, 1).
+
+    Notes
+    -----
+    **Interval.** A percentile bootstrap over the unlabelled rows (multinomial
+    row counts, each resample's EM started at the estimate); for BBSE the
+    labelled rows are resampled too. It holds the source prevalence and the
+    predictions' calibration fixed: when either is itself estimated from few
+    labelled rows, or the predictions are not quite calibrated on the deployment's
+    population, the interval is too narrow. tests/recalibration/test_label_shift.py
+    and bench/bench_prevalence.py measure its coverage on real labelled sets
+    resampled to known prevalences (0.68-0.93 for a nominal 0.95; docs/decisions.md).
+
+    **Test of no shift** ([Saerens2002]_ section 2.4). The statistic is
+    :math:`2\\,[\\ell(\\hat\\pi) - \\ell(\\pi^s)] = 2\\,\\ell(\\hat\\pi)` (the
+    log-likelihood of :func:`em_prevalence` is 0 at the source prevalence),
+    compared with chi-square on K - 1 degrees of freedom. Miscalibrated
+    predictions look like a shift to this test: recalibrate first.
+
+    **BBSE** ([Lipton2018]_ eq. 3-4): with :math:`\\hat C_{ij}` the share of
+    labelled rows predicted ``i`` with label ``j`` and :math:`\\hat\\mu_i`
+    the share of unlabelled rows predicted ``i``,
+    :math:`\\hat w = \\hat C^{-1}\\hat\\mu` and
+    :math:`\\hat\\pi_j = \\hat w_j \\pi^s_j`. Negative weights (sampling noise)
+    are set to 0 and the prevalence renormalised; the notes say when.
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
+    >>> est = estimate_prevalence(p, [0.5, 0.5], n_boot=0)
+    >>> est.prevalence.shape, bool(est.prevalence[0] > 0.5)
+    ((2,), True)
+    """
+    probs = check_probs(probs_unlabelled, name="probs_unlabelled")
+    n_rows, n_classes = probs.shape
+    method = check_choice(method, "method", PREVALENCE_METHODS)
+    n_boot = check_count(n_boot, "n_boot", 0)
+    alpha = check_alpha(alpha)
+    probs_labelled, checked_labels = _labelled(probs_labelled, labels, n_classes)
+    notes: list[str] = []
+    if source_prevalence is not None:
+        source = _check_prevalence(source_prevalence, n_classes, "source_prevalence")
+    elif checked_labels is not None:
+        source = _check_prevalence(np.bincount(checked_labels, minlength=n_classes) / checked_labels.size,
+                                   n_classes, "the class frequencies of `labels`")
+    else:
+        source = np.full(n_classes, 1.0 / n_classes)
+        notes.append("No source prevalence was given: the predictions are assumed to be made for equal class "
+                     "prevalences (1/K each). Give the test set's labels or its prevalence.")
+    rng = np.random.default_rng(seed)
+    nan = math.nan
+    if method == "em":
+        notes.append("The EM assumes the predictions are calibrated on the labelled test set; recalibrate them "
+                     "first (Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate and "
+                     "the no-shift test absorb the miscalibration as a shift.")
+        estimate, iterations, converged = em_prevalence(probs, source, max_iter=max_iter, tol=tol)
+        if not converged:
+            notes.append(f"The EM did not converge in {max_iter} iterations: read the estimate with care.")
+        statistic = max(2.0 * _log_likelihood(probs, source, estimate), 0.0)
+        p_value = float(stats.chi2.sf(statistic, n_classes - 1))
+        draws = []
+        per_block = max(1, _EM_BLOCK_CELLS // (n_rows * n_classes))
+        for start in range(0, n_boot, per_block):
+            count = min(per_block, n_boot - start)
+            for _, _, indices in index_blocks(rng, n_rows, count):
+                counts = row_weights(indices, n_rows)[:, :n_rows].astype(np.float64)
+                block, _, _ = _em_batch(probs, source, counts, np.repeat(estimate[None, :], len(counts), axis=0),
+                                        max_iter, tol)
+                draws.append(block)
+    else:
+        if probs_labelled is None or checked_labels is None:
+            raise CalibrationInputError("method='bbse' needs `probs_labelled` and `labels` (labelled test-set rows "
+                                        "for the confusion matrix).")
+        label_freq = np.bincount(checked_labels, minlength=n_classes) / checked_labels.size
+        if source_prevalence is not None and not np.allclose(source, label_freq, atol=1e-6):
+            raise CalibrationInputError("method='bbse' takes the source prevalence from `labels`; the "
+                                        f"`source_prevalence` given ({source.tolist()}) differs from it.")
+        source = _check_prevalence(label_freq, n_classes, "the class frequencies of `labels`")
+        predicted = row_argmax(probs)
+        estimate, clipped = _bbse(probs_labelled, checked_labels, predicted, n_classes)
+        if clipped:
+            notes.append("Some BBSE weights were negative (sampling noise in the confusion matrix) and were set "
+                         "to 0 before renormalising.")
+        statistic = p_value = nan
+        iterations, converged = 0, True
+        draws = []
+        for _ in range(n_boot):
+            rows = rng.integers(0, checked_labels.size, checked_labels.size)
+            target_rows = rng.integers(0, n_rows, n_rows)
+            try:
+                draws.append(_bbse(probs_labelled[rows], checked_labels[rows], predicted[target_rows],
+                                   n_classes)[0][None, :])
+            except CalibrationInputError:  # a resample without some class: that resample has no estimate
+                continue
+        if n_boot and len(draws) < n_boot:
+            notes.append(f"{n_boot - len(draws)} of {n_boot} resamples had a singular confusion matrix and were "
+                         "left out of the interval.")
+    stacked = np.concatenate(draws) if draws else np.empty((0, n_classes))
+    low, high = _percentiles(stacked, alpha, n_classes)
+    adjustment = None
+    if (estimate > 0).all() and (estimate < 1).all():
+        adjustment = adjust_prevalence(probs, estimate, source_prevalence=source)
+    else:
+        notes.append("A class's estimated prevalence is 0, so the predictions are not moved to it.")
+    return PrevalenceEstimate(estimate, low, high, source, method, n_rows, n_boot, alpha, float(statistic),
+                              float(p_value), iterations, converged, adjustment, _ASSUMPTION, tuple(notes))

@@ -1,0 +1,157 @@
+"""The Deployment page's calib_core calls, wrapped in ``st.cache_data``, and the unlabelled file's reader.
+
+Same pattern as :mod:`studio.compute`: a model's predictions are passed as
+``_predictions`` (not hashed) with its ``fingerprint``; the small options form
+the rest of the key. The deployment file is keyed by a hash of its bytes.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import calib_core as cc
+from calib_core.io import Predictions
+from calib_core.io.formats import MAX_BYTES, MAX_ROWS, sniff_csv
+from studio.memory import RESULT_TTL_SECONDS
+
+#: Column-name prefixes recognised for a class's probability in the deployment file (case-insensitive).
+CLASS_PREFIXES = ("p_", "prob_", "proba_", "probability_", "score_", "")
+#: Names of a single P(class 1) column of a binary model.
+SCORE_NAMES = ("score", "p", "prob", "proba", "probability", "p_1", "y_score", "y_prob")
+
+
+def file_key(raw: bytes) -> str:
+    """A short hash of an uploaded file's bytes (the cache key of its predictions)."""
+    return hashlib.blake2b(raw, digest_size=12).hexdigest()
+
+
+def _class_column(columns: dict[str, str], name: object) -> str | None:
+    for prefix in CLASS_PREFIXES:
+        found = columns.get(f"{prefix}{name}".lower())
+        if found is not None:
+            return found
+    return None
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=RESULT_TTL_SECONDS, scope="session")
+def read_unlabelled(raw: bytes, file_name: str, class_names: tuple[str, ...]) -> np.ndarray:
+    """:func:`unlabelled_probs`, cached for the session that uploaded the file."""
+    return unlabelled_probs(raw, file_name, class_names)
+
+
+def unlabelled_probs(raw: bytes, file_name: str, class_names: tuple[str, ...]) -> np.ndarray:
+    """The ``(N, K)`` probabilities of an unlabelled deployment file, matched to the model's classes.
+
+    A CSV/TSV (optionally gzipped) or Parquet file with one column per class,
+    named as the labelled file's (``p_<class>``, ``prob_<class>`` or the class
+    name), or, for a binary model, one column of P(class 1) (``score``,
+    ``p``, ``prob``, ...). A label column, if any, is ignored. Every failure is
+    a CalibrationInputError with a sentence for the page.
+    """
+    if len(raw) > MAX_BYTES:
+        raise cc.CalibrationInputError(f"the deployment file has {len(raw):,} bytes; the limit is {MAX_BYTES:,}.")
+    lower = file_name.lower()
+    try:
+        if lower.endswith((".parquet", ".pq")):
+            frame = pd.read_parquet(io.BytesIO(raw))
+        else:
+            # read at most one byte past the limit: a gzip bomb is refused without being unpacked
+            data = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_BYTES + 1) if lower.endswith(".gz") else raw
+            if len(data) > MAX_BYTES:
+                raise cc.CalibrationInputError(f"the deployment file holds more than {MAX_BYTES:,} bytes unpacked.")
+            dialect = sniff_csv(data[:65536].decode("utf-8", errors="replace"), file_name)  # the loader's sniffer
+            frame = pd.read_csv(io.BytesIO(data), sep=dialect.delimiter, decimal=dialect.decimal,
+                                nrows=MAX_ROWS + 1)
+    except cc.CalibrationInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the boundary where the deployment file enters
+        raise cc.CalibrationInputError(f"the deployment file could not be read as CSV or Parquet "
+                                       f"({type(exc).__name__}).") from None
+    if len(frame) > MAX_ROWS:
+        raise cc.CalibrationInputError(f"the deployment file has more than {MAX_ROWS:,} rows.")
+    columns = {str(c).strip().lower(): c for c in frame.columns}
+    found = [_class_column(columns, name) for name in class_names]
+    if all(c is not None for c in found):
+        values = frame[found].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+        return cc.validation.check_probs(values, name="the deployment file's class columns")
+    if len(class_names) == 2:
+        score = next((columns[s] for s in SCORE_NAMES if s in columns), None)
+        if score is not None:
+            values = pd.to_numeric(frame[score], errors="coerce").to_numpy(dtype=np.float64)
+            return cc.as_probs(values)
+    wanted = ", ".join(f"p_{name}" for name in class_names[:6])
+    raise cc.CalibrationInputError(
+        f"the deployment file needs one column per class named as in the labelled file (e.g. {wanted}), or for a "
+        "binary model one column `score` of P(class 1).")
+
+
+@st.cache_data(show_spinner="Estimating the deployment prevalence ...", max_entries=64, ttl=RESULT_TTL_SECONDS)
+def prevalence(_predictions: Predictions, fingerprint: str, _unlabelled: np.ndarray, unlabelled_key: str,
+               method: str, n_boot: int, seed: int, alpha: float) -> cc.PrevalenceEstimate:
+    """:func:`calib_core.estimate_prevalence` of the deployment rows; the labelled rows give the source."""
+    return cc.estimate_prevalence(_unlabelled, method=method, probs_labelled=_predictions.probs,
+                                  labels=_predictions.labels, n_boot=n_boot, seed=seed, alpha=alpha)
+
+
+#: Registry keys shown re-weighted to the deployment.
+REWEIGHTED_METRICS = ("accuracy", "ece", "brier", "nll")
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=RESULT_TTL_SECONDS)
+def reweighted_metrics(_predictions: Predictions, fingerprint: str, class_weights: tuple[float, ...],
+                       n_bins: int) -> tuple[pd.DataFrame, str]:
+    """The test set's metrics as they are and re-weighted to the deployment, and a note ("" when all computed).
+
+    Each row's weight is its class's ``pi_target / pi_source``
+    (:meth:`calib_core.PrevalenceEstimate.sample_weight`), passed as
+    ``sample_weight=`` to the registry's metric functions. A metric that does
+    not take weights has no re-weighted value, and the note says so.
+    """
+    probs, labels = _predictions.probs, _predictions.labels
+    weights = np.asarray(class_weights)[labels]
+    rows, missing = [], []
+    for key in REWEIGHTED_METRICS:
+        function = cc.metric_function(key, n_bins=n_bins)
+        weighted = np.nan
+        try:
+            weighted = float(function(probs, labels, sample_weight=weights))
+        except TypeError:  # this metric has no sample_weight= yet
+            missing.append(cc.metric_name(key, n_bins=n_bins))
+        rows.append({"metric": cc.metric_name(key, n_bins=n_bins), "test set": float(function(probs, labels)),
+                     "re-weighted to the deployment": weighted})
+    note = ("" if not missing else f"{', '.join(missing)}: no sample_weight= in this version of calib_core, so no "
+            "re-weighted value.")
+    return pd.DataFrame(rows), note
+
+
+@st.cache_data(show_spinner="Cross-fitting the recalibration and bootstrapping the decision curve ...",
+               max_entries=64, ttl=RESULT_TTL_SECONDS)
+def decision_curve(_predictions: Predictions, fingerprint: str, positive_class: int, method: str, n_boot: int,
+                   seed: int, alpha: float) -> cc.DecisionCurve:
+    """:func:`calib_core.decision_curve` of one class against the rest (binary: class 1)."""
+    return cc.decision_curve(_predictions.probs, _predictions.labels, logits=_predictions.logits, method=method,
+                             positive_class=positive_class, n_boot=n_boot, seed=seed, alpha=alpha)
+
+
+@st.cache_data(show_spinner="Cross-fitting the recalibration ...", max_entries=64, ttl=RESULT_TTL_SECONDS)
+def recalibration_value(_predictions: Predictions, fingerprint: str, positive_class: int | None,
+                        threshold: float | None, cost_matrix: tuple[tuple[float, ...], ...] | None, units: str,
+                        method: str, n_boot: int, seed: int, alpha: float) -> cc.RecalibrationValue:
+    """:func:`calib_core.recalibration_value` at a threshold or under a cost matrix."""
+    return cc.recalibration_value(_predictions.probs, _predictions.labels, threshold=threshold,
+                                  cost_matrix=None if cost_matrix is None else np.array(cost_matrix),
+                                  units=units or None, logits=_predictions.logits, method=method,
+                                  positive_class=positive_class, n_boot=n_boot, seed=seed, alpha=alpha)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=RESULT_TTL_SECONDS)
+def label_plan(_predictions: Predictions, fingerprint: str, test: str, temperature: float | None, ece: float | None,
+               n: int, repetitions: int, seed: int) -> cc.LabelPlan:
+    """:func:`calib_core.plan_labels` on the model's predictions, with its N."""
+    return cc.plan_labels(_predictions.probs, temperature=temperature, ece=ece, test=test, n=n,
+                          repetitions=repetitions, seed=seed)
