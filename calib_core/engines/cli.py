@@ -60,6 +60,10 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="leave out the O(N^2) kernel metrics above N rows (default 20000; 0: no limit; "
                              "negative values are refused)")
     report.add_argument("--split", default=None, help="evaluate only the rows of this split (e.g. test)")
+    report.add_argument("--weight-column", default=None, metavar="COL",
+                        help="row weights from column COL (CSV/Parquet, memory engine): every metric, interval and "
+                             "test is weighted (integer weights = repeated rows; docs/weights.md says which metrics "
+                             "take fractional weights)")
     report.add_argument("--json", action="store_true",
                         help="print JSON instead of a table, with the per-bin summary statistics (no rows)")
     report.add_argument("--engine", choices=("auto", "memory", "stream", "dask"), default="auto",
@@ -157,6 +161,9 @@ def _report(args: argparse.Namespace) -> dict:
             f"{args.path} is a {pipe}, which can be read only once, but the {engine} engine reads its input in "
             "several passes; use --engine memory (the default for a pipe), or save the data to a file first."
         )
+    if scaled and args.weight_column is not None:
+        raise CalibrationInputError(
+            f"--weight-column needs the memory engine: the {engine} engine's summaries are not weighted yet.")
     if scaled:
         return _report_scaled(args, engine)
     # A folder or a pattern goes to the loader, which says why it cannot be loaded in memory.
@@ -165,7 +172,7 @@ def _report(args: argparse.Namespace) -> dict:
         predictions = _select_split(predictions, args.split, args.path)
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
     report = metric_report(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
-                           max_quadratic_rows=limit)
+                           max_quadratic_rows=limit, kind=predictions.kind, sample_weight=predictions.sample_weight)
     quadratic = [key for key in report.skipped if get_metric(key).quadratic]
     fits = [key for key in report.skipped if get_metric(key).per_class_fit]
     notes = [f"left out the O(N^2) metrics {', '.join(quadratic)}: {predictions.n_samples:,} rows > "
@@ -212,7 +219,8 @@ def _intervals_section(predictions, values: dict, args: argparse.Namespace) -> d
         found = metric_interval(key, predictions.probs, predictions.labels,
                                 n_bins=args.n_bins if spec.uses_bins else 15,
                                 binning=args.binning if spec.uses_binning else "uniform",
-                                n_boot=args.n_boot, alpha=INTERVAL_ALPHA, seed=args.seed, estimate=estimate)
+                                n_boot=args.n_boot, alpha=INTERVAL_ALPHA, seed=args.seed, estimate=estimate,
+                                sample_weight=predictions.sample_weight)
         section[key] = {"low": _finite(found.low), "high": _finite(found.high), "std": _finite(found.std),
                         "method": found.method, "n_boot": found.n_boot, "note": found.note}
     return {"n_boot": args.n_boot, "seed": args.seed, "alpha": INTERVAL_ALPHA, "intervals": section}
@@ -232,7 +240,9 @@ def _report_head(args: argparse.Namespace, source, *, warnings: list[str], metri
         "model": getattr(source, "name", None) or _stem(str(args.path)),
         "n_samples": source.n_samples,
         "n_classes": source.n_classes,
+        "kind": getattr(source, "kind", "classes"),
         "input_kind": source.input_kind,
+        **({"weight_column": source.weight_column} if getattr(source, "weight_column", None) else {}),
         "n_bins": args.n_bins,
         "binning": args.binning,
         "split": args.split,
@@ -253,7 +263,8 @@ def _tests_section(predictions, args: argparse.Namespace) -> dict:
     section = {}
     for method in TEST_METHODS:
         try:
-            found = calibration_test(predictions.probs, predictions.labels, method, seed=getattr(args, "seed", 0))
+            found = calibration_test(predictions.probs, predictions.labels, method, seed=getattr(args, "seed", 0),
+                                     sample_weight=predictions.sample_weight)
         except CalibrationInputError as exc:
             section[method] = {"statistic": None, "p_value": None, "verdict": None,
                                "reason": " ".join(str(exc).split()), "null_distribution": None,
@@ -396,7 +407,10 @@ def _progress_bar():
 
 def _format_table(result: dict) -> str:
     lines = [
-        f"{result['file']}: N={result['n_samples']}, K={result['n_classes']}, {result['input_kind']}, "
+        f"{result['file']}: N={result['n_samples']}, "
+        + ("confidence model (stated confidence against correctness)" if result.get("kind") == "confidence"
+           else f"K={result['n_classes']}, {result['input_kind']}") + ", "
+        + (f"weighted by {result['weight_column']}, " if result.get("weight_column") else "") +
         f"{result['n_bins']} {result['binning']} bins" + (f", split={result['split']}" if result["split"] else ""),
     ]
     lines += [f"warning: {w}" for w in result["warnings"]]

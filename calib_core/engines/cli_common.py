@@ -51,12 +51,17 @@ def add_loader_flags(parser: argparse.ArgumentParser) -> None:
                         help="divide each probability row by its sum instead of refusing rows not summing to 1")
     parser.add_argument("--percentages", action="store_true",
                         help="the values are percentages (rows sum to 100): divide them by 100")
+    parser.add_argument("--kind", choices=("auto", "classes", "confidence"), default="auto",
+                        help="confidence: a confidence file (a stated confidence and whether each answer was right, "
+                             "e.g. question_id,confidence,correct); classes: never read as one; auto: by the column "
+                             "names (default)")
 
 
 def loader_options(args: argparse.Namespace) -> dict:
     """The keywords of :func:`calib_core.load_predictions` that the flags of :func:`add_loader_flags` set."""
     return dict(label_column=args.label_column, input_kind=args.input_kind, renormalize=args.renormalize,
-                percentages=args.percentages, class_names=_class_names(args))
+                percentages=args.percentages, class_names=_class_names(args), kind=args.kind,
+                **({"weight_column": args.weight_column} if getattr(args, "weight_column", None) else {}))
 
 
 def load_file(path: str, args: argparse.Namespace, **extra):

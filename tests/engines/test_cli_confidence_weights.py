@@ -1,0 +1,60 @@
+"""The command line on a confidence file (issue 26) and with row weights (issue 28): `report` shows the system's
+accuracy and the confidence-vs-correct ECE, not a two-class reading, and `--weight-column` weights every number."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import calib_core as cc
+from calib_core.engines.cli import main
+from tests.io.test_confidence_files import known_file
+
+
+def test_report_reads_the_issue_file_as_a_confidence_model(tmp_path, capsys):
+    """Before: `report` computed the K-class metrics of [1 - c, c] (accuracy 0.822, ECE 0.022 on this file)."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes(known_file())
+    assert main(["report", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["kind"] == "confidence"
+    assert result["metrics"]["conf_accuracy"] == pytest.approx(0.674)
+    assert result["metrics"]["conf_ece"] == pytest.approx(0.082)
+    assert "accuracy" not in result["metrics"] and "ece" not in result["metrics"]
+    assert main(["report", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "confidence model" in text and "K=2" not in text
+
+
+def test_kind_classes_never_reads_a_confidence_file(tmp_path, capsys):
+    """`--kind classes` reaches the loader: the same file is then a two-class table without a label column."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes(known_file())
+    assert main(["report", str(path), "--kind", "classes"]) == 2
+    assert "label column" in capsys.readouterr().err
+
+
+def test_weight_column_equals_repeated_rows(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    probs = rng.dirichlet(np.ones(3), size=120)
+    labels = rng.integers(0, 3, 120)
+    weights = rng.integers(1, 4, 120)
+    frame = pd.DataFrame(probs, columns=["p_a", "p_b", "p_c"])
+    frame.insert(0, "label", np.array(["a", "b", "c"])[labels])
+    frame["w"] = weights
+    weighted = tmp_path / "weighted.csv"
+    frame.to_csv(weighted, index=False)
+    repeated = tmp_path / "repeated.csv"
+    frame.loc[frame.index.repeat(weights)].drop(columns="w").to_csv(repeated, index=False)
+    assert main(["report", str(weighted), "--json", "--weight-column", "w", "--max-quadratic-rows", "0"]) == 0
+    with_weights = json.loads(capsys.readouterr().out)
+    assert main(["report", str(repeated), "--json", "--max-quadratic-rows", "0"]) == 0
+    with_rows = json.loads(capsys.readouterr().out)
+    assert with_weights["weight_column"] == "w"
+    for key in ("ece", "ace", "brier", "nll", "classwise_ece", "mmce", "skce"):
+        assert with_weights["metrics"][key] == pytest.approx(with_rows["metrics"][key], rel=1e-9, abs=1e-12), key
+    assert with_weights["metrics"]["ece"] != pytest.approx(cc.ece(probs, labels))  # the weights were used
+    assert main(["report", str(weighted), "--weight-column", "w", "--engine", "stream"]) == 2
+    assert "memory engine" in capsys.readouterr().err
