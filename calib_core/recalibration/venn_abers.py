@@ -23,6 +23,8 @@ References
 """
 from __future__ import annotations
 
+import warnings
+
 from typing import Any
 
 import numpy as np
@@ -65,7 +67,10 @@ def venn_abers_tables(scores: NDArray[np.float64],
     diagram[2:, 0] = np.cumsum(weights)
     diagram[2:-1, 1] = cumulative[(first - 1)[1:]]
     diagram[-1, 1] = cumulative[-1]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # 0/0 slopes are NaN and skipped by nanmin/nanmax; a slice of only NaN (a single distinct score) gives NaN,
+    # which the callers' merge turns into the rows' rate below (as the reference package's arithmetic does).
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         p1 = _upper_slopes(diagram[1:] + 1.0, k)
         p0 = _lower_slopes(diagram[1:].copy(), k)
     return p0, p1, c
