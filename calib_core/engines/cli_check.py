@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from calib_core.engines.cli_common import (EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, _select_split,
-                                           add_loader_flags)
+                                           add_loader_flags, check_metric_kind)
 from calib_core.engines.cli_common import json_number as _finite
 from calib_core.engines.cli_compare import (DEFAULT_N_BOOT, add_metric_flags, add_pairing_flags, check_resampling,
                                             load_rows, matched_rows, paired_metric)
@@ -375,7 +375,8 @@ def write_junit(path: str, result: dict) -> None:
 
 
 def format_check(result: dict) -> str:
-    lines = [f"{result['file']}: {result['n_samples']:,} rows, {result['n_classes']} classes"]
+    lines = [f"{result['file']}: {result['n_samples']:,} rows, "
+             + ("a confidence model" if result.get("kind") == "confidence" else f"{result['n_classes']} classes")]
     for outcome in result["conditions"]:
         lines.append(f"{outcome['status'].upper():<12}  {outcome['condition']}: {outcome['reason']}")
     counts = {status: sum(o["status"] == status for o in result["conditions"]) for status in STATUSES}
@@ -430,11 +431,15 @@ def check(args: argparse.Namespace) -> dict:
     if baseline is not None:
         baseline = matched_rows(predictions, baseline, first_path=args.path, second_path=baseline_path,
                                 id_column=args.id_column)
+    for condition in conditions:
+        if condition.kind != "test":
+            check_metric_kind(condition.metric, predictions, "--metric")
     outcomes = [asdict(evaluate_condition(c, predictions, baseline)) for c in conditions]
     status = ("fail" if any(o["status"] == "fail" for o in outcomes) else
               "inconclusive" if any(o["status"] == "inconclusive" for o in outcomes) else "pass")
     return {"file": str(args.path), "model": predictions.name, "baseline": baseline_path,
-            "n_samples": predictions.n_samples, "n_classes": predictions.n_classes, "status": status,
+            "n_samples": predictions.n_samples, "n_classes": predictions.n_classes, "kind": predictions.kind,
+            "status": status,
             "exit_status": STATUSES[status], "conditions": outcomes}
 
 

@@ -20,6 +20,8 @@ from typing import NoReturn
 from calib_core.io import load_predictions
 from calib_core.io.columns import split_mask
 from calib_core.io.formats import MAX_BYTES
+from calib_core.metrics.registry import get_metric
+from calib_core.metrics.reports import metrics_of_kind
 from calib_core.validation import CalibrationInputError
 
 #: Exit statuses. ``check`` uses all four; the other sub-commands 0 and 2.
@@ -211,3 +213,21 @@ def run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     except OSError as exc:
         where = exc.filename if exc.filename is not None else getattr(args, "path", "the input")
         return fail(f"cannot read {where}: {exc.strerror or exc}")
+
+
+#: The metrics ``compare`` reports for a confidence model when none is asked for (the headline ECE first).
+CONFIDENCE_COMPARE_KEYS = ("conf_ece", "conf_overconfidence", "conf_brier", "conf_nll", "conf_accuracy")
+
+
+def check_metric_kind(key: str, predictions, where: str) -> None:
+    """Refuse a metric of the other kind of model: a K-class metric on a confidence model would read
+    ``max(c, 1 - c)`` (the two-class reading issue 26 found), and a confidence metric needs ``[1 - c, c]``."""
+    spec = get_metric(key)
+    kind = getattr(predictions, "kind", "classes")
+    if spec.kind == kind:
+        return
+    own = ", ".join(s.key for s in metrics_of_kind(kind))
+    model = "a confidence model (stated confidence and correctness)" if kind == "confidence" else "a K-class model"
+    family = "confidence" if spec.kind == "confidence" else "K-class"
+    raise CalibrationInputError(f"{where} {key!r} is a metric of {family} models, and this file is {model}; its "
+                                f"metrics are: {own}.")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calib_core.engines.cli_common import add_loader_flags, load_file
+from calib_core.engines.cli_common import CONFIDENCE_COMPARE_KEYS, add_loader_flags, check_metric_kind, load_file
 from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
 from calib_core.inference.verdicts import check_alpha
@@ -214,11 +214,15 @@ def compare(args: argparse.Namespace) -> dict:
     models = [loaded[0]] + [matched_rows(loaded[0], other, first_path=paths[0], second_path=path,
                                          id_column=args.id_column) for other, path in zip(loaded[1:], paths[1:])]
     names = _unique_names(models, paths)
-    keys = args.metric or list(METRIC_KEYS)
+    confidence = models[0].kind == "confidence"
+    if any(m.kind != models[0].kind for m in models):
+        raise CalibrationInputError("compare needs models of one kind: confidence files and K-class files mixed.")
+    keys = args.metric or list(CONFIDENCE_COMPARE_KEYS if confidence else METRIC_KEYS)
     known = {spec.key for spec in METRICS}
     for key in keys:
         if key not in known:
             raise CalibrationInputError(f"unknown --metric {key!r}; known: {', '.join(sorted(known))}.")
+        check_metric_kind(key, models[0], "--metric")
     labels = models[0].labels
     metrics = {}
     for key in keys:

@@ -58,3 +58,17 @@ def test_weight_column_equals_repeated_rows(tmp_path, capsys):
     assert with_weights["metrics"]["ece"] != pytest.approx(cc.ece(probs, labels))  # the weights were used
     assert main(["report", str(weighted), "--weight-column", "w", "--engine", "stream"]) == 2
     assert "memory engine" in capsys.readouterr().err
+
+
+def test_check_and_compare_read_a_confidence_file_with_its_own_metrics(tmp_path, capsys):
+    """Before: `check --metric ece` and `compare` on the issue's file judged the two-class reading (ECE 0.022)."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes(known_file())
+    assert main(["check", str(path), "--metric", "ece", "--max", "0.2"]) == 2
+    assert "conf_ece" in capsys.readouterr().err
+    assert main(["check", str(path), "--metric", "conf_ece", "--max", "0.2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["conditions"][0]["estimate"] == pytest.approx(0.082)
+    assert main(["compare", str(path), str(path), "--json", "--n-boot", "50"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "ece" not in result["metrics"] and result["metrics"]["conf_ece"]["models"]
+    assert result["metrics"]["conf_accuracy"]["higher_is_better"]
