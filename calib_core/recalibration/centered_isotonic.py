@@ -11,27 +11,14 @@ References
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from scipy.optimize import isotonic_regression
 
 from calib_core.recalibration._base import Recalibrator
 from calib_core.recalibration._numeric import column_results, map_columns
 from calib_core.recalibration.one_vs_rest import _combine, _target_classes
-from calib_core.validation import CalibrationInputError
 
 __all__ = ["CenteredIsotonic", "centered_isotonic_knots"]
-
-
-def checked_weights(sample_weight: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
-    """``sample_weight`` as a float array of ``n_rows`` finite non-negative values with a positive sum, or None."""
-    if sample_weight is None:
-        return None
-    weights = np.asarray(sample_weight, dtype=np.float64)
-    if weights.shape != (n_rows,):
-        raise CalibrationInputError(f"`sample_weight` must have shape ({n_rows},), got {weights.shape}.")
-    if not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
-        raise CalibrationInputError("`sample_weight` must be finite, non-negative numbers with a positive sum.")
-    return weights
 
 
 def centered_isotonic_knots(values: NDArray[np.float64], targets: NDArray[np.float64],
@@ -132,22 +119,16 @@ class CenteredIsotonic(Recalibrator):
     display_name = "Centred isotonic regression"
     works_on = "probs"
     emits_exact_zeros = True
+    #: Weighted pool-adjacent-violators: any non-negative weights, whole ones exactly as repeated rows.
+    weighted_loss = True
     _fitted_attributes = ("knots_x_", "knots_y_")
 
     def __init__(self, *, input: str = "probs") -> None:
         self.input = input
 
-    def fit(self, x: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None) -> CenteredIsotonic:
-        """Fit on ``(x, labels)``, each row weighted by ``sample_weight`` (see :meth:`Recalibrator.fit`)."""
-        self._weights = checked_weights(sample_weight, np.shape(x)[0] if np.ndim(x) == 2 else -1)
-        try:
-            return super().fit(x, labels)
-        finally:
-            del self._weights
-
-    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+    def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp], weights: NDArray[np.float64] | None = None,
+             ) -> None:
         classes = _target_classes(x.shape[1])
-        weights = getattr(self, "_weights", None)
         knots = column_results(
             x if len(classes) == x.shape[1] else x[:, classes],
             lambda j, column: centered_isotonic_knots(column, (labels == classes[j]).astype(np.float64), weights))
