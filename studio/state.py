@@ -34,6 +34,7 @@ from streamlit.errors import StreamlitAPIException
 
 from calib_core import CalibrationInputError
 from calib_core.io import Predictions, SeveralModelsError, demo_datasets
+from calib_core.io.demos import DEMO_GROUP_COLUMNS
 from calib_core.io.systems import match_by_id
 from calib_core.io.interpret import LoadFix
 from studio import compute
@@ -245,7 +246,9 @@ def fingerprint(predictions: Predictions) -> str:
     if predictions.kind != "classes":  # a confidence model is another analysis than a 2-class model of its matrix
         digest.update(b"kind" + predictions.kind.encode())
     if predictions.groups is not None:  # another group column (Data page) is another analysis on the Groups page
-        digest.update(b"groups" + str(predictions.group_column).encode() + predictions.groups.tobytes())
+        # The labels as text, not the array's bytes: their width (<U6, <U9) depends on how the file was read.
+        digest.update(b"groups" + str(predictions.group_column).encode()
+                      + "\x1f".join(map(str, predictions.groups.tolist())).encode())
     return digest.hexdigest()
 
 
@@ -375,7 +378,11 @@ def read_user_file(raw: bytes, file_name: str, options: tuple[tuple[str, Any], .
 def add_demo(name: str) -> str:
     """Load the bundled demo ``name``; raises CalibrationInputError for unknown names."""
     predictions = compute.load_demo(name)
-    return add_model(predictions, origin="demo", file_name=demo_datasets()[name].name, demo=name)
+    # The demo's group column (DEMO_GROUP_COLUMNS) is a load option like an upload's: a session file stores it, so
+    # that reading the demo again gives the same predictions, groups included.
+    group = DEMO_GROUP_COLUMNS.get(name)
+    return add_model(predictions, origin="demo", file_name=demo_datasets()[name].name, demo=name,
+                     options=_freeze({"group": group}) if group else ())
 
 
 def add_upload(file_name: str, raw: bytes, options: dict[str, Any] | tuple[tuple[str, Any], ...] = ()) -> str:
