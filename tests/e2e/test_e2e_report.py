@@ -29,7 +29,7 @@ def test_report_opens_offline_and_draws_every_chart(browser, report_file):
     text = out.read_text(encoding="utf-8")
     data = json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
     k = {entry["summary"]["name"]: entry["summary"]["n_classes"] for entry in data["models"]}
-    assert k == {"digits_random_forest.csv": 10, "breast_cancer_svc.csv": 2}
+    assert k == {"digits_random_forest": 10, "breast_cancer_svc": 2}  # named as in the app: no extension (issue 25)
     # top label per class group (10 + 2 classes, separate class sets), one per-class bar chart per class set,
     # one bin-sensitivity chart, one simplex for the 10-class model, one recalibration before/after per model.
     expected = 1 + 10 + 2 + 2 + 1 + 1 + 2
