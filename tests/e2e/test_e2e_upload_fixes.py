@@ -305,6 +305,9 @@ def upload_hostile_files(server, page) -> str:
     open_data_page(server, page)
     upload(page, payload(HOSTILE_FILE, good), payload("hostile_bad.csv", bad))
     page.get_by_role("heading", name="Loaded models (2)").wait_for()
+    # The section heading can be drawn before the cards under it (a CI run on a loaded machine read no card
+    # title): wait for the uploaded model's card title itself.
+    page.get_by_role("heading", level=4).filter(has_text="HYPERLINK").first.wait_for()
     # Chromium sends '"' in an upload's file name as %22 (the HTML spec's multipart encoding)
     names = [h for h in page.get_by_role("heading", level=4).all_inner_texts() if "HYPERLINK" in h]
     assert len(names) == 1 and re.fullmatch(r'=HYPERLINK\((?:"|%22)x(?:"|%22)\)', names[0]), names
