@@ -117,8 +117,9 @@ if drawn:
                     key="groups_reliability_chart",
                     config=downloads.chart_config("Groups", view.name, predictions.group_column, "reliability",
                                                   n_bins, "uniform"))
-    st.caption(f"{'Stated confidence' if predictions.kind == 'confidence' else 'Top label'}, {n_bins} uniform bins, the same bins in every group. Faded points: bins with fewer than "
-               "10 rows; small multiples show Wilson 95 % intervals of each bin's accuracy.")
+    event = "Stated confidence" if predictions.kind == "confidence" else "Top label"
+    st.caption(f"{event}, {n_bins} uniform bins, the same bins in every group. Faded points: bins with fewer "
+               "than 10 rows; small multiples show Wilson 95 % intervals of each bin's accuracy.")
 else:
     st.info("Choose at least one group to draw its reliability diagram.")
 
