@@ -33,8 +33,8 @@ from numpy.typing import NDArray
 
 from calib_core._accel import compiled
 
-__all__ = ["COMPILED_ENTRY_SHARE", "NUMPY_ENTRY_SHARE", "adaptive_bin_sums", "adaptive_walk_pays", "entry_sums", "entry_sums_pay",
-           "key_sums", "slot_sums", "sorted_draws"]
+__all__ = ["COMPILED_ENTRY_SHARE", "NUMPY_ENTRY_SHARE", "adaptive_bin_sums", "adaptive_walk_pays", "entry_sums",
+           "entry_sums_pay", "key_sums", "slot_sums", "sorted_draws"]
 
 #: Largest share of a class-wise metric's entries outside the first uniform bin at which the compiled entry
 #: sums beat the per-column sums (``BinnedResampler._few_upper_entries``; bench/bench_bootstrap.py): every
