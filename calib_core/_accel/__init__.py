@@ -11,12 +11,15 @@ module          what it holds
 ==============  ================================================================
 ``compiled``    the optional numba kernels (``pip install calib-core[fast]``),
                 each ``None`` without numba, and a test per kernel runs both paths
-``twins``       one function per kernel whose numpy twin sits beside it here
+``twins``       one function per kernel with its numpy twin beside it
                 (:func:`arg_max_by_blocks`, :func:`spread`, :func:`label_search`,
-                :func:`window_moments`);
-                the other kernels' numpy paths are still in the module they serve
-``sweep``       the bin-count sweep's numpy path (sorted columns and prefix sums),
-                twin of ``compiled.sweep_reductions``
+                :func:`window_moments`)
+``sweep``       the bin-count sweep: sorted columns, their bins' sums, and
+                :func:`sweep_reductions` (kernel and twin)
+``sums``        the bootstrap's and the streaming passes' sums, kernel and twin:
+                :func:`key_sums`, :func:`entry_sums`, :func:`adaptive_bin_sums`,
+                :func:`sorted_draws`, :func:`slot_sums` (and which path pays:
+                :func:`entry_sums_pay`, :func:`adaptive_walk_pays`)
 ``threads``     :func:`map_blocks` / :func:`parallel_map` on two threads, BLAS on one
 ``memo``        :func:`mark_validated` (the weak registry of checked, frozen arrays),
                 :func:`is_validated`, :func:`marked_copy`, :func:`freeze_and_mark`
