@@ -11,12 +11,15 @@ module          what it holds
 ==============  ================================================================
 ``compiled``    the optional numba kernels (``pip install calib-core[fast]``),
                 each ``None`` without numba, and a test per kernel runs both paths
-``twins``       one function per kernel whose numpy twin sits beside it here
+``twins``       one function per kernel with its numpy twin beside it
                 (:func:`arg_max_by_blocks`, :func:`spread`, :func:`label_search`,
-                :func:`window_moments`);
-                the other kernels' numpy paths are still in the module they serve
-``sweep``       the bin-count sweep's numpy path (sorted columns and prefix sums),
-                twin of ``compiled.sweep_reductions``
+                :func:`window_moments`)
+``sweep``       the bin-count sweep: sorted columns, their bins' sums, and
+                :func:`sweep_reductions` (kernel and twin)
+``sums``        the bootstrap's and the streaming passes' sums, kernel and twin:
+                :func:`key_sums`, :func:`entry_sums`, :func:`adaptive_bin_sums`,
+                :func:`sorted_draws`, :func:`slot_sums` (and which path pays:
+                :func:`entry_sums_pay`, :func:`adaptive_walk_pays`)
 ``threads``     :func:`map_blocks` / :func:`parallel_map` on two threads, BLAS on one
 ``memo``        :func:`mark_validated` (the weak registry of checked, frozen arrays),
                 :func:`is_validated`, :func:`marked_copy`, :func:`freeze_and_mark`
@@ -26,10 +29,12 @@ module          what it holds
 """
 from calib_core._accel import compiled
 from calib_core._accel.memo import KeptValues, freeze_and_mark, is_validated, mark_validated, marked_copy, remembered
-from calib_core._accel.sweep import SortedColumns, column_bin_sums, sort_columns, uniform_sweep_plan
+from calib_core._accel.sums import adaptive_bin_sums, adaptive_walk_pays, entry_sums, entry_sums_pay, key_sums, slot_sums, sorted_draws
+from calib_core._accel.sweep import SortedColumns, column_bin_sums, count_chunks, sort_columns, sweep_reductions, uniform_sweep_plan
 from calib_core._accel.threads import blas_single_threaded, map_blocks, parallel_map
 from calib_core._accel.twins import arg_max_by_blocks, label_search, spread, window_moments
 
-__all__ = ["KeptValues", "SortedColumns", "arg_max_by_blocks", "blas_single_threaded", "column_bin_sums", "compiled", "freeze_and_mark", "is_validated",
-           "label_search", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "sort_columns",
-           "spread", "uniform_sweep_plan", "window_moments"]
+__all__ = ["KeptValues", "SortedColumns", "adaptive_bin_sums", "adaptive_walk_pays", "arg_max_by_blocks", "blas_single_threaded", "column_bin_sums",
+           "compiled", "count_chunks", "entry_sums", "entry_sums_pay", "freeze_and_mark", "is_validated", "key_sums",
+           "label_search", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "slot_sums", "sort_columns",
+           "sorted_draws", "spread", "sweep_reductions", "uniform_sweep_plan", "window_moments"]

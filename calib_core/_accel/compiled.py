@@ -90,13 +90,12 @@ container without a writable ``/tmp``), the kernels are compiled in memory
 on first use instead, with a ``RuntimeWarning`` saying so (numba itself
 refuses to define a cached kernel there).
 
-Where the numpy path is: ``row_max``, ``window_moments``, ``label_search``
-and ``spread`` sit beside theirs in :mod:`calib_core._accel.twins`, which
-formula modules call (one function each); ``sweep_reductions`` reduces the
-bins of :func:`calib_core._accel.column_bin_sums`; the others' numpy paths
-are still inside the module named above (``slot_sums``:
-``engines.streaming``; the four bootstrap kernels: ``inference.resample``
-and ``inference.bootstrap``).
+Where the numpy path is: beside each kernel, in the one function the
+formula modules call: ``row_max``, ``window_moments``, ``label_search`` and
+``spread`` in :mod:`calib_core._accel.twins`; ``sweep_reductions`` in
+:mod:`calib_core._accel.sweep`; ``key_sums``, ``entry_sums``,
+``adaptive_bin_sums``, ``sorted_draws`` and ``slot_sums`` in
+:mod:`calib_core._accel.sums` (``tests/ground/test_accel_twins.py``).
 
 References
 ----------

@@ -4,10 +4,12 @@
 bin counts. Each class column is sorted once (:func:`sort_columns`); the
 bins of every bin count are then runs of positions whose counts and sums are
 differences of the prefix sums (:func:`column_bin_sums`), ``O(K B)`` per bin
-count instead of a new pass over the ``N x K`` matrix. Its compiled twin,
-:data:`calib_core._accel.compiled.sweep_reductions`, walks the same bins
-and keeps only their two reductions; ``tests/metrics/test_sensitivity.py``
-checks that they agree.
+count instead of a new pass over the ``N x K`` matrix. The class-column
+sweep calls :func:`sweep_reductions`: the compiled
+:data:`calib_core._accel.compiled.sweep_reductions`, which walks the same
+bins and keeps only their two reductions, or its numpy twin here (the bins'
+sums by :func:`column_bin_sums`, then reduced); ``tests/ground/test_accel_twins.py``
+and ``tests/metrics/test_sensitivity.py`` check that they agree.
 """
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["SortedColumns", "column_bin_sums", "sort_columns", "uniform_sweep_plan"]
+from calib_core._accel import compiled
+
+__all__ = ["SWEEP_BLOCK_VALUES", "SortedColumns", "column_bin_sums", "count_chunks", "sort_columns",
+           "sweep_reductions", "uniform_sweep_plan"]
+
+#: Bins summed at once by the numpy sweep (columns x bins of one chunk of bin counts): bounds its memory.
+SWEEP_BLOCK_VALUES = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -122,3 +130,58 @@ def uniform_sweep_plan(counts: tuple[int, ...]) -> tuple[NDArray[np.float64], ND
     edges.setflags(write=False)
     which.setflags(write=False)
     return edges, which
+
+
+def count_chunks(counts: list[int] | tuple[int, ...]) -> list[slice]:
+    """Consecutive runs of ``counts`` holding at most :data:`SWEEP_BLOCK_VALUES` bins in all (a larger count alone)."""
+    chunks, start, total = [], 0, 0
+    for i, n_bins in enumerate(counts):
+        if i > start and total + n_bins > SWEEP_BLOCK_VALUES:
+            chunks.append(slice(start, i))
+            start, total = i, 0
+        total += n_bins
+    return [*chunks, slice(start, len(counts))]
+
+
+def sweep_reductions(columns: SortedColumns, counts: tuple[int, ...], binning: str, right: bool,
+                     threshold: float | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each sorted row's two reductions of its bins at every bin count: ``(l1, gap)``, each of shape (C, len(counts)).
+
+    ``l1[c, j] = sum_b |sum_value - sum_target|`` over the bins of ``counts[j]``
+    (:func:`calib_core.binning.binned_error`'s L1 sum before the division by N)
+    and ``gap[c, j]`` the mean of ``|sum_value - sum_target| / count`` over the
+    non-empty bins (:func:`calib_core.binning.mean_abs_gap`; 0 without one), for
+    the bins of :func:`column_bin_sums` (values at or below ``threshold``
+    dropped when it is given). The compiled kernel
+    (:data:`calib_core._accel.compiled.sweep_reductions`) walks each row's bins
+    once without keeping their sums; numpy sums the bins of a chunk of bin
+    counts for a block of rows at a time (:data:`SWEEP_BLOCK_VALUES`) and then
+    reduces them. The same differences of the same prefix sums, added in bin
+    order (they agree to about 1e-15; ``tests/ground/test_accel_twins.py``).
+    """
+    values = columns.values
+    n_sets, m = values.shape
+    if compiled.sweep_reductions is not None:
+        first = (np.zeros(n_sets, dtype=np.intp) if threshold is None
+                 else (values <= threshold).sum(axis=1).astype(np.intp))
+        edges, which = uniform_sweep_plan(tuple(counts))
+        return compiled.sweep_reductions(values, columns.cum_values, columns.cum_targets,
+                                         np.asarray(counts, dtype=np.intp), edges, which, right,
+                                         binning == "adaptive", first)
+    l1 = np.empty((n_sets, len(counts)))
+    gap = np.empty((n_sets, len(counts)))
+    for part in count_chunks(counts):
+        chunk = tuple(counts[part])
+        segments = np.concatenate([[0], np.cumsum(chunk)[:-1]]).astype(np.intp)
+        block = max(1, SWEEP_BLOCK_VALUES // max(m, sum(chunk)))
+        for lo in range(0, n_sets, block):
+            rows = slice(lo, min(lo + block, n_sets))
+            count, sum_value, sum_target = column_bin_sums(
+                SortedColumns(values[rows], columns.cum_values[rows], columns.cum_targets[rows]),
+                chunk, binning, right, threshold)
+            difference = np.abs(sum_value - sum_target)
+            l1[rows, part] = np.add.reduceat(difference, segments, axis=1)
+            n_nonempty = np.add.reduceat(count > 0, segments, axis=1)
+            total = np.add.reduceat(difference / np.maximum(count, 1.0), segments, axis=1)
+            gap[rows, part] = np.where(n_nonempty > 0, total / np.maximum(n_nonempty, 1), 0.0)
+    return l1, gap

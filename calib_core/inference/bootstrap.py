@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
-from calib_core._accel import compiled as _compiled
+from calib_core._accel import sorted_draws
 from calib_core.inference.resample import BinnedResampler, binned_spec, index_blocks, resampled_binned_values
 from calib_core.metrics.binned import top_label
 from calib_core.metrics.registry import declared_metric
@@ -151,9 +151,10 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     slow = [i for i, kind in enumerate(kinds) if kind not in ("binned", "row_mean", "top_label")]
     confidence, correct = top_label(probs, labels) if tops else (None, None)
     ranks = None
-    if _compiled.sorted_draws is not None and any(sorts for _, sorts in tops.values()):
+    if any(sorts for _, sorts in tops.values()):
         # Each resample's rows in the stable order of their confidence (the dense rank of each value, ties
-        # equal): the KS error's and MMCE's own stable sort then meets sorted data and sees the same sequence.
+        # equal; calib_core._accel.sorted_draws: a counting sort, or numpy's stable argsort): the KS error's
+        # and MMCE's own stable sort then meets sorted data and sees the same sequence.
         distinct, ranks = np.unique(confidence, return_inverse=True)
     resampler = BinnedResampler(probs, labels) if fast else None
     specs = [binned_spec(declared[i]) for i in fast]
@@ -168,7 +169,7 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
             drawn = confidence[rows], correct[rows]
             ordered = drawn
             if ranks is not None:
-                ordered_rows = _compiled.sorted_draws(ranks, rows, distinct.shape[0])
+                ordered_rows = sorted_draws(ranks, rows, distinct.shape[0])
                 ordered = confidence[ordered_rows], correct[ordered_rows]
             for i, (statistic, sorts) in tops.items():
                 samples[i, start + offset] = statistic(*(ordered if sorts else drawn))

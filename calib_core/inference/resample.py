@@ -43,8 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calib_core._accel import compiled as _compiled
-from calib_core._accel import map_blocks
+from calib_core._accel import adaptive_bin_sums, adaptive_walk_pays, entry_sums, entry_sums_pay, key_sums, map_blocks
 from calib_core.metrics import binned
 from calib_core.metrics.registry import declared_metric
 from calib_core.binning import BinStats, array_split_ends, binned_error, mean_abs_gap, uniform_index, upper_bin_entries
@@ -63,10 +62,6 @@ MAX_WEIGHT_BLOCK = 1 << 21
 #: Largest ``rows x classes`` whose sorted class columns a :class:`BinnedResampler` keeps between blocks
 #: (each cell takes about 72 bytes there: order, sorted values, ties and two copies of the sums' terms).
 MAX_KEPT_CELLS = 4_000_000
-
-#: Largest share of a class-wise metric's entries outside the first uniform bin at which the compiled entry
-#: sums beat the per-column sums (:meth:`BinnedResampler._few_upper_entries`; bench/bench_bootstrap.py).
-COMPILED_ENTRY_SHARE = 0.75
 
 
 def index_blocks(rng: np.random.Generator, n_rows: int, n_boot: int) -> Iterator[tuple[int, int, NDArray[np.int64]]]:
@@ -395,9 +390,9 @@ class BinnedResampler:
         if sparse:
             out[sparse] = self._classwise_uniform([specs[i] for i in sparse], weights)
         walked = ([i for i in weighted if specs[i].family != "top_label" and specs[i].binning == "adaptive"]
-                  if _compiled.adaptive_bin_sums is not None else [])
+                  if adaptive_walk_pays() else [])
         if walked:
-            out[walked] = self._classwise_adaptive_compiled([specs[i] for i in walked], weights)
+            out[walked] = self._classwise_adaptive_walked([specs[i] for i in walked], weights)
         for top in (True, False):
             mine = [i for i in weighted if (specs[i].family == "top_label") == top and i not in sparse + walked]
             if not mine:
@@ -422,19 +417,11 @@ class BinnedResampler:
         return self._upper_entries[key]
 
     def _few_upper_entries(self, spec: BinnedSpec) -> bool:
-        """Whether :meth:`_classwise_uniform` pays: few entries outside the first bin.
-
-        With the compiled entry sums, fewer than :data:`COMPILED_ENTRY_SHARE`
-        of the entries (every case but nearly binary ones: 0.33 of them at
-        10 classes, where it is twice as fast as the per-column sums at
-        50,000 and 100,000 rows; at 2 classes, 0.82 of them and as fast).
-        With numpy's bincounts, fewer than 1 in 8 (many classes): gathering
-        each entry's weight then costs more (at 100,000 x 10 the column path
-        is about 6x faster; at 50,000 x 1,000 this one is).
-        """
+        """Whether :meth:`_classwise_uniform` pays: few entries outside the first bin
+        (:func:`calib_core._accel.entry_sums_pay`: fewer than 3 in 4 of them with the compiled entry sums,
+        fewer than 1 in 8 with numpy's bincounts)."""
         rows = self._upper_bin_entries(spec.n_bins, spec.right)[0]
-        share = COMPILED_ENTRY_SHARE if _compiled.entry_sums is not None else 1 / 8
-        return rows.size < share * self.n_rows * self.n_classes
+        return entry_sums_pay(rows.size, self.n_rows * self.n_classes)
 
     def _classwise_uniform(self, specs: list[BinnedSpec], weights: NDArray[np.integer]) -> NDArray[np.float64]:
         """Class-wise metrics with uniform bins, without sorting or visiting every (row, class) per resample.
@@ -457,17 +444,8 @@ class BinnedResampler:
         for setting in sorted({(spec.n_bins, spec.right) for spec in specs}):
             n_bins = setting[0]
             rows, slots, values, targets = self._upper_bin_entries(*setting)
-            if _compiled.entry_sums is not None:  # numba: the same sums from the integer weights, no temporaries
-                count, value, target = (sums.reshape(n_res, n_classes, n_bins) for sums in _compiled.entry_sums(
-                    weights, rows, slots, values, targets, n_classes * n_bins))
-            else:
-                picked = drawn[:, rows]  # (R, M) weights of the entries
-                flat = (slots[None, :] + (np.arange(n_res) * (n_classes * n_bins))[:, None]).ravel()
-                size = n_res * n_classes * n_bins
-                # float64 also without entries (bincount then returns integers, which would truncate below)
-                count, value, target = (np.bincount(flat, weights=(picked * factor).ravel(), minlength=size)
-                                        .astype(np.float64).reshape(n_res, n_classes, n_bins)
-                                        for factor in (1.0, values, targets))
+            count, value, target = (sums.reshape(n_res, n_classes, n_bins) for sums in entry_sums(
+                weights, rows, slots, values, targets, n_classes * n_bins))
             count[:, :, 0] = n_rows - count[:, :, 1:].sum(axis=2)
             value[:, :, 0] = total_value - value[:, :, 1:].sum(axis=2)
             target[:, :, 0] = total_target - target[:, :, 1:].sum(axis=2)
@@ -478,9 +456,9 @@ class BinnedResampler:
                     out[i] = binned_error(stats, spec.norm).mean(axis=1)
         return out
 
-    def _classwise_adaptive_compiled(self, specs: list[BinnedSpec], weights: NDArray[np.integer]
-                                     ) -> NDArray[np.float64]:
-        """Class-wise metrics with adaptive bins by the compiled kernel (:data:`_compiled.adaptive_bin_sums`).
+    def _classwise_adaptive_walked(self, specs: list[BinnedSpec], weights: NDArray[np.integer]
+                                   ) -> NDArray[np.float64]:
+        """Class-wise metrics with adaptive bins by :func:`calib_core._accel.adaptive_bin_sums` (when it pays).
 
         Each class column is sorted once (once per block of resamples above
         :data:`MAX_KEPT_CELLS` rows x classes, where they are not kept); the kernel
@@ -516,7 +494,7 @@ class BinnedResampler:
                 for part, spec in zip(block_parts, specs):
                     start = (0 if spec.threshold is None
                              else int(np.searchsorted(values, spec.threshold, side="right")))
-                    count, value, target = _compiled.adaptive_bin_sums(order, values, targets, tie_end, by_row,
+                    count, value, target = adaptive_bin_sums(order, values, targets, tie_end, by_row,
                                                                        totals, start, spec.n_bins)
                     total = count.sum(axis=1) if spec.threshold is not None else float(n_rows)
                     part.append((count, value, target, total))
@@ -561,23 +539,13 @@ class BinnedResampler:
         settings = sorted({(spec.n_bins, spec.right) for spec in specs})
         sums = {s: np.empty((3, n_res, 1, s[0])) for s in settings}
         confidence = self._confidence[0]
-        if _compiled.key_sums is not None:  # numba: one pass over each resample's drawn rows, the same sums
-            for setting in settings:
-                counts, values = _compiled.key_sums(indices, self._compact_keys(*setting), confidence, 2 * setting[0])
-                counts = counts.reshape(n_res, -1, 2)
-                sums[setting][0, :, 0] = counts.sum(axis=2)
-                sums[setting][1, :, 0] = values.reshape(n_res, -1, 2).sum(axis=2)
-                sums[setting][2, :, 0] = counts[:, :, 1]
-        for r, rows in enumerate(indices if _compiled.key_sums is None else ()):
-            drawn = np.take(confidence, rows, mode="clip")  # rows are in range
-            for setting in settings:
-                keys = np.take(self._uniform_keys(*setting), rows, mode="clip")
-                size = 2 * setting[0]
-                counts = np.bincount(keys, minlength=size).reshape(-1, 2)
-                out = sums[setting]
-                out[0, r, 0] = counts.sum(axis=1)
-                out[1, r, 0] = np.bincount(keys, weights=drawn, minlength=size).reshape(-1, 2).sum(axis=1)
-                out[2, r, 0] = counts[:, 1]
+        for setting in settings:
+            # One pass over each resample's drawn rows (calib_core._accel.key_sums: the compiled kernel or bincounts)
+            counts, values = key_sums(indices, self._compact_keys(*setting), confidence, 2 * setting[0])
+            counts = counts.reshape(n_res, -1, 2)
+            sums[setting][0, :, 0] = counts.sum(axis=2)
+            sums[setting][1, :, 0] = values.reshape(n_res, -1, 2).sum(axis=2)
+            sums[setting][2, :, 0] = counts[:, :, 1]
         out = np.empty((len(specs), n_res))
         for i, spec in enumerate(specs):
             count, value, target = sums[(spec.n_bins, spec.right)]

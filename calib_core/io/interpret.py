@@ -428,7 +428,9 @@ def _score_error(core: str, python_hint: str, fixes: Sequence[LoadFix], rows: ND
 
 def _diagnose_scores(parts: Parts, scores: NDArray[np.float64], input_kind: str,
                      percentages: bool) -> PredictionsFileError:
-    """Why these values are not probabilities, with the fixes that would load them."""
+    """Why these values are not probabilities, with the fixes that would load them: the first diagnosis that
+    fits of percentages, a binary score outside [0, 1], rows summing to another constant, values outside [0, 1],
+    rows not summing to 1."""
     binary = scores.shape[1] == 1
     row_sums = scores.sum(axis=1)
     low, high = float(scores.min()), float(scores.max())
@@ -439,53 +441,81 @@ def _diagnose_scores(parts: Parts, scores: NDArray[np.float64], input_kind: str,
     if not percentages and low >= 0.0 and high <= 100.0 and high > 1.0 and (
             (high >= 5.0 and share >= AUTO_LOGIT_MIN_SHARE) if binary
             else bool(np.all(np.abs(row_sums - 100.0) <= 1.0))):
-        off = np.abs(row_sums / 100.0 - 1.0) > ROW_SUM_TOLERANCE
-        fix = _FIX_PERCENTAGES if binary or not off.any() else LoadFix(
-            "percentages", "Divide by 100", (("percentages", True), ("renormalize", True)),
-            "Reads the values as percentages, divides them by 100 and renormalises each row to sum to 1.")
-        what = (f"the values lie in [0, 100] (max {high:.6g})" if binary
-                else f"every row sums to about 100 ({parts.row_label(0)}: {row_sums[0]:.6g})")
-        return _score_error(
-            f"{what}: percentages? Divide by 100 to read them as probabilities.",
-            "Pass `percentages=True` to divide every value by 100"
-            + (" (with `renormalize=True` for rows not summing to exactly 100)." if fix is not _FIX_PERCENTAGES
-               else "."), (fix,), np.arange(min(scores.shape[0], 5)))
+        return _percentages_error(parts, scores, row_sums, high)
     if binary:
-        rows = np.flatnonzero(outside[:, 0])
-        value = float(scores[rows[0], 0])
-        kind = "a negative probability" if value < 0.0 else "a probability above 1"
-        return _score_error(
-            f"the score column {parts.score_names[0]!r} holds {kind} ({value:.6g}) in "
-            f"{parts.row_label(int(rows[0]))}; values outside [0, 1] appear in {_row_list(parts, rows)} "
-            f"({rows.size:,} of {scores.shape[0]:,} rows). A probability must lie in [0, 1]: fix those values.",
-            "If the column holds logits, pass `input_kind='logits'`.", logits_fix, rows,
-            "If the column holds logits, read it as logits.")
+        return _binary_range_error(parts, scores, outside, logits_fix)
     constant = _constant_sum(row_sums)
     if scores.shape[0] > 1 and low >= 0.0 and constant is not None and constant > 0.0 \
             and abs(constant - 1.0) > ROW_SUM_TOLERANCE:
-        rows = np.arange(min(scores.shape[0], 5))
-        return _score_error(
-            f"every row sums to {constant:.6g}, not 1 ({parts.row_label(0)}: {_describe_row(parts, scores, 0)}). "
-            "The values look like probabilities on another scale; renormalise the rows to read them as "
-            "probabilities.",
-            "Pass `renormalize=True` to divide each row by its sum.",
-            (_FIX_RENORMALIZE, *(logits_fix if high > 1.0 else ())), rows)
+        return _scale_error(parts, scores, constant, high, logits_fix)
     if outside.any():
-        rows = np.flatnonzero(outside.any(axis=1))
-        row = int(rows[0])
-        col = int(np.flatnonzero(outside[row])[0])
-        kind = "a negative probability" if scores[row, col] < 0.0 else "a probability above 1"
-        core = (f"column {parts.score_names[col]!r} holds {kind} ({scores[row, col]:.6g}) in "
-                f"{parts.row_label(row)}; values outside [0, 1] appear in {_row_list(parts, rows)} "
-                f"({rows.size:,} of {scores.shape[0]:,} rows). Probabilities must lie in [0, 1]: fix those "
-                "values.")
-        many = share >= 0.05
-        return _score_error(
-            core, "If the values are logits, pass `input_kind='logits'`." if many and logits_fix else "",
-            logits_fix if many else (), rows,
-            # In the app a user who just chose "probabilities" is not told to read them as logits again.
-            "If the values are logits, read them as logits." if many and logits_fix
-            and input_kind != "probabilities" else "")
+        return _range_error(parts, scores, outside, share, input_kind, logits_fix)
+    return _row_sum_error(parts, scores, row_sums, logits_fix)
+
+
+def _percentages_error(parts: Parts, scores: NDArray, row_sums: NDArray, high: float) -> PredictionsFileError:
+    """Values in [0, 100] (one binary score) or rows summing to about 100: divide by 100 (and renormalise)."""
+    binary = scores.shape[1] == 1
+    off = np.abs(row_sums / 100.0 - 1.0) > ROW_SUM_TOLERANCE
+    fix = _FIX_PERCENTAGES if binary or not off.any() else LoadFix(
+        "percentages", "Divide by 100", (("percentages", True), ("renormalize", True)),
+        "Reads the values as percentages, divides them by 100 and renormalises each row to sum to 1.")
+    what = (f"the values lie in [0, 100] (max {high:.6g})" if binary
+            else f"every row sums to about 100 ({parts.row_label(0)}: {row_sums[0]:.6g})")
+    return _score_error(
+        f"{what}: percentages? Divide by 100 to read them as probabilities.",
+        "Pass `percentages=True` to divide every value by 100"
+        + (" (with `renormalize=True` for rows not summing to exactly 100)." if fix is not _FIX_PERCENTAGES
+           else "."), (fix,), np.arange(min(scores.shape[0], 5)))
+
+
+def _binary_range_error(parts: Parts, scores: NDArray, outside: NDArray, logits_fix: tuple) -> PredictionsFileError:
+    """One binary score column with values outside [0, 1]: the rows, and logits as the likely fix."""
+    rows = np.flatnonzero(outside[:, 0])
+    value = float(scores[rows[0], 0])
+    kind = "a negative probability" if value < 0.0 else "a probability above 1"
+    return _score_error(
+        f"the score column {parts.score_names[0]!r} holds {kind} ({value:.6g}) in "
+        f"{parts.row_label(int(rows[0]))}; values outside [0, 1] appear in {_row_list(parts, rows)} "
+        f"({rows.size:,} of {scores.shape[0]:,} rows). A probability must lie in [0, 1]: fix those values.",
+        "If the column holds logits, pass `input_kind='logits'`.", logits_fix, rows,
+        "If the column holds logits, read it as logits.")
+
+
+def _scale_error(parts: Parts, scores: NDArray, constant: float, high: float, logits_fix: tuple,
+                 ) -> PredictionsFileError:
+    """Non-negative rows that all sum to one constant other than 1: probabilities on another scale."""
+    rows = np.arange(min(scores.shape[0], 5))
+    return _score_error(
+        f"every row sums to {constant:.6g}, not 1 ({parts.row_label(0)}: {_describe_row(parts, scores, 0)}). "
+        "The values look like probabilities on another scale; renormalise the rows to read them as "
+        "probabilities.",
+        "Pass `renormalize=True` to divide each row by its sum.",
+        (_FIX_RENORMALIZE, *(logits_fix if high > 1.0 else ())), rows)
+
+
+def _range_error(parts: Parts, scores: NDArray[np.float64], outside: NDArray[np.bool_], share: float,
+                 input_kind: str, logits_fix: tuple[LoadFix, ...]) -> PredictionsFileError:
+    """Class values outside [0, 1]: the first of them and its rows; logits offered when many cells are out."""
+    rows = np.flatnonzero(outside.any(axis=1))
+    row = int(rows[0])
+    col = int(np.flatnonzero(outside[row])[0])
+    kind = "a negative probability" if scores[row, col] < 0.0 else "a probability above 1"
+    core = (f"column {parts.score_names[col]!r} holds {kind} ({scores[row, col]:.6g}) in "
+            f"{parts.row_label(row)}; values outside [0, 1] appear in {_row_list(parts, rows)} "
+            f"({rows.size:,} of {scores.shape[0]:,} rows). Probabilities must lie in [0, 1]: fix those "
+            "values.")
+    many = share >= 0.05
+    return _score_error(
+        core, "If the values are logits, pass `input_kind='logits'`." if many and logits_fix else "",
+        logits_fix if many else (), rows,
+        # In the app a user who just chose "probabilities" is not told to read them as logits again.
+        "If the values are logits, read them as logits." if many and logits_fix
+        and input_kind != "probabilities" else "")
+
+
+def _row_sum_error(parts: Parts, scores: NDArray, row_sums: NDArray, logits_fix: tuple) -> PredictionsFileError:
+    """Values in [0, 1] whose rows do not sum to 1: the worst row and how many are off."""
     deviation = np.abs(row_sums - 1.0)
     rows = np.flatnonzero(deviation > ROW_SUM_TOLERANCE)
     worst = int(np.argmax(deviation))

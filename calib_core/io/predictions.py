@@ -57,6 +57,69 @@ def _is_private_copy(checked: NDArray[Any], given: object) -> bool:
     return isinstance(given, (list, tuple))
 
 
+def _class_names(class_names: Sequence[Any], n_classes: int) -> tuple[str, ...]:
+    """``class_names`` as text, ``"0" .. "K-1"`` when empty; one unique name per column."""
+    names = tuple(str(c) for c in class_names) if len(class_names) else tuple(str(k) for k in range(n_classes))
+    if len(names) != n_classes:
+        raise CalibrationInputError(
+            f"`class_names` has {len(names)} names but `probs` has {n_classes} columns."
+        )
+    if len(set(names)) != n_classes:
+        dup = next(c for c in names if names.count(c) > 1)
+        raise CalibrationInputError(f"`class_names` must be unique; {dup!r} appears twice.")
+    return names
+
+
+def _checked_logits(logits: ArrayLike | None, shape: tuple[int, int]) -> NDArray[np.float64] | None:
+    """The logits as a read-only float array of the probabilities' ``shape``, all finite (or None)."""
+    if logits is None:
+        return None
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.shape != shape:
+        raise CalibrationInputError(
+            f"`logits` has shape {logits.shape} but `probs` has shape {shape}."
+        )
+    if not np.isfinite(logits).all():
+        row = int(np.flatnonzero(~np.isfinite(logits).all(axis=1))[0])
+        raise CalibrationInputError(f"`logits` contains NaN or infinite values, e.g. row {row}.")
+    return _readonly(logits)
+
+
+def _split_text(split: ArrayLike | None, n_rows: int) -> NDArray[np.str_] | None:
+    """The split column as read-only text of shape ``(n_rows,)`` (missing values: ""; bytes decoded as UTF-8)."""
+    if split is None:
+        return None
+    split = np.asarray(split)
+    if split.dtype == object:
+        split = _as_text(pd.Series(split).fillna("")).to_numpy(dtype=str)
+    elif split.dtype.kind == "S":
+        split = np.char.decode(split, "utf-8", errors="replace")
+    else:
+        split = split.astype(str)
+    if split.shape != (n_rows,):
+        raise CalibrationInputError(
+            f"`split` must have shape ({n_rows},) to match `probs`, got {split.shape}."
+        )
+    return _readonly(split)
+
+
+def _group_text(groups: ArrayLike | None, n_rows: int, *, check: bool) -> NDArray[np.str_] | None:
+    """The group column as read-only text of shape ``(n_rows,)``: non-text values by :func:`group_text`, blank
+    text as :data:`MISSING_GROUP` (``check``; arrays that were stored before are text already)."""
+    if groups is None:
+        return None
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or groups.shape[0] != n_rows:
+        raise CalibrationInputError(
+            f"`groups` must have shape ({n_rows},) to match `probs`, got {groups.shape}."
+        )
+    if groups.dtype.kind != "U":
+        groups = group_text(pd.Series(groups.astype(object)))[0]
+    elif check:
+        groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
+    return _readonly(groups)
+
+
 @dataclass(frozen=True, eq=False)
 class Predictions(ConfidenceAccess):
     """A model's predictions on a labelled set, validated.
@@ -209,59 +272,14 @@ class Predictions(ConfidenceAccess):
                                    if key in ("probs", "labels") else _readonly(value))
 
     def _normalise(self, *, check: bool) -> None:
-        probs = check_probs(self.probs) if check else self.probs
-        owned = not check or _is_private_copy(probs, self.probs)
+        """Check every field (``check``: the probabilities too) and store them read-only, in a fixed order of checks:
+        probabilities and labels, class names, logits, split, groups, kind and ids, weights."""
+        probs, owned, labels = self._checked_probs_labels(check=check)
         n_rows, n_classes = probs.shape
-        labels = check_labels(self.labels, n_classes, n_rows=n_rows)
-        if check and isinstance(self.labels, np.ndarray) and np.may_share_memory(labels, self.labels) \
-                and not is_validated(labels, n_classes):
-            labels = labels.copy()  # N integers: cheap, and then they are ours to freeze
-        names = tuple(str(c) for c in self.class_names) if len(self.class_names) else tuple(
-            str(k) for k in range(n_classes))
-        if len(names) != n_classes:
-            raise CalibrationInputError(
-                f"`class_names` has {len(names)} names but `probs` has {n_classes} columns."
-            )
-        if len(set(names)) != n_classes:
-            dup = next(c for c in names if names.count(c) > 1)
-            raise CalibrationInputError(f"`class_names` must be unique; {dup!r} appears twice.")
-        logits = self.logits
-        if logits is not None:
-            logits = np.asarray(logits, dtype=np.float64)
-            if logits.shape != probs.shape:
-                raise CalibrationInputError(
-                    f"`logits` has shape {logits.shape} but `probs` has shape {probs.shape}."
-                )
-            if not np.isfinite(logits).all():
-                row = int(np.flatnonzero(~np.isfinite(logits).all(axis=1))[0])
-                raise CalibrationInputError(f"`logits` contains NaN or infinite values, e.g. row {row}.")
-            logits = _readonly(logits)
-        split = self.split
-        if split is not None:
-            split = np.asarray(split)
-            if split.dtype == object:
-                split = _as_text(pd.Series(split).fillna("")).to_numpy(dtype=str)
-            elif split.dtype.kind == "S":
-                split = np.char.decode(split, "utf-8", errors="replace")
-            else:
-                split = split.astype(str)
-            if split.shape != (n_rows,):
-                raise CalibrationInputError(
-                    f"`split` must have shape ({n_rows},) to match `probs`, got {split.shape}."
-                )
-            split = _readonly(split)
-        groups = self.groups
-        if groups is not None:
-            groups = np.asarray(groups)
-            if groups.ndim != 1 or groups.shape[0] != n_rows:
-                raise CalibrationInputError(
-                    f"`groups` must have shape ({n_rows},) to match `probs`, got {groups.shape}."
-                )
-            if groups.dtype.kind != "U":
-                groups = group_text(pd.Series(groups.astype(object)))[0]
-            elif check:
-                groups = np.where(np.char.strip(groups) == "", MISSING_GROUP, groups)
-            groups = _readonly(groups)
+        names = _class_names(self.class_names, n_classes)
+        logits = _checked_logits(self.logits, probs.shape)
+        split = _split_text(self.split, n_rows)
+        groups = _group_text(self.groups, n_rows, check=check)
         object.__setattr__(self, "groups", groups)
         self._normalise_kind(n_rows)
         weights = None if self.sample_weight is None else _readonly(check_sample_weight(self.sample_weight, n_rows))
@@ -279,6 +297,22 @@ class Predictions(ConfidenceAccess):
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
         if self.logit_reason is not None:
             object.__setattr__(self, "logit_reason", str(self.logit_reason) if logits is not None else None)
+
+    def _checked_probs_labels(self, *, check: bool) -> tuple[NDArray[np.float64], bool, NDArray[np.intp]]:
+        """The probabilities (checked when ``check``), whether they are this object's own copy, and the labels.
+
+        Labels that share memory with the caller's unchecked array are copied
+        (N integers: cheap), so that sealing them read-only does not freeze
+        the caller's array.
+        """
+        probs = check_probs(self.probs) if check else self.probs
+        owned = not check or _is_private_copy(probs, self.probs)
+        n_rows, n_classes = probs.shape
+        labels = check_labels(self.labels, n_classes, n_rows=n_rows)
+        if check and isinstance(self.labels, np.ndarray) and np.may_share_memory(labels, self.labels) \
+                and not is_validated(labels, n_classes):
+            labels = labels.copy()  # N integers: cheap, and then they are ours to freeze
+        return probs, owned, labels
 
     def _normalise_kind(self, n_rows: int) -> None:
         """Check :attr:`kind` (a confidence model is ``(N, 2)``) and store :attr:`ids` as read-only text."""

@@ -86,9 +86,11 @@ class _Block:
 
     @cached_property
     def top(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        predicted = self.probs.argmax(axis=-1)
-        confidence = np.take_along_axis(self.probs, predicted[..., None], axis=-1)[..., 0]
-        return confidence, (predicted == self.labels).astype(np.float64)
+        """Top-label confidence and correctness, each ``(R, n)``: :func:`calib_core.metrics.binned.top_label`
+        (the one arg-max, ties to the lowest class) of the R test sets stacked."""
+        n_classes = self.probs.shape[-1]
+        confidence, correct = binned.top_label(self.probs.reshape(-1, n_classes), self.labels.reshape(-1))
+        return confidence.reshape(self.labels.shape), correct.reshape(self.labels.shape)
 
     @cached_property
     def sorted_top(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:

@@ -34,7 +34,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
 
-from calib_core._accel import column_bin_sums, compiled, sort_columns, uniform_sweep_plan
+from calib_core._accel import column_bin_sums, count_chunks, sort_columns, sweep_reductions
 from calib_core.binning import SortedValues, sort_values, sorted_bin_sums
 from calib_core.metrics.binned import gce_bin_statistics, gce_of_statistics, top_label
 from calib_core.validation import (
@@ -189,19 +189,9 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
     }, columns=list(SENSITIVITY_COLUMNS))
 
 
-#: Values sorted per block of class columns, and bins summed per chunk of bin counts: bounds the sweep's memory.
-_BLOCK_VALUES = 1 << 17
-
-
-def _count_chunks(counts: list[int]) -> list[slice]:
-    """Consecutive runs of ``counts`` holding at most ``_BLOCK_VALUES`` bins in all (a larger count alone)."""
-    chunks, start, total = [], 0, 0
-    for i, n_bins in enumerate(counts):
-        if i > start and total + n_bins > _BLOCK_VALUES:
-            chunks.append(slice(start, i))
-            start, total = i, 0
-        total += n_bins
-    return [*chunks, slice(start, len(counts))]
+#: Values sorted per block of class columns (the sorted columns and their prefix sums; the bins' sums are bounded
+#: by :func:`calib_core._accel.sweep_reductions` itself).
+_BLOCK_VALUES = 1 << 21
 
 
 def _binned_l1(count, sum_value, sum_target, segments, n_total):
@@ -209,93 +199,46 @@ def _binned_l1(count, sum_value, sum_target, segments, n_total):
     return np.add.reduceat(np.abs(sum_value - sum_target), segments, axis=1) / max(n_total, 1)
 
 
-def _mean_abs_gaps(count, sum_value, sum_target, segments):
-    """``mean_abs_gap`` of every bin count (empty bins have zero sums and are not counted)."""
-    gaps = np.abs(sum_value - sum_target) / np.maximum(count, 1.0)
-    n_nonempty = np.add.reduceat(count > 0, segments, axis=1)
-    total = np.add.reduceat(gaps, segments, axis=1)
-    return np.where(n_nonempty > 0, total / np.maximum(n_nonempty, 1), 0.0)
-
-
 def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[int], metrics: tuple[str, ...],
            binnings: tuple[str, ...], threshold: float, right: bool) -> dict[tuple[str, str], NDArray[np.float64]]:
-    """``{(binning, metric): value at each bin count}`` from one sort of the top-label values and of each column."""
+    """``{(binning, metric): value at each bin count}`` from one sort of the top-label values and of each column.
+
+    The class columns are sorted a block at a time and each block's bins are
+    reduced by :func:`calib_core._accel.sweep_reductions` (the compiled walk
+    or its numpy twin, the same bins and differences of prefix sums).
+    """
     n_rows, n_classes = probs.shape
-    chunks = [(part, counts[part], np.concatenate([[0], np.cumsum(counts[part])[:-1]]).astype(np.intp))
-              for part in _count_chunks(counts)]
     found: dict[tuple[str, str], NDArray[np.float64]] = {}
     if "ece" in metrics:
         confidence, correct = top_label(probs, labels)
         top = sort_columns(confidence[None, :], correct[None, :])
+        chunks = [(counts[part], np.concatenate([[0], np.cumsum(counts[part])[:-1]]).astype(np.intp))
+                  for part in count_chunks(counts)]
         for binning in binnings:
             found[binning, "ece"] = np.concatenate([
                 _binned_l1(*column_bin_sums(top, tuple(chunk), binning, right, None), segments, n_rows)[0]
-                for _, chunk, segments in chunks])
+                for chunk, segments in chunks])
     classwise = [metric for metric in ("sce", "ace", "tace") if metric in metrics]
     if not classwise:
         return found
     per_class = {(binning, metric): np.empty((n_classes, len(counts))) for binning in binnings for metric in classwise}
-    if compiled.sweep_reductions is not None:
-        _compiled_class_sweep(probs, labels, counts, classwise, binnings, threshold, right, per_class)
-        found.update({key: value.mean(axis=0) for key, value in per_class.items()})
-        return found
-    block = max(1, _BLOCK_VALUES // max(n_rows, max(sum(chunk) for _, chunk, _ in chunks)))
+    block = max(1, _BLOCK_VALUES // max(n_rows, 1))
     for lo in range(0, n_classes, block):
         hi = min(lo + block, n_classes)
         columns = sort_columns(transposed(probs[:, lo:hi]),
                                labels[None, :] == np.arange(lo, hi)[:, None])
-        for part, chunk, segments in chunks:
-            for binning in binnings:
-                if "sce" in classwise or "ace" in classwise:
-                    sums = column_bin_sums(columns, tuple(chunk), binning, right, None)
-                    if "sce" in classwise:
-                        per_class[binning, "sce"][lo:hi, part] = _binned_l1(*sums, segments, n_rows)
-                    if "ace" in classwise:
-                        per_class[binning, "ace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
-                if "tace" in classwise:
-                    sums = column_bin_sums(columns, tuple(chunk), binning, right, threshold)
-                    per_class[binning, "tace"][lo:hi, part] = _mean_abs_gaps(*sums, segments)
-    found.update({key: value.mean(axis=0) for key, value in per_class.items()})
-    return found
-
-
-def _compiled_class_sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[int],
-                          classwise: list[str], binnings: tuple[str, ...], threshold: float, right: bool,
-                          per_class: dict[tuple[str, str], NDArray[np.float64]]) -> None:
-    """Fill ``per_class`` with the compiled kernel: each sorted column's bins are reduced as they are walked.
-
-    The same bins and the same differences of prefix sums as the numpy path
-    (:func:`calib_core.binning.sorted_columns_bin_sums`), without its
-    ``(classes, sum(counts))`` arrays of bin sums: at 1,000 classes and bin
-    counts 2-200 those are three arrays of 20 million values per binning.
-    """
-    n_rows, n_classes = probs.shape
-    counts_array = np.asarray(counts, dtype=np.intp)
-    edges, which = uniform_sweep_plan(tuple(counts))
-    block = max(1, _COMPILED_BLOCK_VALUES // max(n_rows, 1))
-    for lo in range(0, n_classes, block):
-        hi = min(lo + block, n_classes)
-        columns = sort_columns(transposed(probs[:, lo:hi]),
-                               labels[None, :] == np.arange(lo, hi)[:, None])
-        everything = np.zeros(hi - lo, dtype=np.intp)
-        above = (columns.values <= threshold).sum(axis=1).astype(np.intp)
         for binning in binnings:
-            adaptive = binning == "adaptive"
             if "sce" in classwise or "ace" in classwise:
-                l1, gap = compiled.sweep_reductions(columns.values, columns.cum_values, columns.cum_targets,
-                                                     counts_array, edges, which, right, adaptive, everything)
+                l1, gap = sweep_reductions(columns, tuple(counts), binning, right, None)
                 if "sce" in classwise:
                     per_class[binning, "sce"][lo:hi] = l1 / max(n_rows, 1)
                 if "ace" in classwise:
                     per_class[binning, "ace"][lo:hi] = gap
             if "tace" in classwise:
-                _, gap = compiled.sweep_reductions(columns.values, columns.cum_values, columns.cum_targets,
-                                                    counts_array, edges, which, right, adaptive, above)
+                _, gap = sweep_reductions(columns, tuple(counts), binning, right, threshold)
                 per_class[binning, "tace"][lo:hi] = gap
-
-
-#: Values sorted per block of class columns by the compiled sweep (it keeps no bin sums, only the sorted columns).
-_COMPILED_BLOCK_VALUES = 1 << 21
+    found.update({key: value.mean(axis=0) for key, value in per_class.items()})
+    return found
 
 
 # ----------------------------------------------------------------------------- ranking

@@ -51,6 +51,25 @@ def test_batched_adaptive_bins_handle_ties_like_bin_statistics():
     np.testing.assert_allclose(estimator.batch(block), expected, atol=1e-14)
 
 
+def test_batched_top_label_is_the_one_top_label_of_each_test_set(monkeypatch):
+    """Issue 24: the lab's batched top label was a twin of the top-label computation (its own arg-max and
+    gather); it now stacks the test sets into the one function, with the same ties (lowest class) and values."""
+    from calib_core.metrics import binned
+    probs = np.round(cc.softmax(np.random.default_rng(2).normal(size=(4 * 50, 3))), 1).reshape(4, 50, 3)
+    probs[0, :3] = [0.4, 0.4, 0.2]  # ties between classes: the lowest index
+    labels = np.random.default_rng(3).integers(0, 3, (4, 50))
+    calls = []
+    real = binned.top_label
+    monkeypatch.setattr(binned, "top_label", lambda p, y: calls.append(p.shape) or real(p, y))
+    confidence, correct = _Block(probs, labels).top
+    assert calls == [(200, 3)]  # one call for the whole block
+    for r in range(4):
+        expected = real(probs[r], labels[r])
+        np.testing.assert_array_equal(confidence[r], expected[0])
+        np.testing.assert_array_equal(correct[r], expected[1])
+    assert correct[0, :3].tolist() == (labels[0, :3] == 0).astype(float).tolist()
+
+
 def test_estimator_registry_targets_are_truth_keys():
     estimators = lab_estimators(LESS)
     for key in DEFAULT_ESTIMATORS + ("ece_uniform_15", "rmsce_uniform", "classwise_ece_uniform"):

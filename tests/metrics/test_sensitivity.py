@@ -14,6 +14,7 @@ import calib_core as cc
 from tests.compiled_support import kernel_paths, require_kernel
 from calib_core import CalibrationInputError
 from calib_core._accel import compiled, sort_columns
+from calib_core._accel import sweep as accel_sweep
 from calib_core.binning import classwise_bin_statistics, mean_abs_gap, sorted_columns_bin_sums
 from calib_core.lab.generators import LogisticNormalModel
 from calib_core.lab.pathologies import nixon_figure4_data
@@ -234,8 +235,8 @@ def test_small_blocks_and_chunks_of_bin_counts_give_the_same_table(monkeypatch, 
     counts = [300, 2, 5, 40, 120, 1, 77]
     expected = bin_sensitivity(probs, labels, bin_counts=counts)
     monkeypatch.setattr(sensitivity, "_BLOCK_VALUES", 100)  # one column per block, counts in several chunks
-    monkeypatch.setattr(sensitivity, "_COMPILED_BLOCK_VALUES", 100)
-    assert sensitivity._count_chunks(counts) == [slice(0, 1), slice(1, 4), slice(4, 5), slice(5, 7)]
+    monkeypatch.setattr(accel_sweep, "SWEEP_BLOCK_VALUES", 100)
+    assert accel_sweep.count_chunks(counts) == [slice(0, 1), slice(1, 4), slice(4, 5), slice(5, 7)]
     pd.testing.assert_frame_equal(bin_sensitivity(probs, labels, bin_counts=counts), expected, rtol=1e-13)
     assert_sweep_equals_reference(probs, labels, counts)
 

@@ -97,6 +97,23 @@ def test_every_recalibrator_is_a_classifier_to_sklearn(cls):
     assert not hasattr(cls(), "classes_")
 
 
+@pytest.mark.parametrize("cls", ALL, ids=IDS)
+def test_classes_is_read_only_and_get_params_is_the_constructor_signature(cls):
+    """Issue 24, item 4: ``classes_`` is what ``fit`` saw (a property: assigning it raises AttributeError, as
+    for any fitted attribute derived from ``fit``), and ``get_params`` lists exactly ``__init__``'s arguments,
+    read back from attributes of the same names (scikit-learn's convention, which ``clone`` relies on)."""
+    x, y = _logits(k=_classes(cls))
+    method = _non_default(cls)
+    expected = [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+    assert list(method.get_params(deep=False)) == expected
+    assert all(method.get_params()[name] is getattr(method, name) for name in expected)
+    assert "get_params" not in vars(cls) or cls is Recalibrator  # one protocol, on the base class
+    fitted = method.set_params(**({"input": "logits"} if "input" in expected else {})).fit(x, y)
+    with pytest.raises(AttributeError):
+        fitted.classes_ = np.arange(7)
+    np.testing.assert_array_equal(fitted.classes_, np.arange(_classes(cls)))
+
+
 def test_scorer_is_minus_the_registry_metric():
     x, y = _logits()
     method = TemperatureScaling().fit(x, y)
