@@ -18,12 +18,14 @@ from numpy.typing import NDArray
 
 from calib_core.io.columns import LABEL_NAMES
 from calib_core.io.formats import MAX_BYTES, MAX_ROWS, sniff_csv
-from calib_core.validation import CalibrationInputError, as_probs, check_probs
+from calib_core.validation import CalibrationInputError, as_probs, check_probs, softmax
 
-__all__ = ["DEPLOYMENT_PREFIXES", "DEPLOYMENT_SCORE_NAMES", "UnlabelledPredictions", "load_unlabelled"]
+__all__ = ["DEPLOYMENT_LOGIT_PREFIXES", "DEPLOYMENT_PREFIXES", "DEPLOYMENT_SCORE_NAMES", "UnlabelledPredictions", "load_unlabelled"]
 
 #: Column-name prefixes recognised for a class's probability (case-insensitive; "" is the bare class name).
 DEPLOYMENT_PREFIXES = ("p_", "prob_", "proba_", "probability_", "score_", "")
+#: Column-name prefixes of a class's logit (the rows go through the softmax).
+DEPLOYMENT_LOGIT_PREFIXES = ("logit_", "logits_")
 #: Names of a single P(class 1) column of a binary model.
 DEPLOYMENT_SCORE_NAMES = ("score", "p", "prob", "proba", "probability", "p_1", "y_score", "y_prob")
 
@@ -92,7 +94,9 @@ def load_unlabelled(source: bytes | str | os.PathLike[str], class_names: Any, *,
         class, named as the labelled file's (``p_<class>``, ``prob_<class>``,
         ``proba_<class>``, ``probability_<class>``, ``score_<class>`` or the
         class name; case-insensitive), or, for a binary model, one column of
-        P(class 1) (``score``, ``p``, ``prob``, ...).
+        P(class 1) (``score``, ``p``, ``prob``, ...). Logit columns
+        ``logit_<class>`` (every class) go through the softmax, as the
+        labelled file's logits do.
     class_names : sequence of str
         The labelled model's classes, in its order.
     name : str, optional
@@ -106,8 +110,7 @@ def load_unlabelled(source: bytes | str | os.PathLike[str], class_names: Any, *,
     ------
     CalibrationInputError
         A file over the size or row limits, unreadable, without a column for
-        every class, or with values that are not probabilities (logits are
-        refused: pass the probabilities the labelled file's model gives).
+        every class, or with values that are not probabilities.
 
     Notes
     -----
@@ -132,12 +135,19 @@ def load_unlabelled(source: bytes | str | os.PathLike[str], class_names: Any, *,
     columns = {str(c).strip().lower(): c for c in frame.columns}
     ignored = tuple(str(columns[n]) for n in LABEL_NAMES if n in columns and n not in
                     {f"{p}{c}".lower() for p in DEPLOYMENT_PREFIXES for c in names})
-    found = [next((columns[f"{p}{c}".lower()] for p in DEPLOYMENT_PREFIXES if f"{p}{c}".lower() in columns), None)
-             for c in names]
-    if all(c is not None for c in found):
-        values = frame[found].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-        probs = check_probs(values, name="the deployment file's class columns")
-        return UnlabelledPredictions(probs, tuple(map(str, found)), ignored, file_name)
+    for prefixes, is_logit in ((DEPLOYMENT_PREFIXES, False), (DEPLOYMENT_LOGIT_PREFIXES, True)):
+        found = [next((columns[f"{p}{c}".lower()] for p in prefixes if f"{p}{c}".lower() in columns), None)
+                 for c in names]
+        if all(c is not None for c in found):
+            values = frame[found].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+            if is_logit:
+                if not np.isfinite(values).all():
+                    row = int(np.argwhere(~np.isfinite(values))[0][0])
+                    raise CalibrationInputError(f"the deployment file's logit columns hold a missing or infinite "
+                                                f"value in row {row + 1}.")
+                values = softmax(values)
+            probs = check_probs(values, name="the deployment file's class columns")
+            return UnlabelledPredictions(probs, tuple(map(str, found)), ignored, file_name)
     if len(names) == 2:
         score = next((columns[s] for s in DEPLOYMENT_SCORE_NAMES if s in columns), None)
         if score is not None:
