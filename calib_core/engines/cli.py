@@ -132,13 +132,27 @@ def _html_report(args: argparse.Namespace) -> dict:
     models = [_html_model(path, args, html_report) for path in [args.path, *args.more_paths]]
     settings = html_report.ReportSettings(n_bins=args.n_bins, binning=args.binning, n_boot=args.n_boot,
                                           seed=args.seed, max_quadratic_rows=args.max_quadratic_rows or None)
-    text = html_report.build_report(models, settings)
+    text = html_report.build_report(models, settings, decisions=_html_decisions(args))
     try:
         with open(args.html, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
         raise CalibrationInputError(f"cannot write {args.html}: {exc.strerror or exc}") from None
     return {"html": args.html, "models": [m.name for m in models], "charts": html_report.chart_count(text)}
+
+
+def _html_decisions(args: argparse.Namespace):
+    """``--threshold``/``--cost-matrix``/``--deployment`` as the HTML report's inputs (None without them)."""
+    if not _decision_flags(args):
+        return None
+    from studio.report_decisions import DecisionInputs
+
+    if args.threshold is not None and args.cost_matrix is not None:
+        raise CalibrationInputError("give --threshold or --cost-matrix, not both.")
+    costs, units = decisions_report.read_cost_matrix(args.cost_matrix) if args.cost_matrix else (None, None)
+    deployment = _read_input(args.deployment).getvalue() if args.deployment is not None else None
+    return DecisionInputs(threshold=args.threshold, cost_matrix=costs, units=units, deployment=deployment,
+                          deployment_file=args.deployment or "")
 
 
 def _html_model(path: str, args: argparse.Namespace, html_report):
