@@ -20,7 +20,8 @@ from calib_core.io.columns import LABEL_NAMES
 from calib_core.io.formats import MAX_BYTES, MAX_ROWS, sniff_csv
 from calib_core.validation import CalibrationInputError, as_probs, check_probs, softmax
 
-__all__ = ["DEPLOYMENT_LOGIT_PREFIXES", "DEPLOYMENT_PREFIXES", "DEPLOYMENT_SCORE_NAMES", "UnlabelledPredictions", "load_unlabelled"]
+__all__ = ["DEPLOYMENT_LOGIT_PREFIXES", "DEPLOYMENT_PREFIXES", "DEPLOYMENT_SCORE_NAMES", "UnlabelledPredictions", "load_unlabelled",
+           "read_table", "weight_candidates"]
 
 #: Column-name prefixes recognised for a class's probability (case-insensitive; "" is the bare class name).
 DEPLOYMENT_PREFIXES = ("p_", "prob_", "proba_", "probability_", "score_", "")
@@ -65,7 +66,9 @@ class UnlabelledPredictions:
                 "(evaluate a labelled file directly for its calibration).",)
 
 
-def _frame(raw: bytes, file_name: str) -> pd.DataFrame:
+def read_table(raw: bytes, file_name: str, what: str = "the deployment file") -> pd.DataFrame:
+    """A CSV/TSV (optionally gzipped) or Parquet file's bytes as a data frame (the loader's CSV sniffer; at most
+    :data:`~calib_core.io.formats.MAX_ROWS` + 1 rows); a CalibrationInputError naming ``what`` otherwise."""
     lower = file_name.lower()
     try:
         if lower.endswith((".parquet", ".pq")):
@@ -73,14 +76,13 @@ def _frame(raw: bytes, file_name: str) -> pd.DataFrame:
         # read at most one byte past the limit: a gzip bomb is refused without being unpacked
         data = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_BYTES + 1) if lower.endswith(".gz") else raw
         if len(data) > MAX_BYTES:
-            raise CalibrationInputError(f"the deployment file holds more than {MAX_BYTES:,} bytes unpacked.")
+            raise CalibrationInputError(f"{what} holds more than {MAX_BYTES:,} bytes unpacked.")
         dialect = sniff_csv(data[:65536].decode("utf-8", errors="replace"), file_name)  # the loader's sniffer
         return pd.read_csv(io.BytesIO(data), sep=dialect.delimiter, decimal=dialect.decimal, nrows=MAX_ROWS + 1)
     except CalibrationInputError:
         raise
     except Exception as exc:  # noqa: BLE001 -- the boundary where the deployment file enters
-        raise CalibrationInputError(f"the deployment file could not be read as CSV or Parquet "
-                                    f"({type(exc).__name__}).") from None
+        raise CalibrationInputError(f"{what} could not be read as CSV or Parquet ({type(exc).__name__}).") from None
 
 
 def load_unlabelled(source: bytes | str | os.PathLike[str], class_names: Any, *,
@@ -128,7 +130,7 @@ def load_unlabelled(source: bytes | str | os.PathLike[str], class_names: Any, *,
         file_name = name or os.path.basename(os.fspath(source))
     if len(raw) > MAX_BYTES:
         raise CalibrationInputError(f"the deployment file has {len(raw):,} bytes; the limit is {MAX_BYTES:,}.")
-    frame = _frame(raw, file_name)
+    frame = read_table(raw, file_name)
     if len(frame) > MAX_ROWS:
         raise CalibrationInputError(f"the deployment file has more than {MAX_ROWS:,} rows.")
     names = [str(c) for c in class_names]
@@ -157,3 +159,36 @@ def load_unlabelled(source: bytes | str | os.PathLike[str], class_names: Any, *,
     raise CalibrationInputError(
         f"the deployment file needs one column per class named as in the labelled file (e.g. {wanted}), or for a "
         "binary model one column `score` of P(class 1).")
+
+
+def weight_candidates(raw: bytes, file_name: str, class_names: Any, taken: Any = ()) -> list[str]:
+    """The columns of a CSV/Parquet file that can be its row weights (``load_predictions(weight_column=)``).
+
+    A candidate holds numbers only, every one finite and ``>= 0``, with a
+    positive sum (what :func:`calib_core.validation.check_sample_weight`
+    accepts), and is not a label column (:data:`~calib_core.io.columns.LABEL_NAMES`),
+    a class column (a class name, alone or after a prefix of
+    :data:`~calib_core.io.columns.CLASS_PREFIXES`), true/false, or one of ``taken``
+    (the split, the group). Unreadable files and other formats give ``[]``.
+    """
+    from calib_core.io.columns import CLASS_PREFIXES
+
+    if not file_name.lower().endswith((".csv", ".tsv", ".txt", ".gz", ".parquet", ".pq")):
+        return []
+    try:
+        frame = read_table(raw, file_name, "the file")
+    except CalibrationInputError:
+        return []
+    classes = {str(c).lower() for c in class_names}
+    excluded = {str(t).lower() for t in taken if t} | set(LABEL_NAMES) | classes | {"split"}
+    excluded |= {f"{p}{c}" for p in (*CLASS_PREFIXES, *DEPLOYMENT_PREFIXES) for c in classes}
+    found = []
+    for column in frame.columns:
+        values = frame[column]
+        if str(column).strip().lower() in excluded or pd.api.types.is_bool_dtype(values) \
+                or not pd.api.types.is_numeric_dtype(values):
+            continue
+        numbers = values.to_numpy(dtype=np.float64)
+        if np.isfinite(numbers).all() and (numbers >= 0).all() and numbers.sum() > 0:
+            found.append(str(column))
+    return found
