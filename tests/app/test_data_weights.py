@@ -62,6 +62,13 @@ def test_data_page_weight_column_reloads_with_weights_and_the_pages_use_them():
     assert compute.reliability_ece(p, model.fingerprint, 15, "uniform") == pytest.approx(
         cc.ece(p.probs, p.labels, sample_weight=weights))
 
+    at.switch_page("pages/1_Metrics.py").run()
+    assert_clean(at)
+    assert any("Row weights" in c.value for c in at.caption)
+    report = compute.metric_estimates(p, model.fingerprint, 15, "uniform")
+    assert report.values["brier"] == pytest.approx(cc.brier_score(p.probs, p.labels, sample_weight=weights))
+    assert report.values["brier"] != pytest.approx(cc.brier_score(p.probs, p.labels))
+
     at.switch_page("pages/5_Simplex.py").run()
     warnings = [w.value for w in at.warning if "Row weights" in w.value]
     assert warnings and "unweighted" in warnings[0] and "simplex\\_reliability" in warnings[0]
