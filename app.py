@@ -355,7 +355,10 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
         shown = ", ".join(predictions.class_names[:20]) + (" …" if predictions.n_classes > 20 else "")
         for fix in entry.fixes:
             st.info(md(f"Fix applied: {fix}."), icon=":material/build:")  # a session file's text, too
-        st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}")
+        weights = ("" if predictions.sample_weight is None else
+                   f"  \n**Row weights:** column {md(predictions.weight_column)} (total "
+                   f"{float(predictions.sample_weight.sum()):,.6g})")
+        st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}{weights}")
         for warning in predictions.warnings:
             st.warning(md(state.app_message(warning)), icon=":material/info:")
         with st.expander("Correct the column mapping"):

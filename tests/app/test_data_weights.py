@@ -49,6 +49,7 @@ def test_data_page_weight_column_reloads_with_weights_and_the_pages_use_them():
     # the Data page says its numbers are weighted, with the column name as plain text
     notes = [c.value for c in at.caption if "Row weights" in c.value]
     assert notes and "w\\*ts\\_\\[x\\]" in notes[0] and "weighted" in notes[0]
+    assert any("**Row weights:** column w\\*ts\\_\\[x\\] (total 200)" in m.value for m in at.markdown)
 
     at.switch_page("pages/2_Reliability.py").run()
     assert_clean(at)
