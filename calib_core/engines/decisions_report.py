@@ -21,11 +21,11 @@ and the decision curve take no row weights yet.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from calib_core.engines.cli_common import json_number as _finite
 from calib_core.io.unlabelled import UnlabelledPredictions
 from calib_core.metrics.reports import MetricReport, metric_report
 from calib_core.recalibration.decisions import (DecisionCurve, RecalibrationValue, decision_curve,
@@ -40,10 +40,6 @@ __all__ = ["DecisionReport", "DeploymentReport", "decision_json", "decision_line
 DECISION_METHOD = "Temperature scaling"
 #: The prevalence estimate whose importance weights re-weight the metrics.
 REWEIGHT_BY = "em"
-
-
-def _finite(value) -> float | None:
-    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def _numbers(values) -> list[float | None]:
