@@ -199,6 +199,8 @@ def _chosen_weights(name: str) -> str | None:
 def _weight_select(name: str, entry: state.LoadedModel) -> None:
     """The "Weight column" select: the file's extra columns of numbers >= 0 (default: none, or the current one)."""
     predictions = entry.predictions
+    if predictions.kind == "confidence":  # the loader reads no weight column from a confidence file yet
+        return
     candidates = compute.weight_columns(entry.source_bytes(), entry.file_name, tuple(predictions.class_names),
                                         (predictions.group_column,))
     options = [NO_WEIGHTS, *candidates]
