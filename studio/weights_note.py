@@ -36,7 +36,8 @@ def weights_note(page: str, models) -> None:
     which = "; ".join(f"{md(m.name)} by column {md(m.predictions.weight_column)}" for m in weighted)
     if page in WEIGHTED_PAGES:
         st.caption(f":material/balance: Row weights: {which}. Every number on this page is weighted (integer "
-                   "weights count as repeated rows; a metric that takes whole-number weights only says so).")
+                   "weights count as repeated rows; a metric that takes whole-number weights only says so); the "
+                   "HTML report's numbers are not weighted yet.")
         return
     reason = UNWEIGHTED.get(page, "this page is not wired to the weights")
     st.warning(f"Row weights: {which}. This page shows **unweighted** numbers: {md(reason)}.",
