@@ -25,6 +25,7 @@ DEMOS = "data:demos"
 DETECT = "(detect)"
 NO_SCORE = "(none)"
 NO_GROUP = "(no groups)"
+NO_WEIGHTS = "(no weights)"
 KINDS = {"auto": "Detect", "probabilities": "Probabilities", "logits": "Logits"}
 FIX_HINT = ("Fix the file (or save it as a CSV with a `label` column and one `p_<class>` column per class) "
             "and upload it again. The models already loaded are unchanged.")
@@ -148,6 +149,7 @@ def _reload(name: str) -> None:
         "renormalize": bool(st.session_state[_mapping_key(name, "renormalize")]),
         "percentages": bool(st.session_state[_mapping_key(name, "percentages")]),
         "group": _chosen_group(name),
+        "weight_column": _chosen_weights(name),
     }
     entry = state.get_entries().get(name)
     if entry is not None and dict(entry.options).get("class_names"):
@@ -189,6 +191,28 @@ def _group_select(name: str, entry: state.LoadedModel) -> None:
                       "that are not the label, the split or a class column. Empty cells form the group '(missing)'.")
 
 
+def _chosen_weights(name: str) -> str | None:
+    column = st.session_state.get(_mapping_key(name, "weights"), NO_WEIGHTS)
+    return None if column == NO_WEIGHTS else column
+
+
+def _weight_select(name: str, entry: state.LoadedModel) -> None:
+    """The "Weight column" select: the file's extra columns of numbers >= 0 (default: none, or the current one)."""
+    predictions = entry.predictions
+    if predictions.kind == "confidence":  # the loader reads no weight column from a confidence file yet
+        return
+    candidates = compute.weight_columns(entry.source_bytes(), entry.file_name, tuple(predictions.class_names),
+                                        (predictions.group_column,))
+    options = [NO_WEIGHTS, *candidates]
+    now = dict(entry.options).get("weight_column", NO_WEIGHTS)
+    st.selectbox("Weight column", options, key=_mapping_key(name, "weights"),
+                 index=options.index(now) if now in options else 0,
+                 help="A column of row weights (frequencies: a weight of 2 counts the row twice, 0 leaves it out): "
+                      "the Data, Metrics, Reliability and Per-class pages weight every number; the other pages say "
+                      "when they show unweighted numbers. Offered: the file's other columns whose values are all "
+                      "numbers of at least 0. Never guessed from a name: a column `weight` may be a feature.")
+
+
 def _mapping_form(name: str, entry: state.LoadedModel) -> None:
     columns = compute.file_columns(entry.source_bytes(), entry.file_name)
     current = dict(entry.options)
@@ -222,6 +246,7 @@ def _mapping_form(name: str, entry: state.LoadedModel) -> None:
                        key=_mapping_key(name, "percentages"),
                        help="For files whose rows sum to 100.")
         _group_select(name, entry)
+        _weight_select(name, entry)
         st.form_submit_button("Reload with these settings", on_click=_reload, args=(name,),
                               icon=":material/refresh:", key=_mapping_key(name, "submit"))
     _reload_feedback(name)
@@ -332,7 +357,10 @@ def _model_card(name: str, entry: state.LoadedModel) -> None:
         shown = ", ".join(predictions.class_names[:20]) + (" …" if predictions.n_classes > 20 else "")
         for fix in entry.fixes:
             st.info(md(f"Fix applied: {fix}."), icon=":material/build:")  # a session file's text, too
-        st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}")
+        weights = ("" if predictions.sample_weight is None else
+                   f"  \n**Row weights:** column {md(predictions.weight_column)} (total "
+                   f"{float(predictions.sample_weight.sum()):,.6g})")
+        st.markdown(f"**Classes:** {md(shown)}  \n**Input:** {kind}  \n**Splits:** {md(split_text)}{weights}")
         for warning in predictions.warnings:
             st.warning(md(state.app_message(warning)), icon=":material/info:")
         with st.expander("Correct the column mapping"):

@@ -23,6 +23,7 @@ import calib_core as cc
 from calib_core import io as cio
 from calib_core.io import Predictions
 from calib_core.io.formats import column_names
+from calib_core.io.unlabelled import weight_candidates
 from calib_core.metrics.sensitivity import BinRanking
 from studio.memory import RESULT_TTL_SECONDS
 
@@ -61,6 +62,12 @@ def file_columns(raw: bytes, file_name: str) -> list[str]:
         return []
 
 
+@st.cache_data(show_spinner=False, max_entries=16, ttl="15m", scope="session")
+def weight_columns(raw: bytes, file_name: str, class_names: tuple[str, ...], taken: tuple) -> list[str]:
+    """The columns the Data page offers as row weights (:func:`calib_core.io.unlabelled.weight_candidates`)."""
+    return weight_candidates(raw, file_name, class_names, taken)
+
+
 # ----------------------------------------------------------------------------- metrics
 
 def metric_estimates(predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> cc.MetricReport:
@@ -88,7 +95,8 @@ def _metric_estimates(_predictions: Predictions, fingerprint: str, n_bins: int, 
                       uses_bins: bool, kind: str = "classes") -> cc.MetricReport:
     # A confidence model gets the registry's confidence entries, never the K-class ones (MetricSpec.kind).
     keys = [spec.key for spec in cc.METRICS if spec.uses_bins == uses_bins and spec.kind == kind]
-    return cc.metric_report(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning, keys=keys)
+    return cc.metric_report(_predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning, keys=keys,
+                            sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner=False, max_entries=4096, ttl=RESULT_TTL_SECONDS)
@@ -100,7 +108,8 @@ def metric_interval(_predictions: Predictions, fingerprint: str, key: str, n_bin
     not computed again; it is not part of the cache key, which already determines it.
     """
     return cc.metric_interval(key, _predictions.probs, _predictions.labels, n_bins=n_bins, binning=binning,
-                              n_boot=n_boot, alpha=alpha, seed=seed, estimate=_estimate)
+                              n_boot=n_boot, alpha=alpha, seed=seed, estimate=_estimate,
+                              sample_weight=_predictions.sample_weight)
 
 
 #: ``interval`` of a row of :func:`estimates_table` whose interval is not computed yet.
@@ -208,7 +217,7 @@ def reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binnin
     is its stated confidence (``probs[:, 1]`` against the correctness), not ``max(c, 1 - c)``."""
     target = confidence_target(_predictions, target)
     return cc.reliability_table(_predictions.probs, _predictions.labels, n_bins, binning,
-                                target=target, alpha=alpha)
+                                target=target, alpha=alpha, sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
@@ -216,7 +225,7 @@ def reliability_ece(_predictions: Predictions, fingerprint: str, n_bins: int, bi
                     target: str | int = "top_label") -> float:
     """``calib_core.reliability_ece``: the ECE of the bins of :func:`reliability` (the number the page shows)."""
     return cc.reliability_ece(_predictions.probs, _predictions.labels, n_bins, binning,
-                              confidence_target(_predictions, target))
+                              confidence_target(_predictions, target), sample_weight=_predictions.sample_weight)
 
 
 def confidence_target(predictions: Predictions, target: str | int) -> str | int:
@@ -229,7 +238,7 @@ def confidence_target(predictions: Predictions, target: str | int) -> str | int:
 def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
     """``calib_core.per_class_table`` of one model (ACE, TACE and class-wise ECE per class, its class names)."""
     return cc.per_class_table(_predictions.probs, _predictions.labels, n_bins, binning,
-                              class_names=_predictions.class_names)
+                              class_names=_predictions.class_names, sample_weight=_predictions.sample_weight)
 
 
 # ----------------------------------------------------------------------------- bin sensitivity
@@ -277,7 +286,8 @@ def calibration_tests(_predictions: Predictions, fingerprint: str, seed: int) ->
     rows = []
     for method in cc.TEST_METHODS:
         try:
-            result = cc.calibration_test(_predictions.probs, _predictions.labels, method, seed=seed)
+            result = cc.calibration_test(_predictions.probs, _predictions.labels, method, seed=seed,
+                                         sample_weight=_predictions.sample_weight)
         except cc.CalibrationInputError as exc:
             rows.append({"method": method, "statistic": np.nan, "p_value": np.nan, "verdict": "n/a",
                          "reason": " ".join(str(exc).split()), "null_distribution": ""})
@@ -321,7 +331,8 @@ def consistency_verdict(_predictions: Predictions, fingerprint: str, seed: int) 
         sentence, or why it could not run), ``p_value`` (NaN for "n/a").
     """
     try:
-        result = cc.calibration_test(_predictions.probs, _predictions.labels, "consistency", seed=seed)
+        result = cc.calibration_test(_predictions.probs, _predictions.labels, "consistency", seed=seed,
+                                     sample_weight=_predictions.sample_weight)
     except cc.CalibrationInputError as exc:
         return {"verdict": "n/a", "reason": " ".join(str(exc).split()), "p_value": np.nan}
     return {"verdict": result.verdict, "reason": result.verdict_reason, "p_value": float(result.p_value)}

@@ -6,9 +6,7 @@ the rest of the key. The deployment file is keyed by a hash of its bytes.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 
 import numpy as np
 import pandas as pd
@@ -16,26 +14,13 @@ import streamlit as st
 
 import calib_core as cc
 from calib_core.io import Predictions
-from calib_core.io.formats import MAX_BYTES, MAX_ROWS, sniff_csv
+from calib_core.io.unlabelled import load_unlabelled
 from studio.memory import RESULT_TTL_SECONDS
-
-#: Column-name prefixes recognised for a class's probability in the deployment file (case-insensitive).
-CLASS_PREFIXES = ("p_", "prob_", "proba_", "probability_", "score_", "")
-#: Names of a single P(class 1) column of a binary model.
-SCORE_NAMES = ("score", "p", "prob", "proba", "probability", "p_1", "y_score", "y_prob")
 
 
 def file_key(raw: bytes) -> str:
     """A short hash of an uploaded file's bytes (the cache key of its predictions)."""
     return hashlib.blake2b(raw, digest_size=12).hexdigest()
-
-
-def _class_column(columns: dict[str, str], name: object) -> str | None:
-    for prefix in CLASS_PREFIXES:
-        found = columns.get(f"{prefix}{name}".lower())
-        if found is not None:
-            return found
-    return None
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=RESULT_TTL_SECONDS, scope="session")
@@ -45,49 +30,9 @@ def read_unlabelled(raw: bytes, file_name: str, class_names: tuple[str, ...]) ->
 
 
 def unlabelled_probs(raw: bytes, file_name: str, class_names: tuple[str, ...]) -> np.ndarray:
-    """The ``(N, K)`` probabilities of an unlabelled deployment file, matched to the model's classes.
-
-    A CSV/TSV (optionally gzipped) or Parquet file with one column per class,
-    named as the labelled file's (``p_<class>``, ``prob_<class>`` or the class
-    name), or, for a binary model, one column of P(class 1) (``score``,
-    ``p``, ``prob``, ...). A label column, if any, is ignored. Every failure is
-    a CalibrationInputError with a sentence for the page.
-    """
-    if len(raw) > MAX_BYTES:
-        raise cc.CalibrationInputError(f"the deployment file has {len(raw):,} bytes; the limit is {MAX_BYTES:,}.")
-    lower = file_name.lower()
-    try:
-        if lower.endswith((".parquet", ".pq")):
-            frame = pd.read_parquet(io.BytesIO(raw))
-        else:
-            # read at most one byte past the limit: a gzip bomb is refused without being unpacked
-            data = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_BYTES + 1) if lower.endswith(".gz") else raw
-            if len(data) > MAX_BYTES:
-                raise cc.CalibrationInputError(f"the deployment file holds more than {MAX_BYTES:,} bytes unpacked.")
-            dialect = sniff_csv(data[:65536].decode("utf-8", errors="replace"), file_name)  # the loader's sniffer
-            frame = pd.read_csv(io.BytesIO(data), sep=dialect.delimiter, decimal=dialect.decimal,
-                                nrows=MAX_ROWS + 1)
-    except cc.CalibrationInputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 -- the boundary where the deployment file enters
-        raise cc.CalibrationInputError(f"the deployment file could not be read as CSV or Parquet "
-                                       f"({type(exc).__name__}).") from None
-    if len(frame) > MAX_ROWS:
-        raise cc.CalibrationInputError(f"the deployment file has more than {MAX_ROWS:,} rows.")
-    columns = {str(c).strip().lower(): c for c in frame.columns}
-    found = [_class_column(columns, name) for name in class_names]
-    if all(c is not None for c in found):
-        values = frame[found].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-        return cc.validation.check_probs(values, name="the deployment file's class columns")
-    if len(class_names) == 2:
-        score = next((columns[s] for s in SCORE_NAMES if s in columns), None)
-        if score is not None:
-            values = pd.to_numeric(frame[score], errors="coerce").to_numpy(dtype=np.float64)
-            return cc.as_probs(values)
-    wanted = ", ".join(f"p_{name}" for name in class_names[:6])
-    raise cc.CalibrationInputError(
-        f"the deployment file needs one column per class named as in the labelled file (e.g. {wanted}), or for a "
-        "binary model one column `score` of P(class 1).")
+    """The ``(N, K)`` probabilities of an unlabelled deployment file (:func:`calib_core.io.unlabelled.load_unlabelled`,
+    which the command line's ``report --deployment`` reads with too); a label column is ignored."""
+    return load_unlabelled(raw, class_names, name=file_name).probs
 
 
 @st.cache_data(show_spinner="Estimating the deployment prevalence ...", max_entries=64, ttl=RESULT_TTL_SECONDS)

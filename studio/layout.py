@@ -21,6 +21,7 @@ from streamlit.errors import StreamlitAPIException
 
 from studio import downloads, memory, nav, state
 from studio.text import literal, md
+from studio.weights_note import weights_note
 
 #: Session key holding the title of the page drawn by the previous run (see :func:`linked`).
 _LAST_PAGE = "studio:last_page"
@@ -249,7 +250,9 @@ def setup_page(title: str) -> list[state.ModelView]:
     memory.start_trimming()  # once per process: freed memory goes back to the system
     state.ensure_models_loaded()
     _sidebar(title)
-    return state.active_models()
+    models = state.active_models()
+    weights_note(title, models)
+    return models
 
 
 def _sidebar(current: str) -> None:

@@ -47,6 +47,7 @@ from calib_core.recalibration.compare import Protocol
 from calib_core.recalibration.recommendation import Recommendation, compare_methods
 from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError
+from studio import report_decisions
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -661,7 +662,8 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
                  sections: Sequence[str] = REPORT_SECTIONS,
                  recalibration: Recalibration | Sequence[Recalibration] | None = None,
                  title: str = "Calibration report", generated: str | None = None,
-                 recalibration_settings: RecalibrationSettings | None = None) -> str:
+                 recalibration_settings: RecalibrationSettings | None = None,
+                 decisions: report_decisions.DecisionInputs | None = None) -> str:
     """The report as one self-contained HTML document.
 
     Parameters
@@ -682,6 +684,9 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
     recalibration_settings : RecalibrationSettings, optional
         How the recalibration section is made when no comparison is given
         (default: the Recalibration page's first view).
+    decisions : studio.report_decisions.DecisionInputs, optional
+        A threshold or cost matrix and/or a deployment file: adds the
+        "Decisions" and "Deployment" sections (:mod:`studio.report_decisions`).
 
     Returns
     -------
@@ -743,6 +748,9 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
             body.append(chart_div(section, caption, fig))
         if section in ("simplex",) and section not in by_section and any(m.predictions.n_classes < 3 for m in models):
             body.append("<h2>Simplex</h2><p class='note'>No model with three or more classes.</p>")
+    if decisions is not None and (decisions.decides or decisions.deployment is not None):
+        part, data["decisions"] = report_decisions.decisions_html(models, settings, decisions, chart_div)
+        body.append(part)
     payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \
         .replace("&", "\\u0026")
     return "\n".join([

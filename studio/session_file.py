@@ -296,6 +296,7 @@ LOAD_OPTIONS: dict[str, Callable[[Any, str], Any]] = {
     "class_names": _columns,
     "split_column": _optional_text,
     "group": _text,
+    "weight_column": _text,
     "file_format": _choice("csv", "tsv", "parquet", "npz", "npy"),
 }
 #: The one limit among the load options: a session file may lower it (see :func:`_options`), never raise it.

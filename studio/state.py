@@ -249,6 +249,9 @@ def fingerprint(predictions: Predictions) -> str:
         # The labels as text, not the array's bytes: their width (<U6, <U9) depends on how the file was read.
         digest.update(b"groups" + str(predictions.group_column).encode()
                       + "\x1f".join(map(str, predictions.groups.tolist())).encode())
+    if predictions.sample_weight is not None:  # weighted rows (Data page's weight column) are another analysis
+        digest.update(b"weights" + str(predictions.weight_column).encode()
+                      + np.ascontiguousarray(predictions.sample_weight, dtype=np.float64).tobytes())
     return digest.hexdigest()
 
 

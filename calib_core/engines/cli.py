@@ -25,13 +25,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from calib_core.engines import cli_check, cli_compare, cli_recalibrate
+from calib_core.engines import cli_check, cli_compare, cli_recalibrate, decisions_report
 from calib_core.engines.batches import choose_engine
 from calib_core.engines.cli_common import (EXIT_BAD_INPUT, _cli_words, _Parser, _pipe_kind, _read_input,
                                            _select_split, add_loader_flags, load_file, loader_options, run)
 from calib_core.engines.cli_common import json_number as _finite
 from calib_core.io import load_predictions
 from calib_core.io.formats import FORMATS
+from calib_core.io.unlabelled import load_unlabelled
 from calib_core.engines.evaluate import SUMMARY_SWEEP_BINS, evaluate, evaluate_arrays
 from calib_core.inference.calibration_tests import TEST_METHODS, calibration_test
 from calib_core.inference.groups import by_group, multicalibration
@@ -64,6 +65,19 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="row weights from column COL (CSV/Parquet, memory engine): every metric, interval and "
                              "test is weighted (integer weights = repeated rows; docs/weights.md says which metrics "
                              "take fractional weights)")
+    report.add_argument("--deployment", default=None, metavar="FILE",
+                        help="predictions of the same model on the deployment's unlabelled rows (CSV/Parquet, one "
+                             "column per class named as in FILE, or a binary `score`; a label column is ignored): "
+                             "adds the deployment's class prevalence by EM and BBSE with intervals, the test of no "
+                             "shift, and every metric re-weighted to the deployment (label shift assumed; memory "
+                             "engine)")
+    report.add_argument("--threshold", type=float, default=None, metavar="T",
+                        help="adds the decisions section: the decision curve (net benefit, treat all/none) before "
+                             "and after cross-fitted temperature scaling, with intervals, and what recalibrating is "
+                             "worth per 1,000 decisions when acting at P(class 1) >= T (binary models)")
+    report.add_argument("--cost-matrix", default=None, metavar="FILE.json",
+                        help="as --threshold, for the least-cost action of a cost matrix: JSON [[...], ...] or "
+                             '{"costs": [[...], ...], "units": "..."}, one row per action, one column per class')
     report.add_argument("--json", action="store_true",
                         help="print JSON instead of a table, with the per-bin summary statistics (no rows)")
     report.add_argument("--engine", choices=("auto", "memory", "stream", "dask"), default="auto",
@@ -111,6 +125,9 @@ def _html_report(args: argparse.Namespace) -> dict:
                                     "pip install 'calib-core[report]'.") from None
     if args.engine not in ("auto", "memory") or args.scheduler is not None:
         raise CalibrationInputError("--html loads the rows into memory; leave out --engine/--scheduler.")
+    if args.weight_column is not None:  # the report would show unweighted numbers under a weighted heading
+        raise CalibrationInputError("--html does not weight its numbers yet; leave out --weight-column (the table "
+                                    "and --json are weighted).")
     if args.max_quadratic_rows < 0:
         raise CalibrationInputError(
             f"--max-quadratic-rows must be 0 (no limit) or a positive number of rows, got {args.max_quadratic_rows}."
@@ -118,13 +135,27 @@ def _html_report(args: argparse.Namespace) -> dict:
     models = [_html_model(path, args, html_report) for path in [args.path, *args.more_paths]]
     settings = html_report.ReportSettings(n_bins=args.n_bins, binning=args.binning, n_boot=args.n_boot,
                                           seed=args.seed, max_quadratic_rows=args.max_quadratic_rows or None)
-    text = html_report.build_report(models, settings)
+    text = html_report.build_report(models, settings, decisions=_html_decisions(args))
     try:
         with open(args.html, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
         raise CalibrationInputError(f"cannot write {args.html}: {exc.strerror or exc}") from None
     return {"html": args.html, "models": [m.name for m in models], "charts": html_report.chart_count(text)}
+
+
+def _html_decisions(args: argparse.Namespace):
+    """``--threshold``/``--cost-matrix``/``--deployment`` as the HTML report's inputs (None without them)."""
+    if not _decision_flags(args):
+        return None
+    from studio.report_decisions import DecisionInputs
+
+    if args.threshold is not None and args.cost_matrix is not None:
+        raise CalibrationInputError("give --threshold or --cost-matrix, not both.")
+    costs, units = decisions_report.read_cost_matrix(args.cost_matrix) if args.cost_matrix else (None, None)
+    deployment = _read_input(args.deployment).getvalue() if args.deployment is not None else None
+    return DecisionInputs(threshold=args.threshold, cost_matrix=costs, units=units, deployment=deployment,
+                          deployment_file=args.deployment or "")
 
 
 def _html_model(path: str, args: argparse.Namespace, html_report):
@@ -161,6 +192,9 @@ def _report(args: argparse.Namespace) -> dict:
             f"{args.path} is a {pipe}, which can be read only once, but the {engine} engine reads its input in "
             "several passes; use --engine memory (the default for a pipe), or save the data to a file first."
         )
+    if scaled and _decision_flags(args):
+        raise CalibrationInputError(f"{_decision_flags(args)} needs the memory engine (--engine memory): the "
+                                    f"{engine} engine keeps no rows to resample or to recalibrate.")
     if scaled and args.weight_column is not None:
         raise CalibrationInputError(
             f"--weight-column needs the memory engine: the {engine} engine's summaries are not weighted yet.")
@@ -171,6 +205,7 @@ def _report(args: argparse.Namespace) -> dict:
     if args.split is not None:
         predictions = _select_split(predictions, args.split, args.path)
     limit = None if args.max_quadratic_rows == 0 else args.max_quadratic_rows
+    decisions = _decision_sections(predictions, args, limit)  # first: their input errors end the run at once
     report = metric_report(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
                            max_quadratic_rows=limit, kind=predictions.kind, sample_weight=predictions.sample_weight)
     quadratic = [key for key in report.skipped if get_metric(key).quadratic]
@@ -187,8 +222,48 @@ def _report(args: argparse.Namespace) -> dict:
         **_intervals_section(predictions, report.values, args),
         "tests": _tests_section(predictions, args),
         **({"groups": _groups_section(predictions, args)} if args.group_by is not None else {}),
+        **decisions,
         **({"statistics": _summary_of(predictions, args)} if args.json else {}),
     }
+
+
+def _decision_flags(args: argparse.Namespace) -> str:
+    """The flags given among --deployment, --threshold, --cost-matrix ("" when none)."""
+    given = [flag for flag, value in (("--deployment", args.deployment), ("--threshold", args.threshold),
+                                      ("--cost-matrix", args.cost_matrix)) if value is not None]
+    return "/".join(given)
+
+
+def decision_inputs(args: argparse.Namespace, predictions) -> dict:
+    """The deployment file and the decision rule the flags give, read and checked (``{}`` without the flags)."""
+    if args.threshold is not None and args.cost_matrix is not None:
+        raise CalibrationInputError("give --threshold or --cost-matrix, not both.")
+    inputs: dict = {}
+    if args.deployment is not None:
+        inputs["unlabelled"] = load_unlabelled(args.deployment, predictions.class_names)
+    if args.cost_matrix is not None:
+        inputs["cost_matrix"], inputs["units"] = decisions_report.read_cost_matrix(args.cost_matrix)
+    return inputs
+
+
+def _decision_sections(predictions, args: argparse.Namespace, limit: int | None) -> dict:
+    """``--deployment`` and ``--threshold``/``--cost-matrix``: their sections (n_boot: --n-boot, default the app's)."""
+    if not _decision_flags(args):
+        return {}
+    inputs = decision_inputs(args, predictions)
+    n_boot = APP_N_BOOT if args.n_boot is None else args.n_boot
+    out = {}
+    if "unlabelled" in inputs:
+        found = decisions_report.deployment_report(predictions, inputs["unlabelled"], n_boot=n_boot, seed=args.seed,
+                                                   alpha=INTERVAL_ALPHA, n_bins=args.n_bins, binning=args.binning,
+                                                   max_quadratic_rows=limit)
+        out["deployment"] = decisions_report.deployment_json(found, predictions.class_names, file=args.deployment)
+    if args.threshold is not None or args.cost_matrix is not None:
+        found = decisions_report.decision_report(predictions, threshold=args.threshold,
+                                                 cost_matrix=inputs.get("cost_matrix"), units=inputs.get("units"),
+                                                 n_boot=n_boot, seed=args.seed, alpha=INTERVAL_ALPHA)
+        out["decisions"] = decisions_report.decision_json(found, predictions.class_names)
+    return out
 
 
 def _stem(path: str) -> str:
@@ -437,6 +512,10 @@ def _format_table(result: dict) -> str:
             lines.append(f"  {method:<{width - 2}}  {shown}")
     if result.get("groups"):
         lines += _format_groups(result["groups"])
+    if result.get("deployment"):
+        lines += decisions_report.deployment_lines(result["deployment"], names)
+    if result.get("decisions"):
+        lines += decisions_report.decision_lines(result["decisions"])
     return "\n".join(lines)
 
 

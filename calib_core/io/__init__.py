@@ -23,6 +23,7 @@ from calib_core.io.predictions import Predictions
 from calib_core.io.systems import load_confidence_models
 from calib_core.io.demos import demo_datasets, load_demo
 from calib_core.io.export import csv_bytes, escape_csv_cell, escape_csv_frame
+from calib_core.io.unlabelled import UnlabelledPredictions, load_unlabelled
 
 __all__ = ["Predictions", "SeveralModelsError", "load_confidence_models", "demo_datasets", "load_demo", "load_predictions", "csv_bytes", "escape_csv_cell",
-           "escape_csv_frame"]
+           "escape_csv_frame", "UnlabelledPredictions", "load_unlabelled"]

@@ -249,7 +249,7 @@ class CalibratedModel:
             return np.column_stack([np.zeros_like(decision), decision])
         return decision
 
-    def fit(self, x: ArrayLike, y: ArrayLike) -> CalibratedModel:
+    def fit(self, x: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> CalibratedModel:
         """Fit a clone of ``recalibrator`` on the classifier's output for calibration rows.
 
         Parameters
@@ -258,6 +258,11 @@ class CalibratedModel:
             Calibration features, as the classifier takes them.
         y : array_like of shape (N,)
             Their classes, as the classifier names them (``classes_``).
+        sample_weight : array_like of shape (N,), optional
+            Row weights, passed to the recalibrator's ``fit`` (integer weights
+            fit the repeated rows; a method that cannot use fractional weights
+            refuses them, docs/weights.md). Positional or keyword, as
+            scikit-learn's meta-estimators pass it.
 
         Returns
         -------
@@ -267,8 +272,9 @@ class CalibratedModel:
         ------
         CalibrationInputError
             ``recalibrator`` is not a :class:`Recalibrator`, a class of ``y``
-            the classifier does not know, or a logits recalibrator for a
-            classifier without ``decision_function``.
+            the classifier does not know, a logits recalibrator for a
+            classifier without ``decision_function``, or weights the
+            recalibrator refuses (``calib_core.validation.check_sample_weight``).
         """
         if not isinstance(self.recalibrator, Recalibrator):
             raise CalibrationInputError(
@@ -278,7 +284,7 @@ class CalibratedModel:
         known = getattr(self.classifier, "classes_", None)
         classes = np.arange(scores.shape[1]) if known is None else np.asarray(known)
         labels = y if known is None else label_indices(y, classes)
-        self.recalibrator_ = recalibrator.fit(scores, labels)
+        self.recalibrator_ = recalibrator.fit(scores, labels, sample_weight=sample_weight)
         self.classes_ = classes
         return self
 

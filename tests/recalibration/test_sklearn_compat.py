@@ -360,3 +360,21 @@ def test_every_skipped_estimator_check_exists_and_gives_a_reason():
 def test_fit_without_labels_is_an_input_error():
     with pytest.raises(CalibrationInputError, match="`labels` is None"):
         TemperatureScaling().fit(np.zeros((3, 2)), None)
+
+
+def test_calibrated_model_fit_takes_sample_weight_as_its_recalibrator_does():
+    # Integer weights fit the repeated calibration rows; the map equals the recalibrator fitted with the weights.
+    x_train, y_train, x_cal, y_cal, x_test, _ = _classifier_data()
+    classifier = LogisticRegression(max_iter=500).fit(x_train, y_train)
+    weights = np.random.default_rng(3).integers(0, 4, size=len(y_cal))
+    model = CalibratedModel(classifier, HistogramBinning(5)).fit(x_cal, y_cal, sample_weight=weights)
+    repeated = CalibratedModel(classifier, HistogramBinning(5)).fit(np.repeat(x_cal, weights, axis=0),
+                                                                   np.repeat(y_cal, weights))
+    np.testing.assert_allclose(model.predict_proba(x_test), repeated.predict_proba(x_test), atol=1e-12)
+    index = np.searchsorted(classifier.classes_, y_cal)
+    by_hand = TemperatureScaling().fit(classifier.decision_function(x_cal), index, sample_weight=weights + 0.5)
+    weighted = CalibratedModel(classifier, TemperatureScaling()).fit(x_cal, y_cal, sample_weight=weights + 0.5)
+    assert weighted.recalibrator_.temperature_ == by_hand.temperature_
+    with pytest.raises(CalibrationInputError, match="sample_weight"):
+        CalibratedModel(classifier, TemperatureScaling()).fit(x_cal, y_cal, sample_weight=np.ones(3))
+    assert "sample_weight" in inspect.signature(CalibratedModel.fit).parameters

@@ -1,0 +1,154 @@
+"""`report --deployment FILE` and `report --threshold T / --cost-matrix FILE` (issue 28): the deployment's
+prevalence, the no-shift test and the metrics re-weighted to it; the decision curve and the value of recalibrating.
+The numbers are those of calib_core's functions (one computation for the JSON, the table and the HTML report)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import calib_core as cc
+from calib_core.engines.cli import main
+
+
+def _binary(tmp_path, n=600, target=0.75, seed=0):
+    """A calibrated binary test set (prevalence about 0.35) and the deployment: its rows resampled to `target`."""
+    rng = np.random.default_rng(seed)
+    p1 = rng.beta(1.2, 2.0, n)
+    labels = (rng.random(n) < p1).astype(int)
+    frame = pd.DataFrame({"p_no": 1 - p1, "p_yes": p1, "label": np.where(labels == 1, "yes", "no")})
+    test = tmp_path / "test.csv"
+    frame.to_csv(test, index=False)
+    positives, negatives = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
+    m = 400
+    rows = np.r_[rng.choice(positives, int(m * target)), rng.choice(negatives, m - int(m * target))]
+    deployment = tmp_path / "deployment.csv"
+    frame.iloc[rows].to_csv(deployment, index=False)  # with its label column: ignored, and said so
+    return test, deployment, frame, frame.iloc[rows]
+
+
+def test_deployment_json_has_the_prevalence_the_test_and_the_reweighted_metrics(tmp_path, capsys):
+    test, deployment, frame, shifted = _binary(tmp_path)
+    assert main(["report", str(test), "--deployment", str(deployment), "--json", "--max-quadratic-rows", "1"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    section = result["deployment"]
+    assert section["n_rows"] == len(shifted) and section["classes"] == ["no", "yes"]
+    assert "label" in section["notes"][0] and "ignored" in section["notes"][0]
+    probs, labels = frame[["p_no", "p_yes"]].to_numpy(), (frame["label"] == "yes").to_numpy().astype(int)
+    for method in ("em", "bbse"):
+        expected = cc.estimate_prevalence(shifted[["p_no", "p_yes"]].to_numpy(), method=method, probs_labelled=probs,
+                                          labels=labels, n_boot=200, seed=0)
+        found = section["estimates"][method]
+        np.testing.assert_allclose(found["prevalence"], expected.prevalence)
+        np.testing.assert_allclose(found["ci_low"], expected.ci_low)
+        # the known shift: the deployment holds 75% "yes" (the intervals hold the test set fixed, so are narrow:
+        # calib_core's own tests measure their coverage)
+        assert found["prevalence"][1] == pytest.approx(0.75, abs=0.08)
+    assert section["test_set_prevalence"][1] == pytest.approx(labels.mean())
+    test_json = section["no_shift_test"]
+    assert test_json["p_value"] < 0.05 and test_json["shift_detected"] is True
+    em = cc.estimate_prevalence(shifted[["p_no", "p_yes"]].to_numpy(), probs_labelled=probs, labels=labels,
+                                n_boot=0)
+    weights = em.sample_weight(labels)
+    reweighted = section["reweighted"]
+    assert reweighted["by"] == "em"
+    assert reweighted["metrics"]["ece"] == pytest.approx(cc.ece(probs, labels, sample_weight=weights))
+    assert reweighted["metrics"]["brier"] == pytest.approx(cc.brier_score(probs, labels, sample_weight=weights))
+    assert reweighted["metrics"]["ece"] != pytest.approx(result["metrics"]["ece"])
+    assert reweighted["metrics"]["smooth_ece"] is None and "whole numbers" in reweighted["reasons"]["smooth_ece"]
+
+
+def test_deployment_table_says_it(tmp_path, capsys):
+    test, deployment, _, _ = _binary(tmp_path)
+    assert main(["report", str(test), "--deployment", str(deployment), "--max-quadratic-rows", "1"]) == 0
+    text = capsys.readouterr().out
+    assert f"deployment {deployment}: 400 unlabelled rows" in text
+    assert "assumption: label shift" in text and "no-shift test (likelihood ratio, EM)" in text
+    assert "metrics re-weighted to the deployment" in text and "not re-weighted: " in text
+    assert "label column 'label' is ignored" in text
+
+
+def test_deployment_file_with_logit_columns_goes_through_the_softmax(tmp_path, capsys):
+    test, _, frame, _ = _binary(tmp_path)
+    logits = pd.DataFrame({"logit_no": np.zeros(len(frame)), "logit_yes": np.log(frame.p_yes / frame.p_no)})
+    path = tmp_path / "logits.csv"
+    logits.to_csv(path, index=False)
+    assert main(["report", str(test), "--deployment", str(path), "--json", "--max-quadratic-rows", "1"]) == 0
+    section = json.loads(capsys.readouterr().out)["deployment"]
+    assert section["columns"] == ["logit_no", "logit_yes"] and section["notes"] == []
+    probs, labels = frame[["p_no", "p_yes"]].to_numpy(), (frame["label"] == "yes").to_numpy().astype(int)
+    expected = cc.estimate_prevalence(probs, probs_labelled=probs, labels=labels, n_boot=200, seed=0)
+    np.testing.assert_allclose(section["estimates"]["em"]["prevalence"], expected.prevalence, rtol=1e-6)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--deployment", "{bad}"], "needs one column per class"),
+    (["--deployment", "{dep}", "--engine", "stream"], "needs the memory engine"),
+    (["--deployment", "{dep}", "--weight-column", "w"], "takes no row weights"),
+    (["--threshold", "0.3", "--cost-matrix", "{costs}"], "not both"),
+    (["--threshold", "1.5"], "threshold must lie in [0, 1)"),
+    (["--cost-matrix", "{bad}"], "is not JSON"),
+    (["--cost-matrix", "{short}"], "must be a finite (actions, 2) array"),
+])
+def test_deployment_and_decision_errors_are_one_line(tmp_path, capsys, extra, message):
+    test, deployment, frame, _ = _binary(tmp_path)
+    frame.assign(w=1.0).to_csv(test, index=False)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n1,2\n")
+    costs, short = tmp_path / "costs.json", tmp_path / "short.json"
+    costs.write_text("[[0, 1], [1, 0]]")
+    short.write_text('{"costs": [[0, 1, 2], [1, 0, 2]], "units": "EUR"}')
+    args = [a.format(bad=bad, dep=deployment, costs=costs, short=short) for a in extra]
+    assert main(["report", str(test), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("calib-core: error: ") and err.count("\n") == 1 and message in err
+
+
+def test_threshold_gives_the_decision_curve_and_the_value_of_recalibrating(tmp_path, capsys):
+    test, _, frame, _ = _binary(tmp_path)
+    frame = frame.assign(p_yes=frame.p_yes ** 0.5, p_no=1 - frame.p_yes ** 0.5)  # overconfident in "yes"
+    frame.to_csv(test, index=False)
+    assert main(["report", str(test), "--threshold", "0.3", "--json", "--max-quadratic-rows", "1"]) == 0
+    section = json.loads(capsys.readouterr().out)["decisions"]
+    probs, labels = frame[["p_no", "p_yes"]].to_numpy(), (frame["label"] == "yes").to_numpy().astype(int)
+    curve = cc.decision_curve(probs, labels, n_boot=200, seed=0)
+    np.testing.assert_allclose(section["curve"]["after"], curve.table["after"])
+    np.testing.assert_allclose(section["curve"]["before_low"], curve.table["before_low"])
+    value = cc.recalibration_value(probs, labels, threshold=0.3, n_boot=200, seed=0)
+    assert section["value"]["value"] == pytest.approx(value.value)
+    assert section["value"]["ci_low"] == pytest.approx(value.ci_low)
+    assert section["positive_class"] == "yes" and section["threshold"] == 0.3
+    assert main(["report", str(test), "--threshold", "0.3", "--max-quadratic-rows", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "decisions (act when P(yes) >= 0.3" in text and "per 1,000 decisions" in text and "treat all" in text
+
+
+def test_cost_matrix_for_three_classes_values_recalibration_without_a_curve(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet(np.ones(3), 300)
+    labels = np.array([rng.choice(3, p=p) for p in probs])
+    path = tmp_path / "three.csv"
+    pd.DataFrame({"p_a": probs[:, 0], "p_b": probs[:, 1], "p_c": probs[:, 2], "label": labels}).to_csv(path,
+                                                                                                       index=False)
+    costs = tmp_path / "costs.json"
+    matrix = [[0, 5, 5], [1, 0, 1], [2, 2, 0]]
+    costs.write_text(json.dumps({"costs": matrix, "units": "EUR"}))
+    assert main(["report", str(path), "--cost-matrix", str(costs), "--json", "--max-quadratic-rows", "1"]) == 0
+    section = json.loads(capsys.readouterr().out)["decisions"]
+    assert section["curve"] is None and section["cost_matrix"] == matrix
+    value = cc.recalibration_value(probs, labels, cost_matrix=np.array(matrix, float), units="EUR", n_boot=200,
+                                   seed=0)
+    assert section["value"]["value"] == pytest.approx(value.value) and section["value"]["units"] == "EUR"
+    assert main(["report", str(path), "--threshold", "0.3"]) == 2
+    assert "net benefit is binary" in capsys.readouterr().err
+
+
+def test_html_with_a_weight_column_is_refused_not_unweighted(tmp_path, capsys):
+    """Before: --html loaded the weights and the report ignored them (unweighted numbers, no word said)."""
+    test, _, frame, _ = _binary(tmp_path)
+    frame.assign(w=2.0).to_csv(test, index=False)
+    assert main(["report", str(test), "--weight-column", "w", "--html", str(tmp_path / "r.html")]) == 2
+    assert "--html does not weight its numbers yet" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
