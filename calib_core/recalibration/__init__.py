@@ -174,3 +174,9 @@ from calib_core.recalibration.decisions import (DecisionCurve, RecalibrationValu
 
 __all__ += ["PrevalenceEstimate", "estimate_prevalence", "DecisionCurve", "RecalibrationValue", "decision_curve",
             "net_benefit", "recalibration_value"]
+
+# Recalibrating a confidence model (issue 26, deliverable 3): the binary methods on [1 - c, c], one comparison.
+from calib_core.recalibration.confidence import (CONFIDENCE_METHODS, apply_confidence_map,  # noqa: E402
+                                                 compare_confidence, fit_confidence_map, order_changes)
+
+__all__ += ["CONFIDENCE_METHODS", "apply_confidence_map", "compare_confidence", "fit_confidence_map", "order_changes"]
