@@ -46,7 +46,6 @@ from calib_core.recalibration import RECALIBRATORS, Recalibrator
 from calib_core.recalibration import defaults
 from calib_core.recalibration import confidence as confidence_maps
 from calib_core.recalibration.compare import Protocol, metric_label, model_input, recalibrated_frame
-from calib_core.recalibration.recommendation import compare_methods
 from calib_core.validation import CalibrationInputError, check_fraction
 
 #: Output formats by file extension.
@@ -164,15 +163,8 @@ def recalibrate(args: argparse.Namespace) -> dict:
             raise CalibrationInputError(f"unknown --method {choice!r}; use auto or one of: "
                                         f"{', '.join(cls.method for cls in RECALIBRATORS.values())}.")
         methods = (names[choice.lower()],)
-    if stated:
-        found = confidence_maps.compare_confidence(predictions.confidence, predictions.correct,
-                                                   split=predictions.split, split_names=split_names, methods=methods,
-                                                   protocol=protocol, n_boot=int(args.n_boot), seed=int(args.seed))
-    else:
-        found = compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
-                                split=predictions.split, split_names=split_names,
-                                class_names=predictions.class_names, methods=methods, protocol=protocol,
-                                n_boot=int(args.n_boot), seed=int(args.seed))
+    found = confidence_maps.compare_predictions(predictions, methods=methods, protocol=protocol,
+                                                n_boot=int(args.n_boot), seed=int(args.seed))
     recommendation = found.recommendation
     if choice.lower() == "auto":
         if recommendation.method is None:
@@ -185,10 +177,11 @@ def recalibrate(args: argparse.Namespace) -> dict:
     if not fit.ok:
         raise CalibrationInputError(f"{method} could not be fitted: {fit.message}")
     x, _ = model_input(predictions.probs, predictions.logits)
-    frame = recalibrated_frame(x, predictions.labels, found.ev, fit, class_names=predictions.class_names)
     if stated:
-        frame = confidence_frame(predictions, frame[f"p_{predictions.class_names[1]}"].to_numpy(), frame["split"])
+        frame = confidence_maps.recalibrated_confidence_frame(x, predictions.labels, found.ev, fit, ids=predictions.ids,
+                                                              id_column=id_column(predictions))
     else:
+        frame = recalibrated_frame(x, predictions.labels, found.ev, fit, class_names=predictions.class_names)
         frame["label"] = np.asarray(predictions.class_names, dtype=object)[predictions.labels]
     frame.insert(len(frame.columns) if stated else 2, "fitted",
                  np.isin(np.arange(predictions.n_samples), found.ev.fit_index))
@@ -244,18 +237,6 @@ def run_recalibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def confidence_frame(predictions, confidence: np.ndarray, split=None) -> pd.DataFrame:
-    """A confidence file of recalibrated confidences: the id column (``question_id`` ... as the file named it, when
-    it had one), ``confidence``, ``correct`` and the split (``split`` as given, else the file's)."""
-    frame = pd.DataFrame({"confidence": confidence, "correct": predictions.labels.astype(int)})
-    if predictions.ids is not None:
-        frame.insert(0, id_column(predictions), predictions.ids)
-    split = predictions.split if split is None else split
-    if split is not None:
-        frame["split"] = np.asarray(split)
-    return frame
-
-
 def id_column(predictions) -> str:
     """The name of the file's id column, read back from the loader's note ("'question_id' identifies the items",
     :func:`calib_core.io.confidence.confidence_parts`: :class:`~calib_core.io.Predictions` keeps the ids, not their
@@ -301,7 +282,12 @@ def run_apply(args: argparse.Namespace) -> int:
     predictions = load_file(args.path, args)
     probs = apply_map(text, predictions)
     if predictions.kind == "confidence":
-        _write_table(confidence_frame(predictions, probs), args.out)
+        frame = pd.DataFrame({"confidence": probs, "correct": predictions.labels.astype(int)})
+        if predictions.ids is not None:
+            frame.insert(0, id_column(predictions), predictions.ids)
+        if predictions.split is not None:
+            frame["split"] = predictions.split
+        _write_table(frame, args.out)
         print(f"wrote {args.out}: {predictions.n_samples:,} recalibrated confidences by the map in {args.map}")
         return 0
     frame = pd.DataFrame({"label": np.asarray(predictions.class_names, dtype=object)[predictions.labels]})

@@ -50,18 +50,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.io.confidence import CONFIDENCE_CLASSES
 from calib_core.metrics.confidence import confidence_probs
 from calib_core.recalibration import RECALIBRATORS, Recalibrator
-from calib_core.recalibration.compare import Protocol
+from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol, recalibrated_frame
 from calib_core.recalibration.recommendation import Comparison, compare_methods
 from calib_core.validation import CalibrationInputError, check_confidence_correct
 
 __all__ = ["CONFIDENCE_CHANGE_KEYS", "CONFIDENCE_METHODS", "CONFIDENCE_METRIC_KEYS", "DEFAULT_CONFIDENCE_METHODS",
-           "OrderChange", "apply_confidence_map", "compare_confidence", "confidence_map_input", "fit_confidence_map",
-           "is_confidence_comparison", "order_changes", "unchanged_accuracy_sentence"]
+           "OrderChange", "applicable_methods", "apply_confidence_map", "compare_confidence", "compare_predictions",
+           "confidence_map_input", "fit_confidence_map", "is_confidence_comparison", "order_changes",
+           "recalibrated_confidence_frame", "reliability_target", "unchanged_accuracy_sentence"]
 
 #: The numbers that judge a recalibrated confidence (registry keys, display order): ECE (10 equal-width bins, the
 #: headline, and 10 equal-mass bins), Brier score, NLL, AURC. No accuracy: it cannot change.
@@ -165,9 +167,56 @@ def compare_confidence(confidence: ArrayLike, correct: ArrayLike, *, split: Arra
                            boot_budget_seconds=boot_budget_seconds, metrics=CONFIDENCE_METRIC_KEYS)
 
 
+def applicable_methods(methods: Sequence[str]) -> tuple[str, ...]:
+    """The methods of ``methods`` that recalibrate a stated confidence (of :data:`CONFIDENCE_METHODS`), in order."""
+    return tuple(m for m in methods if m in CONFIDENCE_METHODS)
+
+
+def compare_predictions(predictions, *, methods: Sequence[str] | None = None, **options) -> Comparison:
+    """The comparison of one loaded model: :func:`compare_confidence` for a confidence model (a method of
+    ``methods`` that does not apply to it is refused), else
+    :func:`~calib_core.recalibration.recommendation.compare_methods` on its probabilities (and logits).
+
+    Parameters
+    ----------
+    predictions : calib_core.Predictions
+    methods : sequence of str, optional
+        Default: the default set of the model's kind.
+    **options
+        ``protocol``, ``n_boot``, ``seed``, ``alpha``, ``boot_budget_seconds`` of ``compare_methods``.
+    """
+    common = dict(split=predictions.split, split_names=predictions.split_names, **options)
+    if predictions.kind == "confidence":
+        return compare_confidence(predictions.confidence, predictions.correct, methods=methods, **common)
+    return compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
+                           class_names=[str(c) for c in predictions.class_names] or None, methods=methods, **common)
+
+
 def is_confidence_comparison(metric_keys: Sequence[str]) -> bool:
     """Whether a comparison's metric keys (``ev.metric_keys``) are a confidence model's."""
     return tuple(metric_keys) == CONFIDENCE_METRIC_KEYS
+
+
+def reliability_target(ev: EvaluationSet) -> str | int:
+    """The ``target`` of :func:`calib_core.reliability_table` for a comparison's rows: column 1 (the stated
+    confidence against the correctness) for a confidence model, else the top label."""
+    return 1 if is_confidence_comparison(ev.metric_keys) else "top_label"
+
+
+def recalibrated_confidence_frame(x: np.ndarray, labels: np.ndarray, ev: EvaluationSet, fit: MethodFit, *,
+                                  ids: ArrayLike | None = None, id_column: str = "id") -> pd.DataFrame:
+    """Recalibrated confidences of every row, a confidence file again: ``[id,] confidence, correct, split``.
+
+    :func:`~calib_core.recalibration.compare.recalibrated_frame` (the same rows and ``split`` rule: the fitted
+    map on every row, or the out-of-fold values under cross-fitting) with its ``[1 - g, g]`` columns read back
+    as the confidence ``g``.
+    """
+    frame = recalibrated_frame(x, labels, ev, fit)
+    out = pd.DataFrame({"confidence": frame.iloc[:, -1].to_numpy(), "correct": np.asarray(labels, dtype=int),
+                        "split": frame["split"].to_numpy()})
+    if ids is not None:
+        out.insert(0, id_column, np.asarray(ids))
+    return out
 
 
 def unchanged_accuracy_sentence(correct: ArrayLike) -> str:
