@@ -46,3 +46,14 @@ def test_the_page_says_why_no_accuracy_changes_and_how_each_map_treats_the_ranki
     assert "keeps the order of the confidences" in captions and "AURC" in captions
     assert "Reliability of the stated confidence" in captions
     assert not any(s.value == "Temperature surface" for s in page.subheader)  # a view of class probabilities
+
+
+def test_the_html_report_recalibrates_a_confidence_model_without_an_accuracy_claim():
+    from studio import report
+
+    demo = load_demo(DEMO)
+    made = report.recalibration_of(report.ReportModel("answers", demo), report.ReportSettings(n_boot=0))
+    assert set(made.table["key"]) >= {"conf_ece", "conf_brier", "conf_aurc"} and "accuracy" not in set(made.table["key"])
+    assert "accuracy" not in made.recommendation.sentence("answers", markdown=False)
+    found = compare_confidence(demo.confidence, demo.correct, split=demo.split, split_names=demo.split_names, n_boot=0)
+    assert made.recommendation.method == found.recommendation.method
