@@ -7,7 +7,8 @@ import calib_core as cc
 import calib_core.recalibration as recalibration
 from calib_core.recalibration import compare, confidence, recommendation
 
-NEW = ("CONFIDENCE_METHODS", "apply_confidence_map", "compare_confidence", "fit_confidence_map", "order_changes")
+NEW = ("CONFIDENCE_METHODS", "apply_confidence_map", "compare_confidence", "compare_predictions", "fit_confidence_map",
+       "order_changes")
 
 
 def test_new_names_are_exported_by_the_wing_and_the_package():
