@@ -98,13 +98,13 @@ def show_problems(result: ModelResult) -> None:
             st.caption(f"Exact zeros, NLL: {md(hazard.sentence)}")
     if result.boot_note:
         st.warning(result.boot_note, icon=":material/timer:")
+    if result.stated:  # before a stop: it says which chosen methods do not apply to a confidence model
+        show_confidence_notes(result)
     if not result.ok_methods:
         st.error(f"No method could be fitted on {literal(name)}. Choose other methods or another protocol.",
                  icon=":material/error:")
         st.stop()
-    if result.stated:
-        show_confidence_notes(result)
-    elif result.ev.input == "probs":
+    if result.ev.input == "probs" and not result.stated:
         st.caption(f"{literal(name)} has probabilities only (no logits): methods that work on logits use "
                    "log(p + 10⁻¹²), the logits up to a constant per row; an exact zero counts as log(10⁻¹²) ≈ "
                    "−27.6, as in scikit-learn's temperature scaling.")

@@ -57,3 +57,12 @@ def test_the_html_report_recalibrates_a_confidence_model_without_an_accuracy_cla
     assert "accuracy" not in made.recommendation.sentence("answers", markdown=False)
     found = compare_confidence(demo.confidence, demo.correct, split=demo.split, split_names=demo.split_names, n_boot=0)
     assert made.recommendation.method == found.recommendation.method
+
+
+def test_methods_that_need_class_probabilities_are_named_as_not_fitted():
+    app = app_support.open_link("pages/6_Recalibration.py", timeout=120, query={"demo": DEMO},
+                                session_values={"recal_boot": 0, "methods": ["Vector scaling"]})
+    assert not app.exception, [e.value for e in app.exception]
+    infos = " ".join(i.value for i in app.info)
+    assert "Not fitted on it: Vector scaling" in infos
+    assert any("No method could be fitted" in e.value for e in app.error)
