@@ -48,7 +48,7 @@ def test_a_confidence_comparison_has_no_accuracy_row_nor_claim(demo, demo_compar
     for markdown in (True, False):
         assert "accuracy" not in rec.sentence("demo", markdown=markdown)
     # the K-class comparison of the same matrix would claim an accuracy (of predicting correctness): not this one
-    k_class = compare_methods(demo.probs, demo.labels, methods=("Platt scaling",), n_boot=0)
+    k_class = compare_methods(demo.probs[:300], demo.labels[:300], methods=("Platt scaling",), n_boot=0)
     assert "accuracy" in k_class.recommendation.sentence("demo")
 
 
@@ -108,3 +108,12 @@ def test_a_map_fitted_on_a_k_class_model_is_not_applied_to_a_confidence():
                                             np.array([2, 0, 1] * 4))
     with pytest.raises(CalibrationInputError, match="confidence"):
         apply_confidence_map(three, [0.5, 0.7])
+
+
+def test_cross_fitted_comparison_of_a_confidence_model(demo):
+    found = compare_confidence(demo.confidence, demo.correct, methods=("Platt scaling",), n_boot=20,
+                               protocol=Protocol("cross_fit", n_folds=3, seed=1))
+    assert found.ev.cross_fitted and found.ev.eval_index.size == demo.n_samples
+    row = found.table.set_index("key").loc["conf_ece"]
+    assert row["after"] < row["before"] and row["delta_high"] < 0
+    assert "3 fold maps" in order_changes(found)["Platt scaling"].sentence
