@@ -34,10 +34,6 @@ st.markdown(
     "all of them, with bootstrap intervals, and the ranking under all 32 GCE variants."
 )
 layout.require_models(models)
-models = layout.class_models(
-    models, "Recalibration", "its methods are compared here on class probabilities, which for a confidence model "
-    "would report the accuracy of predicting correctness (recalibrating a stated confidence cannot change which "
-    "answers are right, so no accuracy change can happen); its recalibration is not on this page yet.")
 
 # ----------------------------------------------------------------------------- settings
 all_methods = list(RECALIBRATORS)
@@ -121,9 +117,10 @@ table_slots = results.show_tables(result, n_boot=int(n_boot), seed=seed)
 
 # ----------------------------------------------------------------------------- charts and downloads
 diagram_method, draw_report = charts.show_reliability(result, n_boot=int(n_boot), seed=seed)
-charts.show_simplex(result, diagram_method)
-charts.show_surface(result)
-charts.show_ranking(result)
+if not result.stated:  # the simplex, temperature surface and GCE ranking are views of class probabilities
+    charts.show_simplex(result, diagram_method)
+    charts.show_surface(result)
+    charts.show_ranking(result)
 charts.show_downloads(result)
 
 # ----------------------------------------------------------------------------- the intervals, last

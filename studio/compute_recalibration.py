@@ -30,6 +30,7 @@ from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.io import Predictions
 from calib_core.metrics.simplex import SimplexReliability
 from calib_core.recalibration import compare, defaults, recommendation, sweeps
+from calib_core.recalibration import confidence as confidence_maps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY, EvaluationSet, MethodFit, Protocol
 from calib_core.recalibration.defaults import DEFAULT_METHODS
 from calib_core.recalibration.recommendation import PairedDifference
@@ -55,9 +56,23 @@ def largest_class_count(models: Sequence) -> int:
 def default_methods(models: Sequence) -> list[str]:
     """Methods selected on a first visit: :data:`DEFAULT_METHODS` less those above their class-count limit.
 
-    :func:`calib_core.recalibration.defaults.default_methods` at the largest K among ``models``.
+    :func:`calib_core.recalibration.defaults.default_methods` at the largest K among ``models``; when every model
+    is a confidence model, :data:`~calib_core.recalibration.confidence.DEFAULT_CONFIDENCE_METHODS`.
     """
+    if models and all(is_confidence(view.predictions) for view in models):
+        return list(confidence_maps.DEFAULT_CONFIDENCE_METHODS)
     return list(defaults.default_methods(largest_class_count(models), DEFAULT_METHODS))
+
+
+def is_confidence(predictions: Predictions) -> bool:
+    """Whether a model is a confidence model (recalibrated as a map of its stated confidence)."""
+    return predictions.kind == "confidence"
+
+
+def methods_for(predictions: Predictions, methods: Sequence[str]) -> list[str]:
+    """The chosen methods fitted on this model: for a confidence model those that map a stated confidence
+    (:data:`~calib_core.recalibration.confidence.CONFIDENCE_METHODS`), else all of them."""
+    return list(confidence_maps.applicable_methods(methods)) if is_confidence(predictions) else list(methods)
 
 
 def slow_methods_note(models: Sequence, methods: Sequence[str]) -> str | None:
@@ -152,8 +167,10 @@ def _shared_results() -> ResultStore:
 def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> EvaluationSet:
     def compute() -> EvaluationSet:
         x, kind = model_input(_predictions)
+        metrics = confidence_maps.CONFIDENCE_METRIC_KEYS if is_confidence(_predictions) else compare.METRIC_KEYS
         return _shared(compare.evaluation_set(x, _predictions.probs, _predictions.labels, protocol, input=kind,
-                                              split=_predictions.split, class_names=class_labels(_predictions)))
+                                              split=_predictions.split, class_names=class_labels(_predictions),
+                                              metrics=metrics))
 
     return _shared_results().get_or_compute(("evaluation_set", key, protocol), compute)
 
@@ -186,18 +203,19 @@ def fit_methods(models: Sequence, methods: Sequence[str], protocol: Protocol, *,
     Models whose protocol cannot split their rows are left out (the page
     reports them through :func:`evaluation_set`).
     """
-    total = len(models) * len(methods)
+    total = sum(len(methods_for(view.predictions, methods)) for view in models)
     out: dict[str, dict[str, MethodFit]] = {}
     index = 0
     for view in models:
         used, _ = effective_protocol(view.predictions, protocol)
         fits: dict[str, MethodFit] = {}
+        chosen = methods_for(view.predictions, methods)
         try:
             evaluation_set(view.predictions, view.fingerprint, used)
         except cc.CalibrationInputError:
-            index += len(methods)
+            index += len(chosen)
             continue
-        for method in methods:
+        for method in chosen:
             if on_progress is not None:
                 on_progress(view.name, method, index, total)
             fits[method] = fit_method(view.predictions, view.fingerprint, method, used)
@@ -211,7 +229,10 @@ def fit_methods(models: Sequence, methods: Sequence[str], protocol: Protocol, *,
 def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit) -> bytes:
     """:func:`calib_core.recalibration.compare.recalibrated_frame` of every row as CSV bytes."""
     x, _ = model_input(predictions)
-    frame = compare.recalibrated_frame(x, predictions.labels, ev, fit, class_names=predictions.class_names)
+    if is_confidence(predictions):
+        frame = confidence_maps.recalibrated_confidence_frame(x, predictions.labels, ev, fit, ids=predictions.ids)
+    else:
+        frame = compare.recalibrated_frame(x, predictions.labels, ev, fit, class_names=predictions.class_names)
     return cc.csv_bytes(frame, float_format="%.10g")
 
 
@@ -219,10 +240,10 @@ def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit)
 
 @st.cache_data(show_spinner=False, max_entries=1024, ttl=RESULT_TTL_SECONDS)
 def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: int,
-                   seed: int) -> dict[str, np.ndarray]:
-    """:func:`calib_core.inference.bootstrap.resampled_metrics` of every metric of the comparison; ``key`` names
-    the arrays."""
-    return resampled_metrics(compare.METRIC_FUNCTIONS, _probs, _labels, n_boot=n_boot, seed=seed)
+                   seed: int, metric_keys: tuple[str, ...] = compare.METRIC_KEYS) -> dict[str, np.ndarray]:
+    """:func:`calib_core.inference.bootstrap.resampled_metrics` of every metric of the comparison (``metric_keys``:
+    the evaluation set's); ``key`` names the arrays."""
+    return resampled_metrics(compare.metric_functions(metric_keys), _probs, _labels, n_boot=n_boot, seed=seed)
 
 
 def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int,
@@ -237,7 +258,7 @@ def _sampler(fingerprint: str, ev: EvaluationSet, n_boot: int, seed: int) -> com
     base_key = (fingerprint, ev.input, ev.protocol)
 
     def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-        return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed)
+        return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed, ev.metric_keys)
 
     return samples
 
@@ -253,9 +274,11 @@ def runner_up_difference(fingerprint: str, ev: EvaluationSet, fits: Mapping[str,
 # ----------------------------------------------------------------------------- diagrams
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
-def reliability(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int, binning: str) -> pd.DataFrame:
-    """``calib_core.reliability_table`` of an evaluation set; ``key`` names the arrays."""
-    return cc.reliability_table(_probs, _labels, n_bins, binning)
+def reliability(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int, binning: str,
+                target: str | int = "top_label") -> pd.DataFrame:
+    """``calib_core.reliability_table`` of an evaluation set; ``key`` names the arrays (``target``: 1 for a
+    confidence model's stated confidence, :func:`calib_core.recalibration.confidence.reliability_target`)."""
+    return cc.reliability_table(_probs, _labels, n_bins, binning, target=target)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
@@ -359,7 +382,9 @@ def styled_summary(matrix: pd.DataFrame, best: Mapping[str, Sequence[str]]) -> p
     ``best`` is :func:`~calib_core.recalibration.compare.best_methods` of the
     results table; dashes for gaps.
     """
-    styler = matrix.style.format("{:.4f}", na_rep=MISSING).format("{:+.1%}", subset=["Δ accuracy"], na_rep=MISSING)
+    styler = matrix.style.format("{:.4f}", na_rep=MISSING)
+    if "Δ accuracy" in matrix.columns:  # none for a confidence model: its answers do not change
+        styler = styler.format("{:+.1%}", subset=["Δ accuracy"], na_rep=MISSING)
     for key, winners in best.items():
         label = compare.metric_label(key)
         styler = styler.map(lambda _: BEST_STYLE, subset=pd.IndexSlice[winners, [label]])

@@ -44,7 +44,8 @@ from calib_core.metrics.reports import MAX_QUADRATIC_ROWS, metric_report, metric
 from calib_core.metrics.sensitivity import SENSITIVITY_METRICS
 from calib_core.recalibration import compare
 from calib_core.recalibration.compare import Protocol
-from calib_core.recalibration.recommendation import Recommendation, compare_methods
+from calib_core.recalibration.confidence import compare_predictions, reliability_target
+from calib_core.recalibration.recommendation import Recommendation
 from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError
 from studio import report_decisions
@@ -559,8 +560,8 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
                      recalibration: RecalibrationSettings | None = None) -> Recalibration:
     """The comparison of the Recalibration page for one model, made here (the Data page's and the CLI's reports).
 
-    :func:`calib_core.recalibration.recommendation.compare_methods` with
-    ``recalibration``'s methods, protocol, resamples and seed; the diagrams
+    :func:`calib_core.recalibration.confidence.compare_predictions` (``compare_methods``, or the confidence
+    comparison of a confidence model) with ``recalibration``'s methods, protocol, resamples and seed; the diagrams
     are the reliability tables (the report's bins) before and after the
     recommended method. A model whose rows the protocol cannot split gets
     the reason as its note and no verdict.
@@ -570,19 +571,18 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
     protocol = recalibration.protocol or Protocol(seed=settings.seed)
     n_boot = settings.n_boot if recalibration.n_boot is None else recalibration.n_boot
     seed = settings.seed if recalibration.seed is None else recalibration.seed
-    try:
-        found = compare_methods(
-            p.probs, p.labels, logits=p.logits, split=p.split, split_names=p.split_names,
-            class_names=[str(c) for c in p.class_names] or None, methods=recalibration.methods, protocol=protocol,
-            n_boot=int(n_boot), seed=int(seed), alpha=settings.alpha,
-            boot_budget_seconds=recalibration.boot_budget_seconds)
+    try:  # a confidence model: maps of its stated confidence, judged without an accuracy (calib_core decides)
+        found = compare_predictions(p, methods=recalibration.methods, protocol=protocol, n_boot=int(n_boot),
+                                    seed=int(seed), alpha=settings.alpha,
+                                    boot_budget_seconds=recalibration.boot_budget_seconds)
     except CalibrationInputError as exc:
         return Recalibration(model.name, pd.DataFrame(), note=f"No comparison: {exc}")
     ev, best = found.ev, found.recommendation.method
-    diagrams = {"Before": cc.reliability_table(ev.before, ev.labels, settings.n_bins, settings.binning)}
+    target = reliability_target(ev)
+    diagrams = {"Before": cc.reliability_table(ev.before, ev.labels, settings.n_bins, settings.binning, target)}
     if best is not None:
         diagrams[f"After: {best}"] = cc.reliability_table(found.fits[best].probs, ev.labels, settings.n_bins,
-                                                          settings.binning)
+                                                          settings.binning, target)
     note = comparison_note(found.protocol_sentence, ev, found.fits, n_boot=found.n_boot, seed=found.seed,
                            skipped_seconds=found.skipped_seconds, budget_seconds=recalibration.boot_budget_seconds)
     return Recalibration(model.name, found.table, diagrams, note, found.recommendation)

@@ -20,12 +20,23 @@ registry is offered here at once.
 
 ``apply MAP.json FILE --out OUT`` applies a saved map to new predictions:
 the same numbers as ``Recalibrator.from_json(text).predict_proba(x)``.
+
+A confidence file (a stated confidence and whether each answer was right)
+is recalibrated as a map ``c -> P(correct | c)``
+(:mod:`calib_core.recalibration.confidence`: the binary methods on
+``[1 - c, c]``, judged by the ECE, Brier score, NLL and AURC of confidence
+against correctness, ``--method auto`` by the same recommendation); both
+commands then write the id column (when the file has one), the recalibrated
+``confidence``, ``correct`` and the split, a confidence file again. No
+accuracy change is printed: the answers do not change.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -33,14 +44,18 @@ import pandas as pd
 from calib_core.engines.cli_common import add_loader_flags, json_number, load_file
 from calib_core.recalibration import RECALIBRATORS, Recalibrator
 from calib_core.recalibration import defaults
-from calib_core.recalibration.compare import METRIC_KEYS, Protocol, metric_label, model_input, recalibrated_frame
-from calib_core.recalibration.recommendation import compare_methods
+from calib_core.recalibration import confidence as confidence_maps
+from calib_core.recalibration.compare import Protocol, metric_label, model_input, recalibrated_frame
 from calib_core.validation import CalibrationInputError, check_fraction
 
 #: Output formats by file extension.
 OUTPUT_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 #: Metrics printed before / after (the results table holds all of :data:`METRIC_KEYS`).
 SHOWN_METRICS = ("ece", "brier", "nll", "accuracy")
+#: The same for a confidence model: no accuracy (its answers do not change), its AURC instead.
+SHOWN_CONFIDENCE_METRICS = ("conf_ece", "conf_brier", "conf_nll", "conf_aurc")
+#: Their short names in the text output (the JSON keeps the registry's labels).
+CONFIDENCE_NAMES = {"conf_ece": "ECE (10 bins)", "conf_brier": "Brier score", "conf_nll": "NLL", "conf_aurc": "AURC"}
 
 
 def method_names() -> dict[str, str]:
@@ -138,18 +153,18 @@ def recalibrate(args: argparse.Namespace) -> dict:
     predictions = load_file(args.path, args)
     protocol, split_names = _protocol(args, predictions)
     choice = args.method.strip()
+    stated = predictions.kind == "confidence"
     if choice.lower() == "auto":
-        methods = defaults.default_methods(predictions.n_classes, defaults.DEFAULT_METHODS)
+        methods = (confidence_maps.DEFAULT_CONFIDENCE_METHODS if stated
+                   else defaults.default_methods(predictions.n_classes, defaults.DEFAULT_METHODS))
     else:
         names = method_names()
         if choice.lower() not in names:
             raise CalibrationInputError(f"unknown --method {choice!r}; use auto or one of: "
                                         f"{', '.join(cls.method for cls in RECALIBRATORS.values())}.")
         methods = (names[choice.lower()],)
-    found = compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,
-                            split=predictions.split, split_names=split_names,
-                            class_names=predictions.class_names, methods=methods, protocol=protocol,
-                            n_boot=int(args.n_boot), seed=int(args.seed))
+    found = confidence_maps.compare_predictions(predictions, methods=methods, protocol=protocol,
+                                                n_boot=int(args.n_boot), seed=int(args.seed))
     recommendation = found.recommendation
     if choice.lower() == "auto":
         if recommendation.method is None:
@@ -162,18 +177,26 @@ def recalibrate(args: argparse.Namespace) -> dict:
     if not fit.ok:
         raise CalibrationInputError(f"{method} could not be fitted: {fit.message}")
     x, _ = model_input(predictions.probs, predictions.logits)
-    frame = recalibrated_frame(x, predictions.labels, found.ev, fit, class_names=predictions.class_names)
-    frame["label"] = np.asarray(predictions.class_names, dtype=object)[predictions.labels]
-    frame.insert(2, "fitted", np.isin(np.arange(predictions.n_samples), found.ev.fit_index))
+    if stated:
+        frame = confidence_maps.recalibrated_confidence_frame(x, predictions.labels, found.ev, fit, ids=predictions.ids,
+                                                              id_column=id_column(predictions))
+    else:
+        frame = recalibrated_frame(x, predictions.labels, found.ev, fit, class_names=predictions.class_names)
+        frame["label"] = np.asarray(predictions.class_names, dtype=object)[predictions.labels]
+    frame.insert(len(frame.columns) if stated else 2, "fitted",
+                 np.isin(np.arange(predictions.n_samples), found.ev.fit_index))
     _write_table(frame, args.out)
     if args.save_map is not None:
         _write_text(fit.params_json, args.save_map)
     rows = found.table[found.table["method"] == method].set_index("key")
     metrics = {key: {"name": metric_label(key), **{column: json_number(float(rows.loc[key, column])) for column in (
         "before", "before_low", "before_high", "after", "after_low", "after_high", "delta", "delta_low",
-        "delta_high")}} for key in METRIC_KEYS}
+        "delta_high")}} for key in found.ev.metric_keys}
+    order = confidence_maps.order_changes(found).get(method) if stated else None
     return {
         "file": str(args.path), "model": predictions.name, "method": method,
+        "kind": predictions.kind, "order": None if order is None else order.sentence,
+        "accuracy_note": confidence_maps.unchanged_accuracy_sentence(found.ev.labels) if stated else None,
         "map_method": json.loads(fit.params_json)["method"], "out": args.out, "map": args.save_map,
         "protocol": fit.protocol, "n_fitted": int(found.ev.fit_index.size),
         "n_evaluated": int(found.ev.eval_index.size), "n_boot": found.n_boot, "seed": found.seed,
@@ -191,15 +214,19 @@ def format_recalibrate(result: dict) -> str:
         lines.append(f"auto: {result['why']}")
     lines += [f"note: {note}" for note in result["notes"]]
     with_intervals = result["n_boot"] > 0
-    for key in SHOWN_METRICS:
+    stated = result.get("kind") == "confidence"
+    for key in SHOWN_CONFIDENCE_METRICS if stated else SHOWN_METRICS:
         m = result["metrics"][key]
-        text = f"  {m['name']:<14} {m['before']:.6f} -> {m['after']:.6f}  (change {m['delta']:+.6f}"
+        name = CONFIDENCE_NAMES.get(key, m["name"])
+        text = f"  {name:<14} {m['before']:.6f} -> {m['after']:.6f}  (change {m['delta']:+.6f}"
         if with_intervals and m["delta_low"] is not None:
             text += f" [{m['delta_low']:+.6f}, {m['delta_high']:+.6f}]"
         lines.append(text + ")")
     if with_intervals:
         lines.append(f"  (95% paired bootstrap intervals of the change, {result['n_boot']} resamples, seed "
                      f"{result['seed']})")
+    if stated:
+        lines += [f"  {result['accuracy_note']}", f"  {result['order']}"]
     lines.append(f"wrote {result['out']}" + (f" and the map {result['map']}" if result["map"] else ""))
     return "\n".join(lines)
 
@@ -208,6 +235,21 @@ def run_recalibrate(args: argparse.Namespace) -> int:
     result = recalibrate(args)
     print(json.dumps(result, indent=2) if args.json else format_recalibrate(result))
     return 0
+
+
+def id_column(predictions) -> str:
+    """The name of the file's id column, read back from the loader's note ("'question_id' identifies the items",
+    :func:`calib_core.io.confidence.confidence_parts`: :class:`~calib_core.io.Predictions` keeps the ids, not their
+    column's name), else ``id``."""
+    for note in predictions.warnings:
+        found = _ID_NOTE.search(note)
+        if found:
+            return str(ast.literal_eval(found.group(1)))
+    return "id"
+
+
+#: The id column's name (a Python repr) in the loader's note on a confidence file.
+_ID_NOTE = re.compile(r"""; ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*") identifies the items\.$""")
 
 
 def apply_map(text: str, predictions) -> np.ndarray:
@@ -223,6 +265,8 @@ def apply_map(text: str, predictions) -> np.ndarray:
         x = predictions.logits
     else:
         x = predictions.probs
+    if predictions.kind == "confidence":
+        return confidence_maps.apply_confidence_map(recalibrator, predictions.confidence)
     return recalibrator.predict_proba(x)
 
 
@@ -237,6 +281,15 @@ def run_apply(args: argparse.Namespace) -> int:
         raise CalibrationInputError(f"{args.map} is not a text (JSON) file.") from None
     predictions = load_file(args.path, args)
     probs = apply_map(text, predictions)
+    if predictions.kind == "confidence":
+        frame = pd.DataFrame({"confidence": probs, "correct": predictions.labels.astype(int)})
+        if predictions.ids is not None:
+            frame.insert(0, id_column(predictions), predictions.ids)
+        if predictions.split is not None:
+            frame["split"] = predictions.split
+        _write_table(frame, args.out)
+        print(f"wrote {args.out}: {predictions.n_samples:,} recalibrated confidences by the map in {args.map}")
+        return 0
     frame = pd.DataFrame({"label": np.asarray(predictions.class_names, dtype=object)[predictions.labels]})
     frame = pd.concat([frame, pd.DataFrame(probs, columns=[f"p_{name}" for name in predictions.class_names])], axis=1)
     if predictions.split is not None:

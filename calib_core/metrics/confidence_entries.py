@@ -125,3 +125,15 @@ CONFIDENCE_METRICS: list[MetricSpec] = [
                 calibration_error=False, probability_scale=False, interval="percentile", ideal=None,
                 resampling=Resampling("row_mean", per_row=_pair_rows(confidence.nll_rows))),
 ]
+
+# ----------------------------------------------------------------------------- recalibration of confidence models
+# (issue 26, deliverable 3): the AURC of the stated confidence, one of the numbers that judge a recalibrated
+# confidence (calib_core.recalibration.confidence). The "aurc" entry above ranks a K-class model's top label, which
+# for the matrix [1 - c, c] would be max(c, 1 - c), not the stated confidence.
+CONFIDENCE_METRICS.append(_confidence(
+    "conf_aurc", "AURC (confidence vs correct)", _on_pair(selective.aurc),
+    "Area under the risk-coverage curve of the stated confidence (Geifman & El-Yaniv 2017): the error rate among "
+    f"the k most confident answers, averaged over k = 1..N; lower is better; {_TIES}.",
+    "Measures the ranking mixed with the accuracy: a monotone recalibration keeps it (up to ties it makes or "
+    "breaks), a non-monotone one can change it.", calibration_error=False, probability_scale=False, ideal=None,
+    resampling=_ROWS))

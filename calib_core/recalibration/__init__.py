@@ -44,7 +44,9 @@ estimator: ``clone``, ``Pipeline``, ``GridSearchCV`` with a registry metric as
 scorer, and :class:`CalibratedModel` to wrap a fitted classifier) and
 :mod:`~calib_core.recalibration.label_shift` (the deployment's prevalence from unlabelled predictions:
 EM, BBSE, the no-shift test, importance weights) and :mod:`~calib_core.recalibration.decisions` (net
-benefit, decision curves before and after cross-fitted recalibration, the value of recalibrating).
+benefit, decision curves before and after cross-fitted recalibration, the value of recalibrating) and
+:mod:`~calib_core.recalibration.confidence` (recalibrating a confidence model: the binary methods on
+``[1 - c, c]``, compared through :mod:`~calib_core.recalibration.compare` with the ``conf_*`` metrics).
 
 Every method that takes logarithms of probabilities (those fitting on logits
 or log-probabilities when given ``input="probs"``, and Beta calibration) takes
@@ -174,3 +176,11 @@ from calib_core.recalibration.decisions import (DecisionCurve, RecalibrationValu
 
 __all__ += ["PrevalenceEstimate", "estimate_prevalence", "DecisionCurve", "RecalibrationValue", "decision_curve",
             "net_benefit", "recalibration_value"]
+
+# Recalibrating a confidence model (issue 26, deliverable 3): the binary methods on [1 - c, c], one comparison.
+from calib_core.recalibration.confidence import (CONFIDENCE_METHODS, apply_confidence_map,  # noqa: E402
+                                                 compare_confidence, compare_predictions, fit_confidence_map,
+                                                 order_changes)
+
+__all__ += ["CONFIDENCE_METHODS", "apply_confidence_map", "compare_confidence", "compare_predictions",
+            "fit_confidence_map", "order_changes"]

@@ -88,6 +88,7 @@ __all__ = [
     "evaluation_set", "fit_method", "fitted_params", "fitted_temperatures", "intervals", "log_scores",
     "metric_label", "metric_values", "model_input", "recalibrated_frame", "results_table",
     "split_column_ready", "summary_matrix", "verdict", "ZeroHazard", "zero_hazards",
+    "metric_functions",
 ]
 
 #: Metrics of the results table (registry keys), in display order. The class-wise ECE with uniform
@@ -230,6 +231,10 @@ class EvaluationSet:
         What the methods are fitted on: the model input (:func:`model_input`)
         of the fitting rows, read-only, shared by every method (``None``
         under cross-fitting, which fits on folds of every row).
+    metric_keys : tuple of str
+        The registry keys every fit, interval and table of this set reports:
+        :data:`METRIC_KEYS`, or a confidence model's entries
+        (:data:`calib_core.recalibration.confidence.CONFIDENCE_METRIC_KEYS`).
     """
 
     protocol: Protocol
@@ -243,15 +248,21 @@ class EvaluationSet:
     input: str
     notes: tuple[str, ...]
     x_fit: np.ndarray | None = None
+    metric_keys: tuple[str, ...] = METRIC_KEYS
 
     @property
     def cross_fitted(self) -> bool:
         return self.protocol.scheme == "cross_fit" and not self.protocol.in_sample
 
 
-def metric_values(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """Every metric of :data:`METRIC_KEYS` (15 uniform bins for the binned ones)."""
-    return {key: float(metric(probs, labels)) for key, metric in METRIC_FUNCTIONS.items()}
+def metric_values(probs: np.ndarray, labels: np.ndarray, keys: Sequence[str] = METRIC_KEYS) -> dict[str, float]:
+    """Every metric of ``keys`` (default :data:`METRIC_KEYS`, 15 uniform bins for the binned ones)."""
+    return {key: float(metric(probs, labels)) for key, metric in metric_functions(keys).items()}
+
+
+def metric_functions(keys: Sequence[str]) -> Mapping[str, Callable]:
+    """The declared metric functions of ``keys`` (:data:`METRIC_FUNCTIONS` for :data:`METRIC_KEYS`)."""
+    return METRIC_FUNCTIONS if tuple(keys) == METRIC_KEYS else resolve_metrics(keys)
 
 
 #: Rows of the untimed first evaluation of every metric (:func:`_first_rows`).
@@ -314,7 +325,8 @@ def class_notes(labels: np.ndarray, fit_index: np.ndarray, eval_index: np.ndarra
 
 def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protocol: Protocol, *,
                    input: str = "probs", split: ArrayLike | None = None,
-                   class_names: Sequence[str] | None = None) -> EvaluationSet:
+                   class_names: Sequence[str] | None = None,
+                   metrics: Sequence[str] = METRIC_KEYS) -> EvaluationSet:
     """The fitting and evaluation rows of ``protocol``, and every metric before recalibration.
 
     Parameters
@@ -332,6 +344,8 @@ def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protoco
         The file's split column (used by ``scheme="split_column"`` only).
     class_names : sequence of str, optional
         Display names of the classes in :func:`class_notes` (default: the indices).
+    metrics : sequence of str
+        Registry keys of every number of the comparison (:attr:`EvaluationSet.metric_keys`).
 
     Raises
     ------
@@ -362,9 +376,10 @@ def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protoco
     # reads them without scanning them again (and, for probabilities, they are the methods' evaluation input).
     before = marked_copy(probs[eval_index], dtype=np.float64)
     eval_labels = marked_copy(labels[eval_index], n_classes, dtype=np.intp)
-    metric_values(*_first_rows(before, eval_labels, n_classes))  # first calls load compiled code: not timed
+    metrics = tuple(metrics)
+    metric_values(*_first_rows(before, eval_labels, n_classes), metrics)  # first calls load compiled code: not timed
     start = time.perf_counter()
-    before_values = metric_values(before, eval_labels)
+    before_values = metric_values(before, eval_labels, metrics)
     seconds = time.perf_counter() - start
     names = list(class_names) if class_names is not None else [str(k) for k in range(n_classes)]
     notes = class_notes(labels, fit_index, eval_index, protocol, names)
@@ -376,7 +391,7 @@ def evaluation_set(x: np.ndarray, probs: np.ndarray, labels: np.ndarray, protoco
         if input == "probs":
             x_fit = mark_validated(check_probs(x_fit, name="x_fit"))
     return EvaluationSet(protocol, fit_index, eval_index, eval_labels, before, before_values, seconds,
-                         description, input, notes, x_fit)
+                         description, input, notes, x_fit, metrics)
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -399,7 +414,7 @@ class MethodFit:
         The protocol sentence of :func:`calib_core.evaluate_recalibration`.
     fit_seconds : float
     after : dict of str to float
-        :data:`METRIC_KEYS` on the recalibrated evaluation rows.
+        :attr:`EvaluationSet.metric_keys` on the recalibrated evaluation rows.
     probs : ndarray of shape (M, K) or None
         Recalibrated probabilities of the evaluation rows (out of fold under cross-fitting).
     params_json : str or None
@@ -421,7 +436,7 @@ class MethodFit:
 def _evaluate(method: str, x: np.ndarray, labels: np.ndarray, ev: EvaluationSet) -> RecalibrationReport:
     protocol = ev.protocol
     methods = {method: RECALIBRATORS[method]()}
-    common = dict(input=ev.input, metrics=list(METRIC_KEYS), split_description=ev.description,
+    common = dict(input=ev.input, metrics=list(ev.metric_keys), split_description=ev.description,
                   before_values=ev.before_values)
     if protocol.scheme == "cross_fit":
         if protocol.in_sample:
@@ -641,9 +656,9 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
         ``on_progress(done, total)`` after each array (before, then each method).
     samples : callable, optional
         ``samples(name, probs)`` -> ``{metric key: resampled values}`` for
-        every key of :data:`METRIC_KEYS` (``name`` is :data:`BEFORE` or the
+        every key of ``ev.metric_keys`` (``name`` is :data:`BEFORE` or the
         method); default :func:`calib_core.inference.bootstrap.resampled_metrics`
-        of :data:`METRIC_FUNCTIONS` on ``ev.labels`` with ``n_boot`` and
+        of those metrics on ``ev.labels`` with ``n_boot`` and
         ``seed`` (a caller may pass a cached one).
 
     Returns
@@ -654,7 +669,7 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
     """
     if samples is None:
         def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-            return resampled_metrics(METRIC_FUNCTIONS, probs, ev.labels, n_boot=n_boot, seed=seed)
+            return resampled_metrics(metric_functions(ev.metric_keys), probs, ev.labels, n_boot=n_boot, seed=seed)
     done_methods = [name for name, fit in fits.items() if fit.ok]
     total = len(done_methods) + 1
     before = samples(BEFORE, ev.before)
@@ -663,7 +678,7 @@ def intervals(ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, 
     rows = []
     for done, name in enumerate(done_methods, start=2):
         after_samples = samples(name, fits[name].probs)
-        for key in METRIC_KEYS:
+        for key in ev.metric_keys:
             spec = get_metric(key)
             estimate_before, estimate_after = ev.before_values[key], fits[name].after[key]
             after = after_samples[key]
@@ -697,7 +712,7 @@ def results_table(ev: EvaluationSet, fits: Mapping[str, MethodFit],
     for name, fit in fits.items():
         if not fit.ok:
             continue
-        for key in METRIC_KEYS:
+        for key in ev.metric_keys:
             before, after = ev.before_values[key], fit.after[key]
             rows.append({"method": name, "metric": metric_label(key), "key": key, "before": before, "after": after,
                          "delta": after - before, "fit_seconds": fit.fit_seconds})
@@ -729,16 +744,21 @@ def best_methods(table: pd.DataFrame, *, exclude: Sequence[str] = (CAUTIONARY,))
 
 
 def summary_matrix(ev: EvaluationSet, table: pd.DataFrame) -> pd.DataFrame:
-    """Rows: no recalibration (:data:`BEFORE`), then each method; columns: every metric after and Δ accuracy."""
-    labels = [metric_label(key) for key in METRIC_KEYS]
-    before_row = {metric_label(k): ev.before_values[k] for k in METRIC_KEYS}
-    before_row["Δ accuracy"] = 0.0
+    """Rows: no recalibration (:data:`BEFORE`), then each method; columns: every metric after and Δ accuracy
+    (no Δ accuracy for a set without accuracy: a confidence model's answers do not change)."""
+    labels = [metric_label(key) for key in ev.metric_keys]
+    accuracy = "accuracy" in ev.metric_keys
+    before_row = {metric_label(k): ev.before_values[k] for k in ev.metric_keys}
+    if accuracy:
+        before_row["Δ accuracy"] = 0.0
     rows = {BEFORE: before_row}
     for name, part in table.groupby("method", sort=False):
         values = dict(zip(part["metric"], part["after"]))
-        values["Δ accuracy"] = float(part.loc[part["key"] == "accuracy", "delta"].iloc[0])
+        if accuracy:
+            values["Δ accuracy"] = float(part.loc[part["key"] == "accuracy", "delta"].iloc[0])
         rows[name] = values
-    return pd.DataFrame.from_dict(rows, orient="index", dtype=float)[[*labels, "Δ accuracy"]]
+    return pd.DataFrame.from_dict(rows, orient="index", dtype=float)[[*labels, *(["Δ accuracy"] if accuracy else [])]]
+
 
 
 def _fmt(value: float) -> str:

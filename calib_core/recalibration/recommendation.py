@@ -47,13 +47,29 @@ from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
 from calib_core.metrics import get_metric
 from calib_core.recalibration import defaults
-from calib_core.recalibration.compare import (CAUTIONARY, METRIC_FUNCTIONS, EvaluationSet, MethodFit, Protocol, Sampler,
+from calib_core.recalibration.compare import (CAUTIONARY, METRIC_KEYS, EvaluationSet, MethodFit, Protocol, Sampler,
                                               _excludes_zero, _fmt, bootstrap_seconds, effective_protocol,
-                                              evaluation_set, fit_method, intervals, model_input, results_table,
-                                              split_column_ready)
+                                              evaluation_set, fit_method, intervals, metric_functions, model_input,
+                                              results_table, split_column_ready)
 
 __all__ = ["Comparison", "PairedDifference", "Recommendation", "compare_methods", "ranked_candidates", "recommend",
-           "runner_up_difference"]
+           "runner_up_difference", "score_keys"]
+
+
+def score_keys(keys: Sequence[str]) -> tuple[str, str, str | None]:
+    """The keys of the ECE, the Brier score and the accuracy among a comparison's metric ``keys``.
+
+    The recommendation ranks by these roles. A confidence model's set (the ``conf_*`` entries,
+    :mod:`calib_core.recalibration.confidence`) has no accuracy: recalibrating a stated confidence changes no
+    answer, so no accuracy change can happen and none is reported (``None``).
+    """
+    if "conf_ece" in keys:
+        return "conf_ece", "conf_brier", None
+    return "ece", "brier", "accuracy"
+
+
+def _roles(table: pd.DataFrame) -> tuple[str, str, str | None]:
+    return score_keys(set(table["key"]))
 
 
 def ranked_candidates(table: pd.DataFrame, *, cautionary: str = CAUTIONARY) -> list[str]:
@@ -73,11 +89,12 @@ def ranked_candidates(table: pd.DataFrame, *, cautionary: str = CAUTIONARY) -> l
     """
     if table.empty:
         return []
+    ece, brier, _ = _roles(table)
     wide = table.pivot(index="method", columns="key", values="delta")
     after = table.pivot(index="method", columns="key", values="after")
-    candidates = [m for m in wide.index if m != cautionary and wide.loc[m, "ece"] < 0 and wide.loc[m, "brier"] <= 0]
+    candidates = [m for m in wide.index if m != cautionary and wide.loc[m, ece] < 0 and wide.loc[m, brier] <= 0]
     order = {m: i for i, m in enumerate(dict.fromkeys(table["method"]))}  # the table's order breaks exact ties
-    return sorted(candidates, key=lambda m: (after.loc[m, "brier"], after.loc[m, "ece"], order[m]))
+    return sorted(candidates, key=lambda m: (after.loc[m, brier], after.loc[m, ece], order[m]))
 
 
 @dataclass(frozen=True)
@@ -156,9 +173,9 @@ def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table
         return None
     if samples is None:
         def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-            return resampled_metrics(METRIC_FUNCTIONS, probs, ev.labels, n_boot=n_boot, seed=seed)
+            return resampled_metrics(metric_functions(ev.metric_keys), probs, ev.labels, n_boot=n_boot, seed=seed)
     winner, runner_up = ranked[:2]
-    key = "brier"
+    key = _roles(table)[1]
     margin = fits[runner_up].after[key] - fits[winner].after[key]
     resampled = samples(runner_up, fits[runner_up].probs)[key] - samples(winner, fits[winner].probs)[key]
     spec = get_metric(key)
@@ -182,7 +199,9 @@ class Recommendation:
         The next candidate of :func:`ranked_candidates` (``None`` when there is no second).
     status : {"recommended", "none_helps", "no_fit"}
     before, after : dict of str to float
-        ECE, Brier score and accuracy before, and after ``method`` (empty without one).
+        ``"ece"``, ``"brier"`` and ``"accuracy"`` before, and after ``method`` (empty without one); a
+        confidence model's (:func:`score_keys`) hold its ECE and Brier score of confidence vs correctness and no
+        ``"accuracy"``: its answers, hence its accuracy, cannot change.
     brier_beyond_noise : bool or None
         Whether the paired interval of the method's own Brier change excludes 0 (``None`` without intervals).
     runner_up_brier : float or None
@@ -212,14 +231,16 @@ class Recommendation:
             return (f"{model_name}: no method lowers both the ECE and the Brier score on the evaluation rows; "
                     "keep the model as it is, or collect more calibration rows and try again.")
         best = f"**{self.method}**" if markdown else self.method
-        accuracy_change = self.after["accuracy"] - self.before["accuracy"]
-        accuracy_text = ("accuracy unchanged" if abs(accuracy_change) < 1e-12
-                         else f"accuracy {accuracy_change:+.1%}")
+        accuracy_text = ""
+        if "accuracy" in self.after:  # a confidence model has none: its answers do not change
+            accuracy_change = self.after["accuracy"] - self.before["accuracy"]
+            accuracy_text = (", accuracy unchanged" if abs(accuracy_change) < 1e-12
+                             else f", accuracy {accuracy_change:+.1%}")
         noise = self.brier_beyond_noise
         noise_text = ("" if noise is None else "; the Brier improvement is beyond bootstrap noise" if noise
                       else "; but the Brier change is within bootstrap noise")
         return (f"{model_name}: {best} helps most: ECE {_fmt(self.before['ece'])} → {_fmt(self.after['ece'])}, "
-                f"Brier score {_fmt(self.before['brier'])} → {_fmt(self.after['brier'])}, "
+                f"Brier score {_fmt(self.before['brier'])} → {_fmt(self.after['brier'])}"
                 f"{accuracy_text}{noise_text}.")
 
     def comparison(self, *, markdown: bool = True) -> str | None:
@@ -279,7 +300,8 @@ def recommend(table: pd.DataFrame, *, pair: PairedDifference | None = None,
     if table.empty:
         return Recommendation(None, None, "no_fit", {}, {})
     before = table.drop_duplicates("key").set_index("key")["before"]
-    before_values = {key: float(before[key]) for key in ("ece", "brier", "accuracy")}
+    roles = {role: key for role, key in zip(("ece", "brier", "accuracy"), _roles(table)) if key is not None}
+    before_values = {role: float(before[key]) for role, key in roles.items()}
     ranked = ranked_candidates(table, cautionary=cautionary)
     if not ranked:
         return Recommendation(None, None, "none_helps", before_values, {})
@@ -289,9 +311,9 @@ def recommend(table: pd.DataFrame, *, pair: PairedDifference | None = None,
     if pair is not None and (pair.winner, pair.runner_up) != (best, runner_up):
         pair = None
     return Recommendation(best, runner_up, "recommended", before_values,
-                          {key: float(after.loc[best, key]) for key in ("ece", "brier", "accuracy")},
-                          _excludes_zero(table, best, "brier"),
-                          None if runner_up is None else float(after.loc[runner_up, "brier"]), pair)
+                          {role: float(after.loc[best, key]) for role, key in roles.items()},
+                          _excludes_zero(table, best, roles["brier"]),
+                          None if runner_up is None else float(after.loc[runner_up, roles["brier"]]), pair)
 
 
 # ----------------------------------------------------------------------------- the whole comparison
@@ -338,7 +360,8 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
                     split: ArrayLike | None = None, split_names: Sequence[object] = (),
                     class_names: Sequence[str] | None = None, methods: Sequence[str] | None = None,
                     protocol: Protocol = Protocol(), n_boot: int = 200, seed: int = 0,
-                    alpha: float = 0.05, boot_budget_seconds: float | None = None) -> Comparison:
+                    alpha: float = 0.05, boot_budget_seconds: float | None = None,
+                    metrics: Sequence[str] = METRIC_KEYS) -> Comparison:
     """Fit every method honestly, bootstrap every change, recommend one: the Recalibration page in one call.
 
     The same steps as the page (and the same numbers for the same settings):
@@ -370,6 +393,9 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     boot_budget_seconds : float, optional
         Leave the intervals out when their predicted time
         (:func:`bootstrap_seconds`) is above this (as the page does above a minute).
+    metrics : sequence of str
+        Registry keys of every number (default :data:`~calib_core.recalibration.compare.METRIC_KEYS`; a
+        confidence model's set: :func:`calib_core.recalibration.confidence.compare_confidence`).
 
     Raises
     ------
@@ -381,7 +407,7 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
         methods = defaults.default_methods(probs.shape[1], defaults.DEFAULT_METHODS)
     used = effective_protocol(protocol, split_ready=split_column_ready(split_names))
     x, kind = model_input(probs, logits)
-    ev = evaluation_set(x, probs, labels, used, input=kind, split=split, class_names=class_names)
+    ev = evaluation_set(x, probs, labels, used, input=kind, split=split, class_names=class_names, metrics=metrics)
     fits = {method: fit_method(method, x, labels, ev) for method in methods}
     ok = {name: fit for name, fit in fits.items() if fit.ok}
     skipped = None
@@ -393,7 +419,8 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
 
     def samples(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
         if name not in cache:
-            cache[name] = resampled_metrics(METRIC_FUNCTIONS, values, ev.labels, n_boot=n_boot, seed=seed)
+            cache[name] = resampled_metrics(metric_functions(ev.metric_keys), values, ev.labels, n_boot=n_boot,
+                                            seed=seed)
         return cache[name]
 
     interval_table = intervals(ev, ok, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \

@@ -9,6 +9,7 @@ import streamlit as st
 
 from calib_core import CalibrationInputError
 from calib_core.recalibration import compare, sweeps
+from calib_core.recalibration.confidence import reliability_target
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY
 from studio import compute_recalibration as cr
 from studio import downloads, layout, report
@@ -53,10 +54,12 @@ def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | N
     """One model's comparison for the HTML report: its table, the verdict object the page shows, and the
     reliability tables before and after the recommended method (and ``picked``, the method shown on the page)."""
     ev, found = result.ev, result.recommendation
-    diagrams = {"Before": cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning)}
+    target = reliability_target(ev)
+    diagrams = {"Before": cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning,
+                                         target)}
     for method in dict.fromkeys(m for m in (found.method, picked) if m in result.ok_methods):
         diagrams[f"After: {method}"] = cr.reliability(result.fits[method].probs, ev.labels,
-                                                      (*result.key_base, method), int(n_bins), binning)
+                                                      (*result.key_base, method), int(n_bins), binning, target)
     note = report.comparison_note(result.sentence, ev, result.fits, n_boot=n_boot if result.intervals == "done" else 0,
                                   seed=seed)
     return report.Recalibration(result.view.name, result.table, diagrams, note=note, recommendation=found)
@@ -82,15 +85,19 @@ def show_reliability(result: ModelResult, *, n_boot: int,
     n_bins = layout.linked(bins_col.selectbox, "Bins", [10, 15, 20, 30], index=1, key="recal_bins")
     binning = layout.linked(binning_col.radio, "Binning", ["uniform", "adaptive"], horizontal=True, index=0,
                             key="recal_binning")
-    before_table = cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning)
-    after_table = cr.reliability(fits[method].probs, ev.labels, (*result.key_base, method), int(n_bins), binning)
+    target = reliability_target(ev)
+    before_table = cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning, target)
+    after_table = cr.reliability(fits[method].probs, ev.labels, (*result.key_base, method), int(n_bins), binning,
+                                 target)
     after_name = f"After: {method}"
     st.plotly_chart(reliability_figure({"Before": before_table, after_name: after_table}, layout="side_by_side",
                                        colors={"Before": 0, after_name: 2}),
                     theme=None, key="recal_reliability",
                     config=downloads.chart_config("Recalibration", view.name, method, n_bins, binning))
-    st.caption("Top-label reliability: each point is a bin's mean confidence against how often the predicted class "
-               "was right, with 95% Wilson intervals; bars below: share of evaluation rows per bin.")
+    st.caption(("Reliability of the stated confidence: each point is a bin's mean confidence (before, and as the "
+                "method maps it) against how often the answers in it were right" if result.stated else
+                "Top-label reliability: each point is a bin's mean confidence against how often the predicted class "
+                "was right") + ", with 95% Wilson intervals; bars below: share of evaluation rows per bin.")
     report_slot = st.empty()
 
     def draw_report(finals: dict[str, ModelResult]) -> None:
@@ -197,8 +204,10 @@ def show_downloads(result: ModelResult) -> None:
         "Recalibrated predictions (CSV)", lambda: cr.predictions_csv(view.predictions, ev, fit),
         file_name=f"{slug(view.name)}_{slug(method)}_recalibrated.csv", mime="text/csv", on_click="ignore",
         icon=":material/download:", key="recal_download_csv",
-        help="Columns label, split, p_<class>. Holdout: the fitted map applied to every row; `split` says which rows "
-             "it was fitted on (calibration) and evaluated on (test). Cross-fitting: the out-of-fold predictions.")
+        help=("Columns id (when the file has one), confidence (recalibrated), correct, split. " if result.stated
+              else "Columns label, split, p_<class>. ")
+        + "Holdout: the fitted map applied to every row; `split` says which rows it was fitted on (calibration) and "
+          "evaluated on (test). Cross-fitting: the out-of-fold predictions.")
     json_col.download_button(
         "Fitted parameters (JSON)", fit.params_json or "", file_name=f"{slug(view.name)}_{slug(method)}.json",
         mime="application/json", on_click="ignore", icon=":material/data_object:", key="recal_download_json",

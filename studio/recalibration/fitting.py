@@ -10,8 +10,9 @@ import streamlit as st
 
 from calib_core import CalibrationInputError
 from calib_core.recalibration import compare
+from calib_core.recalibration import confidence as confidence_maps
 from calib_core.recalibration.compare import EvaluationSet, MethodFit, Protocol
-from calib_core.recalibration.recommendation import PairedDifference, Recommendation, recommend
+from calib_core.recalibration.recommendation import Comparison, PairedDifference, Recommendation, recommend
 from studio import compute_recalibration as cr
 from studio.state import ModelView
 from studio.text import literal, md
@@ -58,6 +59,7 @@ class ModelResult:
     note: str | None
     intervals: str = "none"
     pair: PairedDifference | None = None
+    chosen: tuple[str, ...] = ()
 
     @property
     def recommendation(self) -> Recommendation:
@@ -70,6 +72,22 @@ class ModelResult:
         return [name for name, fit in self.fits.items() if fit.ok]
 
     @property
+    def stated(self) -> bool:
+        """A confidence model's comparison (its metrics are the ``conf_*`` entries, no accuracy)."""
+        return confidence_maps.is_confidence_comparison(self.ev.metric_keys)
+
+    @property
+    def accuracy_note(self) -> str:
+        """Why a confidence model's comparison reports no accuracy change (plain text)."""
+        return confidence_maps.unchanged_accuracy_sentence(self.ev.labels)
+
+    @property
+    def comparison_view(self) -> Comparison:
+        """This result as a :class:`~calib_core.recalibration.recommendation.Comparison` (for calib_core's
+        functions of a whole comparison)."""
+        return Comparison(self.ev, self.fits, self.table, self.recommendation, 0, 0)
+
+    @property
     def key_base(self) -> tuple:
         """What names this model's evaluation arrays in cache keys."""
         return (self.view.fingerprint, self.ev.input, self.ev.protocol)
@@ -80,10 +98,13 @@ def interval_text(result: ModelResult, n_boot: int, seed: int) -> str:
     n_rows = result.ev.labels.size
     if n_boot == 0 or result.boot_note or not result.ok_methods:
         return "No bootstrap intervals (choose resamples above to get them)."
+    kinds = ("percentiles for the NLL and Brier score, the estimate ± 1.96 bootstrap standard errors for the ECEs "
+             "and the AURC (the ECE's resamples are biased upwards)" if result.stated else
+             "percentiles for the NLL, Brier score and accuracy, the estimate ± 1.96 bootstrap standard errors for "
+             "the binned and KS errors (their resamples are biased upwards)")
     how = (f"{1 - ALPHA:.0%} bootstrap intervals over the {n_rows:,} evaluation rows, {n_boot:,} resamples, "
-           f"seed {seed}, made as on the Metrics page: percentiles for the NLL, Brier score and accuracy, the "
-           "estimate ± 1.96 bootstrap standard errors for the binned and KS errors (their resamples are biased "
-           "upwards); before and after resample the same rows, so the change has its own interval.")
+           f"seed {seed}, made as on the Metrics page: {kinds}; before and after resample the same rows, so the "
+           "change has its own interval.")
     if result.intervals == "pending":
         return f"Intervals: being computed (progress at the top of the page): {how}"
     if result.intervals == "stopped":
@@ -164,5 +185,5 @@ def fit_all(models: Sequence[ModelView], methods: Sequence[str], protocol: Proto
         table = compare.results_table(ev, fits)
         sentence = next((fit.protocol for fit in ok.values()), "")
         state = "pending" if n_boot and ok and boot_note is None else "none"
-        results[view.name] = ModelResult(view, ev, fits, table, sentence, boot_note, note, state)
+        results[view.name] = ModelResult(view, ev, fits, table, sentence, boot_note, note, state, chosen=tuple(methods))
     return results

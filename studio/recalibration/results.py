@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from calib_core.recalibration import compare
+from calib_core.recalibration import confidence as confidence_maps
 from calib_core.recalibration.compare import BEFORE, CAUTIONARY
 from studio import compute_recalibration as cr
 from studio import downloads, layout
@@ -97,14 +98,32 @@ def show_problems(result: ModelResult) -> None:
             st.caption(f"Exact zeros, NLL: {md(hazard.sentence)}")
     if result.boot_note:
         st.warning(result.boot_note, icon=":material/timer:")
+    if result.stated:  # before a stop: it says which chosen methods do not apply to a confidence model
+        show_confidence_notes(result)
     if not result.ok_methods:
         st.error(f"No method could be fitted on {literal(name)}. Choose other methods or another protocol.",
                  icon=":material/error:")
         st.stop()
-    if result.ev.input == "probs":
+    if result.ev.input == "probs" and not result.stated:
         st.caption(f"{literal(name)} has probabilities only (no logits): methods that work on logits use "
                    "log(p + 10⁻¹²), the logits up to a constant per row; an exact zero counts as log(10⁻¹²) ≈ "
                    "−27.6, as in scikit-learn's temperature scaling.")
+
+
+def show_confidence_notes(result: ModelResult) -> None:
+    """A confidence model: why no accuracy is reported, which chosen methods do not map a stated confidence, and
+    whether each fitted map keeps the confidences' order (so the AURC) -- sentences made by calib_core."""
+    name = literal(result.view.name)
+    skipped = [m for m in result.chosen if m not in confidence_maps.CONFIDENCE_METHODS]
+    text = (f"{name} is a confidence model: each method is a map of its stated confidence c to P(correct | c), "
+            f"fitted on the matrix [1 − c, c] with the correctness as labels. {md(result.accuracy_note)}")
+    if skipped:
+        text += (f" Not fitted on it: {', '.join(skipped)} (they need class probabilities or logits; a stated "
+                 f"confidence is mapped by {', '.join(confidence_maps.CONFIDENCE_METHODS)}).")
+    st.info(text, icon=":material/psychology:")
+    changes = confidence_maps.order_changes(result.comparison_view)
+    if changes:
+        st.caption("Ranking (AURC): " + " ".join(md(change.sentence) for change in changes.values()))
 
 
 @dataclass(frozen=True)
@@ -131,7 +150,8 @@ class TableSlots:
     def draw_change(self, result: ModelResult) -> None:
         """The change chart, drawn once per run: when the intervals are in, stopped, or not asked for."""
         with self.change:
-            st.plotly_chart(change_figure(result.table, keys=compare.PROBABILITY_SCALE_KEYS,
+            keys = confidence_maps.CONFIDENCE_CHANGE_KEYS if result.stated else compare.PROBABILITY_SCALE_KEYS
+            st.plotly_chart(change_figure(result.table, keys=keys,
                                           colors={m: i for i, m in enumerate(result.ok_methods)},
                                           title="Change of each calibration error (after − before)"),
                             theme=None, key="recal_change",
@@ -149,7 +169,10 @@ def show_tables(result: ModelResult, *, n_boot: int, seed: int) -> TableSlots:
     st.subheader(f"Before and after: {literal(view.name)}")
     matrix = compare.summary_matrix(ev, table)
     st.dataframe(cr.styled_summary(matrix, compare.best_methods(table)), width="stretch")
-    st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows (15 uniform bins for the binned errors); "
+    bins = ("the stated confidence against the correctness: ECE with 10 equal-width and 10 equal-mass bins, Brier "
+            "score, NLL and AURC; no accuracy column, since no answer changes" if result.stated
+            else "15 uniform bins for the binned errors")
+    st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows ({bins}); "
                f"first row: {BEFORE.lower()}. {cr.best_note(result.ok_methods)}"
                + (f" {cr.MISSING}: could not be computed." if matrix.isna().any().any() else ""))
     slots = TableSlots(st.empty(), st.empty(), st.empty(), int(n_boot), int(seed))

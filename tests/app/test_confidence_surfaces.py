@@ -62,7 +62,7 @@ def test_metrics_page_shows_the_confidence_metrics(known):
     assert "Class-wise ECE" not in shown
 
 
-@pytest.mark.parametrize("page", ["pages/3_Per-class.py", "pages/5_Simplex.py", "pages/6_Recalibration.py",
+@pytest.mark.parametrize("page", ["pages/3_Per-class.py", "pages/5_Simplex.py",
                                   "pages/4_Bin_sensitivity.py", "pages/7_Estimators.py"])
 def test_pages_that_need_classes_say_why_plainly(page, known):
     app = _open(page, known)
