@@ -174,3 +174,8 @@ from calib_core.recalibration.decisions import (DecisionCurve, RecalibrationValu
 
 __all__ += ["PrevalenceEstimate", "estimate_prevalence", "DecisionCurve", "RecalibrationValue", "decision_curve",
             "net_benefit", "recalibration_value"]
+
+# Systems compared on the same rows (issue 26): paired differences of every metric, intervals and verdicts.
+from calib_core.recalibration.paired import SystemsComparison, compare_systems  # noqa: E402
+
+__all__ += ["SystemsComparison", "compare_systems"]
