@@ -14,12 +14,15 @@ app's *Compare systems* section and the HTML report call the same function);
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
+import numpy as np
 import pandas as pd
 
 from calib_core.engines.cli_common import add_loader_flags, check_metric_kind, load_file
 from calib_core.inference.verdicts import check_alpha
+from calib_core.io.systems import match_by_id
 from calib_core.metrics.registry import METRICS
 from calib_core.recalibration.compare import HIGHER_IS_BETTER, METRIC_KEYS
 from calib_core.recalibration.paired import CONFIDENCE_SYSTEM_KEYS, compare_systems
@@ -143,19 +146,25 @@ def compare(args: argparse.Namespace) -> dict:
     check_resampling(args)
     paths = [args.path, *args.others]
     loaded = [load_rows(path, args) for path in paths]
-    models = [loaded[0]] + [matched_rows(loaded[0], other, first_path=paths[0], second_path=path,
-                                         id_column=args.id_column) for other, path in zip(loaded[1:], paths[1:])]
-    names = _unique_names(models, paths)
-    kind = models[0].kind
-    if any(m.kind != kind for m in models):
+    kind = loaded[0].kind
+    if any(m.kind != kind for m in loaded):
         raise CalibrationInputError("compare needs models of one kind: confidence files and K-class files mixed.")
+    names = _unique_names(loaded, paths)
+    if kind == "confidence":  # each system is right or wrong on its own: match items by id, not by labels
+        models, matched_by = _matched_systems(loaded, names, args.id_column)
+    else:
+        models = [loaded[0]] + [matched_rows(loaded[0], other, first_path=paths[0], second_path=path,
+                                             id_column=args.id_column)
+                                for other, path in zip(loaded[1:], paths[1:])]
+        matched_by = f"id column {args.id_column!r}" if args.id_column else "file order (labels checked)"
     keys = args.metric or list(CONFIDENCE_SYSTEM_KEYS if kind == "confidence" else METRIC_KEYS)
     known = {spec.key for spec in METRICS}
     for key in keys:
         if key not in known:
             raise CalibrationInputError(f"unknown --metric {key!r}; known: {', '.join(sorted(known))}.")
         check_metric_kind(key, models[0], "--metric")
-    found = compare_systems([m.probs for m in models], models[0].labels, names=names, keys=keys, kind=kind,
+    labels = np.stack([m.labels for m in models]) if kind == "confidence" else models[0].labels
+    found = compare_systems([m.probs for m in models], labels, names=names, keys=keys, kind=kind,
                             n_bins=args.n_bins, binning=args.binning, bandwidth=args.bandwidth, n_boot=args.n_boot,
                             seed=args.seed, alpha=args.alpha)
     metrics = {}
@@ -169,8 +178,18 @@ def compare(args: argparse.Namespace) -> dict:
         }
     return {"files": [str(p) for p in paths], "models": names, "n_samples": found.n_samples,
             "n_classes": int(models[0].n_classes), "n_boot": int(args.n_boot), "seed": int(args.seed),
-            "alpha": float(args.alpha), "matched_by": f"id column {args.id_column!r}" if args.id_column
-            else "file order (labels checked)", "metrics": metrics}
+            "alpha": float(args.alpha), "matched_by": matched_by, "metrics": metrics}
+
+
+def _matched_systems(loaded, names: list[str], id_column: str | None):
+    """Confidence models matched by item id (:func:`calib_core.io.systems.match_by_id`): the loader's id column,
+    or ``--id-column`` (loaded as the group column); without ids, by position when the row counts agree."""
+    if id_column is not None:
+        loaded = [dataclasses.replace(m, ids=m.groups, groups=None, group_column=None) for m in loaded]
+    models = match_by_id(loaded, names=names)
+    if all(m.ids is None for m in models):
+        return models, "file order (no item id column)"
+    return models, f"item id ({id_column!r})" if id_column else "item id (the files' id column)"
 
 
 def format_compare(result: dict) -> str:

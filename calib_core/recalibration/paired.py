@@ -81,10 +81,25 @@ def _sample_method(spec) -> str:
     return spec.interval if spec.interval in ("percentile", "bootstrap_se") else "bootstrap_se"
 
 
+def _labels_per_model(labels: ArrayLike, n_models: int) -> list[np.ndarray]:
+    """``labels`` of shape (N,) shared by every model, or (M, N): one row per model (a confidence model's
+    correctness differs from system to system on the same items)."""
+    array = np.asarray(labels)
+    if array.ndim == 1:
+        return [array] * n_models
+    if array.ndim != 2 or array.shape[0] != n_models:
+        raise CalibrationInputError(f"`labels` must have shape (N,) or (M, N) with M = {n_models} models; got "
+                                    f"shape {array.shape}.")
+    return list(array)
+
+
 def paired_metric(key: str, probs_list: Sequence[ArrayLike], labels: ArrayLike, *, n_bins: int = 15,
                   binning: str = "uniform", bandwidth: float | None = None, n_boot: int = 1000, seed: int = 0,
                   alpha: float = 0.05) -> PairedMetric:
     """One metric of several models on the same rows, resampled with one seed (:func:`resampled_metrics`).
+
+    ``labels`` has shape (N,), or (M, N) with one row per model (confidence models: each system's
+    correctness on the same items). The same seed draws the same rows for every model.
 
     Raises
     ------
@@ -98,9 +113,10 @@ def paired_metric(key: str, probs_list: Sequence[ArrayLike], labels: ArrayLike, 
         raise CalibrationInputError(f"{spec.label} cannot be compared with a paired bootstrap: "
                                     f"{spec.no_interval or 'it declares no interval'}.")
     function = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
-    estimates = np.array([float(function(p, labels)) for p in probs_list])
-    samples = np.stack([resampled_metrics({key: function}, p, labels, n_boot=n_boot, seed=seed)[key]
-                        for p in probs_list])
+    per_model = _labels_per_model(labels, len(probs_list))
+    estimates = np.array([float(function(p, y)) for p, y in zip(probs_list, per_model)])
+    samples = np.stack([resampled_metrics({key: function}, p, y, n_boot=n_boot, seed=seed)[key]
+                        for p, y in zip(probs_list, per_model)])
     lows, highs = np.full(len(probs_list), math.nan), np.full(len(probs_list), math.nan)
     for m in range(len(probs_list)):
         lows[m], highs[m] = interval_from_samples(_sample_method(spec), estimates[m], samples[m], alpha,
@@ -206,8 +222,9 @@ def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names
     ----------
     probs_list : sequence of array_like of shape (N, K)
         One per model, rows already matched (a confidence model's ``[1 - c, c]``).
-    labels : array_like of shape (N,)
-        The labels (a confidence model's correctness), the same for every model.
+    labels : array_like of shape (N,) or (M, N)
+        The labels shared by every model, or one row per model: confidence
+        models answering the same items are each right or wrong on their own.
     names : sequence of str
         One name per model (distinct, for the verdicts to be read).
     keys : sequence of str, optional
@@ -241,7 +258,7 @@ def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names
     >>> rng = np.random.default_rng(0)
     >>> c = rng.uniform(0.5, 1.0, 400); y = (rng.uniform(size=400) < c).astype(int)
     >>> honest, over = np.column_stack([1 - c, c]), np.column_stack([0.02 + 0 * c, 0.98 + 0 * c])
-    >>> found = compare_systems([honest, over], y, names=["honest", "over"], keys=["conf_ece"],
+    >>> found = compare_systems([honest, over], [y, y], names=["honest", "over"], keys=["conf_ece"],
     ...                         kind="confidence", n_boot=200)
     >>> found.differences[0].better
     'honest'
@@ -260,6 +277,7 @@ def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names
                                         "models.")
     labels = np.asarray(labels)
     metrics, differences = [], []
+    n_samples = labels.shape[-1]
     for key in keys:
         found = paired_metric(key, probs_list, labels, n_bins=n_bins, binning=binning,
                               bandwidth=bandwidth if get_metric(key).with_bandwidth else None, n_boot=n_boot,
@@ -273,5 +291,5 @@ def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names
                 better = names[j] if (high < 0) != higher else names[i]
             differences.append(PairedDifference(key, found.name, names[i], names[j], estimate, low, high, higher,
                                                 better, float(alpha)))
-    return SystemsComparison(names, int(labels.size), int(n_boot), int(seed), float(alpha), tuple(metrics),
+    return SystemsComparison(names, int(n_samples), int(n_boot), int(seed), float(alpha), tuple(metrics),
                              tuple(differences))

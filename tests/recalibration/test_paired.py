@@ -40,7 +40,7 @@ def test_ranking_entries_read_the_stated_confidence_not_its_top_label():
 
 def test_a_system_against_itself_differs_by_exactly_zero():
     c, y, systems = _systems()
-    found = compare_systems([systems["honest"], systems["honest"].copy()], y, names=["a", "b"], kind="confidence",
+    found = compare_systems([systems["honest"], systems["honest"].copy()], np.stack([y, y]), names=["a", "b"], kind="confidence",
                             n_boot=50)
     assert [m.key for m in found.metrics] == ["conf_ece", "conf_brier", "conf_auroc", "conf_aurc", "conf_accuracy"]
     for d in found.differences:
@@ -76,3 +76,17 @@ def test_refusals_name_the_problem():
         compare_systems([systems["honest"]] * 2, y, names=["a"], kind="confidence", n_boot=20)
     with pytest.raises(cc.CalibrationInputError, match="for classes models"):
         compare_systems([systems["honest"]] * 2, y, names=["a", "b"], keys=["ece"], kind="confidence", n_boot=20)
+
+
+def test_each_system_is_judged_on_its_own_correctness():
+    """Systems answering the same items are each right or wrong: labels (M, N), one row per system."""
+    rng = np.random.default_rng(3)
+    c1, c2 = rng.uniform(0.5, 1.0, 300), rng.uniform(0.5, 1.0, 300)
+    y1, y2 = (rng.uniform(size=300) < c1).astype(int), (rng.uniform(size=300) < c2).astype(int)
+    found = compare_systems([_pair(c1), _pair(c2)], np.stack([y1, y2]), names=["one", "two"], kind="confidence",
+                            keys=["conf_brier"], n_boot=40)
+    assert found.metrics[0].estimates.tolist() == pytest.approx([np.mean((c1 - y1) ** 2), np.mean((c2 - y2) ** 2)])
+    assert found.metrics[0].samples.shape == (2, 40)
+    with pytest.raises(cc.CalibrationInputError, match=r"shape \(N,\) or \(M, N\)"):
+        compare_systems([_pair(c1), _pair(c2)], np.stack([y1, y2, y1]), names=["one", "two"], kind="confidence",
+                        keys=["conf_brier"], n_boot=40)
