@@ -186,7 +186,8 @@ def _matched_systems(loaded, names: list[str], id_column: str | None):
     or ``--id-column`` (loaded as the group column); without ids, by position when the row counts agree."""
     if id_column is not None:
         loaded = [dataclasses.replace(m, ids=m.groups, groups=None, group_column=None) for m in loaded]
-    models = match_by_id(loaded, names=names)
+    shown = [f"{n} ({k + 1})" if names.count(n) > 1 else n for k, n in enumerate(names)]  # a file given twice
+    models = match_by_id(loaded, names=shown)
     if all(m.ids is None for m in models):
         return models, "file order (no item id column)"
     return models, f"item id ({id_column!r})" if id_column else "item id (the files' id column)"
