@@ -37,11 +37,13 @@ CONFIDENCE_SYSTEM_KEYS = ("conf_ece", "conf_brier", "conf_auroc", "conf_aurc", "
 #: The metrics compared by default for K-class models (the Recalibration page's).
 CLASS_SYSTEM_KEYS = METRIC_KEYS
 
-#: What "better" means per metric, in the verdict sentences.
-_BETTER = {"conf_ece": "better calibrated", "conf_brier": "better (Brier score)", "conf_nll": "better (NLL)",
-           "conf_auroc": "better at knowing when it is wrong", "conf_aurc": "better at knowing when it is wrong",
-           "conf_eaurc": "better at knowing when it is wrong", "conf_augrc": "better at knowing when it is wrong",
-           "conf_accuracy": "more accurate", "accuracy": "more accurate"}
+#: What "better" means per metric, in the verdict sentences (AURC and AUGRC mix the ranking with the accuracy).
+_BETTER = {"conf_ece": "is better calibrated than", "conf_brier": "has a better Brier score than",
+           "conf_nll": "has a better NLL than", "conf_auroc": "is better at knowing when it is wrong than",
+           "conf_eaurc": "is better at knowing when it is wrong than",
+           "conf_aurc": "is better at selective prediction (ranking and accuracy together) than",
+           "conf_augrc": "is better at selective prediction (ranking and accuracy together) than",
+           "conf_accuracy": "is more accurate than", "accuracy": "is more accurate than"}
 
 
 @dataclass(frozen=True)
@@ -166,9 +168,9 @@ class PairedDifference:
             return (f"{self.name}: no difference beyond noise between {self.a} and {self.b} "
                     f"({self.difference:+.4f}; {span}, which holds 0).")
         worse = self.a if self.better == self.b else self.b
-        what = _BETTER.get(self.key, "better")
+        what = _BETTER.get(self.key, "is better than")
         direction = "higher" if self.higher_is_better else "lower"
-        return (f"{self.name}: {self.better} is {what} than {worse} beyond noise ({direction} by "
+        return (f"{self.name}: {self.better} {what} {worse} beyond noise ({direction} by "
                 f"{abs(self.difference):.4f}; {span}, which excludes 0).")
 
 
