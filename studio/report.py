@@ -47,6 +47,7 @@ from calib_core.recalibration.compare import Protocol
 from calib_core.recalibration.recommendation import Recommendation, compare_methods
 from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError
+from studio.report_confidence import confidence_sections
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -54,7 +55,7 @@ __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportM
 
 #: Sections in report order (a page's button asks for its own; "everything" for all).
 REPORT_SECTIONS = ("data", "metrics", "verdicts", "reliability", "per_class", "sensitivity", "simplex",
-                   "recalibration")
+                   "recalibration", "selective", "systems")
 #: Per-class reliability diagrams drawn at most (one per class); larger K lists the rest in the table.
 MAX_CLASS_DIAGRAMS = 20
 #: Tests of :func:`calib_core.calibration_test` in the verdict table.
@@ -743,6 +744,8 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
             body.append(chart_div(section, caption, fig))
         if section in ("simplex",) and section not in by_section and any(m.predictions.n_classes < 3 for m in models):
             body.append("<h2>Simplex</h2><p class='note'>No model with three or more classes.</p>")
+    body += confidence_sections(  # issue 26: selective prediction, systems compared (studio/report_confidence)
+        models, settings, sections, data, chart_div, table=_table, escape=_e)
     payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \
         .replace("&", "\\u0026")
     return "\n".join([
