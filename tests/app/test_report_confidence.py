@@ -75,3 +75,16 @@ def test_systems_that_cannot_be_matched_are_refused_in_the_report():
     assert "These systems cannot be compared" in text and "different numbers of items" in _data(text)["systems"]["error"]
     one = report.build_report([report.ReportModel("honest", honest)], SETTINGS, sections=("data", "systems"))
     assert "Compare systems" not in one  # one confidence model: no section
+
+
+def test_the_reliability_pages_selective_numbers_read_a_confidence_models_stated_confidence():
+    """Before: studio.compute_selective took the top label of [1 - c, c], i.e. max(c, 1 - c) and whether c >= 0.5
+    matched the outcome, for a confidence model with stated confidences below one half."""
+    from studio import compute_selective
+
+    honest, _ = _systems()
+    curve, _band = compute_selective.curve_and_band(honest, "honest-test", 20, 0)
+    expected = cc.risk_coverage(honest.confidence, honest.correct)
+    assert curve.risk.tolist() == pytest.approx(expected.risk.tolist())
+    risk, _, found = compute_selective.selective_numbers(honest, "honest-test", 0.8, 0.3, 0.05)
+    assert risk == pytest.approx(float(cc.selective_risk(honest.confidence, honest.correct, [0.8])[0]))
