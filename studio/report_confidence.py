@@ -85,7 +85,7 @@ def selective_html(models, settings, *, table: Callable, escape: Callable,
 
     rows, curves, bands, chosen = selective_data(models, settings)
     colors = {m.name: i for i, m in enumerate(models)}
-    band = (f"shaded: a {1 - settings.alpha:.0%} pointwise bootstrap band ({min(settings.n_boot, 200)} resamples, "
+    band = (f"Shaded: a {1 - settings.alpha:.0%} pointwise bootstrap band ({min(settings.n_boot, 200)} resamples, "
             f"seed {settings.seed})" if bands else "no band (no bootstrap resamples)")
     figure = risk_coverage_figure(curves, bands, colors=colors, chosen=chosen, target_risk=TARGET_RISK)
     head = ["model", "reads", "AUROC of confidence", "AURC", "E-AURC", "AUGRC",
