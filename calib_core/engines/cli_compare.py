@@ -22,6 +22,7 @@ import pandas as pd
 
 from calib_core.engines.cli_common import add_loader_flags, check_metric_kind, load_file
 from calib_core.inference.verdicts import check_alpha
+from calib_core.io.confidence import SeveralModelsError
 from calib_core.io.systems import match_by_id
 from calib_core.metrics.registry import METRICS
 from calib_core.recalibration.compare import HIGHER_IS_BETTER, METRIC_KEYS
@@ -38,9 +39,11 @@ def add_commands(commands) -> None:
     parser = commands.add_parser("compare", help="compare models on the same rows: each metric with its interval "
                                  "and the paired difference of every two models")
     parser.add_argument("path", metavar="A", help="the first model's predictions file (the reference)")
-    parser.add_argument("others", nargs="+", metavar="B", help="the other models' files, on the same rows")
+    parser.add_argument("others", nargs="*", metavar="B", help="the other models' files, on the same rows (none: "
+                        "A is one confidence file of several systems, in a model column)")
     parser.add_argument("--metric", action="append", default=None, metavar="NAME",
-                        help=f"a metric to compare (repeatable; default: {', '.join(METRIC_KEYS)}); any registry "
+                        help=f"a metric to compare (repeatable; default: {', '.join(METRIC_KEYS)}; confidence files: "
+                             f"{', '.join(CONFIDENCE_SYSTEM_KEYS)}); any registry "
                              "metric with a bootstrap interval")
     add_metric_flags(parser)
     add_pairing_flags(parser)
@@ -136,6 +139,23 @@ def check_resampling(args: argparse.Namespace) -> None:
         raise CalibrationInputError(f"--alpha must be a number in (0, 0.5], got {args.alpha}.") from None
 
 
+def _load_systems(paths: list[str], args: argparse.Namespace) -> tuple[list, list[str]]:
+    """Each file's model, or each system of a confidence file with a model column (its path as
+    ``path:system``); at least two models."""
+    loaded, shown = [], []
+    for path in paths:
+        try:
+            loaded.append(load_rows(path, args))
+            shown.append(path)
+        except SeveralModelsError as several:
+            loaded += several.models
+            shown += [f"{path}:{m.name}" for m in several.models]
+    if len(loaded) < 2:
+        raise CalibrationInputError("compare needs at least two models: give two files or more, or one confidence "
+                                    "file with several systems in a model column.")
+    return loaded, shown
+
+
 def _unique_names(predictions, paths) -> list[str]:
     names = [p.name for p in predictions]
     return names if len(set(names)) == len(names) else [str(path) for path in paths]
@@ -145,7 +165,7 @@ def compare(args: argparse.Namespace) -> dict:
     """The comparison as a JSON-ready dict (:func:`calib_core.recalibration.paired.compare_systems`)."""
     check_resampling(args)
     paths = [args.path, *args.others]
-    loaded = [load_rows(path, args) for path in paths]
+    loaded, paths = _load_systems(paths, args)
     kind = loaded[0].kind
     if any(m.kind != kind for m in loaded):
         raise CalibrationInputError("compare needs models of one kind: confidence files and K-class files mixed.")

@@ -292,7 +292,7 @@ def confidence_models(table: Table, display: str, model_name: str, fmt: str, *, 
         object.__setattr__(model, "attribute_columns", tuple(parts.attributes))
         return model
 
-    systems = [] if parts.models is None else list(pd.unique(parts.models))
+    systems = [] if parts.models is None else [str(s) for s in pd.unique(parts.models)]
     if len(systems) <= 1:
         label = model_name if not systems or name_given else f"{model_name}: {systems[0]}"
         return build(slice(None), label)

@@ -89,3 +89,15 @@ def test_confidence_systems_are_matched_by_item_id_and_judged_on_their_own_corre
     assert brier["honest"]["estimate"] == pytest.approx(np.mean((np.round(c, 4)[kept] - right[kept]) ** 2))
     assert brier["sure"]["estimate"] == pytest.approx(np.mean((0.97 - sure_right[kept]) ** 2))
     assert result["metrics"]["conf_ece"]["differences"][0]["better"] == "honest"
+
+
+def test_a_long_file_of_several_systems_is_compared(tmp_path, capsys):
+    """Before: refused ("holds 2 systems in column 'model'; load it with load_confidence_models")."""
+    lines = ["question_id,model,confidence,correct"]
+    lines += [f"q{i},a,0.9,{int(i % 10 != 0)}" for i in range(60)] + [f"q{i},b,0.9,{int(i % 2)}" for i in range(60)]
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["compare", str(path), "--json", "--n-boot", "50", "--metric", "conf_accuracy"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["models"] == ["a", "b"] and result["n_samples"] == 60
+    assert result["metrics"]["conf_accuracy"]["models"]["a"]["estimate"] == pytest.approx(0.9)
