@@ -10,6 +10,7 @@ import calib_core as cc
 from studio import compute, deployment, downloads, layout, metrics_page, state
 from calib_core.plot import figures
 from studio.estimators.sections import fixable_section
+from studio.systems_section import systems_section
 from studio.text import md
 
 models = layout.setup_page("Metrics")
@@ -161,6 +162,8 @@ if flagged:
     st.warning(f"Flagged by the Lab: {', '.join(flagged)}: its measured size leaves [0.03, 0.07], so its p-value "
                "is not what it promises (see the last column).", icon=":material/flag:")
 
+systems_slot = st.empty()  # Compare systems (two or more confidence models): filled after the intervals
+
 st.subheader("What recalibration can fix")
 fixable_slot = st.empty()  # filled at the end of the page, after the intervals (cross-fitting takes seconds)
 fixable_slot.caption("Computed after the intervals.")
@@ -200,6 +203,8 @@ def finish(final, stopped):
 
 metrics_page.fill_intervals(table, jobs, key=run, level=level, table_slot=table_slot, status_slot=status_slot,
                             finish=finish)
+with systems_slot.container():
+    systems_section(models, n_boot=int(n_boot), seed=int(seed), alpha=alpha)
 with fixable_slot.container():
     layout.run_with_progress("Cross-fitting the recalibration methods", lambda report: fixable_section(
         models, n_boot=lambda model: int(n_boot), seed=int(seed), key="metric_fixable", alpha=alpha))

@@ -1,6 +1,7 @@
 """Selective prediction's calib_core calls, wrapped in ``st.cache_data`` (pattern of :mod:`studio.compute`).
 
-A K-class model enters through its top label (confidence = largest probability, correct = arg-max == label);
+A K-class model enters through its top label (confidence = largest probability, correct = arg-max == label), a
+confidence model through its stated confidence (:attr:`~calib_core.io.Predictions.confidence`);
 the model's ``fingerprint`` and the small options form the cache key.
 """
 from __future__ import annotations
@@ -13,7 +14,9 @@ from studio.memory import RESULT_TTL_SECONDS
 
 
 def _top_label(predictions: Predictions):
-    return cc.top_label(predictions.probs, predictions.labels)
+    """The confidence and correctness: a K-class model's top label, a confidence model's stated confidence (its
+    ``[1 - c, c]`` read as two classes would give ``max(c, 1 - c)``)."""
+    return predictions.confidence, predictions.correct
 
 
 @st.cache_data(show_spinner="Resampling the risk-coverage curve ...", max_entries=64, ttl=RESULT_TTL_SECONDS)

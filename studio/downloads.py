@@ -117,7 +117,9 @@ def report_button(section: str, models: Sequence[state.ModelView], *, n_bins: in
         return
     sections = report.REPORT_SECTIONS if section == "everything" else ("data", section)
     if section == "reliability":
-        sections = ("data", "metrics", "verdicts", "reliability")
+        sections = ("data", "metrics", "verdicts", "reliability", "selective")
+    if section == "metrics":  # with the Compare systems section when two or more confidence models are shown
+        sections = ("data", "metrics", "systems")
     settings = report.ReportSettings(n_bins=int(n_bins), binning=binning, n_boot=int(n_boot),
                                      seed=int(seed), alpha=float(alpha))
     chosen = list(models)

@@ -49,6 +49,7 @@ from calib_core.recalibration.recommendation import Recommendation
 from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError
 from studio import report_decisions
+from studio.report_confidence import confidence_sections
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -56,7 +57,7 @@ __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportM
 
 #: Sections in report order (a page's button asks for its own; "everything" for all).
 REPORT_SECTIONS = ("data", "metrics", "verdicts", "reliability", "per_class", "sensitivity", "simplex",
-                   "recalibration")
+                   "recalibration", "selective", "systems")
 #: Per-class reliability diagrams drawn at most (one per class); larger K lists the rest in the table.
 MAX_CLASS_DIAGRAMS = 20
 #: Tests of :func:`calib_core.calibration_test` in the verdict table.
@@ -751,6 +752,8 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
     if decisions is not None and (decisions.decides or decisions.deployment is not None):
         part, data["decisions"] = report_decisions.decisions_html(models, settings, decisions, chart_div)
         body.append(part)
+    body += confidence_sections(  # issue 26: selective prediction, systems compared (studio/report_confidence)
+        models, settings, sections, data, chart_div, table=_table, escape=_e)
     payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \
         .replace("&", "\\u0026")
     return "\n".join([

@@ -16,8 +16,9 @@ INTRO = (
     "Answer only the most confident items and abstain on the rest: the curve shows the **error rate among the "
     "items answered** (selective risk) at each **coverage**, keeping items from the most confident down; tied "
     "confidences are kept or dropped together (dotted: inside the most confident tie group, which only a random "
-    "order could split). Shaded: a 95% pointwise bootstrap band. A K-class model enters "
-    "through its top label (confidence = largest probability, correct = arg-max is the label). AURC, E-AURC, "
+    "order could split). Shaded: a 95% pointwise bootstrap band. A confidence model enters through its stated "
+    "confidence, a K-class model through its top label (confidence = largest probability, correct = arg-max is "
+    "the label). AURC, E-AURC, "
     "AUGRC and the AUROC of confidence for correctness, with intervals, are on the Metrics page."
 )
 

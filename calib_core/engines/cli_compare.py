@@ -6,29 +6,28 @@ the same order, checked by their labels (:func:`matched_rows`). Every model
 is resampled with the same seed, so resample ``b`` holds the same rows for
 each, and ``value_B,b - value_A,b`` is the bootstrap distribution of the
 difference (the paired bootstrap of the Recalibration page,
-:func:`calib_core.recalibration.compare.intervals`). Each interval is made as
-the metric's registry entry declares
-(:func:`calib_core.inference.intervals.interval_from_samples`), so a model's
-interval is :func:`calib_core.metric_interval`'s for the same seed.
+:func:`calib_core.recalibration.compare.intervals`). The numbers and the
+verdicts are :func:`calib_core.recalibration.paired.compare_systems`'s (the
+app's *Compare systems* section and the HTML report call the same function);
 ``check --baseline`` uses the same machinery (:func:`paired_metric`).
 """
 from __future__ import annotations
 
 import argparse
-import itertools
+import dataclasses
 import json
-import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from calib_core.engines.cli_common import CONFIDENCE_COMPARE_KEYS, add_loader_flags, check_metric_kind, load_file
-from calib_core.inference.bootstrap import resampled_metrics
-from calib_core.inference.intervals import interval_from_samples
+from calib_core.engines.cli_common import add_loader_flags, check_metric_kind, load_file
 from calib_core.inference.verdicts import check_alpha
-from calib_core.metrics.registry import METRICS, get_metric, metric_function, metric_name
+from calib_core.io.confidence import SeveralModelsError
+from calib_core.io.systems import match_by_id
+from calib_core.metrics.registry import METRICS
 from calib_core.recalibration.compare import HIGHER_IS_BETTER, METRIC_KEYS
+from calib_core.recalibration.paired import CONFIDENCE_SYSTEM_KEYS, compare_systems
+from calib_core.recalibration.paired import PairedMetric, paired_metric  # noqa: F401 (cli_check's import)
 from calib_core.validation import CalibrationInputError, check_count
 
 #: Resamples of ``compare`` and ``check --baseline`` by default.
@@ -40,9 +39,11 @@ def add_commands(commands) -> None:
     parser = commands.add_parser("compare", help="compare models on the same rows: each metric with its interval "
                                  "and the paired difference of every two models")
     parser.add_argument("path", metavar="A", help="the first model's predictions file (the reference)")
-    parser.add_argument("others", nargs="+", metavar="B", help="the other models' files, on the same rows")
+    parser.add_argument("others", nargs="*", metavar="B", help="the other models' files, on the same rows (none: "
+                        "A is one confidence file of several systems, in a model column)")
     parser.add_argument("--metric", action="append", default=None, metavar="NAME",
-                        help=f"a metric to compare (repeatable; default: {', '.join(METRIC_KEYS)}); any registry "
+                        help=f"a metric to compare (repeatable; default: {', '.join(METRIC_KEYS)}; confidence files: "
+                             f"{', '.join(CONFIDENCE_SYSTEM_KEYS)}); any registry "
                              "metric with a bootstrap interval")
     add_metric_flags(parser)
     add_pairing_flags(parser)
@@ -127,69 +128,6 @@ def matched_rows(first, second, *, first_path: str, second_path: str, id_column:
     return second
 
 
-@dataclass(frozen=True)
-class PairedMetric:
-    """Each model's value of one metric with its interval, and the differences ``value_j - value_i``.
-
-    Attributes
-    ----------
-    key, name : str
-    estimates, lows, highs : ndarray of shape (M,)
-        Per model; NaN interval ends when the metric has no bootstrap interval.
-    samples : ndarray of shape (M, n_boot)
-        The paired resampled values (the same rows in column ``b`` for every model).
-    """
-
-    key: str
-    name: str
-    estimates: np.ndarray
-    lows: np.ndarray
-    highs: np.ndarray
-    samples: np.ndarray
-    alpha: float
-
-    def difference(self, i: int, j: int) -> tuple[float, float, float]:
-        """``value_j - value_i`` and its paired interval (the low end not cut at 0)."""
-        spec = get_metric(self.key)
-        estimate = float(self.estimates[j] - self.estimates[i])
-        low, high = interval_from_samples(_sample_method(spec), estimate, self.samples[j] - self.samples[i],
-                                          self.alpha, signed=True)
-        return estimate, low, high
-
-
-def _sample_method(spec) -> str:
-    """How an interval is made from resamples: the declared one, or the bootstrap standard error for a metric
-    whose own interval is a variance formula (its resamples are still valid)."""
-    return spec.interval if spec.interval in ("percentile", "bootstrap_se") else "bootstrap_se"
-
-
-def paired_metric(key: str, probs_list, labels, *, n_bins: int, binning: str, bandwidth: float | None,
-                  n_boot: int, seed: int, alpha: float) -> PairedMetric:
-    """One metric of several models on the same rows, resampled with one seed (:func:`resampled_metrics`).
-
-    Raises
-    ------
-    CalibrationInputError
-        A metric that a bootstrap cannot resample (``interval="none"``: a
-        leave-one-out kernel estimate, the loess summaries) or that cannot be
-        computed on these rows.
-    """
-    spec = get_metric(key)
-    if spec.interval == "none":
-        raise CalibrationInputError(f"{spec.label} cannot be compared with a paired bootstrap: "
-                                    f"{spec.no_interval or 'it declares no interval'}.")
-    function = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
-    estimates = np.array([float(function(p, labels)) for p in probs_list])
-    samples = np.stack([resampled_metrics({key: function}, p, labels, n_boot=n_boot, seed=seed)[key]
-                        for p in probs_list])
-    lows, highs = np.full(len(probs_list), math.nan), np.full(len(probs_list), math.nan)
-    for m in range(len(probs_list)):
-        lows[m], highs[m] = interval_from_samples(_sample_method(spec), estimates[m], samples[m], alpha,
-                                                  signed=spec.signed)
-    name = metric_name(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
-    return PairedMetric(key, name, estimates, lows, highs, samples, float(alpha))
-
-
 def check_resampling(args: argparse.Namespace) -> None:
     """``--n-boot``, ``--seed`` and ``--alpha`` checked once (:class:`CalibrationInputError` names the flag)."""
     check_count(args.n_boot, "--n-boot", 2)
@@ -201,53 +139,78 @@ def check_resampling(args: argparse.Namespace) -> None:
         raise CalibrationInputError(f"--alpha must be a number in (0, 0.5], got {args.alpha}.") from None
 
 
+def _load_systems(paths: list[str], args: argparse.Namespace) -> tuple[list, list[str]]:
+    """Each file's model, or each system of a confidence file with a model column (its path as
+    ``path:system``); at least two models."""
+    loaded, shown = [], []
+    for path in paths:
+        try:
+            loaded.append(load_rows(path, args))
+            shown.append(path)
+        except SeveralModelsError as several:
+            loaded += several.models
+            shown += [f"{path}:{m.name}" for m in several.models]
+    if len(loaded) < 2:
+        raise CalibrationInputError("compare needs at least two models: give two files or more, or one confidence "
+                                    "file with several systems in a model column.")
+    return loaded, shown
+
+
 def _unique_names(predictions, paths) -> list[str]:
     names = [p.name for p in predictions]
     return names if len(set(names)) == len(names) else [str(path) for path in paths]
 
 
 def compare(args: argparse.Namespace) -> dict:
-    """The comparison as a JSON-ready dict."""
+    """The comparison as a JSON-ready dict (:func:`calib_core.recalibration.paired.compare_systems`)."""
     check_resampling(args)
     paths = [args.path, *args.others]
-    loaded = [load_rows(path, args) for path in paths]
-    models = [loaded[0]] + [matched_rows(loaded[0], other, first_path=paths[0], second_path=path,
-                                         id_column=args.id_column) for other, path in zip(loaded[1:], paths[1:])]
-    names = _unique_names(models, paths)
-    confidence = models[0].kind == "confidence"
-    if any(m.kind != models[0].kind for m in models):
+    loaded, paths = _load_systems(paths, args)
+    kind = loaded[0].kind
+    if any(m.kind != kind for m in loaded):
         raise CalibrationInputError("compare needs models of one kind: confidence files and K-class files mixed.")
-    keys = args.metric or list(CONFIDENCE_COMPARE_KEYS if confidence else METRIC_KEYS)
+    names = _unique_names(loaded, paths)
+    if kind == "confidence":  # each system is right or wrong on its own: match items by id, not by labels
+        models, matched_by = _matched_systems(loaded, names, args.id_column)
+    else:
+        models = [loaded[0]] + [matched_rows(loaded[0], other, first_path=paths[0], second_path=path,
+                                             id_column=args.id_column)
+                                for other, path in zip(loaded[1:], paths[1:])]
+        matched_by = f"id column {args.id_column!r}" if args.id_column else "file order (labels checked)"
+    keys = args.metric or list(CONFIDENCE_SYSTEM_KEYS if kind == "confidence" else METRIC_KEYS)
     known = {spec.key for spec in METRICS}
     for key in keys:
         if key not in known:
             raise CalibrationInputError(f"unknown --metric {key!r}; known: {', '.join(sorted(known))}.")
         check_metric_kind(key, models[0], "--metric")
-    labels = models[0].labels
+    labels = np.stack([m.labels for m in models]) if kind == "confidence" else models[0].labels
+    found = compare_systems([m.probs for m in models], labels, names=names, keys=keys, kind=kind,
+                            n_bins=args.n_bins, binning=args.binning, bandwidth=args.bandwidth, n_boot=args.n_boot,
+                            seed=args.seed, alpha=args.alpha)
     metrics = {}
-    for key in keys:
-        found = paired_metric(key, [m.probs for m in models], labels, n_bins=args.n_bins, binning=args.binning,
-                              bandwidth=args.bandwidth if get_metric(key).with_bandwidth else None,
-                              n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
-        higher = key in HIGHER_IS_BETTER
-        differences = []
-        for i, j in itertools.combinations(range(len(models)), 2):
-            estimate, low, high = found.difference(i, j)
-            better = None
-            if low > 0 or high < 0:  # beyond noise: the interval of the difference excludes 0
-                better = names[j] if (high < 0) != higher else names[i]
-            differences.append({"a": names[i], "b": names[j], "difference": estimate, "low": low, "high": high,
-                                "better": better})
-        metrics[key] = {
-            "name": found.name, "higher_is_better": higher,
-            "models": {name: {"estimate": float(found.estimates[m]), "low": float(found.lows[m]),
-                              "high": float(found.highs[m])} for m, name in enumerate(names)},
-            "differences": differences,
+    for paired in found.metrics:
+        metrics[paired.key] = {
+            "name": paired.name, "higher_is_better": paired.key in HIGHER_IS_BETTER,
+            "models": {name: {"estimate": float(paired.estimates[m]), "low": float(paired.lows[m]),
+                              "high": float(paired.highs[m])} for m, name in enumerate(names)},
+            "differences": [{"a": d.a, "b": d.b, "difference": d.difference, "low": d.low, "high": d.high,
+                             "better": d.better} for d in found.differences if d.key == paired.key],
         }
-    return {"files": [str(p) for p in paths], "models": names, "n_samples": int(labels.size),
+    return {"files": [str(p) for p in paths], "models": names, "n_samples": found.n_samples,
             "n_classes": int(models[0].n_classes), "n_boot": int(args.n_boot), "seed": int(args.seed),
-            "alpha": float(args.alpha), "matched_by": f"id column {args.id_column!r}" if args.id_column
-            else "file order (labels checked)", "metrics": metrics}
+            "alpha": float(args.alpha), "matched_by": matched_by, "metrics": metrics}
+
+
+def _matched_systems(loaded, names: list[str], id_column: str | None):
+    """Confidence models matched by item id (:func:`calib_core.io.systems.match_by_id`): the loader's id column,
+    or ``--id-column`` (loaded as the group column); without ids, by position when the row counts agree."""
+    if id_column is not None:
+        loaded = [dataclasses.replace(m, ids=m.groups, groups=None, group_column=None) for m in loaded]
+    shown = [f"{n} ({k + 1})" if names.count(n) > 1 else n for k, n in enumerate(names)]  # a file given twice
+    models = match_by_id(loaded, names=shown)
+    if all(m.ids is None for m in models):
+        return models, "file order (no item id column)"
+    return models, f"item id ({id_column!r})" if id_column else "item id (the files' id column)"
 
 
 def format_compare(result: dict) -> str:

@@ -36,7 +36,8 @@ from calib_core.io.formats import Table, _as_text
 from calib_core.validation import CalibrationInputError, check_confidence_correct, correct_rows
 
 __all__ = ["CONFIDENCE_CLASSES", "CONFIDENCE_NAMES", "CORRECT_NAMES", "ID_NAMES", "MODEL_NAMES", "ConfidenceAccess",
-           "ConfidenceParts", "SeveralModelsError", "confidence_models", "confidence_parts", "is_confidence_table"]
+           "ConfidenceParts", "SeveralModelsError", "confidence_models", "confidence_parts", "is_confidence_frame",
+           "is_confidence_table"]
 
 #: The class names of a confidence model's matrix ``[1 - c, c]`` (labels: 0 wrong, 1 right).
 CONFIDENCE_CLASSES = ("wrong", "right")
@@ -96,6 +97,41 @@ def is_confidence_table(columns: Sequence[str]) -> bool:
     names = [str(c) for c in columns]
     return (_first(names, CORRECT_NAMES) is not None and _first(names, CONFIDENCE_NAMES) is not None
             and _first(names, LABEL_NAMES) is None)
+
+
+def is_confidence_frame(frame: pd.DataFrame) -> bool:
+    """Whether a table is a confidence file, by its names and, beside a label column, by its values.
+
+    Without a label column, :func:`is_confidence_table` (names only). With one
+    (``label,score,correct``: the task's labels beside what a judge or an LLM
+    stated), a confidence file needs both a correctness-named column whose
+    every value is 0/1, true/false, yes/no (:data:`CORRECT_NAMES`) and exactly
+    one confidence-named column (:data:`CONFIDENCE_NAMES`) among the others.
+    Class columns that happen to be named like correctness (``right,left``,
+    ``correct,incorrect`` holding probabilities) fail one of the two and are
+    read as classes, as before.
+
+    Examples
+    --------
+    >>> is_confidence_frame(pd.DataFrame({"label": ["a", "b"], "score": [0.9, 0.2], "correct": [1, 0]}))
+    True
+    >>> is_confidence_frame(pd.DataFrame({"label": [0, 1], "correct": [0.9, 0.2], "incorrect": [0.1, 0.8]}))
+    False
+    """
+    names = [str(c) for c in frame.columns]
+    if is_confidence_table(names):
+        return True
+    label, correct = _first(names, LABEL_NAMES), _first(names, CORRECT_NAMES)
+    if label is None or correct is None:
+        return False
+    stated = [c for c in names if c not in (label, correct) and c.strip().lower() in CONFIDENCE_NAMES]
+    if len(stated) != 1:
+        return False
+    values = frame[correct]
+    if values.dtype == bool:
+        return True
+    text = _as_text(values).str.strip().str.lower()
+    return bool(values.notna().all() and text.isin(_TRUE | _FALSE).all())
 
 
 def _correct_values(values: pd.Series, column: str, row_label) -> NDArray[np.intp]:
@@ -216,6 +252,10 @@ def confidence_parts(table: Table, *, display: str, notes: list[str], split_colu
         _note_missing_groups(n_missing, group_name, notes)
         taken.add(group_name)
     parts.attributes = _attribute_columns(table, columns, taken | {parts.group_name})
+    label = _first([c for c in columns if c not in taken], LABEL_NAMES)
+    if label is not None:
+        notes.append(f"column {label!r} is kept as an attribute (the items' labels or tasks; it can be the group), "
+                     "not read as classes: a confidence file needs no label.")
     notes.append(f"read as a confidence file: {confidence!r} is the stated confidence and {correct!r} whether the "
                  "answer was right" + (f"; {parts.id_name!r} identifies the items" if parts.id_name else "") + ".")
     return parts
@@ -252,7 +292,7 @@ def confidence_models(table: Table, display: str, model_name: str, fmt: str, *, 
         object.__setattr__(model, "attribute_columns", tuple(parts.attributes))
         return model
 
-    systems = [] if parts.models is None else list(pd.unique(parts.models))
+    systems = [] if parts.models is None else [str(s) for s in pd.unique(parts.models)]
     if len(systems) <= 1:
         label = model_name if not systems or name_given else f"{model_name}: {systems[0]}"
         return build(slice(None), label)

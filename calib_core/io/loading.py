@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from calib_core.io.arrays import _npy_parts, _npz_parts
-from calib_core.io.confidence import confidence_models, is_confidence_table
+from calib_core.io.confidence import confidence_models, is_confidence_frame
 from calib_core.io.columns import Parts, _shown, table_parts
 from calib_core.io.formats import (MAX_BYTES, MAX_CELLS, MAX_ROWS, Decoded, Source, Table, _detect_format,
                                    _maybe_gunzip, _model_name, _Raw, _resolve_source)
@@ -268,7 +268,7 @@ def _load(raw: _Raw | InMemory, *, label_column: str | int | None, class_columns
             "weights as an array: Predictions.from_arrays(..., sample_weight=w) or sample_weight= on each function.")
     if table is not None:
         if kind == "confidence" or (kind == "auto" and label_column is None and class_columns is None
-                                    and score_column is None and is_confidence_table(table.frame.columns)):
+                                    and score_column is None and is_confidence_frame(table.frame)):
             if weight_column is not None:
                 raise CalibrationInputError(
                     "`weight_column` is not supported for confidence files yet: pass sample_weight= to the "

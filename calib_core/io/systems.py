@@ -73,15 +73,18 @@ def load_confidence_models(sources: Source | Sequence[Source], *, names: Sequenc
     return match_by_id(models)
 
 
-def match_by_id(models: Sequence[Predictions]) -> list[Predictions]:
+def match_by_id(models: Sequence[Predictions], *, names: Sequence[str] | None = None) -> list[Predictions]:
     """Confidence models of several systems with their rows matched by :attr:`Predictions.ids`.
 
     The items every system answered, in the first model's order; a note on each model says how many of its
     items were left out. Without ids, models with the same number of rows are matched by position.
-    See :func:`load_confidence_models` for the errors.
+    ``names`` (one per model) name the systems in the messages instead of :attr:`Predictions.name` (the app's
+    model names). See :func:`load_confidence_models` for the errors.
     """
     models = list(models)
-    seen = [m.name for m in models]
+    if names is not None and len(names) != len(models):
+        raise CalibrationInputError(f"`names` gives {len(names)} names for {len(models)} models.")
+    seen = [str(n) for n in names] if names is not None else [m.name for m in models]
     if len(set(seen)) != len(seen):
         dup = next(n for n in seen if seen.count(n) > 1)
         raise CalibrationInputError(f"two systems are named {dup!r}; give each source its own name (`names=`).")
@@ -93,11 +96,11 @@ def match_by_id(models: Sequence[Predictions]) -> list[Predictions]:
         raise CalibrationInputError(
             "the systems answered different numbers of items and at least one file has no id column "
             f"({', '.join(ID_NAMES[:3])}, ...), so their rows cannot be matched.")
-    for m in models:
+    for m, name in zip(models, seen):
         if len(np.unique(m.ids)) != m.n_samples:
             values, counts = np.unique(m.ids, return_counts=True)
             raise CalibrationInputError(
-                f"item id {str(values[counts > 1][0])!r} appears more than once for system {m.name!r}; "
+                f"item id {str(values[counts > 1][0])!r} appears more than once for system {name!r}; "
                 "each system answers each item once.")
     common = models[0].ids
     for m in models[1:]:
@@ -105,12 +108,12 @@ def match_by_id(models: Sequence[Predictions]) -> list[Predictions]:
     if common.size == 0:
         raise CalibrationInputError("the systems have no item id in common, so their rows cannot be matched.")
     matched = []
-    for m in models:
+    for m, name in zip(models, seen):
         order = pd.Index(m.ids).get_indexer(common)
         left_out = m.n_samples - common.size
         subset = m.subset(order)
         if left_out:
-            note = (f"{left_out:,} of {m.n_samples:,} items of {m.name!r} were left out: not every system "
+            note = (f"{left_out:,} of {m.n_samples:,} items of {name!r} were left out: not every system "
                     "answered them (rows matched by id).")
             object.__setattr__(subset, "warnings", subset.warnings + (note,))
         matched.append(subset)

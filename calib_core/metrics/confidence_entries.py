@@ -15,7 +15,7 @@ from calib_core.metrics.resampling import Resampling
 from calib_core.metrics.spec import MetricSpec
 from calib_core.validation import check_probs_labels
 
-__all__ = ["CONFIDENCE_METRICS", "SELECTIVE_METRICS"]
+__all__ = ["CONFIDENCE_METRICS", "CONFIDENCE_RANKING_METRICS", "SELECTIVE_METRICS"]
 
 
 # ----------------------------------------------------------------------------- selective prediction (issue 26)
@@ -126,14 +126,23 @@ CONFIDENCE_METRICS: list[MetricSpec] = [
                 resampling=Resampling("row_mean", per_row=_pair_rows(confidence.nll_rows))),
 ]
 
-# ----------------------------------------------------------------------------- recalibration of confidence models
-# (issue 26, deliverable 3): the AURC of the stated confidence, one of the numbers that judge a recalibrated
-# confidence (calib_core.recalibration.confidence). The "aurc" entry above ranks a K-class model's top label, which
-# for the matrix [1 - c, c] would be max(c, 1 - c), not the stated confidence.
-CONFIDENCE_METRICS.append(_confidence(
-    "conf_aurc", "AURC (confidence vs correct)", _on_pair(selective.aurc),
-    "Area under the risk-coverage curve of the stated confidence (Geifman & El-Yaniv 2017): the error rate among "
-    f"the k most confident answers, averaged over k = 1..N; lower is better; {_TIES}.",
-    "Measures the ranking mixed with the accuracy: a monotone recalibration keeps it (up to ties it makes or "
-    "breaks), a non-monotone one can change it.", calibration_error=False, probability_scale=False, ideal=None,
-    resampling=_ROWS))
+
+# ----------------------------------------------------------------------------- confidence models: ranking (issue 26)
+# The selective metrics above read a K-class model's top label; on a confidence model's [1 - c, c] that would be
+# max(c, 1 - c). These read the stated confidence itself, so systems can be compared on knowing when they are wrong.
+def _ranking(key: str, label: str, statistic: Callable[[NDArray, NDArray], float], of: str, **flags) -> MetricSpec:
+    return _confidence(key, label, _on_pair(statistic),
+                       f"{of} of the stated confidence against correctness (as the top-label entry "
+                       f"{of.split()[0]} of a K-class model); {_TIES}.",
+                       "Measures how well the confidence ranks right above wrong answers, not calibration; "
+                       "see the top-label entry.", calibration_error=False, probability_scale=False, ideal=None,
+                       resampling=_ROWS, **flags)
+
+
+CONFIDENCE_RANKING_METRICS: list[MetricSpec] = [
+    _ranking("conf_auroc", "AUROC of confidence for correctness", selective.auroc_correct,
+             "AUROC (0.5 chance, 1 perfect; ties count one half)", always_defined=False),
+    _ranking("conf_aurc", "AURC (confidence)", selective.aurc, "AURC (lower is better)"),
+    _ranking("conf_eaurc", "E-AURC (confidence)", selective.eaurc, "E-AURC (AURC minus the ideal order's)"),
+    _ranking("conf_augrc", "AUGRC (confidence)", selective.augrc, "AUGRC (Traub et al. 2024)"),
+]

@@ -38,7 +38,7 @@ from calib_core._accel import remembered
 from calib_core.metrics import binned, decomposition, kde, kernel, scores, smooth
 from calib_core.metrics.bounds import BOUNDS, CALIBRATED_BIAS, Bound
 from calib_core.metrics.clinical import cox_compute, cox_mean_std_error, cox_variance, ici_compute
-from calib_core.metrics.confidence_entries import CONFIDENCE_METRICS, SELECTIVE_METRICS
+from calib_core.metrics.confidence_entries import CONFIDENCE_METRICS, CONFIDENCE_RANKING_METRICS, SELECTIVE_METRICS
 from calib_core.metrics.resampling import Resampling
 from calib_core.metrics.spec import INTERVAL_METHODS, MetricSpec
 from calib_core.validation import (CalibrationInputError, check_binning, check_n_bins, check_positive,
@@ -363,6 +363,9 @@ METRICS: list[MetricSpec] = [
 # ----------------------------------------------------------------------------- issue 26's entries
 
 METRICS += [*SELECTIVE_METRICS, *CONFIDENCE_METRICS]
+
+# issue 26, systems compared: AUROC and the AURC family of a confidence model's stated confidence
+METRICS += CONFIDENCE_RANKING_METRICS
 
 
 # ----------------------------------------------------------------------------- sample weights

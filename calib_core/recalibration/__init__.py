@@ -184,3 +184,7 @@ from calib_core.recalibration.confidence import (CONFIDENCE_METHODS, apply_confi
 
 __all__ += ["CONFIDENCE_METHODS", "apply_confidence_map", "compare_confidence", "compare_predictions",
             "fit_confidence_map", "order_changes"]
+# Systems compared on the same rows (issue 26): paired differences of every metric, intervals and verdicts.
+from calib_core.recalibration.paired import SystemsComparison, compare_systems  # noqa: E402
+
+__all__ += ["SystemsComparison", "compare_systems"]

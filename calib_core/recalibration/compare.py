@@ -99,7 +99,8 @@ METRIC_FUNCTIONS = MappingProxyType(resolve_metrics(METRIC_KEYS))
 #: Display names that differ from the registry's.
 LABELS = {"sce": "SCE = class-wise ECE"}
 #: Metrics where a larger value is better (all others: smaller is better).
-HIGHER_IS_BETTER = frozenset({"accuracy", "conf_accuracy", "conf_corp_dsc", "conf_brier_resolution", "auroc_correct"})
+HIGHER_IS_BETTER = frozenset({"accuracy", "conf_accuracy", "conf_corp_dsc", "conf_brier_resolution", "auroc_correct",
+                              "conf_auroc"})
 #: Calibration errors on ECE's 0-1 scale drawn together in the change chart (the MCE, a worst case
 #: over bins, has intervals ten times wider and would flatten the others; it stays in the tables).
 PROBABILITY_SCALE_KEYS = ("ece", "ace", "sce", "ks")

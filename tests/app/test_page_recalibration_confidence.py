@@ -27,7 +27,7 @@ def test_the_page_recalibrates_a_confidence_model_with_its_own_metrics(page):
     summary = page.dataframe[0].value
     summary = getattr(summary, "data", summary)  # a Styler's frame
     assert "Δ accuracy" not in summary.columns and not any("ccuracy" in str(c) for c in summary.columns)
-    assert "ECE, 10 equal-width bins (headline)" in summary.columns and "AURC (confidence vs correct)" in summary.columns
+    assert "ECE, 10 equal-width bins (headline)" in summary.columns and "AURC (confidence)" in summary.columns
     assert set(DEFAULT_CONFIDENCE_METHODS) <= set(summary.index)
     demo = load_demo(DEMO)
     found = compare_confidence(demo.confidence, demo.correct, split=demo.split, split_names=demo.split_names,

@@ -68,3 +68,36 @@ def test_a_missing_id_column_is_named_as_the_id_column(models, capsys):
     assert main(["compare", models["good"], models["over"], "--id-column", "nope"]) == 2
     err = capsys.readouterr().err
     assert "id column 'nope'" in err and "--id-column" in err and "--group-by" not in err
+
+
+def test_confidence_systems_are_matched_by_item_id_and_judged_on_their_own_correctness(tmp_path, capsys):
+    """Before: two systems' files were refused as "not the same rows" because their correctness differs."""
+    rng = np.random.default_rng(5)
+    n = 400
+    c = rng.uniform(0.4, 1.0, n)
+    right = (rng.uniform(size=n) < c).astype(int)
+    sure_right = (rng.uniform(size=n) < 0.7).astype(int)
+    honest = tmp_path / "honest.csv"
+    honest.write_text("question_id,confidence,correct\n" + "".join(f"q{i},{c[i]:.4f},{right[i]}\n" for i in range(n)))
+    order = rng.permutation(n)[: n - 10]  # another order, and 10 items this system did not answer
+    sure = tmp_path / "sure.csv"
+    sure.write_text("question_id,confidence,correct\n" + "".join(f"q{i},0.97,{sure_right[i]}\n" for i in order))
+    result = _compare(capsys, honest, sure, "--metric", "conf_ece", "--metric", "conf_brier")
+    assert result["n_samples"] == n - 10 and "id" in result["matched_by"]
+    kept = np.sort(order)
+    brier = result["metrics"]["conf_brier"]["models"]
+    assert brier["honest"]["estimate"] == pytest.approx(np.mean((np.round(c, 4)[kept] - right[kept]) ** 2))
+    assert brier["sure"]["estimate"] == pytest.approx(np.mean((0.97 - sure_right[kept]) ** 2))
+    assert result["metrics"]["conf_ece"]["differences"][0]["better"] == "honest"
+
+
+def test_a_long_file_of_several_systems_is_compared(tmp_path, capsys):
+    """Before: refused ("holds 2 systems in column 'model'; load it with load_confidence_models")."""
+    lines = ["question_id,model,confidence,correct"]
+    lines += [f"q{i},a,0.9,{int(i % 10 != 0)}" for i in range(60)] + [f"q{i},b,0.9,{int(i % 2)}" for i in range(60)]
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["compare", str(path), "--json", "--n-boot", "50", "--metric", "conf_accuracy"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["models"] == ["a", "b"] and result["n_samples"] == 60
+    assert result["metrics"]["conf_accuracy"]["models"]["a"]["estimate"] == pytest.approx(0.9)

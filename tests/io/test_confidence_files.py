@@ -70,8 +70,11 @@ def test_bad_values_are_refused_by_row():
 
 
 def test_kind_forces_or_refuses_the_reading():
-    data = b"y,confidence,correct\n1,0.8,1\n0,0.3,0\n"  # a label column: read as classes unless told
-    assert cc.load_predictions(data, name="f.csv").kind == "classes"
+    # a label column beside a 0/1 correctness column and one confidence column: a confidence file (it was read
+    # as classes with the 0/1 `correct` column as P(class 1), the confidence ignored) unless told otherwise
+    data = b"y,confidence,correct\n1,0.8,1\n0,0.3,0\n"
+    assert cc.load_predictions(data, name="f.csv").kind == "confidence"
+    assert cc.load_predictions(data, name="f.csv", kind="classes").kind == "classes"
     assert cc.load_predictions(data, name="f.csv", kind="confidence").accuracy == 0.5
     with pytest.raises(cc.CalibrationInputError, match="no label column"):
         cc.load_predictions(known_file(), name="f.csv", kind="classes")
@@ -130,3 +133,31 @@ def test_one_file_per_system_and_repeated_ids():
     assert second.confidence.tolist() == [0.3, 0.5]
     with pytest.raises(cc.CalibrationInputError, match="more than once"):
         load_confidence_models([one, b"question_id,confidence,correct\nq1,0.9,1\nq1,0.6,0\n"], names=["x", "y"])
+
+
+# ----------------------------------------------------------------------------- a label column beside the pair
+LABELLED = b"label,score,correct\ncat,0.9,1\ndog,0.3,0\ncat,0.8,1\ndog,0.6,0\nbird,0.7,1\n"
+
+
+def test_a_label_column_beside_confidence_and_correctness_loads_as_a_confidence_model():
+    """Refused before ("rows sum to 1.9": `correct` was read as a second class column)."""
+    pred = cc.load_predictions(LABELLED, name="judge.csv")
+    assert pred.kind == "confidence"
+    assert pred.confidence.tolist() == [0.9, 0.3, 0.8, 0.6, 0.7]
+    assert pred.correct.tolist() == [1, 0, 1, 0, 1]
+    assert "label" in pred.attribute_columns  # the task labels stay available (e.g. as the group)
+    assert any("'label'" in w and "not read as classes" in w for w in pred.warnings)
+    grouped = cc.load_predictions(LABELLED, group="label")
+    assert grouped.kind == "confidence" and sorted(set(grouped.groups)) == ["bird", "cat", "dog"]
+
+
+@pytest.mark.parametrize("data, classes", [
+    # probability columns named like correctness, 0/1 labels: still two classes
+    (b"label,correct,incorrect\n0,0.9,0.1\n1,0.3,0.7\n0,0.8,0.2\n1,0.4,0.6\n", ("correct", "incorrect")),
+    (b"label,right,left\nright,0.9,0.1\nleft,0.3,0.7\nright,0.6,0.4\n", ("right", "left")),
+    # hard 0/1 probabilities of classes right/left: no confidence-like column, still classes
+    (b"label,right,left\nright,1,0\nleft,0,1\nright,1,0\n", ("right", "left")),
+])
+def test_class_columns_named_like_correctness_still_load_as_classes(data, classes):
+    pred = cc.load_predictions(data)
+    assert pred.kind == "classes" and tuple(pred.class_names) == classes
