@@ -217,7 +217,14 @@ class ColumnPlan:
                weight_column: str | None = None) -> "ColumnPlan":
         """Apply the rules of :func:`calib_core.load_predictions` to a first batch."""
         notes: list[str] = []
+        if weight_column is not None:
+            # The loader's rules find the weight column by its name; its values are checked batch by batch
+            # (ColumnBatch.check), since a first batch may weigh 0 in every row while the table does not.
+            wanted = str(weight_column).strip().lower()
+            frame = frame.assign(**{str(c): 1.0 for c in frame.columns
+                                    if c == weight_column or str(c).lower() == wanted})
         parts = table_parts(Table(frame=frame, row_label=plain_row_label), display=display,
+
                             label_column=label_column, class_columns=None, score_column=None,
                             split_column="split", notes=notes, group_column=group_column,
                             weight_column=weight_column)

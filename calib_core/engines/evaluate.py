@@ -40,8 +40,9 @@ from calib_core.engines.group_evaluation import GroupEvaluation, _group_evaluati
 from calib_core.engines.grouped import MAX_STREAM_GROUPS, GroupedStats
 from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY
 from calib_core.engines.stats import CalibrationStats
-from calib_core.engines.streaming import (STREAM_METRICS, WEIGHTED_STREAM_METRICS, StreamResult, _pad_binstats,
-                                          _stack_binstats, stream_metrics)
+from calib_core.engines.streaming import (STREAM_METRICS, StreamResult, _pad_binstats, _stack_binstats, stream_metrics,
+                                          weighted_metric_keys)
+
 from calib_core.engines.summary import _SUMMARY_FORMAT
 from calib_core.io.loading import load_predictions
 from calib_core.metrics.binned import top_label
@@ -257,14 +258,11 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
         opened.batch_rows = max(1024, DEFAULT_BATCH_BYTES // (8 * max(opened.n_classes, 1)))
     if engine == "auto":
         engine = auto_engine(opened.files)
-    weighted = weight_column is not None
-    streamed_weights = weighted and engine != "memory"
-    weight_notes = []
-    if metrics is None and streamed_weights:
-        wanted = list(WEIGHTED_STREAM_METRICS)
-        weight_notes.append(f"weighted by {opened.plan.weight_column!r}: the {engine} engine computes the "
-                            "uniform-bin metrics only (ACE, TACE, KS and adaptive bins need weighted quantiles, "
-                            "which its sketch does not keep; the memory engine computes them)")
+    streamed_weights = weight_column is not None and engine != "memory"
+    weight_notes: list[str] = []
+    if streamed_weights:
+        assert opened.plan is not None and opened.plan.weight_column is not None
+        wanted, weight_notes = weighted_metric_keys(metrics, engine, opened.plan.weight_column)
     else:
         wanted = list(STREAM_METRICS) if metrics is None else list(dict.fromkeys(metrics))
     for key in wanted:

@@ -60,7 +60,22 @@ STREAM_METRICS = ("accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ac
 WEIGHTED_STREAM_METRICS = ("accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "brier", "nll")
 
 
+def weighted_metric_keys(metrics: Sequence[str] | None, engine: str, weight_column: str) -> tuple[list[str], list[str]]:
+    """The metric keys of a weighted streaming run, and the note saying what the default leaves out.
+
+    ``metrics=None`` with weights means :data:`WEIGHTED_STREAM_METRICS` (the
+    rest is named in the note); keys given are kept (and refused later by
+    :func:`check_weighted_request` when they need weighted quantiles).
+    """
+    if metrics is not None:
+        return list(dict.fromkeys(metrics)), []
+    return list(WEIGHTED_STREAM_METRICS), [
+        f"weighted by {weight_column!r}: the {engine} engine computes the uniform-bin metrics only (ACE, TACE, KS "
+        "and adaptive bins need weighted quantiles, which its sketch does not keep; the memory engine computes them)"]
+
+
 def check_weighted_request(metrics: Sequence[str], binning: str) -> None:
+
     """Refuse, with the reason, a weighted streaming run of a metric that needs weighted quantiles."""
     unsupported = [key for key in metrics if key not in WEIGHTED_STREAM_METRICS]
     if binning == "adaptive":
