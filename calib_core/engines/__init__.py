@@ -4,6 +4,7 @@
 module                what lives there
 ====================  ==================================================================
 ``sketch``            the mergeable quantile sketch (``QuantileSketch``)
+``weighted``          row weights in the sums: the per-batch weight check, one block's weighted sums
 ``stats``             one pass, exact: ``CalibrationStats`` (uniform-bin and scalar sums)
 ``grouped``           ``GroupedStats``: one ``CalibrationStats`` per group value
 ``streaming``         the passes over any engine: ``stream_metrics``, exact adaptive bins, KS

@@ -42,7 +42,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calib_core.engines.grouped import GroupedStats
-from calib_core.engines.stats import CalibrationStats, check_batch_weights
+from calib_core.engines.stats import CalibrationStats
+from calib_core.engines.weighted import check_batch_weights
 from calib_core.io.columns import group_text, split_mask, table_parts
 from calib_core.io.formats import ARRAY_FORMATS, TABLE_FORMATS, Table, format_of, plain_row_label, sniff_csv_file
 from calib_core.io.interpret import binary_class_names, holds_class_zero, interpret_scores, labels_to_indices, round_off

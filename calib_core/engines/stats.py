@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.binning import BinStats, binned_error, upper_edge_index
 from calib_core.engines.sketch import QuantileSketch, _check_same
+from calib_core.engines.weighted import add_weighted_block, checked_weights
 from calib_core.metrics.scores import NLL_EPSILON
 from calib_core.validation import (
     CalibrationInputError,
@@ -82,41 +83,6 @@ def _check_batch(probs: ArrayLike, labels: ArrayLike, n_classes: int, *,
     return array, labels
 
 
-def _checked_weights(stats: Any, sample_weight: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
-    """A batch's row weights, checked (finite, ``>= 0``; a batch may weigh 0 in all), or None.
-
-    Statistics built without weights refuse them; statistics built with
-    weights read a batch without them as weights 1.
-    """
-    weighted = bool(getattr(stats, "weighted", False))
-    if sample_weight is None:
-        return np.ones(n_rows) if weighted else None
-    if not weighted:
-        raise CalibrationInputError(
-            f"`sample_weight` given to {type(stats).__name__} built without weights; build it with weighted=True.")
-    weights = np.asarray(sample_weight, dtype=np.float64)
-    if weights.shape != (n_rows,):
-        raise CalibrationInputError(f"`sample_weight` must have shape ({n_rows},), one weight per row, got {weights.shape}.")
-    return check_batch_weights(weights, "`sample_weight`")
-
-
-def check_batch_weights(weights: NDArray[np.float64], what: str, row_offset: int = 0,
-                        display: str = "") -> NDArray[np.float64]:
-    """The weights of one batch of rows: finite and ``>= 0`` (the rule of
-    :func:`calib_core.validation.check_sample_weight`; the positive total is
-    checked once, on all batches, by :meth:`CalibrationStats.metrics`).
-
-    ``row_offset`` + 1 is the number of the batch's first row in its file.
-    """
-    for bad, rule in ((~np.isfinite(weights), "a finite number"), (weights < 0, ">= 0")):
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            where = f"{display}: " if display else ""
-            raise CalibrationInputError(f"{where}{what} must be {rule} in every row; row {row_offset + row + 1} "
-                                        f"holds {weights[row]!r}.")
-    return weights
-
-
 def _check_class_count(found: int, n_classes: int, what: str) -> None:
     if found != n_classes:
         raise CalibrationInputError(f"`probs` has {found} {what} but the statistics are for {n_classes} classes.")
@@ -151,7 +117,7 @@ class _BatchUpdates(abc.ABC):
             weights given to statistics that take none.
         """
         checked = _check_batch(probs, labels, self.n_classes)
-        weights = _checked_weights(self, sample_weight, np.asarray(labels).size)
+        weights = checked_weights(self, sample_weight, np.asarray(labels).size)
         if checked is not None:
             if weights is None:
                 self._add_checked(*checked)
@@ -455,38 +421,8 @@ class CalibrationStats(_BatchUpdates):
             stop = start + step
             values = columns[:, start:stop] if isinstance(columns, np.ndarray) else \
                 np.stack([np.asarray(column[start:stop], dtype=np.float64) for column in columns])
-            self._add_weighted_block(np.ascontiguousarray(values, dtype=np.float64), labels[start:stop],
-                                     weights[start:stop])
-
-    def _add_weighted_block(self, values: NDArray[np.float64], labels: NDArray[np.intp],
-                            weights: NDArray[np.float64]) -> None:
-        """The weighted sums of one class-major block ``(K, m)`` (see :meth:`_add_weighted`)."""
-        n_classes, n_rows = values.shape
-        n_cells = self.edges.size - 1
-        rows = np.arange(n_rows)
-        confidence = values.max(axis=0)
-        hit = (values.argmax(axis=0) == labels).astype(np.float64)  # ties: the first maximum, as top_label
-        true_value = values[labels, rows]
-        cells = self._index(values) + self._class_starts[:, None]
-        size = n_classes * n_cells
-        flat = cells.reshape(-1)
-        self.class_count += np.bincount(flat, weights=np.broadcast_to(weights, values.shape).reshape(-1),
-                                        minlength=size).reshape(n_classes, n_cells)
-        self.class_sum_value += np.bincount(flat, weights=(values * weights).reshape(-1),
-                                            minlength=size).reshape(n_classes, n_cells)
-        self.class_sum_target += np.bincount(cells[labels, rows], weights=weights,
-                                             minlength=size).reshape(n_classes, n_cells)
-        top = self._index(confidence)
-        self.top_count += np.bincount(top, weights=weights, minlength=n_cells)
-        self.top_sum_value += np.bincount(top, weights=weights * confidence, minlength=n_cells)
-        self.top_sum_target += np.bincount(top, weights=weights * hit, minlength=n_cells)
-        self.n_rows += n_rows
-        self.sum_weight += float(weights.sum())
-        self.n_correct += float(weights @ hit)
-        brier = np.einsum("ki,ki->i", values, values) - 2.0 * true_value + 1.0
-        self.sum_brier += float(weights @ brier)
-        self.sum_nll -= float(weights @ np.log(np.maximum(true_value, NLL_EPSILON)))
-        self.label_count += np.bincount(labels, weights=weights, minlength=n_classes)
+            add_weighted_block(self, np.ascontiguousarray(values, dtype=np.float64), labels[start:stop],
+                               weights[start:stop])
 
     def _add_class_major(self, columns: NDArray[np.float64] | Sequence[NDArray[np.float64]], labels: NDArray[np.intp],
                          scratch: _BlockScratch | None = None) -> None:
