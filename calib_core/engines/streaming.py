@@ -47,6 +47,8 @@ __all__ = [
     "STREAM_METRICS",
     "WEIGHTED_STREAM_METRICS",
     "SecondPass",
+    "check_weighted_request",
+    "weighted_metric_keys",
     "StreamResult",
     "stream_metrics",
 ]
