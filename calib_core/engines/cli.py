@@ -64,7 +64,6 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="row weights from column COL (CSV/Parquet): every metric, interval and test is weighted "
                              "(integer weights = repeated rows; docs/weights.md says which metrics take fractional "
                              "weights); the stream/dask engines compute the uniform-bin metrics, weighted")
-
     report.add_argument("--json", action="store_true",
                         help="print JSON instead of a table, with the per-bin summary statistics (no rows)")
     report.add_argument("--engine", choices=("auto", "memory", "stream", "dask"), default="auto",
@@ -355,7 +354,6 @@ def _summary_of(predictions, args: argparse.Namespace) -> dict:
                            class_names=predictions.class_names, input_kind=predictions.input_kind,
                            files=(str(args.path),), split=args.split, warnings=predictions.warnings,
                            sample_weight=predictions.sample_weight, weight_column=predictions.weight_column).summary()
-
 
 
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:

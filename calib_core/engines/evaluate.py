@@ -42,7 +42,6 @@ from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY
 from calib_core.engines.stats import CalibrationStats
 from calib_core.engines.streaming import (STREAM_METRICS, StreamResult, _pad_binstats, _stack_binstats, stream_metrics,
                                           weighted_metric_keys)
-
 from calib_core.engines.summary import _SUMMARY_FORMAT
 from calib_core.io.loading import load_predictions
 from calib_core.metrics.binned import top_label
