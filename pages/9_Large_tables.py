@@ -22,7 +22,8 @@ st.markdown(
 st.code(
     "pip install .                                   # from a clone of this repository\n"
     "calib-core report predictions.parquet --engine stream --json > summary.json\n"
-    "calib-core report 'preds/*.parquet' --engine dask --scheduler tcp://scheduler:8786 --json > summary.json",
+    "calib-core report 'preds/*.parquet' --engine dask --scheduler tcp://scheduler:8786 --json > summary.json\n"
+    "calib-core report predictions.parquet --engine stream --weight-column w --json > summary.json  # row weights",
     language="bash",
 )
 st.caption("A folder or glob of CSV/Parquet files is read in record batches (`--batch-rows`); memory stays "
@@ -55,7 +56,9 @@ if summary is None:
 source = ", ".join(md(f) for f in summary.files) or "demo predictions"
 st.markdown(f"**{source}**: N = {summary.n_samples:,} rows, K = {summary.n_classes} classes, "
             f"{md(summary.input_kind or 'probabilities')}; engine {md(summary.engine or 'memory')}; "
-            f"{'exact' if summary.exact else 'approximate (quantile sketch)'} statistics.")
+            f"{'exact' if summary.exact else 'approximate (quantile sketch)'} statistics"
+            + (f"; weighted by column **{md(summary.weight_column)}** (summed weight W = {summary.sum_weight:,.6g}: "
+               "every count below is a summed weight)." if summary.weight_column else "."))
 for warning in summary.warnings:
     st.warning(md(warning))
 if not summary.exact and summary.error_bounds:

@@ -24,7 +24,8 @@ UNWEIGHTED = {
     "Lab": "the Lab simulates from the predictions, one row per prediction",
     "Groups": "this page does not pass the weights to calib_core.by_group yet",
     "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
-    "Large tables": "the streaming engines take no weights yet",
+    "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
+                    "made with --weight-column is weighted and says so)",
 }
 
 

@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from calib_core.engines.grouped import GroupedStats
 from calib_core.engines.stats import CalibrationStats
+from calib_core.engines.weighted import check_batch_weights
 from calib_core.io.columns import group_text, split_mask, table_parts
 from calib_core.io.formats import ARRAY_FORMATS, TABLE_FORMATS, Table, format_of, plain_row_label, sniff_csv_file
 from calib_core.io.interpret import binary_class_names, holds_class_zero, interpret_scores, labels_to_indices, round_off
@@ -185,6 +186,8 @@ class ColumnPlan:
         What the loader's rules assumed on the first batch.
     group_column : str or None
         The column whose values are the groups (``evaluate(..., group_column=)``).
+    weight_column : str or None
+        The column of row weights (``evaluate(..., weight_column=)``; never guessed).
     """
 
     label_column: str
@@ -195,6 +198,7 @@ class ColumnPlan:
     index_labels: bool
     warnings: tuple[str, ...] = ()
     group_column: str | None = None
+    weight_column: str | None = None
 
     @property
     def n_classes(self) -> int:
@@ -205,16 +209,26 @@ class ColumnPlan:
         """The columns to read."""
         names = [self.label_column, *self.class_columns]
         names += [self.split_column] if self.split_column else []
-        return names + ([self.group_column] if self.group_column and self.group_column not in names else [])
+        names += [self.group_column] if self.group_column and self.group_column not in names else []
+        return names + ([self.weight_column] if self.weight_column and self.weight_column not in names else [])
 
     @classmethod
     def detect(cls, frame: pd.DataFrame, *, display: str, label_column: str | None = None,
-               input_kind: str = "auto", group_column: str | None = None) -> "ColumnPlan":
+               input_kind: str = "auto", group_column: str | None = None,
+               weight_column: str | None = None) -> "ColumnPlan":
         """Apply the rules of :func:`calib_core.load_predictions` to a first batch."""
         notes: list[str] = []
+        if weight_column is not None:
+            # The loader's rules find the weight column by its name; its values are checked batch by batch
+            # (ColumnBatch.check), since a first batch may weigh 0 in every row while the table does not.
+            wanted = str(weight_column).strip().lower()
+            frame = frame.assign(**{str(c): 1.0 for c in frame.columns
+                                    if c == weight_column or str(c).lower() == wanted})
         parts = table_parts(Table(frame=frame, row_label=plain_row_label), display=display,
+
                             label_column=label_column, class_columns=None, score_column=None,
-                            split_column="split", notes=notes, group_column=group_column)
+                            split_column="split", notes=notes, group_column=group_column,
+                            weight_column=weight_column)
         probs, logits = interpret_scores(parts, input_kind, False, notes)
         n_classes = probs.shape[1]
         class_names = parts.class_names
@@ -235,7 +249,20 @@ class ColumnPlan:
                    split_column=split_column, index_labels=bool(index_labels),
                    warnings=tuple(n for n in notes if not n.startswith("__")
                                   and "have no value in the group column" not in n),
-                   group_column=None if group_column is None else str(parts.group_name))
+                   group_column=None if group_column is None else str(parts.group_name),
+                   weight_column=None if weight_column is None else str(parts.weight_name))
+
+    def _weights_of(self, frame: pd.DataFrame) -> NDArray[np.float64] | None:
+        """The weight column of a (split-filtered) frame as floats (not a number: NaN, refused by
+        :meth:`ColumnBatch.check` with its row)."""
+        if self.weight_column is None:
+            return None
+        # As the loader reads it (calib_core.io.columns): a cell that is not a number becomes NaN, refused.
+        return pd.to_numeric(frame[self.weight_column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+    def _filters_frame(self) -> bool:
+        """Whether the split filter must be applied to the frame itself (group or weight values follow the rows)."""
+        return self.group_column is not None or self.weight_column is not None
 
     def _groups_of(self, frame: pd.DataFrame) -> NDArray[Any] | None:
         """The group column of a (split-filtered) frame as text, as :attr:`calib_core.Predictions.groups`."""
@@ -306,15 +333,17 @@ class ColumnPlan:
         if split is None and self.index_labels and self.input_kind == "probabilities" \
                 and len(self.class_columns) == self.n_classes and all(c in frame.columns and frame[c].dtype == np.float64 for c in self.class_columns) \
                 and self.label_column in frame.columns and frame[self.label_column].dtype.kind in "iu" \
-                and (self.group_column is None or self.group_column in frame.columns):
+                and (self.group_column is None or self.group_column in frame.columns) \
+                and (self.weight_column is None or self.weight_column in frame.columns):
             columns = [frame[c].to_numpy() for c in self.class_columns]
             return ColumnBatch(columns, frame[self.label_column].to_numpy().astype(np.intp, copy=False),
-                               first_row, display, groups=self._groups_of(frame))
-        if split is not None and self.group_column is not None and self.group_column in frame.columns:
+                               first_row, display, groups=self._groups_of(frame), weights=self._weights_of(frame))
+        if split is not None and self._filters_frame() and all(c in frame.columns for c in self.columns):
             frame = self.split_rows(frame, split, display)
             split = None
         probs, labels = self.from_frame(frame, first_row=first_row, display=display, split=split)
-        return ColumnBatch(list(probs.T), labels, first_row, display, groups=self._groups_of(frame))
+        return ColumnBatch(list(probs.T), labels, first_row, display, groups=self._groups_of(frame),
+                           weights=self._weights_of(frame))
 
     def columns_of_batch(self, batch: Any, *, first_row: int = 0, display: str = "the data",
                          split: str | None = None) -> "ColumnBatch":
@@ -338,10 +367,11 @@ class ColumnPlan:
             and all(pa.types.is_float64(batch.schema.field(c).type) for c in self.class_columns)
         if not fast:
             frame = batch.select(self.columns).to_pandas()
-            if split is not None and self.group_column is not None:
+            if split is not None and self._filters_frame():
                 frame, split = self.split_rows(frame, split, display), None
             probs, labels = self.from_frame(frame, first_row=first_row, display=display, split=split)
-            return ColumnBatch(list(probs.T), labels, first_row, display, groups=self._groups_of(frame))
+            return ColumnBatch(list(probs.T), labels, first_row, display, groups=self._groups_of(frame),
+                               weights=self._weights_of(frame))
         if split is not None:
             batch = self.split_rows(batch, split, display)
         label = batch.column(self.label_column)
@@ -353,7 +383,9 @@ class ColumnPlan:
         labels = label.to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
         groups = None if self.group_column is None else \
             self._groups_of(pa.table({self.group_column: batch.column(self.group_column)}).to_pandas())
-        return ColumnBatch(columns, labels, first_row, display, groups=groups)
+        weights = None if self.weight_column is None else \
+            self._weights_of(pa.table({self.weight_column: batch.column(self.weight_column)}).to_pandas())
+        return ColumnBatch(columns, labels, first_row, display, groups=groups, weights=weights)
 
 
 @dataclass(frozen=True)
@@ -375,6 +407,9 @@ class ColumnBatch:
         Whether :meth:`check` has passed (values and label range).
     groups : ndarray of shape (n,) or None
         The group of each row as text, when a group column is read.
+    weights : ndarray of shape (n,) or None
+        The weight of each row, when a weight column is read (checked by
+        :meth:`check`: finite, ``>= 0``).
     """
 
     columns: list[NDArray[np.float64]]
@@ -383,6 +418,7 @@ class ColumnBatch:
     display: str
     checked: bool = False
     groups: NDArray[Any] | None = None
+    weights: NDArray[np.float64] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -400,7 +436,9 @@ class ColumnBatch:
             Naming the file and the row (counted from 1, as in the file).
         """
         if self.checked or self.n_rows == 0:
-            return ColumnBatch(self.columns, self.labels, self.first_row, self.display, True, self.groups)
+            return ColumnBatch(self.columns, self.labels, self.first_row, self.display, True, self.groups, self.weights)
+        if self.weights is not None:
+            check_batch_weights(self.weights, "the weight column", self.first_row, self.display)
         columns = self.columns
         try:
             _, labels = check_probs_columns(columns, self.labels, row_offset=self.first_row + 1)
@@ -418,7 +456,7 @@ class ColumnBatch:
                 _, labels = check_probs_columns(columns, self.labels, row_offset=self.first_row + 1)
             except CalibrationInputError as again:
                 raise CalibrationInputError(f"{self.display}: {again}") from None
-        return ColumnBatch(columns, labels, self.first_row, self.display, True, self.groups)
+        return ColumnBatch(columns, labels, self.first_row, self.display, True, self.groups, self.weights)
 
     def block(self, start: int, stop: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
         """Rows ``start:stop`` of a checked batch as a ``(K, m)`` array and labels."""
@@ -434,6 +472,14 @@ def add_batch(stats: Any, batch: ColumnBatch) -> None:
     Spark tasks, and the later passes of exact adaptive bins.
     """
     batch = batch.check()
+    if batch.weights is not None:
+        if not isinstance(stats, CalibrationStats) or not stats.weighted:
+            raise CalibrationInputError(
+                f"{type(stats).__name__} takes no row weights: with a weight column the streaming engines compute "
+                "the uniform-bin metrics only (docs/weights.md).")
+        if batch.n_rows:
+            stats._add_weighted(batch.columns, batch.labels, batch.weights)
+        return
     if isinstance(stats, GroupedStats):
         if batch.groups is None:
             raise CalibrationInputError(f"{batch.display}: per-group statistics need the group column.")
@@ -581,9 +627,12 @@ class _Source:
 
 
 def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | None, input_kind: str,
-                 split: str | None, group_column: str | None = None) -> _Source:
+                 split: str | None, group_column: str | None = None, weight_column: str | None = None) -> _Source:
     files = resolve_files(source)
     if format_of(files[0]) in ARRAY_FORMATS:
+        if weight_column is not None:
+            raise CalibrationInputError("`weight_column` needs a CSV or Parquet table; for NPZ/NPY arrays pass "
+                                        "sample_weight= to the in-memory metrics.")
         if group_column is not None:
             raise CalibrationInputError("`group_column` needs a CSV or Parquet table; NPZ/NPY files have no "
                                         "group column (use calib_core.by_group on the arrays).")
@@ -616,7 +665,7 @@ def _open_source(source: SourceLike, *, batch_rows: int, label_column: str | Non
     display = f"file {first[0].name!r}"
     try:
         plan = ColumnPlan.detect(first[1].to_pandas(), display=display, label_column=label_column,
-                                 input_kind=input_kind, group_column=group_column)
+                                 input_kind=input_kind, group_column=group_column, weight_column=weight_column)
     except CalibrationInputError as exc:
         if first[0].name in str(exc):
             raise

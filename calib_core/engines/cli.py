@@ -62,9 +62,9 @@ def _build_parser() -> argparse.ArgumentParser:
                              "negative values are refused)")
     report.add_argument("--split", default=None, help="evaluate only the rows of this split (e.g. test)")
     report.add_argument("--weight-column", default=None, metavar="COL",
-                        help="row weights from column COL (CSV/Parquet, memory engine): every metric, interval and "
-                             "test is weighted (integer weights = repeated rows; docs/weights.md says which metrics "
-                             "take fractional weights)")
+                        help="row weights from column COL (CSV/Parquet): every metric, interval and test is weighted "
+                             "(integer weights = repeated rows; docs/weights.md says which metrics take fractional "
+                             "weights); the stream/dask engines compute the uniform-bin metrics, weighted")
     report.add_argument("--deployment", default=None, metavar="FILE",
                         help="predictions of the same model on the deployment's unlabelled rows (CSV/Parquet, one "
                              "column per class named as in FILE, or a binary `score`; a label column is ignored): "
@@ -195,9 +195,6 @@ def _report(args: argparse.Namespace) -> dict:
     if scaled and _decision_flags(args):
         raise CalibrationInputError(f"{_decision_flags(args)} needs the memory engine (--engine memory): the "
                                     f"{engine} engine keeps no rows to resample or to recalibrate.")
-    if scaled and args.weight_column is not None:
-        raise CalibrationInputError(
-            f"--weight-column needs the memory engine: the {engine} engine's summaries are not weighted yet.")
     if scaled:
         return _report_scaled(args, engine)
     # A folder or a pattern goes to the loader, which says why it cannot be loaded in memory.
@@ -430,7 +427,8 @@ def _number(value: float | None, *, sign: bool = False) -> str:
 def _summary_of(predictions, args: argparse.Namespace) -> dict:
     return evaluate_arrays(predictions.probs, predictions.labels, n_bins=args.n_bins, binning=args.binning,
                            class_names=predictions.class_names, input_kind=predictions.input_kind,
-                           files=(str(args.path),), split=args.split, warnings=predictions.warnings).summary()
+                           files=(str(args.path),), split=args.split, warnings=predictions.warnings,
+                           sample_weight=predictions.sample_weight, weight_column=predictions.weight_column).summary()
 
 
 def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
@@ -444,7 +442,7 @@ def _report_scaled(args: argparse.Namespace, engine: str) -> dict:
                       scheduler=args.scheduler, n_bins=args.n_bins, binning=args.binning,
                       label_column=args.label_column, input_kind=args.input_kind, split=args.split,
                       sweep_bins=SUMMARY_SWEEP_BINS if args.json else (), progress=_progress_bar(),
-                      group_column=args.group_by)
+                      group_column=args.group_by, weight_column=args.weight_column)
     return {
         **_report_head(args, result, warnings=list(result.warnings), metrics=result.metrics, reasons={},
                        engine=engine, unreliable=check_bounds(result.metrics, n_rows=result.n_samples,

@@ -40,12 +40,13 @@ from calib_core.engines.group_evaluation import GroupEvaluation, _group_evaluati
 from calib_core.engines.grouped import MAX_STREAM_GROUPS, GroupedStats
 from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY
 from calib_core.engines.stats import CalibrationStats
-from calib_core.engines.streaming import STREAM_METRICS, StreamResult, _pad_binstats, _stack_binstats, stream_metrics
+from calib_core.engines.streaming import (STREAM_METRICS, StreamResult, _pad_binstats, _stack_binstats, stream_metrics,
+                                          weighted_metric_keys)
 from calib_core.engines.summary import _SUMMARY_FORMAT
 from calib_core.io.loading import load_predictions
 from calib_core.metrics.binned import top_label
 from calib_core.metrics.reports import compute_metrics
-from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels
+from calib_core.validation import CalibrationInputError, check_choice, check_probs_labels, check_sample_weight
 
 __all__ = [
     "Evaluation",
@@ -87,6 +88,10 @@ class Evaluation:
     warnings : tuple of str
     groups : GroupEvaluation or None
         Per-group results with ``evaluate(..., group_column=COL)``.
+    weight_column : str or None
+        The column of row weights (``evaluate(..., weight_column=COL)``):
+        the metrics and every sum of :attr:`stats` are weighted, and
+        ``stats.sum_weight`` is the summed weight (``n_samples`` counts rows).
     """
 
     metrics: dict[str, float]
@@ -106,6 +111,7 @@ class Evaluation:
     adaptive: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     groups: "GroupEvaluation | None" = None
+    weight_column: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (statistics, not rows); :func:`calib_core.load_summary` reads it back."""
@@ -118,6 +124,9 @@ class Evaluation:
                         "split": self.split, "warnings": list(self.warnings)})
         if self.groups is not None:
             summary["groups"] = self.groups.to_dict()
+        if self.stats.weighted:
+            # Absent from unweighted summaries (and from those written before weights): every weight 1.
+            summary.update({"weight_column": self.weight_column, "sum_weight": self.stats.sum_weight})
         return summary
 
 
@@ -145,7 +154,8 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
              sweep_bins: Sequence[int] = (), label_column: str | None = None, input_kind: str = "auto",
              split: str | None = None, progress: Progress | None = None,
              sketch_capacity: int = DEFAULT_SKETCH_CAPACITY, group_column: str | None = None,
-             max_groups: int = 50, max_distinct_groups: int = MAX_STREAM_GROUPS) -> Evaluation:
+             max_groups: int = 50, max_distinct_groups: int = MAX_STREAM_GROUPS,
+             weight_column: str | None = None) -> Evaluation:
     """Calibration metrics of a CSV/Parquet table, folder or glob, without loading it whole.
 
     Parameters
@@ -203,6 +213,19 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
     max_distinct_groups : int, default :data:`calib_core.engines.grouped.MAX_STREAM_GROUPS`
         Stream and Dask: distinct group values kept while reading; more
         raise :class:`CalibrationInputError`.
+    weight_column : str, optional
+        Column (CSV or Parquet) of row weights, read as
+        ``load_predictions(weight_column=)`` reads it (finite numbers
+        ``>= 0``, not all 0; never guessed). Every per-bin count and sum
+        becomes a weighted sum, so the metrics equal the in-memory metrics
+        with ``sample_weight`` (integer weights: the repeated rows) to
+        round-off. The memory engine computes every metric; the stream and
+        Dask engines :data:`~calib_core.engines.streaming.WEIGHTED_STREAM_METRICS`
+        with uniform bins (the default set with weights, a note says so;
+        asking for ACE, TACE, KS or adaptive bins raises
+        :class:`CalibrationInputError`: the quantile sketch takes no
+        weights). Not with ``group_column`` (use
+        :func:`calib_core.by_group` with ``sample_weight=``).
 
     Returns
     -------
@@ -224,19 +247,31 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
                                    or batch_rows < 1):
         raise CalibrationInputError(f"`batch_rows` must be a whole number >= 1 or None, got {batch_rows!r}.")
     input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))
+    if weight_column is not None and group_column is not None:
+        raise CalibrationInputError(
+            "`weight_column` with `group_column` is not supported by evaluate yet (per-group sums are unweighted); "
+            "load the table with load_predictions(weight_column=...) and call calib_core.by_group(sample_weight=...).")
     opened = _open_source(source, batch_rows=int(batch_rows or 65536), label_column=label_column,
-                          input_kind=input_kind, split=split, group_column=group_column)
+                          input_kind=input_kind, split=split, group_column=group_column, weight_column=weight_column)
     if batch_rows is None:
         opened.batch_rows = max(1024, DEFAULT_BATCH_BYTES // (8 * max(opened.n_classes, 1)))
     if engine == "auto":
         engine = auto_engine(opened.files)
-    wanted = list(STREAM_METRICS) if metrics is None else list(dict.fromkeys(metrics))
+    streamed_weights = weight_column is not None and engine != "memory"
+    weight_notes: list[str] = []
+    if streamed_weights:
+        assert opened.plan is not None and opened.plan.weight_column is not None
+        wanted, weight_notes = weighted_metric_keys(metrics, engine, opened.plan.weight_column)
+    else:
+        wanted = list(STREAM_METRICS) if metrics is None else list(dict.fromkeys(metrics))
     for key in wanted:
         check_choice(key, "metrics", STREAM_METRICS)
     n_classes = opened.n_classes
     total = _total_rows(opened.files) if split is None else None
     options = dict(n_bins=n_bins, binning=binning, metrics=wanted, exact=exact, threshold=threshold,
                    sweep_bins=tuple(sweep_bins), sketch_capacity=sketch_capacity)
+    if streamed_weights:
+        options["weighted"] = True
     grouped: list[GroupedStats] = []
     if group_column is not None and not (isinstance(max_groups, (int, np.integer)) and max_groups >= 2):
         raise CalibrationInputError(f"`max_groups` must be a whole number >= 2, got {max_groups!r}.")
@@ -270,7 +305,8 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
                       class_names=tuple(class_names), input_kind=kind, files=tuple(str(p) for p in opened.files),
                       engine=engine, n_bins=result.n_bins, binning=result.binning, split=split,
                       exact=result.exact, error_bounds=result.error_bounds, n_passes=result.n_passes,
-                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(notes), groups=groups)
+                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(notes) + tuple(weight_notes),
+                      groups=groups, weight_column=None if plan is None else plan.weight_column)
 
 
 def _grouped_stats(factory: Callable[[], Any], max_distinct: int) -> GroupedStats:
@@ -304,19 +340,28 @@ def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: 
     labels = np.concatenate([labels for _, labels in blocks])
     if group_rows is not None and source.plan is not None and source.plan.group_column is not None:
         group_rows.update(probs=probs, labels=labels, groups=np.concatenate([b.groups for b in batches]))
-    return _arrays_result(probs, labels, wanted, options)
+    weights = None
+    if source.plan is not None and source.plan.weight_column is not None:
+        weights = check_sample_weight(np.concatenate([b.weights for b in batches]), labels.size,
+                                      name=f"weight column {source.plan.weight_column!r}")
+    return _arrays_result(probs, labels, wanted, options, weights)
 
 
 def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted: list[str],
-                   options: dict[str, Any]) -> StreamResult:
+                   options: dict[str, Any], sample_weight: NDArray[np.float64] | None = None) -> StreamResult:
 
     probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_classes = probs.shape[1]
     n_bins, threshold = options["n_bins"], options["threshold"]
-    values = compute_metrics(probs, labels, n_bins=n_bins, binning=options["binning"], keys=wanted)
+    values = compute_metrics(probs, labels, n_bins=n_bins, binning=options["binning"], keys=wanted,
+                             sample_weight=weights)
     # The summary statistics of the same rows, for the JSON output.
-    stats = CalibrationStats(n_classes, n_bins=n_bins, sweep_bins=options["sweep_bins"], threshold=threshold)
-    stats.update(probs, labels)
+    stats = CalibrationStats(n_classes, n_bins=n_bins, sweep_bins=options["sweep_bins"], threshold=threshold,
+                             weighted=weights is not None)
+    stats.update(probs, labels, sample_weight=weights)
+    if weights is not None:  # rows of weight 0 are absent (as in bin_statistics)
+        probs, labels, weights = probs[weights > 0], labels[weights > 0], weights[weights > 0]
     confidence, correct = top_label(probs, labels)
 
     def per_class(keep: NDArray[np.bool_] | None) -> Any:
@@ -324,11 +369,15 @@ def _arrays_result(probs: NDArray[np.float64], labels: NDArray[np.intp], wanted:
         parts = []
         for k in range(n_classes):
             rows = slice(None) if keep is None else keep[:, k]
-            stats = bin_statistics(probs[rows, k], labels[rows] == k, n_bins, "adaptive")
+            kept = None if weights is None else weights[rows]
+            stats = bin_statistics(probs[rows, k], labels[rows] == k, n_bins, "adaptive",
+                                   sample_weight=kept if kept is not None and kept.size else None)
+
             parts.append(_pad_binstats(stats, n_bins))
         return _stack_binstats(parts)
 
-    adaptive = {"top_label": bin_statistics(confidence, correct, n_bins, "adaptive"),
+
+    adaptive = {"top_label": bin_statistics(confidence, correct, n_bins, "adaptive", sample_weight=weights),
                 "classwise": per_class(None), "classwise_above": per_class(probs > threshold)}
     return StreamResult({key: values[key] for key in wanted}, stats, adaptive, True, {}, 1, n_bins,
                         options["binning"], threshold)
@@ -338,18 +387,24 @@ def evaluate_arrays(probs: Any, labels: Any, *, n_bins: int = 15, binning: str =
                     metrics: Sequence[str] | None = None, threshold: float = 0.01,
                     sweep_bins: Sequence[int] = SUMMARY_SWEEP_BINS, class_names: Sequence[str] | None = None,
                     input_kind: str = "probabilities", files: Sequence[str] = (), split: str | None = None,
-                    warnings: Sequence[str] = ()) -> Evaluation:
+                    warnings: Sequence[str] = (), sample_weight: Any = None,
+                    weight_column: str | None = None) -> Evaluation:
     """:class:`Evaluation` (metrics and summary statistics) of predictions already in memory.
 
     The metrics are those of the in-memory functions; the statistics let
     :func:`load_summary` draw the diagrams of these predictions later.
+    ``sample_weight`` (shape ``(N,)``) weighs the metrics and every sum, as
+    :func:`evaluate` with ``weight_column`` does (``weight_column`` names it).
     """
     probs, labels = check_probs_labels(probs, labels)
+    weights = check_sample_weight(sample_weight, labels.size)
     wanted = list(STREAM_METRICS) if metrics is None else [check_choice(m, "metrics", STREAM_METRICS) for m in metrics]
     options = dict(n_bins=n_bins, binning=binning, threshold=threshold, sweep_bins=tuple(sweep_bins))
-    result = _arrays_result(probs, labels, wanted, options)
+    result = _arrays_result(probs, labels, wanted, options, weights)
     names = tuple(str(c) for c in class_names) if class_names is not None else tuple(str(k) for k in range(probs.shape[1]))
     return Evaluation(metrics=result.metrics, n_samples=probs.shape[0], n_classes=probs.shape[1], class_names=names,
                       input_kind=input_kind, files=tuple(files), engine="memory", n_bins=result.n_bins,
                       binning=result.binning, split=split, exact=True, error_bounds={}, n_passes=1,
-                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(warnings))
+                      stats=result.stats, adaptive=result.adaptive, warnings=tuple(warnings),
+                      weight_column=None if weights is None else str(weight_column or "weight"))
+

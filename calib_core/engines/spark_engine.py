@@ -23,7 +23,7 @@ from typing import Any
 
 from calib_core.engines.batches import ColumnPlan, add_batch
 from calib_core.engines.evaluate import Evaluation
-from calib_core.engines.streaming import STREAM_METRICS, stream_metrics
+from calib_core.engines.streaming import STREAM_METRICS, stream_metrics, weighted_metric_keys
 from calib_core.validation import CalibrationInputError, check_choice
 
 __all__ = ["evaluate_spark", "spark_runner"]
@@ -60,7 +60,8 @@ def spark_runner(frame: Any, plan: Any, *, split: str | None = None) -> Callable
 
 def evaluate_spark(frame: Any, *, n_bins: int = 15, binning: str = "uniform", metrics: Sequence[str] | None = None,
                    exact: bool = True, threshold: float = 0.01, sweep_bins: Sequence[int] = (),
-                   label_column: str | None = None, input_kind: str = "auto", split: str | None = None) -> Any:
+                   label_column: str | None = None, input_kind: str = "auto", split: str | None = None,
+                   weight_column: str | None = None) -> Any:
     """Calibration metrics of a Spark DataFrame of predictions, computed on the executors.
 
     Parameters
@@ -68,8 +69,9 @@ def evaluate_spark(frame: Any, *, n_bins: int = 15, binning: str = "uniform", me
     frame : pyspark.sql.DataFrame
         One row per prediction, with the columns :func:`calib_core.load_predictions`
         understands (a label column and one column per class).
-    n_bins, binning, metrics, exact, threshold, sweep_bins, label_column, input_kind, split
-        As in :func:`calib_core.engines.evaluate.evaluate`.
+    n_bins, binning, metrics, exact, threshold, sweep_bins, label_column, input_kind, split, weight_column
+        As in :func:`calib_core.engines.evaluate.evaluate` (with ``weight_column``, as its stream engine:
+        the uniform-bin metrics, weighted).
 
     Returns
     -------
@@ -85,12 +87,20 @@ def evaluate_spark(frame: Any, *, n_bins: int = 15, binning: str = "uniform", me
     first = frame.limit(65536).toPandas()
     if first.shape[0] == 0:
         raise CalibrationInputError("the Spark DataFrame has no rows.")
-    plan = ColumnPlan.detect(first, display="the Spark DataFrame", label_column=label_column, input_kind=input_kind)
-    wanted = list(STREAM_METRICS) if metrics is None else list(metrics)
+    plan = ColumnPlan.detect(first, display="the Spark DataFrame", label_column=label_column, input_kind=input_kind,
+                             weight_column=weight_column)
+    notes: list[str] = []
+    if plan.weight_column is not None:
+        wanted, notes = weighted_metric_keys(metrics, "spark", plan.weight_column)
+    else:
+        wanted = list(STREAM_METRICS) if metrics is None else list(metrics)
     result = stream_metrics(spark_runner(frame, plan, split=split), plan.n_classes, n_bins=n_bins, binning=binning,
-                            metrics=wanted, exact=exact, threshold=threshold, sweep_bins=tuple(sweep_bins))
+                            metrics=wanted, exact=exact, threshold=threshold, sweep_bins=tuple(sweep_bins),
+                            weighted=plan.weight_column is not None)
     return Evaluation(metrics=result.metrics, n_samples=result.stats.n_rows, n_classes=plan.n_classes,
                       class_names=plan.class_names, input_kind=plan.input_kind, files=(), engine="spark",
                       n_bins=result.n_bins, binning=result.binning, split=split, exact=result.exact,
                       error_bounds=result.error_bounds, n_passes=result.n_passes, stats=result.stats,
-                      adaptive=result.adaptive, warnings=plan.warnings)
+                      adaptive=result.adaptive, warnings=plan.warnings + tuple(notes),
+                      weight_column=plan.weight_column)
+

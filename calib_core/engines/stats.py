@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.binning import BinStats, binned_error, upper_edge_index
 from calib_core.engines.sketch import QuantileSketch, _check_same
+from calib_core.engines.weighted import add_weighted_block, checked_weights
 from calib_core.metrics.scores import NLL_EPSILON
 from calib_core.validation import (
     CalibrationInputError,
@@ -97,7 +98,7 @@ class _BatchUpdates(abc.ABC):
 
     n_classes: int
 
-    def update(self, probs: ArrayLike, labels: ArrayLike):
+    def update(self, probs: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None = None):
         """Add a batch of rows (in place); returns ``self``.
 
         Parameters
@@ -105,16 +106,28 @@ class _BatchUpdates(abc.ABC):
         probs : array_like of shape (n, K)
             Probabilities of the batch; ``n`` may be 0.
         labels : array_like of shape (n,)
+        sample_weight : array_like of shape (n,), optional
+            Row weights (finite, ``>= 0``; a batch may weigh 0), for
+            statistics built with ``weighted=True`` only.
 
         Raises
         ------
         CalibrationInputError
-            Invalid batch, or a batch with another number of classes.
+            Invalid batch, or a batch with another number of classes;
+            weights given to statistics that take none.
         """
         checked = _check_batch(probs, labels, self.n_classes)
+        weights = checked_weights(self, sample_weight, np.asarray(labels).size)
         if checked is not None:
-            self._add_checked(*checked)
+            if weights is None:
+                self._add_checked(*checked)
+            else:
+                self._add_weighted(checked[0].T, checked[1], weights)
         return self
+
+    def _add_weighted(self, columns: Any, labels: NDArray[np.intp], weights: NDArray[np.float64]) -> None:
+        """Add checked class-major rows with their checked weights (statistics that take weights override it)."""
+        raise CalibrationInputError(f"{type(self).__name__} takes no `sample_weight`.")
 
     def update_columns(self, columns: ArrayLike, labels: ArrayLike):
         """Add a batch stored class-major, shape ``(K, n)`` (in place); returns ``self``.
@@ -306,6 +319,15 @@ class CalibrationStats(_BatchUpdates):
         values above ``threshold`` (TACE).
     threshold : float, default 0.01
         The TACE threshold of the thresholded class sketches.
+    weighted : bool, default False
+        Take row weights (``update(..., sample_weight=w)``): every count
+        becomes a sum of weights and every sum a weighted sum, as
+        :func:`calib_core.binning.bin_statistics` with ``sample_weight``
+        computes them, so :meth:`metrics` are the weighted in-memory metrics
+        (integer weights: those of the repeated rows). :attr:`n_rows` still
+        counts rows read, :attr:`sum_weight` their weights. No sketches: the
+        quantile sketch counts rows, so weighted adaptive bins and KS are
+        not streamed (``docs/weights.md``).
 
     Notes
     -----
@@ -332,8 +354,13 @@ class CalibrationStats(_BatchUpdates):
 
     def __init__(self, n_classes: int, *, n_bins: int = 15, sweep_bins: Iterable[int] = (),
                  sketch_capacity: int | None = None, sketch_sets: Iterable[str] = _SET_KINDS,
-                 threshold: float = 0.01) -> None:
+                 threshold: float = 0.01, weighted: bool = False) -> None:
         self.n_classes = check_count(n_classes, "n_classes", 2)
+        self.weighted = bool(weighted)
+        if self.weighted and sketch_capacity is not None:
+            raise CalibrationInputError(
+                "weighted statistics keep no quantile sketches: the sketch counts rows and takes no weights, so "
+                "adaptive bins, ACE, TACE and KS with sample weights need the rows in memory (engine='memory').")
         self.n_bins = check_n_bins(n_bins)
         if isinstance(sweep_bins, (int, np.integer)):
             sweep_bins = (sweep_bins,)
@@ -345,10 +372,12 @@ class CalibrationStats(_BatchUpdates):
         k = self.n_classes
         self._scratch: _BlockScratch | None = None
         self.n_rows = 0
-        self.n_correct = 0
+        #: Summed row weight (weighted statistics); unweighted, the row count.
+        self.sum_weight = 0.0
+        self.n_correct: int | float = 0.0 if self.weighted else 0
         self.sum_brier = 0.0
         self.sum_nll = 0.0
-        self.label_count = np.zeros(k, dtype=np.int64)
+        self.label_count = np.zeros(k, dtype=np.float64 if self.weighted else np.int64)
         self.top_count = np.zeros(n_cells)
         self.top_sum_value = np.zeros(n_cells)
         self.top_sum_target = np.zeros(n_cells)
@@ -366,7 +395,34 @@ class CalibrationStats(_BatchUpdates):
 
     # -- building ----------------------------------------------------------
     def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
+        if self.weighted:
+            self._add_weighted(probs.T, labels, np.ones(labels.shape[0]))
+            return
         self._add_class_major(probs.T, labels)
+
+    def _add_weighted(self, columns: NDArray[np.float64] | Sequence[NDArray[np.float64]], labels: NDArray[np.intp],
+                      weights: NDArray[np.float64]) -> None:
+        """Add checked class-major rows with checked weights, block by block (weighted statistics only).
+
+        Each sum of the unweighted pass becomes a sum of ``w_i`` times its
+        term: per cell :math:`\\sum w_i`, :math:`\\sum w_i c_i`,
+        :math:`\\sum w_i a_i` (top label) and :math:`\\sum w_i`,
+        :math:`\\sum w_i p_{ik}`, :math:`\\sum w_i [y_i = k]` (class k),
+        label weights, :math:`\\sum w_i a_i` (accuracy) and the weighted
+        Brier and NLL sums -- the sums of
+        :func:`calib_core.binning.bin_statistics` with ``sample_weight``
+        (Nixon et al. 2019, eq. 1-2, with frequency weights).
+        """
+        if not self.weighted:
+            raise CalibrationInputError("`sample_weight` given to CalibrationStats built without weights; "
+                                        "build it with weighted=True.")
+        step = self.block_rows
+        for start in range(0, labels.shape[0], step):
+            stop = start + step
+            values = columns[:, start:stop] if isinstance(columns, np.ndarray) else \
+                np.stack([np.asarray(column[start:stop], dtype=np.float64) for column in columns])
+            add_weighted_block(self, np.ascontiguousarray(values, dtype=np.float64), labels[start:stop],
+                               weights[start:stop])
 
     def _add_class_major(self, columns: NDArray[np.float64] | Sequence[NDArray[np.float64]], labels: NDArray[np.intp],
                          scratch: _BlockScratch | None = None) -> None:
@@ -509,8 +565,10 @@ class CalibrationStats(_BatchUpdates):
         _check_same(self.threshold, other.threshold, "thresholds")
         _check_same(self.sketches is None, other.sketches is None, "sketch settings (one has sketches)")
         _check_same(self.sketch_sets, other.sketch_sets, "sketched value sets")
+        _check_same(self.weighted, other.weighted, "weighting (weighted=)")
         merged = self.copy()
         merged.n_rows += other.n_rows
+        merged.sum_weight += other.sum_weight
         merged.n_correct += other.n_correct
         merged.sum_brier += other.sum_brier
         merged.sum_nll += other.sum_nll
@@ -524,12 +582,20 @@ class CalibrationStats(_BatchUpdates):
     # -- reading -----------------------------------------------------------
     @property
     def prob_sum(self) -> NDArray[np.float64]:
-        """Sum over rows of each class probability, shape ``(K,)`` (mean prediction times N)."""
+        """(Weighted) sum over rows of each class probability, shape ``(K,)`` (mean prediction times N or W)."""
         return self.class_sum_value.sum(axis=1)
+
+    @property
+    def total_weight(self) -> float:
+        """N of the metrics: the summed weight W (weighted statistics) or the row count."""
+        return float(self.sum_weight) if self.weighted else float(self.n_rows)
 
     def _require_rows(self) -> None:
         if self.n_rows == 0:
             raise CalibrationInputError("the statistics hold no rows; nothing to compute (is the input empty?).")
+        if self.weighted and not self.sum_weight > 0:
+            raise CalibrationInputError(
+                "every row weight is 0 (the weights sum to 0): a row needs a positive weight.")
 
     def _cell_map(self, n_bins: int) -> NDArray[np.intp]:
         if n_bins not in self.bin_counts:
@@ -555,15 +621,15 @@ class CalibrationStats(_BatchUpdates):
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         if isinstance(target, str) and target == "top_label":
             sums = [self.top_count, self.top_sum_value, self.top_sum_target]
-            n_total: Any = float(self.n_rows)
+            n_total: Any = self.total_weight
             shape: tuple[int, ...] = (n_bins,)
         elif isinstance(target, str) and target == "classwise":
             sums = [self.class_count, self.class_sum_value, self.class_sum_target]
-            n_total = np.full(self.n_classes, float(self.n_rows))
+            n_total = np.full(self.n_classes, self.total_weight)
             shape = (self.n_classes, n_bins)
         elif isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < self.n_classes:
             sums = [self.class_count[target], self.class_sum_value[target], self.class_sum_target[target]]
-            n_total = float(self.n_rows)
+            n_total = self.total_weight
             shape = (n_bins,)
         else:
             raise CalibrationInputError(
@@ -592,13 +658,14 @@ class CalibrationStats(_BatchUpdates):
         self._require_rows()
         top = self.bin_stats("top_label", n_bins)
         classwise = self.bin_stats("classwise", n_bins)
-        values = {"accuracy": self.n_correct / self.n_rows}
+        n_total = self.total_weight
+        values = {"accuracy": self.n_correct / n_total}
         for key in _BINNED_TOP:
             values[key] = float(binned_error(top, _NORM_OF[key]))
         values["classwise_ece"] = float(binned_error(classwise, "l1").mean())
         values["sce"] = values["classwise_ece"]
-        values["brier"] = self.sum_brier / self.n_rows
-        values["nll"] = self.sum_nll / self.n_rows
+        values["brier"] = self.sum_brier / n_total
+        values["nll"] = self.sum_nll / n_total
         return values
 
     # -- serialisation -------------------------------------------------------
@@ -621,6 +688,8 @@ class CalibrationStats(_BatchUpdates):
                           "sum_target": self.class_sum_target.tolist()},
             "sketch_sets": list(self.sketch_sets),
             "sketches": None if self.sketches is None else {k: s.to_dict() for k, s in self.sketches.items()},
+            # Weighted statistics only (a summary without these keys is unweighted: every weight 1).
+            **({"weighted": True, "sum_weight": self.sum_weight} if self.weighted else {}),
         }
 
     def to_json(self) -> str:
@@ -638,14 +707,16 @@ class CalibrationStats(_BatchUpdates):
         try:
             stats = cls(int(data["n_classes"]), n_bins=int(data["n_bins"]),
                         sweep_bins=[int(b) for b in data["bin_counts"]], threshold=float(data["threshold"]),
-                        sketch_sets=tuple(data.get("sketch_sets", _SET_KINDS)))
+                        sketch_sets=tuple(data.get("sketch_sets", _SET_KINDS)),
+                        weighted=bool(data.get("weighted", False)))
             n_cells = stats.edges.size - 1
             k = stats.n_classes
             stats.n_rows = int(data["n_rows"])
-            stats.n_correct = int(data["n_correct"])
+            stats.sum_weight = float(data["sum_weight"]) if stats.weighted else 0.0
+            stats.n_correct = float(data["n_correct"]) if stats.weighted else int(data["n_correct"])
             stats.sum_brier = float(data["sum_brier"])
             stats.sum_nll = float(data["sum_nll"])
-            stats.label_count = _array(data["label_count"], (k,), np.int64)
+            stats.label_count = _array(data["label_count"], (k,), np.float64 if stats.weighted else np.int64)
             for prefix, part, shape in (("top", "top", (n_cells,)), ("class", "classwise", (k, n_cells))):
                 for name in ("count", "sum_value", "sum_target"):
                     setattr(stats, f"{prefix}_{name}", _array(data[part][name], shape))
@@ -667,7 +738,8 @@ class CalibrationStats(_BatchUpdates):
         return cls.from_dict(data)
 
     def __repr__(self) -> str:
-        return (f"CalibrationStats(n_classes={self.n_classes}, n_rows={self.n_rows}, n_bins={self.n_bins}, "
+        weights = f", sum_weight={self.sum_weight}" if self.weighted else ""
+        return (f"CalibrationStats(n_classes={self.n_classes}, n_rows={self.n_rows}{weights}, n_bins={self.n_bins}, "
                 f"bin_counts={self.bin_counts}, sketches={self.sketches is not None})")
 
 

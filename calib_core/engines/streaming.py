@@ -45,13 +45,49 @@ from calib_core.validation import CalibrationInputError, check_binning, check_co
 
 __all__ = [
     "STREAM_METRICS",
+    "WEIGHTED_STREAM_METRICS",
     "SecondPass",
+    "check_weighted_request",
+    "weighted_metric_keys",
     "StreamResult",
     "stream_metrics",
 ]
 
 #: Metric keys :func:`stream_metrics` computes (those of :mod:`calib_core.metrics.registry`).
 STREAM_METRICS = ("accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "ace", "tace", "ks", "brier", "nll")
+
+#: The keys :func:`stream_metrics` computes with row weights (``weighted=True``, uniform bins): weighted sums
+#: in one pass. ACE, TACE, KS and adaptive bins need weighted order statistics, which the quantile sketch
+#: (:class:`~calib_core.engines.sketch.QuantileSketch`, items of weight ``2**level``) does not keep.
+WEIGHTED_STREAM_METRICS = ("accuracy", "ece", "rmsce", "mce", "classwise_ece", "sce", "brier", "nll")
+
+
+def weighted_metric_keys(metrics: Sequence[str] | None, engine: str, weight_column: str) -> tuple[list[str], list[str]]:
+    """The metric keys of a weighted streaming run, and the note saying what the default leaves out.
+
+    ``metrics=None`` with weights means :data:`WEIGHTED_STREAM_METRICS` (the
+    rest is named in the note); keys given are kept (and refused later by
+    :func:`check_weighted_request` when they need weighted quantiles).
+    """
+    if metrics is not None:
+        return list(dict.fromkeys(metrics)), []
+    return list(WEIGHTED_STREAM_METRICS), [
+        f"weighted by {weight_column!r}: the {engine} engine computes the uniform-bin metrics only (ACE, TACE, KS "
+        "and adaptive bins need weighted quantiles, which its sketch does not keep; the memory engine computes them)"]
+
+
+def check_weighted_request(metrics: Sequence[str], binning: str) -> None:
+
+    """Refuse, with the reason, a weighted streaming run of a metric that needs weighted quantiles."""
+    unsupported = [key for key in metrics if key not in WEIGHTED_STREAM_METRICS]
+    if binning == "adaptive":
+        unsupported = ["adaptive binning", *unsupported]
+    if unsupported:
+        raise CalibrationInputError(
+            f"with row weights the streaming engines (stream, Dask, Spark) compute {', '.join(WEIGHTED_STREAM_METRICS)}"
+            f" with uniform bins only, not {', '.join(unsupported)}: equal-mass bins and KS need weighted order "
+            "statistics, and the quantile sketch the streaming passes use counts rows and takes no weights. "
+            "Use the memory engine (engine='memory', --engine memory), which computes every weighted metric.")
 
 
 #: Placeholders of :meth:`_Slots.add_set` for the kernel's unused targets or labels.
@@ -437,7 +473,8 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
                    binning: str = "uniform", metrics: Sequence[str] | None = None, exact: bool = True,
                    threshold: float = 0.01, sweep_bins: Iterable[int] = (),
                    sketch_capacity: int = DEFAULT_SKETCH_CAPACITY, ks_regions: int = 8192,
-                   ks_collect_rows: int = 4_000_000, collect_rows: int = 4_000_000) -> StreamResult:
+                   ks_collect_rows: int = 4_000_000, collect_rows: int = 4_000_000,
+                   weighted: bool = False) -> StreamResult:
     """Compute calibration metrics in passes over data that never sits in memory at once.
 
     Parameters
@@ -473,6 +510,13 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
         At most about this many values are held to find the exact adaptive
         edges; past it the sketch's brackets are narrowed with counting
         passes first, so memory does not grow with the number of rows.
+    weighted : bool, default False
+        The batches carry row weights (``update(..., sample_weight=w)``, or
+        a weight column): every per-bin count and sum is a weighted sum
+        (:class:`CalibrationStats` with ``weighted=True``), so the metrics
+        equal the in-memory ones with ``sample_weight`` to round-off. Only
+        :data:`WEIGHTED_STREAM_METRICS` with uniform bins; others raise
+        :class:`CalibrationInputError` (weighted quantiles are not sketched).
 
     Returns
     -------
@@ -508,6 +552,8 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
     for key in wanted:
         if key not in STREAM_METRICS:
             raise CalibrationInputError(f"unknown metric {key!r}; streaming supports: {', '.join(STREAM_METRICS)}.")
+    if weighted:
+        check_weighted_request(wanted, binning)
     adaptive_bins = binning == "adaptive"
     kinds = []
     if "ks" in wanted or (adaptive_bins and any(key in wanted for key in _BINNED_TOP)):
@@ -518,8 +564,9 @@ def stream_metrics(run_pass: Callable[[Callable[[], Any]], Any], n_classes: int,
         kinds.append("above")
     factory = partial(CalibrationStats, n_classes, n_bins=n_bins, sweep_bins=tuple(sweep_bins),
                       sketch_capacity=sketch_capacity if kinds else None, sketch_sets=tuple(kinds),
-                      threshold=threshold)
+                      threshold=threshold, **({"weighted": True} if weighted else {}))
     stats: CalibrationStats = run_pass(factory)
+
     stats._require_rows()
     n_rows = stats.n_rows
     uniform = stats.metrics()

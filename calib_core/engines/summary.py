@@ -76,6 +76,11 @@ class CalibrationSummary:
     warnings : tuple of str
     groups : GroupEvaluation or None
         Per-group sums and metrics when the run had a group column.
+    weight_column : str or None
+        The column of row weights when the run had one: every count of the
+        sums is then a summed weight (``stats.weighted``, ``stats.sum_weight``).
+        A summary without it (every summary written before weights) is
+        unweighted: each row weighs 1.
     """
 
     metrics: dict[str, float]
@@ -94,6 +99,7 @@ class CalibrationSummary:
     error_bounds: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     groups: GroupEvaluation | None = None
+    weight_column: str | None = None
 
     def _class_index(self, target: str | int) -> int | str:
         if isinstance(target, str) and target == "top_label":
@@ -174,9 +180,14 @@ class CalibrationSummary:
         return pd.DataFrame(rows, columns=["n_bins", "binning", "metric", "value"])
 
     @property
+    def sum_weight(self) -> float:
+        """The summed row weight W of the sums (the row count when unweighted)."""
+        return self.stats.total_weight
+
+    @property
     def class_balance(self) -> pd.DataFrame:
-        """Per class: label count, share of rows and mean predicted probability."""
-        n = float(self.stats.n_rows)
+        """Per class: label count, share of rows and mean predicted probability (weighted: summed weights)."""
+        n = self.stats.total_weight
         return pd.DataFrame({"class": list(self.class_names), "count": self.stats.label_count,
                              "share": self.stats.label_count / n, "mean_probability": self.stats.prob_sum / n})
 
@@ -230,7 +241,9 @@ def load_summary(json_text: str | bytes | dict[str, Any]) -> CalibrationSummary:
             input_kind=str(data.get("input_kind", "")), exact=bool(data.get("exact", True)),
             error_bounds={str(k): float(v) for k, v in (data.get("error_bounds") or {}).items()},
             warnings=tuple(data.get("warnings", ())),
-            groups=None if data.get("groups") is None else GroupEvaluation.from_dict(data["groups"]))
+            groups=None if data.get("groups") is None else GroupEvaluation.from_dict(data["groups"]),
+            weight_column=None if data.get("weight_column") is None else str(data["weight_column"]))
+
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CalibrationInputError):
             raise

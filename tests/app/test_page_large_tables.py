@@ -82,3 +82,20 @@ def test_bad_summary_gives_a_message(raw):
     at.run()
     assert not at.exception
     assert at.error and "could not be read" in at.error[0].value
+
+
+def test_weighted_summary_says_its_weight_column_and_draws_weighted_counts():
+    """A summary written with --weight-column (issue 28) names its column as plain text; counts are weights."""
+    demo = load_demo(DEFAULT_DEMO)
+    weights = np.arange(demo.labels.size) % 3 + 1.0
+    evaluation = evaluate_arrays(demo.probs, demo.labels, class_names=demo.class_names, sample_weight=weights,
+                                 weight_column="**w**")
+    at = open_page()
+    at.file_uploader[0].set_value(("summary.json", json.dumps(evaluation.summary()).encode(), "application/json"))
+    at.run()
+    assert not at.exception and not at.error
+    header = next(m.value for m in at.markdown if "weighted by column" in m.value)
+    assert "\\*\\*w\\*\\*" in header and f"{weights.sum():,.6g}" in header
+    metrics = at.dataframe[0].value
+    assert metrics.set_index("metric").loc["ece", "value"] == pytest.approx(
+        cc.ece(demo.probs, demo.labels, sample_weight=weights), rel=1e-12)

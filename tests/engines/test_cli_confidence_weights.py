@@ -56,8 +56,22 @@ def test_weight_column_equals_repeated_rows(tmp_path, capsys):
     for key in ("ece", "ace", "brier", "nll", "classwise_ece", "mmce", "skce"):
         assert with_weights["metrics"][key] == pytest.approx(with_rows["metrics"][key], rel=1e-9, abs=1e-12), key
     assert with_weights["metrics"]["ece"] != pytest.approx(cc.ece(probs, labels))  # the weights were used
-    assert main(["report", str(weighted), "--weight-column", "w", "--engine", "stream"]) == 2
+    # The stream engine weights its sums too (the uniform-bin metrics), and its summary carries the weights.
+    assert main(["report", str(weighted), "--json", "--weight-column", "w", "--engine", "stream"]) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    assert streamed["weight_column"] == "w" and streamed["statistics"]["sum_weight"] == weights.sum()
+    for key in ("ece", "rmsce", "mce", "classwise_ece", "accuracy", "brier", "nll"):
+        assert streamed["metrics"][key] == pytest.approx(with_rows["metrics"][key], rel=1e-9, abs=1e-12), key
+    assert "ace" not in streamed["metrics"] and any("ACE, TACE, KS" in w for w in streamed["warnings"])
+    assert main(["report", str(weighted), "--weight-column", "w", "--engine", "stream", "--binning", "adaptive"]) == 2
     assert "memory engine" in capsys.readouterr().err
+    # The memory engine's JSON summary is weighted as its metrics are (it was unweighted before).
+    summary = cc.load_summary(json.dumps(with_weights["statistics"]))
+    assert summary.sum_weight == weights.sum()
+    pd.testing.assert_frame_equal(summary.reliability_table(n_bins=15),
+                                  cc.load_summary(json.dumps(with_rows["statistics"])).reliability_table(n_bins=15),
+                                  check_exact=False, rtol=1e-12)
+
 
 
 def test_check_and_compare_read_a_confidence_file_with_its_own_metrics(tmp_path, capsys):

@@ -128,3 +128,19 @@ def test_dask_per_group_statistics_equal_by_group_in_memory(client, tmp_path):
         assert list(table["group"]) == list(reference["group"]) and list(table["n"]) == list(reference["n"])
         np.testing.assert_allclose(table["value"], reference["value"], rtol=0, atol=1e-12)
     assert "ace" in on_dask.unavailable
+
+
+def test_dask_weight_column_equals_in_memory_and_repeated_rows(client, tmp_path):
+    """Issue 28: a weight column on the Dask engine weights every per-bin sum; integer weights repeat rows."""
+    frame = prediction_frame(5, 1_500, 3, 0.5, tied_rows=200)
+    weights = np.random.default_rng(2).integers(0, 4, 1_500)
+    for i, part in enumerate(np.array_split(np.arange(1_500), 3)):
+        frame.iloc[part].assign(w=weights[part]).to_parquet(tmp_path / f"part-{i}.parquet")
+    frame.loc[frame.index.repeat(weights)].to_parquet(tmp_path.parent / f"{tmp_path.name}_repeated.parquet")
+    on_dask = evaluate(tmp_path, engine="dask", scheduler=client, weight_column="w")
+    repeated = evaluate(tmp_path.parent / f"{tmp_path.name}_repeated.parquet", engine="memory")
+    memory = evaluate(tmp_path, engine="memory", weight_column="w")
+    assert on_dask.stats.sum_weight == weights.sum() and on_dask.n_samples == 1_500
+    for key, value in on_dask.metrics.items():
+        assert value == pytest.approx(repeated.metrics[key], rel=1e-12, abs=1e-13), key
+        assert value == pytest.approx(memory.metrics[key], rel=1e-12, abs=1e-13), key

@@ -3,6 +3,7 @@ import os
 import shutil
 import sys
 
+import numpy as np
 import pytest
 
 from calib_core.engines.evaluate import evaluate
@@ -38,11 +39,23 @@ def test_spark_local_mode_equals_in_memory(tmp_path, monkeypatch):
     spark = (SparkSession.builder.master("local[1]").appName("calib_core-test")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
     metrics = ["accuracy", "ece", "classwise_ece", "ace", "tace", "brier", "nll"]  # two passes
+    # Row weights (issue 28), in the same Spark session: integer weights equal repeated rows.
+    weights = np.random.default_rng(1).integers(0, 4, n)
+    (tmp_path / "weighted").mkdir()
+    frame.assign(w=weights).iloc[:900].to_parquet(tmp_path / "weighted" / "a.parquet")
+    frame.assign(w=weights).iloc[900:].to_parquet(tmp_path / "weighted" / "b.parquet")
+    frame.loc[frame.index.repeat(weights)].to_parquet(tmp_path / "repeated.parquet")
     try:
         data = spark.read.parquet(str(tmp_path / "parts"))
         on_spark = evaluate_spark(data, binning="adaptive", metrics=metrics)
+        weighted = evaluate_spark(spark.read.parquet(str(tmp_path / "weighted")), weight_column="w")
     finally:
         spark.stop()
+    repeated = evaluate(tmp_path / "repeated.parquet", engine="memory", metrics=list(weighted.metrics))
+    assert weighted.stats.sum_weight == weights.sum() and weighted.weight_column == "w"
+    for key, value in repeated.metrics.items():
+        assert weighted.metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-13), key
+
     memory = evaluate(tmp_path / "preds.parquet", engine="memory", binning="adaptive", metrics=metrics)
     assert on_spark.engine == "spark" and on_spark.n_samples == n and on_spark.n_passes == 2
     for key, value in memory.metrics.items():
