@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from calib_core.io import load_demo
-from calib_core.recalibration import RECALIBRATORS, compare, recommendation
+from calib_core.recalibration import RECALIBRATORS, compare, defaults, recommendation
 from calib_core.recalibration.compare import Protocol
 from calib_core.recalibration.recommendation import PairedDifference, parameter_count
 from calib_core.validation import CalibrationInputError
@@ -140,3 +140,28 @@ def test_the_verdict_cites_calarena_for_the_models_class_count(both_protocols):
     rec = both_protocols[0].recommendation
     text = rec.verdict(DEMO, markdown=False)
     assert "CalArena" in text and "probkit/CalArena" in text and "multi-class" in text
+
+
+# ----------------------------------------------------------------------------- the default set (issue 27, item 2)
+
+@pytest.mark.parametrize("n_classes", [3, 10, 100, 1000])
+def test_structured_vector_scaling_is_in_the_multi_class_default_set(n_classes):
+    """CalArena's second-best multi-class method (first at K = 1,000 after ETS) is fitted on a first visit."""
+    assert "Structured vector scaling" in defaults.default_methods(n_classes)
+
+
+def test_the_binary_default_set_has_no_structured_vector_scaling():
+    """At K = 2 it is vector scaling with a redundant temperature (and CalArena compares it on multi-class only)."""
+    assert "Structured vector scaling" not in defaults.default_methods(2)
+    assert "Vector scaling" in defaults.default_methods(2)
+
+
+@pytest.mark.parametrize("n_classes", [101, 1000])
+def test_above_100_classes_no_default_method_emits_exact_zeros(n_classes):
+    """Issue 27 item 3: methods that can give a class exactly 0 leave the default set above K = 100 unless floored."""
+    chosen = defaults.default_methods(n_classes)
+    assert chosen and not [m for m in chosen if RECALIBRATORS[m].emits_exact_zeros]
+    assert "Isotonic regression (floored)" in chosen and "Histogram binning (floored)" in chosen
+    # ... also from a hand-made list holding every registered method that can emit zeros.
+    every = list(RECALIBRATORS)
+    assert not [m for m in defaults.default_methods(n_classes, every) if RECALIBRATORS[m].emits_exact_zeros]

@@ -330,7 +330,8 @@ def test_the_default_set_leaves_out_the_k_squared_methods_above_their_limit():
     assert defaults.default_methods(10) == defaults.DEFAULT_METHODS
     assert defaults.default_methods(100) == defaults.DEFAULT_METHODS
     assert defaults.default_methods(1000) == ("Temperature scaling", "Vector scaling",
-                                             "Isotonic regression (floored)", "Histogram binning (floored)")
+                                             "Isotonic regression (floored)", "Histogram binning (floored)",
+                                             "Structured vector scaling")
     assert defaults.default_note(10) is None and defaults.default_note(100) is None
     note = defaults.default_note(1000)
     assert note.startswith("**Dirichlet calibration** is left out of the default set above 100 classes")
