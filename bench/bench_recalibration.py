@@ -21,6 +21,17 @@ scaling) are timed on binary logits of the same row count. Structured
 vector/matrix scaling and quadratic scaling are also timed beside their
 reference code (probmetrics; live when importable, else the time stored with
 the reference fixture) on the sets of ``tests/recalibration/reference``.
+Issue 27 item 5, in the same run: SVS at ``--svs-size`` (default 50,000 x
+1,000, ImageNet's shape) and every binary method on ``--binary-rows`` (default
+50,000) binary logits, each beside its reference implementation on the same
+data: scikit-learn's ``LogisticRegression`` on the logit (Platt scaling on
+logits), ``IsotonicRegression``, cir-model, splinecalib and venn-abers, and
+probmetrics for SVS and quadratic scaling when importable (it needs torch,
+absent from this venv: the row then says so and the stored fixture time
+above stands in, on the fixture's own size, not the same data). ``--quick``
+shrinks every size (1,000 x 10 for the main table, 2,000 binary rows, SVS at
+2,000 x 100) for a check that the script runs.
+
 The 1-minute load average is printed because other processes on a 2-core
 machine change every figure.
 """
@@ -148,7 +159,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--boot", type=int, default=200, help="bootstrap resamples of --page (0: none)")
     parser.add_argument("--methods", nargs="+", default=None, help="methods of --page (default: the default set)")
     parser.add_argument("--force-boot", action="store_true", help="run the bootstrap even above the page's budget")
+    parser.add_argument("--svs-size", type=_size, default=(50_000, 1_000), metavar="NxK",
+                        help="size of the SVS-against-reference timing (default 50000x1000)")
+    parser.add_argument("--binary-rows", type=int, default=50_000,
+                        help="rows of the binary methods-against-reference timing (default 50000)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes everywhere (1000 x 10, 2000 binary rows, SVS 2000 x 100)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.classes, args.binary_rows, args.svs_size = 1_000, 10, 2_000, (2_000, 100)
     if args.page:
         results = {f"{n}x{k}": page_bench(n, k, seed=args.seed, n_boot=args.boot, methods=args.methods,
                                           force_boot=args.force_boot)
@@ -198,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
         results["sklearn"][label] = {"ours": ours_s, "sklearn": theirs_s, "ratio": ours_s / theirs_s}
         print(f"  {label:<44s} ours {ours_s:6.2f} s   {their_name} {theirs_s:6.2f} s   ratio {ours_s / theirs_s:5.2f}")
     results["reference"] = structured_reference_bench()
+    results["same_data"] = same_data_reference_bench(args.binary_rows, args.svs_size, seed=args.seed)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))
     return results
@@ -238,6 +258,101 @@ def structured_reference_bench() -> dict:
         out[key] = {"ours": ours_s, "reference": theirs_s}
         print(f"  {key:<22s} {fit_probs.shape[0]:>6,} x {fit_probs.shape[1]:<5d} ours {ours_s:6.2f} s   "
               f"reference {theirs_s:6.2f} s")
+    return out
+
+
+def _binary_references(logits: np.ndarray, labels: np.ndarray) -> dict:
+    """(our fit, the reference's fit, reference name) per binary method, on the same binary logits.
+
+    A reference whose package is not importable is ``None`` with the reason.
+    """
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    from calib_core.recalibration import (CenteredIsotonic, QuadraticScaling, SplineCalibration, VennAbers)
+
+    z = (logits[:, 1] - logits[:, 0])[:, None]  # the binary logit
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    positive = labels == 1
+
+    def optional(module: str, make):
+        try:
+            __import__(module)
+        except ImportError as exc:
+            return None, f"{module} not importable ({exc.name} missing)"
+        return make, module
+
+    def cir():
+        import cir_model
+
+        cir_model.CenteredIsotonicRegression().fit(probs[:, 1], positive.astype(float))
+
+    def spline():
+        import splinecalib
+
+        splinecalib.SplineCalib().fit(probs, labels)
+
+    def venn():
+        import venn_abers
+
+        venn_abers.VennAbers().fit(probs, labels)
+
+    def quadratic():
+        from probmetrics.calibrators.logistic import BinaryLogisticCalibrator
+
+        BinaryLogisticCalibrator(type="quadratic").fit(probs, labels)
+
+    return {
+        "Platt scaling (logits)": (lambda: PlattScaling().fit(logits, labels),
+                                   (lambda: LogisticRegression(C=np.inf, max_iter=1000).fit(z, positive)),
+                                   "sklearn LogisticRegression on the logit"),
+        "Isotonic regression": (lambda: IsotonicCalibration(input="probs").fit(probs, labels),
+                                lambda: IsotonicRegression(out_of_bounds="clip").fit(probs[:, 1], positive),
+                                "sklearn IsotonicRegression"),
+        "Centred isotonic regression": (lambda: CenteredIsotonic().fit(probs, labels), *optional("cir_model", cir)),
+        "Spline calibration": (lambda: SplineCalibration().fit(probs, labels), *optional("splinecalib", spline)),
+        "Venn-Abers": (lambda: VennAbers().fit(probs, labels), *optional("venn_abers", venn)),
+        "Quadratic scaling": (lambda: QuadraticScaling().fit(logits, labels), *optional("probmetrics", quadratic)),
+    }
+
+
+def same_data_reference_bench(binary_rows: int, svs_size: tuple[int, int], *, seed: int) -> dict:
+    """Issue 27 item 5: each new method's fit time beside its reference's, on the same data, in this run.
+
+    The binary methods on ``binary_rows`` binary logits; structured vector scaling at ``svs_size`` (its
+    reference, probmetrics, timed only when importable).
+    """
+    from calib_core.recalibration import StructuredVectorScaling
+
+    out: dict = {"binary_rows": binary_rows, "svs_size": list(svs_size), "methods": {}}
+    logits, labels = synthetic_logits(binary_rows, 2, seed)
+    print(f"new methods vs their reference implementation, same data, same run "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    for name, (ours, theirs, their_name) in _binary_references(logits, labels).items():
+        ours_s = _timed(ours)
+        theirs_s = None if theirs is None else _timed(theirs)
+        out["methods"][name] = {"rows": binary_rows, "classes": 2, "ours": ours_s, "reference": theirs_s,
+                                "reference_name": their_name}
+        shown = "not timed" if theirs_s is None else f"{theirs_s:7.2f} s"
+        print(f"  {name:<30s} {binary_rows:>7,} x 2     ours {ours_s:7.2f} s   reference {shown}  ({their_name})")
+    n_rows, n_classes = svs_size
+    logits, labels = synthetic_logits(n_rows, n_classes, seed)
+    ours_s = _timed(lambda: StructuredVectorScaling().fit(logits, labels))
+    try:
+        from probmetrics.calibrators import get_calibrator
+    except ImportError as exc:
+        theirs_s, their_name = None, f"probmetrics not importable ({exc.name} missing)"
+    else:
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        theirs_s = _timed(lambda: get_calibrator("svs", svs_print_init_info=False).fit(probs, labels))
+        their_name = "probmetrics SVSCalibrator"
+    out["methods"]["Structured vector scaling"] = {"rows": n_rows, "classes": n_classes, "ours": ours_s,
+                                                   "reference": theirs_s, "reference_name": their_name}
+    shown = "not timed" if theirs_s is None else f"{theirs_s:7.2f} s"
+    print(f"  {'Structured vector scaling':<30s} {n_rows:>7,} x {n_classes:<5d} ours {ours_s:7.2f} s   "
+          f"reference {shown}  ({their_name})")
     return out
 
 

@@ -142,4 +142,9 @@ def redraw(updated):
         draw_report(current)
 
 
-intervals.fill(model_results, n_boot=int(n_boot), seed=seed, run=run, status_slot=status_slot, on_result=redraw)
+filled = intervals.fill(model_results, n_boot=int(n_boot), seed=seed, run=run, status_slot=status_slot,
+                       on_result=redraw)
+# The intervals can change the advice (a method within noise of a simpler one gives way to it): the pickers and
+# diagrams drawn before them then start again on the advised method (the intervals are kept, so once only).
+if filled[result.view.name].recommendation.method != result.recommendation.method:
+    st.rerun()

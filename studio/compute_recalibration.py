@@ -263,12 +263,12 @@ def _sampler(fingerprint: str, ev: EvaluationSet, n_boot: int, seed: int) -> com
     return samples
 
 
-def runner_up_difference(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame,
-                         *, n_boot: int, seed: int, alpha: float = 0.05) -> PairedDifference | None:
-    """:func:`calib_core.recalibration.recommendation.runner_up_difference` on the resamples that
-    :func:`intervals` cached."""
-    return recommendation.runner_up_difference(ev, fits, table, n_boot=n_boot, seed=seed, alpha=alpha,
-                                        samples=_sampler(fingerprint, ev, n_boot, seed))
+def paired_differences(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame,
+                       *, n_boot: int, seed: int, alpha: float = 0.05) -> tuple[PairedDifference, ...]:
+    """:func:`calib_core.recalibration.recommendation.paired_differences` (every candidate against the best one,
+    for the advice's tie rule) on the resamples that :func:`intervals` cached."""
+    return recommendation.paired_differences(ev, fits, table, n_boot=n_boot, seed=seed, alpha=alpha,
+                                             samples=_sampler(fingerprint, ev, n_boot, seed))
 
 
 # ----------------------------------------------------------------------------- diagrams

@@ -618,10 +618,10 @@ def _recalibration_data(recalibration: Recalibration) -> dict:
     """A comparison's verdict for the report's JSON: the recommended method, the runner-up and their margin."""
     found = recalibration.recommendation
     out = {"model": recalibration.model, "note": recalibration.note, "recommended": None, "runner_up": None,
-           "verdict": None, "comparison": None, "margin": None}
+           "best": None, "tied": [], "verdict": None, "comparison": None, "margin": None}
     if found is None:
         return out
-    out.update(recommended=found.method, runner_up=found.runner_up,
+    out.update(recommended=found.method, runner_up=found.runner_up, best=found.best, tied=list(found.tied),
                verdict=found.sentence(recalibration.model, markdown=False),
                comparison=found.comparison(markdown=False))
     if found.pair is not None:

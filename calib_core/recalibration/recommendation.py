@@ -9,16 +9,23 @@ bootstrap, the results table):
 * :func:`runner_up_difference` -- the paired bootstrap interval of the Brier
   score of the runner-up minus the recommended method's, on the resamples of
   :func:`~calib_core.recalibration.compare.intervals`.
+* :func:`paired_differences` -- the same interval for every other candidate
+  against the best one (which of them are tied with it within noise).
 * :func:`recommend` -- a :class:`Recommendation`: the one object the
-  Recalibration page, both HTML reports and the CLI render their verdict
-  sentences from (Markdown or plain text).
+  Recalibration page, both HTML reports and the CLI (``--method auto``)
+  render their verdict from (:meth:`Recommendation.verdict`, Markdown or plain text).
 * :func:`compare_methods` -- the page's whole comparison in one call (the
-  reports make their recalibration section with it).
+  reports and ``calib-core recalibrate --method auto`` make theirs with it).
 
-The recommendation ranks by point estimates, so it may change with the rows
-(the sidebar's *Rows*, the seed of a random split); :meth:`Recommendation.comparison`
-says whether the winner's margin over the runner-up is beyond the noise of
-the evaluation rows, so a flip between two methods within noise reads as such.
+The advice (issue 27): the best method is the one with the lowest Brier
+score on the evaluation rows; the methods *tied* with it are those whose
+paired interval of (their Brier score - the best one's) reaches 0. When the
+best one beats every other candidate beyond noise it is advised; otherwise
+the simplest of the tied methods is (fewest parameters at K,
+:func:`parameter_count`; equal counts: the lower Brier score). Point
+estimates flip with the rows (the sidebar's *Rows*, the seed of a random
+split), ties within noise do not have to: the same rows evaluated by another
+protocol get the same advice unless one method pulls away beyond noise.
 
 Examples
 --------
@@ -46,14 +53,16 @@ from numpy.typing import ArrayLike
 from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
 from calib_core.metrics import get_metric
-from calib_core.recalibration import defaults
+from calib_core.recalibration import RECALIBRATORS, defaults
 from calib_core.recalibration.compare import (CAUTIONARY, METRIC_KEYS, EvaluationSet, MethodFit, Protocol, Sampler,
                                               _excludes_zero, _fmt, bootstrap_seconds, effective_protocol,
                                               evaluation_set, fit_method, intervals, metric_functions, model_input,
                                               results_table, split_column_ready)
+from calib_core.recalibration.published import published_standing
+from calib_core.validation import CalibrationInputError
 
-__all__ = ["Comparison", "PairedDifference", "Recommendation", "compare_methods", "ranked_candidates", "recommend",
-           "runner_up_difference", "score_keys"]
+__all__ = ["Comparison", "PairedDifference", "Recommendation", "compare_methods", "paired_differences",
+           "parameter_count", "ranked_candidates", "recommend", "runner_up_difference", "score_keys"]
 
 
 def score_keys(keys: Sequence[str]) -> tuple[str, str, str | None]:
@@ -135,6 +144,92 @@ class PairedDifference:
         return self.low > 0 or self.high < 0
 
 
+#: Free parameters of each parametric map at K classes (by the recalibrator's JSON ``method`` name): the rule
+#: that decides which of the methods tied within noise is the simplest (:func:`parameter_count`).
+PARAMETER_COUNTS = {
+    "temperature_scaling": lambda k: 1,                          # T (Guo et al. 2017)
+    "metric_optimized_temperature": lambda k: 1,                 # T
+    "ensemble_temperature_scaling": lambda k: 3,                 # T and 3 weights on the simplex (Zhang et al. 2020)
+    "platt_scaling": lambda k: 2 if k == 2 else 2 * k,           # a, b per one-vs-rest map
+    "quadratic_scaling": lambda k: 3 if k == 2 else 3 * k,       # a, b, c
+    "beta_calibration": lambda k: 3 if k == 2 else 3 * k,        # a, b, m per one-vs-rest map
+    "vector_scaling": lambda k: 2 * k,                           # diag(W), b
+    "structured_vector_scaling": lambda k: 2 * k + 1,            # T, v, b (Berta et al. 2026)
+    "matrix_scaling": lambda k: k * k + k,                       # W, b
+    "dirichlet_calibration": lambda k: k * k + k,                # W, b (Kull et al. 2019)
+    "structured_matrix_scaling": lambda k: k * k + k + 1,        # T, diag, off-diagonal, b
+}
+
+
+def parameter_count(method: str, n_classes: int) -> float:
+    """The number of free parameters of ``method``'s map at ``n_classes`` classes: how simple the tie rule finds it.
+
+    Parametric maps count their fitted parameters (:data:`PARAMETER_COUNTS`:
+    temperature scaling 1, vector scaling ``2K``, structured vector scaling
+    ``2K + 1``, matrix and Dirichlet scaling ``K^2 + K`` ...). Maps whose size
+    grows with the data (isotonic steps, histogram bins, spline knots,
+    Venn-Abers tables, the calibrated map, their floored twins) and methods
+    the rule does not know count as ``inf``: more complex than any parametric map.
+
+    Parameters
+    ----------
+    method : str
+        A display name of :data:`calib_core.RECALIBRATORS`.
+    n_classes : int
+        K.
+
+    Examples
+    --------
+    >>> parameter_count("Temperature scaling", 10), parameter_count("Dirichlet calibration", 10)
+    (1, 110)
+    """
+    cls = RECALIBRATORS.get(method)
+    count = PARAMETER_COUNTS.get(getattr(cls, "method", None))
+    return math.inf if count is None else count(int(n_classes))
+
+
+def _paired(ev: EvaluationSet, fits: Mapping[str, MethodFit], winner: str, others: Sequence[str], *, n_boot: int,
+            seed: int, alpha: float, samples: Sampler | None, key: str) -> tuple[PairedDifference, ...]:
+    """The paired interval of ``metric(other) - metric(winner)`` for each of ``others``, on the same resamples."""
+    if samples is None:
+        def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
+            return resampled_metrics(metric_functions(ev.metric_keys), probs, ev.labels, n_boot=n_boot, seed=seed)
+    spec = get_metric(key)
+    best = samples(winner, fits[winner].probs)[key]
+    out = []
+    for other in others:
+        margin = fits[other].after[key] - fits[winner].after[key]
+        low, high = interval_from_samples(spec.interval, margin, samples(other, fits[other].probs)[key] - best,
+                                          alpha, signed=True)
+        out.append(PairedDifference(winner, other, key, float(margin), float(low), float(high), int(n_boot),
+                                    float(alpha)))
+    return tuple(out)
+
+
+def paired_differences(ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame, *, n_boot: int,
+                       seed: int, alpha: float = 0.05, samples: Sampler | None = None,
+                       cautionary: str = CAUTIONARY) -> tuple[PairedDifference, ...]:
+    """The paired bootstrap interval of every other candidate's Brier score minus the best one's.
+
+    As :func:`runner_up_difference` (whose result is the first of these),
+    for each candidate of :func:`ranked_candidates` after the first, in rank
+    order: those whose interval reaches 0 are tied with the best method within
+    noise (:func:`recommend`). The evaluation rows are the protocol's held-out
+    rows (out of fold under cross-fitting), never the rows a map was fitted on
+    unless the protocol is in-sample.
+
+    Returns
+    -------
+    tuple of PairedDifference
+        Empty with fewer than two candidates or no resamples.
+    """
+    ranked = ranked_candidates(table, cautionary=cautionary)
+    if len(ranked) < 2 or int(n_boot) <= 0:
+        return ()
+    return _paired(ev, fits, ranked[0], ranked[1:], n_boot=n_boot, seed=seed, alpha=alpha, samples=samples,
+                   key=_roles(table)[1])
+
+
 def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table: pd.DataFrame, *, n_boot: int,
                          seed: int, alpha: float = 0.05, samples: Sampler | None = None,
                          cautionary: str = CAUTIONARY) -> PairedDifference | None:
@@ -171,32 +266,26 @@ def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table
     ranked = ranked_candidates(table, cautionary=cautionary)
     if len(ranked) < 2 or int(n_boot) <= 0:
         return None
-    if samples is None:
-        def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-            return resampled_metrics(metric_functions(ev.metric_keys), probs, ev.labels, n_boot=n_boot, seed=seed)
-    winner, runner_up = ranked[:2]
-    key = _roles(table)[1]
-    margin = fits[runner_up].after[key] - fits[winner].after[key]
-    resampled = samples(runner_up, fits[runner_up].probs)[key] - samples(winner, fits[winner].probs)[key]
-    spec = get_metric(key)
-    low, high = interval_from_samples(spec.interval, margin, resampled, alpha, signed=True)
-    return PairedDifference(winner, runner_up, key, float(margin), float(low), float(high), int(n_boot),
-                            float(alpha))
+    return _paired(ev, fits, ranked[0], ranked[1:2], n_boot=n_boot, seed=seed, alpha=alpha, samples=samples,
+                   key=_roles(table)[1])[0]
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """Which fix helps, and whether it beats the runner-up beyond bootstrap noise (:func:`recommend`).
+    """The advice: which fix to use, and whether the best method beats the others beyond bootstrap noise.
 
-    The page, both HTML reports and the CLI render their sentences from this
-    one object (:meth:`sentence`, :meth:`comparison`), in Markdown or plain text.
+    The page, both HTML reports and the CLI (``--method auto``) render their
+    verdict from this one object (:meth:`verdict` = :meth:`sentence` and
+    :meth:`comparison`), in Markdown or plain text.
 
     Attributes
     ----------
     method : str or None
-        The recommended method (``None``: no fit, or none lowers both the ECE and the Brier score).
+        The advised method (``None``: no fit, or none lowers both the ECE and
+        the Brier score): :attr:`best`, unless another candidate is tied with
+        it within noise, then the simplest of :attr:`tied` (:func:`recommend`).
     runner_up : str or None
-        The next candidate of :func:`ranked_candidates` (``None`` when there is no second).
+        The candidate after :attr:`best` in Brier score (``None`` when there is no second).
     status : {"recommended", "none_helps", "no_fit"}
     before, after : dict of str to float
         ``"ece"``, ``"brier"`` and ``"accuracy"`` before, and after ``method`` (empty without one); a
@@ -207,7 +296,16 @@ class Recommendation:
     runner_up_brier : float or None
         The runner-up's Brier score after recalibration.
     pair : PairedDifference or None
-        The margin over the runner-up with its interval (``None`` without intervals).
+        The runner-up's margin over :attr:`best` with its interval (``None`` without intervals).
+    best : str or None
+        The candidate with the lowest Brier score on the evaluation rows.
+    tied : tuple of str
+        :attr:`best` and every candidate whose paired interval against it
+        reaches 0, in Brier order (empty without intervals).
+    pairs : tuple of PairedDifference
+        Every other candidate against :attr:`best` (:func:`paired_differences`).
+    n_classes : int or None
+        K, for the tie rule's parameter counts and the published standing.
     """
 
     method: str | None
@@ -218,9 +316,16 @@ class Recommendation:
     brier_beyond_noise: bool | None = None
     runner_up_brier: float | None = None
     pair: PairedDifference | None = None
+    best: str | None = None
+    tied: tuple[str, ...] = ()
+    pairs: tuple[PairedDifference, ...] = ()
+    n_classes: int | None = None
+
+    def _name(self, method: str, markdown: bool) -> str:
+        return f"**{method}**" if markdown else method
 
     def sentence(self, model_name: str, *, markdown: bool = True) -> str:
-        """The verdict: which method helps most, its ECE and Brier score before and after.
+        """The advice: which method to use, its ECE and Brier score before and after.
 
         ``model_name`` is inserted as given (escape a user-supplied name
         first for Markdown or HTML); ``markdown=False``: no emphasis marks.
@@ -230,7 +335,7 @@ class Recommendation:
         if self.status == "none_helps":
             return (f"{model_name}: no method lowers both the ECE and the Brier score on the evaluation rows; "
                     "keep the model as it is, or collect more calibration rows and try again.")
-        best = f"**{self.method}**" if markdown else self.method
+        best = self._name(self.method, markdown)
         accuracy_text = ""
         if "accuracy" in self.after:  # a confidence model has none: its answers do not change
             accuracy_change = self.after["accuracy"] - self.before["accuracy"]
@@ -239,36 +344,64 @@ class Recommendation:
         noise = self.brier_beyond_noise
         noise_text = ("" if noise is None else "; the Brier improvement is beyond bootstrap noise" if noise
                       else "; but the Brier change is within bootstrap noise")
-        return (f"{model_name}: {best} helps most: ECE {_fmt(self.before['ece'])} → {_fmt(self.after['ece'])}, "
+        how = "helps most" if self.best in (None, self.method) else "is advised"
+        return (f"{model_name}: {best} {how}: ECE {_fmt(self.before['ece'])} → {_fmt(self.after['ece'])}, "
                 f"Brier score {_fmt(self.before['brier'])} → {_fmt(self.after['brier'])}"
                 f"{accuracy_text}{noise_text}.")
 
     def comparison(self, *, markdown: bool = True) -> str | None:
-        """Whether the recommended method beats the runner-up beyond noise, with the paired interval.
+        """Whether the best method beats the runner-up beyond noise, the tie rule's choice, the published standing.
 
         ``None`` without a recommendation. The interval is that of
-        :class:`PairedDifference` (runner-up's Brier score minus the winner's).
+        :class:`PairedDifference` (runner-up's Brier score minus the best one's).
         """
         if self.method is None:
             return None
-        best = f"**{self.method}**" if markdown else self.method
+        text = self._noise_text(markdown)
+        if self.n_classes is not None:
+            named = [m for m in (self.method, self.best, self.runner_up) if m is not None]
+            text += " " + published_standing(named, self.n_classes)
+        return text
+
+    def _noise_text(self, markdown: bool) -> str:
+        top = self.best or self.method
+        best = self._name(top, markdown)
         if self.runner_up is None:
             return (f"{best} is the only method that lowers both the ECE and the Brier score, so there is no "
                     "runner-up to compare it with.")
-        other = f"**{self.runner_up}**" if markdown else self.runner_up
-        margin = self.runner_up_brier - self.after["brier"]
+        other = self._name(self.runner_up, markdown)
         pair = self.pair
         if pair is None or pair.beyond_noise is None:
+            margin = self.runner_up_brier - self.after["brier"]  # without intervals the advice is the best one
             return (f"Runner-up: {other} (Brier score {_fmt(self.runner_up_brier)}, {margin:.4f} higher); "
                     "whether the recommended method beats it beyond noise needs the bootstrap intervals.")
         interval = f"[{_signed(pair.low)}, {_signed(pair.high)}]"
         level = f"{1 - pair.alpha:.0%} paired bootstrap interval, {pair.n_boot:,} resamples"
         if pair.beyond_noise and pair.low > 0:
-            return (f"{best} beats {other} beyond bootstrap noise: its Brier score is lower by {margin:.4f} "
-                    f"{interval} ({level}).")
-        return (f"{best} and {other} are within bootstrap noise of each other: Brier score difference "
-                f"{margin:.4f} {interval} ({level}); another protocol, seed or set of rows may rank them the "
-                "other way, and either is a sound choice.")
+            return (f"{best} beats {other} beyond bootstrap noise: its Brier score is lower by {pair.estimate:.4f} "
+                    f"{interval} ({level}), so it is advised whatever its number of parameters.")
+        head = (f"{best} has the lowest Brier score but does not beat {other} beyond bootstrap noise: Brier score "
+                f"difference {pair.estimate:.4f} {interval} ({level}); another protocol, seed or set of rows may "
+                "rank them the other way")
+        if not self.tied:  # only the runner-up's pair was given: the tie rule needs every candidate's
+            return f"{head}, and either is a sound choice."
+        k = self.n_classes
+        counts = ", ".join(f"{m} ({_count_text(parameter_count(m, k))})" for m in self.tied) if k else \
+            ", ".join(self.tied)
+        advised = self._name(self.method, markdown)
+        return (f"{head}. Tied within noise (paired interval reaching 0): {counts}. Tie rule: the "
+                "tied method with the fewest parameters at this K is advised (maps that grow with the data count "
+                f"as the most complex; equal counts: the lower Brier score): {advised}.")
+
+    def verdict(self, model_name: str, *, markdown: bool = True) -> str:
+        """The whole verdict: :meth:`sentence`, then :meth:`comparison` (what the page and ``--method auto`` show)."""
+        comparison = self.comparison(markdown=markdown)
+        sentence = self.sentence(model_name, markdown=markdown)
+        return sentence if comparison is None else f"{sentence} {comparison}"
+
+
+def _count_text(count: float) -> str:
+    return "grows with the data" if math.isinf(count) else f"{count:,} parameter{'s' if count != 1 else ''}"
 
 
 def _signed(value: float) -> str:
@@ -277,15 +410,23 @@ def _signed(value: float) -> str:
 
 
 def recommend(table: pd.DataFrame, *, pair: PairedDifference | None = None,
+              pairs: Sequence[PairedDifference] = (), n_classes: int | None = None,
               cautionary: str = CAUTIONARY) -> Recommendation:
-    """The recommended method of a results table, the runner-up, and the margin between them.
+    """The advised method of a results table, the best one, the runner-up, and whether they are tied within noise.
 
-    The recommended method is the first of :func:`ranked_candidates`: among
-    the methods that lower the ECE without raising the Brier score, the one
-    with the lowest Brier score after recalibration (ties: the lower ECE).
-    The cautionary baseline is never recommended. With intervals in
-    ``table``, :attr:`Recommendation.brier_beyond_noise` says whether its
-    Brier change is beyond bootstrap noise (its paired interval excludes 0).
+    The best method is the first of :func:`ranked_candidates`: among the
+    methods that lower the ECE without raising the Brier score, the one with
+    the lowest Brier score after recalibration (ties: the lower ECE). The
+    cautionary baseline is never a candidate.
+
+    With ``pairs`` (:func:`paired_differences`) the tie rule applies: the
+    methods tied with the best one are those whose paired interval of
+    (their Brier score - the best one's) reaches 0; the advised method is the
+    tied one with the fewest parameters at K (:func:`parameter_count`; equal
+    counts: the lower Brier score). A best method that beats every other
+    candidate beyond noise is advised as it is. Without ``pairs`` (no
+    intervals) the best method is advised and the verdict says that whether
+    it beats the runner-up needs the intervals.
 
     Parameters
     ----------
@@ -293,27 +434,51 @@ def recommend(table: pd.DataFrame, *, pair: PairedDifference | None = None,
         :func:`results_table`.
     pair : PairedDifference, optional
         :func:`runner_up_difference` of the same table (ignored when it
-        names other methods than the first two candidates).
+        names other methods than the first two candidates; the first of
+        ``pairs`` when those are given).
+    pairs : sequence of PairedDifference
+        :func:`paired_differences` of the same table (ignored unless they
+        compare every other candidate with the best one, in rank order, with
+        finite intervals).
+    n_classes : int, optional
+        K: required with ``pairs`` (the parameter counts depend on it); also
+        selects the published standing cited in :meth:`Recommendation.comparison`.
     cautionary : str
         The method never recommended.
+
+    Raises
+    ------
+    CalibrationInputError
+        ``pairs`` without ``n_classes``.
     """
+    if pairs and n_classes is None:
+        raise CalibrationInputError("`n_classes` is needed with `pairs`: the tie rule counts parameters at K.")
     if table.empty:
-        return Recommendation(None, None, "no_fit", {}, {})
+        return Recommendation(None, None, "no_fit", {}, {}, n_classes=n_classes)
     before = table.drop_duplicates("key").set_index("key")["before"]
     roles = {role: key for role, key in zip(("ece", "brier", "accuracy"), _roles(table)) if key is not None}
     before_values = {role: float(before[key]) for role, key in roles.items()}
     ranked = ranked_candidates(table, cautionary=cautionary)
     if not ranked:
-        return Recommendation(None, None, "none_helps", before_values, {})
+        return Recommendation(None, None, "none_helps", before_values, {}, n_classes=n_classes)
     after = table.pivot(index="method", columns="key", values="after")
     best = ranked[0]
     runner_up = ranked[1] if len(ranked) > 1 else None
+    pairs = tuple(pairs)
+    if [(p.winner, p.runner_up) for p in pairs] != [(best, m) for m in ranked[1:]] or \
+            any(p.beyond_noise is None for p in pairs):
+        pairs = ()
+    if pairs:
+        pair = pairs[0]
     if pair is not None and (pair.winner, pair.runner_up) != (best, runner_up):
         pair = None
-    return Recommendation(best, runner_up, "recommended", before_values,
-                          {role: float(after.loc[best, key]) for role, key in roles.items()},
-                          _excludes_zero(table, best, roles["brier"]),
-                          None if runner_up is None else float(after.loc[runner_up, roles["brier"]]), pair)
+    tied = (best, *(p.runner_up for p in pairs if not p.low > 0)) if pairs else ()
+    method = min(tied, key=lambda m: (parameter_count(m, n_classes), tied.index(m))) if tied else best
+    return Recommendation(method, runner_up, "recommended", before_values,
+                          {role: float(after.loc[method, key]) for role, key in roles.items()},
+                          _excludes_zero(table, method, roles["brier"]),
+                          None if runner_up is None else float(after.loc[runner_up, roles["brier"]]), pair,
+                          best, tied, pairs, None if n_classes is None else int(n_classes))
 
 
 # ----------------------------------------------------------------------------- the whole comparison
@@ -367,8 +532,8 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     The same steps as the page (and the same numbers for the same settings):
     :func:`effective_protocol` (a random split when the ``split`` column
     cannot be used), :func:`evaluation_set`, :func:`fit_method` per method,
-    :func:`intervals`, :func:`results_table`, :func:`runner_up_difference`
-    and :func:`recommend`. The HTML report's recalibration section is made
+    :func:`intervals`, :func:`results_table`, :func:`paired_differences`
+    and :func:`recommend` (the advice with the tie rule). The HTML report's recalibration section is made
     with it when no page handed it a comparison.
 
     Parameters
@@ -426,6 +591,7 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     interval_table = intervals(ev, ok, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \
         if n_boot and ok else None
     table = results_table(ev, fits, interval_table)
-    pair = runner_up_difference(ev, ok, table, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \
-        if n_boot and ok else None
-    return Comparison(ev, fits, table, recommend(table, pair=pair), int(n_boot), int(seed), skipped)
+    pairs = paired_differences(ev, ok, table, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \
+        if n_boot and ok else ()
+    return Comparison(ev, fits, table, recommend(table, pairs=pairs, n_classes=probs.shape[1]), int(n_boot),
+                      int(seed), skipped)

@@ -44,10 +44,10 @@ class ModelResult:
         Where the intervals stand: ``"none"`` (no resamples chosen, none
         fitted, or skipped: ``boot_note``), ``"pending"``, ``"stopped"``
         (the *Stop* button) or ``"done"``.
-    pair : PairedDifference or None
-        The recommended method's margin over the runner-up with its paired
-        interval (:func:`calib_core.recalibration.recommendation.runner_up_difference`),
-        once the intervals are in.
+    pairs : tuple of PairedDifference
+        Every other candidate's margin against the best method with its
+        paired interval (:func:`calib_core.recalibration.recommendation.paired_differences`:
+        the first is the runner-up's), once the intervals are in.
     """
 
     view: ModelView
@@ -58,14 +58,14 @@ class ModelResult:
     boot_note: str | None
     note: str | None
     intervals: str = "none"
-    pair: PairedDifference | None = None
     chosen: tuple[str, ...] = ()
+    pairs: tuple[PairedDifference, ...] = ()
 
     @property
     def recommendation(self) -> Recommendation:
         """:func:`calib_core.recalibration.recommendation.recommend`: what the verdict, the pickers and the
         report say."""
-        return recommend(self.table, pair=self.pair)
+        return recommend(self.table, pairs=self.pairs, n_classes=self.ev.before.shape[1])
 
     @property
     def ok_methods(self) -> list[str]:

@@ -42,11 +42,12 @@ def _memory_key(result: ModelResult, n_boot: int, seed: int) -> tuple:
     return (*result.key_base, tuple(result.ok_methods), int(n_boot), int(seed), ALPHA)
 
 
-def with_intervals(result: ModelResult, found: tuple[pd.DataFrame, PairedDifference | None]) -> ModelResult:
-    """``result`` with its table's interval columns and its margin over the runner-up: ``found`` = (intervals, pair)."""
-    interval_table, pair = found
+def with_intervals(result: ModelResult, found: tuple[pd.DataFrame, tuple[PairedDifference, ...]]) -> ModelResult:
+    """``result`` with its table's interval columns and every candidate's margin against the best one:
+    ``found`` = (intervals, pairs)."""
+    interval_table, pairs = found
     table = compare.results_table(result.ev, result.fits, interval_table)
-    return dataclasses.replace(result, table=table, intervals="done", pair=pair)
+    return dataclasses.replace(result, table=table, intervals="done", pairs=pairs)
 
 
 def known(results: Mapping[str, ModelResult], *, n_boot: int, seed: int, stopped: bool) -> dict[str, ModelResult]:
@@ -105,10 +106,10 @@ def fill(results: Mapping[str, ModelResult], *, n_boot: int, seed: int, run: tup
         table = cr.intervals(result.view.fingerprint, result.ev, ok, n_boot=int(n_boot), seed=int(seed),
                              alpha=ALPHA, on_progress=report)
         full = compare.results_table(result.ev, result.fits, table)
-        pair = cr.runner_up_difference(result.view.fingerprint, result.ev, ok, full, n_boot=int(n_boot),
-                                       seed=int(seed), alpha=ALPHA)
-        DONE.put(_memory_key(result, n_boot, seed), (table, pair))
-        out[name] = with_intervals(result, (table, pair))
+        pairs = cr.paired_differences(result.view.fingerprint, result.ev, ok, full, n_boot=int(n_boot),
+                                      seed=int(seed), alpha=ALPHA)
+        DONE.put(_memory_key(result, n_boot, seed), (table, pairs))
+        out[name] = with_intervals(result, (table, pairs))
         on_result(out[name])
         finished += len(ok) + 1
     status_slot.empty()

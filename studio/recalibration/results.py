@@ -32,12 +32,13 @@ def show_verdicts(results: dict[str, ModelResult], methods: Sequence[str]) -> di
                     icon=":material/rule:")
         if result.note:
             st.info(result.note, icon=":material/shuffle:")
-    st.caption("Recommended: among the methods that lower the ECE without raising the Brier score (a proper score, "
+    st.caption("Best: among the methods that lower the ECE without raising the Brier score (a proper score, "
                "so sharpness counts too), the one with the lowest Brier score on the evaluation rows"
                + (f"; never {CAUTIONARY}, a baseline." if CAUTIONARY in methods else ".")
-               + " The runner-up is the next of them; the interval of their Brier difference is made on the same "
-                 "resamples of the evaluation rows for both, so it says whether their order is beyond the noise of "
-                 "these rows.")
+               + " Each other method's Brier difference from it gets an interval made on the same resamples of the "
+                 "evaluation rows for both; the methods whose interval reaches 0 are tied with it within noise, and "
+                 "the simplest of the tied ones (fewest parameters) is advised, so the advice does not flip with "
+                 "the protocol or the rows while the data cannot tell the methods apart.")
     return slots
 
 

@@ -76,7 +76,9 @@ def test_auto_takes_the_pages_recommendation_and_says_why(logits_file, tmp_path,
                            split_names=sorted(set(split)), class_names=loaded.class_names, n_boot=50, seed=0,
                            protocol=Protocol("split_column"))
     assert result["method"] == page.recommendation.method
-    assert result["why"].startswith(f"model: {page.recommendation.method} helps most")
+    # The advice and its text are calib_core's (the page shows the same verdict): tie rule and published standing.
+    assert result["why"] == page.recommendation.verdict("model", markdown=False)
+    assert "CalArena" in result["why"] and page.recommendation.method in page.recommendation.tied
 
 
 def test_every_registered_method_is_offered_by_its_json_name():
