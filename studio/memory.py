@@ -15,7 +15,7 @@ Budget (``docs/deploy.md``, measured by ``bench/bench_visitors.py``):
 * Freed memory: glibc keeps the heap pages of freed arrays (the server's RSS
   stayed at 944 MB after five visitors had left); :func:`start_trimming`
   sweeps expired results and returns the freed pages every
-  :data:`TRIM_SECONDS` seconds, and fixes glibc's thresholds
+  :data:`TRIM_SECONDS` seconds, and bounds glibc's arenas and thresholds
   (:func:`bound_allocator`) so that the arenas of Streamlit's script threads
   do not keep freed arrays either (+293 MiB after six visitors otherwise).
 """
@@ -44,13 +44,12 @@ SHARED_BYTES = 256 * 2**20
 #: Seconds between two calls of glibc's ``malloc_trim`` by the server's trimming thread.
 TRIM_SECONDS = 20.0
 
-#: Arrays of at least this many bytes get pages of their own from the system (glibc ``M_MMAP_THRESHOLD``),
-#: given back as soon as they are freed.
-MMAP_THRESHOLD_BYTES = 1 * 2**20
+#: glibc's mmap and trim thresholds (``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``): an array of this many
+#: bytes or more gets pages of its own, unmapped when it is freed, and an arena's free top beyond it goes back.
+MALLOC_THRESHOLD_BYTES = 8 * 2**20
 
-#: Free memory at the top of one of glibc's arenas beyond this many bytes goes back to the system when a
-#: block is freed (glibc ``M_TRIM_THRESHOLD``).
-TRIM_THRESHOLD_BYTES = 4 * 2**20
+#: glibc arenas (``M_ARENA_MAX``): the main one, whose free top ``malloc_trim`` returns, and one more.
+MALLOC_ARENAS = 2
 
 #: Environment variable that shortens (or lengthens) how long cached results are kept, in seconds.
 RESULT_TTL_VARIABLE = "CALIB_STUDIO_RESULT_TTL_SECONDS"
@@ -274,28 +273,31 @@ def _malloc_trim() -> Callable[[], Any] | None:
 
 
 #: glibc's ``mallopt`` parameters (malloc.h) and the environment variables with which a host sets them itself.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 _MALLOC_VARIABLES = {_M_MMAP_THRESHOLD: ("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold"),
-                     _M_TRIM_THRESHOLD: ("MALLOC_TRIM_THRESHOLD_", "glibc.malloc.trim_threshold")}
+                     _M_TRIM_THRESHOLD: ("MALLOC_TRIM_THRESHOLD_", "glibc.malloc.trim_threshold"),
+                     _M_ARENA_MAX: ("MALLOC_ARENA_MAX", "glibc.malloc.arena_max")}
 
 
 def bound_allocator(environ: dict[str, str] | None = None) -> dict[int, int]:
-    """Fix glibc's mmap and trim thresholds (:data:`MMAP_THRESHOLD_BYTES`, :data:`TRIM_THRESHOLD_BYTES`).
+    """Fix glibc's arena count and its mmap and trim thresholds (:data:`MALLOC_ARENAS`, :data:`MALLOC_THRESHOLD_BYTES`).
 
-    By default glibc raises its mmap threshold to the size of each large block
-    freed (up to 32 MiB) and its trim threshold to twice that, so after the
-    first large array is freed, arrays of up to 32 MiB come from the arena of
-    the thread that made them, and up to 64 MiB of freed memory at the top of
-    each arena stays in the process. Streamlit runs every script run in a new
-    thread, spread over up to eight arenas per core, and ``malloc_trim``
-    returns the free blocks inside an arena but not the free top of a
-    thread's arena: the server kept +293 MiB after six visitors had left and
-    every cache had been emptied (``docs/deploy.md``), none of it held by
-    Python (no array was reachable). Setting both thresholds turns the
-    adjustment off: an array of 1 MiB or more is mapped on its own and
-    unmapped when freed, and an arena's free top beyond 4 MiB is returned at
-    once. A threshold the host set itself (``MALLOC_MMAP_THRESHOLD_``,
-    ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``) is left as it is.
+    By default glibc gives threads up to eight arenas per core and raises its
+    mmap threshold to the size of each large block freed (up to 32 MiB) and
+    its trim threshold to twice that, so after the first large array is
+    freed, arrays of up to 32 MiB come from the arena of the thread that made
+    them and up to 64 MiB of freed memory stays at the top of each arena.
+    ``malloc_trim`` returns the free blocks inside every arena but the free
+    top of the main arena only. Streamlit runs every script run in a new
+    thread: the server kept +293 MiB after six visitors had left and every
+    cache had been emptied, with no array reachable from Python
+    (``docs/deploy.md``). With two arenas and both thresholds fixed at 8 MiB,
+    a larger array is unmapped when freed and an arena keeps at most 8 MiB of
+    free top; arrays below 8 MiB still reuse arena memory (a 1 MiB threshold
+    cost 70 % more CPU time on a metric report). Arenas made before this call
+    stay in use. A setting the host made itself (``MALLOC_ARENA_MAX``,
+    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``)
+    is left as it is.
 
     Returns
     -------
@@ -312,7 +314,8 @@ def bound_allocator(environ: dict[str, str] | None = None) -> dict[int, int]:
     except (OSError, AttributeError):
         return {}
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    chosen = {_M_MMAP_THRESHOLD: MMAP_THRESHOLD_BYTES, _M_TRIM_THRESHOLD: TRIM_THRESHOLD_BYTES}
+    chosen = {_M_ARENA_MAX: MALLOC_ARENAS, _M_MMAP_THRESHOLD: MALLOC_THRESHOLD_BYTES,
+              _M_TRIM_THRESHOLD: MALLOC_THRESHOLD_BYTES}
     done = {}
     for parameter, value in chosen.items():
         variable, tunable = _MALLOC_VARIABLES[parameter]
@@ -340,7 +343,7 @@ def start_trimming(interval: float = TRIM_SECONDS) -> bool:
     """Start (once per process) a thread that sweeps expired results and returns freed memory every ``interval`` s.
 
     Each round calls :func:`sweep_expired`, then :func:`release_freed_memory`;
-    glibc's thresholds are fixed once first (:func:`bound_allocator`).
+    glibc's arenas and thresholds are bounded once first (:func:`bound_allocator`).
 
     glibc returns a freed block to the system only when it sits at the top of
     the heap or was mapped on its own; the blocks of the arrays a visitor's

@@ -5,7 +5,7 @@ after the first one, arrays come from the arena of the thread that made them;
 ``malloc_trim`` (the trimming thread) returns the free blocks inside an arena
 but not the free top of a thread's arena. The server kept +293 MiB after six
 visitors had left and every cache was empty, with no array reachable from
-Python. :func:`studio.memory.start_trimming` now fixes glibc's thresholds
+Python. :func:`studio.memory.start_trimming` now bounds glibc's arenas and thresholds
 (:func:`studio.memory.bound_allocator`); this runs a visitor-like workload
 (arrays of 0.1-24 MB made and freed in short-lived threads, as Streamlit runs
 each script run) in a fresh process and checks the resident size comes back.
@@ -72,7 +72,8 @@ def test_memory_freed_in_script_threads_goes_back_to_the_system():
 def test_bound_allocator_leaves_a_threshold_the_host_set_itself():
     chosen = memory.bound_allocator({"MALLOC_MMAP_THRESHOLD_": "131072"})
     assert memory._M_MMAP_THRESHOLD not in chosen
-    assert chosen[memory._M_TRIM_THRESHOLD] == memory.TRIM_THRESHOLD_BYTES
+    assert chosen[memory._M_TRIM_THRESHOLD] == memory.MALLOC_THRESHOLD_BYTES
     tuned = memory.bound_allocator({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=65536"})
     assert memory._M_TRIM_THRESHOLD not in tuned
-    assert tuned[memory._M_MMAP_THRESHOLD] == memory.MMAP_THRESHOLD_BYTES
+    assert tuned[memory._M_MMAP_THRESHOLD] == memory.MALLOC_THRESHOLD_BYTES
+    assert memory._M_ARENA_MAX not in memory.bound_allocator({"MALLOC_ARENA_MAX": "4"})
