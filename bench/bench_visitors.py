@@ -42,6 +42,7 @@ Phases
     python bench/bench_visitors.py --phases single concurrent
     python bench/bench_visitors.py --phases memory --sessions 30 --budget-minutes 15
     python bench/bench_visitors.py --phases memory --sessions 10 --result-ttl 300   # back near idle?
+    python bench/bench_visitors.py --phases memory --sessions 3 --settle 130 --result-ttl 120 --port 8518  # short
     python bench/bench_visitors.py --phases upload --upload-mb 150
 
 Target: no exception with 5 visitors at once; peak RSS under 1.5 GB over 30 sessions.
