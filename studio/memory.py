@@ -259,17 +259,22 @@ def sweep_expired() -> tuple[int, int]:
 
 # ----------------------------------------------------------------------------- freed memory
 
-def _malloc_trim() -> Callable[[], Any] | None:
-    """glibc's ``malloc_trim(0)``, or None on other C libraries (macOS, musl)."""
+def _glibc_function(name: str, argtypes: list) -> Callable[..., int] | None:
+    """glibc's function ``name`` (returning an int), or None on other C libraries (macOS, musl)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        function = getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):
         return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return lambda: trim(0)
+    function.argtypes, function.restype = argtypes, ctypes.c_int
+    return function
+
+
+def _malloc_trim() -> Callable[[], Any] | None:
+    """glibc's ``malloc_trim(0)``, or None on other C libraries (macOS, musl)."""
+    trim = _glibc_function("malloc_trim", [ctypes.c_size_t])
+    return None if trim is None else (lambda: trim(0))
 
 
 #: glibc's ``mallopt`` parameters (malloc.h) and the environment variables with which a host sets them itself.
@@ -306,14 +311,9 @@ def bound_allocator(environ: dict[str, str] | None = None) -> dict[int, int]:
         library is not glibc.
     """
     env = os.environ if environ is None else environ
-    if not sys.platform.startswith("linux"):
+    mallopt = _glibc_function("mallopt", [ctypes.c_int, ctypes.c_int])
+    if mallopt is None:
         return {}
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return {}
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     chosen = {_M_ARENA_MAX: MALLOC_ARENAS, _M_MMAP_THRESHOLD: MALLOC_THRESHOLD_BYTES,
               _M_TRIM_THRESHOLD: MALLOC_THRESHOLD_BYTES}
     done = {}
