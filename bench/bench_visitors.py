@@ -42,6 +42,7 @@ Phases
     python bench/bench_visitors.py --phases single concurrent
     python bench/bench_visitors.py --phases memory --sessions 30 --budget-minutes 15
     python bench/bench_visitors.py --phases memory --sessions 10 --result-ttl 300   # back near idle?
+    python bench/bench_visitors.py --phases memory --sessions 3 --settle 130 --result-ttl 120 --port 8518  # short
     python bench/bench_visitors.py --phases upload --upload-mb 150
 
 Target: no exception with 5 visitors at once; peak RSS under 1.5 GB over 30 sessions.
@@ -80,6 +81,8 @@ from tests.e2e_support import (  # noqa: E402  (the browser tests' server and br
 VIEWPORT = {"width": 1440, "height": 1200}
 PAGE_TIMEOUT_MS = 300_000
 TARGET_PEAK_GB = 1.5
+#: The servers' port (``--port``; None: a free one).
+PORT: int | None = None
 
 
 # ----------------------------------------------------------------------------- server and its memory
@@ -88,10 +91,10 @@ TARGET_PEAK_GB = 1.5
 
 @contextlib.contextmanager
 def serve(log_path: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """A fresh ``streamlit run app.py`` on a free port: yields (base URL, process); stops it afterwards."""
+    """A fresh ``streamlit run app.py`` on :data:`PORT` (a free port if None): yields (base URL, process); stops it."""
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL
     try:
-        with running_streamlit(log, stop_seconds=15) as (base, process):
+        with running_streamlit(log, stop_seconds=15, port=PORT) as (base, process):
             if not wait_until_healthy(base, process, timeout=90):
                 raise RuntimeError(f"streamlit did not start (log: {log_path})")
             yield base, process
@@ -413,7 +416,10 @@ def main() -> None:
                         help="result lifetime of the server in seconds (default: the app's hour); "
                              "adds the RSS once every result has expired")
     parser.add_argument("--upload-mb", type=float, default=150.0, help="size of the upload phase's file (150 MB)")
+    parser.add_argument("--port", type=int, default=None, help="port of the servers (default: a free one)")
     args = parser.parse_args()
+    global PORT
+    PORT = args.port
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at start; chromium {CHROMIUM}")
     phases = set(args.phases)

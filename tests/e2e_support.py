@@ -87,12 +87,11 @@ def wait_until_healthy(base: str, process: subprocess.Popen, *, timeout: float) 
 
 
 @contextlib.contextmanager
-def running_streamlit(log, *, stop_seconds: float) -> Iterator[tuple[str, subprocess.Popen]]:
-    """A fresh `streamlit run app.py` on a free port writing to ``log`` (a file or ``subprocess.DEVNULL``):
-    yields (base URL, process) as soon as it is started (see :func:`wait_until_healthy`); afterwards it is
-    terminated, and killed if it has not stopped within ``stop_seconds``. Shared by the browser tests and
-    ``bench/bench_visitors.py``."""
-    port = free_port()
+def running_streamlit(log, *, stop_seconds: float, port: int | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A fresh `streamlit run app.py` on ``port`` (default: a free one) writing to ``log`` (a file or
+    ``subprocess.DEVNULL``): yields (base URL, process) as soon as it is started (see :func:`wait_until_healthy`);
+    afterwards it is terminated, and killed if it has not stopped within ``stop_seconds``. Shared by the browser tests and ``bench/bench_visitors.py``."""
+    port = free_port() if port is None else port
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
                "--server.port", str(port), "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
                "--server.fileWatcherType=none"]
