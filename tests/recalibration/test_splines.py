@@ -94,3 +94,20 @@ def test_sample_weight_changes_the_fit_and_is_checked():
         SplineCalibration().fit(fit_probs, fit_labels, sample_weight=-weights)
     with pytest.raises(CalibrationInputError, match="at least 3 distinct"):
         SplineCalibration().fit([[0.5, 0.5], [0.5, 0.5], [0.2, 0.8]], [0, 1, 1])
+
+
+def test_a_held_out_logit_beyond_709_gives_no_overflow_warning():
+    """Found by the simplex property test (hypothesis): logits of +-29 with mostly zero rows drove a held-out
+    spline logit past 709, and ``1 / (1 + exp(-eta))`` raised an overflow RuntimeWarning (an error for
+    calib_core in the test settings); the held-out log loss now uses ``scipy.special.expit``."""
+    import numpy as np
+
+    from calib_core.recalibration import SplineCalibration
+
+    x = np.zeros((15, 3))
+    x[1, 0], x[2, 2], x[4, 2], x[5, 0], x[6, 2], x[7, 2], x[8, 2] = 9.26829477, 24.94553675, 0.45, 14.1397847, \
+        8.06254314, -29.0, -2.06345466
+    x[10] = [-21.84680894, -22.59197126, 8.10409106]
+    labels = np.array([0, 0, 0, 0, 0, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0])
+    probs = SplineCalibration(input="logits").fit(x, labels).predict_proba(x)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
