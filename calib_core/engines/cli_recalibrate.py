@@ -33,10 +33,8 @@ accuracy change is printed: the answers do not change.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import re
 
 import numpy as np
 import pandas as pd
@@ -238,18 +236,8 @@ def run_recalibrate(args: argparse.Namespace) -> int:
 
 
 def id_column(predictions) -> str:
-    """The name of the file's id column, read back from the loader's note ("'question_id' identifies the items",
-    :func:`calib_core.io.confidence.confidence_parts`: :class:`~calib_core.io.Predictions` keeps the ids, not their
-    column's name), else ``id``."""
-    for note in predictions.warnings:
-        found = _ID_NOTE.search(note)
-        if found:
-            return str(ast.literal_eval(found.group(1)))
-    return "id"
-
-
-#: The id column's name (a Python repr) in the loader's note on a confidence file.
-_ID_NOTE = re.compile(r"""; ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*") identifies the items\.$""")
+    """The name of the file's id column (:attr:`calib_core.io.Predictions.id_column`), else ``id``."""
+    return predictions.id_column or "id"
 
 
 def apply_map(text: str, predictions) -> np.ndarray:

@@ -287,7 +287,7 @@ def confidence_models(table: Table, display: str, model_name: str, fmt: str, *, 
         pick = (lambda a: None if a is None else a[rows])
         model = factory(
             parts.confidence[rows], parts.correct[rows], name=label, ids=pick(parts.ids), split=pick(parts.split),
-            groups=pick(parts.groups), group_column=parts.group_name, source_format=fmt,
+            groups=pick(parts.groups), group_column=parts.group_name, source_format=fmt, id_column=parts.id_name,
             warnings=tuple(notes) + extra)
         object.__setattr__(model, "attribute_columns", tuple(parts.attributes))
         return model
@@ -316,7 +316,8 @@ class ConfidenceAccess:
     def from_confidence(cls, confidence: ArrayLike, correct: ArrayLike, *, name: str = "model",
                         ids: ArrayLike | None = None, split: ArrayLike | None = None,
                         groups: ArrayLike | None = None, group_column: str | None = None,
-                        source_format: str = "arrays", warnings: Sequence[str] = ()) -> "ConfidenceAccess":
+                        source_format: str = "arrays", warnings: Sequence[str] = (),
+                        id_column: str | None = None) -> "ConfidenceAccess":
         """A confidence model from its stated confidences and their correctness.
 
         Parameters
@@ -325,8 +326,8 @@ class ConfidenceAccess:
             Stated probability that each answer is right, in [0, 1].
         correct : array_like of shape (N,)
             1/True where the answer was right, 0/False where wrong.
-        name, ids, split, groups, group_column, source_format, warnings
-            As in :class:`Predictions`.
+        name, ids, split, groups, group_column, source_format, warnings, id_column
+            As in :class:`Predictions` (``id_column`` is kept only with ``ids``).
 
         Examples
         --------
@@ -339,7 +340,7 @@ class ConfidenceAccess:
         return cls(probs=np.column_stack([1.0 - values, values]), labels=hits.astype(np.intp),
                    class_names=CONFIDENCE_CLASSES, name=name, split=split, source_format=source_format,
                    warnings=tuple(warnings), groups=groups, group_column=group_column, kind="confidence",
-                   ids=ids)
+                   ids=ids, id_column=None if ids is None else id_column)
 
     @property
     def confidence(self) -> NDArray[np.float64]:
@@ -367,5 +368,5 @@ class ConfidenceAccess:
             return self
         return type(self).from_confidence(
             self.confidence, self.correct, name=self.name, ids=self.ids, split=self.split, groups=self.groups,
-            group_column=self.group_column, source_format=self.source_format,
+            group_column=self.group_column, source_format=self.source_format, id_column=self.id_column,
             warnings=self.warnings + ("the top-label confidence and correctness of a K-class model.",))

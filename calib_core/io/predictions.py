@@ -179,6 +179,9 @@ class Predictions(ConfidenceAccess):
     ids : ndarray of shape (N,), str, optional
         Per-row item identifier (a confidence file's ``question_id``), used
         to match the rows of several systems (:func:`load_confidence_models`).
+    id_column : str, optional
+        The column ``ids`` came from (None without ids, or ids given as arrays):
+        what :meth:`to_frame` and the command line's ``recalibrate`` name it.
     sample_weight : ndarray of shape (N,), float64, optional
         Per-row weights (frequencies: integer weights stand for repeated
         rows), checked by :func:`calib_core.validation.check_sample_weight`;
@@ -223,6 +226,7 @@ class Predictions(ConfidenceAccess):
     attribute_columns: tuple[str, ...] = ()
     kind: str = "classes"
     ids: NDArray[np.str_] | None = None
+    id_column: str | None = None
     sample_weight: NDArray[np.float64] | None = None
     weight_column: str | None = None
 
@@ -245,6 +249,7 @@ class Predictions(ConfidenceAccess):
         fields.setdefault("attribute_columns", ())
         fields.setdefault("kind", "classes")
         fields.setdefault("ids", None)
+        fields.setdefault("id_column", None)
         fields.setdefault("sample_weight", None)
         fields.setdefault("weight_column", None)
         for key, value in fields.items():
@@ -261,7 +266,7 @@ class Predictions(ConfidenceAccess):
         shared with another object (a shallow copy) are already read-only and
         are left as they are.
         """
-        state = {"kind": "classes", "ids": None, **state}  # objects pickled before these fields existed
+        state = {"kind": "classes", "ids": None, "id_column": None, **state}  # objects pickled before these fields existed
         for key, value in state.items():
             object.__setattr__(self, key, value)
         for key in ("probs", "labels", "logits", "split", "groups", "ids", "sample_weight"):
@@ -493,7 +498,7 @@ class Predictions(ConfidenceAccess):
             name=self.name, source_format=self.source_format, warnings=self.warnings,
             logit_reason=self.logit_reason, groups=None if self.groups is None else self.groups[index],
             group_column=self.group_column, attribute_columns=self.attribute_columns,
-            kind=self.kind, ids=None if self.ids is None else self.ids[index],
+            kind=self.kind, ids=None if self.ids is None else self.ids[index], id_column=self.id_column,
             sample_weight=None if self.sample_weight is None else self.sample_weight[index],
             weight_column=self.weight_column,
         )
@@ -514,11 +519,11 @@ class Predictions(ConfidenceAccess):
 
     def to_frame(self) -> pd.DataFrame:
         """The predictions as a table ``label, p_<class>..., [split], [<group column>]`` (a confidence model:
-        ``[question_id], confidence, correct, ...``) that :func:`load_predictions` reads back (``group=``: groups)."""
+        ``[<id column, else question_id>], confidence, correct, ...``) that :func:`load_predictions` reads back (``group=``: groups)."""
         if self.kind == "confidence":
             frame = pd.DataFrame({"confidence": self.probs[:, 1], "correct": self.labels})
             if self.ids is not None:
-                frame.insert(0, "question_id", self.ids)
+                frame.insert(0, self.id_column or "question_id", self.ids)
         else:
             frame = pd.DataFrame(self.probs, columns=[f"p_{c}" for c in self.class_names])
             frame.insert(0, "label", self.labels)

@@ -161,3 +161,18 @@ def test_a_label_column_beside_confidence_and_correctness_loads_as_a_confidence_
 def test_class_columns_named_like_correctness_still_load_as_classes(data, classes):
     pred = cc.load_predictions(data)
     assert pred.kind == "classes" and tuple(pred.class_names) == classes
+
+
+def test_the_id_columns_name_is_kept_and_written_back():
+    """The loader keeps the id column's name (``Predictions.id_column``): ``to_frame`` writes it under that name
+    (not always ``question_id``), and the CLI's ``recalibrate`` reads it from there instead of parsing the
+    loader's note; a subset and ``as_confidence`` keep it."""
+    text = "example_id,confidence,correct\nq1,0.9,1\nq2,0.3,0\nq3,0.8,0\nq4,0.6,1\n"
+    pred = cc.load_predictions(text.encode(), name="items.csv")
+    assert pred.id_column == "example_id"
+    assert list(pred.to_frame().columns[:3]) == ["example_id", "confidence", "correct"]
+    assert pred.subset([True, False, True, True]).id_column == "example_id"
+    assert pred.as_confidence().id_column == "example_id"
+    from calib_core.engines.cli_recalibrate import id_column
+    assert id_column(pred) == "example_id"
+    assert cc.Predictions.from_confidence([0.9, 0.3], [1, 0]).id_column is None
