@@ -13,7 +13,7 @@ module          what it holds
                 each ``None`` without numba, and a test per kernel runs both paths
 ``twins``       one function per kernel whose numpy twin sits beside it here
                 (:func:`arg_max_by_blocks`, :func:`spread`, :func:`label_search`,
-                :func:`window_moments`);
+                :func:`window_moments`, :func:`top_label_bin_sums`);
                 the other kernels' numpy paths are still in the module they serve
 ``sweep``       the bin-count sweep's numpy path (sorted columns and prefix sums),
                 twin of ``compiled.sweep_reductions``
@@ -29,7 +29,9 @@ from calib_core._accel.memo import KeptValues, freeze_and_mark, is_validated, ma
 from calib_core._accel.sweep import SortedColumns, column_bin_sums, sort_columns, uniform_sweep_plan
 from calib_core._accel.threads import blas_single_threaded, map_blocks, parallel_map
 from calib_core._accel.twins import arg_max_by_blocks, label_search, spread, window_moments
+from calib_core._accel.twins import top_label_bin_sums
 
 __all__ = ["KeptValues", "SortedColumns", "arg_max_by_blocks", "blas_single_threaded", "column_bin_sums", "compiled", "freeze_and_mark", "is_validated",
            "label_search", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "sort_columns",
            "spread", "uniform_sweep_plan", "window_moments"]
+__all__ += ["top_label_bin_sums"]
