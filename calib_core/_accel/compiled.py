@@ -428,40 +428,104 @@ def _load_fused(cache: bool = True) -> dict[str, Callable] | None:
 
     @numba.njit(cache=cache, nogil=True)
     def top_label_kernel(matrix, labels, check, strict, upper, right, count, sum_value, sum_target):  # pragma: no cover
-        n_rows, n_classes = matrix.shape
+        # Two row loops, each with the whole row's work written out in it: a test per row, or helper functions
+        # (called per row), made the two-column case 2-10x slower. After each row's sum, sign and arg-max: a NaN
+        # makes the sum NaN and the test false, +-inf makes the sum fail too; then the row's bin is that of
+        # uniform_index (guessed from c * n_bins, then moved until the comparisons with the edges hold:
+        # searchsorted(upper, c, "left" if right else "right"), at most n_bins - 1), added in row order as
+        # np.bincount adds.
+        n_rows, n = matrix.shape
         n_bins = upper.shape[0]
-        for i in range(n_rows):
-            row = matrix[i]
-            total = 0.0
-            negative = False
-            best, value = 0, row[0]
-            for k in range(n_classes):  # one loop: the sum, the sign and the arg-max of the row in registers
-                v = row[k]
-                total += np.float64(v)
-                negative |= v < 0.0
-                if v > value:  # strictly: ties keep the lowest index, as np.argmax
-                    best, value = k, v
-            # NaN makes the sum NaN and the test false; +-inf makes the sum fail too.
-            if check and not (not negative and abs(total - 1.0) <= strict):
-                return i
-            c = np.float64(value)
-            # The bin of uniform_index: guessed from c * n_bins, then moved until the comparisons with the
-            # edges hold (searchsorted(upper, c, "left" if right else "right"), at most n_bins - 1).
-            b = int(np.ceil(c * n_bins)) - 1 if right else int(np.floor(c * n_bins))
-            b = min(max(b, 0), n_bins - 1)
-            if right:
-                while b < n_bins - 1 and c > upper[b]:
-                    b += 1
-                while b > 0 and c <= upper[b - 1]:
-                    b -= 1
-            else:
-                while b < n_bins - 1 and c >= upper[b]:
-                    b += 1
-                while b > 0 and c < upper[b - 1]:
-                    b -= 1
-            count[b] += 1.0  # in row order, as np.bincount adds
-            sum_value[b] += c
-            sum_target[b] += 1.0 if best == labels[i] else 0.0
+        if n >= 8:
+            for i in range(n_rows):
+                # Four independent lanes (columns k mod 4) merged at the end: four comparison chains at once,
+                # about 10 % faster at 100 columns. The same arg-max (the largest value, among ties the lowest
+                # index, as np.argmax); the sum differs only in its order.
+                row = matrix[i]
+                s0 = s1 = s2 = s3 = 0.0
+                negative = False
+                m0 = m1 = m2 = m3 = row[0]
+                b0 = b1 = b2 = b3 = 0
+                k = 0
+                while k + 4 <= n:
+                    v0, v1, v2, v3 = row[k], row[k + 1], row[k + 2], row[k + 3]
+                    s0 += np.float64(v0)
+                    s1 += np.float64(v1)
+                    s2 += np.float64(v2)
+                    s3 += np.float64(v3)
+                    negative |= (v0 < 0.0) | (v1 < 0.0) | (v2 < 0.0) | (v3 < 0.0)
+                    if v0 > m0:
+                        m0, b0 = v0, k
+                    if v1 > m1:
+                        m1, b1 = v1, k + 1
+                    if v2 > m2:
+                        m2, b2 = v2, k + 2
+                    if v3 > m3:
+                        m3, b3 = v3, k + 3
+                    k += 4
+                while k < n:
+                    v0 = row[k]
+                    s0 += np.float64(v0)
+                    negative |= v0 < 0.0
+                    if v0 > m0:
+                        m0, b0 = v0, k
+                    k += 1
+                best, value = b0, m0
+                if m1 > value or (m1 == value and b1 < best):
+                    best, value = b1, m1
+                if m2 > value or (m2 == value and b2 < best):
+                    best, value = b2, m2
+                if m3 > value or (m3 == value and b3 < best):
+                    best, value = b3, m3
+                total = (s0 + s1) + (s2 + s3)
+                if check and not (not negative and abs(total - 1.0) <= strict):
+                    return i
+                c = np.float64(value)
+                b = int(np.ceil(c * n_bins)) - 1 if right else int(np.floor(c * n_bins))
+                b = min(max(b, 0), n_bins - 1)
+                if right:
+                    while b < n_bins - 1 and c > upper[b]:
+                        b += 1
+                    while b > 0 and c <= upper[b - 1]:
+                        b -= 1
+                else:
+                    while b < n_bins - 1 and c >= upper[b]:
+                        b += 1
+                    while b > 0 and c < upper[b - 1]:
+                        b -= 1
+                count[b] += 1.0
+                sum_value[b] += c
+                sum_target[b] += 1.0 if best == labels[i] else 0.0
+        else:
+            for i in range(n_rows):
+                row = matrix[i]
+                total = 0.0
+                negative = False
+                best, value = 0, row[0]
+                for k in range(n):
+                    v = row[k]
+                    total += np.float64(v)
+                    negative |= v < 0.0
+                    if v > value:  # strictly: ties keep the lowest index, as np.argmax
+                        best, value = k, v
+                if check and not (not negative and abs(total - 1.0) <= strict):
+                    return i
+                c = np.float64(value)
+                b = int(np.ceil(c * n_bins)) - 1 if right else int(np.floor(c * n_bins))
+                b = min(max(b, 0), n_bins - 1)
+                if right:
+                    while b < n_bins - 1 and c > upper[b]:
+                        b += 1
+                    while b > 0 and c <= upper[b - 1]:
+                        b -= 1
+                else:
+                    while b < n_bins - 1 and c >= upper[b]:
+                        b += 1
+                    while b > 0 and c < upper[b - 1]:
+                        b -= 1
+                count[b] += 1.0
+                sum_value[b] += c
+                sum_target[b] += 1.0 if best == labels[i] else 0.0
         return -1
 
     return {"top_label_bin_sums": top_label_kernel}

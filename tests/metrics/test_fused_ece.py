@@ -44,7 +44,7 @@ def _predictions(n_rows, n_classes, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("n_classes", [2, 7])
+@pytest.mark.parametrize("n_classes", [2, 7, 8, 11])  # from 8 columns on the kernel reads four lanes
 @pytest.mark.parametrize("n_bins, right, norm", [(15, True, "l1"), (10, False, "l1"), (20, True, "l2"),
                                                  (1, True, "max"), (4, False, "max")])
 def test_fused_ece_gives_the_general_paths_number_exactly(numba_path, monkeypatch, dtype, n_classes, n_bins, right,
@@ -140,3 +140,17 @@ def test_float32_ece_allocates_no_per_row_arrays():
     finally:
         tracemalloc.stop()
     assert peak <= 0.10 * probs.nbytes, peak / probs.nbytes
+
+
+def test_ties_across_the_kernels_lanes_go_to_the_lowest_index(numba_path):
+    """Every pair of tied maxima in rows of 9 and 13 columns (the compiled kernel reads columns in four lanes
+    and a tail): each row's label is its lowest maximal index, as np.argmax, so every row is correct."""
+    for n_classes in (9, 13):
+        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+        probs = np.full((len(pairs), n_classes), 0.2 / (n_classes - 2))
+        for row, (a, b) in enumerate(pairs):
+            probs[row, [a, b]] = 0.4
+        labels = np.array([a for a, _ in pairs])
+        count, _, sum_target = top_label_bin_sums(probs, labels, np.linspace(0.0, 1.0, 11)[1:], right=True,
+                                                  tolerance=ROW_SUM_TOLERANCE, check=True)
+        assert sum_target.sum() == count.sum() == len(pairs)
