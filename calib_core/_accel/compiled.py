@@ -79,6 +79,19 @@
     matrix before its ``argmax`` and then gathers the maxima; the kernel reads
     each row once (the same indices and values).
 
+``top_label_bin_sums``
+    The default ECE (uniform bins, no weights; :func:`calib_core.ece`,
+    :func:`calib_core.mce`) on a raw matrix, float64 or float32: each row read
+    once to check it (no negative value, a finite sum within the row-sum
+    tolerance), take its top label and confidence and add them to the per-bin
+    count and sums, with no (N,) or (N, K) temporaries; numpy checked the
+    blocks, took their arg-max, gathered the maxima and binned them by three
+    bincounts (1.1x a plain numpy arg-max ECE instead of 1.6x at float32
+    1,000,000 x 100; 0.2x instead of 1.5x at 10,000,000 x 2). The same bins
+    and the sums added in row order, so the same numbers bit for bit. A row it
+    cannot pass for certain stops it, and the caller runs the validator. Its
+    numpy twin is :func:`calib_core._accel.top_label_bin_sums`.
+
 Each runs on one thread and release the GIL (``nogil``): the app may call them
 from several sessions at once, which numba's default parallel back-end does
 not allow. Each is ``None`` when numba is not installed or the environment
@@ -403,23 +416,142 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
             "key_sums": key_sums_kernel, "sweep_reductions": sweep_kernel}
 
 
+def _load_fused(cache: bool = True) -> dict[str, Callable] | None:
+    """The fused top-label kernel (issue 29), compiled as :func:`_load` compiles the others."""
+    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(cache=cache, nogil=True)
+    def top_label_kernel(matrix, labels, check, strict, upper, right, count, sum_value, sum_target):  # pragma: no cover
+        # Two row loops, each with the whole row's work written out in it: a test per row, or helper functions
+        # (called per row), made the two-column case 2-10x slower. After each row's sum, sign and arg-max: a NaN
+        # makes the sum NaN and the test false, +-inf makes the sum fail too; then the row's bin is that of
+        # uniform_index (guessed from c * n_bins, then moved until the comparisons with the edges hold:
+        # searchsorted(upper, c, "left" if right else "right"), at most n_bins - 1), added in row order as
+        # np.bincount adds.
+        n_rows, n = matrix.shape
+        n_bins = upper.shape[0]
+        if n >= 8:
+            for i in range(n_rows):
+                # Four independent lanes (columns k mod 4) merged at the end: four comparison chains at once,
+                # about 10 % faster at 100 columns. The same arg-max (the largest value, among ties the lowest
+                # index, as np.argmax); the sum differs only in its order.
+                row = matrix[i]
+                s0 = s1 = s2 = s3 = 0.0
+                negative = False
+                m0 = m1 = m2 = m3 = row[0]
+                b0 = b1 = b2 = b3 = 0
+                k = 0
+                while k + 4 <= n:
+                    v0, v1, v2, v3 = row[k], row[k + 1], row[k + 2], row[k + 3]
+                    s0 += np.float64(v0)
+                    s1 += np.float64(v1)
+                    s2 += np.float64(v2)
+                    s3 += np.float64(v3)
+                    negative |= (v0 < 0.0) | (v1 < 0.0) | (v2 < 0.0) | (v3 < 0.0)
+                    if v0 > m0:
+                        m0, b0 = v0, k
+                    if v1 > m1:
+                        m1, b1 = v1, k + 1
+                    if v2 > m2:
+                        m2, b2 = v2, k + 2
+                    if v3 > m3:
+                        m3, b3 = v3, k + 3
+                    k += 4
+                while k < n:
+                    v0 = row[k]
+                    s0 += np.float64(v0)
+                    negative |= v0 < 0.0
+                    if v0 > m0:
+                        m0, b0 = v0, k
+                    k += 1
+                best, value = b0, m0
+                if m1 > value or (m1 == value and b1 < best):
+                    best, value = b1, m1
+                if m2 > value or (m2 == value and b2 < best):
+                    best, value = b2, m2
+                if m3 > value or (m3 == value and b3 < best):
+                    best, value = b3, m3
+                total = (s0 + s1) + (s2 + s3)
+                if check and not (not negative and abs(total - 1.0) <= strict):
+                    return i
+                c = np.float64(value)
+                b = int(np.ceil(c * n_bins)) - 1 if right else int(np.floor(c * n_bins))
+                b = min(max(b, 0), n_bins - 1)
+                if right:
+                    while b < n_bins - 1 and c > upper[b]:
+                        b += 1
+                    while b > 0 and c <= upper[b - 1]:
+                        b -= 1
+                else:
+                    while b < n_bins - 1 and c >= upper[b]:
+                        b += 1
+                    while b > 0 and c < upper[b - 1]:
+                        b -= 1
+                count[b] += 1.0
+                sum_value[b] += c
+                sum_target[b] += 1.0 if best == labels[i] else 0.0
+        else:
+            for i in range(n_rows):
+                row = matrix[i]
+                total = 0.0
+                negative = False
+                best, value = 0, row[0]
+                for k in range(n):
+                    v = row[k]
+                    total += np.float64(v)
+                    negative |= v < 0.0
+                    if v > value:  # strictly: ties keep the lowest index, as np.argmax
+                        best, value = k, v
+                if check and not (not negative and abs(total - 1.0) <= strict):
+                    return i
+                c = np.float64(value)
+                b = int(np.ceil(c * n_bins)) - 1 if right else int(np.floor(c * n_bins))
+                b = min(max(b, 0), n_bins - 1)
+                if right:
+                    while b < n_bins - 1 and c > upper[b]:
+                        b += 1
+                    while b > 0 and c <= upper[b - 1]:
+                        b -= 1
+                else:
+                    while b < n_bins - 1 and c >= upper[b]:
+                        b += 1
+                    while b > 0 and c < upper[b - 1]:
+                        b -= 1
+                count[b] += 1.0
+                sum_value[b] += c
+                sum_target[b] += 1.0 if best == labels[i] else 0.0
+        return -1
+
+    return {"top_label_bin_sums": top_label_kernel}
+
+
 #: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
 #: Fit ``i`` sums over ``xp[lo[i]:hi[i]]``: ``w t^p`` and ``w t^p y`` with ``t = (xp - x_fit[i]) / radius[i]``
 #: clipped to [-1, 1], ``w = (1 - |t|^3)^3 wp`` (``zero[i]``: ``wp`` where ``xp == x_fit[i]``, ``t = 0``).
-def _load_with_or_without_cache() -> dict[str, Callable] | None:
-    """:func:`_load` with numba's disk cache, or in memory when numba has nowhere to write it."""
+def _load_with_or_without_cache(*loads: Callable) -> dict[str, Callable] | None:
+    """The kernels of ``loads`` (:func:`_load`, ...) with numba's disk cache, or in memory when numba has nowhere to
+    write it."""
+    def load(cache: bool) -> dict[str, Callable] | None:
+        kernels = [one(cache=cache) for one in loads]
+        return None if any(k is None for k in kernels) else {name: k for one in kernels for name, k in one.items()}
+
     try:
-        return _load(cache=True)
+        return load(cache=True)
     except RuntimeError as error:  # numba: "cannot cache function ...: no locator available for file ..."
         if "cannot cache" not in str(error):
             raise
         warnings.warn(f"calib_core: numba cannot write its kernel cache ({error}); the kernels are compiled in "
                       "memory on first use. Set NUMBA_CACHE_DIR to a writable folder to keep them.",
                       RuntimeWarning, stacklevel=2)
-        return _load(cache=False)
+        return load(cache=False)
 
 
-_KERNELS = _load_with_or_without_cache() or {}
+_KERNELS = _load_with_or_without_cache(_load, _load_fused) or {}
 window_moments = _KERNELS.get("window_moments")
 #: ``label_search(flat, uniform, n_classes) -> (draws, N) int64``, or None: for each uniform ``u`` of row ``i``,
 #: the number of values of ``flat[i K:(i + 1) K]`` that are ``<= u + i``, at most ``K - 1``: what
@@ -467,3 +599,14 @@ slot_sums = _KERNELS.get("slot_sums")
 #: ``row_max(block, predicted, confidence)``, or None: writes each row's arg-max (ties: the lowest index, as
 #: :func:`numpy.argmax`) and maximum of a block of a checked (NaN-free) matrix, read-only or not, in one pass.
 row_max = _KERNELS.get("row_max")
+
+
+#: ``top_label_bin_sums(matrix, labels, check, strict, upper, right, count, sum_value, sum_target) -> int``, or None:
+#: for each row of a C-contiguous (N, K) float64 or float32 ``matrix`` in order: with ``check``, the row's index is
+#: returned at once when it has a negative value or ``|sum - 1| > strict`` (NaN, inf; the sum in float64); then
+#: its arg-max (ties: the lowest index) ``a`` and maximum ``c`` (in float64) are added to the uniform bin of
+#: ``c`` (``upper``: the bins' ascending upper edges; ``right``: ``(lo, hi]`` or ``[lo, hi)``): ``count[b] += 1``,
+#: ``sum_value[b] += c``, ``sum_target[b] += (a == labels[i])``, into the given zeroed arrays. -1 when every row
+#: passed.
+top_label_bin_sums = _KERNELS.get("top_label_bin_sums")
+__all__ += ["top_label_bin_sums"]

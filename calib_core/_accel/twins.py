@@ -158,3 +158,82 @@ def window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64], zero: 
                                                    xp[c0:c1], values[c0:c1], wp[c0:c1], n_moments)
         start = stop
     return moments
+
+
+#: Values per row block of :func:`top_label_bin_sums`'s numpy path (a block stays in cache for its checks and arg-max).
+TOP_LABEL_BLOCK_VALUES = 1 << 17
+
+
+class _DoubtfulRow(Exception):
+    """A block holds a row that the quick check cannot pass for certain (numpy path of :func:`top_label_bin_sums`)."""
+
+
+def _passed_blocks(matrix: NDArray, strict: float, check: bool) -> Iterator[tuple[int, NDArray]]:
+    """Row blocks of ``matrix``, each after the quick test of ``top_label_bin_sums`` when ``check``."""
+    step = max(1, TOP_LABEL_BLOCK_VALUES // matrix.shape[1])
+    for start in range(0, matrix.shape[0], step):
+        block = matrix[start:start + step]
+        if check:
+            sums = np.einsum("ij->i", block, dtype=np.float64)
+            if not (block.min() >= 0.0 and max(sums.max() - 1.0, 1.0 - sums.min()) <= strict):
+                raise _DoubtfulRow
+        yield start, block
+
+
+def top_label_bin_sums(matrix: NDArray, labels: NDArray[np.intp], upper: NDArray[np.float64], *, right: bool,
+                       tolerance: float, check: bool,
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None:
+    """Per-bin count, confidence sum and correctness sum of the top label, checking the rows on the way.
+
+    The default ECE's one read of the matrix (issue 29): each row is checked
+    (with ``check``: no negative value, a finite float64 sum within
+    ``tolerance`` of 1), its arg-max (ties: the lowest index) and maximum
+    taken and added to its uniform bin (``upper``: the ascending upper edges;
+    ``right``: ``(lo, hi]`` bins, else ``[lo, hi)``; the last bin takes what
+    lies above). The compiled kernel
+    (:data:`calib_core._accel.compiled.top_label_bin_sums`) does it row by
+    row without temporaries; numpy by cache-sized blocks and one bincount per
+    sum. Both add in row order, so the sums are those of ``np.bincount`` over
+    the whole arrays, bit for bit (``tests/metrics/test_fused_ece.py``).
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (N, K), float64 or float32, C-contiguous
+        Shape and type already checked; the values are checked here.
+    labels : ndarray of shape (N,), intp
+        Checked labels.
+    upper : ndarray of shape (B,)
+        Upper edges of the uniform bins.
+    right : bool
+    tolerance : float
+        The validator's row-sum tolerance. A row is passed only when its sum
+        is within the tolerance by more than the rounding of any order of
+        summation (``2 K eps``), so that the validator would pass it too.
+    check : bool
+        False for a matrix checked already (the arrays of a ``Predictions``).
+
+    Returns
+    -------
+    (count, sum_value, sum_target) : three ndarrays of shape (B,), or None
+        None when a row was not passed: the caller then runs the validator,
+        which raises its error for the first bad row (or, for a sum at the
+        tolerance's very edge, decides).
+    """
+    strict = tolerance - 2.0 * matrix.shape[1] * np.finfo(np.float64).eps
+    n_bins = upper.shape[0]
+    if compiled.top_label_bin_sums is not None:
+        sums = np.zeros((3, n_bins))
+        if compiled.top_label_bin_sums(matrix, labels, check, strict, upper, right, sums[0], sums[1], sums[2]) >= 0:
+            return None
+        return sums[0], sums[1], sums[2]
+    try:
+        predicted, confidence = arg_max_by_blocks(matrix.shape[0], _passed_blocks(matrix, strict, check))
+    except _DoubtfulRow:
+        return None
+    index = np.minimum(np.searchsorted(upper, confidence, side="left" if right else "right"), n_bins - 1)
+    return (np.bincount(index, minlength=n_bins).astype(np.float64),
+            np.bincount(index, weights=confidence, minlength=n_bins),
+            np.bincount(index, weights=(predicted == labels).astype(np.float64), minlength=n_bins))
+
+
+__all__ += ["top_label_bin_sums"]

@@ -15,9 +15,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calib_core._accel import arg_max_by_blocks, remembered
+from calib_core._accel import arg_max_by_blocks, remembered, top_label_bin_sums
 from calib_core.binning import BinStats, bin_statistics, binned_error, classwise_bin_statistics, mean_abs_gap
 from calib_core.validation import (
+    ROW_SUM_TOLERANCE,
+    CalibrationInputError,
     check_binning,
     check_choice,
     check_labels,
@@ -28,6 +30,7 @@ from calib_core.validation import (
     check_right,
     check_sample_weight,
     correct_rows,
+    is_validated,
     row_argmax,
     row_blocks,
 )
@@ -79,6 +82,36 @@ def _checked_top_label(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.
     predicted, confidence = arg_max_by_blocks(matrix.shape[0], blocks)
     labels = check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
     return confidence, (predicted == labels).astype(np.float64)
+
+
+def _fused_bin_statistics(probs: ArrayLike, labels: ArrayLike, n_bins: int, binning: str, right: bool,
+                          sample_weight: ArrayLike | None) -> BinStats | None:
+    """The default ECE's bins (uniform, no weights) by one read of the matrix, or None to take the general path.
+
+    :func:`calib_core._accel.top_label_bin_sums` checks each row, takes its
+    top label and adds it to its bin in one pass (issue 29): no float64 copy
+    of a float32 matrix, no (N,) arrays. The general path
+    (:func:`_checked_top_label` and :func:`calib_core.binning.bin_statistics`)
+    gives the same sums; it runs instead for other options, and whenever an
+    argument is wrong or a row is not passed, so that every error is the
+    validator's, raised in the same order.
+    """
+    if sample_weight is not None:
+        return None
+    try:
+        n_bins, binning, right = check_n_bins(n_bins), check_binning(binning), check_right(right)
+        if binning != "uniform":
+            return None
+        checked = is_validated(probs)
+        matrix, _ = check_probs_by_block(probs)  # shape and type checked now; the values by the kernel
+        labels = check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
+    except CalibrationInputError:
+        return None
+    upper = np.linspace(0.0, 1.0, n_bins + 1)
+    sums = top_label_bin_sums(matrix, labels, upper[1:], right=right, tolerance=ROW_SUM_TOLERANCE, check=not checked)
+    if sums is None:
+        return None
+    return BinStats(*sums, upper[:-1], upper[1:], float(matrix.shape[0]), right)
 
 
 def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "uniform",
@@ -139,6 +172,9 @@ def ece(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, binning: str = "u
     >>> round(ece(p, [0, 1, 1, 2], n_bins=4), 4), round(ece(p, [0, 1, 1, 2], n_bins=4, right=False), 4)
     (0.2875, 0.4125)
     """
+    stats = _fused_bin_statistics(probs, labels, n_bins, binning, right, sample_weight)
+    if stats is not None:
+        return float(binned_error(stats, check_choice(norm, "norm", NORMS)))
     confidence, correct = _checked_top_label(probs, labels)
     n_bins = check_n_bins(n_bins)
     binning = check_binning(binning)
