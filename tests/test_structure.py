@@ -89,10 +89,20 @@ def private_seams(path: Path) -> set[str]:
     ``from calib_core.x.m import _f``, ``from calib_core.x import _m``, ``import calib_core.x._m`` and
     ``m._f`` on a module ``m`` imported from another wing all count, at module level or inside a function.
     """
+    own = wing_of(module_name(path))
+    used = names_used(path)
+    ours = (name for name in used if name.split(".")[0] in OUR_TOP_NAMES and wing_of(name) != own)
+    return {first_private_part(name) for name in ours if is_private_to_its_wing(name)}
+
+
+def names_used(path: Path) -> set[str]:
+    """Every dotted name ``path`` imports or reaches by attribute on an imported name (see :func:`private_seams`)."""
     module = module_name(path)
-    own = wing_of(module)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text())
+    return names_used_in(ast.parse(path.read_text()), package)
+
+
+def names_used_in(tree: ast.AST, package: str) -> set[str]:
     bound: dict[str, str] = {}  # local name -> the dotted name it was imported as
     used: set[str] = set()
     for node in ast.walk(tree):
@@ -114,8 +124,7 @@ def private_seams(path: Path) -> set[str]:
                 root = root.value
             if isinstance(root, ast.Name) and root.id in bound:
                 used.add(".".join([bound[root.id], *reversed(chain)]))
-    ours = (name for name in used if name.split(".")[0] in OUR_TOP_NAMES and wing_of(name) != own)
-    return {first_private_part(name) for name in ours if is_private_to_its_wing(name)}
+    return used
 
 
 def absolute_module(node: ast.ImportFrom, package: str) -> str:
@@ -207,6 +216,35 @@ def test_no_module_takes_a_private_name_of_another_wing(path):
     module = module_name(path)
     taken = sorted(private_seams(path))
     assert not taken, f"{module} ({wing_of(module)}) takes private names of other wings: {taken}"
+
+
+#: The optional numba kernels: read only inside ``calib_core/_accel``, where each has its numpy twin beside it and
+#: one public function runs the one or the other (issue 24, a room for speed); every other module calls that
+#: function, so it does not know which path ran and writes no fallback of its own.
+KERNELS = "calib_core._accel.compiled"
+
+
+def reads_the_kernels(used: set[str]) -> bool:
+    return any(name == KERNELS or name.startswith(KERNELS + ".") for name in used)
+
+
+@pytest.mark.parametrize("path", [path for path in WING_MODULES if not str(path.relative_to(ROOT)).startswith(
+    "calib_core/_accel/")], ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_module_outside_the_speed_room_reads_a_compiled_kernel(path):
+    """A formula or engine module calls the one ``_accel`` function of a kernel (kernel and numpy twin), and the
+    choice of the faster algorithm for the path that runs is a named ``_accel`` function too (``entry_sums_pay``)."""
+    assert not reads_the_kernels(names_used(path)), (
+        f"{module_name(path)} reads {KERNELS}: call the _accel function that runs the kernel or its numpy twin")
+
+
+@pytest.mark.parametrize("source, reads", [
+    ("from calib_core._accel import compiled", True), ("from calib_core._accel.compiled import slot_sums", True),
+    ("import calib_core._accel.compiled as k", True), ("from calib_core import _accel\n_accel.compiled.slot_sums", True),
+    ("from .._accel import compiled", True), ("from calib_core._accel import slot_sums", False),
+    ("from calib_core import _accel\n_accel.slot_sums", False),
+])
+def test_the_kernel_rule_finds_each_way_of_reading_them(source, reads):
+    assert reads_the_kernels(names_used_in(ast.parse(source), "calib_core.engines")) is reads
 
 
 @pytest.mark.parametrize("name, private", [

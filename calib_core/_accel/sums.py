@@ -23,7 +23,8 @@ function                    serves
 :func:`adaptive_walk_pays`  whether :func:`adaptive_bin_sums` beats the prefix sums
 :func:`sorted_draws`        the drawn rows in the stable order of their confidence
 :func:`slot_sums`           the exact streaming engine's later passes: one value set
-                            added to the slots of the pass-1 brackets
+                            added to the slots of the pass-1 brackets (the slot of
+                            each value: :func:`lookup_slots`, numpy only)
 ==========================  ========================================================
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ from numpy.typing import NDArray
 from calib_core._accel import compiled
 
 __all__ = ["COMPILED_ENTRY_SHARE", "NUMPY_ENTRY_SHARE", "adaptive_bin_sums", "adaptive_walk_pays", "entry_sums",
-           "entry_sums_pay", "key_sums", "slot_sums", "sorted_draws"]
+           "entry_sums_pay", "key_sums", "lookup_slots", "slot_sums", "sorted_draws"]
 
 #: Largest share of a class-wise metric's entries outside the first uniform bin at which the compiled entry
 #: sums beat the per-column sums (``BinnedResampler._few_upper_entries``; bench/bench_bootstrap.py): every
@@ -166,6 +167,25 @@ def sorted_draws(keys: NDArray[np.integer], rows: NDArray[np.integer], n_keys: i
     return rows[np.argsort(keys[rows], kind="stable")]
 
 
+def lookup_slots(values: NDArray[np.float64], table: NDArray[np.signedinteger], scale: float,
+                 points: NDArray[np.float64]) -> NDArray[np.intp]:
+    """The slot of each value among the sorted cut ``points``: ``2 * i`` in (P[i-1], P[i]), ``2 * i + 1`` at P[i].
+
+    ``table[int(value * scale)]`` (the index clipped to the table), or, where
+    the table holds -1 (a grid cell with a point in it),
+    ``2 * searchsorted(points, value)`` plus 1 when the value is that point:
+    the numpy statement of :func:`slot_sums`'s slots, also what the streaming
+    engine's later passes use to place their collected values.
+    """
+    cells = np.multiply(values, float(scale), out=np.empty(values.shape, np.intp), casting="unsafe")
+    slot = table.take(cells, mode="clip").astype(np.intp)
+    unsure = np.flatnonzero(slot < 0)
+    if unsure.size:
+        at = np.searchsorted(points, values[unsure], side="left")
+        slot[unsure] = 2 * at + (points[np.minimum(at, points.size - 1)] == values[unsure])
+    return slot
+
+
 def slot_sums(values: NDArray[np.float64], targets: NDArray[np.float64], labels: NDArray[np.intp], label: int,
               threshold: float, table: NDArray[np.signedinteger], scale: float, points: NDArray[np.float64],
               collect: NDArray[np.bool_], count: NDArray[np.float64], sum_value: NDArray[np.float64],
@@ -197,12 +217,7 @@ def slot_sums(values: NDArray[np.float64], targets: NDArray[np.float64], labels:
         chosen = targets if label < 0 else (labels == label).astype(np.float64)
     if values.size == 0:
         return 0
-    cells = np.multiply(values, float(scale), out=np.empty(values.shape, np.intp), casting="unsafe")
-    slot = table.take(cells, mode="clip").astype(np.intp)
-    unsure = np.flatnonzero(slot < 0)
-    if unsure.size:
-        at = np.searchsorted(points, values[unsure], side="left")
-        slot[unsure] = 2 * at + (points[np.minimum(at, points.size - 1)] == values[unsure])
+    slot = lookup_slots(values, table, scale, points)
     size = count.size
     count += np.bincount(slot, minlength=size)
     sum_value += np.bincount(slot, weights=values, minlength=size)

@@ -20,7 +20,9 @@ try:  # installed with scikit-learn; optional here
 except ImportError:  # pragma: no cover - then BLAS keeps its own threads
     ThreadpoolController = None
 
-__all__ = ["WORKERS", "blas_single_threaded", "map_blocks", "parallel_map"]
+from calib_core._accel import compiled
+
+__all__ = ["WORKERS", "blas_single_threaded", "loess_workers", "map_blocks", "parallel_map"]
 
 #: Threads that process row blocks at once. NumPy releases the GIL inside
 #: its array loops and BLAS calls, so blocks run in parallel; each block's
@@ -66,6 +68,20 @@ def parallel_map(function: Callable[[_S], _T], items: Sequence[_S], workers: int
         if futures is not None:
             return [future.result() for future in futures]
     return [function(item) for item in items]
+
+
+def loess_workers(n_fits: int) -> int:
+    """Threads on which to run ``n_fits`` independent loess fits (:func:`parallel_map`; the ICI's classes).
+
+    One per fit up to the cores when the compiled
+    :data:`calib_core._accel.compiled.window_moments` runs (it releases the
+    GIL for a whole fit), else 1: the fits of the numpy twin
+    (:func:`calib_core._accel.window_moments`) run one after the other.
+    Each fit is the same on either side, so only the speed depends on it.
+    """
+    if compiled.window_moments is None:
+        return 1
+    return max(1, min(n_fits, os.cpu_count() or 1))
 
 
 def blas_single_threaded():

@@ -38,8 +38,8 @@ from numpy.typing import NDArray
 from calib_core.binning import BinStats, binned_error, mean_abs_gap, upper_edge_index
 from calib_core.engines.sketch import DEFAULT_SKETCH_CAPACITY, QuantileSketch, _adaptive_binstats, _run_end_ranks
 from calib_core.engines.stats import (_BINNED_TOP, _LOOKUP_CELLS, _NORM_OF, CalibrationStats, _BatchUpdates,
-                                      _set_keys, _value_sets)
-from calib_core._accel import compiled
+                                      _set_keys)
+from calib_core._accel import lookup_slots, slot_sums
 from calib_core.metrics.binned import top_label
 from calib_core.validation import CalibrationInputError, check_binning, check_count, check_n_bins, check_positive
 
@@ -123,26 +123,15 @@ class _Slots:
         state["_table"] = None  # rebuilt where needed, not sent along
         return state
 
-    def _exact_slot(self, values: NDArray[np.float64]) -> NDArray[np.intp]:
-        at = np.searchsorted(self.points, values, side="left")
-        if self.points.size == 0:
-            return 2 * at
-        equal = self.points[np.minimum(at, self.points.size - 1)] == values
-        return 2 * at + equal
-
     def slot(self, values: NDArray[np.float64]) -> NDArray[np.intp]:
         """Slot of each value (checked probabilities), by a lookup table as :class:`_CellIndex` does.
 
         A grid cell ``[c / G, (c + 1) / G)`` without a point in it has one
         slot for all its values (``2 * #{points below it}``); the few values
-        in grid cells that hold a point are placed by ``searchsorted``.
+        in grid cells that hold a point are placed by ``searchsorted``
+        (:func:`calib_core._accel.lookup_slots`, as :meth:`add_set` does).
         """
-        scaled = np.multiply(values, float(_LOOKUP_CELLS), out=np.empty(values.shape, np.intp), casting="unsafe")
-        index = self._lookup().take(scaled, mode="clip").astype(np.intp)
-        unsure = np.flatnonzero(index < 0)
-        if unsure.size:
-            index[unsure] = self._exact_slot(values[unsure])
-        return index
+        return lookup_slots(values, self._lookup(), float(_LOOKUP_CELLS), self.points)
 
     def _lookup(self) -> NDArray[np.signedinteger]:
         """The slot of each grid cell ``[c / G, (c + 1) / G)``, or -1 where a point lies in the cell.
@@ -162,49 +151,30 @@ class _Slots:
 
     def add_set(self, values: NDArray[np.float64], targets: NDArray[np.float64] | None,
                 labels: NDArray[np.intp] | None = None, label: int = -1, threshold: float = -np.inf) -> None:
-        """:meth:`add` of one value set of a block, without building it first.
+        """Add one value set of a block to the slot sums, without building it first.
 
         The values above ``threshold`` with their ``targets``, or with targets
         ``labels == label`` (``targets`` None): the sets of
-        :func:`calib_core.engines.stats._value_sets`. One pass of the
-        compiled :data:`calib_core._accel.compiled.slot_sums` when numba is
-        installed (the same sums, bit for bit), else the set is built and added.
+        :func:`calib_core.engines.stats._value_sets`. Counted and summed per
+        slot (:meth:`slot`), the values of the ``collect`` slots kept one by
+        one, by :func:`calib_core._accel.slot_sums` (one read of the column
+        with numba, its numpy twin otherwise: the same sums, bit for bit).
         """
-        kernel = compiled.slot_sums
-        if kernel is None:
-            kept = values > threshold if threshold > -np.inf else slice(None)
-            if targets is None:
-                targets = (labels == label).astype(np.float64)
-            self.add(values[kept], targets[kept])
-            return
         if values.size == 0:
             return
         size = self.count.size
         count, sum_value, sum_target = np.zeros(size), np.zeros(size), np.zeros(size)
         kept_values, kept_targets = np.empty(values.size), np.empty(values.size)
-        n_kept = kernel(values, _NO_TARGETS if targets is None else targets,
-                        _NO_LABELS if labels is None else labels, int(label), float(threshold), self._lookup(),
-                        float(_LOOKUP_CELLS), self.points, self.collect, count, sum_value, sum_target,
-                        kept_values, kept_targets)
+        n_kept = slot_sums(values, _NO_TARGETS if targets is None else targets,
+                           _NO_LABELS if labels is None else labels, int(label), float(threshold), self._lookup(),
+                           float(_LOOKUP_CELLS), self.points, self.collect, count, sum_value, sum_target,
+                           kept_values, kept_targets)
         self.count += count
         self.sum_value += sum_value
         self.sum_target += sum_target
         if n_kept:
             self.values.append(kept_values[:n_kept].copy())
             self.targets.append(kept_targets[:n_kept].copy())
-
-    def add(self, values: NDArray[np.float64], targets: NDArray[np.float64]) -> None:
-        if values.size == 0:
-            return
-        slot = self.slot(values)
-        size = self.count.size
-        self.count += np.bincount(slot, minlength=size)
-        self.sum_value += np.bincount(slot, weights=values, minlength=size)
-        self.sum_target += np.bincount(slot, weights=targets, minlength=size)
-        keep = self.collect[slot]
-        if keep.any():
-            self.values.append(values[keep])
-            self.targets.append(targets[keep])
 
     def merge(self, other: "_Slots") -> "_Slots":
         merged = _Slots(self.points, self.collect)
@@ -323,19 +293,12 @@ class SecondPass(_BatchUpdates):
     def _add_checked(self, probs: NDArray[np.float64], labels: NDArray[np.intp]) -> None:
         confidence, correct = top_label(probs, labels)
         self.n_rows += probs.shape[0]
-        if self.brackets and compiled.slot_sums is not None:
-            # Each set straight from its column (numba): no set, targets or slots built first.
-            for key, slots in self.brackets.items():
-                kind, label = _set_of(key)
-                if kind == "top":
-                    slots.add_set(confidence, correct)
-                else:
-                    slots.add_set(probs[:, label], None, labels, label,
-                                  self.threshold if kind == "above" else -np.inf)
-        elif self.brackets:
-            kinds = {key.rstrip("0123456789") for key in self.brackets}
-            for key, values, targets in _value_sets(probs, labels, confidence, correct, self.threshold, kinds):
-                self.brackets[key].add(values, targets)
+        for key, slots in self.brackets.items():  # each set straight from its column
+            kind, label = _set_of(key)
+            if kind == "top":
+                slots.add_set(confidence, correct)
+            else:
+                slots.add_set(probs[:, label], None, labels, label, self.threshold if kind == "above" else -np.inf)
         if self.ks_regions is not None:
             self.ks_regions.add_set(confidence, correct)
 

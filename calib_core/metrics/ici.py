@@ -18,14 +18,13 @@ References
 from __future__ import annotations
 
 import numbers
-import os
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
-from calib_core._accel import compiled, parallel_map, window_moments
+from calib_core._accel import loess_workers, parallel_map, window_moments
 from calib_core.validation import CalibrationInputError, repeated_probs_labels
 from calib_core.metrics.cox import _shape, one_vs_rest
 
@@ -339,10 +338,8 @@ def ici(probs: ArrayLike, labels: ArrayLike, *, span: float = 0.75, degree: int 
         e50, e90 = np.quantile(gap, [0.5, 0.9])
         return float(gap.mean()), float(e50), float(e90), float(gap.max())
 
-    workers = min(len(classes), os.cpu_count() or 1)
-    if compiled.window_moments is not None and workers > 1:
-        # The compiled kernel releases the GIL: the classes' curves are fitted on every core (the same
-        # fits, in class order).
+    workers = loess_workers(len(classes))
+    if workers > 1:  # the classes' curves on every core (the same fits, in class order)
         summaries = parallel_map(summarise, range(len(classes)), workers)
     else:
         summaries = [summarise(j) for j in range(len(classes))]

@@ -176,6 +176,23 @@ def test_cell_index_agrees_with_upper_edge_index_at_and_around_edges():
         np.testing.assert_array_equal(_CellIndex(upper)(values), upper_edge_index(values, upper))
 
 
+def _exact_slots(points, values):
+    """Slot 2i for (P[i-1], P[i]), 2i + 1 for {P[i]}: the slots by searchsorted alone."""
+    at = np.searchsorted(points, values, side="left")
+    return 2 * at + (points[np.minimum(at, points.size - 1)] == values) if points.size else 2 * at
+
+
+def _added(slots, values, targets):
+    """``slots`` after adding the built value set: the per-slot sums and the collected values by their contract."""
+    slot = _exact_slots(slots.points, values)
+    for name, weights in (("count", None), ("sum_value", values), ("sum_target", targets)):
+        setattr(slots, name, getattr(slots, name) + np.bincount(slot, weights=weights, minlength=slots.count.size))
+    keep = slots.collect[slot]
+    if keep.any():
+        slots.values.append(values[keep])
+        slots.targets.append(targets[keep])
+
+
 def test_slot_lookup_agrees_with_searchsorted_at_and_around_points():
     from calib_core.engines.streaming import _Slots
 
@@ -186,7 +203,7 @@ def test_slot_lookup_agrees_with_searchsorted_at_and_around_points():
         values = np.concatenate([rng.random(20_000), points, np.nextafter(points, 0), np.nextafter(points, 2),
                                  [0.0, 5e-324, 1.0, 1.0001]])
         values = values[(values >= 0) & (values <= 1.0001)]
-        np.testing.assert_array_equal(slots.slot(values), slots._exact_slot(values))
+        np.testing.assert_array_equal(slots.slot(values), _exact_slots(points, values))
 
 
 slot_path = kernel_paths("slot_sums", "slot_path")
@@ -218,12 +235,12 @@ def test_slot_sums_of_a_value_set_equal_the_built_set_added(slot_path):
                 column, block_labels = values[piece], labels[piece]
                 if kind == "top":
                     fast.add_set(column, targets[piece])
-                    slow.add(column, targets[piece])
+                    _added(slow, column, targets[piece])
                 else:
                     threshold = 0.01 if kind == "above" else -np.inf
                     fast.add_set(column, None, block_labels, 2, threshold)
                     kept = column > threshold
-                    slow.add(column[kept], (block_labels[kept] == 2).astype(np.float64))
+                    _added(slow, column[kept], (block_labels[kept] == 2).astype(np.float64))
             for name in ("count", "sum_value", "sum_target"):
                 np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
             for got, expected in zip(fast.collected(), slow.collected()):

@@ -129,3 +129,20 @@ def test_no_memo_keeps_a_models_predictions_alive(use):
     del pred
     gc.collect()
     assert gone() is None
+
+
+def test_loess_fits_go_to_threads_only_with_the_compiled_window_moments(monkeypatch):
+    """Issue 24: the ICI read the compiled kernel itself to decide whether its classes' fits run on threads; the
+    choice is now ``_accel.loess_workers``: every core (at most one per fit) when the compiled loess kernel runs,
+    which releases the GIL, one thread with the numpy twin."""
+    from calib_core import _accel
+    from calib_core._accel import compiled
+
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(compiled, "window_moments", lambda *args: None)
+    assert [_accel.loess_workers(n) for n in (1, 3, 10)] == [1, 3, 4]
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)  # unknown: one core
+    assert _accel.loess_workers(10) == 1
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(compiled, "window_moments", None)
+    assert _accel.loess_workers(10) == 1
