@@ -50,7 +50,7 @@ from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError
 from studio import report_decisions
 from studio.report_confidence import confidence_sections
-from studio.report_weights import unweighted_note, weights_data, weights_html
+from studio.report_weights import summary_rows, summary_weights, unweighted_note, weights_data, weights_html
 from studio.weights_reasons import REPORT_UNWEIGHTED
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
@@ -347,7 +347,7 @@ def _summary(model: ReportModel) -> dict:
     return {"name": model.name, "rows": model.rows, "n_samples": int(p.n_samples), "n_classes": int(p.n_classes),
             "classes": [str(c) for c in p.class_names], "accuracy": _finite(accuracy), "input_kind": p.input_kind,
             "source_format": p.source_format, "splits": splits, "kind": p.kind,
-            "files": [{"name": n, "sha256": h} for n, h in model.files],
+            "files": [{"name": n, "sha256": h} for n, h in model.files], **summary_weights(p),
             "notes": [*map(str, p.warnings), *([p.logit_reason] if p.logit_reason else []), *model.notes]}
 
 
@@ -512,7 +512,7 @@ def _data_section(data: dict) -> str:
         else:
             kind_rows = [("K (classes)", str(s["n_classes"])), ("classes", shown), ("accuracy", _num(s["accuracy"], 4))]
         rows = [("model", s["name"]), ("rows analysed", s["rows"]), ("N", f"{s['n_samples']:,}"), *kind_rows,
-                ("input kind", s["input_kind"]), ("file format", s["source_format"] or "")]
+                ("input kind", s["input_kind"]), ("file format", s["source_format"] or ""), *summary_rows(s)]
         if s["splits"]:
             rows.append(("splits", ", ".join(f"{k}: {v:,}" for k, v in s["splits"].items())))
         rows += [(f"input file {i + 1}", f"{f['name']}  SHA-256 {f['sha256']}") for i, f in enumerate(s["files"])]

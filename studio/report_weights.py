@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from studio.weights_reasons import REPORT_UNWEIGHTED, WEIGHTED_PAGES
 
-__all__ = ["unweighted_note", "weights_data", "weights_html"]
+__all__ = ["summary_rows", "summary_weights", "unweighted_note", "weights_data", "weights_html"]
 
 
 def _weighted(models: Sequence) -> list:
@@ -54,3 +54,19 @@ def unweighted_note(section: str, models: Sequence) -> str:
         return ""
     return (f"<p class='note unweighted'>Unweighted: {html.escape(REPORT_UNWEIGHTED[section][1])}; this section "
             "counts every row once, whatever its weight.</p>")
+
+
+def summary_weights(predictions) -> dict:
+    """The data summary's ``weight_column`` and ``sum_weight`` ({} for a model without row weights)."""
+    if getattr(predictions, "sample_weight", None) is None:
+        return {}
+    return {"weight_column": predictions.weight_column, "sum_weight": float(predictions.sample_weight.sum())}
+
+
+def summary_rows(summary: dict) -> list[tuple[str, str]]:
+    """The data table's row on the weights (plain text, escaped by the table); [] without weights."""
+    if "sum_weight" not in summary:
+        return []
+    return [("row weights", f"column {summary['weight_column'] or '(array)'}, total weight "
+                            f"{summary['sum_weight']:,.6g}; the metrics, tests and charts are weighted, N and the "
+                            "accuracy in this table count each row once")]

@@ -90,7 +90,12 @@ def test_the_reports_reliability_and_per_class_charts_are_the_pages_weighted_tab
 def test_the_unweighted_sections_say_so_with_the_pages_reasons(weighted):
     model = report.ReportModel("clinic", weighted)
     text = report.build_report([model], SETTINGS, sections=("sensitivity", "simplex", "selective"))
-    assert "<b>Row weights</b>: clinic by column weight (total weight 377)" in text
+    total = float(weighted.sample_weight.sum())
+    assert f"<b>Row weights</b>: clinic by column weight (total weight {total:,.6g})" in text
+    # the data table's N and accuracy count rows: it says so, next to the column and the total weight
+    assert f"<td>row weights</td><td>column weight, total weight {total:,.6g}; the metrics, tests and charts are " \
+        "weighted" in text
+    assert _data(text)["models"][0]["summary"]["sum_weight"] == total
     for key, page in (("sensitivity", "Bin sensitivity"), ("simplex", "Simplex")):  # the pages' own sentences
         assert f"<h2>{report._TITLES[key]}</h2><p class='note unweighted'>Unweighted: {UNWEIGHTED[page]};" in text
     assert f"</h2><p class='note unweighted'>Unweighted: {REPORT_UNWEIGHTED['selective'][1]};" in text
