@@ -50,6 +50,8 @@ from calib_core.recalibration.fixable import fixable_part
 from calib_core.validation import CalibrationInputError
 from studio import report_decisions
 from studio.report_confidence import confidence_sections
+from studio.report_weights import summary_rows, summary_weights, unweighted_note, weights_data, weights_html
+from studio.weights_reasons import REPORT_UNWEIGHTED
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -271,8 +273,9 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
     """Every registered metric with the interval it declares (as the app's Metrics page and the CLI)."""
     probs, labels = model.predictions.probs, model.predictions.labels
     kind = model.predictions.kind  # a confidence model gets the confidence entries (stated confidence vs correct)
+    weights = model.predictions.sample_weight  # as the Metrics page (studio.compute): None for unweighted rows
     report = metric_report(probs, labels, n_bins=settings.n_bins, binning=settings.binning,
-                           max_quadratic_rows=settings.max_quadratic_rows, kind=kind)
+                           max_quadratic_rows=settings.max_quadratic_rows, kind=kind, sample_weight=weights)
     rows = []
     for spec in metrics_of_kind(kind):
         if spec.key not in report.values:
@@ -287,7 +290,8 @@ def _metrics(model: ReportModel, settings: ReportSettings) -> list[dict]:
                "note": report.reasons.get(spec.key, ""), "unreliable": report.unreliable.get(spec.key, "")}
         if value is not None:
             found = metric_interval(spec.key, probs, labels, n_bins=settings.n_bins, binning=settings.binning,
-                                    n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed, estimate=value)
+                                    n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed, estimate=value,
+                                    sample_weight=weights)
             row.update(low=_finite(found.low), high=_finite(found.high), method=found.method,
                        n_boot=int(found.n_boot), note=found.note)
         rows.append(row)
@@ -305,14 +309,16 @@ def _fixable(model: ReportModel, settings: ReportSettings) -> dict:
                              alpha=settings.alpha)
     except CalibrationInputError as exc:
         return {"method": None, "sentence": f"The fixable part cannot be measured: {exc}"}
+    unweighted = "" if p.sample_weight is None else f" Unweighted: {REPORT_UNWEIGHTED['fixable'][1]}."
     return {"method": found.method, "brier_drop": _finite(found.brier_drop),
             "brier_drop_low": _finite(found.brier_drop_low), "brier_drop_high": _finite(found.brier_drop_high),
             "nll_drop": _finite(found.nll_drop), "nll_drop_low": _finite(found.nll_drop_low),
-            "nll_drop_high": _finite(found.nll_drop_high), "sentence": found.sentence()}
+            "nll_drop_high": _finite(found.nll_drop_high), "sentence": found.sentence() + unweighted}
 
 
 def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
-    """:func:`calib_core.calibration_test` for each of :data:`TEST_METHODS` (reason when one cannot run)."""
+    """:func:`calib_core.calibration_test` for each of :data:`TEST_METHODS` (reason when one cannot run), with the
+    model's row weights as the Metrics page (fractional weights: the test's refusal is the row's reason)."""
     probs, labels = model.predictions.probs, model.predictions.labels
     rows = []
     for method in TEST_METHODS:
@@ -320,7 +326,7 @@ def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
         options = {"n_resamples": settings.n_resamples} if method == "consistency" else {}
         try:
             result = cc.calibration_test(probs, labels, method=method, alpha=settings.alpha, seed=settings.seed,
-                                         **options)
+                                         sample_weight=model.predictions.sample_weight, **options)
         except CalibrationInputError as exc:
             rows.append({"method": method, "statistic": None, "p_value": None, "verdict": "not run",
                          "reason": str(exc)})
@@ -341,7 +347,7 @@ def _summary(model: ReportModel) -> dict:
     return {"name": model.name, "rows": model.rows, "n_samples": int(p.n_samples), "n_classes": int(p.n_classes),
             "classes": [str(c) for c in p.class_names], "accuracy": _finite(accuracy), "input_kind": p.input_kind,
             "source_format": p.source_format, "splits": splits, "kind": p.kind,
-            "files": [{"name": n, "sha256": h} for n, h in model.files],
+            "files": [{"name": n, "sha256": h} for n, h in model.files], **summary_weights(p),
             "notes": [*map(str, p.warnings), *([p.logit_reason] if p.logit_reason else []), *model.notes]}
 
 
@@ -373,6 +379,7 @@ def report_data(models: Sequence[ReportModel], settings: ReportSettings, *,
         if "verdicts" in sections:
             entry["verdicts"] = _verdicts(model, settings)
         out["models"].append(entry)
+    out.update({"weights": found} if (found := weights_data(models)) else {})  # studio.report_weights
     return out
 
 
@@ -392,14 +399,16 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
     models = [m for m in models if m.predictions.kind != "confidence"]  # the class charts below
     if "reliability" in sections and stated:
         tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
-                                               settings.binning, target=1, alpha=settings.alpha) for m in stated}
+                                               settings.binning, target=1, alpha=settings.alpha,
+                                               sample_weight=m.predictions.sample_weight) for m in stated}
         out.append(("reliability", f"Confidence models: stated confidence against correctness, {settings.n_bins} "
                     f"{settings.binning} bins", figures.reliability_figure(
                         tables, colors=colors, n_rows=n_rows, title="Stated confidence (confidence models)",
                         x_title="Mean stated confidence in the bin")))
     if "reliability" in sections and models:
         tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
-                                               settings.binning, alpha=settings.alpha) for m in models}
+                                               settings.binning, alpha=settings.alpha,
+                                               sample_weight=m.predictions.sample_weight) for m in models}
         out.append(("reliability", f"Top-label reliability, {settings.n_bins} {settings.binning} bins",
                     figures.reliability_figure(tables, colors=colors, n_rows=n_rows,
                                                title="Top label (confidence of the predicted class)")))
@@ -407,7 +416,8 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
             names = group[0].predictions.class_names
             for k, class_name in enumerate(names[:MAX_CLASS_DIAGRAMS]):
                 tables = {m.name: cc.reliability_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
-                                                       settings.binning, target=k, alpha=settings.alpha)
+                                                       settings.binning, target=k, alpha=settings.alpha,
+                                                       sample_weight=m.predictions.sample_weight)
                           for m in group}
                 out.append(("reliability", f"Class {class_name} (one-vs-rest), {settings.n_bins} "
                             f"{settings.binning} bins",
@@ -418,7 +428,8 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
     if "per_class" in sections:
         for group in _class_groups(models):
             tables = {m.name: cc.per_class_table(m.predictions.probs, m.predictions.labels, settings.n_bins,
-                                                 settings.binning, class_names=m.predictions.class_names)
+                                                 settings.binning, class_names=m.predictions.class_names,
+                                                 sample_weight=m.predictions.sample_weight)
                       for m in group}
             out.append(("per_class", "Per-class ACE (adaptive ranges) and class-wise ECE",
                         figures.per_class_figure(tables, colors=colors)))
@@ -501,7 +512,7 @@ def _data_section(data: dict) -> str:
         else:
             kind_rows = [("K (classes)", str(s["n_classes"])), ("classes", shown), ("accuracy", _num(s["accuracy"], 4))]
         rows = [("model", s["name"]), ("rows analysed", s["rows"]), ("N", f"{s['n_samples']:,}"), *kind_rows,
-                ("input kind", s["input_kind"]), ("file format", s["source_format"] or "")]
+                ("input kind", s["input_kind"]), ("file format", s["source_format"] or ""), *summary_rows(s)]
         if s["splits"]:
             rows.append(("splits", ", ".join(f"{k}: {v:,}" for k, v in s["splits"].items())))
         rows += [(f"input file {i + 1}", f"{f['name']}  SHA-256 {f['sha256']}") for i, f in enumerate(s["files"])]
@@ -718,7 +729,7 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
                  ("sections", ", ".join(sections)), *settings.rows(), *recalibration_rows]
     body = [f"<h1>{_e(title)}</h1>", "<h2>Provenance and settings</h2>", _table(("item", "value"), head_rows,
                                                                                 cls="settings"),
-            _data_section(data)]
+            weights_html(models), _data_section(data)]
     if "metrics" in sections:
         body.append(_metrics_section(models, data, settings))
     if "verdicts" in sections:
@@ -740,11 +751,11 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
         if section == "recalibration" and recalibrations:
             # each comparison with its own diagram, in the order of the figures (one per comparison with diagrams)
             pending = iter(by_section.pop(section, []))
-            body.append(f"<h2>{_TITLES[section]}</h2>" + "".join(
+            body.append(f"<h2>{_TITLES[section]}</h2>" + unweighted_note(section, models) + "".join(
                 _recalibration_section(r, chart_div(section, *next(pending)) if r.diagrams else "")
                 for r in recalibrations))
         elif section in by_section:
-            body.append(f"<h2>{_TITLES[section]}</h2>")
+            body.append(f"<h2>{_TITLES[section]}</h2>" + unweighted_note(section, models))
         for caption, fig in by_section.get(section, []):
             body.append(chart_div(section, caption, fig))
         if section in ("simplex",) and section not in by_section and any(m.predictions.n_classes < 3 for m in models):
@@ -752,8 +763,9 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
     if decisions is not None and (decisions.decides or decisions.deployment is not None):
         part, data["decisions"] = report_decisions.decisions_html(models, settings, decisions, chart_div)
         body.append(part)
-    body += confidence_sections(  # issue 26: selective prediction, systems compared (studio/report_confidence)
-        models, settings, sections, data, chart_div, table=_table, escape=_e)
+    for part in ("selective", "systems"):  # issue 26 (studio/report_confidence); unweighted, and say so (issue 28)
+        body += [block.replace("</h2>", "</h2>" + unweighted_note(part, models), 1) for block in confidence_sections(
+            models, settings, [s for s in sections if s == part], data, chart_div, table=_table, escape=_e)]
     payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \
         .replace("&", "\\u0026")
     return "\n".join([

@@ -8,25 +8,12 @@ from __future__ import annotations
 import streamlit as st
 
 from studio.text import md
+from studio.weights_reasons import UNWEIGHTED, UNWEIGHTED_PARTS, WEIGHTED_PAGES
 
-__all__ = ["UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
+__all__ = ["PAGE_PARTS", "UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
 
-#: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class")
-
-#: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
-UNWEIGHTED = {
-    "Bin sensitivity": "calib_core.bin_sensitivity takes no sample_weight yet",
-    "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
-    "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
-                     "bootstrap and the recommendation) scores unweighted rows",
-    "Estimators": "the estimator comparisons resample unweighted rows",
-    "Lab": "the Lab simulates from the predictions, one row per prediction",
-    "Groups": "this page does not pass the weights to calib_core.by_group yet",
-    "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
-    "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
-                    "made with --weight-column is weighted and says so)",
-}
+#: The parts of a weighted page that show unweighted numbers (their reasons: ``UNWEIGHTED_PARTS``).
+PAGE_PARTS = {"Metrics": ("What recalibration can fix", "Compare systems"), "Reliability": ("Selective prediction",)}
 
 
 def weights_note(page: str, models) -> None:
@@ -36,9 +23,10 @@ def weights_note(page: str, models) -> None:
         return
     which = "; ".join(f"{md(m.name)} by column {md(m.predictions.weight_column)}" for m in weighted)
     if page in WEIGHTED_PAGES:
-        st.caption(f":material/balance: Row weights: {which}. Every number on this page is weighted (integer "
-                   "weights count as repeated rows; a metric that takes whole-number weights only says so); the "
-                   "HTML report's numbers are not weighted yet.")
+        parts = "".join(f" Not weighted: {part} ({md(UNWEIGHTED_PARTS[part])})." for part in PAGE_PARTS.get(page, ()))
+        st.caption(f":material/balance: Row weights: {which}. The numbers on this page are weighted (integer "
+                   "weights count as repeated rows; a metric that takes whole-number weights only says so), and so "
+                   f"are the same numbers in its HTML report.{parts}")
         return
     reason = UNWEIGHTED.get(page, "this page is not wired to the weights")
     st.warning(f"Row weights: {which}. This page shows **unweighted** numbers: {md(reason)}.",

@@ -125,9 +125,6 @@ def _html_report(args: argparse.Namespace) -> dict:
                                     "pip install 'calib-core[report]'.") from None
     if args.engine not in ("auto", "memory") or args.scheduler is not None:
         raise CalibrationInputError("--html loads the rows into memory; leave out --engine/--scheduler.")
-    if args.weight_column is not None:  # the report would show unweighted numbers under a weighted heading
-        raise CalibrationInputError("--html does not weight its numbers yet; leave out --weight-column (the table "
-                                    "and --json are weighted).")
     if args.max_quadratic_rows < 0:
         raise CalibrationInputError(
             f"--max-quadratic-rows must be 0 (no limit) or a positive number of rows, got {args.max_quadratic_rows}."

@@ -143,12 +143,3 @@ def test_cost_matrix_for_three_classes_values_recalibration_without_a_curve(tmp_
     assert section["value"]["value"] == pytest.approx(value.value) and section["value"]["units"] == "EUR"
     assert main(["report", str(path), "--threshold", "0.3"]) == 2
     assert "net benefit is binary" in capsys.readouterr().err
-
-
-def test_html_with_a_weight_column_is_refused_not_unweighted(tmp_path, capsys):
-    """Before: --html loaded the weights and the report ignored them (unweighted numbers, no word said)."""
-    test, _, frame, _ = _binary(tmp_path)
-    frame.assign(w=2.0).to_csv(test, index=False)
-    assert main(["report", str(test), "--weight-column", "w", "--html", str(tmp_path / "r.html")]) == 2
-    assert "--html does not weight its numbers yet" in capsys.readouterr().err
-    assert not (tmp_path / "r.html").exists()

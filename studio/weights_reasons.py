@@ -1,0 +1,48 @@
+"""Which numbers are weighted by a model's row weights, and why the others are not: one table for the app and the report.
+
+The pages (:mod:`studio.weights_note`, which draws the note at the top of a page) and the HTML report
+(:mod:`studio.report`, which the command line imports without streamlit) read the same sentences from here, so a
+page and its report say the same thing about the weights. Plain data: no streamlit.
+"""
+from __future__ import annotations
+
+__all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES"]
+
+#: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class")
+
+#: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
+UNWEIGHTED = {
+    "Bin sensitivity": "calib_core.bin_sensitivity takes no sample_weight yet",
+    "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
+    "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
+                     "bootstrap and the recommendation) scores unweighted rows",
+    "Estimators": "the estimator comparisons resample unweighted rows",
+    "Lab": "the Lab simulates from the predictions, one row per prediction",
+    "Groups": "this page does not pass the weights to calib_core.by_group yet",
+    "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
+    "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
+                    "made with --weight-column is weighted and says so)",
+}
+
+#: Parts of the weighted pages whose calib_core functions take no weights, and why (the page and the report say so).
+UNWEIGHTED_PARTS = {
+    "What recalibration can fix": "calib_core.recalibration.fixable.fixable_part (cross-fitted recalibration and "
+                                  "its paired bootstrap) takes no sample_weight yet",
+    "Selective prediction": "calib_core.risk_coverage, risk_coverage_band and abstention_threshold count rows "
+                            "(no sample_weight)",
+    "Compare systems": "calib_core.compare_systems resamples unweighted rows (no sample_weight)",
+}
+
+#: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not
+#: weighted, with the page or part whose reason they share.
+REPORT_UNWEIGHTED = {
+    "fixable": ("What recalibration can fix", UNWEIGHTED_PARTS["What recalibration can fix"]),
+    "sensitivity": ("Bin sensitivity", UNWEIGHTED["Bin sensitivity"]),
+    "simplex": ("Simplex", UNWEIGHTED["Simplex"]),
+    "recalibration": ("Recalibration", UNWEIGHTED["Recalibration"]),
+    "selective": ("Selective prediction", UNWEIGHTED_PARTS["Selective prediction"]),
+    "systems": ("Compare systems", UNWEIGHTED_PARTS["Compare systems"]),
+    "decisions": ("Decisions", UNWEIGHTED["Deployment"]),
+    "deployment": ("Deployment", UNWEIGHTED["Deployment"]),
+}
