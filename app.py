@@ -306,11 +306,13 @@ def _headline(name: str, entry: state.LoadedModel) -> None:
             cell.metric(label, value, help=md(f"{label}: {interval}. Same number as on the Metrics page at "
                                               "its default settings."))
             cell.caption(md(interval.split(" (")[0]))
-        if stated:
-            cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}",
-                            help="The system's accuracy: the share of answers right, on all rows of the file.")
-        else:
-            cells[2].metric("Accuracy", f"{predictions.accuracy:.1%}", help="On all rows of the file.")
+        # Weighted like the ECE beside it (the registry's accuracy entry, as on the Metrics page).
+        accuracy = cc.metric_value("conf_accuracy" if stated else "accuracy", predictions.probs, predictions.labels,
+                                   sample_weight=predictions.sample_weight)
+        weighted = "" if predictions.sample_weight is None else ", each row weighted by its weight column"
+        cells[2].metric("Accuracy", f"{accuracy:.1%}",
+                        help=("The system's accuracy: the share of answers right" if stated else "Accuracy")
+                        + f", on all rows of the file{weighted}.")
         links = st.columns(2)
         params = state.link_params() or None
         links[0].page_link("pages/2_Reliability.py", label="Reliability: bins, classes, bands",

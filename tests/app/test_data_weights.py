@@ -75,6 +75,22 @@ def test_data_page_weight_column_reloads_with_weights_and_the_pages_use_them():
     assert warnings and "unweighted" in warnings[0] and "simplex\\_reliability" in warnings[0]
 
 
+def test_the_data_headlines_accuracy_is_weighted_like_its_ece():
+    """Before: the Data card's accuracy was the unweighted share of rows beside weighted ECE and ACE (50.0 %
+    here instead of the weighted 23.5 %)."""
+    lines = ["label,p_a,p_b,w"] + [f"{i % 2},0.3,0.7,{1 + 9 * (i % 2 == 0 and i < 10)}" for i in range(40)]
+    raw = ("\n".join(lines) + "\n").encode()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    at.file_uploader[0].set_value(("acc.csv", raw, "text/csv")).run()
+    at.selectbox(key="data:map:acc:weights").set_value("w")
+    at.button(key="data:map:acc:submit").click().run()
+    assert_clean(at)
+    p = at.session_state[state.APP_KEY].models["acc"].predictions
+    weighted = cc.metric_value("accuracy", p.probs, p.labels, sample_weight=p.sample_weight)
+    shown = [m.value for m in at.metric if m.label == "Accuracy"]  # (the other card is the default demo's)
+    assert f"{weighted:.1%}" in shown and f"{p.accuracy:.1%}" not in shown
+
+
 def test_a_session_file_keeps_the_weight_column():
     """Before: `weight_column` was not an allowed load option, so a weighted session could not be restored."""
     raw = _csv()
