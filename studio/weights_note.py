@@ -12,7 +12,7 @@ from studio.text import md
 __all__ = ["UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
@@ -22,7 +22,6 @@ UNWEIGHTED = {
                      "bootstrap and the recommendation) scores unweighted rows",
     "Estimators": "the estimator comparisons resample unweighted rows",
     "Lab": "the Lab simulates from the predictions, one row per prediction",
-    "Groups": "this page does not pass the weights to calib_core.by_group yet",
     "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
     "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
                     "made with --weight-column is weighted and says so)",
