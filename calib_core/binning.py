@@ -72,6 +72,7 @@ __all__ = [
     "sorted_pairs",
     "uniform_edges",
     "uniform_index",
+    "weighted_edge_positions",
     "weighted_upper_edges",
     "upper_bin_entries",
     "upper_edge_index",
@@ -363,13 +364,22 @@ def weighted_upper_edges(values: NDArray[np.float64], weights: NDArray[np.float6
     values, cumulative = values[order], np.cumsum(weights[order])
     if not values.size:
         return values
-    if np.all(weights == np.round(weights)):
+    return values[weighted_edge_positions(cumulative, n_bins, bool(np.all(weights == np.round(weights))))]
+
+
+def weighted_edge_positions(cumulative: NDArray[np.float64], n_bins: int, whole: bool) -> NDArray[np.intp]:
+    """Positions, in the sorted values, of :func:`weighted_upper_edges` from the cumulative weights ``C_i``.
+
+    For callers that sort once and cut many bin counts (:func:`calib_core.bin_sensitivity`);
+    ``whole``: every weight is a whole number.
+    """
+    if whole:
         ends = array_split_ends(int(round(cumulative[-1])), n_bins)
         position = np.searchsorted(cumulative, ends[ends > np.concatenate([[0], ends[:-1]])] - 1, side="right")
     else:
         ends = cumulative[-1] * np.arange(1, n_bins + 1) / n_bins
         position = np.searchsorted(cumulative, ends * (1.0 - 1e-12), side="left")
-    return values[np.minimum(position, values.size - 1)]
+    return np.minimum(position, cumulative.size - 1)
 
 
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],
