@@ -12,11 +12,10 @@ from studio.text import md
 __all__ = ["UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
-    "Bin sensitivity": "calib_core.bin_sensitivity takes no sample_weight yet",
     "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
     "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
                      "bootstrap and the recommendation) scores unweighted rows",
