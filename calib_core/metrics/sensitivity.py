@@ -48,6 +48,7 @@ from calib_core.validation import (
     check_right,
     check_sample_weight,
     check_sizes,
+    integer_weights,
     row_argmax,
     transposed,
 )
@@ -269,7 +270,7 @@ class _WeightedSorted:
                  weights: NDArray[np.float64]) -> None:
         order = np.argsort(values, kind="stable")
         self.values, weights = values[order], weights[order]
-        self.whole = bool(np.all(weights == np.round(weights)))
+        self.whole = integer_weights(weights)
         self.cumulative = [np.concatenate([[0.0], np.cumsum(x)])
                            for x in (weights, weights * self.values, weights * targets[order])]
 
