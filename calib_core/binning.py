@@ -50,7 +50,7 @@ from calib_core.validation import (
     check_n_bins,
     check_positive,
     check_right,
-    check_sample_weight,
+    check_sample_weight, integer_weights,
     transposed,
 )
 
@@ -72,6 +72,7 @@ __all__ = [
     "sorted_pairs",
     "uniform_edges",
     "uniform_index",
+    "weighted_edge_positions",
     "weighted_upper_edges",
     "upper_bin_entries",
     "upper_edge_index",
@@ -361,15 +362,15 @@ def weighted_upper_edges(values: NDArray[np.float64], weights: NDArray[np.float6
     """
     order = np.argsort(values, kind="stable")
     values, cumulative = values[order], np.cumsum(weights[order])
-    if not values.size:
-        return values
-    if np.all(weights == np.round(weights)):
-        ends = array_split_ends(int(round(cumulative[-1])), n_bins)
-        position = np.searchsorted(cumulative, ends[ends > np.concatenate([[0], ends[:-1]])] - 1, side="right")
-    else:
-        ends = cumulative[-1] * np.arange(1, n_bins + 1) / n_bins
-        position = np.searchsorted(cumulative, ends * (1.0 - 1e-12), side="left")
-    return values[np.minimum(position, values.size - 1)]
+    return values[weighted_edge_positions(cumulative, n_bins, integer_weights(weights))] if values.size else values
+
+
+def weighted_edge_positions(cumulative: NDArray[np.float64], n_bins: int, whole: bool) -> NDArray[np.intp]:
+    """Where, in the sorted values of cumulative weights ``C_i``, :func:`weighted_upper_edges` cuts (whole weights?)."""
+    ends = array_split_ends(int(round(cumulative[-1])), n_bins) if whole else None  # the repeated rows' runs
+    position = (np.searchsorted(cumulative, ends[ends > np.concatenate([[0], ends[:-1]])] - 1, side="right") if whole
+                else np.searchsorted(cumulative, cumulative[-1] * np.arange(1, n_bins + 1) / n_bins * (1.0 - 1e-12)))
+    return np.minimum(position, cumulative.size - 1)
 
 
 def classwise_bin_statistics(probs: NDArray[np.float64], labels: NDArray[np.intp],

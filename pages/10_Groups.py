@@ -53,6 +53,15 @@ n_boot = layout.linked(boot_col.select_slider, "Bootstrap resamples", [0, 100, 2
 binning = "uniform" if metric == "ece" else "adaptive"
 label = metric_name(metric, n_bins=n_bins, binning=binning)
 
+#: With row weights a group's size, and a cell's, is its summed weight (whole weights: the repeated rows).
+rows_word = "rows" if predictions.sample_weight is None else "weighted rows"
+
+
+def size_text(n) -> str:
+    """A row count, or a summed weight (two decimals unless whole)."""
+    return f"{int(n)}" if float(n).is_integer() else f"{float(n):.2f}"
+
+
 result = compute_groups.group_metric(predictions, view.fingerprint, metric, n_bins, binning, n_boot, SEED)
 table = result.table
 n_groups = len(table)
@@ -65,10 +74,10 @@ if merged:
 
 small = table[table["too_small"]]
 if len(small):
-    shown = ", ".join(f"{g} ({n} rows)" for g, n in zip(small["group"], small["n"]))
-    st.warning(md(f"Too small to say anything: {shown}. With fewer than {MIN_GROUP_ROWS} rows (or fewer rows than "
-                  f"bins) a group's {METRICS[metric]} is mostly noise; these groups are drawn faded and hatched and "
-                  "are not chosen as the worst group."), icon=":material/warning:")
+    shown = ", ".join(f"{g} ({size_text(n)} {rows_word})" for g, n in zip(small["group"], small["n"]))
+    st.warning(md(f"Too small to say anything: {shown}. With fewer than {MIN_GROUP_ROWS} {rows_word} (or fewer "
+                  f"{rows_word} than bins) a group's {METRICS[metric]} is mostly noise; these groups are drawn faded "
+                  "and hatched and are not chosen as the worst group."), icon=":material/warning:")
 
 if result.worst_group is None:
     st.error("No group has a value: every group is too small for this metric. Use fewer bins or load more rows.")
@@ -131,9 +140,9 @@ else:
     direction = "over-confident" if multi.gap > 0 else "under-confident"
     st.markdown(
         f"The largest gap between confidence and accuracy over all (group, bin) cells with at least {multi.min_count} "
-        f"rows is **{multi.max_gap:.4f}**, in group **{md(multi.group)}**, bin {multi.bin} "
-        f"({multi.lower:.3f}, {multi.upper:.3f}]: {multi.count} rows, mean confidence {multi.confidence:.3f}, "
-        f"accuracy {multi.accuracy:.3f} ({direction}). {multi.n_cells_used} of {multi.n_cells} cells have enough "
-        "rows. A model is alpha-multicalibrated when this is at most alpha in every such cell "
-        "(Hebert-Johnson et al. 2018, Definition 2.1)."
+        f"{rows_word} is **{multi.max_gap:.4f}**, in group **{md(multi.group)}**, bin {multi.bin} "
+        f"({multi.lower:.3f}, {multi.upper:.3f}]: {size_text(multi.count)} {rows_word}, mean confidence "
+        f"{multi.confidence:.3f}, accuracy {multi.accuracy:.3f} ({direction}). {multi.n_cells_used} of "
+        f"{multi.n_cells} cells have enough {rows_word}. A model is alpha-multicalibrated when this is at most "
+        "alpha in every such cell (Hebert-Johnson et al. 2018, Definition 2.1)."
     )

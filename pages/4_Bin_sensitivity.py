@@ -48,11 +48,14 @@ tables = layout.run_with_progress(
     lambda report: compute.sensitivity_tables(models, bin_counts=BIN_COUNTS, metrics=SENSITIVITY_METRICS,
                                               binnings=BINNINGS, on_progress=report),
 )
-sizes = {m.name: m.predictions.n_samples for m in models}
+# N of a weighted model is its summed weight, as in its curves (integer weights: the repeated rows).
+sizes = {m.name: m.predictions.n_samples if m.predictions.sample_weight is None else
+         max(1, round(float(m.predictions.sample_weight.sum()))) for m in models}
 n_ref = min(sizes.values())
 marks = figures.bin_marks(n_ref)
 if len(set(sizes.values())) > 1:
-    st.caption(f"The models have different numbers of rows; the marks use the smallest, N = {n_ref:,}.")
+    st.caption(f"The models have different numbers of rows (a weighted model: its summed weight); the marks use "
+               f"the smallest, N = {n_ref:,}.")
 
 combined = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
 shown = combined[combined["metric"].isin(metrics) & combined["binning"].isin(binnings)

@@ -246,9 +246,9 @@ def per_class(_predictions: Predictions, fingerprint: str, n_bins: int, binning:
 @st.cache_data(show_spinner=False, max_entries=64, ttl=RESULT_TTL_SECONDS)
 def sensitivity(_predictions: Predictions, fingerprint: str, bin_counts: tuple[int, ...],
                 metrics: tuple[str, ...], binnings: tuple[str, ...]) -> pd.DataFrame:
-    """``calib_core.bin_sensitivity`` for one model."""
+    """``calib_core.bin_sensitivity`` for one model, with its row weights (in the fingerprint)."""
     return cc.bin_sensitivity(_predictions.probs, _predictions.labels, bin_counts=bin_counts,
-                              metrics=metrics, binnings=binnings)
+                              metrics=metrics, binnings=binnings, sample_weight=_predictions.sample_weight)
 
 
 def sensitivity_tables(models: Sequence[Any], *, bin_counts: tuple[int, ...], metrics: tuple[str, ...],

@@ -2,8 +2,9 @@
 
 Same pattern as :mod:`studio.compute`: a model's predictions are passed as
 ``_predictions`` (not hashed) together with its ``fingerprint``, which
-covers the groups too (:func:`studio.state.fingerprint`), so choosing
-another group column on the Data page computes again. The small options
+covers the groups and the row weights too (:func:`studio.state.fingerprint`),
+so choosing another group or weight column on the Data page computes again.
+Every call passes the model's ``sample_weight`` (the Data page's weight column). The small options
 form the rest of the key; every cache is bounded by entries and a ttl.
 """
 from __future__ import annotations
@@ -37,14 +38,15 @@ def group_metric(_predictions: Predictions, fingerprint: str, metric: str, n_bin
                  n_boot: int, seed: int) -> GroupResult:
     """:func:`calib_core.by_group` of ``metric`` (a registry key) on the model's groups."""
     return cc.by_group(metric, _predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
-                       binning=binning, n_boot=n_boot, seed=seed)
+                       binning=binning, n_boot=n_boot, seed=seed, sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def group_reliability(_predictions: Predictions, fingerprint: str, n_bins: int, binning: str) -> pd.DataFrame:
     """:func:`calib_core.group_reliability` (top label) of the model's groups."""
     return cc.group_reliability(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
-                                binning=binning, target=_target(_predictions))
+                                binning=binning, target=_target(_predictions),
+                                sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
@@ -52,4 +54,5 @@ def multicalibration(_predictions: Predictions, fingerprint: str, n_bins: int, b
                      min_count: int) -> MulticalibrationResult:
     """:func:`calib_core.multicalibration` (top label) of the model's groups."""
     return cc.multicalibration(_predictions.probs, _predictions.labels, _predictions.groups, n_bins=n_bins,
-                               binning=binning, min_count=min_count, target=_target(_predictions))
+                               binning=binning, min_count=min_count, target=_target(_predictions),
+                               sample_weight=_predictions.sample_weight)

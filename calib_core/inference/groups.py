@@ -489,7 +489,7 @@ def _stratified_bootstrap(metric: Callable, probs: NDArray, labels: NDArray, row
 
 def group_reliability(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, n_bins: int = 15,
                       binning: str = "uniform", target: str | int = "top_label", alpha: float = 0.05,
-                      max_groups: int = MAX_GROUPS) -> pd.DataFrame:
+                      max_groups: int = MAX_GROUPS, sample_weight: ArrayLike | None = None) -> pd.DataFrame:
     """Reliability tables of every group, stacked.
 
     Parameters
@@ -502,6 +502,11 @@ def group_reliability(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *,
         for every group; adaptive bins are cut within each group.
     max_groups : int, default 50
         As :func:`by_group`.
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as :func:`calib_core.reliability_table` (``count`` the
+        summed weight of a cell, weighted means, ``weight`` = count / the
+        group's summed weight; integer weights give the repeated rows'
+        table). Rows of weight 0 are left out first, as in :func:`by_group`.
 
     Returns
     -------
@@ -534,8 +539,14 @@ def group_reliability(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *,
     """
     probs, labels = check_probs_labels(probs, labels)
     max_groups = check_count(max_groups, "max_groups", 2)
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is not None:  # as by_group: the groups' own checks on every row, then rows of weight 0 are absent
+        group_codes(groups, labels.size, max_groups)
+        keep = weights > 0
+        groups, probs, labels, weights = np.asarray(groups)[keep], probs[keep], labels[keep], weights[keep]
     grouped = group_codes(groups, probs.shape[0], max_groups)
-    frames = [reliability_table(probs[rows], labels[rows], n_bins=n_bins, binning=binning, target=target, alpha=alpha)
+    frames = [reliability_table(probs[rows], labels[rows], n_bins=n_bins, binning=binning, target=target, alpha=alpha,
+                                sample_weight=None if weights is None else weights[rows])
               for rows in grouped.rows]
     return stack_group_reliability(grouped.labels, frames)
 
@@ -573,7 +584,8 @@ class MulticalibrationResult:
         The cell's group (``None`` when there is no cell).
     bin : int
         The cell's bin index (-1 when there is no cell); ``lower``, ``upper``
-        its bounds, ``count``, ``confidence``, ``accuracy`` its statistics.
+        its bounds, ``count``, ``confidence``, ``accuracy`` its statistics
+        (``count`` the summed weight with ``sample_weight``: a float unless whole).
     n_cells, n_cells_used : int
         Non-empty cells, and those with at least ``min_count`` rows.
     min_count : int
@@ -589,7 +601,7 @@ class MulticalibrationResult:
     bin: int
     lower: float
     upper: float
-    count: int
+    count: int | float
     confidence: float
     accuracy: float
     n_cells: int
@@ -601,7 +613,7 @@ class MulticalibrationResult:
 
 def multicalibration(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, n_bins: int = 15,
                      binning: str = "uniform", target: str | int = "top_label", min_count: int = MIN_GROUP_ROWS,
-                     max_groups: int = MAX_GROUPS) -> MulticalibrationResult:
+                     max_groups: int = MAX_GROUPS, sample_weight: ArrayLike | None = None) -> MulticalibrationResult:
     """Multicalibration-style summary: the worst (group, bin) calibration gap.
 
     Parameters
@@ -614,7 +626,11 @@ def multicalibration(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, 
         every group, as in the definition).
     min_count : int, default 30
         Cells with fewer rows are ignored (their gaps are mostly noise).
+        With ``sample_weight``, a cell's count is its summed weight.
     max_groups : int, default 50
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as :func:`group_reliability` (integer weights: the
+        repeated rows' summary).
 
     Returns
     -------
@@ -645,7 +661,7 @@ def multicalibration(probs: ArrayLike, labels: ArrayLike, groups: ArrayLike, *, 
     """
     min_count = check_count(min_count, "min_count", 0)
     table = group_reliability(probs, labels, groups, n_bins=n_bins, binning=binning, target=target,
-                              max_groups=max_groups)
+                              max_groups=max_groups, sample_weight=sample_weight)
     return multicalibration_from_table(table, min_count)
 
 
@@ -665,9 +681,11 @@ def multicalibration_from_table(table: pd.DataFrame, min_count: int) -> Multical
     candidates = np.flatnonzero(used)
     best = int(candidates[np.argmax(np.abs(table["gap"].to_numpy()[candidates]))])
     row = table.iloc[best]
+    count = float(row["count"])  # a summed weight with sample_weight: whole only for whole-number weights
     return MulticalibrationResult(
         max_gap=float(abs(row["gap"])), gap=float(row["gap"]), group=row["group"], bin=int(row["bin"]),
-        lower=float(row["lower"]), upper=float(row["upper"]), count=int(row["count"]),
+        lower=float(row["lower"]), upper=float(row["upper"]),
+        count=int(count) if count.is_integer() else count,
         confidence=float(row["confidence"]), accuracy=float(row["accuracy"]), n_cells=len(table),
         n_cells_used=int(used.sum()), min_count=min_count, reason="", table=table,
     )

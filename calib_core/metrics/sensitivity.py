@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
 
 from calib_core._accel import column_bin_sums, count_chunks, sort_columns, sweep_reductions
-from calib_core.binning import SortedValues, sort_values, sorted_bin_sums
+from calib_core.binning import SortedValues, sort_values, sorted_bin_sums, weighted_edge_positions
 from calib_core.metrics.binned import gce_bin_statistics, gce_of_statistics, top_label
 from calib_core.validation import (
     CalibrationInputError,
@@ -46,7 +46,9 @@ from calib_core.validation import (
     check_positive,
     check_probs_labels,
     check_right,
+    check_sample_weight,
     check_sizes,
+    integer_weights,
     row_argmax,
     transposed,
 )
@@ -100,7 +102,8 @@ def _check_names(values: Iterable[str], name: str, choices: tuple[str, ...]) -> 
 def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[int] = range(2, 201),
                     metrics: Iterable[str] = SENSITIVITY_METRICS,
                     binnings: Iterable[str] = ("uniform", "adaptive"), *,
-                    threshold: float = 0.01, right: bool = True) -> pd.DataFrame:
+                    threshold: float = 0.01, right: bool = True,
+                    sample_weight: ArrayLike | None = None) -> pd.DataFrame:
     """Binned calibration errors at every bin count, for uniform and adaptive bins.
 
     Parameters
@@ -120,6 +123,12 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
     right : bool, default True
         Uniform bins ``(lo, hi]`` (True) or ``[lo, hi)`` (False), as in
         :func:`calib_core.ece`; no effect on adaptive bins.
+    sample_weight : array_like of shape (N,), optional
+        Row weights (``docs/weights.md``): every bin's count and sums are
+        weighted sums and N is the summed weight, as in the metric functions
+        with ``sample_weight``; adaptive edges are
+        :func:`calib_core.binning.weighted_upper_edges`. Integer weights give
+        the sweep of the repeated rows; rows of weight 0 are left out.
 
     Returns
     -------
@@ -155,7 +164,10 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
     and both binnings are then gathers of those sums at the bin ends
     (:func:`calib_core.binning.sorted_columns_bin_sums`), ``O(K B)`` per
     bin count instead of a new pass over the ``N x K`` matrix. The values
-    equal those of the metric functions up to round-off.
+    equal those of the metric functions up to round-off. With
+    ``sample_weight`` each set is sorted once with the prefix sums of ``w``,
+    ``w v`` and ``w t`` (:class:`_WeightedSorted`), and a bin count costs a
+    search of its edges.
 
     References
     ----------
@@ -177,8 +189,10 @@ def bin_sensitivity(probs: ArrayLike, labels: ArrayLike, bin_counts: Iterable[in
         raise CalibrationInputError("`binnings` is empty; choose 'uniform', 'adaptive' or both.")
     threshold = check_positive(threshold, "threshold", allow_zero=True)
     right = check_right(right)
+    weights = check_sample_weight(sample_weight, labels.size)
 
-    found = _sweep(probs, labels, counts, metrics, binnings, threshold, right)
+    found = (_sweep(probs, labels, counts, metrics, binnings, threshold, right) if weights is None else
+             _weighted_sweep(probs, labels, weights, counts, metrics, binnings, threshold, right))
     values = np.stack([np.column_stack([found[binning, metric] for metric in metrics]) for binning in binnings])
     n_binnings, n_counts, n_metrics = values.shape
     return pd.DataFrame({
@@ -238,6 +252,77 @@ def _sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], counts: list[in
                 _, gap = sweep_reductions(columns, tuple(counts), binning, right, threshold)
                 per_class[binning, "tace"][lo:hi] = gap
     found.update({key: value.mean(axis=0) for key, value in per_class.items()})
+    return found
+
+
+class _WeightedSorted:
+    """One set of values with positive weights, sorted once, with prefix sums of ``w``, ``w v`` and ``w t``.
+
+    The bins are those of :func:`calib_core.binning.bin_statistics` with
+    ``sample_weight``: uniform bins end after the last value ``<= hi``
+    (``right``) or ``< hi``, as :func:`calib_core.binning.sorted_bin_ends`;
+    adaptive bins end after the last value ``<=`` each of
+    :func:`calib_core.binning.weighted_upper_edges` (tied values share a bin).
+    Bins emptied by ties are dropped: they add nothing to either reduction.
+    """
+
+    def __init__(self, values: NDArray[np.float64], targets: NDArray[np.float64],
+                 weights: NDArray[np.float64]) -> None:
+        order = np.argsort(values, kind="stable")
+        self.values, weights = values[order], weights[order]
+        self.whole = integer_weights(weights)
+        self.cumulative = [np.concatenate([[0.0], np.cumsum(x)])
+                           for x in (weights, weights * self.values, weights * targets[order])]
+
+    def sums(self, n_bins: int, binning: str, right: bool) -> tuple[NDArray[np.float64], ...]:
+        """Summed weight, ``sum w v`` and ``sum w t`` of each non-empty bin."""
+        m = self.values.size
+        if m == 0:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        if binning == "uniform":
+            edges = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+            ends = np.append(np.searchsorted(self.values, edges, side="right" if right else "left"), m)
+        else:
+            upper = self.values[weighted_edge_positions(self.cumulative[0][1:], n_bins, self.whole)]
+            ends = np.searchsorted(self.values, upper, side="right")
+        ends = ends[(ends > 0) & (ends > np.concatenate([[0], ends[:-1]]))]  # ascending: drop the empty bins
+        starts = np.concatenate([[0], ends[:-1]])
+        return tuple(c[ends] - c[starts] for c in self.cumulative)
+
+
+def _weighted_sweep(probs: NDArray[np.float64], labels: NDArray[np.intp], weights: NDArray[np.float64],
+                    counts: list[int], metrics: tuple[str, ...], binnings: tuple[str, ...], threshold: float,
+                    right: bool) -> dict[tuple[str, str], NDArray[np.float64]]:
+    """:func:`_sweep` with row weights: the reductions of :mod:`calib_core.binning` on weighted bin sums.
+
+    ``l1``: ``sum_b |sum w v - sum w t| / W`` (ECE, SCE; Nixon et al. eq. 1-2 with
+    counts as summed weights); ACE / TACE: the mean over non-empty bins of
+    ``|sum w v - sum w t| / sum w`` (eq. 3), then over classes.
+    """
+    keep = weights > 0
+    probs, labels, weights = probs[keep], labels[keep], weights[keep]
+    total = float(weights.sum())
+
+    def l1(sums):
+        return float(np.abs(sums[1] - sums[2]).sum() / total)
+
+    def mean_gap(sums):
+        return float(np.mean(np.abs(sums[1] - sums[2]) / sums[0])) if sums[0].size else 0.0
+
+    found: dict[tuple[str, str], NDArray[np.float64]] = {}
+    if "ece" in metrics:
+        top = _WeightedSorted(*top_label(probs, labels), weights)
+        for binning in binnings:
+            found[binning, "ece"] = np.array([l1(top.sums(n, binning, right)) for n in counts])
+    for metric in (m for m in ("sce", "ace", "tace") if m in metrics):
+        reduce = l1 if metric == "sce" else mean_gap
+        per_class = np.empty((len(binnings), probs.shape[1], len(counts)))
+        for k in range(probs.shape[1]):
+            kept = probs[:, k] > threshold if metric == "tace" else slice(None)
+            column = _WeightedSorted(probs[kept, k], (labels[kept] == k).astype(np.float64), weights[kept])
+            for i, binning in enumerate(binnings):
+                per_class[i, k] = [reduce(column.sums(n, binning, right)) for n in counts]
+        found.update({(binning, metric): per_class[i].mean(axis=0) for i, binning in enumerate(binnings)})
     return found
 
 

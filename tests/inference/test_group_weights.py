@@ -71,3 +71,52 @@ def test_binary_tests_of_integer_weights(test):
     rows = np.repeat(np.arange(labels.size), weights.astype(int))
     p1 = probs[:, 1]
     np.testing.assert_allclose(test(p1, labels, sample_weight=weights), test(p1[rows], labels[rows]))
+
+
+@pytest.mark.parametrize("target", ["top_label", 1])
+def test_group_reliability_of_integer_weights_is_that_of_the_repeated_rows(target):
+    """Before: group_reliability took no sample_weight (the Groups page drew unweighted diagrams)."""
+    probs, labels, groups, weights = _data(seed=6)
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = cc.group_reliability(probs, labels, groups, n_bins=8, target=target, sample_weight=weights)
+    repeated = cc.group_reliability(probs[rows], labels[rows], groups[rows], n_bins=8, target=target)
+    assert weighted["group"].tolist() == repeated["group"].tolist()
+    assert weighted["count"].tolist() == repeated["count"].tolist()
+    for column in ("confidence", "accuracy", "gap", "weight", "ci_low", "ci_high"):
+        np.testing.assert_allclose(weighted[column], repeated[column], rtol=1e-12, atol=1e-15)
+    unweighted = cc.group_reliability(probs, labels, groups, n_bins=8, target=target)
+    assert weighted["count"].tolist() != unweighted["count"].tolist()
+
+
+def test_group_reliability_of_fractional_weights_gives_each_groups_weighted_ece():
+    probs, labels, groups, weights = _data(seed=7)
+    weights = weights * 0.37 + 0.05
+    table = cc.group_reliability(probs, labels, groups, n_bins=10, sample_weight=weights)
+    for name, part in table.groupby("group"):
+        mask = groups == name
+        assert part["count"].sum() == pytest.approx(weights[mask].sum(), rel=1e-12)
+        ece = float((part["weight"] * part["gap"].abs()).sum())
+        assert ece == pytest.approx(cc.ece(probs[mask], labels[mask], n_bins=10, sample_weight=weights[mask]),
+                                    abs=1e-12)
+    multi = cc.multicalibration(probs, labels, groups, n_bins=10, min_count=0, sample_weight=weights)
+    cell = table[(table["group"] == multi.group) & (table["bin"] == multi.bin)]
+    assert multi.count == pytest.approx(float(cell["count"].iloc[0]), rel=1e-12)
+
+
+def test_multicalibration_of_integer_weights_is_that_of_the_repeated_rows():
+    probs, labels, groups, weights = _data(n=400, seed=8)
+    rows = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = cc.multicalibration(probs, labels, groups, n_bins=6, target=1, min_count=20, sample_weight=weights)
+    repeated = cc.multicalibration(probs[rows], labels[rows], groups[rows], n_bins=6, target=1, min_count=20)
+    assert (weighted.group, weighted.bin, weighted.count) == (repeated.group, repeated.bin, repeated.count)
+    assert (weighted.n_cells, weighted.n_cells_used) == (repeated.n_cells, repeated.n_cells_used)
+    assert weighted.max_gap == pytest.approx(repeated.max_gap, rel=1e-12)
+
+
+@pytest.mark.parametrize("function", [cc.group_reliability, cc.multicalibration])
+def test_group_reliability_weights_are_validated(function):
+    probs, labels, groups, weights = _data(n=60)
+    with pytest.raises(CalibrationInputError, match="sample_weight"):
+        function(probs, labels, groups, sample_weight=-weights - 1)
+    with pytest.raises(CalibrationInputError, match="sample_weight"):
+        function(probs, labels, groups, sample_weight=weights[:-1])
