@@ -8,6 +8,7 @@ from studio import compute, downloads, layout, state
 from calib_core.plot import figures
 from calib_core.plot.draw import BIN_COUNTS, BINNINGS
 from studio.text import md
+from studio.weights_reasons import weighted_size
 
 TITLES = {"ece": "ECE", "ace": "ACE", "sce": "SCE", "tace": "TACE"}
 
@@ -49,8 +50,7 @@ tables = layout.run_with_progress(
                                               binnings=BINNINGS, on_progress=report),
 )
 # N of a weighted model is its summed weight, as in its curves (integer weights: the repeated rows).
-sizes = {m.name: m.predictions.n_samples if m.predictions.sample_weight is None else
-         max(1, round(float(m.predictions.sample_weight.sum()))) for m in models}
+sizes = {m.name: weighted_size(m.predictions) for m in models}
 n_ref = min(sizes.values())
 marks = figures.bin_marks(n_ref)
 if len(set(sizes.values())) > 1:

@@ -51,7 +51,7 @@ from calib_core.validation import CalibrationInputError
 from studio import report_decisions
 from studio.report_confidence import confidence_sections
 from studio.report_weights import summary_rows, summary_weights, unweighted_note, weights_data, weights_html
-from studio.weights_reasons import REPORT_UNWEIGHTED
+from studio.weights_reasons import REPORT_UNWEIGHTED, weighted_size
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -436,8 +436,8 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
     if "sensitivity" in sections and settings.sensitivity_bins and models:
         frames = [cc.bin_sensitivity(m.predictions.probs, m.predictions.labels,
                                      bin_counts=settings.sensitivity_bins, metrics=SENSITIVITY_METRICS,
-                                     ).assign(model=m.name) for m in models]
-        n_ref = min(n_rows.values())
+                                     sample_weight=m.predictions.sample_weight).assign(model=m.name) for m in models]
+        n_ref = min(weighted_size(m.predictions) for m in models)  # as the Bin sensitivity page marks them
         marks = figures.bin_marks(n_ref)
         out.append(("sensitivity", f"ECE, ACE, SCE, TACE against the number of bins (N = {n_ref:,} for the marks)",
                     figures.sensitivity_figure(pd.concat(frames, ignore_index=True), marks=marks, colors=colors)))

@@ -6,20 +6,18 @@ page and its report say the same thing about the weights. Plain data: no streaml
 """
 from __future__ import annotations
 
-__all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES"]
+__all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES", "weighted_size"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
-    "Bin sensitivity": "calib_core.bin_sensitivity takes no sample_weight yet",
     "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
     "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
                      "bootstrap and the recommendation) scores unweighted rows",
     "Estimators": "the estimator comparisons resample unweighted rows",
     "Lab": "the Lab simulates from the predictions, one row per prediction",
-    "Groups": "this page does not pass the weights to calib_core.by_group yet",
     "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
     "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
                     "made with --weight-column is weighted and says so)",
@@ -38,7 +36,6 @@ UNWEIGHTED_PARTS = {
 #: weighted, with the page or part whose reason they share.
 REPORT_UNWEIGHTED = {
     "fixable": ("What recalibration can fix", UNWEIGHTED_PARTS["What recalibration can fix"]),
-    "sensitivity": ("Bin sensitivity", UNWEIGHTED["Bin sensitivity"]),
     "simplex": ("Simplex", UNWEIGHTED["Simplex"]),
     "recalibration": ("Recalibration", UNWEIGHTED["Recalibration"]),
     "selective": ("Selective prediction", UNWEIGHTED_PARTS["Selective prediction"]),
@@ -46,3 +43,12 @@ REPORT_UNWEIGHTED = {
     "decisions": ("Decisions", UNWEIGHTED["Deployment"]),
     "deployment": ("Deployment", UNWEIGHTED["Deployment"]),
 }
+
+
+def weighted_size(predictions) -> int:
+    """N of a model as its weighted curves count it: the rows, or a weighted model's summed weight (rounded, at
+    least 1; integer weights: the repeated rows). The Bin sensitivity page and the report mark their bin counts
+    with it."""
+    if predictions.sample_weight is None:
+        return int(predictions.n_samples)
+    return max(1, round(float(predictions.sample_weight.sum())))

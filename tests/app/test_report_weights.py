@@ -96,13 +96,29 @@ def test_the_unweighted_sections_say_so_with_the_pages_reasons(weighted):
     assert f"<td>row weights</td><td>column weight, total weight {total:,.6g}; the metrics, tests and charts are " \
         "weighted" in text
     assert _data(text)["models"][0]["summary"]["sum_weight"] == total
-    for key, page in (("sensitivity", "Bin sensitivity"), ("simplex", "Simplex")):  # the pages' own sentences
-        assert f"<h2>{report._TITLES[key]}</h2><p class='note unweighted'>Unweighted: {UNWEIGHTED[page]};" in text
+    # the page's own sentence; Bin sensitivity is weighted (cc.bin_sensitivity(sample_weight=)), as its page
+    assert f"<h2>{report._TITLES['simplex']}</h2><p class='note unweighted'>Unweighted: {UNWEIGHTED['Simplex']};" \
+        in text
+    assert f"<h2>{report._TITLES['sensitivity']}</h2><p class='note unweighted'>" not in text
     assert f"</h2><p class='note unweighted'>Unweighted: {REPORT_UNWEIGHTED['selective'][1]};" in text
     assert report._fixable(model, SETTINGS)["sentence"].endswith(f"Unweighted: {REPORT_UNWEIGHTED['fixable'][1]}.")
     plain = Predictions.from_arrays(weighted.probs, weighted.labels, name="plain")
     text = report.build_report([report.ReportModel("plain", plain)], SETTINGS, sections=("sensitivity",))
     assert "Unweighted" not in text and "weights" not in _data(text)
+
+
+def test_the_reports_bin_sensitivity_is_the_pages_weighted_sweep(weighted):
+    """The Bin sensitivity page weights its sweep (cc.bin_sensitivity(sample_weight=)); the report's chart is the
+    same sweep, not the unweighted one it drew before."""
+    charts = report._figures([report.ReportModel("clinic", weighted)], SETTINGS, ("sensitivity",))
+    sweep = cc.bin_sensitivity(weighted.probs, weighted.labels, bin_counts=SETTINGS.sensitivity_bins,
+                               sample_weight=weighted.sample_weight)
+    plain = cc.bin_sensitivity(weighted.probs, weighted.labels, bin_counts=SETTINGS.sensitivity_bins)
+    ece = sweep[(sweep["metric"] == "ece") & (sweep["binning"] == "uniform")]["value"].to_numpy()
+    unweighted = plain[(plain["metric"] == "ece") & (plain["binning"] == "uniform")]["value"].to_numpy()
+    assert not np.allclose(ece, unweighted)
+    figure = next(fig for section, _, fig in charts if section == "sensitivity")
+    assert any(t.y is not None and np.allclose(np.asarray(t.y, float), ece) for t in figure.data)
 
 
 def test_cli_html_with_a_weight_column_writes_the_weighted_report(tmp_path, capsys, monkeypatch):
