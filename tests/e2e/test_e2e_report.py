@@ -31,8 +31,9 @@ def test_report_opens_offline_and_draws_every_chart(browser, report_file):
     k = {entry["summary"]["name"]: entry["summary"]["n_classes"] for entry in data["models"]}
     assert k == {"digits_random_forest": 10, "breast_cancer_svc": 2}  # named as in the app: no extension (issue 25)
     # top label per class group (10 + 2 classes, separate class sets), one per-class bar chart per class set,
-    # one bin-sensitivity chart, one simplex for the 10-class model, one recalibration before/after per model.
-    expected = 1 + 10 + 2 + 2 + 1 + 1 + 2
+    # one bin-sensitivity chart, one simplex for the 10-class model, one recalibration before/after per model,
+    # one risk-coverage chart of both models (selective prediction, issue 26: a K-class model by its top label).
+    expected = 1 + 10 + 2 + 2 + 1 + 1 + 2 + 1
     assert [entry["model"] for entry in data["recalibration"]] == list(k)
     assert f"wrote {out}: {expected} charts" in stdout
 
