@@ -448,7 +448,7 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                 continue
             groups = tuple(tuple(int(c) for c in part) for part in np.array_split(np.arange(k), 3))
             result = cc.simplex_reliability(m.predictions.probs, m.predictions.labels, groups=groups,
-                                            n_bins=settings.simplex_bins)
+                                            n_bins=settings.simplex_bins, sample_weight=m.predictions.sample_weight)
             vertex = "classes" if k == 3 else "class groups " + " | ".join(
                 "+".join(str(m.predictions.class_names[c]) for c in g) for g in groups)
             out.append(("simplex", f"{m.name}: simplex arrows ({vertex}), {settings.simplex_bins} subdivisions",

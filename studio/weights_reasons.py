@@ -9,11 +9,10 @@ from __future__ import annotations
 __all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES", "weighted_size"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity", "Simplex")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
-    "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
     "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
                      "bootstrap and the recommendation) scores unweighted rows",
     "Estimators": "the estimator comparisons resample unweighted rows",
@@ -30,13 +29,15 @@ UNWEIGHTED_PARTS = {
     "Selective prediction": "calib_core.risk_coverage, risk_coverage_band and abstention_threshold count rows "
                             "(no sample_weight)",
     "Compare systems": "calib_core.compare_systems resamples unweighted rows (no sample_weight)",
+    "Simplex consistency resampling": "calib_core.consistency_resampling draws one label per row from its "
+                                      "prediction and takes no sample_weight, so the whole model's canonical_ce "
+                                      "beside its band counts rows",
 }
 
 #: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not
 #: weighted, with the page or part whose reason they share.
 REPORT_UNWEIGHTED = {
     "fixable": ("What recalibration can fix", UNWEIGHTED_PARTS["What recalibration can fix"]),
-    "simplex": ("Simplex", UNWEIGHTED["Simplex"]),
     "recalibration": ("Recalibration", UNWEIGHTED["Recalibration"]),
     "selective": ("Selective prediction", UNWEIGHTED_PARTS["Selective prediction"]),
     "systems": ("Compare systems", UNWEIGHTED_PARTS["Compare systems"]),

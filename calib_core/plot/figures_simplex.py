@@ -178,7 +178,9 @@ def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, st
     label = ", ".join(names)
     text = []
     for i in range(n):
-        info = (f"count: {int(table.count[i]):,}<br>mean prediction ({label}): {_fmt(tail[i])}"
+        count = f"count: {int(table.count[i]):,}" if isinstance(table.n_total, int) else \
+            f"summed weight: {table.count[i]:,.6g}"
+        info = (f"{count}<br>mean prediction ({label}): {_fmt(tail[i])}"
                 f"<br>observed frequency: {_fmt(table.observed_frequency[i])}"
                 f"<br>deviation ({table.distance}): {table.deviation[i]:.4f}")
         text.extend([info, info, None])

@@ -15,7 +15,7 @@ import calib_core as cc
 from calib_core.engines.cli import main
 from calib_core.io import Predictions, load_predictions
 from studio import compute, report, state
-from studio.weights_reasons import REPORT_UNWEIGHTED, UNWEIGHTED
+from studio.weights_reasons import REPORT_UNWEIGHTED
 
 SETTINGS = report.ReportSettings(n_bins=10, binning="uniform", n_boot=10, seed=4, n_resamples=100,
                                  sensitivity_bins=(5, 10), simplex_bins=4)
@@ -97,8 +97,8 @@ def test_the_unweighted_sections_say_so_with_the_pages_reasons(weighted):
         "weighted" in text
     assert _data(text)["models"][0]["summary"]["sum_weight"] == total
     # the page's own sentence; Bin sensitivity is weighted (cc.bin_sensitivity(sample_weight=)), as its page
-    assert f"<h2>{report._TITLES['simplex']}</h2><p class='note unweighted'>Unweighted: {UNWEIGHTED['Simplex']};" \
-        in text
+    # Simplex is weighted (cc.simplex_reliability(sample_weight=)), as its page
+    assert f"<h2>{report._TITLES['simplex']}</h2><p class='note unweighted'>" not in text
     assert f"<h2>{report._TITLES['sensitivity']}</h2><p class='note unweighted'>" not in text
     assert f"</h2><p class='note unweighted'>Unweighted: {REPORT_UNWEIGHTED['selective'][1]};" in text
     assert report._fixable(model, SETTINGS)["sentence"].endswith(f"Unweighted: {REPORT_UNWEIGHTED['fixable'][1]}.")
