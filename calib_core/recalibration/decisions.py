@@ -366,6 +366,8 @@ class RecalibrationValue:
     method, protocol : str
     n, n_boot : int
     alpha : float
+    weighted : bool
+        Whether the rows carried weights (the decisions are then counted by weight).
     """
 
     value: float
@@ -381,13 +383,15 @@ class RecalibrationValue:
     n: int
     n_boot: int
     alpha: float
+    weighted: bool = False
 
     def sentence(self) -> str:
         """One plain sentence in the user's units (no Markdown)."""
         interval = (f" ({1 - self.alpha:.0%} interval {self.ci_low:.3g} to {self.ci_high:.3g})"
                     if math.isfinite(self.ci_low) else "")
+        counted = " (each row counted by its weight)" if self.weighted else ""
         head = (f"Recalibration ({self.method}, cross-fitted) is worth {self.value:.3g} {self.units} per "
-                f"{self.per:,} decisions{interval}; it changes {self.changed:.1%} of the decisions.")
+                f"{self.per:,} decisions{counted}{interval}; it changes {self.changed:.1%} of the decisions.")
         if not math.isfinite(self.ci_low):
             return head
         if self.ci_low > 0:
@@ -478,4 +482,4 @@ def recalibration_value(probs: ArrayLike, labels: ArrayLike, *, threshold: float
         value, before, after_cost, changed = _mean(np.c_[difference, cost_before, cost_after, changes], weights)
     return RecalibrationValue(float(value), float(low[0]), float(high[0]), float(before * per),
                               float(after_cost * per), float(changed), per, str(units), method, protocol,
-                              int(labels.size), n_boot, alpha)
+                              int(labels.size), n_boot, alpha, weights is not None)
