@@ -72,3 +72,15 @@ def test_report_simplex_section_is_the_pages_weighted_view():
     np.testing.assert_allclose(heads, expected.observed_frequency, rtol=0, atol=1e-12)
     text = report.build_report([report.ReportModel("clinic", p)], settings, sections=("simplex",))
     assert "note unweighted" not in text
+
+
+def test_weighted_cells_are_labelled_as_summed_weights():
+    from calib_core.plot.figures_simplex import simplex_figure
+
+    p = load_predictions(_weighted_file(), name="clinic.csv", weight_column="w")
+    figure = simplex_figure(cc.simplex_reliability(p.probs, p.labels, n_bins=4, sample_weight=p.sample_weight))
+    titles = [t.marker.colorbar.title.text for t in figure.data
+              if getattr(t, "marker", None) is not None and t.marker.colorbar.title.text]
+    assert titles == ["summed weight"]
+    hover = next(t for t in figure.data if t.name == ARROW_TRACE_NAME).text
+    assert any(h and h.startswith("summed weight: ") for h in hover)
