@@ -25,7 +25,8 @@ UNWEIGHTED = {
 UNWEIGHTED_PARTS = {
     "What recalibration can fix": "calib_core.recalibration.fixable.fixable_part (cross-fitted recalibration and "
                                   "its paired bootstrap) takes no sample_weight yet",
-    "Compare systems": "calib_core.compare_systems resamples unweighted rows (no sample_weight)",
+    "Compare systems": "it compares confidence files, which are read without a weight column (calib_core."
+                       "compare_systems takes sample_weight=, one weight per item shared by the systems)",
     "Deployment prevalence": "calib_core.estimate_prevalence counts rows (no sample_weight)",
     "How many labels": "calib_core.plan_labels simulates one row per prediction (no sample_weight)",
     "Simplex consistency resampling": "calib_core.consistency_resampling draws one label per row from its "

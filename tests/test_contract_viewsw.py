@@ -9,10 +9,11 @@ import pytest
 
 import calib_core as cc
 from calib_core.metrics.partitions import data_dependent_partition
+from calib_core.recalibration.paired import compare_systems, paired_metric
 
 WEIGHTED = [cc.simplex_reliability, data_dependent_partition, cc.net_benefit, cc.decision_curve,
             cc.recalibration_value, cc.risk_coverage, cc.selective_risk, cc.coverage_at_risk, cc.risk_coverage_band,
-            cc.abstention_threshold, cc.aurc, cc.eaurc, cc.augrc, cc.auroc_correct]
+            cc.abstention_threshold, cc.aurc, cc.eaurc, cc.augrc, cc.auroc_correct, compare_systems, paired_metric]
 
 
 @pytest.mark.parametrize("function", WEIGHTED, ids=lambda f: f.__name__)
