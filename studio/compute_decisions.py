@@ -78,20 +78,23 @@ def reweighted_metrics(_predictions: Predictions, fingerprint: str, class_weight
                max_entries=64, ttl=RESULT_TTL_SECONDS)
 def decision_curve(_predictions: Predictions, fingerprint: str, positive_class: int, method: str, n_boot: int,
                    seed: int, alpha: float) -> cc.DecisionCurve:
-    """:func:`calib_core.decision_curve` of one class against the rest (binary: class 1)."""
+    """:func:`calib_core.decision_curve` of one class against the rest (binary: class 1), weighted by the model's
+    row weights."""
     return cc.decision_curve(_predictions.probs, _predictions.labels, logits=_predictions.logits, method=method,
-                             positive_class=positive_class, n_boot=n_boot, seed=seed, alpha=alpha)
+                             positive_class=positive_class, n_boot=n_boot, seed=seed, alpha=alpha,
+                             sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner="Cross-fitting the recalibration ...", max_entries=64, ttl=RESULT_TTL_SECONDS)
 def recalibration_value(_predictions: Predictions, fingerprint: str, positive_class: int | None,
                         threshold: float | None, cost_matrix: tuple[tuple[float, ...], ...] | None, units: str,
                         method: str, n_boot: int, seed: int, alpha: float) -> cc.RecalibrationValue:
-    """:func:`calib_core.recalibration_value` at a threshold or under a cost matrix."""
+    """:func:`calib_core.recalibration_value` at a threshold or under a cost matrix (weighted by the row weights)."""
     return cc.recalibration_value(_predictions.probs, _predictions.labels, threshold=threshold,
                                   cost_matrix=None if cost_matrix is None else np.array(cost_matrix),
                                   units=units or None, logits=_predictions.logits, method=method,
-                                  positive_class=positive_class, n_boot=n_boot, seed=seed, alpha=alpha)
+                                  positive_class=positive_class, n_boot=n_boot, seed=seed, alpha=alpha,
+                                  sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=RESULT_TTL_SECONDS)

@@ -65,20 +65,24 @@ def group_problems(groups: Sequence[Sequence[int]], n_classes: int) -> tuple[lis
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
 def simplex_view(_predictions: Predictions, fingerprint: str, vertices: Vertices, lens: str,
                  class_index: int | None, partition: str, n_bins: int, min_bin_size: int,
-                 distance: str) -> SimplexReliability:
+                 distance: str, weighted: bool = True) -> SimplexReliability:
     """The lens's view of the model on the 2-simplex: projection, partition and cell table.
 
     With the canonical lens the vertices are ``vertices``; the max and
     marginal lenses give two-outcome predictions, mapped onto the edge
-    between the first two vertices (``vertices`` is then not used).
+    between the first two vertices (``vertices`` is then not used). A
+    weighted model's view is weighted (``sample_weight=``, the arrows and
+    the cell counts); ``weighted=False`` gives the unweighted view the
+    consistency band resamples.
     """
     probs, labels = _predictions.probs, _predictions.labels
+    weights = _predictions.sample_weight if weighted else None
     if lens == "canonical":
-        return cc.simplex_reliability(probs, labels, partition=partition, n_bins=n_bins,
-                                      min_bin_size=min_bin_size, distance=distance, **vertices.keywords())
+        return cc.simplex_reliability(probs, labels, partition=partition, n_bins=n_bins, min_bin_size=min_bin_size,
+                                      distance=distance, sample_weight=weights, **vertices.keywords())
     points, outcomes = cc.lens_view(probs, labels, lens, class_index=class_index)
     return cc.simplex_reliability(points, outcomes, partition=partition, n_bins=n_bins,
-                                  min_bin_size=min_bin_size, distance=distance)
+                                  min_bin_size=min_bin_size, distance=distance, sample_weight=weights)
 
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
@@ -113,7 +117,7 @@ def view_consistency(_predictions: Predictions, fingerprint: str, vertices: Vert
     so this is the estimate's distribution when the model is calibrated.
     """
     view = simplex_view(_predictions, fingerprint, vertices, "canonical", None, partition, n_bins,
-                        min_bin_size, distance)
+                        min_bin_size, distance, weighted=False)
     estimator = CanonicalCE(distance, partition, n_bins, min_bin_size)
     return cc.consistency_resampling(view.projection.points, view.projection.labels, estimator, n_resamples, seed)
 

@@ -448,7 +448,7 @@ def _figures(models: Sequence[ReportModel], settings: ReportSettings, sections: 
                 continue
             groups = tuple(tuple(int(c) for c in part) for part in np.array_split(np.arange(k), 3))
             result = cc.simplex_reliability(m.predictions.probs, m.predictions.labels, groups=groups,
-                                            n_bins=settings.simplex_bins)
+                                            n_bins=settings.simplex_bins, sample_weight=m.predictions.sample_weight)
             vertex = "classes" if k == 3 else "class groups " + " | ".join(
                 "+".join(str(m.predictions.class_names[c]) for c in g) for g in groups)
             out.append(("simplex", f"{m.name}: simplex arrows ({vertex}), {settings.simplex_bins} subdivisions",
@@ -763,7 +763,7 @@ def build_report(models: Sequence[ReportModel], settings: ReportSettings | None 
     if decisions is not None and (decisions.decides or decisions.deployment is not None):
         part, data["decisions"] = report_decisions.decisions_html(models, settings, decisions, chart_div)
         body.append(part)
-    for part in ("selective", "systems"):  # issue 26 (studio/report_confidence); unweighted, and say so (issue 28)
+    for part in ("selective", "systems"):  # issue 26 (studio/report_confidence); weighted or say why not (issue 28)
         body += [block.replace("</h2>", "</h2>" + unweighted_note(part, models), 1) for block in confidence_sections(
             models, settings, [s for s in sections if s == part], data, chart_div, table=_table, escape=_e)]
     payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace(">", "\\u003e") \

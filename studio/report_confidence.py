@@ -41,15 +41,16 @@ def _n(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def _ranking(confidence: np.ndarray, correct: np.ndarray) -> dict:
-    out = {}
+def _ranking(confidence: np.ndarray, correct: np.ndarray, weights: np.ndarray | None) -> tuple[dict, dict]:
+    """The four ranking areas, and calib_core's reason for each that has no value."""
+    out, reasons = {}, {}
     for key, function in (("auroc", cc.auroc_correct), ("aurc", cc.aurc), ("eaurc", cc.eaurc),
                           ("augrc", cc.augrc)):
         try:
-            out[key] = _f(function(confidence, correct))
-        except CalibrationInputError:  # AUROC when every answer is right (or every one wrong)
-            out[key] = None
-    return out
+            out[key] = _f(function(confidence, correct, sample_weight=weights))
+        except CalibrationInputError as exc:  # AUROC when every answer is right; fractional row weights
+            out[key], reasons[key] = None, str(exc)
+    return out, reasons
 
 
 def selective_data(models, settings) -> tuple[list[dict], dict, dict, dict]:
@@ -57,23 +58,30 @@ def selective_data(models, settings) -> tuple[list[dict], dict, dict, dict]:
     rows, curves, bands, chosen = [], {}, {}, {}
     for model in models:
         p = model.predictions
-        confidence, correct = p.confidence, p.correct
-        curves[model.name] = cc.risk_coverage(confidence, correct)
+        confidence, correct, w = p.confidence, p.correct, p.sample_weight  # weighted as the Reliability page
+        curves[model.name] = cc.risk_coverage(confidence, correct, sample_weight=w)
         if settings.n_boot >= 2:
             bands[model.name] = cc.risk_coverage_band(confidence, correct, n_boot=min(settings.n_boot, 200),
-                                                      alpha=settings.alpha, seed=settings.seed)
-        found = cc.abstention_threshold(confidence, correct, TARGET_RISK, delta=DELTA)
-        chosen[model.name] = found
-        risks = cc.selective_risk(confidence, correct, list(COVERAGES))
+                                                      alpha=settings.alpha, seed=settings.seed, sample_weight=w)
+        try:
+            found = cc.abstention_threshold(confidence, correct, TARGET_RISK, delta=DELTA, sample_weight=w)
+            chosen[model.name] = found
+            threshold = {"target_risk": TARGET_RISK, "delta": DELTA, "found": bool(found.found),
+                         "threshold": _f(found.threshold) if found.found else None,
+                         "coverage": _f(found.coverage), "risk": _f(found.risk),
+                         "risk_upper": _f(found.risk_upper) if found.found else None, "guarantee": found.guarantee}
+        except CalibrationInputError as exc:  # fractional row weights: calib_core says why
+            threshold = {"target_risk": TARGET_RISK, "delta": DELTA, "found": False, "threshold": None,
+                         "coverage": None, "risk": None, "risk_upper": None,
+                         "guarantee": f"No certified threshold: {exc}"}
+        risks = cc.selective_risk(confidence, correct, list(COVERAGES), sample_weight=w)
+        ranking, reasons = _ranking(confidence, correct, w)
         rows.append({"model": model.name, "reads": "stated confidence" if p.kind == "confidence" else "top label",
-                     **_ranking(confidence, correct),
+                     **ranking, **({"reasons": reasons} if reasons and w is not None else {}),
                      "selective_risk": {f"{c:g}": _f(r) for c, r in zip(COVERAGES, risks)},
-                     "coverage_at_target": _f(cc.coverage_at_risk(confidence, correct, TARGET_RISK)),
-                     "threshold": {"target_risk": TARGET_RISK, "delta": DELTA, "found": bool(found.found),
-                                   "threshold": _f(found.threshold) if found.found else None,
-                                   "coverage": _f(found.coverage), "risk": _f(found.risk),
-                                   "risk_upper": _f(found.risk_upper) if found.found else None,
-                                   "guarantee": found.guarantee}})
+                     "coverage_at_target": _f(cc.coverage_at_risk(confidence, correct, TARGET_RISK,
+                                                                  sample_weight=w)),
+                     "threshold": threshold})
     return rows, curves, bands, chosen
 
 
@@ -96,6 +104,8 @@ def selective_html(models, settings, *, table: Callable, escape: Callable,
              _n(r["threshold"]["threshold"]), _n(r["threshold"]["coverage"]), _n(r["threshold"]["risk_upper"])]
             for r in rows]
     notes = "".join(f"<p class='note'>{escape(r['model'])}: {escape(r['threshold']['guarantee'])}</p>" for r in rows)
+    notes += "".join(f"<p class='note'>{escape(r['model'])}, {escape(key.upper())}: n/a: {escape(reason)}</p>"
+                     for r in rows for key, reason in r.get("reasons", {}).items())
     html = ("<h2>Selective prediction: when to abstain</h2>"
             "<p class='note'>Answer only the most confident items: the error rate among the items answered "
             "(selective risk) at each coverage, most confident first; tied confidences enter together (the "

@@ -36,12 +36,17 @@ def selective_section(models) -> None:
     delta = layout.linked(delta_col.selectbox, "Allowed failure probability δ", [0.01, 0.05, 0.1], index=1,
                           key="sel_delta", help="The certified threshold keeps the error rate at or below the "
                                                 "target with probability at least 1 − δ.")
-    curves, bands, chosen, rows = {}, {}, {}, []
+    curves, bands, chosen, rows, reasons = {}, {}, {}, [], {}
     for model in models:
         curves[model.name], bands[model.name] = compute_selective.curve_and_band(
             model.predictions, model.fingerprint, BAND_RESAMPLES, 0)
         risk, reachable, found = compute_selective.selective_numbers(model.predictions, model.fingerprint,
                                                                      float(coverage), float(target), float(delta))
+        if isinstance(found, str):  # calib_core's reason (fractional row weights): no threshold
+            reasons[model.name] = found
+            rows.append({"model": model.name, "risk at coverage": risk, "coverage at target (these rows)": reachable,
+                         "certified threshold": None, "certified coverage": None, "risk bound": None})
+            continue
         chosen[model.name] = found
         rows.append({"model": model.name, "risk at coverage": risk, "coverage at target (these rows)": reachable,
                      "certified threshold": found.threshold if found.found else None,
@@ -65,7 +70,9 @@ def selective_section(models) -> None:
         f"{target:.3g}. Its coverage is measured on these rows, not guaranteed; nothing holds under a shift. "
         "Certify on held-out rows, not on the rows the model was tuned on. Risk bound: the Clopper-Pearson upper "
         "bound at the certified threshold, simultaneous over the grid.")
+    for name, reason in reasons.items():
+        st.info(f"{md(name)}: no certified threshold: {md(reason)}", icon=":material/info:")
     for model in models:
-        found = chosen[model.name]
-        if not found.found:
+        found = chosen.get(model.name)
+        if found is not None and not found.found:
             st.info(f"{md(model.name)}: {found.guarantee}", icon=":material/info:")

@@ -9,16 +9,14 @@ from __future__ import annotations
 __all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES", "weighted_size"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity", "Simplex", "Deployment")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
-    "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
     "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
                      "bootstrap and the recommendation) scores unweighted rows",
     "Estimators": "the estimator comparisons resample unweighted rows",
     "Lab": "the Lab simulates from the predictions, one row per prediction",
-    "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
     "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
                     "made with --weight-column is weighted and says so)",
 }
@@ -27,21 +25,22 @@ UNWEIGHTED = {
 UNWEIGHTED_PARTS = {
     "What recalibration can fix": "calib_core.recalibration.fixable.fixable_part (cross-fitted recalibration and "
                                   "its paired bootstrap) takes no sample_weight yet",
-    "Selective prediction": "calib_core.risk_coverage, risk_coverage_band and abstention_threshold count rows "
-                            "(no sample_weight)",
-    "Compare systems": "calib_core.compare_systems resamples unweighted rows (no sample_weight)",
+    "Compare systems": "it compares confidence files, which are read without a weight column (calib_core."
+                       "compare_systems takes sample_weight=, one weight per item shared by the systems)",
+    "Deployment prevalence": "calib_core.estimate_prevalence counts rows (no sample_weight)",
+    "How many labels": "calib_core.plan_labels simulates one row per prediction (no sample_weight)",
+    "Simplex consistency resampling": "calib_core.consistency_resampling draws one label per row from its "
+                                      "prediction and takes no sample_weight, so the whole model's canonical_ce "
+                                      "beside its band counts rows",
 }
 
 #: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not
 #: weighted, with the page or part whose reason they share.
 REPORT_UNWEIGHTED = {
     "fixable": ("What recalibration can fix", UNWEIGHTED_PARTS["What recalibration can fix"]),
-    "simplex": ("Simplex", UNWEIGHTED["Simplex"]),
     "recalibration": ("Recalibration", UNWEIGHTED["Recalibration"]),
-    "selective": ("Selective prediction", UNWEIGHTED_PARTS["Selective prediction"]),
     "systems": ("Compare systems", UNWEIGHTED_PARTS["Compare systems"]),
-    "decisions": ("Decisions", UNWEIGHTED["Deployment"]),
-    "deployment": ("Deployment", UNWEIGHTED["Deployment"]),
+    "deployment": ("Deployment prevalence", UNWEIGHTED_PARTS["Deployment prevalence"]),
 }
 
 

@@ -472,6 +472,13 @@ def add_batch(stats: Any, batch: ColumnBatch) -> None:
     Spark tasks, and the later passes of exact adaptive bins.
     """
     batch = batch.check()
+    if batch.weights is not None and isinstance(stats, GroupedStats) and stats.overall.weighted:
+        if batch.groups is None:
+            raise CalibrationInputError(f"{batch.display}: per-group statistics need the group column.")
+        if batch.n_rows:
+            stats.add_columns([np.asarray(c, dtype=np.float64) for c in batch.columns], batch.labels, batch.groups,
+                              batch.weights)
+        return
     if batch.weights is not None:
         if not isinstance(stats, CalibrationStats) or not stats.weighted:
             raise CalibrationInputError(

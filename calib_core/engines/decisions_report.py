@@ -15,8 +15,10 @@ report (``studio/report_decisions.py``) show the same numbers:
   (:func:`calib_core.decision_curve`) and the value of recalibrating
   (:func:`calib_core.recalibration_value`).
 
-Weights of a ``--weight-column`` are refused here: the prevalence estimators
-and the decision curve take no row weights yet.
+Weights of a ``--weight-column`` weight the decision section (``sample_weight=``
+of :func:`calib_core.decision_curve` and :func:`calib_core.recalibration_value`);
+the deployment section refuses them: the prevalence estimators take no row
+weights yet.
 """
 from __future__ import annotations
 
@@ -46,14 +48,14 @@ def _numbers(values) -> list[float | None]:
     return [_finite(float(v)) for v in np.asarray(values, dtype=np.float64)]
 
 
-def _refuse(predictions, what: str) -> None:
-    """What a section cannot take: confidence files (no classes acted on) and row weights (not modelled)."""
+def _refuse(predictions, what: str, *, weights: bool = False) -> None:
+    """What a section cannot take: confidence files (no classes acted on) and, unless ``weights``, row weights."""
     if getattr(predictions, "kind", "classes") == "confidence":
         raise CalibrationInputError(f"{what} needs a file of class probabilities; this is a confidence file "
                                     "(stated confidence and correctness).")
-    if predictions.sample_weight is not None:
-        raise CalibrationInputError(f"{what} takes no row weights yet (the prevalence estimators and the decision "
-                                    "curve count rows); leave out --weight-column.")
+    if predictions.sample_weight is not None and not weights:
+        raise CalibrationInputError(f"{what} takes no row weights yet (the prevalence estimators count rows); "
+                                    "leave out --weight-column.")
 
 
 # ----------------------------------------------------------------------------- deployment
@@ -228,8 +230,9 @@ class DecisionReport:
 def decision_report(predictions, *, threshold: float | None, cost_matrix=None, units: str | None = None,
                     n_boot: int, seed: int, alpha: float, method: str = DECISION_METHOD) -> DecisionReport:
     """The decision curve (binary) and the value of recalibrating at ``threshold`` or under ``cost_matrix``."""
-    _refuse(predictions, "--threshold/--cost-matrix")
-    common = dict(logits=predictions.logits, method=method, n_boot=n_boot, seed=seed, alpha=alpha)
+    _refuse(predictions, "--threshold/--cost-matrix", weights=True)
+    common = dict(logits=predictions.logits, method=method, n_boot=n_boot, seed=seed, alpha=alpha,
+                  sample_weight=predictions.sample_weight)
     curve = None
     if predictions.n_classes == 2 or threshold is not None:
         curve = decision_curve(predictions.probs, predictions.labels, **common)
@@ -251,6 +254,8 @@ def decision_json(report: DecisionReport, class_names) -> dict:
                   "sentence": value.sentence()},
         "curve": None,
     }
+    if value.weighted:
+        section["weighted"] = True
     if report.curve is not None:
         curve = report.curve
         section["positive_class"] = str(class_names[curve.positive_class])

@@ -224,8 +224,10 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
         with uniform bins (the default set with weights, a note says so;
         asking for ACE, TACE, KS or adaptive bins raises
         :class:`CalibrationInputError`: the quantile sketch takes no
-        weights). Not with ``group_column`` (use
-        :func:`calib_core.by_group` with ``sample_weight=``).
+        weights). With ``group_column`` every group's sums are weighted too
+        (rows of weight 0 in no group), so each group's value, ``n`` (its
+        summed weight) and the worst group equal
+        :func:`calib_core.by_group` with ``sample_weight=`` to round-off.
 
     Returns
     -------
@@ -247,10 +249,6 @@ def evaluate(source: SourceLike, *, engine: str = "stream", batch_rows: int | No
                                    or batch_rows < 1):
         raise CalibrationInputError(f"`batch_rows` must be a whole number >= 1 or None, got {batch_rows!r}.")
     input_kind = check_choice(input_kind, "input_kind", ("auto", "probabilities", "logits"))
-    if weight_column is not None and group_column is not None:
-        raise CalibrationInputError(
-            "`weight_column` with `group_column` is not supported by evaluate yet (per-group sums are unweighted); "
-            "load the table with load_predictions(weight_column=...) and call calib_core.by_group(sample_weight=...).")
     opened = _open_source(source, batch_rows=int(batch_rows or 65536), label_column=label_column,
                           input_kind=input_kind, split=split, group_column=group_column, weight_column=weight_column)
     if batch_rows is None:
@@ -338,12 +336,13 @@ def _memory_result(source: _Source, wanted: list[str], n_classes: int, options: 
         raise CalibrationInputError("no rows to evaluate" + (f" with split {source.split!r}." if source.split else "."))
     probs = np.concatenate([values.T for values, _ in blocks])
     labels = np.concatenate([labels for _, labels in blocks])
-    if group_rows is not None and source.plan is not None and source.plan.group_column is not None:
-        group_rows.update(probs=probs, labels=labels, groups=np.concatenate([b.groups for b in batches]))
     weights = None
     if source.plan is not None and source.plan.weight_column is not None:
         weights = check_sample_weight(np.concatenate([b.weights for b in batches]), labels.size,
                                       name=f"weight column {source.plan.weight_column!r}")
+    if group_rows is not None and source.plan is not None and source.plan.group_column is not None:
+        group_rows.update(probs=probs, labels=labels, groups=np.concatenate([b.groups for b in batches]),
+                          weights=weights)
     return _arrays_result(probs, labels, wanted, options, weights)
 
 

@@ -112,8 +112,12 @@ class GroupEvaluation:
     engine: str
 
     @property
-    def n(self) -> NDArray[np.int64]:
-        """Rows per group, aligned with :attr:`labels`."""
+    def n(self) -> NDArray[np.int64] | NDArray[np.float64]:
+        """Rows per group, aligned with :attr:`labels`; weighted: each group's summed weight (integers when
+        every one is whole), as :func:`calib_core.by_group` reports ``n``."""
+        if self.stats and self.stats[0].weighted:
+            sizes = np.array([s.sum_weight for s in self.stats], dtype=np.float64)
+            return sizes.astype(np.int64) if np.all(sizes == np.round(sizes)) else sizes
         return np.array([s.n_rows for s in self.stats], dtype=np.int64)
 
     def _values(self, metric: str) -> NDArray[np.float64]:
@@ -205,7 +209,7 @@ class GroupEvaluation:
                 "worst_group": label, "worst_value": _nan_to_none([value])[0], "worst_gap": _nan_to_none([gap])[0],
                 "gap_ci_low": None, "gap_ci_high": None,
                 "table": [{"group": str(row.group), "value": _nan_to_none([row.value])[0], "ci_low": None,
-                           "ci_high": None, "n": int(row.n), "gap": _nan_to_none([row.gap])[0],
+                           "ci_high": None, "n": int(row.n) if float(row.n).is_integer() else float(row.n), "gap": _nan_to_none([row.gap])[0],
                            "too_small": bool(row.too_small), "note": row.note}
                           for row in table.itertuples(index=False)],
             }
@@ -235,13 +239,19 @@ def _group_evaluation(column: str, result: StreamResult, wanted: list[str], engi
     if grouped is None:  # the memory engine: the rows are here
 
         probs, labels, groups = group_rows["probs"], group_rows["labels"], group_rows["groups"]
+        weights = group_rows.get("weights")
+        if weights is not None:  # as calib_core.by_group: rows of weight 0 are left out first
+            keep = weights > 0
+            probs, labels, groups, weights = probs[keep], labels[keep], groups[keep], weights[keep]
         n_distinct = int(np.unique(groups).size)
-        grouped = GroupedStats(CalibrationStats(probs.shape[1], n_bins=n_bins, threshold=result.threshold),
+        grouped = GroupedStats(CalibrationStats(probs.shape[1], n_bins=n_bins, threshold=result.threshold,
+                                                weighted=weights is not None),
                                max_distinct=max(max_distinct, n_distinct))
-        grouped.update(probs, labels, groups)
+        grouped.update(probs, labels, groups, sample_weight=weights)
         names, stats, merged, notes = grouped.folded(max_groups)
         codes = group_codes(groups, probs.shape[0], max_groups)
-        per_group = [compute_metrics(probs[rows], labels[rows], n_bins=n_bins, binning=binning, keys=wanted)
+        per_group = [compute_metrics(probs[rows], labels[rows], n_bins=n_bins, binning=binning, keys=wanted,
+                                     sample_weight=None if weights is None else weights[rows])
                      for rows in codes.rows]
         values = {key: tuple(float(found[key]) for found in per_group) for key in wanted}
         unavailable: dict[str, str] = {}

@@ -19,7 +19,7 @@ from calib_core.engines.sketch import _check_same
 from calib_core.engines.stats import CalibrationStats, _BlockScratch, _check_batch
 from calib_core.inference.groups import MAX_GROUPS, merge_smallest_groups
 from calib_core.io.columns import MISSING_GROUP, group_text
-from calib_core.validation import CalibrationInputError
+from calib_core.validation import CalibrationInputError, check_sample_weight
 
 __all__ = [
     "GroupedStats",
@@ -109,7 +109,7 @@ class GroupedStats:
     def _blank(self) -> CalibrationStats:
         """Empty statistics of one group: the overall settings for ``n_bins`` only, no sketches."""
         base = self.overall
-        return CalibrationStats(base.n_classes, n_bins=base.n_bins, threshold=base.threshold)
+        return CalibrationStats(base.n_classes, n_bins=base.n_bins, threshold=base.threshold, weighted=base.weighted)
 
     def _group(self, key: str) -> CalibrationStats:
         stats = self.groups.get(key)
@@ -123,8 +123,13 @@ class GroupedStats:
             stats = self.groups[key] = self._blank()
         return stats
 
-    def update(self, probs: ArrayLike, labels: ArrayLike, groups: ArrayLike) -> "GroupedStats":
+    def update(self, probs: ArrayLike, labels: ArrayLike, groups: ArrayLike,
+               sample_weight: ArrayLike | None = None) -> "GroupedStats":
         """Add a batch of rows ``(n, K)`` with the group of each row (in place); returns ``self``.
+
+        ``sample_weight`` (weighted statistics only, ``CalibrationStats(weighted=True)``) weights every sum;
+        rows of weight 0 count in the overall rows read but in no group (as :func:`calib_core.by_group`, which
+        leaves them out first).
 
         Raises
         ------
@@ -139,18 +144,32 @@ class GroupedStats:
         if text.ndim != 1 or text.shape[0] != labels.shape[0]:
             raise CalibrationInputError(
                 f"`groups` must have one value per row ({labels.shape[0]}), got shape {text.shape}.")
-        self.add_columns(list(probs.T), labels, text)
+        weights = check_sample_weight(sample_weight, labels.shape[0]) if sample_weight is not None else None
+        self.add_columns(list(probs.T), labels, text, weights)
         return self
 
     def add_columns(self, columns: Sequence[NDArray[np.float64]], labels: NDArray[np.intp],
-                    groups: NDArray[Any]) -> None:
-        """Add checked class-major rows (K arrays of length n), with their groups as text (in place)."""
-        self.overall._add_class_major(columns, labels, self._scratch_space())
+                    groups: NDArray[Any], weights: NDArray[np.float64] | None = None) -> None:
+        """Add checked class-major rows (K arrays of length n), with their groups as text (in place).
+
+        With checked ``weights`` (weighted statistics): weighted sums, the rows of weight 0 in no group.
+        """
+        if weights is not None:
+            self.overall._add_weighted(columns, labels, weights)
+            keep = weights > 0
+            columns, labels, groups, weights = [c[keep] for c in columns], labels[keep], groups[keep], weights[keep]
+            if not labels.size:
+                return
+        else:
+            self.overall._add_class_major(columns, labels, self._scratch_space())
         codes, uniques = pd.factorize(pd.Series(groups, dtype=object), sort=False)
         order = np.argsort(codes, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniques)))])
         for code, key in enumerate(uniques):
             rows = order[bounds[code]:bounds[code + 1]]
+            if weights is not None:
+                self._group(str(key))._add_weighted([column[rows] for column in columns], labels[rows], weights[rows])
+                continue
             self._group(str(key))._add_class_major([column[rows] for column in columns], labels[rows],
                                                    self._scratch_space())
 
@@ -231,10 +250,11 @@ def _sum_stats(parts: Sequence[CalibrationStats]) -> CalibrationStats:
     """Sketch-less statistics of the same settings, added up (without the copies of ``merge``)."""
     first = parts[0]
     total = CalibrationStats(first.n_classes, n_bins=first.n_bins, sweep_bins=first.bin_counts,
-                             threshold=first.threshold)
+                             threshold=first.threshold, weighted=first.weighted)
     for part in parts:
         _check_same(first.bin_counts, part.bin_counts, "bin counts")
         _check_same(first.n_classes, part.n_classes, "class counts")
-        for name in _SCALAR_NAMES + _SUM_NAMES:
+        _check_same(first.weighted, part.weighted, "weighting (weighted=)")
+        for name in _SCALAR_NAMES + _SUM_NAMES + (("sum_weight",) if first.weighted else ()):
             setattr(total, name, getattr(total, name) + getattr(part, name))
     return total

@@ -7,8 +7,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.inference.resample import index_blocks
-from calib_core.metrics.selective import coverage_places, risk_at_places, selective_risk, tie_groups
-from calib_core.validation import CalibrationInputError, check_confidence_correct, check_count, check_fraction
+from calib_core.metrics.selective import (coverage_places, risk_at_places, selective_risk, tie_groups,
+                                          weighted_confidence_correct, weighted_places)
+from calib_core.validation import CalibrationInputError, check_count, check_fraction
 
 __all__ = ["RiskCoverageBand", "risk_coverage_band"]
 
@@ -41,8 +42,8 @@ class RiskCoverageBand:
 
 
 def risk_coverage_band(confidence: ArrayLike, correct: ArrayLike, *, coverages: ArrayLike | None = None,
-                       n_boot: int = 200, alpha: float = 0.05, seed: int | np.random.Generator | None = 0
-                       ) -> RiskCoverageBand:
+                       n_boot: int = 200, alpha: float = 0.05, seed: int | np.random.Generator | None = 0,
+                       sample_weight: ArrayLike | None = None) -> RiskCoverageBand:
     """Pointwise percentile bootstrap band of the selective risk at fixed coverages.
 
     Parameters
@@ -57,6 +58,12 @@ def risk_coverage_band(confidence: ArrayLike, correct: ArrayLike, *, coverages: 
     alpha : float, default 0.05
         The band holds ``1 - alpha`` of the resampled values at each coverage.
     seed : int or numpy.random.Generator, optional
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies): ``risk`` is the weighted
+        :func:`calib_core.selective_risk`, and each resample draws the rows of
+        positive weight with replacement carrying their weights (the weighted
+        bootstrap of :func:`calib_core.bootstrap_ci`), its places on the scale
+        of its own summed weight. Unit weights give the unweighted band.
 
     Returns
     -------
@@ -82,7 +89,7 @@ def risk_coverage_band(confidence: ArrayLike, correct: ArrayLike, *, coverages: 
     >>> band.risk.tolist()
     [0.0, 0.5]
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
+    confidence, correct, weights = weighted_confidence_correct(confidence, correct, sample_weight)
     n_boot, alpha = check_count(n_boot, "n_boot", 2), check_fraction(alpha, "alpha")
     levels = BAND_COVERAGES if coverages is None else np.asarray(coverages, dtype=np.float64)
     if levels.ndim != 1:
@@ -95,8 +102,15 @@ def risk_coverage_band(confidence: ArrayLike, correct: ArrayLike, *, coverages: 
     for start, stop, indices in index_blocks(np.random.default_rng(seed), confidence.size, n_boot):
         # Each resample's items and errors per tie group, all resamples of the block in one bincount.
         flat = (group[indices] + (np.arange(stop - start) * n_groups)[:, None]).ravel()
-        sizes = np.bincount(flat, minlength=(stop - start) * n_groups).reshape(-1, n_groups)
-        errors = np.bincount(flat, weights=wrong[indices].ravel(), minlength=sizes.size).reshape(-1, n_groups)
-        samples[start:stop] = risk_at_places(sizes, errors, places)
+        if weights is None:
+            sizes = np.bincount(flat, minlength=(stop - start) * n_groups).reshape(-1, n_groups)
+            errors = np.bincount(flat, weights=wrong[indices].ravel(), minlength=sizes.size).reshape(-1, n_groups)
+            samples[start:stop] = risk_at_places(sizes, errors, places)
+            continue
+        drawn = weights[indices].ravel()
+        sizes = np.bincount(flat, weights=drawn, minlength=(stop - start) * n_groups).reshape(-1, n_groups)
+        errors = np.bincount(flat, weights=wrong[indices].ravel() * drawn, minlength=sizes.size).reshape(-1, n_groups)
+        samples[start:stop] = risk_at_places(sizes, errors, weighted_places(levels, np.cumsum(sizes, axis=1)[:, -1]))
     low, high = np.quantile(samples, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-    return RiskCoverageBand(levels, selective_risk(confidence, correct, levels), low, high, n_boot, alpha)
+    risk = selective_risk(confidence, correct, levels, sample_weight=weights)
+    return RiskCoverageBand(levels, risk, low, high, n_boot, alpha)

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.binning import bin_index
-from calib_core.validation import CalibrationInputError, check_count, check_n_bins, check_probs
+from calib_core.validation import CalibrationInputError, check_count, check_n_bins, check_probs, check_sample_weight
 
 __all__ = [
     "PARTITIONS",
@@ -217,7 +217,8 @@ def uniform_partition(points: ArrayLike, n_bins: int = 10) -> Partition:
 _INTP_KEYS_MAX_DIM = 32
 
 
-def data_dependent_partition(points: ArrayLike, min_bin_size: int = 1000) -> SplitPartition:
+def data_dependent_partition(points: ArrayLike, min_bin_size: int = 1000, *,
+                             sample_weight: ArrayLike | None = None) -> SplitPartition:
     """Recursive partition at the mean of the highest-variance coordinate (appendix B).
 
     Parameters
@@ -226,6 +227,10 @@ def data_dependent_partition(points: ArrayLike, min_bin_size: int = 1000) -> Spl
         Points of the simplex (rows sum to 1).
     min_bin_size : int, default 1000
         A cell holding more than ``min_bin_size`` points is split.
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies): a cell's size is its summed weight, its mean
+        and variance are weighted, so whole-number weights give the partition
+        of the repeated points (``docs/weights.md``).
 
     Returns
     -------
@@ -255,10 +260,11 @@ def data_dependent_partition(points: ArrayLike, min_bin_size: int = 1000) -> Spl
     """
     points = check_probs(points, name="points")
     min_bin_size = check_count(min_bin_size, "min_bin_size")
-    return split_at_means(points, min_bin_size)
+    return split_at_means(points, min_bin_size, check_sample_weight(sample_weight, points.shape[0]))
 
 
-def split_at_means(points: NDArray[np.float64], min_bin_size: int) -> SplitPartition:
+def split_at_means(points: NDArray[np.float64], min_bin_size: int,
+                   weights: NDArray[np.float64] | None = None) -> SplitPartition:
     """:func:`data_dependent_partition` of checked ``points`` and ``min_bin_size``, all cells of a depth at once.
 
     Each round splits every cell that is still larger than ``min_bin_size``;
@@ -267,7 +273,8 @@ def split_at_means(points: NDArray[np.float64], min_bin_size: int) -> SplitParti
     Cells are renumbered after each round so that the two halves of a split
     cell take consecutive numbers (lower half first): the final numbering is
     the depth-first order of the split tree. Each split is recorded in the
-    partition's :class:`SplitTree` (O(number of cells)).
+    partition's :class:`SplitTree` (O(number of cells)). ``weights`` (checked,
+    or None) make every count, mean and variance a weighted one.
     """
     n_rows, dim = points.shape
     cell = np.zeros(n_rows, dtype=np.intp)
@@ -278,23 +285,27 @@ def split_at_means(points: NDArray[np.float64], min_bin_size: int) -> SplitParti
     active = np.arange(n_rows)
     while active.size:
         c = cell[active]
-        count = np.bincount(c, minlength=n_cells).astype(np.float64)
+        w = None if weights is None else weights[active]
+        count = np.bincount(c, weights=w, minlength=n_cells).astype(np.float64)
         candidate = count > min_bin_size
         in_play = candidate[c]
         if not in_play.any():
             break
         active, c = active[in_play], c[in_play]
         x = points[active]
-        safe = np.maximum(count, 1.0)[:, None]
+        w = None if weights is None else weights[active][:, None]
+        safe = np.maximum(count, 1.0)[:, None] if weights is None else np.where(count > 0, count, 1.0)[:, None]
         slot = (c[:, None] * dim + np.arange(dim)).ravel()  # (cell, coordinate) of each entry
-        mean = np.bincount(slot, weights=x.ravel(), minlength=n_cells * dim).reshape(n_cells, dim) / safe
+        mean = np.bincount(slot, weights=(x if w is None else w * x).ravel(),
+                           minlength=n_cells * dim).reshape(n_cells, dim) / safe
         centred = x - mean[c]
-        variance = np.bincount(slot, weights=(centred * centred).ravel(),
+        squares = centred * centred
+        variance = np.bincount(slot, weights=(squares if w is None else w * squares).ravel(),
                                minlength=n_cells * dim).reshape(n_cells, dim) / safe
         widest = variance.argmax(axis=1)  # ties: lowest coordinate
         rows = np.arange(active.size)
         lower = centred[rows, widest[c]] <= 0.0  # x_d <= mean_d of the cell
-        n_lower = np.bincount(c, weights=lower, minlength=n_cells)
+        n_lower = np.bincount(c, weights=lower if w is None else lower * w[:, 0], minlength=n_cells)
         split = (candidate & (variance[np.arange(n_cells), widest] > 0.0)
                  & (n_lower > 0) & (n_lower < count))
         if not split.any():

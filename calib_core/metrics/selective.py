@@ -37,11 +37,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from calib_core.validation import CalibrationInputError, check_choice, check_confidence_correct, check_fraction
+from calib_core.validation import (CalibrationInputError, check_choice, check_confidence_correct, check_fraction,
+                                   check_sample_weight, integer_weights, repeat_rows)
 
 __all__ = ["AbstentionThreshold", "RiskCoverage", "THRESHOLD_GRID", "abstention_threshold", "aurc",
            "auroc_correct", "augrc", "coverage_at_risk", "coverage_places", "eaurc", "expected_errors", "risk_at_places",
-           "risk_coverage", "selective_risk", "tie_groups"]
+           "risk_coverage", "selective_risk", "tie_groups", "weighted_confidence_correct", "weighted_places"]
 
 
 # ----------------------------------------------------------------------------- the ranking, once
@@ -52,12 +53,49 @@ def tie_groups(confidence: NDArray[np.float64]) -> tuple[NDArray[np.float64], ND
     return values[::-1], values.size - 1 - inverse
 
 
-def _groups(confidence: NDArray[np.float64], correct: NDArray[np.float64]):
-    """Tie groups from the most confident down: (distinct values, sizes, errors), each of shape (G,)."""
+def _groups(confidence: NDArray[np.float64], correct: NDArray[np.float64],
+            weights: NDArray[np.float64] | None = None):
+    """Tie groups from the most confident down: (distinct values, sizes, errors), each of shape (G,).
+
+    With ``weights`` a group's size and errors are summed weights.
+    """
     values, group = tie_groups(confidence)
-    sizes = np.bincount(group, minlength=values.size)
-    errors = np.bincount(group, weights=1.0 - correct, minlength=values.size)
+    sizes = np.bincount(group, weights=weights, minlength=values.size)
+    errors = np.bincount(group, weights=1.0 - correct if weights is None else (1.0 - correct) * weights,
+                         minlength=values.size)
     return values, sizes, errors
+
+
+def weighted_confidence_correct(confidence: ArrayLike, correct: ArrayLike, sample_weight: ArrayLike | None
+                                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
+    """Checked ``(confidence, correct, weights)``: without weights ``weights`` is None; with them the rows of
+    weight 0 are left out (a weight is a frequency: whole-number weights are the repeated rows,
+    ``docs/weights.md``)."""
+    confidence, correct = check_confidence_correct(confidence, correct)
+    weights = check_sample_weight(sample_weight, confidence.size)
+    if weights is None:
+        return confidence, correct, None
+    keep = weights > 0
+    return confidence[keep], correct[keep], weights[keep]
+
+
+def _repeated(confidence: ArrayLike, correct: ArrayLike, sample_weight: ArrayLike | None,
+              name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Checked arrays, with whole-number ``sample_weight`` the rows repeated (a ranking area is defined on the
+    repeated items: ``E_k`` counts items one by one); other weights raise CalibrationInputError saying why."""
+    confidence, correct = check_confidence_correct(confidence, correct)
+    weights = check_sample_weight(sample_weight, confidence.size)
+    if weights is None:
+        return confidence, correct
+    return repeat_rows(weights, confidence, correct, metric=f"`{name}`")  # type: ignore[return-value]
+
+
+def weighted_places(coverages: ArrayLike, total: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """:func:`coverage_places` on the scale of a summed weight W (an array of them: one row per W):
+    ``clip(ceil(coverage W), min(1, W), W)``; for whole-number weights the repeated rows' places."""
+    levels = _check_levels(coverages, "coverages")
+    total = np.asarray(total, dtype=np.float64)[..., None]
+    return np.clip(np.ceil(levels * total - 1e-9), np.minimum(1.0, total), total)
 
 
 def _expected_errors(confidence: NDArray[np.float64], correct: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -103,13 +141,17 @@ def expected_errors(confidence: ArrayLike, correct: ArrayLike) -> NDArray[np.flo
 
 # ----------------------------------------------------------------------------- ranking quality
 
-def auroc_correct(confidence: ArrayLike, correct: ArrayLike) -> float:
+def auroc_correct(confidence: ArrayLike, correct: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Area under the ROC curve of ``confidence`` as a score for ``correct`` (ties count one half).
 
     Parameters
     ----------
     confidence : array_like of shape (N,)
     correct : array_like of shape (N,)
+    sample_weight : array_like of shape (N,), optional, keyword-only
+        Whole-number row weights: the value of the rows repeated that many
+        times; other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -137,7 +179,7 @@ def auroc_correct(confidence: ArrayLike, correct: ArrayLike) -> float:
     >>> auroc_correct([0.9, 0.8, 0.8, 0.3], [1, 1, 0, 0])
     0.875
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
+    confidence, correct = _repeated(confidence, correct, sample_weight, "auroc_correct")
     n_right = float(correct.sum())
     n_wrong = correct.size - n_right
     if n_right == 0 or n_wrong == 0:
@@ -176,13 +218,20 @@ class RiskCoverage:
     errors: NDArray[np.float64]
 
 
-def risk_coverage(confidence: ArrayLike, correct: ArrayLike) -> RiskCoverage:
+def risk_coverage(confidence: ArrayLike, correct: ArrayLike, *,
+                  sample_weight: ArrayLike | None = None) -> RiskCoverage:
     """Risk-coverage curve of a confidence (Geifman & El-Yaniv 2017, section 2).
 
     Parameters
     ----------
     confidence : array_like of shape (N,)
     correct : array_like of shape (N,)
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies): counts become summed weights, so
+        ``coverage(t) = W(c >= t) / W`` and ``risk(t)`` is the weighted error
+        rate among them (``n_accepted`` holds the summed weights, floats).
+        Rows of weight 0 are left out; whole-number weights give the
+        repeated rows' curve.
 
     Returns
     -------
@@ -203,19 +252,25 @@ def risk_coverage(confidence: ArrayLike, correct: ArrayLike) -> RiskCoverage:
     >>> rc.coverage.tolist(), rc.risk.tolist()
     ([0.25, 0.75, 1.0], [0.0, 0.3333333333333333, 0.5])
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
-    values, sizes, errors = _groups(confidence, correct)
+    confidence, correct, weights = weighted_confidence_correct(confidence, correct, sample_weight)
+    values, sizes, errors = _groups(confidence, correct, weights)
     kept, wrong = np.cumsum(sizes), np.cumsum(errors)
+    if weights is not None:
+        return RiskCoverage(values, kept / kept[-1], wrong / kept, kept, wrong)  # W as the cumulative sum ends
     return RiskCoverage(values, kept / confidence.size, wrong / kept, kept.astype(np.int64), wrong)
 
 
-def aurc(confidence: ArrayLike, correct: ArrayLike) -> float:
+def aurc(confidence: ArrayLike, correct: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Area under the risk-coverage curve, tied items entering together (Geifman et al. 2019).
 
     Parameters
     ----------
     confidence : array_like of shape (N,)
     correct : array_like of shape (N,)
+    sample_weight : array_like of shape (N,), optional, keyword-only
+        Whole-number row weights: the value of the rows repeated that many
+        times; other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -244,18 +299,22 @@ def aurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     >>> aurc([0.9, 0.8, 0.3], [1, 0, 0])
     0.38888888888888884
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
+    confidence, correct = _repeated(confidence, correct, sample_weight, "aurc")
     places = np.arange(1, confidence.size + 1)
     return float(np.mean(_expected_errors(confidence, correct) / places))
 
 
-def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
+def eaurc(confidence: ArrayLike, correct: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Excess AURC: :func:`aurc` minus the AURC of the ideal ordering (Geifman et al. 2019).
 
     Parameters
     ----------
     confidence : array_like of shape (N,)
     correct : array_like of shape (N,)
+    sample_weight : array_like of shape (N,), optional, keyword-only
+        Whole-number row weights: the value of the rows repeated that many
+        times; other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -281,20 +340,24 @@ def eaurc(confidence: ArrayLike, correct: ArrayLike) -> float:
     >>> round(eaurc([0.9, 0.8, 0.3], [1, 0, 0]), 12)
     0.0
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
+    confidence, correct = _repeated(confidence, correct, sample_weight, "eaurc")
     places = np.arange(1, confidence.size + 1)
     ideal = np.maximum(places - correct.sum(), 0.0)  # errors among the k first of the ideal order
     # One sum of per-place excesses, each >= 0 in exact arithmetic (the maximum only drops the rounding of e/m).
     return float(np.mean(np.maximum(_expected_errors(confidence, correct) - ideal, 0.0) / places))
 
 
-def augrc(confidence: ArrayLike, correct: ArrayLike) -> float:
+def augrc(confidence: ArrayLike, correct: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
     """Area under the generalized risk-coverage curve (Traub et al. 2024), tied items entering together.
 
     Parameters
     ----------
     confidence : array_like of shape (N,)
     correct : array_like of shape (N,)
+    sample_weight : array_like of shape (N,), optional, keyword-only
+        Whole-number row weights: the value of the rows repeated that many
+        times; other weights raise
+        :class:`~calib_core.validation.CalibrationInputError`.
 
     Returns
     -------
@@ -320,7 +383,7 @@ def augrc(confidence: ArrayLike, correct: ArrayLike) -> float:
     >>> augrc([0.9, 0.8, 0.3], [1, 0, 0])
     0.3333333333333333
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
+    confidence, correct = _repeated(confidence, correct, sample_weight, "augrc")
     return float(np.sum(_expected_errors(confidence, correct)) / confidence.size ** 2)
 
 
@@ -332,7 +395,8 @@ def _check_levels(values: ArrayLike, name: str) -> NDArray[np.float64]:
     return array
 
 
-def selective_risk(confidence: ArrayLike, correct: ArrayLike, coverages: ArrayLike) -> NDArray[np.float64]:
+def selective_risk(confidence: ArrayLike, correct: ArrayLike, coverages: ArrayLike, *,
+                   sample_weight: ArrayLike | None = None) -> NDArray[np.float64]:
     """Selective risk at chosen coverages: the error rate among the most confident items, ties entering together.
 
     Parameters
@@ -341,6 +405,12 @@ def selective_risk(confidence: ArrayLike, correct: ArrayLike, coverages: ArrayLi
     correct : array_like of shape (N,)
     coverages : float or array_like of shape (C,)
         Fractions of the items to keep, in [0, 1].
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies): places k are on the scale of the summed
+        weight W, ``k = clip(ceil(coverage W), min(1, W), W)``, and ``E_k``
+        counts weight (the straddling tie group contributes its weighted error
+        rate times the weight it keeps). Whole-number weights give the
+        repeated rows' risks.
 
     Returns
     -------
@@ -360,9 +430,11 @@ def selective_risk(confidence: ArrayLike, correct: ArrayLike, coverages: ArrayLi
     >>> selective_risk([0.9, 0.8, 0.8, 0.3], [1, 1, 0, 0], [0.5, 1.0]).tolist()
     [0.25, 0.5]
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
-    places = coverage_places(coverages, confidence.size)
-    _, sizes, errors = _groups(confidence, correct)
+    confidence, correct, weights = weighted_confidence_correct(confidence, correct, sample_weight)
+    _, sizes, errors = _groups(confidence, correct, weights)
+    # W as the cumulative sum reaches it, so that the last place is exactly the last group's end
+    places = coverage_places(coverages, confidence.size) if weights is None else weighted_places(
+        coverages, np.cumsum(sizes)[-1])
     return risk_at_places(sizes[None, :], errors[None, :], places)[0]
 
 
@@ -382,8 +454,9 @@ def risk_at_places(sizes: NDArray[np.float64], errors: NDArray[np.float64],
         Items and errors of each tie group, most confident first, for B
         samples over the same G groups (a group may be empty in a sample:
         a bootstrap resample of the rows).
-    places : ndarray of shape (C,)
-        Places ``1 <= k <= N``, N the items of every sample.
+    places : ndarray of shape (C,) or (B, C)
+        Places ``1 <= k <= N``, N the items of every sample (or the summed
+        weight of each sample, one row of places per sample).
 
     Returns
     -------
@@ -391,19 +464,21 @@ def risk_at_places(sizes: NDArray[np.float64], errors: NDArray[np.float64],
         The straddling-group rule of :func:`expected_errors`, divided by k.
     """
     n_samples, n_groups = sizes.shape
+    places = np.broadcast_to(places, (n_samples, np.shape(places)[-1]))
     kept = np.cumsum(sizes, axis=1)
     # The group holding place k: the first whose cumulative size reaches k (row-wise, one flat search).
     shift = (np.arange(n_samples) * (kept[:, -1].max() + 1))[:, None]
-    group = np.searchsorted((kept + shift).ravel(), (places[None, :] + shift).ravel()).reshape(n_samples, -1)
+    group = np.searchsorted((kept + shift).ravel(), (places + shift).ravel()).reshape(n_samples, -1)
     group -= (np.arange(n_samples) * n_groups)[:, None]
     rows = np.arange(n_samples)[:, None]
     above = kept[rows, group] - sizes[rows, group]
     errors_above = np.cumsum(errors, axis=1)[rows, group] - errors[rows, group]
     within = errors[rows, group] / sizes[rows, group]
-    return (errors_above + (places[None, :] - above) * within) / places[None, :]
+    return (errors_above + (places - above) * within) / places
 
 
-def coverage_at_risk(confidence: ArrayLike, correct: ArrayLike, risk: float) -> float:
+def coverage_at_risk(confidence: ArrayLike, correct: ArrayLike, risk: float, *,
+                     sample_weight: ArrayLike | None = None) -> float:
     """The largest coverage whose selective risk on these items is at most ``risk`` (an estimate, no guarantee).
 
     Parameters
@@ -412,6 +487,8 @@ def coverage_at_risk(confidence: ArrayLike, correct: ArrayLike, risk: float) -> 
     correct : array_like of shape (N,)
     risk : float in [0, 1]
         The target error rate among the kept items.
+    sample_weight : array_like of shape (N,), optional
+        Row weights: read off the weighted :func:`risk_coverage`.
 
     Returns
     -------
@@ -432,7 +509,7 @@ def coverage_at_risk(confidence: ArrayLike, correct: ArrayLike, risk: float) -> 
     >>> coverage_at_risk([0.9, 0.8, 0.8, 0.3], [1, 1, 0, 0], 0.4)
     0.75
     """
-    curve = risk_coverage(confidence, correct)
+    curve = risk_coverage(confidence, correct, sample_weight=sample_weight)
     target = float(_check_levels(risk, "risk")[0])
     ok = curve.risk <= target + 1e-12
     return float(curve.coverage[ok].max()) if ok.any() else 0.0
@@ -498,7 +575,8 @@ def _clopper_pearson_upper(errors: NDArray[np.float64], n: NDArray[np.float64], 
 
 
 def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk: float, *, delta: float = 0.05,
-                         thresholds: ArrayLike | None = None, method: str = "bonferroni") -> AbstentionThreshold:
+                         thresholds: ArrayLike | None = None, method: str = "bonferroni",
+                         sample_weight: ArrayLike | None = None) -> AbstentionThreshold:
     """The lowest confidence threshold whose selective risk is certified to be at most ``target_risk``.
 
     Learn then Test (Angelopoulos et al. 2021) with exact binomial p-values
@@ -526,6 +604,13 @@ def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk:
         ``delta``, stopping at the first that fails: no correction, but it
         certifies nothing when the grid starts above the confidences seen,
         so start the grid where items are known to be (from earlier data).
+    sample_weight : array_like of shape (N,), optional
+        Whole-number row weights: how many times each item counts (the test
+        of the repeated items, ``n_t`` and ``e_t`` summed weights). Other
+        weights raise :class:`~calib_core.validation.CalibrationInputError`:
+        the exact binomial test counts independent items, and importance
+        weights would need an effective sample size, which this guarantee
+        does not model.
 
     Returns
     -------
@@ -576,21 +661,31 @@ def abstention_threshold(confidence: ArrayLike, correct: ArrayLike, target_risk:
     >>> found.found, found.risk_upper <= 0.1
     (True, True)
     """
-    confidence, correct = check_confidence_correct(confidence, correct)
+    confidence, correct, weights = weighted_confidence_correct(confidence, correct, sample_weight)
+    if weights is not None and not integer_weights(weights):
+        raise CalibrationInputError(
+            "`sample_weight` of `abstention_threshold` must be whole numbers (how many times each item counts): its "
+            "exact binomial test counts independent items, and fractional (importance) weights would need an "
+            f"effective sample size, which Learn then Test does not model here; got "
+            f"{float(weights[weights != np.round(weights)][0])!r}.")
     alpha, delta = check_fraction(target_risk, "target_risk"), check_fraction(delta, "delta")
     grid = THRESHOLD_GRID if thresholds is None else np.unique(_check_levels(thresholds, "thresholds"))[::-1]
     method = check_choice(method, "method", ("bonferroni", "fixed_sequence"))
     descending = np.sort(confidence)[::-1]
-    wrong_above = np.concatenate([[0.0], np.cumsum(1.0 - correct[np.argsort(-confidence, kind="stable")])])
+    order = np.argsort(-confidence, kind="stable")
+    wrong = 1.0 - correct[order] if weights is None else (1.0 - correct[order]) * weights[order]
+    wrong_above = np.concatenate([[0.0], np.cumsum(wrong)])
     # n_t = #{c >= t}: the insertion point of -t among the negated confidences (ascending), from the right.
     n_t = np.searchsorted(-descending, -grid, side="right")
     e_t = wrong_above[n_t]
+    if weights is not None:  # the repeated items above t: summed (whole-number) weights
+        n_t = np.concatenate([[0.0], np.cumsum(weights[order])])[n_t]
     p_values = np.where(n_t > 0, stats.binom.cdf(e_t, np.maximum(n_t, 1), alpha), 1.0)
     level = delta / grid.size if method == "bonferroni" else delta
     certified = np.flatnonzero(p_values <= level)
     if method == "fixed_sequence":  # the thresholds before the first failure, from the top
         certified = certified[certified == np.arange(certified.size)]
-    n_rows = confidence.size
+    n_rows = confidence.size if weights is None else int(round(float(weights.sum())))
     if certified.size == 0:
         sentence = (f"No tested threshold could be certified to keep the error rate at or below {alpha:.3g} with "
                     f"probability {1 - delta:.3g} on {n_rows:,} items: abstain on everything, or give more items.")

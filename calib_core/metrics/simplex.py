@@ -51,6 +51,7 @@ from calib_core.validation import (
     check_count,
     check_n_bins,
     check_probs_labels,
+    check_sample_weight,
     row_blocks,
 )
 
@@ -110,7 +111,11 @@ class SimplexProjection:
     kept : ndarray of shape (N,), bool
         Which original rows are in ``points``. Only ``mode="classes"`` drops
         rows (those whose label is not one of the three classes, and those
-        that give the three classes probability 0 together).
+        that give the three classes probability 0 together), and
+        :func:`simplex_reliability` with ``sample_weight`` the rows of weight 0.
+    weights : ndarray of shape (M,) or None
+        The row weights of the kept rows (:func:`simplex_reliability` with
+        ``sample_weight``); None: every row counts once.
     """
 
     points: NDArray[np.float64]
@@ -119,6 +124,7 @@ class SimplexProjection:
     mode: str
     n_classes: int
     kept: NDArray[np.bool_]
+    weights: NDArray[np.float64] | None = None
 
     @property
     def n_excluded(self) -> int:
@@ -155,7 +161,8 @@ class CellTable:
     Attributes
     ----------
     count : ndarray of shape (M,)
-        Number of predictions in each (non-empty) cell.
+        Number of predictions in each (non-empty) cell; with row weights,
+        their summed weight.
     mean_prediction : ndarray of shape (M, m)
         Average predicted distribution in the cell, :math:`\\hat g^{(i)}`.
     observed_frequency : ndarray of shape (M, m)
@@ -167,8 +174,9 @@ class CellTable:
     estimate : float
         :math:`\\sum_i (n_i / N)\\, d(\\hat r^{(i)}, \\hat g^{(i)})`, eq. (6) of
         Vaicenavicius et al. (2019).
-    n_total : int
-        N, the number of predictions.
+    n_total : int or float
+        N, the number of predictions (an int); with row weights W, their
+        summed weight (a float).
     partition : Partition
         The partition the table summarises (``partition.cell_index`` links
         each prediction to its row of the table).
@@ -462,24 +470,32 @@ def cell_means(points: NDArray[np.float64], cells: NDArray[np.intp], n_cells: in
     return sums / safe_count[:, None]
 
 
-def cell_sums(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition):
-    """Count, mean prediction and observed frequency per cell (bincount, one pass per coordinate)."""
+def cell_sums(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition,
+              weights: NDArray[np.float64] | None = None):
+    """Count, mean prediction and observed frequency per cell (bincount, one pass per coordinate).
+
+    With ``weights`` (checked, positive) the count is the summed weight and the means are weighted means.
+    """
     cells, n_cells = partition.cell_index, partition.n_cells
     dim = points.shape[1]
-    count = np.bincount(cells, minlength=n_cells).astype(np.float64)
-    safe = np.maximum(count, 1.0)
-    mean_prediction = cell_means(points, cells, n_cells, safe)
-    hits = np.bincount(cells * dim + outcomes, minlength=n_cells * dim).reshape(n_cells, dim)
+    count = np.bincount(cells, weights=weights, minlength=n_cells).astype(np.float64)
+    if weights is None:
+        safe = np.maximum(count, 1.0)
+        mean_prediction = cell_means(points, cells, n_cells, safe)
+    else:  # a cell's summed weight can be below 1
+        safe = np.where(count > 0, count, 1.0)
+        mean_prediction = cell_means(points * weights[:, None], cells, n_cells, safe)
+    hits = np.bincount(cells * dim + outcomes, weights=weights, minlength=n_cells * dim).reshape(n_cells, dim)
     return count, mean_prediction, hits / safe[:, None]
 
 
 def _table_from_assignment(points: NDArray[np.float64], outcomes: NDArray[np.intp], partition: Partition,
-                           distance: str) -> CellTable:
-    count, mean_prediction, observed = cell_sums(points, outcomes, partition)
+                           distance: str, weights: NDArray[np.float64] | None = None) -> CellTable:
+    count, mean_prediction, observed = cell_sums(points, outcomes, partition, weights)
     deviation = simplex_distance(observed, mean_prediction, distance)
-    estimate = float(count @ deviation / points.shape[0])
-    return CellTable(count, mean_prediction, observed, deviation, distance, estimate,
-                     int(points.shape[0]), partition)
+    n_total = int(points.shape[0]) if weights is None else float(weights.sum())
+    estimate = float(count @ deviation / (points.shape[0] if weights is None else n_total))
+    return CellTable(count, mean_prediction, observed, deviation, distance, estimate, n_total, partition)
 
 
 def cell_table(points: ArrayLike, labels: ArrayLike, partition: Partition, distance: str = "tv") -> CellTable:
@@ -532,15 +548,17 @@ def _check_partition(partition: object, n_bins: object, min_bin_size: object) ->
             check_count(min_bin_size, "min_bin_size"))
 
 
-def _make_partition(points: NDArray[np.float64], partition: str, n_bins: int, min_bin_size: int) -> Partition:
+def _make_partition(points: NDArray[np.float64], partition: str, n_bins: int, min_bin_size: int,
+                    weights: NDArray[np.float64] | None = None) -> Partition:
     if partition == "uniform":
         return uniform_partition(points, n_bins)
-    return data_dependent_partition(points, min_bin_size)
+    return data_dependent_partition(points, min_bin_size, sample_weight=weights)
 
 
 def simplex_reliability(probs: ArrayLike, labels: ArrayLike, *, classes: Sequence[int] | None = None,
                         groups: Sequence[Sequence[int]] | None = None, partition: str = "uniform",
-                        n_bins: int = 10, min_bin_size: int = 1000, distance: str = "tv") -> SimplexReliability:
+                        n_bins: int = 10, min_bin_size: int = 1000, distance: str = "tv",
+                        sample_weight: ArrayLike | None = None) -> SimplexReliability:
     """Two-dimensional reliability diagram data: projection, partition and cell table.
 
     Parameters
@@ -556,13 +574,32 @@ def simplex_reliability(probs: ArrayLike, labels: ArrayLike, *, classes: Sequenc
     min_bin_size : int, default 1000
         Largest unsplit cell of the data-dependent partition.
     distance : {"tv", "sq_euclidean", "euclidean"}, default "tv"
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies, ``docs/weights.md``): rows of weight 0 leave
+        the view (``projection.kept``), the others carry their weight
+        (``projection.weights``). A cell's count is its summed weight, its
+        mean prediction and observed frequency are weighted means, N is the
+        summed weight W, and the data-dependent partition splits on weighted
+        counts, means and variances. Whole-number weights give exactly the
+        diagram of the rows repeated that many times.
 
     Returns
     -------
     SimplexReliability
 
+    Raises
+    ------
+    CalibrationInputError
+        Invalid predictions, labels, options or weights.
+
     Notes
     -----
+    With row weights :math:`w_j`, cell :math:`\\Phi^{(i)}` has
+    :math:`n_i = \\sum_{j \\in i} w_j`,
+    :math:`\\hat g^{(i)} = \\sum_{j \\in i} w_j g_j / n_i`,
+    :math:`\\hat r^{(i)}_k = \\sum_{j \\in i} w_j [y_j = k] / n_i` and eq. (6)
+    of Vaicenavicius et al. (2019) with :math:`N = W = \\sum_j w_j`.
+
     The arrows of Vaicenavicius et al. (2019, Figures 16 and 18) go from each
     cell's mean prediction (tail) to its observed label frequency (head);
     ``table.estimate`` is eq. (6) of the paper for the three-vertex view.
@@ -576,6 +613,22 @@ def simplex_reliability(probs: ArrayLike, labels: ArrayLike, *, classes: Sequenc
     projection = simplex_projection(probs, labels, classes=classes, groups=groups)
     partition, n_bins, min_bin_size = _check_partition(partition, n_bins, min_bin_size)
     distance = check_choice(distance, "distance", DISTANCES)
-    part = _make_partition(projection.points, partition, n_bins, min_bin_size)
-    table = _table_from_assignment(projection.points, projection.labels, part, distance)
+    weights = check_sample_weight(sample_weight, projection.kept.size)
+    if weights is not None:
+        projection = _weighted_projection(projection, weights)
+    part = _make_partition(projection.points, partition, n_bins, min_bin_size, projection.weights)
+    table = _table_from_assignment(projection.points, projection.labels, part, distance, projection.weights)
     return SimplexReliability(projection, table)
+
+
+def _weighted_projection(projection: SimplexProjection, weights: NDArray[np.float64]) -> SimplexProjection:
+    """``projection`` without its rows of weight 0, carrying the others' weights."""
+    kept_weights = weights[projection.kept]
+    positive = kept_weights > 0
+    if not positive.any():
+        raise CalibrationInputError("every row in the view has `sample_weight` 0: give a row of the view a "
+                                    "positive weight.")
+    kept = projection.kept.copy()
+    kept[kept] = positive
+    return SimplexProjection(projection.points[positive], projection.labels[positive], projection.groups,
+                             projection.mode, projection.n_classes, kept, kept_weights[positive])

@@ -128,6 +128,8 @@ def _cell_traces(table: CellTable, polygons: Sequence[np.ndarray], colorscale: s
                                         hoverinfo="skip", showlegend=False))
     corners = list(polygons)
     colour_value, ticks = _count_colour_values(table.count, count_scale)
+    if not isinstance(table.n_total, int):  # a weighted table: the counts are summed row weights
+        ticks["title"] = {"text": "summed weight"}
     # The scale starts at a count of 1 (log) or 0 (linear), not at the smallest cell: data-dependent cells
     # hold similar counts, and a cell of 87 rows must not look empty beside one of 91.
     low = 0.0
@@ -178,7 +180,9 @@ def _arrow_trace(table: CellTable, arrow_scale: float, names: tuple[str, str, st
     label = ", ".join(names)
     text = []
     for i in range(n):
-        info = (f"count: {int(table.count[i]):,}<br>mean prediction ({label}): {_fmt(tail[i])}"
+        count = f"count: {int(table.count[i]):,}" if isinstance(table.n_total, int) else \
+            f"summed weight: {table.count[i]:,.6g}"
+        info = (f"{count}<br>mean prediction ({label}): {_fmt(tail[i])}"
                 f"<br>observed frequency: {_fmt(table.observed_frequency[i])}"
                 f"<br>deviation ({table.distance}): {table.deviation[i]:.4f}")
         text.extend([info, info, None])

@@ -37,7 +37,9 @@ from numpy.typing import ArrayLike, NDArray
 from calib_core.inference.resample import index_blocks, row_weights
 from calib_core.inference.verdicts import check_alpha
 from calib_core.recalibration.compare import Protocol, evaluation_set, fit_method, model_input
-from calib_core.validation import CalibrationInputError, check_count, check_probs_labels
+from calib_core.recalibration import RECALIBRATORS
+from calib_core.recalibration.protocol import stratified_folds
+from calib_core.validation import CalibrationInputError, check_count, check_probs_labels, check_sample_weight
 
 __all__ = ["DecisionCurve", "RecalibrationValue", "decision_curve", "net_benefit", "recalibration_value",
            "threshold_costs"]
@@ -82,8 +84,13 @@ def _contributions(score: NDArray[np.float64], outcome: NDArray[np.float64],
     return treated * (outcome[:, None] - (1.0 - outcome[:, None]) * odds[None, :])
 
 
+def _mean(values: NDArray[np.float64], weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """Column means of ``values`` (N, C), weighted by ``weights`` (checked) when given."""
+    return values.mean(axis=0) if weights is None else weights @ values / weights.sum()
+
+
 def net_benefit(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike, *,
-                positive_class: int | None = None) -> pd.DataFrame:
+                positive_class: int | None = None, sample_weight: ArrayLike | None = None) -> pd.DataFrame:
     """Net benefit of acting when P(class 1) >= t, at each threshold t (Vickers & Elkin 2006).
 
     Parameters
@@ -95,6 +102,10 @@ def net_benefit(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike, *,
         Threshold probabilities in [0, 1).
     positive_class : int, optional
         For K > 2: the class acted on, against the rest (one-vs-rest).
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies, ``docs/weights.md``): TP, FP and N are
+        summed weights, so whole-number weights give the repeated rows' net
+        benefit and treat-all.
 
     Returns
     -------
@@ -117,7 +128,9 @@ def net_benefit(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike, *,
     the threshold: acting at t says a false positive costs t / (1 - t) true
     positives. ``treat_all`` is the same for acting on every row,
     :math:`\\pi - (1 - \\pi)\\,t/(1 - t)` with :math:`\\pi` the share of class 1;
-    ``treat_none`` is 0.
+    ``treat_none`` is 0. With row weights :math:`w_i` and :math:`W = \\sum_i w_i`,
+    :math:`TP = \\sum_i w_i [p_i \\ge t] y_i`, :math:`FP = \\sum_i w_i [p_i \\ge t] (1 - y_i)`,
+    N is W and :math:`\\pi` the weighted share of class 1.
 
     Examples
     --------
@@ -127,8 +140,9 @@ def net_benefit(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike, *,
     """
     probs, _, outcome, positive = _binary(probs, labels, positive_class)
     thresholds = _check_thresholds(thresholds)
-    model = _contributions(probs[:, positive], outcome, thresholds).mean(axis=0)
-    everyone = _contributions(np.ones_like(outcome), outcome, thresholds).mean(axis=0)
+    weights = check_sample_weight(sample_weight, outcome.size)
+    model = _mean(_contributions(probs[:, positive], outcome, thresholds), weights)
+    everyone = _mean(_contributions(np.ones_like(outcome), outcome, thresholds), weights)
     return pd.DataFrame({"threshold": thresholds, "net_benefit": model, "treat_all": everyone,
                          "treat_none": np.zeros_like(thresholds)})
 
@@ -136,13 +150,19 @@ def net_benefit(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike, *,
 # ----------------------------------------------------------------------------- recalibrated, cross-fitted
 
 def _cross_fitted(probs: NDArray, labels: NDArray, logits: ArrayLike | None, method: str, n_folds: int,
-                  seed: int) -> tuple[NDArray[np.float64], str]:
-    """Out-of-fold recalibrated predictions of ``method`` (the Recalibration page's cross-fitting) and its protocol."""
+                  seed: int, weights: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], str]:
+    """Out-of-fold recalibrated predictions of ``method`` (the Recalibration page's cross-fitting) and its protocol.
+
+    With ``weights`` each fold's map is fitted with the other folds' row weights (``fit(sample_weight=)``) on the
+    same stratified folds (:func:`calib_core.cross_fit`'s), so unit weights give the unweighted predictions.
+    """
     if logits is not None:
         logits = np.asarray(logits, dtype=np.float64)
         if logits.shape != probs.shape:
             raise CalibrationInputError(f"`logits` must have the shape of `probs` {probs.shape}, got {logits.shape}.")
     x, kind = model_input(probs, logits)
+    if weights is not None:
+        return _weighted_cross_fit(x, kind, labels, method, check_count(n_folds, "n_folds", 2), int(seed), weights)
     protocol = Protocol("cross_fit", n_folds=check_count(n_folds, "n_folds", 2), seed=int(seed)).normalised()
     ev = evaluation_set(x, probs, labels, protocol, input=kind)
     fit = fit_method(method, x, labels, ev)
@@ -151,9 +171,42 @@ def _cross_fitted(probs: NDArray, labels: NDArray, logits: ArrayLike | None, met
     return np.asarray(fit.probs, dtype=np.float64), fit.protocol
 
 
-def _paired_means(values: NDArray[np.float64], n_boot: int, seed: int, alpha: float
-                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Percentile bootstrap interval of the column means of ``values`` (N, C), resampling rows (paired columns)."""
+def _weighted_cross_fit(x: NDArray, kind: str, labels: NDArray, method: str, n_folds: int, seed: int,
+                        weights: NDArray[np.float64]) -> tuple[NDArray[np.float64], str]:
+    """:func:`_cross_fitted` with row weights (the folds of :func:`calib_core.cross_fit`)."""
+    if method not in RECALIBRATORS:
+        raise CalibrationInputError(f"unknown method {method!r}; known: {', '.join(RECALIBRATORS)}.")
+    n_rows = labels.size
+    folds = stratified_folds(labels, n_folds, seed=seed, n_classes=x.shape[1])
+    out = np.empty(x.shape)
+    for fold in range(n_folds):
+        held_out = folds == fold
+        if not weights[~held_out].sum() > 0:
+            raise CalibrationInputError(f"the rows outside fold {fold + 1} all have `sample_weight` 0: {method} "
+                                        "has nothing to fit there; give fewer folds or more weighted rows.")
+        model = RECALIBRATORS[method]()
+        model.set_params(input=kind)
+        try:
+            model.fit(x[~held_out], labels[~held_out], sample_weight=weights[~held_out])
+        except CalibrationInputError as exc:
+            raise CalibrationInputError(f"{method} could not be fitted with the row weights: {exc}") from None
+        out[held_out] = model.predict_proba(x[held_out])
+    protocol = (f"{n_folds}-fold cross-fitting on {n_rows:,} rows (stratified folds, seed {seed}): every "
+                f"recalibrated prediction comes from a map fitted, weighted by the row weights, on the other "
+                f"{n_folds - 1} folds; the net benefit weights all {n_rows:,} out-of-fold predictions.")
+    return out, protocol
+
+
+def _paired_means(values: NDArray[np.float64], n_boot: int, seed: int, alpha: float,
+                  weights: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Percentile bootstrap interval of the column means of ``values`` (N, C), resampling rows (paired columns).
+
+    With ``weights`` (checked) each resample draws the rows of positive weight with replacement and carries
+    their weights (the weighted bootstrap of :func:`calib_core.bootstrap_ci`): its value is the weighted mean.
+    """
+    if weights is not None:
+        positive = weights > 0
+        values, weights = values[positive], weights[positive]
     n_rows = values.shape[0]
     if n_boot == 0:
         nan = np.full(values.shape[1], np.nan)
@@ -161,6 +214,10 @@ def _paired_means(values: NDArray[np.float64], n_boot: int, seed: int, alpha: fl
     means = []
     for _, _, indices in index_blocks(np.random.default_rng(seed), n_rows, n_boot):
         counts = row_weights(indices, n_rows)[:, :n_rows].astype(np.float64)
+        if weights is not None:
+            counts *= weights
+            means.append(counts @ values / counts.sum(axis=1, keepdims=True))
+            continue
         means.append(counts @ values / n_rows)
     stacked = np.concatenate(means)
     return np.quantile(stacked, alpha / 2, axis=0), np.quantile(stacked, 1 - alpha / 2, axis=0)
@@ -183,6 +240,8 @@ class DecisionCurve:
     positive_class : int
     n, n_boot, seed : int
     alpha : float
+    sum_weight : float or None
+        The summed row weight W of a weighted curve (None: unweighted).
     """
 
     table: pd.DataFrame
@@ -193,12 +252,13 @@ class DecisionCurve:
     n_boot: int
     seed: int
     alpha: float
+    sum_weight: float | None = None
 
 
 def decision_curve(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike | None = None, *,
                    logits: ArrayLike | None = None, method: str = "Temperature scaling",
                    positive_class: int | None = None, n_folds: int = 5, n_boot: int = 200, seed: int = 0,
-                   alpha: float = 0.05) -> DecisionCurve:
+                   alpha: float = 0.05, sample_weight: ArrayLike | None = None) -> DecisionCurve:
     """The decision curve of the current and of the recalibrated predictions, with paired bootstrap intervals.
 
     Parameters
@@ -216,6 +276,14 @@ def decision_curve(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike | 
         the K-class recalibration).
     n_folds, n_boot, seed, alpha :
         Cross-fitting folds, bootstrap resamples (0: no intervals), their seed, the intervals' level.
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies): the net benefit of both curves and treat-all
+        are weighted (:func:`net_benefit`), each fold's map is fitted with the
+        weights (``fit(sample_weight=)``) and the bootstrap carries them.
+        Whole-number weights give the repeated rows' "before" and treat-all;
+        "after" is cross-fitted on the rows, not on their copies (copies of one
+        row would fall in different folds, so that a map would be scored on a
+        copy of a row it was fitted on).
 
     Returns
     -------
@@ -235,20 +303,22 @@ def decision_curve(probs: ArrayLike, labels: ArrayLike, thresholds: ArrayLike | 
     thresholds = DEFAULT_THRESHOLDS if thresholds is None else _check_thresholds(thresholds)
     n_boot = check_count(n_boot, "n_boot", 0)
     alpha = check_alpha(alpha)
-    after, protocol = _cross_fitted(probs, labels, logits, method, n_folds, seed)
+    weights = check_sample_weight(sample_weight, labels.size)
+    after, protocol = _cross_fitted(probs, labels, logits, method, n_folds, seed, weights)
     before_rows = _contributions(probs[:, positive], outcome, thresholds)
     after_rows = _contributions(after[:, positive], outcome, thresholds)
     stacked = np.hstack([before_rows, after_rows, after_rows - before_rows])
-    low, high = _paired_means(stacked, n_boot, seed, alpha)
-    means = stacked.mean(axis=0)
+    low, high = _paired_means(stacked, n_boot, seed, alpha, weights)
+    means = _mean(stacked, weights)
     count = thresholds.size
     table = pd.DataFrame({"threshold": thresholds,
-                          "treat_all": _contributions(np.ones_like(outcome), outcome, thresholds).mean(axis=0),
+                          "treat_all": _mean(_contributions(np.ones_like(outcome), outcome, thresholds), weights),
                           "treat_none": np.zeros(count)})
     for index, name in enumerate(("before", "after", "gain")):
         part = slice(index * count, (index + 1) * count)
         table[name], table[f"{name}_low"], table[f"{name}_high"] = means[part], low[part], high[part]
-    return DecisionCurve(table, method, protocol, positive, int(labels.size), n_boot, int(seed), alpha)
+    return DecisionCurve(table, method, protocol, positive, int(labels.size), n_boot, int(seed), alpha,
+                         None if weights is None else float(weights.sum()))
 
 
 # ----------------------------------------------------------------------------- regret
@@ -296,6 +366,8 @@ class RecalibrationValue:
     method, protocol : str
     n, n_boot : int
     alpha : float
+    weighted : bool
+        Whether the rows carried weights (the decisions are then counted by weight).
     """
 
     value: float
@@ -311,13 +383,15 @@ class RecalibrationValue:
     n: int
     n_boot: int
     alpha: float
+    weighted: bool = False
 
     def sentence(self) -> str:
         """One plain sentence in the user's units (no Markdown)."""
         interval = (f" ({1 - self.alpha:.0%} interval {self.ci_low:.3g} to {self.ci_high:.3g})"
                     if math.isfinite(self.ci_low) else "")
+        counted = " (each row counted by its weight)" if self.weighted else ""
         head = (f"Recalibration ({self.method}, cross-fitted) is worth {self.value:.3g} {self.units} per "
-                f"{self.per:,} decisions{interval}; it changes {self.changed:.1%} of the decisions.")
+                f"{self.per:,} decisions{counted}{interval}; it changes {self.changed:.1%} of the decisions.")
         if not math.isfinite(self.ci_low):
             return head
         if self.ci_low > 0:
@@ -331,7 +405,8 @@ def recalibration_value(probs: ArrayLike, labels: ArrayLike, *, threshold: float
                         cost_matrix: ArrayLike | None = None, units: str | None = None,
                         logits: ArrayLike | None = None, method: str = "Temperature scaling",
                         positive_class: int | None = None, per: int = 1000, n_folds: int = 5, n_boot: int = 200,
-                        seed: int = 0, alpha: float = 0.05) -> RecalibrationValue:
+                        seed: int = 0, alpha: float = 0.05,
+                        sample_weight: ArrayLike | None = None) -> RecalibrationValue:
     """The expected regret of acting on the current probabilities instead of recalibrated ones, per ``per`` decisions.
 
     Parameters
@@ -352,6 +427,10 @@ def recalibration_value(probs: ArrayLike, labels: ArrayLike, *, threshold: float
         As :func:`decision_curve`.
     per : int, default 1000
         Decisions the value is counted over.
+    sample_weight : array_like of shape (N,), optional
+        Row weights, as :func:`decision_curve`: the mean costs, the share of
+        changed decisions and the bootstrap are weighted (per ``per`` units of
+        weight), each fold's map is fitted with the weights.
 
     Returns
     -------
@@ -378,23 +457,29 @@ def recalibration_value(probs: ArrayLike, labels: ArrayLike, *, threshold: float
     alpha = check_alpha(alpha)
     if threshold is not None:
         probs, labels, outcome, positive = _binary(probs, labels, positive_class)
+        weights = check_sample_weight(sample_weight, labels.size)
         t = _check_thresholds([threshold])
-        after, protocol = _cross_fitted(probs, labels, logits, method, n_folds, seed)
+        after, protocol = _cross_fitted(probs, labels, logits, method, n_folds, seed, weights)
         cost_before = -_contributions(probs[:, positive], outcome, t)[:, 0]
         cost_after = -_contributions(after[:, positive], outcome, t)[:, 0]
-        changed = np.mean((probs[:, positive] >= t[0]) != (after[:, positive] >= t[0]))
+        changes = (probs[:, positive] >= t[0]) != (after[:, positive] >= t[0])
         units = units or "net true positives"
     else:
         probs, labels = check_probs_labels(probs, labels)
+        weights = check_sample_weight(sample_weight, labels.size)
         costs = _check_costs(cost_matrix, probs.shape[1])
-        after, protocol = _cross_fitted(probs, labels, logits, method, n_folds, seed)
+        after, protocol = _cross_fitted(probs, labels, logits, method, n_folds, seed, weights)
         action_before = np.argmin(probs @ costs.T, axis=1)
         action_after = np.argmin(after @ costs.T, axis=1)
         cost_before, cost_after = costs[action_before, labels], costs[action_after, labels]
-        changed = np.mean(action_before != action_after)
+        changes = action_before != action_after
         units = units or "cost units"
     difference = (cost_before - cost_after) * per
-    low, high = _paired_means(difference[:, None], n_boot, seed, alpha)
-    return RecalibrationValue(float(difference.mean()), float(low[0]), float(high[0]), float(cost_before.mean() * per),
-                              float(cost_after.mean() * per), float(changed), per, str(units), method, protocol,
-                              int(labels.size), n_boot, alpha)
+    low, high = _paired_means(difference[:, None], n_boot, seed, alpha, weights)
+    if weights is None:
+        value, before, after_cost, changed = difference.mean(), cost_before.mean(), cost_after.mean(), np.mean(changes)
+    else:
+        value, before, after_cost, changed = _mean(np.c_[difference, cost_before, cost_after, changes], weights)
+    return RecalibrationValue(float(value), float(low[0]), float(high[0]), float(before * per),
+                              float(after_cost * per), float(changed), per, str(units), method, protocol,
+                              int(labels.size), n_boot, alpha, weights is not None)

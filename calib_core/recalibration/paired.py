@@ -26,7 +26,7 @@ from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
 from calib_core.metrics.registry import get_metric, metric_function, metric_name
 from calib_core.recalibration.compare import HIGHER_IS_BETTER, METRIC_KEYS
-from calib_core.validation import CalibrationInputError, check_count
+from calib_core.validation import CalibrationInputError, check_count, check_sample_weight
 
 __all__ = ["CONFIDENCE_SYSTEM_KEYS", "CLASS_SYSTEM_KEYS", "PairedDifference", "PairedMetric", "SystemsComparison",
            "compare_systems", "paired_metric"]
@@ -97,11 +97,14 @@ def _labels_per_model(labels: ArrayLike, n_models: int) -> list[np.ndarray]:
 
 def paired_metric(key: str, probs_list: Sequence[ArrayLike], labels: ArrayLike, *, n_bins: int = 15,
                   binning: str = "uniform", bandwidth: float | None = None, n_boot: int = 1000, seed: int = 0,
-                  alpha: float = 0.05) -> PairedMetric:
+                  alpha: float = 0.05, sample_weight: ArrayLike | None = None) -> PairedMetric:
     """One metric of several models on the same rows, resampled with one seed (:func:`resampled_metrics`).
 
     ``labels`` has shape (N,), or (M, N) with one row per model (confidence models: each system's
-    correctness on the same items). The same seed draws the same rows for every model.
+    correctness on the same items). The same seed draws the same rows for every model. ``sample_weight``
+    (shape (N,), one weight per row, shared by every model) weights each value as the metric's registry entry
+    does and the resamples carry the weights (:func:`calib_core.bootstrap_ci`'s weighted bootstrap), the same
+    rows for every model.
 
     Raises
     ------
@@ -116,8 +119,12 @@ def paired_metric(key: str, probs_list: Sequence[ArrayLike], labels: ArrayLike, 
                                     f"{spec.no_interval or 'it declares no interval'}.")
     function = metric_function(key, n_bins=n_bins, binning=binning, bandwidth=bandwidth)
     per_model = _labels_per_model(labels, len(probs_list))
-    estimates = np.array([float(function(p, y)) for p, y in zip(probs_list, per_model)])
-    samples = np.stack([resampled_metrics({key: function}, p, y, n_boot=n_boot, seed=seed)[key]
+    weights = check_sample_weight(sample_weight, np.shape(per_model[0])[-1])
+    if weights is None:
+        estimates = np.array([float(function(p, y)) for p, y in zip(probs_list, per_model)])
+    else:
+        estimates = np.array([float(function(p, y, sample_weight=weights)) for p, y in zip(probs_list, per_model)])
+    samples = np.stack([resampled_metrics({key: function}, p, y, n_boot=n_boot, seed=seed, sample_weight=weights)[key]
                         for p, y in zip(probs_list, per_model)])
     lows, highs = np.full(len(probs_list), math.nan), np.full(len(probs_list), math.nan)
     for m in range(len(probs_list)):
@@ -217,7 +224,7 @@ class SystemsComparison:
 def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names: Sequence[str],
                     keys: Sequence[str] | None = None, kind: str = "classes", n_bins: int = 15,
                     binning: str = "uniform", bandwidth: float | None = None, n_boot: int = 1000, seed: int = 0,
-                    alpha: float = 0.05) -> SystemsComparison:
+                    alpha: float = 0.05, sample_weight: ArrayLike | None = None) -> SystemsComparison:
     """Compare models on the same rows: each metric's paired differences, their intervals and verdicts.
 
     Parameters
@@ -235,6 +242,11 @@ def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names
     kind : {"classes", "confidence"}
     n_bins, binning, bandwidth : settings of the binned and kernel metrics.
     n_boot, seed, alpha : the paired bootstrap (``n_boot >= 2``) and its ``1 - alpha`` intervals.
+    sample_weight : array_like of shape (N,), optional
+        One weight per item, shared by every model (:func:`paired_metric`):
+        each value is the weighted metric (whole-number weights: the repeated
+        items; a metric defined only on repeated rows refuses other weights,
+        saying why) and the paired resamples carry the weights.
 
     Returns
     -------
@@ -283,7 +295,7 @@ def compare_systems(probs_list: Sequence[ArrayLike], labels: ArrayLike, *, names
     for key in keys:
         found = paired_metric(key, probs_list, labels, n_bins=n_bins, binning=binning,
                               bandwidth=bandwidth if get_metric(key).with_bandwidth else None, n_boot=n_boot,
-                              seed=seed, alpha=alpha)
+                              seed=seed, alpha=alpha, sample_weight=sample_weight)
         metrics.append(found)
         higher = key in HIGHER_IS_BETTER
         for i, j in itertools.combinations(range(len(names)), 2):

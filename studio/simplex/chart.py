@@ -23,16 +23,24 @@ def show_chart(model: ModelView, models: list[ModelView], view: SimplexReliabili
     downloads.report_button("simplex", models)
     table = view.table
     kept = int(view.projection.kept.sum())
-    rows_text = f"{kept:,} rows"
-    if view.projection.n_excluded:
+    weighted = view.projection.weights is not None
+    rows_text = f"{kept:,} rows" + (f" (total weight {table.n_total:,.6g})" if weighted else "")
+    three = view.projection.mode == "classes"
+    if view.projection.n_excluded and weighted:
+        rows_text += (f" of positive weight{' whose label is one of the three classes' if three else ''} "
+                      f"({view.projection.n_excluded:,} rows left out: {'another label or ' if three else ''}"
+                      "weight 0)")
+    elif view.projection.n_excluded:
         rows_text += (f" whose label is one of the three classes ({view.projection.n_excluded:,} rows with "
                       "another label are left out)")
+    size = "summed row weight" if weighted else "number of rows"
     if partition == "uniform":
         cells_text = (f"{n_bins}² = {n_bins * n_bins} triangles, {table.n_cells} of them non-empty, one arrow "
-                      "each; cell colour = number of rows")
+                      f"each; cell colour = {size}")
     else:
-        cells_text = (f"{table.n_cells} cells of at most {min_bin_size:,} rows (each the region its splits cut "
-                      "out of the triangle), one arrow each; cell colour = number of rows, dots = predictions")
+        cells_text = (f"{table.n_cells} cells of at most {min_bin_size:,} {'in weight' if weighted else 'rows'} "
+                      "(each the region its splits cut out of the triangle), one arrow each; cell colour = "
+                      f"{size}, dots = predictions")
     scale_text = "" if arrow_scale == 1.0 else f" Arrows drawn {arrow_scale:g}× their length."
     st.caption(f"{md(model.name)}: {rows_text}; {cells_text}. Hover an arrow for its count, mean prediction and "
                f"observed frequency.{scale_text}")

@@ -70,9 +70,9 @@ def test_data_page_weight_column_reloads_with_weights_and_the_pages_use_them():
     assert report.values["brier"] == pytest.approx(cc.brier_score(p.probs, p.labels, sample_weight=weights))
     assert report.values["brier"] != pytest.approx(cc.brier_score(p.probs, p.labels))
 
-    at.switch_page("pages/5_Simplex.py").run()
+    at.switch_page("pages/7_Estimators.py").run()
     warnings = [w.value for w in at.warning if "Row weights" in w.value]
-    assert warnings and "unweighted" in warnings[0] and "simplex\\_reliability" in warnings[0]
+    assert warnings and "unweighted" in warnings[0] and "estimator comparisons" in warnings[0]
 
 
 def test_the_data_headlines_accuracy_is_weighted_like_its_ece():

@@ -14,8 +14,8 @@ import pytest
 import calib_core as cc
 from calib_core.engines.cli import main
 from calib_core.io import Predictions, load_predictions
-from studio import compute, report, state
-from studio.weights_reasons import REPORT_UNWEIGHTED, UNWEIGHTED
+from studio import compute, report, report_confidence, state
+from studio.weights_reasons import REPORT_UNWEIGHTED
 
 SETTINGS = report.ReportSettings(n_bins=10, binning="uniform", n_boot=10, seed=4, n_resamples=100,
                                  sensitivity_bins=(5, 10), simplex_bins=4)
@@ -97,14 +97,33 @@ def test_the_unweighted_sections_say_so_with_the_pages_reasons(weighted):
         "weighted" in text
     assert _data(text)["models"][0]["summary"]["sum_weight"] == total
     # the page's own sentence; Bin sensitivity is weighted (cc.bin_sensitivity(sample_weight=)), as its page
-    assert f"<h2>{report._TITLES['simplex']}</h2><p class='note unweighted'>Unweighted: {UNWEIGHTED['Simplex']};" \
-        in text
+    # Simplex is weighted (cc.simplex_reliability(sample_weight=)), as its page
+    assert f"<h2>{report._TITLES['simplex']}</h2><p class='note unweighted'>" not in text
     assert f"<h2>{report._TITLES['sensitivity']}</h2><p class='note unweighted'>" not in text
-    assert f"</h2><p class='note unweighted'>Unweighted: {REPORT_UNWEIGHTED['selective'][1]};" in text
+    # selective prediction is weighted (risk_coverage, its band and abstention_threshold take sample_weight)
+    assert "Selective prediction: when to abstain</h2><p class='note unweighted'>" not in text
     assert report._fixable(model, SETTINGS)["sentence"].endswith(f"Unweighted: {REPORT_UNWEIGHTED['fixable'][1]}.")
     plain = Predictions.from_arrays(weighted.probs, weighted.labels, name="plain")
     text = report.build_report([report.ReportModel("plain", plain)], SETTINGS, sections=("sensitivity",))
     assert "Unweighted" not in text and "weights" not in _data(text)
+
+
+def test_the_reports_selective_section_is_weighted(weighted):
+    """Before: the report's selective prediction counted rows and said so ('Unweighted')."""
+    p, w = weighted, weighted.sample_weight
+    rows, curves, bands, chosen = report_confidence.selective_data([report.ReportModel("clinic", p)], SETTINGS)
+    expected = cc.risk_coverage(p.confidence, p.correct, sample_weight=w)
+    np.testing.assert_array_equal(curves["clinic"].risk, expected.risk)
+    assert not np.array_equal(expected.risk, cc.risk_coverage(p.confidence, p.correct).risk)
+    band = cc.risk_coverage_band(p.confidence, p.correct, n_boot=min(SETTINGS.n_boot, 200), alpha=SETTINGS.alpha,
+                                 seed=SETTINGS.seed, sample_weight=w)
+    np.testing.assert_array_equal(bands["clinic"].low, band.low)
+    found = cc.abstention_threshold(p.confidence, p.correct, report_confidence.TARGET_RISK,
+                                    delta=report_confidence.DELTA, sample_weight=w)
+    assert chosen["clinic"] == found and rows[0]["threshold"]["guarantee"] == found.guarantee
+    assert rows[0]["aurc"] == cc.aurc(p.confidence, p.correct, sample_weight=w)
+    risks = cc.selective_risk(p.confidence, p.correct, list(report_confidence.COVERAGES), sample_weight=w)
+    assert list(rows[0]["selective_risk"].values()) == [float(r) for r in risks]
 
 
 def test_the_reports_bin_sensitivity_is_the_pages_weighted_sweep(weighted):
@@ -141,18 +160,31 @@ def test_cli_html_with_a_weight_column_writes_the_weighted_report(tmp_path, caps
     assert "wrote" in capsys.readouterr().out
 
 
-def test_cli_html_weighted_decisions_section_says_it_takes_no_weights(tmp_path, monkeypatch):
-    """Before: --html refused --weight-column. The decision curve, which counts rows, is not drawn unweighted for a
-    weighted model: the section gives calib_core's reason (moved here from tests/engines/test_cli_deployment.py)."""
+def test_cli_html_weighted_decisions_section_is_the_weighted_decision_curve(tmp_path, monkeypatch):
+    """Before: the section said that it takes no row weights (the decision curve counted rows). Now the report's
+    decision curve and value are calib_core.decision_curve / recalibration_value with the weights, as the
+    Deployment page's."""
     monkeypatch.setattr(report, "ReportSettings", functools.partial(report.ReportSettings, sensitivity_bins=(5, 10),
-                                                                    n_resamples=100))  # fast; neither is weighted
+                                                                    n_resamples=100))  # fast
     rng = np.random.default_rng(0)
     p1 = rng.beta(1.2, 2.0, 120)
     path, out = tmp_path / "test.csv", tmp_path / "r.html"
     pd.DataFrame({"p_no": 1 - p1, "p_yes": p1, "label": np.where(rng.random(120) < p1, "yes", "no"),
-                  "w": 2.0}).to_csv(path, index=False)
+                  "w": 1.0 + 3.0 * (p1 > 0.5)}).to_csv(path, index=False)
     assert main(["report", str(path), "--weight-column", "w", "--threshold", "0.3", "--n-boot", "5",
                  "--html", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
-    assert "<h2>Decisions</h2>" in text and "takes no row weights yet" in text
+    assert "<h2>Decisions</h2>" in text and "takes no row weights" not in text
     assert "<b>Row weights</b>" in text
+    p = load_predictions(path, weight_column="w")
+    section = _data(text)["decisions"][0]["decisions"]
+    curve = cc.decision_curve(p.probs, p.labels, n_boot=5, seed=report.ReportSettings().seed,
+                              sample_weight=p.sample_weight)
+    plain = cc.decision_curve(p.probs, p.labels, n_boot=0)
+    np.testing.assert_allclose(section["curve"]["before"], curve.table["before"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(section["curve"]["after"], curve.table["after"], rtol=0, atol=1e-12)
+    assert not np.allclose(section["curve"]["before"], plain.table["before"])
+    value = cc.recalibration_value(p.probs, p.labels, threshold=0.3, n_boot=5, seed=report.ReportSettings().seed,
+                                   sample_weight=p.sample_weight)
+    assert section["value"]["value"] == pytest.approx(value.value, abs=1e-12) and section["weighted"] is True
+    assert "each row counted by its weight" in section["value"]["sentence"]

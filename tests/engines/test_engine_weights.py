@@ -149,8 +149,6 @@ def test_bad_weights_in_a_file_are_refused_with_their_row(tmp_path):
     frame.assign(w=0.0).to_csv(tmp_path / "zero.csv", index=False)
     with pytest.raises(CalibrationInputError, match="weights sum to 0"):
         evaluate(tmp_path / "zero.csv", engine="stream", weight_column="w")
-    with pytest.raises(CalibrationInputError, match="group_column"):
-        evaluate(tmp_path / "zero.csv", engine="stream", weight_column="w", group_column="label")
 
 
 def test_split_filter_keeps_each_row_with_its_weight(tmp_path):
