@@ -40,6 +40,7 @@ References
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ from scipy import stats
 
 from calib_core.inference.resample import index_blocks, row_weights
 from calib_core.inference.verdicts import check_alpha
+from calib_core.recalibration._base import Recalibrator
 from calib_core.recalibration.prevalence import PrevalenceAdjustment, _check_prevalence, adjust_prevalence
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_labels, check_positive,
                                    check_probs, row_argmax)
@@ -96,7 +98,16 @@ class PrevalenceEstimate:
     assumption : str
         The assumption every number here rests on.
     notes : tuple of str
-        What the caller must know (assumed source prevalence, clipped BBSE weights, calibration).
+        What the caller must know (assumed source prevalence, clipped BBSE weights, calibration); the first
+        one says so when the interval does not hold.
+    em_bias : ndarray of shape (K,)
+        The EM's calibration check: the EM on the labelled rows re-weighted to the estimate (label shift by
+        construction, so the truth is the estimate) minus the estimate. NaN for BBSE and without
+        ``probs_labelled``.
+    interval_holds : bool or None
+        False when ``em_bias`` is significant and large enough against the interval's spread that the
+        interval cannot cover at its stated level (:func:`estimate_prevalence`, Notes); None when
+        not checked (BBSE, no labelled predictions, no resamples).
     """
 
     prevalence: NDArray[np.float64]
@@ -114,6 +125,8 @@ class PrevalenceEstimate:
     adjustment: PrevalenceAdjustment | None
     assumption: str = _ASSUMPTION
     notes: tuple[str, ...] = ()
+    em_bias: NDArray[np.float64] | None = None
+    interval_holds: bool | None = None
 
     @property
     def class_weights(self) -> NDArray[np.float64]:
@@ -158,6 +171,8 @@ class PrevalenceEstimate:
             found = "a shift" if self.shift_p_value < self.alpha else "no evidence of a shift"
             text += (f" Likelihood-ratio test of no shift: statistic {self.shift_statistic:.3g}, "
                      f"p = {self.shift_p_value:.3g}, {found} at alpha = {self.alpha:g}.")
+        if self.interval_holds is False:
+            text += f" The {level} intervals do not hold: the predictions fail the EM's calibration check."
         return text
 
 
@@ -165,15 +180,15 @@ def _em_batch(probs: NDArray[np.float64], source: NDArray[np.float64], counts: N
               start: NDArray[np.float64], max_iter: int, tol: float) -> tuple[NDArray[np.float64], int, bool]:
     """EM for a block of row-count vectors at once: ``counts`` (B, N), ``start`` (B, K); the (B, K) estimates.
 
-    Each replicate stops as soon as it has converged (the others go on), so one slow resample does not keep
-    the whole block iterating.
+    ``source`` is one prevalence (K,) or one per replicate (B, K). Each replicate stops as soon as it has
+    converged (the others go on), so one slow resample does not keep the whole block iterating.
     """
     total = counts.sum(axis=1, keepdims=True)
     prevalence = start.copy()
     active = np.arange(prevalence.shape[0])
     for iteration in range(1, max_iter + 1):
         current = prevalence[active]
-        ratio = current / source  # (B, K)
+        ratio = current / (source if source.ndim == 1 else source[active])  # (B, K)
         denominators = probs @ ratio.T  # (N, B): sum_k p_ik pi_k / pi_source_k
         updated = ratio * ((counts[active] / denominators.T) @ probs) / total[active]
         moving = np.abs(updated - current).max(axis=1) >= tol
@@ -273,16 +288,143 @@ def _labelled(probs_labelled: ArrayLike | None, labels: ArrayLike | None,
     return checked_probs, checked
 
 
+def _em_and_check(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | None, onehot: NDArray[np.float64],
+                  source: NDArray[np.float64] | None, counts: NDArray[np.float64], counts_labelled: NDArray[np.float64],
+                  start: NDArray[np.float64], max_iter: int,
+                  tol: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """EM estimates and calibration checks of a block of joint resamples (B rows of counts each).
+
+    ``counts`` (B, N) weigh the unlabelled rows, ``counts_labelled`` (B, M) the labelled rows; ``source``
+    None takes each resample's source prevalence from its labels. Returns the (B, K) estimates, the (B, K)
+    checks (EM on the labelled rows re-weighted to the estimate, minus the estimate; NaN without
+    ``probs_labelled``) and which resamples are usable (every class among their labels).
+    """
+    frequencies = counts_labelled @ onehot / counts_labelled.sum(axis=1, keepdims=True)
+    usable = (frequencies > 0).all(axis=1)
+    frequencies, counts, counts_labelled, start = (frequencies[usable], counts[usable], counts_labelled[usable],
+                                                   start[usable])
+    prior = frequencies if source is None else source
+    estimates, _, _ = _em_batch(probs, prior, counts, start, max_iter, tol)
+    checks = np.full_like(estimates, np.nan)
+    if probs_labelled is not None and estimates.size:
+        shifted = counts_labelled * ((estimates / frequencies) @ onehot.T)  # label shift to the estimate
+        checks = _em_batch(probs_labelled, prior, shifted, estimates, max_iter, tol)[0] - estimates
+    return estimates, checks, usable
+
+
+def _interval_holds(draws: NDArray[np.float64], checks: NDArray[np.float64], bias: NDArray[np.float64],
+                    alpha: float) -> tuple[bool | None, NDArray[np.float64]]:
+    """Whether the EM interval can hold its level given the calibration check, and its coverage at that bias.
+
+    A class fails when its check is significant (its percentile interval over the resamples excludes 0)
+    and the coverage a ``1 - alpha`` interval of standard error ``se`` has at a bias ``b``,
+    :math:`\\Phi(z - |b|/se) - \\Phi(-z - |b|/se)` ([Armstrong2020]_), is below ``1 - 2 alpha``.
+    """
+    coverage = np.full(bias.shape, np.nan)
+    if draws.shape[0] < 2 or not np.isfinite(bias).all() or not np.isfinite(checks).all():
+        return None, coverage
+    z = stats.norm.ppf(1 - alpha / 2)
+    spread = draws.std(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(spread > 0, np.abs(bias) / spread, np.where(bias == 0, 0.0, np.inf))
+    coverage = stats.norm.cdf(z - ratio) - stats.norm.cdf(-z - ratio)
+    low, high = np.quantile(checks, alpha / 2, axis=0), np.quantile(checks, 1 - alpha / 2, axis=0)
+    significant = (low > 0) | (high < 0)
+    return not bool((significant & (coverage < 1 - 2 * alpha)).any()), coverage
+
+
 def _percentiles(draws: NDArray[np.float64], alpha: float, n_classes: int) -> tuple[NDArray, NDArray]:
     if draws.shape[0] == 0:
         return np.full(n_classes, np.nan), np.full(n_classes, np.nan)
     return np.quantile(draws, alpha / 2, axis=0), np.quantile(draws, 1 - alpha / 2, axis=0)
 
 
+_NOT_HELD = ("The EM interval does not hold its {level:.0%} here: re-weighted to the estimate, the labelled rows "
+             "give an EM error of {bias:+.3f} for class {k}, a bias that leaves the interval covering about "
+             "{coverage:.0%} (the predictions are not calibrated where the deployment puts its weight: the "
+             "EM's assumption fails). Read the BBSE estimate, or recalibrate (`recalibrator=`).")
+
+
+@dataclass(frozen=True)
+class _EMRun:
+    probs: NDArray[np.float64]  # the unlabelled predictions the EM ran on (recalibrated when asked)
+    estimate: NDArray[np.float64]
+    iterations: int
+    converged: bool
+    draws: NDArray[np.float64]  # (R, K) bootstrap estimates
+    checks: NDArray[np.float64]  # (R, K) calibration checks of the resamples
+    bias: NDArray[np.float64]  # (K,) calibration check of the data
+    notes: tuple[str, ...]
+
+
+def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | None,
+            labels: NDArray[np.intp] | None, given_source: NDArray[np.float64] | None, source: NDArray[np.float64],
+            recalibrator: Recalibrator | None, n_boot: int, rng: np.random.Generator, max_iter: int,
+            tol: float) -> _EMRun:
+    """The EM estimate, its calibration check and the joint bootstrap (see :func:`estimate_prevalence`)."""
+    n_rows, n_classes = probs.shape
+    notes = ["The EM assumes the predictions are calibrated on the labelled test set; recalibrate them first "
+             "(Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate and the no-shift test "
+             "absorb the miscalibration as a shift."]
+    raw, raw_labelled = probs, probs_labelled
+    if recalibrator is not None:
+        fitted = copy.deepcopy(recalibrator).fit(probs_labelled, labels)
+        probs, probs_labelled = fitted.predict_proba(raw), fitted.predict_proba(raw_labelled)
+        notes[0] = (f"The predictions were recalibrated by {type(recalibrator).__name__} fitted on the labelled rows "
+                    "(refitted in every resample) before the EM (Alexandari et al. 2020).")
+    estimate, iterations, converged = em_prevalence(probs, source, max_iter=max_iter, tol=tol)
+    if not converged:
+        notes.append(f"The EM did not converge in {max_iter} iterations: read the estimate with care.")
+    if labels is None:
+        draws = []
+        for block in range(0, n_boot, max(1, _EM_BLOCK_CELLS // (n_rows * n_classes))):
+            count = min(max(1, _EM_BLOCK_CELLS // (n_rows * n_classes)), n_boot - block)
+            for _, _, indices in index_blocks(rng, n_rows, count):
+                counts = row_weights(indices, n_rows)[:, :n_rows].astype(np.float64)
+                draws.append(_em_batch(probs, source, counts, np.repeat(estimate[None, :], len(counts), axis=0),
+                                       max_iter, tol)[0])
+        notes.append("The interval resamples the unlabelled rows only: without labelled rows it holds the source "
+                     "prevalence and the predictions' calibration fixed, and is too narrow when they are not.")
+        stacked = np.concatenate(draws) if draws else np.empty((0, n_classes))
+        return _EMRun(probs, estimate, iterations, converged, stacked, np.full_like(stacked, np.nan),
+                      np.full(n_classes, np.nan), tuple(notes))
+    onehot = np.eye(n_classes)[labels]
+    n_labelled = labels.size
+    _, bias, _ = _em_and_check(probs, probs_labelled, onehot, given_source, np.ones((1, n_rows)),
+                               np.ones((1, n_labelled)), estimate[None, :], max_iter, tol)
+    draws, checks, used = [], [], 0
+    per_block = 1 if recalibrator is not None else max(1, _EM_BLOCK_CELLS // (max(n_rows, n_labelled) * n_classes))
+    for block in range(0, n_boot, per_block):
+        count = min(per_block, n_boot - block)
+        counts = row_weights(rng.integers(0, n_rows, (count, n_rows)), n_rows)[:, :n_rows].astype(np.float64)
+        labelled_rows = rng.integers(0, n_labelled, (count, n_labelled))
+        counts_labelled = row_weights(labelled_rows, n_labelled)[:, :n_labelled].astype(np.float64)
+        resampled, resampled_labelled = probs, probs_labelled
+        if recalibrator is not None:
+            try:
+                refitted = copy.deepcopy(recalibrator).fit(raw_labelled[labelled_rows[0]], labels[labelled_rows[0]])
+            except CalibrationInputError:  # e.g. a resample without some class
+                continue
+            resampled, resampled_labelled = refitted.predict_proba(raw), refitted.predict_proba(raw_labelled)
+        found, check, usable = _em_and_check(resampled, resampled_labelled, onehot, given_source, counts,
+                                             counts_labelled, np.repeat(estimate[None, :], count, axis=0),
+                                             max_iter, tol)
+        draws.append(found)
+        checks.append(check)
+        used += int(usable.sum())
+    if used < n_boot:
+        notes.append(f"{n_boot - used} of {n_boot} resamples lacked a class among their labelled rows and were "
+                     "left out of the interval.")
+    stacked = np.concatenate(draws) if draws else np.empty((0, n_classes))
+    return _EMRun(probs, estimate, iterations, converged, stacked,
+                  np.concatenate(checks) if checks else np.empty((0, n_classes)), bias[0], tuple(notes))
+
+
 def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLike | None = None,
                         method: str = "em", *, probs_labelled: ArrayLike | None = None,
                         labels: ArrayLike | None = None, n_boot: int = 200, alpha: float = 0.05,
-                        seed: int | None = 0, max_iter: int = 1000, tol: float = 1e-8) -> PrevalenceEstimate:
+                        seed: int | None = 0, max_iter: int = 1000, tol: float = 1e-8,
+                        recalibrator: Recalibrator | None = None) -> PrevalenceEstimate:
     """Estimate the class prevalence of a deployment from the model's predictions on its unlabelled rows.
 
     Parameters
@@ -357,6 +499,9 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     n_boot = check_count(n_boot, "n_boot", 0)
     alpha = check_alpha(alpha)
     probs_labelled, checked_labels = _labelled(probs_labelled, labels, n_classes)
+    if recalibrator is not None and (method != "em" or probs_labelled is None):
+        raise CalibrationInputError("`recalibrator` is fitted on `probs_labelled` and `labels` before the EM: it "
+                                    "needs both, and method='em' (BBSE does not need calibrated predictions).")
     notes: list[str] = []
     if source_prevalence is not None:
         source = _check_prevalence(source_prevalence, n_classes, "source_prevalence")
@@ -369,24 +514,21 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
                      "prevalences (1/K each). Give the test set's labels or its prevalence.")
     rng = np.random.default_rng(seed)
     nan = math.nan
+    bias = np.full(n_classes, nan)
+    holds: bool | None = None
     if method == "em":
-        notes.append("The EM assumes the predictions are calibrated on the labelled test set; recalibrate them "
-                     "first (Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate and "
-                     "the no-shift test absorb the miscalibration as a shift.")
-        estimate, iterations, converged = em_prevalence(probs, source, max_iter=max_iter, tol=tol)
-        if not converged:
-            notes.append(f"The EM did not converge in {max_iter} iterations: read the estimate with care.")
+        run = _em_run(probs, probs_labelled, checked_labels, None if source_prevalence is None else source,
+                      source, recalibrator, n_boot, rng, max_iter, tol)
+        probs, estimate, iterations, converged, bias = run.probs, run.estimate, run.iterations, run.converged, run.bias
+        notes.extend(run.notes)
         statistic = max(2.0 * _log_likelihood(probs, source, estimate), 0.0)
         p_value = float(stats.chi2.sf(statistic, n_classes - 1))
-        draws = []
-        per_block = max(1, _EM_BLOCK_CELLS // (n_rows * n_classes))
-        for start in range(0, n_boot, per_block):
-            count = min(per_block, n_boot - start)
-            for _, _, indices in index_blocks(rng, n_rows, count):
-                counts = row_weights(indices, n_rows)[:, :n_rows].astype(np.float64)
-                block, _, _ = _em_batch(probs, source, counts, np.repeat(estimate[None, :], len(counts), axis=0),
-                                        max_iter, tol)
-                draws.append(block)
+        draws = [run.draws]
+        holds, coverage = _interval_holds(run.draws, run.checks, bias, alpha)
+        if holds is False:
+            worst = int(np.nanargmin(coverage))
+            notes.insert(0, _NOT_HELD.format(level=1 - alpha, k=worst, bias=bias[worst],
+                                             coverage=max(coverage[worst], 0.0)))
     else:
         if probs_labelled is None or checked_labels is None:
             raise CalibrationInputError("method='bbse' needs `probs_labelled` and `labels` (labelled test-set rows "
@@ -423,4 +565,5 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     else:
         notes.append("A class's estimated prevalence is 0, so the predictions are not moved to it.")
     return PrevalenceEstimate(estimate, low, high, source, method, n_rows, n_boot, alpha, float(statistic),
-                              float(p_value), iterations, converged, adjustment, _ASSUMPTION, tuple(notes))
+                              float(p_value), iterations, converged, adjustment, _ASSUMPTION, tuple(notes), bias,
+                              holds)
