@@ -183,17 +183,22 @@ def _em_batch(probs: NDArray[np.float64], source: NDArray[np.float64], counts: N
     ``source`` is one prevalence (K,) or one per replicate (B, K). Each replicate stops as soon as it has
     converged (the others go on), so one slow resample does not keep the whole block iterating.
     """
-    total = counts.sum(axis=1, keepdims=True)
     prevalence = start.copy()
     active = np.arange(prevalence.shape[0])
+    # the replicates still moving, compacted only when one stops (not copied at every iteration)
+    current, weights, prior = start, counts, np.broadcast_to(source, start.shape)
+    total = weights.sum(axis=1, keepdims=True)
     for iteration in range(1, max_iter + 1):
-        current = prevalence[active]
-        ratio = current / (source if source.ndim == 1 else source[active])  # (B, K)
+        ratio = current / prior  # (B, K)
         denominators = probs @ ratio.T  # (N, B): sum_k p_ik pi_k / pi_source_k
-        updated = ratio * ((counts[active] / denominators.T) @ probs) / total[active]
+        updated = ratio * ((weights / denominators.T) @ probs) / total
         moving = np.abs(updated - current).max(axis=1) >= tol
         prevalence[active] = updated
-        active = active[moving]
+        if moving.all():
+            current = updated
+            continue
+        active, current, weights, prior, total = (active[moving], updated[moving], weights[moving], prior[moving],
+                                                  total[moving])
         if active.size == 0:
             return prevalence, iteration, True
     return prevalence, max_iter, False
@@ -295,9 +300,11 @@ def _em_and_check(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64
     """EM estimates and calibration checks of a block of joint resamples (B rows of counts each).
 
     ``counts`` (B, N) weigh the unlabelled rows, ``counts_labelled`` (B, M) the labelled rows; ``source``
-    None takes each resample's source prevalence from its labels. Returns the (B, K) estimates, the (B, K)
-    checks (EM on the labelled rows re-weighted to the estimate, minus the estimate; NaN without
-    ``probs_labelled``) and which resamples are usable (every class among their labels).
+    None takes each resample's source prevalence from its labels. Returns the (B, K) estimates, the
+    (B, 2, K) checks and which resamples are usable (every class among their labels). A check is the EM
+    on the labelled rows re-weighted by class to a known prevalence (label shift by construction) minus
+    that prevalence: ``[:, 0]`` at the estimate, ``[:, 1]`` at the labels' own frequencies (no shift); NaN
+    without ``probs_labelled``.
     """
     frequencies = counts_labelled @ onehot / counts_labelled.sum(axis=1, keepdims=True)
     usable = (frequencies > 0).all(axis=1)
@@ -305,31 +312,36 @@ def _em_and_check(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64
                                                    start[usable])
     prior = frequencies if source is None else source
     estimates, _, _ = _em_batch(probs, prior, counts, start, max_iter, tol)
-    checks = np.full_like(estimates, np.nan)
+    checks = np.full((estimates.shape[0], 2, estimates.shape[1]), np.nan)
     if probs_labelled is not None and estimates.size:
         shifted = counts_labelled * ((estimates / frequencies) @ onehot.T)  # label shift to the estimate
-        checks = _em_batch(probs_labelled, prior, shifted, estimates, max_iter, tol)[0] - estimates
+        checks[:, 0] = _em_batch(probs_labelled, prior, shifted, estimates, max_iter, tol)[0] - estimates
+        checks[:, 1] = _em_batch(probs_labelled, prior, counts_labelled, frequencies, max_iter, tol)[0] - frequencies
     return estimates, checks, usable
 
 
 def _interval_holds(draws: NDArray[np.float64], checks: NDArray[np.float64], bias: NDArray[np.float64],
                     alpha: float) -> tuple[bool | None, NDArray[np.float64]]:
-    """Whether the EM interval can hold its level given the calibration check, and its coverage at that bias.
+    """Whether the EM interval can hold its level given the calibration checks, and its coverage at each bias.
 
-    A class fails when its check is significant (its percentile interval over the resamples excludes 0)
-    and the coverage a ``1 - alpha`` interval of standard error ``se`` has at a bias ``b``,
+    ``bias`` (2, K) and ``checks`` (R, 2, K) as :func:`_em_and_check` returns them. A check fails when it
+    is significant (``|b| / sd`` beyond the normal quantile of ``1 - alpha / (2 m)``, Bonferroni over the
+    ``m = 2 K`` checks, ``sd`` their spread over the resamples, so a calibrated model is flagged in at
+    most ``alpha`` of data sets) and the coverage a
+    ``1 - alpha`` interval of standard error ``se`` (the spread of ``draws``) has at a bias ``b``,
     :math:`\\Phi(z - |b|/se) - \\Phi(-z - |b|/se)` ([Armstrong2020]_), is below ``1 - 2 alpha``.
     """
     coverage = np.full(bias.shape, np.nan)
     if draws.shape[0] < 2 or not np.isfinite(bias).all() or not np.isfinite(checks).all():
         return None, coverage
     z = stats.norm.ppf(1 - alpha / 2)
-    spread = draws.std(axis=0, ddof=1)
+    spread = draws.std(axis=0, ddof=1)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(spread > 0, np.abs(bias) / spread, np.where(bias == 0, 0.0, np.inf))
     coverage = stats.norm.cdf(z - ratio) - stats.norm.cdf(-z - ratio)
-    low, high = np.quantile(checks, alpha / 2, axis=0), np.quantile(checks, 1 - alpha / 2, axis=0)
-    significant = (low > 0) | (high < 0)
+    noise = checks.std(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        significant = np.abs(bias) > stats.norm.ppf(1 - alpha / (2 * bias.size)) * noise
     return not bool((significant & (coverage < 1 - 2 * alpha)).any()), coverage
 
 
@@ -339,8 +351,8 @@ def _percentiles(draws: NDArray[np.float64], alpha: float, n_classes: int) -> tu
     return np.quantile(draws, alpha / 2, axis=0), np.quantile(draws, 1 - alpha / 2, axis=0)
 
 
-_NOT_HELD = ("The EM interval does not hold its {level:.0%} here: re-weighted to the estimate, the labelled rows "
-             "give an EM error of {bias:+.3f} for class {k}, a bias that leaves the interval covering about "
+_NOT_HELD = ("The EM interval does not hold its {level:.0%} here: {where}, the labelled rows give an EM error of "
+             "{bias:+.3g} for class {k}, a bias that leaves the interval covering about "
              "{coverage:.0%} (the predictions are not calibrated where the deployment puts its weight: the "
              "EM's assumption fails). Read the BBSE estimate, or recalibrate (`recalibrator=`).")
 
@@ -352,8 +364,8 @@ class _EMRun:
     iterations: int
     converged: bool
     draws: NDArray[np.float64]  # (R, K) bootstrap estimates
-    checks: NDArray[np.float64]  # (R, K) calibration checks of the resamples
-    bias: NDArray[np.float64]  # (K,) calibration check of the data
+    checks: NDArray[np.float64]  # (R, 2, K) calibration checks of the resamples
+    bias: NDArray[np.float64]  # (2, K) calibration checks of the data (at the estimate, without shift)
     notes: tuple[str, ...]
 
 
@@ -386,8 +398,8 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
         notes.append("The interval resamples the unlabelled rows only: without labelled rows it holds the source "
                      "prevalence and the predictions' calibration fixed, and is too narrow when they are not.")
         stacked = np.concatenate(draws) if draws else np.empty((0, n_classes))
-        return _EMRun(probs, estimate, iterations, converged, stacked, np.full_like(stacked, np.nan),
-                      np.full(n_classes, np.nan), tuple(notes))
+        return _EMRun(probs, estimate, iterations, converged, stacked,
+                      np.full((stacked.shape[0], 2, n_classes), np.nan), np.full((2, n_classes), np.nan), tuple(notes))
     onehot = np.eye(n_classes)[labels]
     n_labelled = labels.size
     _, bias, _ = _em_and_check(probs, probs_labelled, onehot, given_source, np.ones((1, n_rows)),
@@ -417,7 +429,7 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
                      "left out of the interval.")
     stacked = np.concatenate(draws) if draws else np.empty((0, n_classes))
     return _EMRun(probs, estimate, iterations, converged, stacked,
-                  np.concatenate(checks) if checks else np.empty((0, n_classes)), bias[0], tuple(notes))
+                  np.concatenate(checks) if checks else np.empty((0, 2, n_classes)), bias[0], tuple(notes))
 
 
 def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLike | None = None,
@@ -519,16 +531,18 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     if method == "em":
         run = _em_run(probs, probs_labelled, checked_labels, None if source_prevalence is None else source,
                       source, recalibrator, n_boot, rng, max_iter, tol)
-        probs, estimate, iterations, converged, bias = run.probs, run.estimate, run.iterations, run.converged, run.bias
+        probs, estimate, iterations, converged = run.probs, run.estimate, run.iterations, run.converged
+        bias = run.bias[0]
         notes.extend(run.notes)
         statistic = max(2.0 * _log_likelihood(probs, source, estimate), 0.0)
         p_value = float(stats.chi2.sf(statistic, n_classes - 1))
         draws = [run.draws]
-        holds, coverage = _interval_holds(run.draws, run.checks, bias, alpha)
+        holds, coverage = _interval_holds(run.draws, run.checks, run.bias, alpha)
         if holds is False:
-            worst = int(np.nanargmin(coverage))
-            notes.insert(0, _NOT_HELD.format(level=1 - alpha, k=worst, bias=bias[worst],
-                                             coverage=max(coverage[worst], 0.0)))
+            point, worst = np.unravel_index(int(np.nanargmin(coverage)), coverage.shape)
+            where = "re-weighted to the estimate" if point == 0 else "at their own prevalence (no shift)"
+            notes.insert(0, _NOT_HELD.format(level=1 - alpha, where=where, k=worst, bias=run.bias[point, worst],
+                                             coverage=max(coverage[point, worst], 0.0)))
     else:
         if probs_labelled is None or checked_labels is None:
             raise CalibrationInputError("method='bbse' needs `probs_labelled` and `labels` (labelled test-set rows "
