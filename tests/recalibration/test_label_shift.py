@@ -88,9 +88,9 @@ def test_simulation_bias_small_and_coverage_near_nominal_on_a_real_labelled_set(
     target = np.array([0.4, 0.6])  # the test set has 0.68 / 0.32
     rng = np.random.default_rng(11)
     estimates, covered, em_bbse = [], [], []
-    for repetition in range(50):
+    for repetition in range(30):
         rows = _resampled(probs, labels, target, 600, rng)
-        est = cc.estimate_prevalence(probs[rows], labels=labels, n_boot=100, seed=repetition)
+        est = cc.estimate_prevalence(probs[rows], labels=labels, n_boot=60, seed=repetition)
         estimates.append(est.prevalence[1])
         covered.append(est.ci_low[1] <= target[1] <= est.ci_high[1])
         assert est.shift_detected  # 0.32 -> 0.6 at 600 rows is found every time
@@ -98,7 +98,7 @@ def test_simulation_bias_small_and_coverage_near_nominal_on_a_real_labelled_set(
             bbse = cc.estimate_prevalence(probs[rows], method="bbse", probs_labelled=probs, labels=labels, n_boot=0)
             em_bbse.append(bbse.prevalence[1] - est.prevalence[1])
     assert abs(np.mean(estimates) - target[1]) < 0.02
-    assert 0.82 <= np.mean(covered) <= 1.0  # nominal 0.95; 50 repetitions: 0.82 is 4 binomial SDs below
+    assert 0.8 <= np.mean(covered) <= 1.0  # nominal 0.95; 30 repetitions: 0.8 is 3.8 binomial SDs below
     assert np.max(np.abs(em_bbse)) < 0.1  # the check agrees with the EM
 
 
@@ -196,3 +196,16 @@ def test_recalibrator_needs_labelled_predictions_and_the_em(kwargs):
     with pytest.raises(cc.CalibrationInputError, match="recalibrator"):
         cc.estimate_prevalence(cc.as_probs(np.array([0.2, 0.7, 0.9])), recalibrator=cc.TemperatureScaling(),
                                **kwargs)
+
+
+def test_a_rejection_of_no_shift_inside_the_interval_is_said_not_to_establish_a_shift():
+    """Without shift, a weak model and 300 labelled rows: the likelihood-ratio test (which holds the labels'
+    frequencies fixed as the source prevalence) rejects at p ~ 1e-14, yet the interval holds the test set's
+    prevalence; the result says the shift is not established (26 of 40 such data sets rejected at 0.05)."""
+    rng = np.random.default_rng(31)
+    probs_labelled, labels = _gaussian_rows(0.3, 300, rng, gap=1.0)
+    probs, _ = _gaussian_rows(0.3, 2000, rng, gap=1.0)
+    est = cc.estimate_prevalence(probs, probs_labelled=probs_labelled, labels=labels, n_boot=50)
+    assert est.shift_detected
+    assert ((est.ci_low <= est.source_prevalence) & (est.source_prevalence <= est.ci_high)).all()
+    assert any("not established" in note for note in est.notes)
