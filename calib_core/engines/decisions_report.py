@@ -157,8 +157,8 @@ def deployment_lines(section: dict, names: dict[str, str]) -> list[str]:
         lines.append(f"  {name:<{width}}  {shown:>8}  {_interval(estimates['em'], k):<24}  "
                      f"{_interval(estimates['bbse'], k)}")
     lines += [f"  {method}: n/a -- {e['reason']}" for method, e in estimates.items() if e["prevalence"] is None]
-    lines += [f"  {method}: its interval (marked !) does not hold -- see its first note" for method, e in estimates.items()
-              if e.get("interval_holds") is False]
+    lines += [f"  {method}: its interval (marked !) does not hold -- see its first note"
+              for method, e in estimates.items() if e.get("interval_holds") is False]
     for method, e in estimates.items():
         lines += [f"  {method} note: {n}" for n in e.get("notes", [])]
     test = section["no_shift_test"]
