@@ -24,9 +24,11 @@ when the target is the source prevalence).
     python bench/bench_prevalence.py [--repeats 200] [--boot 200] [--out bench_prevalence_out]
 
 writes ``prevalence.csv`` and two figures (``coverage.png``: coverage against
-n; ``bias.png``: bias against the shift) into ``--out``. About ten minutes at
-``--repeats 40 --boot 100`` on one core (the refitted recalibration and the
-EM's slow convergence on the weak binary model dominate).
+n; ``bias.png``: bias against the shift) into ``--out``. On a busy two-core
+machine ``--repeats 40 --boot 100 --sizes 300 1000 --methods "em raw" bbse``
+took seven minutes and ``--repeats 20 --boot 50 --sizes 1000 --methods "em
+recalibrated"`` four (the refits and the EM's slow convergence on the weak
+binary model dominate); docs/decisions.md has both tables.
 """
 from __future__ import annotations
 
