@@ -324,6 +324,8 @@ def _em_and_check(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64
     frequencies, counts, counts_labelled, start = (frequencies[usable], counts[usable], counts_labelled[usable],
                                                    start[usable])
     prior = frequencies if source is None else source
+    if not usable.any():
+        return start[usable], np.full((0, 2, start.shape[1]), np.nan), usable
     estimates, _, _ = _em_batch(probs, prior, counts, start, max_iter, tol)
     checks = np.full((estimates.shape[0], 2, estimates.shape[1]), np.nan)
     if probs_labelled is not None and estimates.size:
@@ -405,6 +407,10 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
     estimate, iterations, converged = em_prevalence(probs, source, max_iter=max_iter, tol=tol)
     if not converged:
         notes.append(f"The EM did not converge in {max_iter} iterations: read the estimate with care.")
+    if labels is not None and np.bincount(labels, minlength=n_classes).min() == 0:
+        notes.append("The labelled rows lack a class, so they are not resampled and the EM's calibration is not "
+                     "checked.")
+        labels = None
     if labels is None:
         draws = []
         for block in range(0, n_boot, max(1, _EM_BLOCK_CELLS // (n_rows * n_classes))):
@@ -413,8 +419,8 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
                 counts = row_weights(indices, n_rows)[:, :n_rows].astype(np.float64)
                 draws.append(_em_batch(probs, source, counts, np.repeat(estimate[None, :], len(counts), axis=0),
                                        max_iter, tol)[0])
-        notes.append("The interval resamples the unlabelled rows only: without labelled rows it holds the source "
-                     "prevalence and the predictions' calibration fixed, and is too narrow when they are not.")
+        notes.append("The interval resamples the unlabelled rows only: it holds the source prevalence and the "
+                     "predictions' calibration fixed, and is too narrow when they are themselves estimated.")
         stacked = np.concatenate(draws) if draws else np.empty((0, n_classes))
         return _EMRun(probs, estimate, iterations, converged, stacked,
                       np.full((stacked.shape[0], 2, n_classes), np.nan), np.full((2, n_classes), np.nan), tuple(notes))

@@ -209,3 +209,13 @@ def test_a_rejection_of_no_shift_inside_the_interval_is_said_not_to_establish_a_
     assert est.shift_detected
     assert ((est.ci_low <= est.source_prevalence) & (est.source_prevalence <= est.ci_high)).all()
     assert any("not established" in note for note in est.notes)
+
+
+def test_labelled_rows_without_a_class_are_not_resampled_and_say_so():
+    """With `source_prevalence` given, labels may lack a class: no source frequency to resample, no check."""
+    probs = cc.as_probs(np.array([0.2, 0.7, 0.9, 0.4]))
+    est = cc.estimate_prevalence(probs, [0.5, 0.5], probs_labelled=probs[:3], labels=[0, 0, 0], n_boot=5)
+    assert est.interval_holds is None and np.isfinite(est.ci_low).all()
+    assert any("lack a class" in note for note in est.notes)
+    some = cc.estimate_prevalence(probs, probs_labelled=probs[:3], labels=[0, 1, 0], n_boot=30)
+    assert any("lacked a class" in note for note in some.notes)  # those resamples are left out
