@@ -513,7 +513,7 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     BBSE's confusion matrix is recomputed. The EM amplifies an error in the
     source prevalence or in the calibration by the inverse of its slope, so
     on a weak model the former bootstrap over the unlabelled rows alone
-    covered 0.60-0.80 for a nominal 0.95; bench/bench_prevalence.py and
+    covered 0.60-0.93 for a nominal 0.95 (now 0.93-1.00); bench/bench_prevalence.py and
     tests/recalibration/test_label_shift.py measure the coverage
     (docs/decisions.md). Without labelled rows only the unlabelled rows are
     resampled, and a note says the interval is then too narrow.
