@@ -13,8 +13,9 @@ unlabelled target rows alone:
   the usual deep-network miscalibration must first be removed by bias-corrected
   temperature scaling (temperature plus one bias per class, here
   :class:`calib_core.VectorScaling` is the closest, or any recalibrator fitted
-  on the labelled source rows). This function does **not** recalibrate: pass
-  recalibrated predictions, and read the note it returns.
+  on the labelled source rows). Pass ``recalibrator=`` (unfitted) to have it
+  fitted on the labelled rows and refitted in every bootstrap resample;
+  otherwise the predictions are used as they are, and the note says so.
 * ``method="bbse"``: black-box shift estimation (Lipton, Wang & Smola 2018,
   eq. 3-4): the confusion matrix of the arg-max predictions on labelled source
   rows, inverted against the arg-max frequencies on the target. It needs
