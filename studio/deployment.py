@@ -127,7 +127,9 @@ def prevalence_section(models: list[state.ModelView]) -> None:
         st.error(f"{md(upload.name)}: {md(str(exc))} Fix the file and upload it again.")
         return
     st.markdown(md(estimate.sentence(list(names))))
-    for note in estimate.notes:
+    if estimate.interval_holds is False:  # calib_core's verdict; its first note says why
+        st.warning(md(estimate.notes[0]), icon=":material/warning:")
+    for note in estimate.notes[estimate.interval_holds is False:]:
         st.caption(md(note))
     st.plotly_chart(figures_decisions.prevalence_figure(estimate, names), theme=None, key="prevalence_chart",
                     config=downloads.chart_config("Deployment", model.name, "prevalence", method))

@@ -92,6 +92,7 @@ def _deployment(model, settings, inputs: DecisionInputs, chart: Callable[[str, s
     estimates = data["estimates"]
     rows = [(c, _num(data["test_set_prevalence"][k], 4) if data["test_set_prevalence"] else "n/a",
              *(f"{_num(e['prevalence'][k], 4)} [{_num(e['ci_low'][k], 4)}, {_num(e['ci_high'][k], 4)}]"
+               + (" (interval does not hold)" if e.get("interval_holds") is False else "")
                if e["prevalence"] is not None else "n/a" for e in estimates.values()))
             for k, c in enumerate(data["classes"])]
     parts.append(_table(("class", "test set", f"EM [{level}]", f"BBSE [{level}]"), rows, cls="deployment"))

@@ -106,7 +106,9 @@ def _estimate_json(estimate: PrevalenceEstimate | str) -> dict:
         return {"prevalence": None, "ci_low": None, "ci_high": None, "reason": estimate}
     return {"prevalence": _numbers(estimate.prevalence), "ci_low": _numbers(estimate.ci_low),
             "ci_high": _numbers(estimate.ci_high), "n_boot": estimate.n_boot, "alpha": estimate.alpha,
-            "converged": estimate.converged, "iterations": estimate.iterations, "notes": list(estimate.notes)}
+            "converged": estimate.converged, "iterations": estimate.iterations, "notes": list(estimate.notes),
+            "interval_holds": estimate.interval_holds,
+            "em_bias": None if estimate.em_bias is None else _numbers(estimate.em_bias)}
 
 
 def deployment_json(report: DeploymentReport, class_names, *, file: str) -> dict:
@@ -138,7 +140,8 @@ def _interval(section: dict, k: int) -> str:
     if section["prevalence"] is None:
         return "n/a"
     value, low, high = section["prevalence"][k], section["ci_low"][k], section["ci_high"][k]
-    return f"{value:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
+    flag = "!" if section.get("interval_holds") is False else ""  # the interval fails the EM's calibration check
+    return f"{value:.3f}" + (f" [{low:.3f}, {high:.3f}]{flag}" if low is not None else "")
 
 
 def deployment_lines(section: dict, names: dict[str, str]) -> list[str]:
@@ -156,6 +159,8 @@ def deployment_lines(section: dict, names: dict[str, str]) -> list[str]:
         lines.append(f"  {name:<{width}}  {shown:>8}  {_interval(estimates['em'], k):<24}  "
                      f"{_interval(estimates['bbse'], k)}")
     lines += [f"  {method}: n/a -- {e['reason']}" for method, e in estimates.items() if e["prevalence"] is None]
+    lines += [f"  {method}: its interval (marked !) does not hold -- see its first note"
+              for method, e in estimates.items() if e.get("interval_holds") is False]
     for method, e in estimates.items():
         lines += [f"  {method} note: {n}" for n in e.get("notes", [])]
     test = section["no_shift_test"]

@@ -101,3 +101,23 @@ def test_cli_html_takes_the_threshold_and_the_deployment(tmp_path, capsys, monke
     assert seen["decisions"] is None
     assert main(["report", str(test), "--html", str(out), "--threshold", "0.2", "--cost-matrix", "x.json"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_report_marks_an_em_interval_that_does_not_hold():
+    """The HTML report shows calib_core's flag as the page and the command line do (issue 28)."""
+    rng = np.random.default_rng(4)
+
+    def rows(prevalence, n=1000):
+        y = (rng.random(n) < prevalence).astype(int)
+        p1 = 1 / (1 + np.exp(-2.5 * (1.5 * rng.normal(1.5 * y, 1.0) - 1.125 + np.log(0.3 / 0.7))))
+        return np.c_[1 - p1, p1], y
+
+    probs, labels = rows(0.3)
+    shifted, _ = rows(0.6)
+    model = report.ReportModel("m", Predictions.from_arrays(probs, labels, class_names=["no", "yes"]))
+    deployment = pd.DataFrame({"p_no": shifted[:, 0], "p_yes": shifted[:, 1]}).to_csv(index=False).encode()
+    text = report.build_report([model], report.ReportSettings(n_boot=50, seed=0, max_quadratic_rows=1), sections=(),
+                               decisions=DecisionInputs(deployment=deployment, deployment_file="d.csv"))
+    data = _data(text)["decisions"][0]["deployment"]["estimates"]["em"]
+    assert data["interval_holds"] is False
+    assert "(interval does not hold)" in text and "intervals do not hold" in text and "The EM interval" in text

@@ -11,6 +11,9 @@ import pytest
 
 import calib_core as cc
 from calib_core.engines.cli import main
+from calib_core.engines.decisions_report import deployment_json, deployment_lines, deployment_report
+from calib_core.io import Predictions
+from calib_core.io.unlabelled import load_unlabelled
 
 
 def _binary(tmp_path, n=600, target=0.75, seed=0):
@@ -43,8 +46,7 @@ def test_deployment_json_has_the_prevalence_the_test_and_the_reweighted_metrics(
         found = section["estimates"][method]
         np.testing.assert_allclose(found["prevalence"], expected.prevalence)
         np.testing.assert_allclose(found["ci_low"], expected.ci_low)
-        # the known shift: the deployment holds 75% "yes" (the intervals hold the test set fixed, so are narrow:
-        # calib_core's own tests measure their coverage)
+        # the known shift: the deployment holds 75% "yes" (calib_core's own tests measure the intervals' coverage)
         assert found["prevalence"][1] == pytest.approx(0.75, abs=0.08)
     assert section["test_set_prevalence"][1] == pytest.approx(labels.mean())
     test_json = section["no_shift_test"]
@@ -143,3 +145,30 @@ def test_cost_matrix_for_three_classes_values_recalibration_without_a_curve(tmp_
     assert section["value"]["value"] == pytest.approx(value.value) and section["value"]["units"] == "EUR"
     assert main(["report", str(path), "--threshold", "0.3"]) == 2
     assert "net benefit is binary" in capsys.readouterr().err
+
+
+def test_deployment_says_when_the_em_interval_does_not_hold():
+    """Issue 28: predictions that fail the EM's calibration check (P(yes) over-confident: logit x 2.5) give an
+    interval that cannot cover; the section of the JSON (and of the HTML report) carries calib_core's flag and
+    bias, the table marks the interval and says why."""
+    rng = np.random.default_rng(4)
+
+    def rows(prevalence, n=600):
+        y = (rng.random(n) < prevalence).astype(int)
+        p1 = 1 / (1 + np.exp(-2.5 * (1.5 * rng.normal(1.5 * y, 1.0) - 1.125 + np.log(0.3 / 0.7))))
+        return np.c_[1 - p1, p1], y
+
+    probs, labels = rows(0.3)
+    shifted, _ = rows(0.6)
+    predictions = Predictions.from_arrays(probs, labels, class_names=["no", "yes"])
+    unlabelled = load_unlabelled(pd.DataFrame({"no": shifted[:, 0], "yes": shifted[:, 1]}).to_csv(index=False).encode(),
+                                 ["no", "yes"], name="d.csv")
+    found = deployment_report(predictions, unlabelled, n_boot=50, seed=0, alpha=0.05, n_bins=15, binning="uniform",
+                              max_quadratic_rows=1)
+    section = deployment_json(found, ["no", "yes"], file="d.csv")
+    em = section["estimates"]["em"]
+    assert em["interval_holds"] is False and em["em_bias"][1] < -0.05
+    assert "does not hold" in em["notes"][0]
+    assert not em["ci_low"][1] <= 0.6 <= em["ci_high"][1]  # the flag is right: the interval misses the truth
+    out = "\n".join(deployment_lines(section, {}))
+    assert "]!" in out and "em: its interval (marked !) does not hold" in out and "em note: The EM interval" in out
