@@ -13,7 +13,8 @@ from studio.weights_reasons import UNWEIGHTED, UNWEIGHTED_PARTS, WEIGHTED_PAGES
 __all__ = ["PAGE_PARTS", "UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
 
 #: The parts of a weighted page that show unweighted numbers (their reasons: ``UNWEIGHTED_PARTS``).
-PAGE_PARTS = {"Metrics": ("What recalibration can fix", "Compare systems"), "Reliability": ("Selective prediction",)}
+PAGE_PARTS = {"Metrics": ("Compare systems",), "Reliability": ("Selective prediction",),
+              "Recalibration": ("Simplex, temperature surface and GCE ranking",)}
 
 
 def weights_note(page: str, models) -> None:

@@ -9,13 +9,11 @@ from __future__ import annotations
 __all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES", "weighted_size"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity", "Recalibration")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
     "Simplex": "calib_core.simplex_reliability takes no sample_weight yet",
-    "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
-                     "bootstrap and the recommendation) scores unweighted rows",
     "Estimators": "the estimator comparisons resample unweighted rows",
     "Lab": "the Lab simulates from the predictions, one row per prediction",
     "Deployment": "calib_core.estimate_prevalence, decision_curve and plan_labels count rows (no sample_weight)",
@@ -25,8 +23,9 @@ UNWEIGHTED = {
 
 #: Parts of the weighted pages whose calib_core functions take no weights, and why (the page and the report say so).
 UNWEIGHTED_PARTS = {
-    "What recalibration can fix": "calib_core.recalibration.fixable.fixable_part (cross-fitted recalibration and "
-                                  "its paired bootstrap) takes no sample_weight yet",
+    "Simplex, temperature surface and GCE ranking": "calib_core.simplex_reliability and the temperature and GCE "
+                                                    "sweeps (calib_core.recalibration.sweeps) take no sample_weight "
+                                                    "yet",
     "Selective prediction": "calib_core.risk_coverage, risk_coverage_band and abstention_threshold count rows "
                             "(no sample_weight)",
     "Compare systems": "calib_core.compare_systems resamples unweighted rows (no sample_weight)",
@@ -35,9 +34,7 @@ UNWEIGHTED_PARTS = {
 #: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not
 #: weighted, with the page or part whose reason they share.
 REPORT_UNWEIGHTED = {
-    "fixable": ("What recalibration can fix", UNWEIGHTED_PARTS["What recalibration can fix"]),
     "simplex": ("Simplex", UNWEIGHTED["Simplex"]),
-    "recalibration": ("Recalibration", UNWEIGHTED["Recalibration"]),
     "selective": ("Selective prediction", UNWEIGHTED_PARTS["Selective prediction"]),
     "systems": ("Compare systems", UNWEIGHTED_PARTS["Compare systems"]),
     "decisions": ("Decisions", UNWEIGHTED["Deployment"]),
