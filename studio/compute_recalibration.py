@@ -325,6 +325,13 @@ def gce_ranking(_probs: Mapping[str, np.ndarray], _labels: np.ndarray, key: tupl
 
 # ----------------------------------------------------------------------------- text and table styles
 
+def weighting_text(ev: EvaluationSet) -> str:
+    """" weighted by their row weights (total weight W)" after "the N evaluation rows" of a weighted model, else ""."""
+    if ev.sample_weight is None:
+        return ""
+    return f" weighted by their row weights (total weight {float(ev.sample_weight.sum()):,.6g})"
+
+
 def rows_text(n_used: int, ev: EvaluationSet) -> str:
     """"1,000 evaluation rows", or which subset of them a sweep used and why (Markdown)."""
     n_rows, n_classes = ev.before.shape

@@ -68,6 +68,8 @@ def test_the_page_shows_the_weighted_comparison_of_calib_core(weighted):
     text = "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "warning")
                      for e in at.main.get(kind))
     assert "sample weights" in text  # the protocol sentence says the rows are weighted
+    total = f"{float(weighted.sample_weight[weighted.split == 'test'].sum()):,.6g}"
+    assert f"evaluation rows weighted by their row weights (total weight {total})" in text  # tables' captions
     assert "shows **unweighted** numbers" not in text
     verdict = expected.recommendation.sentence("x", markdown=False).split(": ", 1)[1]
     assert verdict.split(",")[0] in text.replace("**", "")
