@@ -612,9 +612,9 @@ SAMPLE_COST_RATIO = 0.15
 
 
 #: The same share for weighted rows: the weighted bootstrap evaluates every metric on each materialised
-#: resample (:func:`calib_core.inference.bootstrap.resampled_metrics` with ``sample_weight``), one
-#: evaluation per resample.
-WEIGHTED_SAMPLE_COST_RATIO = 1.0
+#: resample (:func:`~calib_core.inference.bootstrap.resampled_metrics` with ``sample_weight``): measured 1.2
+#: at 4,000 x 10 and 2.0 at 2,000 x 100 (the drawn rows are copied); the larger, so the prediction errs long.
+WEIGHTED_SAMPLE_COST_RATIO = 2.0
 
 
 def bootstrap_seconds(ev: EvaluationSet, n_boot: int, n_methods: int) -> float:
