@@ -415,7 +415,7 @@ def fixable(_predictions: Predictions, fingerprint: str, n_boot: int, seed: int,
     NLL and Brier score, with ``n_boot`` paired resamples (the same call on the Metrics and Estimators pages and
     in the report)."""
     return fixable_part(_predictions.probs, _predictions.labels, logits=_predictions.logits, n_boot=n_boot,
-                        seed=seed, alpha=alpha)
+                        seed=seed, alpha=alpha, sample_weight=_predictions.sample_weight)
 
 
 def fixable_row(name: str, found: FixablePart) -> dict:

@@ -170,7 +170,7 @@ def _evaluation_set(_predictions: Predictions, key: str, protocol: Protocol) -> 
         metrics = confidence_maps.CONFIDENCE_METRIC_KEYS if is_confidence(_predictions) else compare.METRIC_KEYS
         return _shared(compare.evaluation_set(x, _predictions.probs, _predictions.labels, protocol, input=kind,
                                               split=_predictions.split, class_names=class_labels(_predictions),
-                                              metrics=metrics))
+                                              metrics=metrics, sample_weight=_predictions.sample_weight))
 
     return _shared_results().get_or_compute(("evaluation_set", key, protocol), compute)
 
@@ -240,10 +240,13 @@ def predictions_csv(predictions: Predictions, ev: EvaluationSet, fit: MethodFit)
 
 @st.cache_data(show_spinner=False, max_entries=1024, ttl=RESULT_TTL_SECONDS)
 def metric_samples(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_boot: int,
-                   seed: int, metric_keys: tuple[str, ...] = compare.METRIC_KEYS) -> dict[str, np.ndarray]:
+                   seed: int, metric_keys: tuple[str, ...] = compare.METRIC_KEYS,
+                   _weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """:func:`calib_core.inference.bootstrap.resampled_metrics` of every metric of the comparison (``metric_keys``:
-    the evaluation set's); ``key`` names the arrays."""
-    return resampled_metrics(compare.metric_functions(metric_keys), _probs, _labels, n_boot=n_boot, seed=seed)
+    the evaluation set's), weighted by the evaluation rows' ``_weights`` (the model's fingerprint in ``key``
+    covers them); ``key`` names the arrays."""
+    return resampled_metrics(compare.metric_functions(metric_keys), _probs, _labels, n_boot=n_boot, seed=seed,
+                             sample_weight=_weights)
 
 
 def intervals(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, MethodFit], *, n_boot: int, seed: int,
@@ -258,7 +261,7 @@ def _sampler(fingerprint: str, ev: EvaluationSet, n_boot: int, seed: int) -> com
     base_key = (fingerprint, ev.input, ev.protocol)
 
     def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-        return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed, ev.metric_keys)
+        return metric_samples(probs, ev.labels, (*base_key, name), n_boot, seed, ev.metric_keys, ev.sample_weight)
 
     return samples
 
@@ -275,10 +278,11 @@ def paired_differences(fingerprint: str, ev: EvaluationSet, fits: Mapping[str, M
 
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def reliability(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int, binning: str,
-                target: str | int = "top_label") -> pd.DataFrame:
+                target: str | int = "top_label", _weights: np.ndarray | None = None) -> pd.DataFrame:
     """``calib_core.reliability_table`` of an evaluation set; ``key`` names the arrays (``target``: 1 for a
-    confidence model's stated confidence, :func:`calib_core.recalibration.confidence.reliability_target`)."""
-    return cc.reliability_table(_probs, _labels, n_bins, binning, target=target)
+    confidence model's stated confidence, :func:`calib_core.recalibration.confidence.reliability_target`;
+    ``_weights``: the evaluation rows' weights, :attr:`EvaluationSet.sample_weight`)."""
+    return cc.reliability_table(_probs, _labels, n_bins, binning, target=target, sample_weight=_weights)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
@@ -320,6 +324,13 @@ def gce_ranking(_probs: Mapping[str, np.ndarray], _labels: np.ndarray, key: tupl
 
 
 # ----------------------------------------------------------------------------- text and table styles
+
+def weighting_text(ev: EvaluationSet) -> str:
+    """" weighted by their row weights (total weight W)" after "the N evaluation rows" of a weighted model, else ""."""
+    if ev.sample_weight is None:
+        return ""
+    return f" weighted by their row weights (total weight {float(ev.sample_weight.sum()):,.6g})"
+
 
 def rows_text(n_used: int, ev: EvaluationSet) -> str:
     """"1,000 evaluation rows", or which subset of them a sweep used and why (Markdown)."""

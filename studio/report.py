@@ -51,7 +51,7 @@ from calib_core.validation import CalibrationInputError
 from studio import report_decisions
 from studio.report_confidence import confidence_sections
 from studio.report_weights import summary_rows, summary_weights, unweighted_note, weights_data, weights_html
-from studio.weights_reasons import REPORT_UNWEIGHTED, weighted_size
+from studio.weights_reasons import weighted_size
 
 __all__ = ["REPORT_SECTIONS", "Recalibration", "RecalibrationSettings", "ReportModel", "ReportSettings", "build_report",
            "calib_core_version", "chart_file_name", "comparison_notes", "recalibration_of", "report_file_name",
@@ -306,14 +306,13 @@ def _fixable(model: ReportModel, settings: ReportSettings) -> dict:
                 "recalibrating class probabilities, and recalibrating a stated confidence changes no answer."}
     try:
         found = fixable_part(p.probs, p.labels, logits=p.logits, n_boot=settings.n_boot, seed=settings.seed,
-                             alpha=settings.alpha)
+                             alpha=settings.alpha, sample_weight=p.sample_weight)
     except CalibrationInputError as exc:
         return {"method": None, "sentence": f"The fixable part cannot be measured: {exc}"}
-    unweighted = "" if p.sample_weight is None else f" Unweighted: {REPORT_UNWEIGHTED['fixable'][1]}."
     return {"method": found.method, "brier_drop": _finite(found.brier_drop),
             "brier_drop_low": _finite(found.brier_drop_low), "brier_drop_high": _finite(found.brier_drop_high),
             "nll_drop": _finite(found.nll_drop), "nll_drop_low": _finite(found.nll_drop_low),
-            "nll_drop_high": _finite(found.nll_drop_high), "sentence": found.sentence() + unweighted}
+            "nll_drop_high": _finite(found.nll_drop_high), "sentence": found.sentence()}
 
 
 def _verdicts(model: ReportModel, settings: ReportSettings) -> list[dict]:
@@ -591,10 +590,11 @@ def recalibration_of(model: ReportModel, settings: ReportSettings,
         return Recalibration(model.name, pd.DataFrame(), note=f"No comparison: {exc}")
     ev, best = found.ev, found.recommendation.method
     target = reliability_target(ev)
-    diagrams = {"Before": cc.reliability_table(ev.before, ev.labels, settings.n_bins, settings.binning, target)}
+    diagrams = {"Before": cc.reliability_table(ev.before, ev.labels, settings.n_bins, settings.binning, target,
+                                               sample_weight=ev.sample_weight)}
     if best is not None:
         diagrams[f"After: {best}"] = cc.reliability_table(found.fits[best].probs, ev.labels, settings.n_bins,
-                                                          settings.binning, target)
+                                                          settings.binning, target, sample_weight=ev.sample_weight)
     note = comparison_note(found.protocol_sentence, ev, found.fits, n_boot=found.n_boot, seed=found.seed,
                            skipped_seconds=found.skipped_seconds, budget_seconds=recalibration.boot_budget_seconds)
     return Recalibration(model.name, found.table, diagrams, note, found.recommendation)

@@ -9,12 +9,11 @@ from __future__ import annotations
 __all__ = ["REPORT_UNWEIGHTED", "UNWEIGHTED", "UNWEIGHTED_PARTS", "WEIGHTED_PAGES", "weighted_size"]
 
 #: Pages whose numbers are weighted (their calls in studio/compute.py pass ``sample_weight``).
-WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity", "Simplex", "Deployment")
+WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin sensitivity", "Simplex", "Recalibration",
+                  "Deployment")
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
-    "Recalibration": "the comparison of methods (calib_core.recalibration.compare: cross-fitting, the paired "
-                     "bootstrap and the recommendation) scores unweighted rows",
     "Estimators": "the estimator comparisons resample unweighted rows",
     "Lab": "the Lab simulates from the predictions, one row per prediction",
     "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
@@ -23,8 +22,6 @@ UNWEIGHTED = {
 
 #: Parts of the weighted pages whose calib_core functions take no weights, and why (the page and the report say so).
 UNWEIGHTED_PARTS = {
-    "What recalibration can fix": "calib_core.recalibration.fixable.fixable_part (cross-fitted recalibration and "
-                                  "its paired bootstrap) takes no sample_weight yet",
     "Compare systems": "it compares confidence files, which are read without a weight column (calib_core."
                        "compare_systems takes sample_weight=, one weight per item shared by the systems)",
     "Deployment prevalence": "calib_core.estimate_prevalence counts rows (no sample_weight)",
@@ -32,13 +29,14 @@ UNWEIGHTED_PARTS = {
     "Simplex consistency resampling": "calib_core.consistency_resampling draws one label per row from its "
                                       "prediction and takes no sample_weight, so the whole model's canonical_ce "
                                       "beside its band counts rows",
+    "Simplex, temperature surface and GCE ranking": "this page draws its before/after simplex without the weights, "
+                                                    "and the temperature and GCE sweeps "
+                                                    "(calib_core.recalibration.sweeps) take no sample_weight yet",
 }
 
 #: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not
 #: weighted, with the page or part whose reason they share.
 REPORT_UNWEIGHTED = {
-    "fixable": ("What recalibration can fix", UNWEIGHTED_PARTS["What recalibration can fix"]),
-    "recalibration": ("Recalibration", UNWEIGHTED["Recalibration"]),
     "systems": ("Compare systems", UNWEIGHTED_PARTS["Compare systems"]),
     "deployment": ("Deployment prevalence", UNWEIGHTED_PARTS["Deployment prevalence"]),
 }

@@ -13,6 +13,8 @@ document (:meth:`calib_core.Recalibrator.to_json`; ``Recalibrator.from_json``
 reads it back in Python), and prints before / after on the held-out rows
 with paired bootstrap intervals. ``--method auto`` compares the page's
 default methods and takes the one it recommends, saying why.
+``--weight-column COL`` weights the rows as the Data page's weight column
+does the page's: every fit, metric, interval and the recommendation.
 
 Method names: the registry's (:data:`calib_core.RECALIBRATORS`), by their
 JSON name (``temperature_scaling``) or display name, so a method added to the
@@ -85,6 +87,10 @@ def add_commands(commands) -> None:
                         help="calibrated predictions of every row")
     parser.add_argument("--save-map", default=None, metavar="MAP.json", help="the fitted map as JSON")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--weight-column", default=None, metavar="COL",
+                        help="row weights from column COL (CSV/Parquet): each fit takes the fitting rows' weights, "
+                             "every metric, interval and the --method auto recommendation weight the held-out rows "
+                             "(integer weights = repeated rows), as the Recalibration page with a weight column")
     add_loader_flags(parser)
     parser.set_defaults(handler=run_recalibrate)
 
@@ -202,6 +208,8 @@ def recalibrate(args: argparse.Namespace) -> dict:
                 + (recommendation.comparison(markdown=False) or "")).strip()
         if choice.lower() == "auto" else None,
         "notes": list(found.ev.notes), "metrics": metrics,
+        "weight_column": predictions.weight_column if predictions.sample_weight is not None else None,
+        "sum_weight": None if predictions.sample_weight is None else float(predictions.sample_weight.sum()),
     }
 
 

@@ -139,7 +139,7 @@ def apply_confidence_map(recalibrator: Recalibrator, confidence: ArrayLike) -> N
 def compare_confidence(confidence: ArrayLike, correct: ArrayLike, *, split: ArrayLike | None = None,
                        split_names: Sequence[object] = (), methods: Sequence[str] | None = None,
                        protocol: Protocol = Protocol(), n_boot: int = 200, seed: int = 0, alpha: float = 0.05,
-                       boot_budget_seconds: float | None = None) -> Comparison:
+                       boot_budget_seconds: float | None = None, sample_weight: ArrayLike | None = None) -> Comparison:
     """Fit every method honestly on a stated confidence, bootstrap every change, recommend one.
 
     :func:`calib_core.recalibration.recommendation.compare_methods` on ``[1 - c, c]`` and the correctness with
@@ -150,7 +150,7 @@ def compare_confidence(confidence: ArrayLike, correct: ArrayLike, *, split: Arra
     Parameters
     ----------
     confidence, correct : array_like of shape (N,)
-    split, split_names, protocol, n_boot, seed, alpha, boot_budget_seconds
+    split, split_names, protocol, n_boot, seed, alpha, boot_budget_seconds, sample_weight
         As in :func:`~calib_core.recalibration.recommendation.compare_methods`.
     methods : sequence of str, optional
         Of :data:`CONFIDENCE_METHODS`; default :data:`DEFAULT_CONFIDENCE_METHODS`.
@@ -164,7 +164,8 @@ def compare_confidence(confidence: ArrayLike, correct: ArrayLike, *, split: Arra
     chosen = tuple(_check_method(m) for m in (DEFAULT_CONFIDENCE_METHODS if methods is None else methods))
     return compare_methods(probs, labels, split=split, split_names=split_names, class_names=list(CONFIDENCE_CLASSES),
                            methods=chosen, protocol=protocol, n_boot=n_boot, seed=seed, alpha=alpha,
-                           boot_budget_seconds=boot_budget_seconds, metrics=CONFIDENCE_METRIC_KEYS)
+                           boot_budget_seconds=boot_budget_seconds, metrics=CONFIDENCE_METRIC_KEYS,
+                           sample_weight=sample_weight)
 
 
 def applicable_methods(methods: Sequence[str]) -> tuple[str, ...]:
@@ -175,7 +176,8 @@ def applicable_methods(methods: Sequence[str]) -> tuple[str, ...]:
 def compare_predictions(predictions, *, methods: Sequence[str] | None = None, **options) -> Comparison:
     """The comparison of one loaded model: :func:`compare_confidence` for a confidence model (a method of
     ``methods`` that does not apply to it is refused), else
-    :func:`~calib_core.recalibration.recommendation.compare_methods` on its probabilities (and logits).
+    :func:`~calib_core.recalibration.recommendation.compare_methods` on its probabilities (and logits), its rows
+    weighted by its ``sample_weight`` (the Data page's weight column, ``--weight-column``) when it has one.
 
     Parameters
     ----------
@@ -185,7 +187,8 @@ def compare_predictions(predictions, *, methods: Sequence[str] | None = None, **
     **options
         ``protocol``, ``n_boot``, ``seed``, ``alpha``, ``boot_budget_seconds`` of ``compare_methods``.
     """
-    common = dict(split=predictions.split, split_names=predictions.split_names, **options)
+    common = dict(split=predictions.split, split_names=predictions.split_names,
+                  sample_weight=predictions.sample_weight, **options)
     if predictions.kind == "confidence":
         return compare_confidence(predictions.confidence, predictions.correct, methods=methods, **common)
     return compare_methods(predictions.probs, predictions.labels, logits=predictions.logits,

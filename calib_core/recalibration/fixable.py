@@ -127,7 +127,7 @@ class FixablePart:
 
 def fixable_part(probs: ArrayLike, labels: ArrayLike, *, logits: ArrayLike | None = None,
                  methods: Sequence[str] | None = None, n_folds: int = 5, n_boot: int = 200, seed: int = 0,
-                 alpha: float = 0.05) -> FixablePart:
+                 alpha: float = 0.05, sample_weight: ArrayLike | None = None) -> FixablePart:
     """What recalibration can remove from the NLL and the Brier score, measured on rows it was not fitted on.
 
     Parameters
@@ -147,6 +147,13 @@ def fixable_part(probs: ArrayLike, labels: ArrayLike, *, logits: ArrayLike | Non
     seed : int, default 0
         Seeds the folds and the resamples.
     alpha : float, default 0.05
+    sample_weight : array_like of shape (N,), optional
+        Row weights: each fold's fit takes its rows' weights, the scores
+        before and after and the method's choice weight every row, and the
+        paired bootstrap is the weighted one
+        (:func:`calib_core.recalibration.compare.intervals`). The folds are
+        those of the unweighted rows (so integer weights equal repeated rows
+        only on folds that keep a row's copies together).
 
     Returns
     -------
@@ -185,7 +192,7 @@ def fixable_part(probs: ArrayLike, labels: ArrayLike, *, logits: ArrayLike | Non
     methods = tuple(default_methods(probs.shape[1]) if methods is None else methods)
     x, kind = model_input(probs, logits)
     protocol = Protocol("cross_fit", n_folds=int(n_folds), seed=int(seed)).normalised()
-    ev = evaluation_set(x, probs, labels, protocol, input=kind)
+    ev = evaluation_set(x, probs, labels, protocol, input=kind, sample_weight=sample_weight)
     fits = {name: fit_method(name, x, labels, ev) for name in methods}
     failures = tuple(f"{name}: {fit.message}" for name, fit in fits.items() if not fit.ok)
     before = ev.before_values

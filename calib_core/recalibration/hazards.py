@@ -20,6 +20,10 @@ no new zero appears where the model had none.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -27,8 +31,11 @@ from calib_core.recalibration.histogram import HistogramBinning
 from calib_core.recalibration.one_vs_rest import IsotonicCalibration
 from calib_core.validation import check_fraction
 
+if TYPE_CHECKING:
+    from calib_core.recalibration.compare import EvaluationSet, MethodFit
+
 __all__ = ["DEFAULT_EPSILON", "FLOORED_TWINS", "ZERO_HAZARD_MAX_CLASSES", "FlooredHistogramBinning",
-           "FlooredIsotonic", "exact_zero_rows", "mix_with_uncalibrated"]
+           "FlooredIsotonic", "ZeroHazard", "exact_zero_rows", "mix_with_uncalibrated", "zero_hazards"]
 
 #: Above this many classes, methods that can emit exact zeros leave the default set (their floored twins
 #: stay): with K classes a one-vs-rest map sees about N / K positives per class, so its flat steps at 0 grow.
@@ -147,3 +154,64 @@ class FlooredHistogramBinning(_Floored, HistogramBinning):
 #: Display name of a method that can emit exact zeros -> that of its floored twin.
 FLOORED_TWINS = {IsotonicCalibration.display_name: FlooredIsotonic.display_name,
                  HistogramBinning.display_name: FlooredHistogramBinning.display_name}
+
+
+@dataclass(frozen=True)
+class ZeroHazard:
+    """A fitted method whose NLL exact zeros hurt or can hurt (:func:`zero_hazards`).
+
+    Attributes
+    ----------
+    method : str
+    rows : int
+        Evaluation rows whose true class got a probability of exactly 0 (0: the method can emit zeros, but
+        gave none to a true class on these rows).
+    sentence : str
+        What to tell the reader, plain text (registry names only).
+    """
+
+    method: str
+    rows: int
+    sentence: str
+
+
+def zero_hazards(ev: EvaluationSet, fits: Mapping[str, MethodFit]) -> dict[str, ZeroHazard]:
+    """The fitted methods whose NLL is hurt by exact zeros, each with a plain-text sentence saying so.
+
+    A method is flagged when it can emit exact zeros
+    (:attr:`~calib_core.recalibration.Recalibrator.emits_exact_zeros`: flat
+    steps of isotonic regression, empty bins) or when its evaluated
+    probabilities give some row's true class exactly 0. Each such row costs
+    27.6 nats in the NLL (clipped at 1e-12; unclipped it is infinite), so
+    the page (a warning when some true class got 0, else a caption) and the
+    report show these sentences wherever the NLL is shown. The floored twins
+    of :mod:`calib_core.recalibration.hazards` mix the model's own
+    probabilities back in and are not flagged.
+
+    Returns
+    -------
+    dict of str to ZeroHazard
+        Method -> its hazard, in ``fits`` order.
+    """
+    from calib_core.recalibration import RECALIBRATORS  # the registry imports this module
+
+    flagged = {}
+    for name, fit in fits.items():
+        if not fit.ok or fit.probs is None:
+            continue
+        rows = exact_zero_rows(fit.probs, ev.labels)
+        can = name in RECALIBRATORS and RECALIBRATORS[name].emits_exact_zeros
+        if not (rows or can):
+            continue
+        twin = FLOORED_TWINS.get(name)
+        fix = (f" Its floored twin, {twin}, mixes {DEFAULT_EPSILON:.0%} of the model's probabilities back in." if twin
+               else "")
+        if rows:
+            sentence = (f"{name} gives the true class a probability of exactly 0 on {rows:,} of "
+                        f"{ev.labels.size:,} evaluation rows: the NLL counts each at 27.6 nats (clipped at 1e-12; "
+                        f"unclipped it is infinite), so its NLL is dominated by them.{fix}")
+        else:
+            sentence = (f"{name} can emit probabilities of exactly 0 (none for a true class on these rows): on "
+                        f"other rows its NLL can be infinite.{fix}")
+        flagged[name] = ZeroHazard(name, rows, sentence)
+    return flagged

@@ -31,7 +31,7 @@ from calib_core._accel import mark_validated, marked_copy
 from calib_core.metrics.registry import get_metric, resolve_metrics
 from calib_core.recalibration import Recalibrator
 from calib_core.validation import (CalibrationInputError, check_choice, check_flag, check_fraction, check_labels,
-                                   check_logits, check_probs, softmax_unchecked)
+                                   check_logits, check_probs, check_sample_weight, softmax_unchecked)
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -262,7 +262,8 @@ def _make_method(method: MethodLike, input: str | None) -> Recalibrator:
 
 
 def cross_fit(method: MethodLike, x: ArrayLike, labels: ArrayLike, *, n_folds: int = 5,
-              seed: int | np.random.Generator | None = 0, input: str | None = None) -> NDArray[np.float64]:
+              seed: int | np.random.Generator | None = 0, input: str | None = None,
+              sample_weight: ArrayLike | None = None) -> NDArray[np.float64]:
     """Out-of-fold recalibrated predictions by K-fold cross-fitting.
 
     Parameters
@@ -279,12 +280,25 @@ def cross_fit(method: MethodLike, x: ArrayLike, labels: ArrayLike, *, n_folds: i
         Seeds the stratified fold assignment (:func:`stratified_folds`).
     input : {"logits", "probs"}, optional
         Overrides the method's ``input``.
+    sample_weight : array_like of shape (N,), optional
+        Row weights: each fold's map is fitted with the weights of the rows
+        it is fitted on (``fit(..., sample_weight=w[~held_out])``). The folds
+        are the same as without weights (they depend on the labels only).
 
     Returns
     -------
     ndarray of shape (N, K)
         Row i is recalibrated by a map fitted on the folds not holding row i,
         so metrics on these predictions are not optimistic.
+
+    Notes
+    -----
+    With integer weights each fold's map is the map of that fold's fitting
+    rows repeated that many times (the recalibrators' guarantee). Cross-fitting
+    the repeated rows themselves is not the same computation: its folds are
+    dealt over the copies, so copies of one row can land in different folds
+    (a row then helps fit its own map). The equality holds for folds that
+    keep every row's copies together.
 
     Examples
     --------
@@ -300,11 +314,13 @@ def cross_fit(method: MethodLike, x: ArrayLike, labels: ArrayLike, *, n_folds: i
     template = _make_method(method, input)
     matrix = check_logits(x, name="x")
     checked = check_labels(labels, matrix.shape[1], n_rows=matrix.shape[0])
+    weights = check_sample_weight(sample_weight, checked.size)
     folds = stratified_folds(checked, n_folds, seed=seed, n_classes=matrix.shape[1])
     out = np.empty(matrix.shape)
     for fold in range(int(n_folds)):
         held_out = folds == fold
-        model = template.clone().fit(matrix[~held_out], checked[~held_out])
+        model = template.clone().fit(matrix[~held_out], checked[~held_out],
+                                     sample_weight=None if weights is None else weights[~held_out])
         out[held_out] = model.predict_proba(matrix[held_out])
     return out
 
@@ -338,6 +354,9 @@ class RecalibrationReport:
         Fitted methods (under cross-fitting: refitted on all rows when
         ``refit=True``, for export; their in-sample predictions are not in
         the table).
+    sample_weight : ndarray of shape (M,) or None
+        Weights of the evaluated rows that every metric of the table used
+        (``None``: unweighted rows).
     """
 
     table: pd.DataFrame
@@ -347,6 +366,7 @@ class RecalibrationReport:
     before: NDArray[np.float64]
     after: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     models: dict[str, Recalibrator] = field(default_factory=dict)
+    sample_weight: NDArray[np.float64] | None = None
 
 
 def _resolve_metrics(metrics: str | Callable | Mapping[str, str | Callable] | Sequence[str | Callable] | None,
@@ -420,7 +440,9 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
                            seed: int | np.random.Generator | None = 0, refit: bool = True,
                            split_description: str | None = None,
                            on_progress: ProgressCallback | None = None,
-                           before_values: Mapping[str, float] | None = None) -> RecalibrationReport:
+                           before_values: Mapping[str, float] | None = None,
+                           sample_weight: ArrayLike | None = None,
+                           eval_sample_weight: ArrayLike | None = None) -> RecalibrationReport:
     """Fit each method and compare metrics before and after recalibration, honestly.
 
     Parameters
@@ -463,6 +485,14 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
         The metrics of the uncalibrated evaluation predictions, by metric key,
         when the caller already has them (the app evaluates them once per
         protocol, not once per method); keys missing here are computed.
+    sample_weight : array_like of shape (N,), optional
+        Weights of the fitting rows: every fit takes them (``fit(...,
+        sample_weight=...)``, the folds' own under cross-fitting), and under
+        cross-fitting or in-sample, where the fitting rows are the evaluated
+        rows, every metric weights them too (``metric(p, y, sample_weight=...)``).
+    eval_sample_weight : array_like of shape (M,), optional
+        Weights of the evaluation rows of a holdout (``x_eval``): every metric
+        weights them. Only with ``x_eval``.
 
     Returns
     -------
@@ -473,6 +503,14 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     CalibrationInputError
         Invalid inputs, or evaluation on the fitting data without
         ``allow_in_sample=True``.
+
+    Notes
+    -----
+    Integer weights give the numbers of the rows repeated that many times
+    (fits to the optimiser's tolerance, metrics exactly) on a holdout and
+    in-sample. Under cross-fitting they give each fold's map of its rows
+    repeated, on the same folds; the repeated rows cross-fitted on their own
+    are dealt into other folds (:func:`cross_fit`).
 
     Examples
     --------
@@ -497,8 +535,11 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
     y_fit_checked = check_labels(y_fit, n_classes, n_rows=n_fit, name="y_fit")
     x_fit_array = np.asarray(x_fit, dtype=np.float64)
 
+    fit_weights = check_sample_weight(sample_weight, n_fit)
     if (x_eval is None) != (y_eval is None):
         raise CalibrationInputError("give both `x_eval` and `y_eval`, or neither.")
+    if eval_sample_weight is not None and x_eval is None:
+        raise CalibrationInputError("`eval_sample_weight` weights the rows of `x_eval`; give `x_eval` with it.")
     same_as_fit = x_eval is not None and (
         x_eval is x_fit or (np.shape(x_eval) == np.shape(x_fit) and np.array_equal(np.asarray(x_eval), x_fit_array)
                             and np.array_equal(np.asarray(y_eval), np.asarray(y_fit))))
@@ -514,22 +555,29 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
         if before.shape[1] != n_classes:
             raise CalibrationInputError(
                 f"`x_eval` has {before.shape[1]} columns but `x_fit` has {n_classes}.")
+        eval_weights = check_sample_weight(eval_sample_weight, before.shape[0], name="eval_sample_weight")
         protocol = (f"Holdout: each method was fitted on {n_fit:,} calibration rows and evaluated on "
                     f"{before.shape[0]:,} disjoint test rows.")
     elif allow_in_sample:
         mode = "in_sample"
         before, labels_eval = (fit_checked if input == "probs" else softmax_unchecked(fit_checked)), y_fit_checked
+        eval_weights = fit_weights
         protocol = (f"IN-SAMPLE (optimistic): each method was fitted and evaluated on the same {n_fit:,} rows; "
                     "the 'after' numbers overstate how well the methods work on new data.")
     else:
         mode = "cross_fit"
         before, labels_eval = (fit_checked if input == "probs" else softmax_unchecked(fit_checked)), y_fit_checked
+        eval_weights = fit_weights
         stratified_folds(y_fit_checked, n_folds, seed=seed, n_classes=n_classes)  # validates n_folds
         protocol = (f"{n_folds}-fold cross-fitting on {n_fit:,} rows (stratified folds, seed {seed}): every "
                     f"recalibrated prediction comes from a map fitted on the other {n_folds - 1} folds "
                     f"(about {n_fit - n_fit // n_folds:,} rows); metrics use all {n_fit:,} out-of-fold predictions.")
     if split_description:
         protocol += f" How the rows were split: {split_description}."
+    if fit_weights is not None or eval_weights is not None:
+        protocol += " " + _weights_sentence(fit_weights, eval_weights)
+        resolved_metrics = [(key, label, _with_weights(function, eval_weights))
+                            for key, label, function in resolved_metrics]
 
     labels_eval = marked_copy(labels_eval, n_classes)  # checked once for every metric
     known = dict(before_values or {})
@@ -544,12 +592,13 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
             on_progress(name, index, total)
         start = time.perf_counter()
         if mode == "cross_fit":
-            predictions = cross_fit(method, x_fit_array, y_fit_checked, n_folds=n_folds, seed=seed, input=input)
+            predictions = cross_fit(method, x_fit_array, y_fit_checked, n_folds=n_folds, seed=seed, input=input,
+                                    sample_weight=fit_weights)
             seconds = time.perf_counter() - start
             if refit:
-                models[name] = _make_method(method, input).fit(x_fit_array, y_fit_checked)
+                models[name] = _make_method(method, input).fit(x_fit_array, y_fit_checked, sample_weight=fit_weights)
         else:
-            model = _make_method(method, input).fit(x_fit_array, y_fit_checked)
+            model = _make_method(method, input).fit(x_fit_array, y_fit_checked, sample_weight=fit_weights)
             seconds = time.perf_counter() - start
             models[name] = model
             predictions = model.predict_proba(x_fit_array if mode == "in_sample" else x_eval)
@@ -563,4 +612,34 @@ def evaluate_recalibration(methods: Mapping[str, MethodLike] | Sequence[MethodLi
         on_progress(named[-1][0], total, total)
     table = pd.DataFrame(rows, columns=["method", "metric", "metric_key", "before", "after", "delta", "fit_seconds"])
     return RecalibrationReport(table=table, protocol=protocol, in_sample=mode == "in_sample",
-                               labels=labels_eval, before=before, after=after, models=models)
+                               labels=labels_eval, before=before, after=after, models=models,
+                               sample_weight=eval_weights)
+
+
+def _with_weights(function: Callable, weights: NDArray[np.float64] | None) -> Callable:
+    """``metric(probs, labels)`` of a metric evaluated with the rows' ``weights`` (unchanged without them).
+
+    Through :func:`calib_core.inference.bootstrap.weighted_metric`: a registry metric takes the weights as it
+    declares; a callable without a ``sample_weight`` keyword is refused rather than scored unweighted.
+    """
+    if weights is None:
+        return function
+    from calib_core.inference.bootstrap import weighted_metric  # inference builds on the metrics, not on this
+
+    weighted = weighted_metric(function)
+    return lambda probs, labels: weighted(probs, labels, weights)
+
+
+def _weights_sentence(fit_weights: NDArray[np.float64] | None, eval_weights: NDArray[np.float64] | None) -> str:
+    """What the weights did, for the protocol sentence."""
+    if eval_weights is None:
+        return ("Each fit weighted the calibration rows by their sample weights (total weight "
+                f"{fit_weights.sum():,.6g}); the metrics count the test rows unweighted.")
+    if fit_weights is None:
+        return (f"The metrics weight the test rows by their sample weights (total weight {eval_weights.sum():,.6g}); "
+                "the fits count the calibration rows unweighted.")
+    if fit_weights is eval_weights:
+        return (f"Every fit and every metric weights the rows by their sample weights (total weight "
+                f"{eval_weights.sum():,.6g}).")
+    return (f"Every fit and every metric weights the rows by their sample weights (total weight "
+            f"{fit_weights.sum():,.6g} to fit, {eval_weights.sum():,.6g} to evaluate).")

@@ -50,13 +50,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from calib_core.inference.bootstrap import resampled_metrics
 from calib_core.inference.intervals import interval_from_samples
 from calib_core.metrics import get_metric
 from calib_core.recalibration import RECALIBRATORS, defaults
 from calib_core.recalibration.compare import (CAUTIONARY, METRIC_KEYS, EvaluationSet, MethodFit, Protocol, Sampler,
                                               _excludes_zero, _fmt, bootstrap_seconds, effective_protocol,
-                                              evaluation_set, fit_method, intervals, metric_functions, model_input,
+                                              evaluation_set, fit_method, intervals, model_input, resampled_samples,
                                               results_table, split_column_ready)
 from calib_core.recalibration.published import published_standing
 from calib_core.validation import CalibrationInputError
@@ -193,7 +192,7 @@ def _paired(ev: EvaluationSet, fits: Mapping[str, MethodFit], winner: str, other
     """The paired interval of ``metric(other) - metric(winner)`` for each of ``others``, on the same resamples."""
     if samples is None:
         def samples(name: str, probs: np.ndarray) -> dict[str, np.ndarray]:
-            return resampled_metrics(metric_functions(ev.metric_keys), probs, ev.labels, n_boot=n_boot, seed=seed)
+            return resampled_samples(ev, probs, n_boot=n_boot, seed=seed)
     spec = get_metric(key)
     best = samples(winner, fits[winner].probs)[key]
     out = []
@@ -254,7 +253,9 @@ def runner_up_difference(ev: EvaluationSet, fits: Mapping[str, MethodFit], table
     alpha : float
         A ``1 - alpha`` interval.
     samples : callable, optional
-        As in :func:`intervals` (default :func:`calib_core.inference.bootstrap.resampled_metrics` on ``ev.labels``).
+        As in :func:`intervals` (default
+        :func:`~calib_core.recalibration.compare.resampled_samples`: the
+        weighted bootstrap when ``ev`` has row weights).
     cautionary : str
         The method never recommended.
 
@@ -526,7 +527,7 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
                     class_names: Sequence[str] | None = None, methods: Sequence[str] | None = None,
                     protocol: Protocol = Protocol(), n_boot: int = 200, seed: int = 0,
                     alpha: float = 0.05, boot_budget_seconds: float | None = None,
-                    metrics: Sequence[str] = METRIC_KEYS) -> Comparison:
+                    metrics: Sequence[str] = METRIC_KEYS, sample_weight: ArrayLike | None = None) -> Comparison:
     """Fit every method honestly, bootstrap every change, recommend one: the Recalibration page in one call.
 
     The same steps as the page (and the same numbers for the same settings):
@@ -561,18 +562,38 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
     metrics : sequence of str
         Registry keys of every number (default :data:`~calib_core.recalibration.compare.METRIC_KEYS`; a
         confidence model's set: :func:`calib_core.recalibration.confidence.compare_confidence`).
+    sample_weight : array_like of shape (N,), optional
+        Row weights (:func:`evaluation_set`): every fit takes the fitting
+        rows' weights (each fold its own under cross-fitting), every metric,
+        interval and paired difference weights the evaluation rows, and the
+        bootstrap is the shared engine's weighted one
+        (:func:`calib_core.inference.bootstrap.resampled_metrics`), so its
+        resamples centre on the weighted estimates.
 
     Raises
     ------
     CalibrationInputError
-        When the protocol cannot split the rows.
+        When the protocol cannot split the rows, or invalid weights.
+
+    Notes
+    -----
+    Integer weights give the table and the recommendation of the rows
+    repeated that many times (fits to the optimiser's tolerance, metrics
+    exactly) when both are split alike: with the file's ``split`` column
+    (the repeated rows carrying their row's split value), or in-sample. A
+    random split or cross-fitting deals the repeated rows' copies into parts
+    or folds of their own, so copies of one row can be fitted on and scored
+    at once: another computation, whose numbers differ. The bootstrap
+    intervals differ too: the weighted bootstrap resamples the N weighted
+    rows, the repeated rows' bootstrap their copies one by one.
     """
     probs, labels = np.asarray(probs, dtype=np.float64), np.asarray(labels)
     if methods is None:
         methods = defaults.default_methods(probs.shape[1], defaults.DEFAULT_METHODS)
     used = effective_protocol(protocol, split_ready=split_column_ready(split_names))
     x, kind = model_input(probs, logits)
-    ev = evaluation_set(x, probs, labels, used, input=kind, split=split, class_names=class_names, metrics=metrics)
+    ev = evaluation_set(x, probs, labels, used, input=kind, split=split, class_names=class_names, metrics=metrics,
+                        sample_weight=sample_weight)
     fits = {method: fit_method(method, x, labels, ev) for method in methods}
     ok = {name: fit for name, fit in fits.items() if fit.ok}
     skipped = None
@@ -584,8 +605,7 @@ def compare_methods(probs: np.ndarray, labels: np.ndarray, *, logits: np.ndarray
 
     def samples(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
         if name not in cache:
-            cache[name] = resampled_metrics(metric_functions(ev.metric_keys), values, ev.labels, n_boot=n_boot,
-                                            seed=seed)
+            cache[name] = resampled_samples(ev, values, n_boot=n_boot, seed=seed)
         return cache[name]
 
     interval_table = intervals(ev, ok, n_boot=n_boot, seed=seed, alpha=alpha, samples=samples) \

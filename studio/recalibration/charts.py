@@ -56,10 +56,11 @@ def report_entry(result: ModelResult, n_bins: int, binning: str, picked: str | N
     ev, found = result.ev, result.recommendation
     target = reliability_target(ev)
     diagrams = {"Before": cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning,
-                                         target)}
+                                         target, _weights=ev.sample_weight)}
     for method in dict.fromkeys(m for m in (found.method, picked) if m in result.ok_methods):
         diagrams[f"After: {method}"] = cr.reliability(result.fits[method].probs, ev.labels,
-                                                      (*result.key_base, method), int(n_bins), binning, target)
+                                                      (*result.key_base, method), int(n_bins), binning, target,
+                                                      _weights=ev.sample_weight)
     note = report.comparison_note(result.sentence, ev, result.fits, n_boot=n_boot if result.intervals == "done" else 0,
                                   seed=seed)
     return report.Recalibration(result.view.name, result.table, diagrams, note=note, recommendation=found)
@@ -86,9 +87,10 @@ def show_reliability(result: ModelResult, *, n_boot: int,
     binning = layout.linked(binning_col.radio, "Binning", ["uniform", "adaptive"], horizontal=True, index=0,
                             key="recal_binning")
     target = reliability_target(ev)
-    before_table = cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning, target)
+    before_table = cr.reliability(ev.before, ev.labels, (*result.key_base, BEFORE), int(n_bins), binning, target,
+                                  _weights=ev.sample_weight)
     after_table = cr.reliability(fits[method].probs, ev.labels, (*result.key_base, method), int(n_bins), binning,
-                                 target)
+                                 target, _weights=ev.sample_weight)
     after_name = f"After: {method}"
     st.plotly_chart(reliability_figure({"Before": before_table, after_name: after_table}, layout="side_by_side",
                                        colors={"Before": 0, after_name: 2}),

@@ -102,7 +102,8 @@ def interval_text(result: ModelResult, n_boot: int, seed: int) -> str:
              "and the AURC (the ECE's resamples are biased upwards)" if result.stated else
              "percentiles for the NLL, Brier score and accuracy, the estimate ± 1.96 bootstrap standard errors for "
              "the binned and KS errors (their resamples are biased upwards)")
-    how = (f"{1 - ALPHA:.0%} bootstrap intervals over the {n_rows:,} evaluation rows, {n_boot:,} resamples, "
+    how = (f"{1 - ALPHA:.0%} bootstrap intervals over the {n_rows:,} evaluation rows{cr.weighting_text(result.ev)}, "
+           f"{n_boot:,} resamples, "
            f"seed {seed}, made as on the Metrics page: {kinds}; before and after resample the same rows, so the "
            "change has its own interval.")
     if result.intervals == "pending":

@@ -173,7 +173,7 @@ def show_tables(result: ModelResult, *, n_boot: int, seed: int) -> TableSlots:
     bins = ("the stated confidence against the correctness: ECE with 10 equal-width and 10 equal-mass bins, Brier "
             "score, NLL and AURC; no accuracy column, since no answer changes" if result.stated
             else "15 uniform bins for the binned errors")
-    st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows ({bins}); "
+    st.caption(f"Every metric on the {ev.labels.size:,} evaluation rows{cr.weighting_text(ev)} ({bins}); "
                f"first row: {BEFORE.lower()}. {cr.best_note(result.ok_methods)}"
                + (f" {cr.MISSING}: could not be computed." if matrix.isna().any().any() else ""))
     slots = TableSlots(st.empty(), st.empty(), st.empty(), int(n_boot), int(seed))
