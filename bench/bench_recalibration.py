@@ -32,6 +32,16 @@ above stands in, on the fixture's own size, not the same data). ``--quick``
 shrinks every size (1,000 x 10 for the main table, 2,000 binary rows, SVS at
 2,000 x 100) for a check that the script runs.
 
+``--data next-word`` takes the logits from the real 1,000-class set instead
+(``data/next_word``: next-word prediction in the Python documentation by a
+fitted language model, not ImageNet; at most 60,000 rows; see
+``tests/recalibration/reference/sets.py``): at 1,000 classes its rows in file
+order, at 2 classes (the binary methods) the model's probability that the next
+word is outside its 999 words (``<other>``, 19% of words) against that event,
+as binary logits ``(log(1 - p), log p)``; ``--reference-only`` runs only the
+same-data table of issue 27 item 5 (the all-methods table at 1,000 classes
+would fit matrix scaling's 10^6 parameters).
+
 The 1-minute load average is printed because other processes on a 2-core
 machine change every figure.
 """
@@ -67,6 +77,29 @@ def synthetic_logits(n_rows: int, n_classes: int, seed: int) -> tuple[np.ndarray
     return 2.0 * z + row_offsets, labels
 
 
+#: Sources of the bench's logits (``--data``).
+DATA = ("synthetic", "next-word")
+
+
+def bench_logits(n_rows: int, n_classes: int, seed: int, data: str = "synthetic") -> tuple[np.ndarray, np.ndarray]:
+    """``(logits, labels)`` of ``n_rows`` x ``n_classes``: :func:`synthetic_logits`, or the real next-word set."""
+    if data == "synthetic":
+        return synthetic_logits(n_rows, n_classes, seed)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "recalibration" / "reference"))
+    from sets import next_word
+
+    if n_classes not in (2, 1000):
+        raise SystemExit(f"--data next-word has 1,000 classes (or 2: '<other>' against the rest), not {n_classes}")
+    logits, labels = next_word(n_rows)
+    if labels.size < n_rows:
+        raise SystemExit(f"--data next-word has {labels.size:,} rows, fewer than the {n_rows:,} asked for")
+    if n_classes == 1000:
+        return logits, labels
+    other = logits.shape[1] - 1
+    log_p, log_not_p = class_log_probs(logits)
+    return np.column_stack([log_not_p[:, other], log_p[:, other]]), (labels == other).astype(np.intp)
+
+
 def _timed(function) -> float:
     start = time.perf_counter()
     function()
@@ -93,16 +126,16 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def page_bench(n_rows: int, n_classes: int, *, seed: int, n_boot: int, methods: list[str] | None,
-               force_boot: bool = False) -> dict:
+               force_boot: bool = False, data: str = "synthetic") -> dict:
     """The Recalibration page's work at one size, seconds per step (see the module docstring)."""
     from calib_core.recalibration import compare, defaults, sweeps
 
-    logits, labels = synthetic_logits(n_rows, n_classes, seed)
+    logits, labels = bench_logits(n_rows, n_classes, seed, data)
     logits = logits.astype(np.float32).astype(np.float64)  # what a float32 Parquet file gives the page
     probs = np.exp(logits - logits.max(axis=1, keepdims=True))
     probs /= probs.sum(axis=1, keepdims=True)
     chosen = list(methods) if methods else list(defaults.default_methods(n_classes))
-    print(f"page work on {n_rows:,} x {n_classes} float32 logits (load average {os.getloadavg()[0]:.1f}); "
+    print(f"page work on {n_rows:,} x {n_classes} float32 logits ({data}; load average {os.getloadavg()[0]:.1f}); "
           f"default methods at K = {n_classes}: {', '.join(defaults.default_methods(n_classes))}")
     out: dict = {"rows": n_rows, "classes": n_classes, "methods": {}, "load_average": os.getloadavg()[0]}
     start = time.perf_counter()
@@ -163,25 +196,38 @@ def main(argv: list[str] | None = None) -> dict:
                         help="size of the SVS-against-reference timing (default 50000x1000)")
     parser.add_argument("--binary-rows", type=int, default=50_000,
                         help="rows of the binary methods-against-reference timing (default 50000)")
+    parser.add_argument("--data", choices=DATA, default="synthetic",
+                        help="the logits: synthetic, or the real next-word set (1,000 or 2 classes, <= 60,000 rows)")
+    parser.add_argument("--reference-only", action="store_true",
+                        help="only the new methods beside their references on the same data (issue 27 item 5)")
     parser.add_argument("--quick", action="store_true",
-                        help="small sizes everywhere (1000 x 10, 2000 binary rows, SVS 2000 x 100)")
+                        help="small sizes everywhere (1000 x 10, 2000 binary rows, SVS 2000 x 100; "
+                             "2000 x 1000 with --data next-word)")
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.classes, args.binary_rows, args.svs_size = 1_000, 10, 2_000, (2_000, 100)
+        if args.data == "next-word":  # its only multi-class K
+            args.svs_size = (2_000, 1_000)
     if args.page:
         results = {f"{n}x{k}": page_bench(n, k, seed=args.seed, n_boot=args.boot, methods=args.methods,
-                                          force_boot=args.force_boot)
+                                          force_boot=args.force_boot, data=args.data)
                    for n, k in args.page}
         if args.json is not None:
             args.json.write_text(json.dumps(results, indent=2))
         return results
+    if args.reference_only:
+        results = {"same_data": same_data_reference_bench(args.binary_rows, args.svs_size, seed=args.seed,
+                                                          data=args.data)}
+        if args.json is not None:
+            args.json.write_text(json.dumps(results, indent=2))
+        return results
 
-    logits, labels = synthetic_logits(args.rows, args.classes, args.seed)
+    logits, labels = bench_logits(args.rows, args.classes, args.seed, args.data)
     print(f"recalibration fit times on {args.rows:,} x {args.classes} logits "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     results: dict = {"rows": args.rows, "classes": args.classes, "load_average": os.getloadavg()[0], "methods": {}}
     total = 0.0
-    binary = synthetic_logits(args.rows, 2, args.seed)
+    binary = bench_logits(args.rows, 2, args.seed, args.data)
     for name, method in all_recalibrators(input="logits").items():
         # binary-only methods (quadratic scaling) are timed on binary logits of the same row count
         x, y = binary if getattr(method, "binary_only", False) else (logits, labels)
@@ -217,7 +263,7 @@ def main(argv: list[str] | None = None) -> dict:
         results["sklearn"][label] = {"ours": ours_s, "sklearn": theirs_s, "ratio": ours_s / theirs_s}
         print(f"  {label:<44s} ours {ours_s:6.2f} s   {their_name} {theirs_s:6.2f} s   ratio {ours_s / theirs_s:5.2f}")
     results["reference"] = structured_reference_bench()
-    results["same_data"] = same_data_reference_bench(args.binary_rows, args.svs_size, seed=args.seed)
+    results["same_data"] = same_data_reference_bench(args.binary_rows, args.svs_size, seed=args.seed, data=args.data)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))
     return results
@@ -317,42 +363,55 @@ def _binary_references(logits: np.ndarray, labels: np.ndarray) -> dict:
     }
 
 
-def same_data_reference_bench(binary_rows: int, svs_size: tuple[int, int], *, seed: int) -> dict:
+def _wall_and_cpu(function) -> tuple[float, float]:
+    """Wall and CPU seconds (all threads) of one call: on a loaded 2-core machine CPU time is the steadier."""
+    start, cpu = time.perf_counter(), time.process_time()
+    function()
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def _same_data_row(name: str, rows: int, classes: int, ours, theirs, their_name: str) -> dict:
+    ours_s, ours_cpu = _wall_and_cpu(ours)
+    theirs_s, theirs_cpu = (None, None) if theirs is None else _wall_and_cpu(theirs)
+    shown = "not timed" if theirs_s is None else f"{theirs_s:7.2f} s (CPU {theirs_cpu:7.2f} s)"
+    print(f"  {name:<30s} {rows:>7,} x {classes:<5d} ours {ours_s:7.2f} s (CPU {ours_cpu:6.2f} s)   "
+          f"reference {shown}  ({their_name})")
+    return {"rows": rows, "classes": classes, "ours": ours_s, "reference": theirs_s, "ours_cpu": ours_cpu,
+            "reference_cpu": theirs_cpu, "reference_name": their_name}
+
+
+def same_data_reference_bench(binary_rows: int, svs_size: tuple[int, int], *, seed: int,
+                              data: str = "synthetic") -> dict:
     """Issue 27 item 5: each new method's fit time beside its reference's, on the same data, in this run.
 
     The binary methods on ``binary_rows`` binary logits; structured vector scaling at ``svs_size`` (its
-    reference, probmetrics, timed only when importable).
+    reference, probmetrics, timed only when importable). Wall and CPU seconds of each fit.
     """
     from calib_core.recalibration import StructuredVectorScaling
 
-    out: dict = {"binary_rows": binary_rows, "svs_size": list(svs_size), "methods": {}}
-    logits, labels = synthetic_logits(binary_rows, 2, seed)
-    print(f"new methods vs their reference implementation, same data, same run "
+    out: dict = {"binary_rows": binary_rows, "svs_size": list(svs_size), "data": data, "methods": {}}
+    logits, labels = bench_logits(binary_rows, 2, seed, data)
+    print(f"new methods vs their reference implementation, same data ({data}), same run "
           f"(load average {os.getloadavg()[0]:.1f})")
     for name, (ours, theirs, their_name) in _binary_references(logits, labels).items():
-        ours_s = _timed(ours)
-        theirs_s = None if theirs is None else _timed(theirs)
-        out["methods"][name] = {"rows": binary_rows, "classes": 2, "ours": ours_s, "reference": theirs_s,
-                                "reference_name": their_name}
-        shown = "not timed" if theirs_s is None else f"{theirs_s:7.2f} s"
-        print(f"  {name:<30s} {binary_rows:>7,} x 2     ours {ours_s:7.2f} s   reference {shown}  ({their_name})")
+        out["methods"][name] = _same_data_row(name, binary_rows, 2, ours, theirs, their_name)
     n_rows, n_classes = svs_size
-    logits, labels = synthetic_logits(n_rows, n_classes, seed)
-    ours_s = _timed(lambda: StructuredVectorScaling().fit(logits, labels))
+    logits, labels = bench_logits(n_rows, n_classes, seed, data)
     try:
         from probmetrics.calibrators import get_calibrator
     except ImportError as exc:
-        theirs_s, their_name = None, f"probmetrics not importable ({exc.name} missing)"
+        theirs, their_name = None, f"probmetrics not importable ({exc.name} missing)"
     else:
         probs = np.exp(logits - logits.max(axis=1, keepdims=True))
         probs /= probs.sum(axis=1, keepdims=True)
-        theirs_s = _timed(lambda: get_calibrator("svs", svs_print_init_info=False).fit(probs, labels))
-        their_name = "probmetrics SVSCalibrator"
-    out["methods"]["Structured vector scaling"] = {"rows": n_rows, "classes": n_classes, "ours": ours_s,
-                                                   "reference": theirs_s, "reference_name": their_name}
-    shown = "not timed" if theirs_s is None else f"{theirs_s:7.2f} s"
-    print(f"  {'Structured vector scaling':<30s} {n_rows:>7,} x {n_classes:<5d} ours {ours_s:7.2f} s   "
-          f"reference {shown}  ({their_name})")
+        theirs, their_name = (lambda: get_calibrator("svs", svs_print_init_info=False).fit(probs, labels),
+                              "probmetrics SVSCalibrator")
+    svs = StructuredVectorScaling()
+    out["methods"]["Structured vector scaling"] = _same_data_row(
+        "Structured vector scaling", n_rows, n_classes, lambda: svs.fit(logits, labels), theirs, their_name)
+    out["methods"]["Structured vector scaling"]["ours_iterations"] = int(svs.n_iter_)
+    print(f"  (ours: {svs.n_iter_} L-BFGS iterations{'' if svs.converged_ else ', NOT converged'}; "
+          f"load average now {os.getloadavg()[0]:.1f})")
     return out
 
 

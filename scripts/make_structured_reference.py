@@ -6,7 +6,10 @@ gigabytes, too heavy for CI), from the repository root::
 
     PYTHONPATH=. python scripts/make_structured_reference.py
 
-It fits, on the three sets of ``tests/recalibration/reference/sets.py``,
+It fits, on the three real sets of ``tests/recalibration/reference/sets.py``
+(binary and 10-class demos; at 1,000 classes the next-word set of
+``data/next_word``, not ImageNet: its first 2,000 rows fit, the next 2,000
+evaluate; needs pandas, pyarrow and threadpoolctl too, for calib_core's loaders),
 probmetrics' ``get_calibrator("svs")`` and ``get_calibrator("sms")`` (ridge,
 torchmin BFGS, the reference's defaults) and, on the binary set,
 ``BinaryLogisticCalibrator(type="quadratic")`` (the factory's

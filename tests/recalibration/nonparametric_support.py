@@ -1,8 +1,9 @@
 """Shared data of the reference-agreement tests of the non-parametric methods (issue 27).
 
-Three prediction sets: two real demos of the repository (``data/demo``) and, as the repository holds
-no real 1,000-class set, one synthetic ImageNet-shaped set. Each is split in halves: the methods are
-fitted on the first and evaluated on the second.
+Three real prediction sets: two demos of the repository (``data/demo``) and a 1,000-class set, not
+ImageNet: next-word prediction in the Python documentation by a fitted language model
+(``data/next_word``, ``tests/recalibration/reference/sets.py``). Each is split in halves: the methods
+are fitted on the first and evaluated on the second.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from calib_core import softmax
 from calib_core.io.demos import load_demo
+from tests.recalibration.reference.sets import next_word
 
 #: Real sets: binary (569 rows) and 10 classes (1,797 rows).
 REAL_SETS = ("breast_cancer_logistic_regression", "digits_logistic_regression")
@@ -22,15 +24,13 @@ def halves(name: str):
     return pred.probs[:half], pred.labels[:half], pred.probs[half:]
 
 
-def imagenet_shaped(n_rows: int = 2000, n_classes: int = 1000, seed: int = 0):
-    """``(fit probs, fit labels, evaluation probs)`` of a synthetic 1,000-class model, about 70% accurate.
+def thousand_classes(n_rows: int = 2000):
+    """``(fit probs, fit labels, evaluation probs)`` of the first ``n_rows`` rows of the real 1,000-class set.
 
-    Each class occurs equally often in each half (the reference packages skip classes absent from the fit).
+    Its classes are as unbalanced as words are: many are absent from the fitting half (the reference
+    packages skip them; the whole-K comparisons check that ours agree all the same).
     """
-    rng = np.random.default_rng(seed)
-    labels = np.concatenate([rng.permutation(np.arange(n_rows // 2) % n_classes) for _ in range(2)])
-    logits = rng.normal(size=(n_rows, n_classes))
-    logits[np.arange(n_rows), labels] += rng.normal(4.0, 1.5, n_rows)
+    logits, labels = next_word(n_rows)
     probs = softmax(logits)
     half = n_rows // 2
     return probs[:half], labels[:half], probs[half:]

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from calib_core import CalibrationInputError
 from calib_core.recalibration import Recalibrator, VennAbers
 from calib_core.recalibration.protocol import stratified_folds
-from tests.recalibration.nonparametric_support import REAL_SETS, halves, imagenet_shaped
+from tests.recalibration.nonparametric_support import REAL_SETS, halves, thousand_classes
 
 #: The tables are the package's algorithm transcribed: agreement to rounding.
 TOLERANCE = 1e-12
@@ -36,13 +36,13 @@ def test_inductive_venn_abers_agrees_with_the_package_on_real_sets(name, multicl
 
 
 def test_the_one_vs_rest_maps_agree_with_the_package_at_1000_classes():
-    """Each class's map on 1,000-class-shaped data (synthetic: the repository holds no real 1,000-class set).
+    """Each class's map on the real 1,000-class set (next words: "the", the eighth word and ``<other>``).
 
     The whole K = 1,000 fit is left out: both implementations take minutes there (the tables'
     running corner recomputes a slope over the remaining points at each violation, O(k^2) at worst per
     class); the renormalisation of the one-vs-rest outputs is checked on the 10-class set above.
     """
-    fit_probs, fit_labels, eval_probs = imagenet_shaped()
+    fit_probs, fit_labels, eval_probs = thousand_classes()
     for k in (0, 7, 999):
         fit_k = np.column_stack([1 - fit_probs[:, k], fit_probs[:, k]])
         eval_k = np.column_stack([1 - eval_probs[:, k], eval_probs[:, k]])
