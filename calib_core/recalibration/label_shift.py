@@ -379,9 +379,9 @@ def _percentiles(draws: NDArray[np.float64], alpha: float, n_classes: int) -> tu
 
 
 #: Names of the no-shift tests (``PrevalenceEstimate.shift_test``), shown on every surface.
-SHIFT_TEST_MEANS = ("black-box shift detection (Rabanser et al. 2019): per-class Welch t-test of the mean "
+_SHIFT_TEST_MEANS = ("black-box shift detection (Rabanser et al. 2019): per-class Welch t-test of the mean "
                     "predicted probability, unlabelled vs labelled rows, Bonferroni")
-SHIFT_TEST_LR = ("likelihood ratio under the EM model (Saerens et al. 2002, section 2.4), chi-square with K - 1 "
+_SHIFT_TEST_LR = ("likelihood ratio under the EM model (Saerens et al. 2002, section 2.4), chi-square with K - 1 "
                  "degrees of freedom; it does not hold its size")
 
 _LR_NOT_HELD = ("The no-shift test is the likelihood-ratio test of Saerens et al. (2002): it holds the source "
@@ -395,7 +395,7 @@ def _shift_means(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64]
     """Black-box shift detection ([Rabanser2019]_): the largest per-class Welch |t| and its Bonferroni p.
 
     The K columns sum to 1, so a binary model has one test (class 1), K > 2 classes have K. A class whose
-    predictions are constant in both sets has no test.
+    predictions are constant in both sets has no test; NaN when no class has one (e.g. a single row).
     """
     columns = slice(1, 2) if probs.shape[1] == 2 else slice(None)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -403,7 +403,7 @@ def _shift_means(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64]
     statistic, p_values = np.abs(np.atleast_1d(found.statistic)), np.atleast_1d(found.pvalue)
     tested = np.isfinite(p_values)
     if not tested.any():
-        return 0.0, 1.0
+        return math.nan, math.nan
     return float(statistic[tested].max()), float(min(1.0, p_values[tested].min() * p_values.size))
 
 
@@ -653,10 +653,13 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
         bias = run.bias[0]
         notes.extend(run.notes)
         if probs_labelled is not None:  # the predictions as given (before any recalibrator), both sets
-            shift_test = SHIFT_TEST_MEANS
+            shift_test = _SHIFT_TEST_MEANS
             statistic, p_value = _shift_means(given, probs_labelled)
+            if math.isnan(p_value):
+                notes.append("The no-shift test needs at least two rows in each set and predictions that vary: "
+                             "there is no test here.")
         else:
-            shift_test = SHIFT_TEST_LR
+            shift_test = _SHIFT_TEST_LR
             statistic = max(2.0 * _log_likelihood(probs, source, estimate), 0.0)
             p_value = float(stats.chi2.sf(statistic, n_classes - 1))
             notes.append(_LR_NOT_HELD)
@@ -668,7 +671,7 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
             notes.insert(0, _NOT_HELD.format(level=1 - alpha, where=where, k=worst, bias=run.bias[point, worst],
                                              coverage=max(coverage[point, worst], 0.0)))
         low, high = _percentiles(run.draws, alpha, n_classes)
-        if (shift_test == SHIFT_TEST_LR and checked_labels is not None and p_value < alpha
+        if (shift_test == _SHIFT_TEST_LR and checked_labels is not None and p_value < alpha
                 and run.draws.shape[0] > 0 and ((low <= source) & (source <= high)).all()):
             notes.append(_TEST_VS_INTERVAL.format(level=1 - alpha))
     else:
