@@ -437,8 +437,8 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
     """The EM estimate, its calibration check and the joint bootstrap (see :func:`estimate_prevalence`)."""
     n_rows, n_classes = probs.shape
     notes = ["The EM assumes the predictions are calibrated on the labelled test set; recalibrate them first "
-             "(Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate and the no-shift test "
-             "absorb the miscalibration as a shift."]
+             "(Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate absorbs the "
+             "miscalibration as a shift (the no-shift test with labelled predictions does not need calibration)."]
     raw, raw_labelled = probs, probs_labelled
     if recalibrator is not None:
         fitted = copy.deepcopy(recalibrator).fit(probs_labelled, labels)
