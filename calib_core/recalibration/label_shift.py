@@ -379,9 +379,9 @@ def _percentiles(draws: NDArray[np.float64], alpha: float, n_classes: int) -> tu
 
 
 #: Names of the no-shift tests (``PrevalenceEstimate.shift_test``), shown on every surface.
-_SHIFT_TEST_MEANS = ("black-box shift detection (Rabanser et al. 2019): per-class Welch t-test of the mean "
+_SHIFT_TEST_MEANS = ("black-box shift detection of Rabanser et al. 2019: per-class Welch t-test of the mean "
                     "predicted probability, unlabelled vs labelled rows, Bonferroni")
-_SHIFT_TEST_LR = ("likelihood ratio under the EM model (Saerens et al. 2002, section 2.4), chi-square with K - 1 "
+_SHIFT_TEST_LR = ("likelihood ratio under the EM model of Saerens et al. 2002, section 2.4, chi-square with K - 1 "
                  "degrees of freedom; it does not hold its size")
 
 _LR_NOT_HELD = ("The no-shift test is the likelihood-ratio test of Saerens et al. (2002): it holds the source "
