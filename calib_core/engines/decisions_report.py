@@ -6,10 +6,10 @@ report (``studio/report_decisions.py``) show the same numbers:
 * :func:`deployment_report` - a second file of predictions on the
   deployment's unlabelled rows (:func:`calib_core.io.unlabelled.load_unlabelled`):
   the deployment's class prevalence by EM and by BBSE with bootstrap intervals
-  (:func:`calib_core.estimate_prevalence`), the likelihood-ratio test of no
-  shift, and every registered metric re-weighted to the deployment (each
-  labelled row weighs its class's ``pi_deployment / pi_test``, from the EM
-  estimate).
+  (:func:`calib_core.estimate_prevalence`), its test of no shift (black-box
+  shift detection on the predictions, labelled vs unlabelled), and every
+  registered metric re-weighted to the deployment (each labelled row weighs
+  its class's ``pi_deployment / pi_test``, from the EM estimate).
 * :func:`decision_report` - for a threshold or a cost matrix, the decision
   curve before and after cross-fitted recalibration
   (:func:`calib_core.decision_curve`) and the value of recalibrating
@@ -115,8 +115,7 @@ def deployment_json(report: DeploymentReport, class_names, *, file: str) -> dict
     """The ``deployment`` section of the JSON (and of the HTML report's data)."""
     first = next((e for e in report.estimates.values() if isinstance(e, PrevalenceEstimate)), None)
     em = report.estimates["em"]
-    test = ({"method": "likelihood ratio under the EM model (Saerens et al. 2002, section 2.4), chi-square with "
-                       "K - 1 degrees of freedom",
+    test = ({"method": em.shift_test,
              "statistic": _finite(em.shift_statistic), "p_value": _finite(em.shift_p_value), "alpha": em.alpha,
              "shift_detected": em.shift_detected} if isinstance(em, PrevalenceEstimate) else
             {"statistic": None, "p_value": None, "shift_detected": None, "reason": em})
@@ -168,8 +167,9 @@ def deployment_lines(section: dict, names: dict[str, str]) -> list[str]:
         lines.append(f"  no-shift test: n/a -- {test.get('reason', 'not available')}")
     else:
         found = "a shift" if test["shift_detected"] else "no evidence of a shift"
-        lines.append(f"  no-shift test (likelihood ratio, EM): statistic {test['statistic']:.4g}, "
-                     f"p = {test['p_value']:.4g}: {found} at alpha = {test['alpha']:g}")
+        # the numbers and wording of PrevalenceEstimate.sentence (the page and the HTML report)
+        lines.append(f"  no-shift test ({test['method']}): statistic {test['statistic']:.3g}, "
+                     f"p = {test['p_value']:.3g}: {found} at alpha = {test['alpha']:g}")
     reweighted = section.get("reweighted")
     if reweighted is not None:
         lines.append("  metrics re-weighted to the deployment (each labelled row weighs its class's "

@@ -24,8 +24,8 @@ unlabelled target rows alone:
 Both give a percentile bootstrap interval that resamples the labelled rows too
 (the source prevalence, the recalibration and the confusion matrix are
 estimated from them); the EM also a calibration check that says when its
-interval cannot cover, a likelihood-ratio test
-of "no shift", the predictions moved to the estimated prevalence
+interval cannot cover, a test of "no shift"
+(black-box shift detection on the predictions, [Rabanser2019]_), the predictions moved to the estimated prevalence
 (:func:`calib_core.adjust_prevalence`) and importance weights
 ``w_y = pi_target_y / pi_source_y`` that re-weight the labelled rows to the
 deployment (``sample_weight=`` of every metric).
@@ -49,6 +49,10 @@ References
    confidence intervals in nonparametric regression", Quantitative
    Economics 11 (2020), 1-39: the coverage of an interval whose estimate has
    a bias ``b`` and standard error ``se``, ``Phi(z - b/se) - Phi(-z - b/se)``.
+.. [Rabanser2019] Rabanser, S., Guennemann, S. & Lipton, Z. C. "Failing loudly: an empirical
+   study of methods for detecting dataset shift", NeurIPS 2019, section 3 (black-box shift
+   detection: two-sample tests on the model's outputs; per-dimension Kolmogorov-Smirnov tests with
+   a Bonferroni correction).
 .. [Efron1993] Efron, B. & Tibshirani, R. "An Introduction to the
    Bootstrap", Chapman & Hall 1993, ch. 13 (percentile interval).
 """
@@ -101,8 +105,11 @@ class PrevalenceEstimate:
     alpha : float
         The intervals cover ``1 - alpha``.
     shift_statistic, shift_p_value : float
-        Likelihood-ratio test of "no shift" (prevalence = source prevalence)
-        under the EM model, chi-square with K - 1 degrees of freedom (NaN for BBSE).
+        The test of "no shift" (EM only; NaN for BBSE), named by ``shift_test``: with
+        ``probs_labelled``, the largest per-class two-sample Kolmogorov-Smirnov statistic between
+        the unlabelled and the labelled predictions and its Bonferroni p-value (BBSD, [Rabanser2019]_);
+        without them, the likelihood-ratio statistic under the EM model and its chi-square p-value
+        on K - 1 degrees of freedom, which does not hold its size (the notes say so).
     iterations : int
         EM iterations of the estimate (0 for BBSE).
     converged : bool
@@ -122,6 +129,9 @@ class PrevalenceEstimate:
         False when ``em_bias`` is significant and large enough against the interval's spread that the
         interval cannot cover at its stated level (:func:`estimate_prevalence`, Notes); None when
         not checked (BBSE, no labelled predictions, no resamples).
+    shift_test : str
+        Which test ``shift_statistic`` and ``shift_p_value`` come from ("" when there is none), and,
+        for the likelihood-ratio test, that it does not hold its size.
     """
 
     prevalence: NDArray[np.float64]
@@ -141,6 +151,7 @@ class PrevalenceEstimate:
     notes: tuple[str, ...] = ()
     em_bias: NDArray[np.float64] | None = None
     interval_holds: bool | None = None
+    shift_test: str = ""
 
     @property
     def class_weights(self) -> NDArray[np.float64]:
@@ -183,7 +194,7 @@ class PrevalenceEstimate:
         text = f"Deployment prevalence by {label} from {self.n:,} unlabelled rows: " + "; ".join(parts) + "."
         if not math.isnan(self.shift_p_value):
             found = "a shift" if self.shift_p_value < self.alpha else "no evidence of a shift"
-            text += (f" Likelihood-ratio test of no shift: statistic {self.shift_statistic:.3g}, "
+            text += (f" Test of no shift ({self.shift_test}): statistic {self.shift_statistic:.3g}, "
                      f"p = {self.shift_p_value:.3g}, {found} at alpha = {self.alpha:g}.")
         if self.interval_holds is False:
             text += f" The {level} intervals do not hold: the predictions fail the EM's calibration check."
@@ -367,6 +378,35 @@ def _percentiles(draws: NDArray[np.float64], alpha: float, n_classes: int) -> tu
     return np.quantile(draws, alpha / 2, axis=0), np.quantile(draws, 1 - alpha / 2, axis=0)
 
 
+#: Names of the no-shift tests (``PrevalenceEstimate.shift_test``), shown on every surface.
+_SHIFT_TEST_MEANS = ("black-box shift detection of Rabanser et al. 2019: per-class Welch t-test of the mean "
+                    "predicted probability, unlabelled vs labelled rows, Bonferroni")
+_SHIFT_TEST_LR = ("likelihood ratio under the EM model of Saerens et al. 2002, section 2.4, chi-square with K - 1 "
+                 "degrees of freedom; it does not hold its size")
+
+_LR_NOT_HELD = ("The no-shift test is the likelihood-ratio test of Saerens et al. (2002): it holds the source "
+                "prevalence as exact and the predictions as calibrated, so it does not hold its size when either "
+                "is estimated or wrong (on real demos it rejected 20-60% of samples without shift at 0.05) and "
+                "its 'shift' is not established. Give `probs_labelled` (the test set's predictions) for a test "
+                "that holds its size.")
+
+
+def _shift_means(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64]) -> tuple[float, float]:
+    """Black-box shift detection ([Rabanser2019]_): the largest per-class Welch |t| and its Bonferroni p.
+
+    The K columns sum to 1, so a binary model has one test (class 1), K > 2 classes have K. A class whose
+    predictions are constant in both sets has no test; NaN when no class has one (e.g. a single row).
+    """
+    columns = slice(1, 2) if probs.shape[1] == 2 else slice(None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        found = stats.ttest_ind(probs[:, columns], probs_labelled[:, columns], axis=0, equal_var=False)
+    statistic, p_values = np.abs(np.atleast_1d(found.statistic)), np.atleast_1d(found.pvalue)
+    tested = np.isfinite(p_values)
+    if not tested.any():
+        return math.nan, math.nan
+    return float(statistic[tested].max()), float(min(1.0, p_values[tested].min() * p_values.size))
+
+
 _NOT_HELD = ("The EM interval does not hold its {level:.0%} here: {where}, the labelled rows give an EM error of "
              "{bias:+.3g} for class {k}, a bias that leaves the interval covering about "
              "{coverage:.0%} (the predictions are not calibrated where the deployment puts its weight: the "
@@ -397,8 +437,8 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
     """The EM estimate, its calibration check and the joint bootstrap (see :func:`estimate_prevalence`)."""
     n_rows, n_classes = probs.shape
     notes = ["The EM assumes the predictions are calibrated on the labelled test set; recalibrate them first "
-             "(Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate and the no-shift test "
-             "absorb the miscalibration as a shift."]
+             "(Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate absorbs the "
+             "miscalibration as a shift (the no-shift test with labelled predictions does not need calibration)."]
     raw, raw_labelled = probs, probs_labelled
     if recalibrator is not None:
         fitted = copy.deepcopy(recalibrator).fit(probs_labelled, labels)
@@ -535,11 +575,38 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     uses the labelled rows in-sample: predictions recalibrated on those same
     rows outside this function pass it too easily (use ``recalibrator``).
 
-    **Test of no shift** ([Saerens2002]_ section 2.4). The statistic is
-    :math:`2\\,[\\ell(\\hat\\pi) - \\ell(\\pi^s)] = 2\\,\\ell(\\hat\\pi)` (the
-    log-likelihood of :func:`em_prevalence` is 0 at the source prevalence),
-    compared with chi-square on K - 1 degrees of freedom. Miscalibrated
-    predictions look like a shift to this test: recalibrate first.
+    **Test of no shift** (EM; ``shift_test`` names the one used). With
+    ``probs_labelled``: black-box shift detection ([Rabanser2019]_ section 3),
+    a two-sample test on the model's outputs: for each class, Welch's t-test
+    of the mean predicted probability on the unlabelled rows against the
+    labelled rows (each mean with its own sample's variance; one test, class 1,
+    for a binary model, K tests for K > 2), the statistic the largest
+    :math:`|t|` and the p-value the smallest times the number of tests
+    (Bonferroni). Under label shift ``p(x | y)`` is fixed, so the mean
+    prediction is :math:`\\sum_y \\pi_y\\,\\mu_y` (``mu_y`` the mean prediction
+    on class ``y``): no change of prevalence means no change in it, whatever
+    the calibration. So the test needs neither calibrated predictions nor an
+    exact source prevalence, only both sets drawn independently, and holds
+    its size (at most ``alpha`` up to the t approximation; Bonferroni makes it
+    conservative for K > 2). It is the mean-difference variant of the paper's
+    per-dimension tests (they use Kolmogorov-Smirnov): a change of prevalence
+    moves the mean, and the mean test found it more often than KS in our
+    simulations. It tests the predictions as given (before ``recalibrator``,
+    a fixed map that would not change the answer) against the labelled rows:
+    a ``source_prevalence`` given apart from their frequencies does not enter
+    it. A model whose predictions barely move with the class gives it little
+    power. bench/bench_prevalence.py measures its size and power
+    (docs/decisions.md).
+
+    Without ``probs_labelled``: the likelihood-ratio test of [Saerens2002]_
+    section 2.4, :math:`2\\,[\\ell(\\hat\\pi) - \\ell(\\pi^s)] = 2\\,\\ell(\\hat\\pi)`
+    (the log-likelihood of :func:`em_prevalence` is 0 at the source
+    prevalence) against chi-square on K - 1 degrees of freedom. It treats the
+    source prevalence as exact and the predictions as calibrated: an
+    estimated source prevalence or a miscalibration looks like a shift to it,
+    so it does not hold its size (20-60 % rejections without shift on the
+    bench's demos with the prevalence from 50 % of their rows) and a note
+    says so; ``shift_test`` says so too.
 
     **BBSE** ([Lipton2018]_ eq. 3-4): with :math:`\\hat C_{ij}` the share of
     labelled rows predicted ``i`` with label ``j`` and :math:`\\hat\\mu_i`
@@ -579,13 +646,23 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     bias = np.full(n_classes, nan)
     holds: bool | None = None
     if method == "em":
+        given = probs
         run = _em_run(probs, probs_labelled, checked_labels, None if source_prevalence is None else source,
                       source, recalibrator, n_boot, rng, max_iter, tol)
         probs, estimate, iterations, converged = run.probs, run.estimate, run.iterations, run.converged
         bias = run.bias[0]
         notes.extend(run.notes)
-        statistic = max(2.0 * _log_likelihood(probs, source, estimate), 0.0)
-        p_value = float(stats.chi2.sf(statistic, n_classes - 1))
+        if probs_labelled is not None:  # the predictions as given (before any recalibrator), both sets
+            shift_test = _SHIFT_TEST_MEANS
+            statistic, p_value = _shift_means(given, probs_labelled)
+            if math.isnan(p_value):
+                notes.append("The no-shift test needs at least two rows in each set and predictions that vary: "
+                             "there is no test here.")
+        else:
+            shift_test = _SHIFT_TEST_LR
+            statistic = max(2.0 * _log_likelihood(probs, source, estimate), 0.0)
+            p_value = float(stats.chi2.sf(statistic, n_classes - 1))
+            notes.append(_LR_NOT_HELD)
         draws = [run.draws]
         holds, coverage = _interval_holds(run.draws, run.checks, run.bias, alpha)
         if holds is False:
@@ -594,8 +671,8 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
             notes.insert(0, _NOT_HELD.format(level=1 - alpha, where=where, k=worst, bias=run.bias[point, worst],
                                              coverage=max(coverage[point, worst], 0.0)))
         low, high = _percentiles(run.draws, alpha, n_classes)
-        if (checked_labels is not None and p_value < alpha and run.draws.shape[0] > 0
-                and ((low <= source) & (source <= high)).all()):
+        if (shift_test == _SHIFT_TEST_LR and checked_labels is not None and p_value < alpha
+                and run.draws.shape[0] > 0 and ((low <= source) & (source <= high)).all()):
             notes.append(_TEST_VS_INTERVAL.format(level=1 - alpha))
     else:
         if probs_labelled is None or checked_labels is None:
@@ -612,6 +689,7 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
             notes.append("Some BBSE weights were negative (sampling noise in the confusion matrix) and were set "
                          "to 0 before renormalising.")
         statistic = p_value = nan
+        shift_test = ""
         iterations, converged = 0, True
         draws = []
         for _ in range(n_boot):
@@ -634,4 +712,4 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
         notes.append("A class's estimated prevalence is 0, so the predictions are not moved to it.")
     return PrevalenceEstimate(estimate, low, high, source, method, n_rows, n_boot, alpha, float(statistic),
                               float(p_value), iterations, converged, adjustment, _ASSUMPTION, tuple(notes), bias,
-                              holds)
+                              holds, shift_test)

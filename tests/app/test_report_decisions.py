@@ -48,6 +48,10 @@ def test_report_has_the_decision_curve_and_the_deployment_of_the_command_line():
     np.testing.assert_allclose(data["decisions"]["curve"]["gain"], curve.table["gain"])
     em = cc.estimate_prevalence(shifted, probs_labelled=probs, labels=labels, n_boot=30, seed=2)
     np.testing.assert_allclose(data["deployment"]["estimates"]["em"]["prevalence"], em.prevalence)
+    # the no-shift test as the page, the CLI table and the JSON show it: same test, same numbers
+    assert (f"Test of no shift ({em.shift_test}): statistic {em.shift_statistic:.3g}, "
+            f"p = {em.shift_p_value:.3g}") in text
+    assert data["deployment"]["no_shift_test"]["method"] == em.shift_test
     assert data["deployment"]["reweighted"]["metrics"]["ece"] == pytest.approx(
         cc.ece(probs, labels, sample_weight=em.sample_weight(labels)))
     assert value.sentence().replace("<", "&lt;") in text or value.sentence() in text

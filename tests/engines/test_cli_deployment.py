@@ -53,6 +53,10 @@ def test_deployment_json_has_the_prevalence_the_test_and_the_reweighted_metrics(
     assert test_json["p_value"] < 0.05 and test_json["shift_detected"] is True
     em = cc.estimate_prevalence(shifted[["p_no", "p_yes"]].to_numpy(), probs_labelled=probs, labels=labels,
                                 n_boot=0)
+    # the test of the page and the HTML report (PrevalenceEstimate.sentence): the same test, the same numbers
+    assert test_json["method"] == em.shift_test and "Welch" in em.shift_test
+    assert test_json["statistic"] == pytest.approx(em.shift_statistic)
+    assert test_json["p_value"] == pytest.approx(em.shift_p_value)
     weights = em.sample_weight(labels)
     reweighted = section["reweighted"]
     assert reweighted["by"] == "em"
@@ -63,13 +67,18 @@ def test_deployment_json_has_the_prevalence_the_test_and_the_reweighted_metrics(
 
 
 def test_deployment_table_says_it(tmp_path, capsys):
-    test, deployment, _, _ = _binary(tmp_path)
+    test, deployment, frame, shifted = _binary(tmp_path)
     assert main(["report", str(test), "--deployment", str(deployment), "--max-quadratic-rows", "1"]) == 0
     text = capsys.readouterr().out
     assert f"deployment {deployment}: 400 unlabelled rows" in text
-    assert "assumption: label shift" in text and "no-shift test (likelihood ratio, EM)" in text
+    assert "assumption: label shift" in text and "no-shift test (black-box shift detection" in text
     assert "metrics re-weighted to the deployment" in text and "not re-weighted: " in text
     assert "label column 'label' is ignored" in text
+    em = cc.estimate_prevalence(shifted[["p_no", "p_yes"]].to_numpy(),
+                                probs_labelled=frame[["p_no", "p_yes"]].to_numpy(),
+                                labels=(frame["label"] == "yes").to_numpy().astype(int), n_boot=0)
+    shown = f"({em.shift_test}): statistic {em.shift_statistic:.3g}, p = {em.shift_p_value:.3g}"
+    assert f"no-shift test {shown}" in text and f"Test of no shift {shown}" in em.sentence()
 
 
 def test_deployment_file_with_logit_columns_goes_through_the_softmax(tmp_path, capsys):
