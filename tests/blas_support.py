@@ -21,6 +21,15 @@ from pathlib import Path
 #: The OpenBLAS kernel of the recorded numbers.
 PINNED_CORETYPE = "Haswell"
 
+#: One thread in each BLAS and OpenMP pool of a test process (unless the environment says otherwise).
+#: scripts/run_tests.sh runs one pytest-xdist worker per CPU; a pool of one thread per CPU in each worker put
+#: two threads on every core, and OpenBLAS's and libgomp's idle threads spin, on the very cores the other worker
+#: needs: on 2 cores a LogisticRegression fit on the digits took 5 s of CPU instead of 0.08 s, and a
+#: HistGradientBoostingClassifier fit 50 s instead of 4 s. The children a test starts (the command line, a
+#: browser test's server) inherit it. calib_core's own block threads (``calib_core._accel.threads``) are not
+#: limited, and its results do not depend on them.
+THREAD_LIMITS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
 
 def can_pin() -> bool:
     """Whether this CPU runs the pinned kernel: x86-64 with AVX2 (elsewhere nothing is pinned)."""
@@ -33,15 +42,19 @@ def can_pin() -> bool:
 
 
 def pinned_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``environ`` (default: this process's) with ``OPENBLAS_CORETYPE`` pinned where the CPU can run it."""
+    """``environ`` (default: this process's) with ``OPENBLAS_CORETYPE`` pinned where the CPU can run it, and
+    :data:`THREAD_LIMITS` where ``environ`` sets no limit of its own."""
     env = dict(os.environ if environ is None else environ)
+    for name, value in THREAD_LIMITS.items():
+        env.setdefault(name, value)
     if can_pin():
         env["OPENBLAS_CORETYPE"] = PINNED_CORETYPE
     return env
 
 
 def pin_this_process() -> None:
-    """Pin the kernel in this process's environment (before numpy or scipy load OpenBLAS) and its children's."""
+    """Pin the kernel and the thread limits in this process's environment (before numpy or scipy load OpenBLAS,
+    and scikit-learn its OpenMP runtime) and its children's."""
     os.environ.update(pinned_environment())
 
 

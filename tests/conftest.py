@@ -8,7 +8,9 @@ from pathlib import Path
 
 from tests.blas_support import pin_this_process
 
-pin_this_process()  # before anything loads numpy: one OpenBLAS kernel on every CPU (tests/blas_support.py)
+# Before anything loads numpy: one OpenBLAS kernel on every CPU, and one BLAS and one OpenMP thread per process
+# (tests/blas_support.py).
+pin_this_process()
 
 import pytest  # noqa: E402
 

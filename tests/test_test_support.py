@@ -23,3 +23,14 @@ def test_each_xdist_worker_gets_a_free_port_of_its_own_residue(monkeypatch, work
     assert {port % 2 for port in found} == {int(worker[2:])}
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", found[-1]))  # free indeed
+
+
+def test_blas_and_openmp_run_one_thread_in_a_test_process():
+    """CI ran about 4 threads on its 2 cores: one pytest-xdist worker per CPU, and in each OpenBLAS's and libgomp's
+    pools of one thread per CPU, whose idle threads spin. A LogisticRegression fit on the digits took 5 s of CPU
+    instead of 0.08 s, a HistGradientBoostingClassifier fit 50 s instead of 4 s (tests/blas_support.py)."""
+    import sklearn.ensemble  # noqa: F401  (loads scikit-learn's OpenMP runtime)
+    import threadpoolctl
+
+    pools = [(info["user_api"], info["num_threads"]) for info in threadpoolctl.threadpool_info()]
+    assert {api for api, _ in pools} >= {"blas", "openmp"} and {threads for _, threads in pools} == {1}, pools

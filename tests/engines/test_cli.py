@@ -307,6 +307,17 @@ def _cli(*args: str, address_space: int | None = None, timeout: float = 120) -> 
                           check=False, timeout=timeout, preexec_fn=limit if address_space else None)
 
 
+def _in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``main(args)`` in this process (argument parsing, output and exit status as ``python -m calib_core``
+    gives them, without a subprocess's 2.5 s import of calib_core), as a ``CompletedProcess`` for
+    :func:`_one_line_error`. The entry point itself runs in a subprocess in ``test_module_entry_point_runs`` and
+    ``test_an_endless_stream_is_refused_at_the_size_limit`` (status 2 there)."""
+    capsys.readouterr()
+    status = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(["calib_core", *args], status, captured.out, captured.err)
+
+
 def _one_line_error(done: subprocess.CompletedProcess, *words: str) -> str:
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     err = done.stderr
@@ -318,11 +329,11 @@ def _one_line_error(done: subprocess.CompletedProcess, *words: str) -> str:
 
 
 @pytest.mark.parametrize("extra", [(), ("--html", "out.html")])
-def test_a_negative_seed_is_a_one_line_error(predictions_csv, tmp_path, extra):
+def test_a_negative_seed_is_a_one_line_error(predictions_csv, tmp_path, capsys, extra):
     """`report good.csv --seed -1` printed numpy's traceback and exited 1."""
     path, _, _ = predictions_csv
     extra = tuple(str(tmp_path / e) if e.endswith(".html") else e for e in extra)
-    _one_line_error(_cli("report", str(path), "--seed", "-1", *extra), "--seed", "-1")
+    _one_line_error(_in_process(capsys, "report", str(path), "--seed", "-1", *extra), "--seed", "-1")
 
 
 @pytest.mark.parametrize("args, words", [
@@ -332,10 +343,10 @@ def test_a_negative_seed_is_a_one_line_error(predictions_csv, tmp_path, extra):
     ((), ("report",)),
     (("report", "PATH", "--engine", "spark"), ("--engine", "spark")),
 ])
-def test_argument_errors_are_one_line_and_status_2(predictions_csv, args, words):
+def test_argument_errors_are_one_line_and_status_2(predictions_csv, capsys, args, words):
     """argparse printed its usage (2 to 11 lines) before the error."""
     path, _, _ = predictions_csv
-    _one_line_error(_cli(*(str(path) if a == "PATH" else a for a in args)), *words)
+    _one_line_error(_in_process(capsys, *(str(path) if a == "PATH" else a for a in args)), *words)
 
 
 @pytest.mark.parametrize("extra", [(), ("--html", "out.html")])
@@ -402,14 +413,15 @@ def many_rows_parquet(tmp_path):
     return path, 4 * n
 
 
-def test_a_table_over_the_memory_limits_streams_by_default_and_memory_says_how(many_rows_parquet):
+def test_a_table_over_the_memory_limits_streams_by_default_and_memory_says_how(many_rows_parquet, capsys):
     path, n_rows = many_rows_parquet
-    done = _cli("report", str(path), "--json")
+    done = _in_process(capsys, "report", str(path), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert result["engine"] == "stream" and result["n_samples"] == n_rows
     assert result["metrics"]["ece"] == pytest.approx(0.3)
-    _one_line_error(_cli("report", str(path), "--engine", "memory"), f"{n_rows:,} rows", "--engine stream")
+    _one_line_error(_in_process(capsys, "report", str(path), "--engine", "memory"), f"{n_rows:,} rows",
+                    "--engine stream")
 def test_an_estimate_outside_its_bounds_is_marked_in_the_json_and_the_table(capsys):
     """Issue 23, item 5: the default demo's CE_KL (16.8) is above its NLL (2.24), which bounds the true CE_KL."""
     path = cc.demo_datasets()["digits_gaussian_nb"]

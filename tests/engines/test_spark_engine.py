@@ -19,6 +19,12 @@ else:
         pytest.skip("PySpark needs a Java runtime", allow_module_level=True)
 
 
+#: Java options of the driver (in local mode, the executor too): a JVM that lives a minute. The C1 compiler
+#: only (no C2 recompilation of hot code, which a short test never repays) and the serial collector (no GC
+#: threads competing with the pytest worker on the same CPU).
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 @pytest.mark.slow
 def test_spark_local_mode_equals_in_memory(tmp_path, monkeypatch):
     from pyspark.sql import SparkSession
@@ -37,7 +43,8 @@ def test_spark_local_mode_equals_in_memory(tmp_path, monkeypatch):
     frame.iloc[:1_200].to_parquet(tmp_path / "parts" / "a.parquet")
     frame.iloc[1_200:].to_parquet(tmp_path / "parts" / "b.parquet")
     spark = (SparkSession.builder.master("local[1]").appName("calib_core-test")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+             .config("spark.driver.extraJavaOptions", SHORT_LIVED_JVM).getOrCreate())
     metrics = ["accuracy", "ece", "classwise_ece", "ace", "tace", "brier", "nll"]  # two passes
     # Row weights (issue 28), in the same Spark session: integer weights equal repeated rows.
     weights = np.random.default_rng(1).integers(0, 4, n)

@@ -19,11 +19,15 @@ def test_map_blocks_finds_the_blas_libraries_once(monkeypatch):
     threads._blas_controller.cache_clear()
     try:
         seen = []
-        for _ in range(3):
-            threads.map_blocks(lambda start, stop: seen.append(
-                [info["num_threads"] for info in real().info() if info["user_api"] == "blas"]), [(0, 1), (1, 2)])
+        # Two BLAS threads outside (tests/blas_support.py gives a test process one), so that one inside is seen.
+        with real().limit(limits=2, user_api="blas"):
+            assert {info["num_threads"] for info in real().info() if info["user_api"] == "blas"} == {2}
+            for _ in range(3):
+                threads.map_blocks(lambda start, stop: seen.append(
+                    [info["num_threads"] for info in real().info() if info["user_api"] == "blas"]),
+                    [(0, 1), (1, 2)])
         assert len(made) == 1
-        assert all(threads == 1 for found in seen for threads in found)
+        assert seen and all(threads == 1 for found in seen for threads in found)
     finally:
         threads._blas_controller.cache_clear()
 
