@@ -16,6 +16,7 @@ from calib_core.io.formats import MAX_CELLS, MAX_ROWS
 from studio import compute, downloads, layout, state
 from calib_core.plot import figures
 from studio.text import literal, md, plot_text
+from studio.weights_reasons import WEIGHTED_PAGES
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "gz", "parquet", "pq", "npz", "npy", "zip"]  # .zip: a session file
 UPLOADS = "data:uploads"
@@ -208,9 +209,10 @@ def _weight_select(name: str, entry: state.LoadedModel) -> None:
     st.selectbox("Weight column", options, key=_mapping_key(name, "weights"),
                  index=options.index(now) if now in options else 0,
                  help="A column of row weights (frequencies: a weight of 2 counts the row twice, 0 leaves it out): "
-                      "the Data, Metrics, Reliability and Per-class pages weight every number; the other pages say "
-                      "when they show unweighted numbers. Offered: the file's other columns whose values are all "
-                      "numbers of at least 0. Never guessed from a name: a column `weight` may be a feature.")
+                      f"the {', '.join(WEIGHTED_PAGES[:-1])} and {WEIGHTED_PAGES[-1]} pages weight their numbers "
+                      "(each says which parts are not, and why); the other pages say they show unweighted numbers. "
+                      "Offered: the file's other columns whose values are all numbers of at least 0. Never guessed "
+                      "from a name: a column `weight` may be a feature.")
 
 
 def _mapping_form(name: str, entry: state.LoadedModel) -> None:

@@ -41,7 +41,7 @@ def decisions_section(models: list[state.ModelView]) -> None:
     st.markdown(
         "A probability is used by acting on it. The **decision curve** (Vickers & Elkin 2006) gives, at each "
         "threshold t, the net benefit of acting when P ≥ t: true positives minus false positives weighted by "
-        "t / (1 − t), per row, against acting on everyone (*treat all*) or no one (*treat none*). *Recalibrated* "
+        "t / (1 − t), per row (per unit of weight for a weighted model), against acting on everyone (*treat all*) or no one (*treat none*). *Recalibrated* "
         "is out of fold: each row is recalibrated by a map fitted on the other four folds (the Recalibration "
         "page's cross-fitting), so its gain is not optimism. Bands: paired percentile bootstrap.")
     cols = st.columns([3, 3, 3, 2])

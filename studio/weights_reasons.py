@@ -14,7 +14,8 @@ WEIGHTED_PAGES = ("Data", "Metrics", "Reliability", "Per-class", "Groups", "Bin 
 
 #: Why each other page shows unweighted numbers (docs/weights.md, "Not (yet) weighted").
 UNWEIGHTED = {
-    "Estimators": "the estimator comparisons resample unweighted rows",
+    "Estimators": "the estimator comparisons resample unweighted rows (its what-recalibration-can-fix part "
+                  "is weighted, as on the Metrics page)",
     "Lab": "the Lab simulates from the predictions, one row per prediction",
     "Large tables": "this page shows summaries written by the command line, not the loaded models (a summary "
                     "made with --weight-column is weighted and says so)",
