@@ -123,6 +123,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from calib_core._accel import compiled_draws
+
 __all__ = ["adaptive_bin_sums", "entry_sums", "key_sums", "label_search", "row_max", "slot_sums", "sorted_draws",
            "spread", "sweep_reductions", "window_moments"]
 
@@ -551,7 +553,7 @@ def _load_with_or_without_cache(*loads: Callable) -> dict[str, Callable] | None:
         return load(cache=False)
 
 
-_KERNELS = _load_with_or_without_cache(_load, _load_fused) or {}
+_KERNELS = _load_with_or_without_cache(_load, _load_fused, compiled_draws.load) or {}
 window_moments = _KERNELS.get("window_moments")
 #: ``label_search(flat, uniform, n_classes) -> (draws, N) int64``, or None: for each uniform ``u`` of row ``i``,
 #: the number of values of ``flat[i K:(i + 1) K]`` that are ``<= u + i``, at most ``K - 1``: what
@@ -610,3 +612,9 @@ row_max = _KERNELS.get("row_max")
 #: passed.
 top_label_bin_sums = _KERNELS.get("top_label_bin_sums")
 __all__ += ["top_label_bin_sums"]
+#: ``laplace_draw_totals(decay, residual, position, indices) -> (R,)``, or None: for each resample ``r`` (drawn rows
+#: ``indices[r]``; ``position[row]`` a row's place in the sorted order), ``sum_ij a_i a_j prod_{k=j+1..i} decay_k``
+#: (``i >= j``, twice for ``i > j``) with ``a = counts * residual`` in the sorted order
+#: (:mod:`calib_core._accel.compiled_draws`).
+laplace_draw_totals = _KERNELS.get("laplace_draw_totals")
+__all__ += ["laplace_draw_totals"]
