@@ -167,13 +167,26 @@ def _relplot_smece(grid: NDArray[np.float64], sigma: float) -> float:
     return float(np.sum(np.abs(_relplot_convolve(grid, sigma))) / grid.size)
 
 
-def _relplot_interpolate(mesh: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
-    """relplot's ``kernels.interpolate``: values on ``linspace(0, 1, G)`` (last axis) read at ``mesh``."""
-    size = values.shape[-1]
+@functools.lru_cache(maxsize=64)
+def _relplot_reading(points: int, size: int) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+    """Where relplot's ``kernels.interpolate`` reads ``linspace(0, 1, size)`` at ``linspace(0, 1, points)``: each
+    mesh point's left grid index and the weights ``1 - fraction`` and ``fraction`` (read-only, kept: a bandwidth
+    search meets the same few mesh sizes in every resample)."""
+    mesh = np.linspace(0.0, 1.0, points)
     step = 1.0 / (size - 1)
     left = (mesh * (size - 1)).astype(np.intp).clip(0, size - 2)
     fraction = (mesh - left * step) / step
-    return values[..., left] * (1.0 - fraction) + values[..., left + 1] * fraction
+    reading = (left, 1.0 - fraction, fraction)
+    for array in reading:
+        array.flags.writeable = False
+    return reading
+
+
+def _relplot_interpolate(points: int, values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """relplot's ``kernels.interpolate``: values on ``linspace(0, 1, G)`` (last axis) read at ``points`` mesh
+    points ``linspace(0, 1, points)``."""
+    left, keep, fraction = _relplot_reading(points, values.shape[-1])
+    return values[..., left] * keep + values[..., left + 1] * fraction
 
 
 def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np.float64], sigma: float,
@@ -192,7 +205,7 @@ def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np
     search spreads the masses and takes their FFT once: ``spread_cache`` keeps
     both per size.
     """
-    mesh = np.linspace(0.0, 1.0, max(round(10.0 / sigma), _RELPLOT_GRID))
+    points = max(round(10.0 / sigma), _RELPLOT_GRID)
     size = max(2000, round(20.0 / sigma)) // 2 + 1
     found = None if spread_cache is None else spread_cache.get(size)
     if found is None:
@@ -201,7 +214,7 @@ def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np
         if spread_cache is not None:
             spread_cache[size] = found
     masses, spectrum = found
-    smoothed = _relplot_interpolate(mesh, _relplot_convolve(masses, sigma, spectrum))
+    smoothed = _relplot_interpolate(points, _relplot_convolve(masses, sigma, spectrum))
     density = smoothed[1] + _RELPLOT_DENSITY_EPSILON
     regression = smoothed[0] / density
     return float(np.sum(np.abs(regression) * density) / np.sum(density))
