@@ -197,7 +197,7 @@ def laplace_draw_totals(scaled: NDArray[np.float64], residual: NDArray[np.float6
     if compiled.laplace_draw_totals is not None:
         decay = np.exp(np.concatenate([[-np.inf], scaled[:-1] - scaled[1:]]))
         return compiled.laplace_draw_totals(decay, residual, position, indices)
-    weighted = draw_counts(position, indices, n) * residual
+    weighted = draw_counts(position, indices, scaled.shape[0]) * residual
     totals = np.einsum("ij,ij->i", weighted, weighted)
     for sign in (1.0, -1.0):
         part = np.maximum(sign * weighted, 0.0)
