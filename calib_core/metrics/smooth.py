@@ -19,7 +19,10 @@ interpolation (each mass split between its two neighbouring grid points), and
 the reflected kernel is applied exactly (all mirror images) as a circular
 convolution of the grid's even periodic extension, with the FFT. The grid has
 at least 40 points per bandwidth, so the discretisation error is far below
-the sampling error.
+the sampling error. The default (relplot) rule's bandwidth search takes the
+spread masses' FFT once and keeps each bandwidth's kernel spectrum and each
+mesh's interpolation weights (a bootstrap's resamples meet the same first
+halvings): the arithmetic of ``scipy.signal.fftconvolve``, so the same numbers.
 
 References
 ----------
