@@ -532,6 +532,18 @@ def _load_fused(cache: bool = True) -> dict[str, Callable] | None:
     return {"top_label_bin_sums": top_label_kernel}
 
 
+def numba_or_none():
+    """The numba module, or None without numba or with ``CALIB_CORE_NO_NUMBA`` set (for the loaders of other
+    ``_accel`` modules, :func:`calib_core._accel.compiled_draws.load`)."""
+    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
+
+
 #: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
 #: Fit ``i`` sums over ``xp[lo[i]:hi[i]]``: ``w t^p`` and ``w t^p y`` with ``t = (xp - x_fit[i]) / radius[i]``
 #: clipped to [-1, 1], ``w = (1 - |t|^3)^3 wp`` (``zero[i]``: ``wp`` where ``xp == x_fit[i]``, ``t = 0``).

@@ -19,20 +19,19 @@ kernels are read only through :mod:`calib_core._accel.compiled`.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
+
+import numpy as np
 
 __all__ = ["load"]
 
 
 def load(cache: bool = True) -> dict[str, Callable] | None:
     """The kernels of this module compiled by numba (None without numba or with ``CALIB_CORE_NO_NUMBA``)."""
-    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
-        return None
-    try:
-        import numba
-        import numpy as np
-    except ImportError:
+    from calib_core._accel.compiled import numba_or_none  # called while compiled loads its kernels
+
+    numba = numba_or_none()
+    if numba is None:
         return None
 
     @numba.njit(cache=cache, nogil=True)
