@@ -19,7 +19,8 @@ module          what it holds
 ``sums``        the bootstrap's and the streaming passes' sums, kernel and twin:
                 :func:`key_sums`, :func:`entry_sums`, :func:`adaptive_bin_sums`,
                 :func:`sorted_draws`, :func:`slot_sums` (:func:`lookup_slots`; which path pays:
-                :func:`entry_sums_pay`, :func:`adaptive_walk_pays`)
+                :func:`entry_sums_pay`, :func:`adaptive_walk_pays`), :func:`laplace_draw_totals`,
+                :func:`draw_counts`
 ``threads``     :func:`map_blocks` / :func:`parallel_map` on two threads, BLAS on one,
                 and how many threads the loess fits pay for (:func:`loess_workers`)
 ``memo``        :func:`mark_validated` (the weak registry of checked, frozen arrays),
@@ -30,15 +31,16 @@ module          what it holds
 """
 from calib_core._accel import compiled
 from calib_core._accel.memo import KeptValues, freeze_and_mark, is_validated, mark_validated, marked_copy, remembered
-from calib_core._accel.sums import (adaptive_bin_sums, adaptive_walk_pays, entry_sums, entry_sums_pay, key_sums,
-                                    lookup_slots, slot_sums, sorted_draws)
+from calib_core._accel.sums import (adaptive_bin_sums, adaptive_walk_pays, draw_counts, entry_sums, entry_sums_pay,
+                                    key_sums, laplace_draw_totals, lookup_slots, slot_sums, sorted_draws)
 from calib_core._accel.sweep import (SortedColumns, column_bin_sums, count_chunks, sort_columns, sweep_reductions,
                                      uniform_sweep_plan)
 from calib_core._accel.threads import blas_single_threaded, loess_workers, map_blocks, parallel_map
 from calib_core._accel.twins import arg_max_by_blocks, label_search, spread, top_label_bin_sums, window_moments
 
 __all__ = ["KeptValues", "SortedColumns", "adaptive_bin_sums", "adaptive_walk_pays", "arg_max_by_blocks",
-           "blas_single_threaded", "column_bin_sums", "compiled", "count_chunks", "entry_sums", "entry_sums_pay",
-           "freeze_and_mark", "is_validated", "key_sums", "label_search", "loess_workers", "lookup_slots", "map_blocks",
-           "mark_validated", "marked_copy", "parallel_map", "remembered", "slot_sums", "sort_columns", "sorted_draws",
-           "spread", "sweep_reductions", "top_label_bin_sums", "uniform_sweep_plan", "window_moments"]
+           "blas_single_threaded", "column_bin_sums", "compiled", "count_chunks", "draw_counts", "entry_sums",
+           "entry_sums_pay", "freeze_and_mark", "is_validated", "key_sums", "label_search", "laplace_draw_totals", "loess_workers",
+           "lookup_slots", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "slot_sums",
+           "sort_columns", "sorted_draws", "spread", "sweep_reductions", "top_label_bin_sums", "uniform_sweep_plan",
+           "window_moments"]

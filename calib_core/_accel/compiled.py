@@ -123,6 +123,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from calib_core._accel import compiled_draws
+
 __all__ = ["adaptive_bin_sums", "entry_sums", "key_sums", "label_search", "row_max", "slot_sums", "sorted_draws",
            "spread", "sweep_reductions", "window_moments"]
 
@@ -530,6 +532,18 @@ def _load_fused(cache: bool = True) -> dict[str, Callable] | None:
     return {"top_label_bin_sums": top_label_kernel}
 
 
+def numba_or_none():
+    """The numba module, or None without numba or with ``CALIB_CORE_NO_NUMBA`` set (for the loaders of other
+    ``_accel`` modules, :func:`calib_core._accel.compiled_draws.load`)."""
+    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
+
+
 #: ``window_moments(x_fit, radius, zero, lo, hi, xp, yp, wp, n_moments) -> (fits, n_moments, 2)``, or None.
 #: Fit ``i`` sums over ``xp[lo[i]:hi[i]]``: ``w t^p`` and ``w t^p y`` with ``t = (xp - x_fit[i]) / radius[i]``
 #: clipped to [-1, 1], ``w = (1 - |t|^3)^3 wp`` (``zero[i]``: ``wp`` where ``xp == x_fit[i]``, ``t = 0``).
@@ -551,7 +565,7 @@ def _load_with_or_without_cache(*loads: Callable) -> dict[str, Callable] | None:
         return load(cache=False)
 
 
-_KERNELS = _load_with_or_without_cache(_load, _load_fused) or {}
+_KERNELS = _load_with_or_without_cache(_load, _load_fused, compiled_draws.load) or {}
 window_moments = _KERNELS.get("window_moments")
 #: ``label_search(flat, uniform, n_classes) -> (draws, N) int64``, or None: for each uniform ``u`` of row ``i``,
 #: the number of values of ``flat[i K:(i + 1) K]`` that are ``<= u + i``, at most ``K - 1``: what
@@ -610,3 +624,9 @@ row_max = _KERNELS.get("row_max")
 #: passed.
 top_label_bin_sums = _KERNELS.get("top_label_bin_sums")
 __all__ += ["top_label_bin_sums"]
+#: ``laplace_draw_totals(decay, residual, position, indices) -> (R,)``, or None: for each resample ``r`` (drawn rows
+#: ``indices[r]``; ``position[row]`` a row's place in the sorted order), ``sum_ij a_i a_j prod_{k=j+1..i} decay_k``
+#: (``i >= j``, twice for ``i > j``) with ``a = counts * residual`` in the sorted order
+#: (:mod:`calib_core._accel.compiled_draws`).
+laplace_draw_totals = _KERNELS.get("laplace_draw_totals")
+__all__ += ["laplace_draw_totals"]

@@ -22,6 +22,9 @@ function                    serves
 :func:`entry_sums_pay`      whether :func:`entry_sums` beats the per-column sums
 :func:`adaptive_walk_pays`  whether :func:`adaptive_bin_sums` beats the prefix sums
 :func:`sorted_draws`        the drawn rows in the stable order of their confidence
+:func:`draw_counts`         how often each row is drawn by each resample (numpy only)
+:func:`laplace_draw_totals` MMCE's bootstrap: each resample's Laplace-kernel quadratic
+                            form of its count-weighted residuals on the sorted rows
 :func:`slot_sums`           the exact streaming engine's later passes: one value set
                             added to the slots of the pass-1 brackets (the slot of
                             each value: :func:`lookup_slots`, numpy only)
@@ -35,7 +38,7 @@ from numpy.typing import NDArray
 from calib_core._accel import compiled
 
 __all__ = ["COMPILED_ENTRY_SHARE", "NUMPY_ENTRY_SHARE", "adaptive_bin_sums", "adaptive_walk_pays", "entry_sums",
-           "entry_sums_pay", "key_sums", "lookup_slots", "slot_sums", "sorted_draws"]
+           "entry_sums_pay", "draw_counts", "key_sums", "laplace_draw_totals", "lookup_slots", "slot_sums", "sorted_draws"]
 
 #: Largest share of a class-wise metric's entries outside the first uniform bin at which the compiled entry
 #: sums beat the per-column sums (``BinnedResampler._few_upper_entries``; bench/bench_bootstrap.py): every
@@ -165,6 +168,45 @@ def sorted_draws(keys: NDArray[np.integer], rows: NDArray[np.integer], n_keys: i
     if compiled.sorted_draws is not None:
         return compiled.sorted_draws(keys, rows, n_keys)
     return rows[np.argsort(keys[rows], kind="stable")]
+
+
+def draw_counts(position: NDArray[np.integer], indices: NDArray[np.integer], n_places: int) -> NDArray[np.int64]:
+    """``counts[r, p]``: how many of resample ``r``'s drawn rows ``indices[r]`` sit at place ``p = position[row]``,
+    an array (R, n_places) (one bincount for all resamples). With ``position`` a row's place in the sorted order
+    of a statistic's values, a resample is the sorted data with these counts as its weights."""
+    n_draws = indices.shape[0]
+    offsets = (np.arange(n_draws) * n_places)[:, None]
+    flat = (np.take(position, indices) + offsets).ravel()
+    return np.bincount(flat, minlength=n_draws * n_places).reshape(n_draws, n_places)
+
+
+def laplace_draw_totals(scaled: NDArray[np.float64], residual: NDArray[np.float64], position: NDArray[np.integer],
+                        indices: NDArray[np.integer]) -> NDArray[np.float64]:
+    """Per resample, ``sum_ij a_i a_j exp(-|s_i - s_j|)`` with ``a = counts * residual``: an array (R,).
+
+    ``scaled`` (N,) ascending (the sorted confidences over the bandwidth) and ``residual`` (N,) in the same
+    order; ``position[row]`` is a row's place in that order; resample ``r`` draws the rows ``indices[r]``, so
+    row ``i`` of the order counts ``counts[r, i]`` times. The quadratic form of MMCE's V-statistic over the
+    repeated rows (:func:`calib_core.metrics.kernel.mmce_of_draws`). The numpy twin splits ``a`` by sign and
+    keeps the exclusive prefix ``F_i = sum_{j < i} a_j exp(s_j - s_i)`` in the log domain
+    (:func:`numpy.logaddexp.accumulate`, as :func:`calib_core.metrics.kernel.mmce_of_top_label`); the
+    compiled kernel (:data:`calib_core._accel.compiled.laplace_draw_totals`) counts each resample's rows in
+    one pass and runs ``F_i = (F_{i-1} + a_{i-1}) exp(s_{i-1} - s_i)`` (the same sum up to the order of the
+    additions, about 1e-13 relative).
+    """
+    if compiled.laplace_draw_totals is not None:
+        decay = np.exp(np.concatenate([[-np.inf], scaled[:-1] - scaled[1:]]))
+        return compiled.laplace_draw_totals(decay, residual, position, indices)
+    weighted = draw_counts(position, indices, scaled.shape[0]) * residual
+    totals = np.einsum("ij,ij->i", weighted, weighted)
+    for sign in (1.0, -1.0):
+        part = np.maximum(sign * weighted, 0.0)
+        with np.errstate(divide="ignore"):
+            log_weight = np.log(part) + scaled  # -inf where the part is 0
+        running = np.logaddexp.accumulate(log_weight, axis=1)
+        prefix = np.exp(running[:, :-1] - scaled[1:])
+        totals += 2.0 * sign * np.einsum("ij,ij->i", weighted[:, 1:], prefix)
+    return totals
 
 
 def lookup_slots(values: NDArray[np.float64], table: NDArray[np.signedinteger], scale: float,

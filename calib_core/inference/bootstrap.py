@@ -134,7 +134,9 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     :func:`calib_core.metrics.registry.declared_metric`) chooses the path:
     ``"binned"``, the row-weight engine; ``"row_mean"``, the mean of its
     per-row values over the drawn rows; ``"top_label"``, its statistic of the
-    drawn confidences and correctness; anything else, the metric on each
+    drawn confidences and correctness (a whole block of resamples in one call
+    where it declares :attr:`~calib_core.metrics.resampling.Resampling.of_draws`:
+    MMCE); anything else, the metric on each
     materialised resample ``probs[rows], labels[rows]`` (drawn once per
     resample and shared). With ``weights``: :func:`_resampled_weighted`.
     """
@@ -146,10 +148,12 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
     fast = [i for i, kind in enumerate(kinds) if kind == "binned"]
     means = {i: (declared[i].resampling.per_row(probs, labels), declared[i].resampling.of_mean)
              for i, kind in enumerate(kinds) if kind == "row_mean"}
+    at_once = {i: declared[i].top_label_draws() for i, kind in enumerate(kinds) if kind == "top_label"}
+    at_once = {i: of_draws for i, of_draws in at_once.items() if of_draws is not None}
     tops = {i: (declared[i].top_label_statistic(), declared[i].resampling.sorts)
-            for i, kind in enumerate(kinds) if kind == "top_label"}
+            for i, kind in enumerate(kinds) if kind == "top_label" and i not in at_once}
     slow = [i for i, kind in enumerate(kinds) if kind not in ("binned", "row_mean", "top_label")]
-    confidence, correct = top_label(probs, labels) if tops else (None, None)
+    confidence, correct = top_label(probs, labels) if tops or at_once else (None, None)
     ranks = None
     if any(sorts for _, sorts in tops.values()):
         # Each resample's rows in the stable order of their confidence (the dense rank of each value, ties
@@ -165,6 +169,8 @@ def _resampled(metrics: list[Callable], probs: NDArray[np.float64], labels: NDAr
         for i, (values, of_mean) in means.items():
             mean = np.take(values, indices).mean(axis=1)
             samples[i, start:stop] = mean if of_mean is None else of_mean(mean)
+        for i, of_draws in at_once.items():
+            samples[i, start:stop] = of_draws(confidence, correct, indices)
         for offset, rows in enumerate(indices if tops else ()):
             drawn = confidence[rows], correct[rows]
             ordered = drawn

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
-from calib_core._accel import map_blocks
+from calib_core._accel import laplace_draw_totals, map_blocks
 from calib_core.metrics.binned import top_label
 from calib_core.validation import (CalibrationInputError, check_choice, check_positive, check_probs,
                                    check_probs_labels, check_sample_weight, repeated_probs_labels)
@@ -376,6 +376,40 @@ def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float
         prefix = np.exp(running[:-1] - scaled[1:])
         total += 2.0 * sign * float(np.dot(residual[1:], prefix))
     return float(np.sqrt(max(total, 0.0)) / n)
+
+
+
+def mmce_of_draws(confidence: NDArray[np.float64], correct: NDArray[np.float64], indices: NDArray[np.integer],
+                  bandwidth: float) -> NDArray[np.float64]:
+    """:func:`mmce_of_top_label` of each resample ``confidence[indices[r]], correct[indices[r]]``, all at once.
+
+    A resample is the data's rows, row ``i`` repeated ``c_i`` times; MMCE's
+    V-statistic over the repeated rows is ``sqrt(sum_ij c_i r_i c_j r_j
+    k(s_i, s_j)) / N`` with ``r = correct - confidence`` (Kumar et al. 2018,
+    eq. 2, the Laplace kernel ``k(s, t) = exp(-|s - t| / bandwidth)``), the
+    weighted form of :func:`mmce_of_top_label`, on the data's rows sorted once
+    (:func:`calib_core._accel.laplace_draw_totals`: no resample is gathered or
+    sorted). Equal to :func:`mmce_of_top_label` of each materialised resample
+    up to the order of the additions.
+
+    Parameters
+    ----------
+    confidence, correct : ndarray of shape (N,)
+        Checked top-label arrays (:func:`calib_core.metrics.binned.top_label`).
+    indices : ndarray of shape (R, N)
+        The drawn rows of R resamples (:func:`calib_core.inference.resample.index_blocks`).
+    bandwidth : float
+        > 0.
+
+    Returns
+    -------
+    ndarray of shape (R,)
+    """
+    order = np.argsort(confidence, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    totals = laplace_draw_totals(confidence[order] / bandwidth, (correct - confidence)[order], position, indices)
+    return np.sqrt(np.maximum(totals, 0.0)) / indices.shape[1]
 
 
 # --------------------------------------------------------------------------- SKCE

@@ -260,7 +260,8 @@ METRICS: list[MetricSpec] = [
                "and correctness over all pairs of rows (Laplacian kernel of width h), without bins.",
                "Top-label only; a V-statistic, so biased upwards for small N; the value depends on the kernel "
                "width.", uses_bins=False, bandwidth=MMCE_BANDWIDTH, with_bandwidth=_mmce,
-               resampling=Resampling("top_label", statistic=kernel.mmce_of_top_label, sorts=True, takes_bandwidth=True),
+               resampling=Resampling("top_label", statistic=kernel.mmce_of_top_label, sorts=True, takes_bandwidth=True,
+                                     of_draws=kernel.mmce_of_draws),
                public=kernel.mmce),
     MetricSpec("skce", "SKCE (unbiased)", _default(_skce_unbiased),
                "Squared kernel calibration error (Widmann et al. 2019): unbiased U-statistic over all pairs of "
@@ -506,6 +507,19 @@ class DeclaredMetric:
         default = self.spec.bandwidth if isinstance(self.spec.bandwidth, (int, float)) else None
         bandwidth = default if self.bandwidth is None else self.bandwidth
         return lambda confidence, correct: declared.statistic(confidence, correct, bandwidth=bandwidth)
+
+    def top_label_draws(self) -> Callable[[NDArray, NDArray, NDArray], NDArray] | None:
+        """``of_draws(confidence, correctness, indices) -> (R,)`` of a ``"top_label"`` declaration that has one
+        (:attr:`Resampling.of_draws`), with the bandwidth; None otherwise."""
+        declared = self.resampling
+        if declared is None or declared.of_draws is None:
+            return None
+        if not declared.takes_bandwidth:
+            return declared.of_draws
+        default = self.spec.bandwidth if isinstance(self.spec.bandwidth, (int, float)) else None
+        bandwidth = default if self.bandwidth is None else self.bandwidth
+        return lambda confidence, correct, indices: declared.of_draws(confidence, correct, indices,
+                                                                       bandwidth=bandwidth)
 
 
 def metric_function(key: str, *, n_bins: int = 15, binning: str = "uniform",

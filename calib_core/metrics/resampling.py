@@ -73,6 +73,10 @@ class Resampling:
     variance : callable or None
         ``"variance"``: ``variance(probs, labels, bandwidth) -> (estimate, std_error, note)``;
         a non-finite ``std_error`` means no interval, ``note`` then says why.
+    of_draws : callable or None
+        ``"top_label"``: ``of_draws(confidence, correctness, indices[, bandwidth=h]) -> (R,)``, the statistic
+        of R resamples at once (resample ``r`` the rows ``indices[r]``), equal to ``statistic`` on each
+        materialised resample up to round-off; the bootstrap then calls it once per block of resamples.
     """
 
     kind: str
@@ -86,6 +90,7 @@ class Resampling:
     takes_bandwidth: bool = False
     variance: Callable[[np.ndarray, np.ndarray, float | None], tuple[float, float, str]] | None = field(
         default=None, repr=False)
+    of_draws: Callable[..., np.ndarray] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in RESAMPLING_KINDS:

@@ -19,7 +19,10 @@ interpolation (each mass split between its two neighbouring grid points), and
 the reflected kernel is applied exactly (all mirror images) as a circular
 convolution of the grid's even periodic extension, with the FFT. The grid has
 at least 40 points per bandwidth, so the discretisation error is far below
-the sampling error.
+the sampling error. The default (relplot) rule's bandwidth search takes the
+spread masses' FFT once and keeps each bandwidth's kernel spectrum and each
+mesh's interpolation weights (a bootstrap's resamples meet the same first
+halvings): the arithmetic of ``scipy.signal.fftconvolve``, so the same numbers.
 
 References
 ----------
@@ -33,15 +36,16 @@ References
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import fft as sp_fft
 
 from calib_core.display import compact_display
 from calib_core._accel import spread
 from calib_core.metrics.binned import top_label
-from scipy.signal import fftconvolve
 
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_fraction, check_positive,
                                    check_probs_labels, repeated_probs_labels)
@@ -106,21 +110,59 @@ def _smece_at(confidence: NDArray[np.float64], residual: NDArray[np.float64], si
     return float(_trapezoid(np.abs(smoothed))[0])
 
 
-def _relplot_convolve(grid: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
+def _relplot_fft_length(size: int) -> int:
+    """The FFT length of the full convolution of the ``3 size - 2`` mirrored masses with the ``size`` kernel
+    samples, padded as :func:`scipy.signal.fftconvolve` pads it (``next_fast_len(4 size - 3, real=True)``)."""
+    return sp_fft.next_fast_len(4 * size - 3, True)
+
+
+def _relplot_spectrum(grid: NDArray[np.float64]) -> NDArray[np.complex128]:
+    """The real FFT of ``grid`` (``(..., G)`` point masses) mirrored once at each end, as ``fftconvolve`` takes it.
+
+    A bandwidth search convolves the same masses with a dozen kernels: their
+    spectrum is taken once (:class:`_SmeceEvaluator` keeps it).
+    """
+    size = grid.shape[-1]
+    flipped = grid[..., ::-1]
+    extended = np.concatenate([flipped[..., :-1], grid, flipped[..., 1:]], axis=-1)
+    return sp_fft.rfftn(extended, [_relplot_fft_length(size)], axes=[grid.ndim - 1])
+
+
+@functools.lru_cache(maxsize=256)
+def _relplot_kernel_spectrum(sigma: float, size: int, ndim: int) -> NDArray[np.complex128]:
+    """The real FFT of relplot's truncated Gaussian sampled on ``linspace(0, 1, size)``, shaped ``(1,) * (ndim - 1)
+    + (F,)``; read-only and kept (LRU, 256 entries of ~16 KB): the bisection's bandwidths are dyadic and the same
+    first ones recur in every resample of a bootstrap."""
+    mesh = np.linspace(0.0, 1.0, size)
+    kernel = np.exp(-(mesh - 0.5) * (mesh - 0.5) / (2.0 * sigma ** 2)) / (np.sqrt(2.0 * np.pi) * sigma)
+    spectrum = sp_fft.rfftn(kernel.reshape((1,) * (ndim - 1) + (size,)), [_relplot_fft_length(size)],
+                            axes=[ndim - 1])
+    spectrum.flags.writeable = False
+    return spectrum
+
+
+def _relplot_convolve(grid: NDArray[np.float64], sigma: float,
+                      spectrum: NDArray[np.complex128] | None = None) -> NDArray[np.float64]:
     """relplot's ``ReflectedGaussianKernel.convolve``: kernel truncated to |t - s| <= 1/2, reflected once.
 
     ``grid`` is ``(..., G)`` point masses on ``np.linspace(0, 1, G)``; the
     kernel is sampled on the same spacing, the masses are mirrored once at
     each end, and the direct convolution is done with the FFT (equal to
-    relplot's ``np.convolve`` up to round-off).
+    relplot's ``np.convolve`` up to round-off). The same FFTs, product and
+    slice as ``scipy.signal.fftconvolve(extended, kernel, mode="valid")``, so
+    the same numbers bit for bit, with the masses' spectrum given
+    (``spectrum``, :func:`_relplot_spectrum` of ``grid``) or taken here, and
+    the kernel's kept per (sigma, G) (:func:`_relplot_kernel_spectrum`).
     """
     size = grid.shape[-1]
-    mesh = np.linspace(0.0, 1.0, size)
-    kernel = np.exp(-(mesh - 0.5) * (mesh - 0.5) / (2.0 * sigma ** 2)) / (np.sqrt(2.0 * np.pi) * sigma)
-    flipped = grid[..., ::-1]
-    extended = np.concatenate([flipped[..., :-1], grid, flipped[..., 1:]], axis=-1)
-    kernel = kernel.reshape((1,) * (grid.ndim - 1) + (size,))
-    return fftconvolve(extended, kernel, mode="valid", axes=-1)[..., size // 2: size // 2 + size]
+    length = _relplot_fft_length(size)
+    if spectrum is None:
+        spectrum = _relplot_spectrum(grid)
+    full = sp_fft.irfftn(spectrum * _relplot_kernel_spectrum(float(sigma), size, grid.ndim), [length],
+                         axes=[grid.ndim - 1])
+    # The 'valid' part (2 G - 1 values) starts at G - 1 of the 4 G - 3 of the full convolution; relplot keeps G.
+    start = size - 1 + size // 2
+    return full[..., start: start + size]
 
 
 def _relplot_smece(grid: NDArray[np.float64], sigma: float) -> float:
@@ -128,17 +170,31 @@ def _relplot_smece(grid: NDArray[np.float64], sigma: float) -> float:
     return float(np.sum(np.abs(_relplot_convolve(grid, sigma))) / grid.size)
 
 
-def _relplot_interpolate(mesh: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
-    """relplot's ``kernels.interpolate``: values on ``linspace(0, 1, G)`` (last axis) read at ``mesh``."""
-    size = values.shape[-1]
+@functools.lru_cache(maxsize=64)
+def _relplot_reading(points: int, size: int) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+    """Where relplot's ``kernels.interpolate`` reads ``linspace(0, 1, size)`` at ``linspace(0, 1, points)``: each
+    mesh point's left grid index and the weights ``1 - fraction`` and ``fraction`` (read-only, kept: a bandwidth
+    search meets the same few mesh sizes in every resample)."""
+    mesh = np.linspace(0.0, 1.0, points)
     step = 1.0 / (size - 1)
     left = (mesh * (size - 1)).astype(np.intp).clip(0, size - 2)
     fraction = (mesh - left * step) / step
-    return values[..., left] * (1.0 - fraction) + values[..., left + 1] * fraction
+    reading = (left, 1.0 - fraction, fraction)
+    for array in reading:
+        array.flags.writeable = False
+    return reading
+
+
+def _relplot_interpolate(points: int, values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """relplot's ``kernels.interpolate``: values on ``linspace(0, 1, G)`` (last axis) read at ``points`` mesh
+    points ``linspace(0, 1, points)``."""
+    left, keep, fraction = _relplot_reading(points, values.shape[-1])
+    return values[..., left] * keep + values[..., left + 1] * fraction
 
 
 def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np.float64], sigma: float,
-                           spread_cache: dict[int, NDArray[np.float64]] | None = None) -> float:
+                           spread_cache: dict[int, tuple[NDArray[np.float64], NDArray[np.complex128]]] | None = None,
+                           ) -> float:
     """``relplot.metrics.smooth_ece(f, y, sigma)`` of relplot >= 1.0.2 (checked against 1.0.3).
 
     Residual and density are spread onto ``max(2000, round(20 / sigma)) // 2 + 1``
@@ -149,16 +205,19 @@ def _relplot_current_smece(confidence: NDArray[np.float64], residual: NDArray[np
     ``sum |r / (d + eps)| (d + eps) / sum (d + eps)``).
 
     The grid size is 1,001 for every sigma of at least 0.01, so a bandwidth
-    search spreads the masses once: ``spread_cache`` keeps them per size.
+    search spreads the masses and takes their FFT once: ``spread_cache`` keeps
+    both per size.
     """
-    mesh = np.linspace(0.0, 1.0, max(round(10.0 / sigma), _RELPLOT_GRID))
+    points = max(round(10.0 / sigma), _RELPLOT_GRID)
     size = max(2000, round(20.0 / sigma)) // 2 + 1
-    masses = None if spread_cache is None else spread_cache.get(size)
-    if masses is None:
+    found = None if spread_cache is None else spread_cache.get(size)
+    if found is None:
         masses = spread(confidence, np.stack([residual, np.ones_like(residual)]), size)
+        found = masses, _relplot_spectrum(masses)
         if spread_cache is not None:
-            spread_cache[size] = masses
-    smoothed = _relplot_interpolate(mesh, _relplot_convolve(masses, sigma))
+            spread_cache[size] = found
+    masses, spectrum = found
+    smoothed = _relplot_interpolate(points, _relplot_convolve(masses, sigma, spectrum))
     density = smoothed[1] + _RELPLOT_DENSITY_EPSILON
     regression = smoothed[0] / density
     return float(np.sum(np.abs(regression) * density) / np.sum(density))
@@ -179,7 +238,7 @@ class _SmeceEvaluator:
         self.method = method
         self.size = _RELPLOT_GRID
         self.grid: NDArray[np.float64] | None = None
-        self.spread_cache: dict[int, NDArray[np.float64]] = {}
+        self.spread_cache: dict[int, tuple[NDArray[np.float64], NDArray[np.complex128]]] = {}
 
     def __call__(self, sigma: float) -> float:
         if self.method == "exact":

@@ -132,6 +132,24 @@ def test_sorted_draws(monkeypatch, draws):
     np.testing.assert_array_equal(fast, numpy)
 
 
+
+def test_laplace_draw_totals(monkeypatch, draws):
+    """Issue 29: MMCE's bootstrap quadratic form of count-weighted residuals on the sorted rows, kernel and twin,
+    against the full kernel matrix of each materialised resample (ties included: equal scaled values)."""
+    rng, indices = draws
+    scaled = np.sort(np.round(rng.random(300), 2)) / 0.4
+    residual = rng.random(300) - 0.5
+    position = rng.permutation(300)  # row -> place in the sorted order
+    call = lambda: _accel.laplace_draw_totals(scaled, residual, position, indices)  # noqa: E731
+    expected = []
+    for rows in indices:
+        at = position[rows]
+        kernel = np.exp(-np.abs(scaled[at][:, None] - scaled[at][None, :]))
+        expected.append(residual[at] @ kernel @ residual[at])
+    np.testing.assert_allclose(twin(monkeypatch, "laplace_draw_totals", call), expected, rtol=1e-10)
+    fast, numpy = both_paths(monkeypatch, "laplace_draw_totals", call)
+    np.testing.assert_allclose(fast, numpy, rtol=1e-12)
+
 def slot_inputs(rng, n_points=6):
     """A lookup table over a 64-cell grid with ``n_points`` cut points (two of them in one cell), as the
     streaming engine's ``_Slots`` builds it: slot 2i is (P[i-1], P[i]), slot 2i+1 is {P[i]}."""
