@@ -63,7 +63,7 @@ MAX_DEFAULT_CLASSES_FULL = 100
 #: Largest class count at which vector scaling is in the app's default set. Above it, real data hold classes seen
 #: once or twice in the fitting rows whose scores separate them (a class's rows score above every other row on its
 #: column): its unpenalised NLL then has no minimum (``w_k -> +inf``) and L-BFGS-B runs to its cap, 500 iterations
-#: of O(N K) each (437 s at 25,000 x 1,000 on the real next-word set). Structured vector scaling, its
+#: of O(N K) each (145 s, 117 s of CPU, at 25,000 x 1,000 on the real next-word set). Structured vector scaling, its
 #: ridge-penalised form, stays (:mod:`calib_core.recalibration.defaults`).
 MAX_DEFAULT_CLASSES_VECTOR = 100
 

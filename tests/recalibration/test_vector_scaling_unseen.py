@@ -64,6 +64,6 @@ def test_vector_scaling_leaves_the_default_set_above_its_limit_and_the_page_says
     assert note.startswith("**Dirichlet calibration** is left out")  # the matrix sentence keeps its place
     # Chosen by hand: a warning with the expected time (its iteration cap, O(N K) each).
     warning = defaults.slow_note(["Temperature scaling", "Vector scaling"], 25_000, 1000)
-    assert "**Vector scaling** (about 7 min)" in warning and "iteration cap" in warning
+    assert "**Vector scaling** (about 2 min)" in warning and "iteration cap" in warning
     assert "K x K matrix" not in warning and "Temperature" not in warning
     assert defaults.slow_note(["Vector scaling"], 25_000, 100) is None
