@@ -106,8 +106,8 @@ def default_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> st
     """Why methods of ``methods`` are left out of the default set at ``n_classes`` (Markdown), else None."""
     over = {m: limit for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit}
     left_out = {m: limit for m, limit in over.items() if m not in LIMIT_REASONS}
-    notes = [f"**{m}** is left out of the default set above {limit:,} classes: {LIMIT_REASONS[m]}. Choose it above "
-             "to fit it anyway." for m, limit in over.items() if m in LIMIT_REASONS]
+    notes = [f"**{m}** is left out of the default set above {limit:,} classes: {LIMIT_REASONS[m]}. Choose **{m}** "
+             "above to fit it anyway." for m, limit in over.items() if m in LIMIT_REASONS]
     zeros = zero_note(n_classes, methods)
     if left_out:
         names = " and ".join(f"**{m}**" for m in left_out)
