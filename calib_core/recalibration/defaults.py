@@ -14,8 +14,16 @@ Examples
 --------
 >>> from calib_core.recalibration import defaults
 >>> defaults.default_methods(1000)  # doctest: +NORMALIZE_WHITESPACE
-('Temperature scaling', 'Vector scaling', 'Isotonic regression (floored)', 'Histogram binning (floored)',
+('Temperature scaling', 'Isotonic regression (floored)', 'Histogram binning (floored)',
  'Structured vector scaling')
+
+Vector scaling leaves the default set above its limit too
+(:data:`~calib_core.recalibration.scaling.MAX_DEFAULT_CLASSES_VECTOR`), for another reason
+(:data:`LIMIT_REASONS`): unpenalised, it has no maximum-likelihood fit when a class is absent from the
+fitting rows or seen so rarely that its scores separate it, as happens at K = 1,000 on real data, so its
+fit runs to its iteration cap (145 s, 117 s of CPU, at 25,000 x 1,000 on a real next-word set, against the
+page's 30 s for all its fits).
+Structured vector scaling, its ridge-penalised form, stays.
 
 Methods that can emit exact zeros (:attr:`calib_core.recalibration.Recalibrator.emits_exact_zeros`:
 one-vs-rest isotonic regression, histogram binning) leave the default set above
@@ -31,7 +39,7 @@ from collections.abc import Sequence
 from calib_core.recalibration import RECALIBRATORS
 from calib_core.recalibration.hazards import DEFAULT_EPSILON, FLOORED_TWINS, ZERO_HAZARD_MAX_CLASSES
 
-__all__ = ["DEFAULT_METHODS", "MULTICLASS_DEFAULTS", "PER_CLASS_FIT_SECONDS", "default_methods", "default_note", "expected_fit_seconds", "slow_note", "zero_note"]
+__all__ = ["CAPPED_FIT_SECONDS_PER_ROW_CLASS", "DEFAULT_METHODS", "LIMIT_REASONS", "MULTICLASS_DEFAULTS", "PER_CLASS_FIT_SECONDS", "default_methods", "default_note", "expected_fit_seconds", "slow_note", "zero_note"]
 
 #: The default set of methods (first visit of the page), before the class-count rule of :func:`default_methods`.
 #: Structured vector scaling (Berta et al. 2026) is second only to structured matrix scaling on CalArena's
@@ -82,20 +90,35 @@ def _emits_zeros(method: str) -> bool:
     return method in RECALIBRATORS and RECALIBRATORS[method].emits_exact_zeros
 
 
+#: Why a method with a class-count limit leaves the default set, for the methods whose reason is not the full
+#: K x K matrix of matrix and Dirichlet scaling (the sentence of :func:`default_note` for all others).
+LIMIT_REASONS = {
+    "Vector scaling": (
+        "unpenalised, it has no maximum-likelihood fit when a class is absent from the fitting rows or seen so "
+        "rarely that its scores separate it (common at this many classes), so its fit runs to its iteration cap "
+        "(500 L-BFGS-B steps; 145 s, 117 s of CPU, on 25,000 rows x 1,000 classes of a real next-word set, "
+        "against the page's 30 s for all its fits). "
+        "**Structured vector scaling**, its ridge-penalised form, stays"),
+}
+
+
 def default_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> str | None:
     """Why methods of ``methods`` are left out of the default set at ``n_classes`` (Markdown), else None."""
-    left_out = {m: limit for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit}
+    over = {m: limit for m, limit in _limits(methods).items() if limit is not None and int(n_classes) > limit}
+    left_out = {m: limit for m, limit in over.items() if m not in LIMIT_REASONS}
+    notes = [f"**{m}** is left out of the default set above {limit:,} classes: {LIMIT_REASONS[m]}. Choose **{m}** "
+             "above to fit it anyway." for m, limit in over.items() if m in LIMIT_REASONS]
     zeros = zero_note(n_classes, methods)
-    if not left_out:
-        return zeros
-    names = " and ".join(f"**{m}**" for m in left_out)
-    limit = min(left_out.values())
-    params = int(n_classes) ** 2 + int(n_classes)
-    is_, it = ("is", "it") if len(left_out) == 1 else ("are", "them")
-    return (f"{names} {is_} left out of the default set above {limit:,} classes: "
-            f"{'it fits' if len(left_out) == 1 else 'they fit'} a full {n_classes:,} x {n_classes:,} matrix "
-            f"({params:,} parameters here, K² + K), so the fit time grows with the square of the class count. "
-            f"Choose {it} above to fit {it} anyway." + (f" {zeros}" if zeros else ""))
+    if left_out:
+        names = " and ".join(f"**{m}**" for m in left_out)
+        limit = min(left_out.values())
+        params = int(n_classes) ** 2 + int(n_classes)
+        is_, it = ("is", "it") if len(left_out) == 1 else ("are", "them")
+        notes.insert(0, f"{names} {is_} left out of the default set above {limit:,} classes: "
+                     f"{'it fits' if len(left_out) == 1 else 'they fit'} a full {n_classes:,} x {n_classes:,} "
+                     f"matrix ({params:,} parameters here, K² + K), so the fit time grows with the square of the "
+                     f"class count. Choose {it} above to fit {it} anyway.")
+    return " ".join([*notes, *([zeros] if zeros else [])]) or None
 
 
 def zero_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> str | None:
@@ -120,14 +143,25 @@ def zero_note(n_classes: int, methods: Sequence[str] = DEFAULT_METHODS) -> str |
 FULL_FIT_SECONDS_PER_ROW_CLASS2 = 2.0e-8
 
 
+#: Fit seconds per fitting row and class of the methods of :data:`LIMIT_REASONS` above their limit, where they
+#: run to their iteration cap (O(N K) per iteration). Vector scaling: 117 s CPU (145 s wall under a load of 4;
+#: 437 s under a load of 10 before its unseen classes were set aside) on 25,000 x 1,000 of the real next-word set,
+#: 500 iterations (bench/bench_recalibration.py --data next-word --page 50000x1000 --methods "Vector scaling").
+CAPPED_FIT_SECONDS_PER_ROW_CLASS = {"Vector scaling": 5e-6}
+
+
 def expected_fit_seconds(method: str, n_rows: int, n_classes: int) -> float | None:
     """Rough fit time of ``method`` on ``n_rows`` x ``n_classes`` (None for methods without a class-count limit).
 
     ``FULL_FIT_SECONDS_PER_ROW_CLASS2 * N * K^2``: the L-BFGS fit of a full
-    K x K matrix costs O(N K^2) per iteration.
+    K x K matrix costs O(N K^2) per iteration. For the methods of
+    :data:`CAPPED_FIT_SECONDS_PER_ROW_CLASS` (vector scaling), ``rate * N * K``:
+    their cap of iterations of O(N K) each.
     """
     if method not in RECALIBRATORS or RECALIBRATORS[method].max_default_classes is None:
         return None
+    if method in CAPPED_FIT_SECONDS_PER_ROW_CLASS:
+        return CAPPED_FIT_SECONDS_PER_ROW_CLASS[method] * float(n_rows) * float(n_classes)
     return FULL_FIT_SECONDS_PER_ROW_CLASS2 * float(n_rows) * float(n_classes) ** 2
 
 
@@ -158,9 +192,12 @@ def slow_note(methods: Sequence[str], n_rows: int, n_classes: int) -> str | None
     notes = []
     if slow:
         parts = [f"**{m}** ({_when(expected_fit_seconds(m, n_rows, n_classes))})" for m in slow]
+        matrix = any(m not in LIMIT_REASONS for m in slow)
         notes.append(f"Chosen above their class-count limit at {n_classes:,} classes: {', '.join(parts)} to fit on "
-                     f"up to {n_rows:,} rows, per model and protocol; a K x K matrix has "
-                     f"{n_classes ** 2 + n_classes:,} parameters here.")
+                     f"up to {n_rows:,} rows, per model and protocol"
+                     + (f"; a K x K matrix has {n_classes ** 2 + n_classes:,} parameters here." if matrix else ".")
+                     + (" Vector scaling runs to its iteration cap (no maximum-likelihood fit when classes are "
+                        "absent or separated)." if "Vector scaling" in slow else ""))
     if long:
         parts = [f"**{m}** ({_when(seconds)})" for m, seconds in long.items()]
         notes.append(f"Slow at {n_classes:,} classes: {', '.join(parts)} to fit on up to {n_rows:,} rows, per model "

@@ -60,6 +60,12 @@ __all__ = [
 
 #: Largest class count at which matrix and Dirichlet scaling (K^2 + K parameters) are in the app's default set.
 MAX_DEFAULT_CLASSES_FULL = 100
+#: Largest class count at which vector scaling is in the app's default set. Above it, real data hold classes seen
+#: once or twice in the fitting rows whose scores separate them (a class's rows score above every other row on its
+#: column): its unpenalised NLL then has no minimum (``w_k -> +inf``) and L-BFGS-B runs to its cap, 500 iterations
+#: of O(N K) each (145 s, 117 s of CPU, at 25,000 x 1,000 on the real next-word set). Structured vector scaling, its
+#: ridge-penalised form, stays (:mod:`calib_core.recalibration.defaults`).
+MAX_DEFAULT_CLASSES_VECTOR = 100
 
 
 class TemperatureScaling(Recalibrator):
@@ -144,12 +150,40 @@ class VectorScaling(Recalibrator):
         L-BFGS-B iterations used.
     converged_ : bool
         Whether L-BFGS-B met its tolerance (False: stopped at the iteration cap).
+    unseen_classes_ : ndarray of int
+        Classes with no fitting row (their parameters are set by the rule below, not fitted); a diagnostic,
+        not saved to JSON.
 
     Notes
     -----
     Minimises the mean NLL by L-BFGS-B from the temperature-scaling map ``w = 1 / T, b = 0``
     with analytic gradients ``dw_k = sum_i G_ik z_ik``, ``db_k = sum_i G_ik``,
     ``G = (softmax - onehot) / N`` [Guo2017]_. May change the arg-max.
+
+    Classes absent from the fitting rows (unseen classes, common at large K: 60 of the
+    1,000 classes of the real next-word set never occur, and several hundred are absent
+    from 5,000 rows of it). Without a penalty (``reg_mu = 0``) the maximum-likelihood
+    estimate does not exist for them: the NLL keeps falling as ``b_k -> -inf``, and
+    L-BFGS-B would stop wherever its tolerance or its cap catches it (``b_k`` near -17
+    on six classes, -60 at 1,000). The NLL's infimum is approached by the fit of the
+    seen classes alone (the unseen classes' probabilities -> 0), so that is what is
+    fitted (its 466 columns instead of 1,000 at 5,000 x 1,000 on the next-word set:
+    half the time). A seen class whose rows its scores separate from the others (a
+    class seen once or twice at K = 1,000) has no finite estimate either (``w_k -> +inf``);
+    that fit stops at the cap, ``converged_`` False, and the app leaves vector scaling
+    out of its default set above :data:`MAX_DEFAULT_CLASSES_VECTOR` classes
+    (structured vector scaling, penalised, has neither problem). An unseen class then gets a stated finite map
+    instead of probability 0 (an infinite log loss for any later row of it): the
+    temperature slope ``w_k = 1 / T`` and the bias that gives it, on the fitting rows,
+    the mean probability of the Krichevsky-Trofimov (add-one-half) estimate of a class
+    seen 0 times in N rows,
+
+    ``tau = 0.5 / (N + K / 2)``, ``b_k = log tau - log mean_i [exp(z_ik / T) / S_i]``,
+
+    with ``S_i = sum over seen j of exp(w_j z_ij + b_j)`` (weighted mean and ``N`` = the
+    total weight when weighted). The final softmax over all K classes then gives every
+    unseen class about ``tau`` and the seen ones ``(1 - about K_unseen tau)`` times their
+    fitted probabilities. With every class seen (every bundled demo) the fit is unchanged.
 
     Examples
     --------
@@ -163,6 +197,7 @@ class VectorScaling(Recalibrator):
     method = "vector_scaling"
     display_name = "Vector scaling"
     works_on = "logits"
+    max_default_classes = MAX_DEFAULT_CLASSES_VECTOR
     weighted_loss = True
     repeat_whole_weights = True
     _fitted_attributes = ("weights_", "bias_", "n_iter_", "converged_")
@@ -178,17 +213,47 @@ class VectorScaling(Recalibrator):
     def _fit(self, x: NDArray[np.float64], labels: NDArray[np.intp],
              weights: NDArray[np.float64] | None = None) -> None:
         n_classes = x.shape[1]
-        penalty = odir_penalty(n_classes, 0.0, float(self.reg_mu), full=False)
         # Starting from the temperature-scaling solution saves most iterations.
         start = np.exp(-fit_log_temperature(x, labels, weights=weights))
-        self.weights_, self.bias_, self.n_iter_, self.converged_ = fit_linear_softmax(
-            x, labels, full=False, penalty=penalty, weights0=np.full(n_classes, start), bias0=np.zeros(n_classes),
-            sample_weight=weights)
+        seen = np.unique(labels)
+        self.unseen_classes_ = np.setdiff1d(np.arange(n_classes), seen)
+        if self.reg_mu > 0 or not self.unseen_classes_.size:  # the penalised NLL has a finite minimum
+            penalty = odir_penalty(n_classes, 0.0, float(self.reg_mu), full=False)
+            self.weights_, self.bias_, self.n_iter_, self.converged_ = fit_linear_softmax(
+                x, labels, full=False, penalty=penalty, weights0=np.full(n_classes, start),
+                bias0=np.zeros(n_classes), sample_weight=weights)
+            return
+        # Unseen classes (no MLE, see Notes): fit the seen classes alone, then the stated rule for the rest.
+        seen_x = np.ascontiguousarray(x[:, seen])
+        w_seen, b_seen, self.n_iter_, self.converged_ = fit_linear_softmax(
+            seen_x, np.searchsorted(seen, labels), full=False, penalty=odir_penalty(seen.size, 0.0, 0.0, full=False),
+            weights0=np.full(seen.size, start), bias0=np.zeros(seen.size), sample_weight=weights)
+        self.weights_ = np.full(n_classes, start)
+        self.weights_[seen] = w_seen
+        self.bias_ = np.empty(n_classes)
+        self.bias_[seen] = b_seen
+        self.bias_[self.unseen_classes_] = _unseen_class_bias(
+            seen_x * w_seen + b_seen, x[:, self.unseen_classes_] * start, weights)
 
     def _predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         logits = x * self.weights_
         logits += self.bias_
         return softmax_unchecked(logits, out=logits)
+
+
+def _unseen_class_bias(seen_logits: NDArray[np.float64], unseen_scaled: NDArray[np.float64],
+                       weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """Biases of the unseen classes of :class:`VectorScaling` (see its Notes): ``log tau - log mean_i exp(u_ik - log S_i)``.
+
+    ``seen_logits`` (N, K_seen): the fitted map's logits of the seen classes; ``unseen_scaled`` (N, K_unseen): the
+    unseen classes' scores times ``1 / T``; ``tau = 0.5 / (N + K / 2)`` (Krichevsky-Trofimov) with N the total weight.
+    """
+    n_total = float(seen_logits.shape[0]) if weights is None else float(weights.sum())
+    n_classes = seen_logits.shape[1] + unseen_scaled.shape[1]
+    log_norm = np.logaddexp.reduce(seen_logits, axis=1)  # log S_i
+    shares = np.exp(unseen_scaled - log_norm[:, None])
+    mean_share = shares.mean(axis=0) if weights is None else weights @ shares / n_total
+    return np.log(0.5 / (n_total + n_classes / 2.0)) - np.log(np.maximum(mean_share, np.finfo(float).tiny))
 
 
 class _FullLinearScaling(Recalibrator):

@@ -329,7 +329,7 @@ def test_the_default_set_leaves_out_the_k_squared_methods_above_their_limit():
     assert TemperatureScaling.max_default_classes is None
     assert defaults.default_methods(10) == defaults.DEFAULT_METHODS
     assert defaults.default_methods(100) == defaults.DEFAULT_METHODS
-    assert defaults.default_methods(1000) == ("Temperature scaling", "Vector scaling",
+    assert defaults.default_methods(1000) == ("Temperature scaling",
                                              "Isotonic regression (floored)", "Histogram binning (floored)",
                                              "Structured vector scaling")
     assert defaults.default_note(10) is None and defaults.default_note(100) is None
