@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from calib_core._accel import blas_single_threaded_for_good
 from studio import downloads, memory, nav, state
 from studio.text import literal, md
 from studio.weights_note import weights_note
@@ -248,6 +249,7 @@ def setup_page(title: str) -> list[state.ModelView]:
     st.session_state[_ENTERED] = st.session_state.get(_LAST_PAGE) != title
     st.session_state[_LAST_PAGE] = title
     memory.start_trimming()  # once per process: freed memory goes back to the system
+    blas_single_threaded_for_good()  # once per process: visitors' many small BLAS products spin no idle threads
     state.ensure_models_loaded()
     _sidebar(title)
     models = state.active_models()

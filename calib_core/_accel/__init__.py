@@ -35,11 +35,12 @@ from calib_core._accel.sums import (adaptive_bin_sums, adaptive_walk_pays, draw_
                                     key_sums, laplace_draw_totals, lookup_slots, slot_sums, sorted_draws)
 from calib_core._accel.sweep import (SortedColumns, column_bin_sums, count_chunks, sort_columns, sweep_reductions,
                                      uniform_sweep_plan)
-from calib_core._accel.threads import blas_single_threaded, loess_workers, map_blocks, parallel_map
+from calib_core._accel.threads import (blas_single_threaded, blas_single_threaded_for_good, loess_workers, map_blocks,
+                                      parallel_map)
 from calib_core._accel.twins import arg_max_by_blocks, label_search, spread, top_label_bin_sums, window_moments
 
 __all__ = ["KeptValues", "SortedColumns", "adaptive_bin_sums", "adaptive_walk_pays", "arg_max_by_blocks",
-           "blas_single_threaded", "column_bin_sums", "compiled", "count_chunks", "draw_counts", "entry_sums",
+           "blas_single_threaded", "blas_single_threaded_for_good", "column_bin_sums", "compiled", "count_chunks", "draw_counts", "entry_sums",
            "entry_sums_pay", "freeze_and_mark", "is_validated", "key_sums", "label_search", "laplace_draw_totals", "loess_workers",
            "lookup_slots", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "slot_sums",
            "sort_columns", "sorted_draws", "spread", "sweep_reductions", "top_label_bin_sums", "uniform_sweep_plan",

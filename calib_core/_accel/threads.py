@@ -22,7 +22,8 @@ except ImportError:  # pragma: no cover - then BLAS keeps its own threads
 
 from calib_core._accel import compiled
 
-__all__ = ["WORKERS", "blas_single_threaded", "loess_workers", "map_blocks", "parallel_map"]
+__all__ = ["WORKERS", "blas_single_threaded", "blas_single_threaded_for_good", "loess_workers", "map_blocks",
+           "parallel_map"]
 
 #: Threads that process row blocks at once. NumPy releases the GIL inside
 #: its array loops and BLAS calls, so blocks run in parallel; each block's
@@ -96,6 +97,23 @@ def blas_single_threaded():
     """
     controller = _blas_controller()
     return controller.limit(limits=1, user_api="blas") if controller is not None else nullcontext()
+
+
+@functools.lru_cache(maxsize=1)
+def blas_single_threaded_for_good() -> bool:
+    """BLAS on one thread for the rest of the process (once per process); False without threadpoolctl.
+
+    For a server that runs many visitors' computations side by side (the app): their BLAS calls are
+    small products made thousands of times (one per bootstrap resample), and for each OpenBLAS wakes a
+    thread per core that spins on the cores the other computations need. The AUROC interval at 12,000
+    rows took 8.0 s of CPU with the default threads, 0.9 s on one (issue 29). The limit is never lifted:
+    a later :func:`blas_single_threaded` restores one thread when it ends.
+    """
+    controller = _blas_controller()
+    if controller is None:
+        return False
+    controller.limit(limits=1, user_api="blas")  # kept: the limiter is not used as a context
+    return True
 
 
 @functools.lru_cache(maxsize=1)
