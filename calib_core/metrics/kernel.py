@@ -334,9 +334,11 @@ def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4, *,
     >= 0; a rounding residue below zero is returned as 0. Because the
     Laplacian kernel on a line factorises along sorted values, the sum is
     computed exactly in O(N log N): after sorting, the partial sums
-    :math:`F_i = \\sum_{j<i} a_j e^{(r_j - r_i)/h}` are running log-sum-exps
-    (:func:`numpy.logaddexp.accumulate`) of the positive and the negative
-    residuals, which cannot overflow for any bandwidth. With
+    :math:`F_i = \\sum_{j<i} a_j e^{(r_j - r_i)/h}` of the positive and the
+    negative residuals (:func:`calib_core._accel.laplace_form`: the step
+    :math:`F_{i+1} = (F_i + a_i) e^{(r_i - r_{i+1})/h}`, a factor at most 1,
+    compiled; numpy's twin takes running log-sum-exps), which cannot overflow
+    for any bandwidth. With
     :math:`c = \\sqrt{\\max_r k(r, r)} = 1`, Gruber & Buettner 2022 (eq. 6)
     have :math:`\\mathrm{TCE}_1 \\ge c \\cdot \\mathrm{MMCE}` for the population quantities.
 
