@@ -277,19 +277,11 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
             for k in range(1, top):
                 inverse_powers[k] = inverse_powers[k - 1] / scale
             sums[:] = 0.0
-            # Four parts of the window: |t| < 1/2 left and right of the centre, |t| >= 1/2 left and right.
+            # Left of the centre (t < 0) and from it on; each whole block by the expansion that suits it: in t
+            # where |t| <= 0.85 throughout, in e = 1 - |t| where |t| >= 0.4 throughout, else point by point.
             middle = low + np.searchsorted(xp[low:high], centre)
-            half_low = low + np.searchsorted(xp[low:middle], centre - 0.5 * scale)
-            half_high = middle + np.searchsorted(xp[middle:high], centre + 0.5 * scale)
-            for part in range(4):
-                if part == 0:
-                    start, stop = middle, half_high
-                elif part == 1:
-                    start, stop = half_low, middle
-                elif part == 2:
-                    start, stop = half_high, high
-                else:
-                    start, stop = low, half_low
+            for side in range(2):
+                start, stop = (low, middle) if side == 0 else (middle, high)
                 first, end = blocks_of(start, stop, size)
                 if first >= end:
                     element_moments(xp, yp, wp, start, stop, centre, scale, acc)
@@ -297,18 +289,21 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
                 element_moments(xp, yp, wp, start, first * size, centre, scale, acc)
                 element_moments(xp, yp, wp, end * size, stop, centre, scale, acc)
                 for b in range(first, end):
-                    if part == 0:  # t = (first - centre) / scale + u / scale, both >= 0
-                        block_shift(after, b, (xp[b * size] - centre) / scale, 1.0, inverse_powers, binom,
-                                    powers, sums[0])
-                    elif part == 1:  # t = (last - centre) / scale + v / scale, both < 0
-                        block_shift(before, b, (xp[(b + 1) * size - 1] - centre) / scale, 1.0, inverse_powers,
-                                    binom, powers, sums[1])
-                    elif part == 2:  # e = (centre + scale - last) / scale - v / scale, both >= 0
-                        block_shift(before, b, (centre + scale - xp[(b + 1) * size - 1]) / scale, -1.0,
-                                    inverse_powers, binom, powers, sums[2])
-                    else:  # e = (first - (centre - scale)) / scale + u / scale, both >= 0
-                        block_shift(after, b, (xp[b * size] - (centre - scale)) / scale, 1.0, inverse_powers,
-                                    binom, powers, sums[3])
+                    b_first, b_last = xp[b * size], xp[(b + 1) * size - 1]
+                    near = (b_last - centre if side else centre - b_first) / scale  # the block's largest |t|
+                    far = (b_first - centre if side else centre - b_last) / scale  # and its smallest
+                    if near <= 0.85 and side == 1:  # t = (first - centre) / scale + u / scale, both >= 0
+                        block_shift(after, b, far, 1.0, inverse_powers, binom, powers, sums[0])
+                    elif near <= 0.85:  # t = (last - centre) / scale + v / scale, both < 0
+                        block_shift(before, b, -far, 1.0, inverse_powers, binom, powers, sums[1])
+                    elif far >= 0.4 and side == 1:  # e = (centre + scale - last) / scale - v / scale, both >= 0
+                        block_shift(before, b, (centre + scale - b_last) / scale, -1.0, inverse_powers, binom,
+                                    powers, sums[2])
+                    elif far >= 0.4:  # e = (first - (centre - scale)) / scale + u / scale, both >= 0
+                        block_shift(after, b, (b_first - (centre - scale)) / scale, 1.0, inverse_powers, binom,
+                                    powers, sums[3])
+                    else:
+                        element_moments(xp, yp, wp, b * size, (b + 1) * size, centre, scale, acc)
             for p in range(n_moments):
                 sign = -1.0 if p % 2 else 1.0  # t^p = (-1)^p |t|^p left of the centre
                 for c in range(2):
