@@ -179,8 +179,14 @@ def loess_smooth(x: ArrayLike, y: ArrayLike, *, span: float = 0.75, degree: int 
         raise CalibrationInputError("`x` and `y` must be finite (no NaN or infinite values).")
     n = x_arr.size
     q = min(max(int(span * n + 1e-10), 2), n)
-    order = np.lexsort((y_arr, x_arr))
-    xs, ys = x_arr[order], y_arr[order]
+    # By x, ties by y. Without ties in x (continuous scores) a stable sort of x alone gives that order, faster.
+    order = np.argsort(x_arr, kind="stable")
+    xs = x_arr[order]
+    tied = xs[1:] == xs[:-1]
+    if tied.any():
+        order = np.lexsort((y_arr, x_arr))
+        xs = x_arr[order]
+    ys = y_arr[order]
     # Merge repeated (x, y) pairs; the counts become weights.
     new_pair = np.empty(n, dtype=bool)
     new_pair[0] = True
@@ -188,7 +194,12 @@ def loess_smooth(x: ArrayLike, y: ArrayLike, *, span: float = 0.75, degree: int 
     starts = np.flatnonzero(new_pair)
     xp, yp = xs[starts], ys[starts]
     counts = np.diff(np.append(starts, n)).astype(np.float64)
-    distinct, distinct_counts = np.unique(xs, return_counts=True)
+    # np.unique(xs, return_counts=True) of the sorted xs, without sorting them again
+    new_x = np.empty(n, dtype=bool)
+    new_x[0] = True
+    new_x[1:] = xs[1:] != xs[:-1]
+    x_starts = np.flatnonzero(new_x)
+    distinct, distinct_counts = xs[x_starts], np.diff(np.append(x_starts, n))
     if delta is None:
         delta = 0.0 if distinct.size <= _EXACT_FIT_LIMIT else _AUTO_DELTA * float(distinct[-1] - distinct[0])
     fit_index = loess_fit_points(distinct, int(distinct_counts[-1]), float(delta))
