@@ -13,7 +13,8 @@ module          what it holds
                 each ``None`` without numba, and a test per kernel runs both paths
 ``twins``       one function per kernel with its numpy twin beside it
                 (:func:`arg_max_by_blocks`, :func:`spread`, :func:`label_search`,
-                :func:`window_moments`, :func:`top_label_bin_sums`)
+                :func:`window_moments`, :func:`loess_fit_points`, :func:`laplace_form`,
+                :func:`top_label_bin_sums`)
 ``sweep``       the bin-count sweep: sorted columns, their bins' sums, and
                 :func:`sweep_reductions` (kernel and twin)
 ``sums``        the bootstrap's and the streaming passes' sums, kernel and twin:
@@ -37,11 +38,12 @@ from calib_core._accel.sweep import (SortedColumns, column_bin_sums, count_chunk
                                      uniform_sweep_plan)
 from calib_core._accel.threads import (blas_single_threaded, blas_single_threaded_for_good, loess_workers, map_blocks,
                                       parallel_map)
-from calib_core._accel.twins import arg_max_by_blocks, label_search, spread, top_label_bin_sums, window_moments
+from calib_core._accel.twins import (arg_max_by_blocks, label_search, laplace_form, loess_fit_points, spread,
+                                     top_label_bin_sums, window_moments)
 
 __all__ = ["KeptValues", "SortedColumns", "adaptive_bin_sums", "adaptive_walk_pays", "arg_max_by_blocks",
-           "blas_single_threaded", "blas_single_threaded_for_good", "column_bin_sums", "compiled", "count_chunks", "draw_counts", "entry_sums",
-           "entry_sums_pay", "freeze_and_mark", "is_validated", "key_sums", "label_search", "laplace_draw_totals", "loess_workers",
-           "lookup_slots", "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "slot_sums",
-           "sort_columns", "sorted_draws", "spread", "sweep_reductions", "top_label_bin_sums", "uniform_sweep_plan",
-           "window_moments"]
+           "blas_single_threaded", "blas_single_threaded_for_good", "column_bin_sums", "compiled", "count_chunks",
+           "draw_counts", "entry_sums", "entry_sums_pay", "freeze_and_mark", "is_validated", "key_sums",
+           "label_search", "laplace_draw_totals", "laplace_form", "loess_fit_points", "loess_workers", "lookup_slots",
+           "map_blocks", "mark_validated", "marked_copy", "parallel_map", "remembered", "slot_sums", "sort_columns",
+           "sorted_draws", "spread", "sweep_reductions", "top_label_bin_sums", "uniform_sweep_plan", "window_moments"]

@@ -15,10 +15,12 @@ from numpy.typing import NDArray
 
 from calib_core._accel import compiled
 
-__all__ = ["arg_max_by_blocks", "label_search", "spread", "window_moments"]
+__all__ = ["arg_max_by_blocks", "label_search", "laplace_form", "loess_fit_points", "spread", "window_moments"]
 
 #: Entries of one (fit points x data points) tile of the loess weights in the numpy path (fits in cache).
 WINDOW_BLOCK_ELEMENTS = 1 << 15
+#: The compiled window moments' block size over the square root of the mean window (:func:`moments_block_size`).
+MOMENTS_BLOCK_FACTOR = 8.0
 
 
 def arg_max_by_blocks(n_rows: int, blocks: Iterator[tuple[int, NDArray[np.float64]]],
@@ -127,6 +129,69 @@ def _window_moments(centre: NDArray[np.float64], radius: NDArray[np.float64], ze
     return moments
 
 
+def laplace_form(scaled: NDArray[np.float64], residual: NDArray[np.float64]) -> float:
+    """``sum_ij a_i a_j exp(-|s_i - s_j|)`` for ascending ``scaled`` values ``s`` and ``residual`` ``a``.
+
+    :func:`calib_core.metrics.kernel.mmce`'s double sum in O(N): with the exclusive running sums
+    ``F_i = sum_{j<i} a_j exp(s_j - s_i)`` of the positive and of the negative residuals, it is
+    ``sum_i a_i^2 + 2 sum_i a_i (F+_i - F-_i)``. numpy: the running sums as log-sum-exps
+    (:func:`numpy.logaddexp.accumulate`, which cannot overflow). The compiled
+    :data:`calib_core._accel.compiled.laplace_form` steps ``F_{i+1} = (F_i + a_i) exp(s_i - s_{i+1})``, a
+    factor at most 1, so it cannot overflow either: one exponential per row, the same sums up to round-off
+    (``tests/ground/test_accel_twins.py``).
+    """
+    if compiled.laplace_form is not None:
+        return float(compiled.laplace_form(np.ascontiguousarray(scaled), np.ascontiguousarray(residual)))
+    total = float(np.dot(residual, residual))
+    for sign in (1.0, -1.0):
+        part = np.where(sign * residual > 0.0, sign * residual, 0.0)
+        log_weight = np.full(part.shape, -np.inf)
+        positive = part > 0.0
+        log_weight[positive] = np.log(part[positive]) + scaled[positive]
+        running = np.logaddexp.accumulate(log_weight)
+        # Exclusive prefix: F_i = sum_{j < i} part_j exp(scaled_j - scaled_i).
+        prefix = np.exp(running[:-1] - scaled[1:])
+        total += 2.0 * sign * float(np.dot(residual[1:], prefix))
+    return total
+
+
+def loess_fit_points(distinct: NDArray[np.float64], last_count: int, delta: float) -> NDArray[np.intp]:
+    """Indices into ``distinct`` at which loess fits are computed (statsmodels' ``delta`` rule).
+
+    From a fit at ``u_g`` the next fit is at the largest distinct value within
+    ``delta`` of it (at least the next value). When every remaining value is
+    within ``delta``, statsmodels fits at the second-to-last observation and
+    then the last one; that is reproduced (``last_count`` is how many
+    observations share the largest value). :func:`calib_core.metrics.ici.loess_smooth`'s
+    fit points; the compiled :data:`calib_core._accel.compiled.fit_points` walks the
+    values once instead of a search per fit (the same indices).
+    """
+    m = distinct.size
+    if delta <= 0.0 or m <= 2:
+        return np.arange(m)
+    # The observation before the last one, as an index into the distinct values.
+    second_last = m - 1 if last_count >= 2 else m - 2
+    if compiled.fit_points is not None:
+        return compiled.fit_points(distinct, second_last, float(delta)).astype(np.intp)
+    chosen = [0]
+    g = 0
+    while g < m - 1:
+        j = int(np.searchsorted(distinct, distinct[g] + delta, side="right")) - 1
+        g = max(second_last if j == m - 1 else j, g + 1)
+        chosen.append(g)
+    return np.asarray(chosen, dtype=np.intp)
+
+
+def moments_block_size(widths: NDArray[np.intp]) -> int:
+    """Points per block of the compiled :func:`window_moments`: about ``MOMENTS_BLOCK_FACTOR * sqrt(window)``.
+
+    A fit costs about ``window / size`` block shifts (a few hundred multiply-adds each) and ``2 size`` points
+    evaluated one by one at the window's ends and centre; this size balances the two.
+    """
+    mean = float(widths.mean()) if widths.size else 0.0
+    return int(min(max(MOMENTS_BLOCK_FACTOR * np.sqrt(mean), 16), 1 << 14))
+
+
 def window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64], zero: NDArray[np.bool_],
                             lo_all: NDArray[np.intp], hi_all: NDArray[np.intp], xp: NDArray[np.float64],
                             yp: NDArray[np.float64], wp: NDArray[np.float64], n_moments: int) -> NDArray[np.float64]:
@@ -137,10 +202,11 @@ def window_moments(x_fit: NDArray[np.float64], safe: NDArray[np.float64], zero: 
     :data:`calib_core._accel.compiled.window_moments`, whose loop gives the
     same moments up to the order of the sums (``tests/metrics/test_clinical.py``).
     """
-    if compiled.window_moments is not None:  # numba installed: one compiled loop per window
+    if compiled.window_moments is not None:  # numba installed: whole blocks by their power sums
+        size = moments_block_size(hi_all - lo_all)
         return compiled.window_moments(x_fit, safe, zero, lo_all.astype(np.int64), hi_all.astype(np.int64),
                                        np.ascontiguousarray(xp), np.ascontiguousarray(yp),
-                                       np.ascontiguousarray(wp), n_moments)
+                                       np.ascontiguousarray(wp), n_moments, size)
     moments = np.zeros((x_fit.size, n_moments, 2))
     values = np.column_stack([np.ones_like(yp), yp])
     start = 0

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
-from calib_core._accel import loess_workers, parallel_map, window_moments
+from calib_core._accel import loess_fit_points, loess_workers, parallel_map, window_moments
 from calib_core.validation import CalibrationInputError, repeated_probs_labels
 from calib_core.metrics.cox import _shape, one_vs_rest
 
@@ -45,29 +45,6 @@ def _check_smoother_options(span: object, degree: object, iterations: object, de
     if delta is not None and (isinstance(delta, bool) or not isinstance(delta, numbers.Real)
                               or not np.isfinite(delta) or delta < 0):
         raise CalibrationInputError(f"`delta` must be None or a finite number >= 0, got {delta!r}.")
-
-
-def _fit_points(distinct: NDArray[np.float64], last_count: int, delta: float) -> NDArray[np.intp]:
-    """Indices into ``distinct`` at which local fits are computed (statsmodels' ``delta`` rule).
-
-    From a fit at ``u_g`` the next fit is at the largest distinct value within
-    ``delta`` of it (at least the next value). When every remaining value is
-    within ``delta``, statsmodels fits at the second-to-last observation and
-    then the last one; that is reproduced (``last_count`` is how many
-    observations share the largest value).
-    """
-    m = distinct.size
-    if delta <= 0.0 or m <= 2:
-        return np.arange(m)
-    # The observation before the last one, as an index into the distinct values.
-    second_last = m - 1 if last_count >= 2 else m - 2
-    chosen = [0]
-    g = 0
-    while g < m - 1:
-        j = int(np.searchsorted(distinct, distinct[g] + delta, side="right")) - 1
-        g = max(second_last if j == m - 1 else j, g + 1)
-        chosen.append(g)
-    return np.asarray(chosen, dtype=np.intp)
 
 
 def _local_fits(x_fit: NDArray[np.float64], radius: NDArray[np.float64], xp: NDArray[np.float64],
@@ -202,8 +179,14 @@ def loess_smooth(x: ArrayLike, y: ArrayLike, *, span: float = 0.75, degree: int 
         raise CalibrationInputError("`x` and `y` must be finite (no NaN or infinite values).")
     n = x_arr.size
     q = min(max(int(span * n + 1e-10), 2), n)
-    order = np.lexsort((y_arr, x_arr))
-    xs, ys = x_arr[order], y_arr[order]
+    # By x, ties by y. Without ties in x (continuous scores) a stable sort of x alone gives that order, faster.
+    order = np.argsort(x_arr, kind="stable")
+    xs = x_arr[order]
+    tied = xs[1:] == xs[:-1]
+    if tied.any():
+        order = np.lexsort((y_arr, x_arr))
+        xs = x_arr[order]
+    ys = y_arr[order]
     # Merge repeated (x, y) pairs; the counts become weights.
     new_pair = np.empty(n, dtype=bool)
     new_pair[0] = True
@@ -211,10 +194,15 @@ def loess_smooth(x: ArrayLike, y: ArrayLike, *, span: float = 0.75, degree: int 
     starts = np.flatnonzero(new_pair)
     xp, yp = xs[starts], ys[starts]
     counts = np.diff(np.append(starts, n)).astype(np.float64)
-    distinct, distinct_counts = np.unique(xs, return_counts=True)
+    # np.unique(xs, return_counts=True) of the sorted xs, without sorting them again
+    new_x = np.empty(n, dtype=bool)
+    new_x[0] = True
+    new_x[1:] = xs[1:] != xs[:-1]
+    x_starts = np.flatnonzero(new_x)
+    distinct, distinct_counts = xs[x_starts], np.diff(np.append(x_starts, n))
     if delta is None:
         delta = 0.0 if distinct.size <= _EXACT_FIT_LIMIT else _AUTO_DELTA * float(distinct[-1] - distinct[0])
-    fit_index = _fit_points(distinct, int(distinct_counts[-1]), float(delta))
+    fit_index = loess_fit_points(distinct, int(distinct_counts[-1]), float(delta))
     x_fit = distinct[fit_index]
     # Radius: distance to the q-th nearest observation (the window of q sorted
     # observations whose ends are most nearly equidistant from x_fit).

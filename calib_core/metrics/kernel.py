@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
-from calib_core._accel import laplace_draw_totals, map_blocks
+from calib_core._accel import laplace_draw_totals, laplace_form, map_blocks
 from calib_core.metrics.binned import top_label
 from calib_core.validation import (CalibrationInputError, check_choice, check_positive, check_probs,
                                    check_probs_labels, check_sample_weight, repeated_probs_labels)
@@ -334,9 +334,11 @@ def mmce(probs: ArrayLike, labels: ArrayLike, bandwidth: float = 0.4, *,
     >= 0; a rounding residue below zero is returned as 0. Because the
     Laplacian kernel on a line factorises along sorted values, the sum is
     computed exactly in O(N log N): after sorting, the partial sums
-    :math:`F_i = \\sum_{j<i} a_j e^{(r_j - r_i)/h}` are running log-sum-exps
-    (:func:`numpy.logaddexp.accumulate`) of the positive and the negative
-    residuals, which cannot overflow for any bandwidth. With
+    :math:`F_i = \\sum_{j<i} a_j e^{(r_j - r_i)/h}` of the positive and the
+    negative residuals (:func:`calib_core._accel.laplace_form`: the step
+    :math:`F_{i+1} = (F_i + a_i) e^{(r_i - r_{i+1})/h}`, a factor at most 1,
+    compiled; numpy's twin takes running log-sum-exps), which cannot overflow
+    for any bandwidth. With
     :math:`c = \\sqrt{\\max_r k(r, r)} = 1`, Gruber & Buettner 2022 (eq. 6)
     have :math:`\\mathrm{TCE}_1 \\ge c \\cdot \\mathrm{MMCE}` for the population quantities.
 
@@ -365,16 +367,7 @@ def mmce_of_top_label(confidence: NDArray[np.float64], correct: NDArray[np.float
     if sample_weight is not None:  # each row's residual counted w times: the V-statistic of the repeated rows
         residual = residual * sample_weight[order]
         n = float(sample_weight.sum())
-    total = float(np.dot(residual, residual))
-    for sign in (1.0, -1.0):
-        part = np.where(sign * residual > 0.0, sign * residual, 0.0)
-        log_weight = np.full(part.shape, -np.inf)
-        positive = part > 0.0
-        log_weight[positive] = np.log(part[positive]) + scaled[positive]
-        running = np.logaddexp.accumulate(log_weight)
-        # Exclusive prefix: F_i = sum_{j < i} part_j exp(scaled_j - scaled_i).
-        prefix = np.exp(running[:-1] - scaled[1:])
-        total += 2.0 * sign * float(np.dot(residual[1:], prefix))
+    total = laplace_form(scaled, residual)
     return float(np.sqrt(max(total, 0.0)) / n)
 
 

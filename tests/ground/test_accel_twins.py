@@ -227,3 +227,82 @@ def test_sweep_reductions_in_blocks_of_rows_and_chunks_of_counts(monkeypatch):
     for a, b in zip(whole, _accel.sweep_reductions(columns, counts, "adaptive", False, None)):
         np.testing.assert_array_equal(a, b)
     assert isinstance(columns, SortedColumns)
+
+
+def _loess_windows(x, span=0.75):
+    """The arguments ``loess_smooth`` gives :func:`_accel.window_moments` for sorted distinct ``x`` (one fit per
+    point), with weights and 0/1 outcomes."""
+    n = x.size
+    q = max(int(span * n), 2)
+    middles = (x[: n - q] + x[q:]) / 2.0
+    left = np.searchsorted(middles, x, side="left")
+    radius = np.maximum(x - x[left], x[left + q - 1] - x)
+    lo = np.searchsorted(x, x - radius, side="left")
+    hi = np.searchsorted(x, x + radius, side="right")
+    return radius, lo, hi
+
+
+@pytest.mark.parametrize("n_moments", [1, 3, 5])
+@pytest.mark.parametrize("shape", ["uniform", "piled at both ends", "tiny values"])
+def test_window_moments_by_blocks(monkeypatch, n_moments, shape):
+    """Issue 29: the compiled window moments sum whole blocks of points from their power sums (the tricube
+    expanded about the centre, and about the window's ends where the weight goes to 0): the numpy twin's
+    moments, up to round-off, also where most of a window's mass sits near its ends (one-vs-rest scores) and in
+    windows too narrow for powers of 1 / radius."""
+    rng = np.random.default_rng(n_moments)
+    x = {"uniform": rng.uniform(size=3000),
+         "piled at both ends": np.concatenate([rng.beta(0.05, 3, size=2500), 1 - rng.beta(0.05, 3, size=500)]),
+         "tiny values": np.concatenate([rng.uniform(size=2000) * 1e-25, rng.uniform(size=1000)])}[shape]
+    x = np.unique(x)
+    y = (rng.uniform(size=x.size) < x).astype(float)
+    w = rng.integers(0, 4, size=x.size).astype(float)  # counts, some 0 (a resample's rows)
+    radius, lo, hi = _loess_windows(x)
+    zero = radius == 0.0
+    safe = np.where(zero, 1.0, radius)
+    call = lambda: _accel.window_moments(x, safe, zero, lo, hi, x, y, w, n_moments)  # noqa: E731
+    assert _accel.twins.moments_block_size(hi - lo) < (hi - lo).mean() / 4  # whole blocks are used
+    fast, numpy = both_paths(monkeypatch, "window_moments", call)
+    # Each moment to round-off of its scale: the sum of the absolute terms (the weights times |t|^p <= weights).
+    scale = np.broadcast_to(np.abs(numpy[:, :1, :]), numpy.shape)
+    error = np.abs(fast - numpy) / np.where(scale > 0, scale, 1.0)
+    assert error.max() < 1e-12, error.max()
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-3, 0.05, 0.5, 2.0])
+@pytest.mark.parametrize("last_count", [1, 3])
+def test_loess_fit_points(monkeypatch, delta, last_count):
+    """The delta rule's fit points: the compiled walk gives the twin's indices, and the twin gives statsmodels'
+    rule spelled out (the farthest value within delta, at least the next; the second-to-last before the last)."""
+    rng = np.random.default_rng(int(delta * 100) + last_count)
+    distinct = np.unique(np.concatenate([rng.uniform(size=500) ** 3, [0.3, 0.3 + 1e-3, 0.3 + 2e-3]]))
+    call = lambda: _accel.loess_fit_points(distinct, last_count, delta)  # noqa: E731
+    numpy = twin(monkeypatch, "fit_points", call)
+    m = distinct.size
+    expected = [0] if m > 2 and delta > 0 else list(range(m))
+    if delta > 0:
+        second_last = m - 1 if last_count >= 2 else m - 2
+        while expected[-1] < m - 1:
+            g = expected[-1]
+            j = max(k for k in range(m) if distinct[k] <= distinct[g] + delta)
+            expected.append(max(second_last if j == m - 1 else j, g + 1))
+    np.testing.assert_array_equal(numpy, expected)
+    if delta > 0:
+        fast, numpy = both_paths(monkeypatch, "fit_points", call)
+        np.testing.assert_array_equal(fast, numpy)
+
+
+@pytest.mark.parametrize("bandwidth", [1e-4, 0.05, 0.4, 1e3])
+def test_laplace_form(monkeypatch, bandwidth):
+    """MMCE's kernel sum: the compiled running sums give the numpy twin's log-sum-exps, and the twin gives the
+    double sum written out, with ties and with tiny and large bandwidths (no overflow, no NaN)."""
+    rng = np.random.default_rng(int(bandwidth * 1e4) % 97)
+    confidence = np.sort(np.round(rng.uniform(0.2, 1.0, size=400), 3))  # ties
+    residual = (rng.uniform(size=400) < confidence) - confidence
+    residual[::7] *= rng.integers(0, 3, size=residual[::7].size)  # row weights: some 0, some 2
+    scaled = confidence / bandwidth
+    call = lambda: _accel.laplace_form(scaled, residual)  # noqa: E731
+    numpy = twin(monkeypatch, "laplace_form", call)
+    written = residual @ np.exp(-np.abs(scaled[:, None] - scaled[None, :])) @ residual
+    np.testing.assert_allclose(numpy, written, rtol=1e-11, atol=1e-12)
+    fast, numpy = both_paths(monkeypatch, "laplace_form", call)
+    np.testing.assert_allclose(fast, numpy, rtol=1e-12, atol=1e-12)
