@@ -1,9 +1,8 @@
 """`report --deployment FILE --weight-column W` (issue 28): the deployment section is calib_core.estimate_prevalence
-with the labelled rows' weights, in the JSON, the table and the HTML report; the metrics re-weighted to the deployment
+with the labelled rows' weights, in the JSON and the table (the HTML report: tests/app/test_deployment_prevalence_weights.py); the metrics re-weighted to the deployment
 weigh each row by its own weight times its class's importance weight. Before, the command refused the weights."""
 from __future__ import annotations
 
-import functools
 import json
 
 import numpy as np
@@ -13,7 +12,6 @@ import pytest
 import calib_core as cc
 from calib_core.engines.cli import main
 from calib_core.io import load_predictions
-from studio import report
 
 
 def _files(tmp_path, n=240, m=200, seed=0):
@@ -58,22 +56,3 @@ def test_json_and_table_are_the_weighted_estimate(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "row weights: the labelled rows are weighted" in text and "times its row weight" in text
     assert f"statistic {em.shift_statistic:.3g}, p = {em.shift_p_value:.3g}" in text
-
-
-def test_html_report_deployment_is_the_weighted_estimate(tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "ReportSettings", functools.partial(report.ReportSettings, sensitivity_bins=(5, 10),
-                                                                    n_resamples=100))  # fast
-    test, deployment, p, unlabelled = _files(tmp_path, seed=1)
-    out = tmp_path / "r.html"
-    assert main(["report", str(test), "--deployment", str(deployment), "--weight-column", "w", "--n-boot", "5",
-                 "--html", str(out)]) == 0
-    text = out.read_text(encoding="utf-8")
-    data = json.loads(text.split("id='report-data'>", 1)[1].split("</script>", 1)[0])
-    section = data["decisions"][0]["deployment"]
-    assert "reason" not in section and section["weighted"] is True
-    expected = cc.estimate_prevalence(unlabelled, probs_labelled=p.probs, labels=p.labels, n_boot=5,
-                                      seed=report.ReportSettings().seed, sample_weight=p.sample_weight)
-    np.testing.assert_allclose(section["estimates"]["em"]["prevalence"], expected.prevalence, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(section["estimates"]["em"]["ci_low"], expected.ci_low, rtol=0, atol=1e-12)
-    assert "Unweighted: calib_core.estimate_prevalence" not in text
-    assert "Row weights: the labelled rows are weighted" in text and "prevalence times its row weight" in text
