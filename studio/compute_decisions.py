@@ -38,9 +38,11 @@ def unlabelled_probs(raw: bytes, file_name: str, class_names: tuple[str, ...]) -
 @st.cache_data(show_spinner="Estimating the deployment prevalence ...", max_entries=64, ttl=RESULT_TTL_SECONDS)
 def prevalence(_predictions: Predictions, fingerprint: str, _unlabelled: np.ndarray, unlabelled_key: str,
                method: str, n_boot: int, seed: int, alpha: float) -> cc.PrevalenceEstimate:
-    """:func:`calib_core.estimate_prevalence` of the deployment rows; the labelled rows give the source."""
+    """:func:`calib_core.estimate_prevalence` of the deployment rows; the labelled rows, with the model's row weights
+    when it has them, give the source."""
     return cc.estimate_prevalence(_unlabelled, method=method, probs_labelled=_predictions.probs,
-                                  labels=_predictions.labels, n_boot=n_boot, seed=seed, alpha=alpha)
+                                  labels=_predictions.labels, n_boot=n_boot, seed=seed, alpha=alpha,
+                                  sample_weight=_predictions.sample_weight)
 
 
 #: Registry keys shown re-weighted to the deployment.
@@ -53,12 +55,14 @@ def reweighted_metrics(_predictions: Predictions, fingerprint: str, class_weight
     """The test set's metrics as they are and re-weighted to the deployment, and a note ("" when all computed).
 
     Each row's weight is its class's ``pi_target / pi_source``
-    (:meth:`calib_core.PrevalenceEstimate.sample_weight`), passed as
+    (:meth:`calib_core.PrevalenceEstimate.sample_weight`), times the row's own weight for a weighted model (whose
+    "test set" column is weighted by its row weights; ``report --deployment`` does the same), passed as
     ``sample_weight=`` to the registry's metric functions. A metric that does
     not take weights has no re-weighted value, and the note says so.
     """
     probs, labels = _predictions.probs, _predictions.labels
-    weights = np.asarray(class_weights)[labels]
+    own = _predictions.sample_weight  # the row weights; None without
+    weights = np.asarray(class_weights)[labels] * (1.0 if own is None else own)
     rows, missing = [], []
     for key in REWEIGHTED_METRICS:
         function = cc.metric_function(key, n_bins=n_bins)
@@ -67,7 +71,8 @@ def reweighted_metrics(_predictions: Predictions, fingerprint: str, class_weight
             weighted = float(function(probs, labels, sample_weight=weights))
         except TypeError:  # this metric has no sample_weight= yet
             missing.append(cc.metric_name(key, n_bins=n_bins))
-        rows.append({"metric": cc.metric_name(key, n_bins=n_bins), "test set": float(function(probs, labels)),
+        plain = function(probs, labels) if own is None else function(probs, labels, sample_weight=own)
+        rows.append({"metric": cc.metric_name(key, n_bins=n_bins), "test set": float(plain),
                      "re-weighted to the deployment": weighted})
     note = ("" if not missing else f"{', '.join(missing)}: no sample_weight= in this version of calib_core, so no "
             "re-weighted value.")

@@ -136,7 +136,10 @@ def prevalence_section(models: list[state.ModelView]) -> None:
     table, note = compute_decisions.reweighted_metrics(predictions, model.fingerprint,
                                                       tuple(float(w) for w in estimate.class_weights), 15)
     st.markdown("**The test set re-weighted to the deployment.** Each labelled row weighs its class's "
-                "π_deployment / π_test, so these views estimate the model's calibration where it is deployed "
+                "π_deployment / π_test" + (" times its row weight (the test-set prevalence π_test, the EM's "
+                                           "calibration check, BBSE and the no-shift test are weighted too; the "
+                                           "deployment's rows count once each)"
+                                           if predictions.sample_weight is not None else "") + ", so these views estimate the model's calibration where it is deployed "
                 "(without recalibrating for the shift; `calib_core.adjust_prevalence` does that).")
     st.dataframe(table, hide_index=True, width="stretch", placeholder="n/a",
                  column_config={"test set": st.column_config.NumberColumn(format="%.4f"),

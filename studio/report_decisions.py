@@ -83,6 +83,10 @@ def _deployment(model, settings, inputs: DecisionInputs, chart: Callable[[str, s
     parts = [f"<p class='note'>{_e(inputs.deployment_file)}: {data['n_rows']:,} unlabelled rows. Assumption: "
              f"{_e(data['assumption'] or 'label shift')}.</p>"]
     parts += [f"<p class='note'>{_e(n)}</p>" for n in data["notes"]]
+    if data.get("weighted"):
+        parts.append("<p class='note'>Row weights: the labelled rows are weighted (the test-set prevalence is their "
+                     "weighted class shares; the EM's calibration check, BBSE and the no-shift test use the weights); "
+                     "the deployment's rows count once each.</p>")
     for method, estimate in found.estimates.items():
         if isinstance(estimate, PrevalenceEstimate):
             parts.append(f"<p>{_e(estimate.sentence([str(c) for c in p.class_names]))}</p>")
@@ -107,7 +111,7 @@ def _deployment(model, settings, inputs: DecisionInputs, chart: Callable[[str, s
         rows = [(metric_name(k, n_bins=settings.n_bins, binning=settings.binning), _num(v) if v is not None else
                  f"n/a: {reweighted['reasons'].get(k, '')}") for k, v in reweighted["metrics"].items()]
         parts.append("<p>Every metric with each labelled row weighing its class's EM prevalence / test-set "
-                     "prevalence: the calibration the model would have where it is deployed (under label shift, "
+                     "prevalence" + (" times its row weight" if data.get("weighted") else "") + ": the calibration the model would have where it is deployed (under label shift, "
                      "without recalibrating for it).</p>" + _table(("metric", "re-weighted to the deployment"), rows,
                                                                    cls="reweighted"))
     return "".join(parts), data

@@ -25,7 +25,6 @@ UNWEIGHTED = {
 UNWEIGHTED_PARTS = {
     "Compare systems": "it compares confidence files, which are read without a weight column (calib_core."
                        "compare_systems takes sample_weight=, one weight per item shared by the systems)",
-    "Deployment prevalence": "calib_core.estimate_prevalence counts rows (no sample_weight)",
     "How many labels": "calib_core.plan_labels simulates one row per prediction (no sample_weight)",
     "Simplex consistency resampling": "calib_core.consistency_resampling draws one label per row from its "
                                       "prediction and takes no sample_weight, so the whole model's canonical_ce "
@@ -39,7 +38,6 @@ UNWEIGHTED_PARTS = {
 #: weighted, with the page or part whose reason they share.
 REPORT_UNWEIGHTED = {
     "systems": ("Compare systems", UNWEIGHTED_PARTS["Compare systems"]),
-    "deployment": ("Deployment prevalence", UNWEIGHTED_PARTS["Deployment prevalence"]),
 }
 
 

@@ -15,10 +15,13 @@ report (``studio/report_decisions.py``) show the same numbers:
   (:func:`calib_core.decision_curve`) and the value of recalibrating
   (:func:`calib_core.recalibration_value`).
 
-Weights of a ``--weight-column`` weight the decision section (``sample_weight=``
-of :func:`calib_core.decision_curve` and :func:`calib_core.recalibration_value`);
-the deployment section refuses them: the prevalence estimators take no row
-weights yet.
+Weights of a ``--weight-column`` weight both sections: the decision section
+through ``sample_weight=`` of :func:`calib_core.decision_curve` and
+:func:`calib_core.recalibration_value`, the deployment section through
+``sample_weight=`` of :func:`calib_core.estimate_prevalence` (the labelled
+rows' weights; the deployment's rows count one each) and, for the metrics
+re-weighted to the deployment, each labelled row's weight times its class's
+importance weight.
 """
 from __future__ import annotations
 
@@ -48,14 +51,11 @@ def _numbers(values) -> list[float | None]:
     return [_finite(float(v)) for v in np.asarray(values, dtype=np.float64)]
 
 
-def _refuse(predictions, what: str, *, weights: bool = False) -> None:
-    """What a section cannot take: confidence files (no classes acted on) and, unless ``weights``, row weights."""
+def _refuse(predictions, what: str) -> None:
+    """What a section cannot take: confidence files (no classes acted on)."""
     if getattr(predictions, "kind", "classes") == "confidence":
         raise CalibrationInputError(f"{what} needs a file of class probabilities; this is a confidence file "
                                     "(stated confidence and correctness).")
-    if predictions.sample_weight is not None and not weights:
-        raise CalibrationInputError(f"{what} takes no row weights yet (the prevalence estimators count rows); "
-                                    "leave out --weight-column.")
 
 
 # ----------------------------------------------------------------------------- deployment
@@ -71,16 +71,20 @@ class DeploymentReport:
         ``{"em": PrevalenceEstimate or reason, "bbse": ...}`` (a str when that method cannot estimate here).
     reweighted : MetricReport or None
         Every metric with the labelled rows weighted to the EM estimate (None when the EM failed).
+    weighted : bool
+        Whether the labelled rows carry the model's row weights (``--weight-column``).
     """
 
     unlabelled: UnlabelledPredictions
     estimates: dict[str, PrevalenceEstimate | str]
     reweighted: MetricReport | None
+    weighted: bool = False
 
 
 def deployment_report(predictions, unlabelled: UnlabelledPredictions, *, n_boot: int, seed: int, alpha: float,
                       n_bins: int, binning: str, max_quadratic_rows: int | None) -> DeploymentReport:
-    """The deployment's prevalence (EM and BBSE), the no-shift test and the metrics re-weighted to it."""
+    """The deployment's prevalence (EM and BBSE), the no-shift test and the metrics re-weighted to it (the labelled
+    rows weighted by the model's row weights, when it has them)."""
     _refuse(predictions, "--deployment")
     if unlabelled.probs.shape[1] != predictions.n_classes:
         raise CalibrationInputError(f"the deployment file has {unlabelled.probs.shape[1]} classes, the labelled "
@@ -89,7 +93,8 @@ def deployment_report(predictions, unlabelled: UnlabelledPredictions, *, n_boot:
     for method in PREVALENCE_METHODS:
         try:
             estimates[method] = estimate_prevalence(unlabelled.probs, method=method, probs_labelled=predictions.probs,
-                                                    labels=predictions.labels, n_boot=n_boot, seed=seed, alpha=alpha)
+                                                    labels=predictions.labels, n_boot=n_boot, seed=seed, alpha=alpha,
+                                                    sample_weight=predictions.sample_weight)
         except CalibrationInputError as exc:
             estimates[method] = " ".join(str(exc).split())
     reweighted = None
@@ -97,8 +102,15 @@ def deployment_report(predictions, unlabelled: UnlabelledPredictions, *, n_boot:
     if isinstance(chosen, PrevalenceEstimate):
         reweighted = metric_report(predictions.probs, predictions.labels, n_bins=n_bins, binning=binning,
                                    max_quadratic_rows=max_quadratic_rows,
-                                   sample_weight=chosen.sample_weight(predictions.labels))
-    return DeploymentReport(unlabelled, estimates, reweighted)
+                                   sample_weight=deployment_weights(chosen, predictions))
+    return DeploymentReport(unlabelled, estimates, reweighted, predictions.sample_weight is not None)
+
+
+def deployment_weights(estimate: PrevalenceEstimate, predictions) -> np.ndarray:
+    """The labelled rows' weights to the deployment: the class's importance weight
+    (:meth:`calib_core.PrevalenceEstimate.sample_weight`) times the row's own weight when the model has them."""
+    weights = estimate.sample_weight(predictions.labels)
+    return weights if predictions.sample_weight is None else weights * predictions.sample_weight
 
 
 def _estimate_json(estimate: PrevalenceEstimate | str) -> dict:
@@ -127,6 +139,8 @@ def deployment_json(report: DeploymentReport, class_names, *, file: str) -> dict
         "estimates": {method: _estimate_json(e) for method, e in report.estimates.items()},
         "no_shift_test": test,
     }
+    if report.weighted:
+        section["weighted"] = True  # the labelled rows carry their row weights (as the decision section says it)
     if report.reweighted is not None:
         section["reweighted"] = {
             "by": REWEIGHT_BY, "class_weights": _numbers(em.class_weights),
@@ -148,6 +162,9 @@ def deployment_lines(section: dict, names: dict[str, str]) -> list[str]:
     level = f"{1 - section['no_shift_test'].get('alpha', 0.05):.0%}"
     lines = [f"deployment {section['file']}: {section['n_rows']:,} unlabelled rows",
              f"  assumption: {section['assumption'] or 'label shift'}"]
+    if section.get("weighted"):
+        lines.append("  row weights: the labelled rows are weighted (test-set prevalence = weighted class shares, the "
+                     "EM's calibration check, BBSE and the no-shift test with them); the deployment's rows count once")
     lines += [f"  note: {n}" for n in section["notes"]]
     width = max(len(c) for c in section["classes"])
     estimates = section["estimates"]
@@ -173,7 +190,8 @@ def deployment_lines(section: dict, names: dict[str, str]) -> list[str]:
     reweighted = section.get("reweighted")
     if reweighted is not None:
         lines.append("  metrics re-weighted to the deployment (each labelled row weighs its class's "
-                     "EM prevalence / test-set prevalence):")
+                     "EM prevalence / test-set prevalence" + (", times its row weight" if section.get("weighted")
+                                                              else "") + "):")
         values = reweighted["metrics"]
         width = max((len(names.get(k, k)) for k, v in values.items() if v is not None), default=0)
         lines += [f"    {names.get(k, k):<{width}}  {v:.6f}" for k, v in values.items() if v is not None]
@@ -235,7 +253,7 @@ class DecisionReport:
 def decision_report(predictions, *, threshold: float | None, cost_matrix=None, units: str | None = None,
                     n_boot: int, seed: int, alpha: float, method: str = DECISION_METHOD) -> DecisionReport:
     """The decision curve (binary) and the value of recalibrating at ``threshold`` or under ``cost_matrix``."""
-    _refuse(predictions, "--threshold/--cost-matrix", weights=True)
+    _refuse(predictions, "--threshold/--cost-matrix")
     common = dict(logits=predictions.logits, method=method, n_boot=n_boot, seed=seed, alpha=alpha,
                   sample_weight=predictions.sample_weight)
     curve = None

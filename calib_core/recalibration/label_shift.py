@@ -71,7 +71,7 @@ from calib_core.inference.verdicts import check_alpha
 from calib_core.recalibration._base import Recalibrator
 from calib_core.recalibration.prevalence import PrevalenceAdjustment, _check_prevalence, adjust_prevalence
 from calib_core.validation import (CalibrationInputError, check_choice, check_count, check_labels, check_positive,
-                                   check_probs, row_argmax)
+                                   check_probs, check_sample_weight, row_argmax)
 
 __all__ = ["PREVALENCE_METHODS", "PrevalenceEstimate", "em_prevalence", "estimate_prevalence"]
 
@@ -285,11 +285,11 @@ def _log_likelihood(probs: NDArray[np.float64], source: NDArray[np.float64],
 
 
 def _bbse(probs_labelled: NDArray[np.float64], labels: NDArray[np.intp], predicted_target: NDArray[np.intp],
-          n_classes: int) -> tuple[NDArray[np.float64], bool]:
-    """BBSE estimate and whether negative weights were clipped to 0."""
+          n_classes: int, weights: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], bool]:
+    """BBSE estimate and whether negative weights were clipped to 0 (``weights``: the labelled rows' weights)."""
     joint = np.zeros((n_classes, n_classes))
-    np.add.at(joint, (row_argmax(probs_labelled), labels), 1.0)
-    joint /= labels.size
+    np.add.at(joint, (row_argmax(probs_labelled), labels), 1.0 if weights is None else weights)
+    joint /= labels.size if weights is None else weights.sum()
     target = np.bincount(predicted_target, minlength=n_classes) / predicted_target.size
     try:
         weights = np.linalg.solve(joint, target)
@@ -300,6 +300,14 @@ def _bbse(probs_labelled: NDArray[np.float64], labels: NDArray[np.intp], predict
     clipped = bool((weights < 0).any())
     prevalence = np.clip(weights, 0.0, None) * joint.sum(axis=0)
     return prevalence / prevalence.sum(), clipped
+
+
+def _frequencies(labels: NDArray[np.intp], weights: NDArray[np.float64] | None,
+                 n_classes: int) -> NDArray[np.float64]:
+    """The class frequencies of ``labels``, as shares of the summed ``weights`` when given."""
+    if weights is None:
+        return np.bincount(labels, minlength=n_classes) / labels.size
+    return np.bincount(labels, weights=weights, minlength=n_classes) / weights.sum()
 
 
 def _labelled(probs_labelled: ArrayLike | None, labels: ArrayLike | None,
@@ -391,15 +399,27 @@ _LR_NOT_HELD = ("The no-shift test is the likelihood-ratio test of Saerens et al
                 "that holds its size.")
 
 
-def _shift_means(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64]) -> tuple[float, float]:
+def _shift_means(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None = None) -> tuple[float, float]:
     """Black-box shift detection ([Rabanser2019]_): the largest per-class Welch |t| and its Bonferroni p.
 
     The K columns sum to 1, so a binary model has one test (class 1), K > 2 classes have K. A class whose
     predictions are constant in both sets has no test; NaN when no class has one (e.g. a single row).
+    ``weights`` (the labelled rows'): the labelled mean and variance are weighted and the labelled sample
+    counts Kish's effective size ``(sum w)^2 / sum w^2`` (:func:`estimate_prevalence`, Notes).
     """
     columns = slice(1, 2) if probs.shape[1] == 2 else slice(None)
     with np.errstate(divide="ignore", invalid="ignore"):
-        found = stats.ttest_ind(probs[:, columns], probs_labelled[:, columns], axis=0, equal_var=False)
+        if weights is None:
+            found = stats.ttest_ind(probs[:, columns], probs_labelled[:, columns], axis=0, equal_var=False)
+        else:
+            total, squares = weights.sum(), np.square(weights).sum()
+            mean = weights @ probs_labelled[:, columns] / total
+            # reliability-weighted variance: unbiased for i.i.d. rows, invariant to the weights' scale
+            variance = weights @ np.square(probs_labelled[:, columns] - mean) / (total - squares / total)
+            found = stats.ttest_ind_from_stats(probs[:, columns].mean(axis=0), probs[:, columns].std(axis=0, ddof=1),
+                                               probs.shape[0], mean, np.sqrt(variance), total ** 2 / squares,
+                                               equal_var=False)
     statistic, p_values = np.abs(np.atleast_1d(found.statistic)), np.atleast_1d(found.pvalue)
     tested = np.isfinite(p_values)
     if not tested.any():
@@ -418,6 +438,11 @@ _TEST_VS_INTERVAL = ("The likelihood-ratio test finds a shift, but every class's
                      "is not established.")
 
 
+def _weighted(weights: NDArray[np.float64] | None) -> dict:
+    """``sample_weight=`` of a recalibrator's fit, only when there are weights (a fit called as before without)."""
+    return {} if weights is None else {"sample_weight": weights}
+
+
 @dataclass(frozen=True)
 class _EMRun:
     probs: NDArray[np.float64]  # the unlabelled predictions the EM ran on (recalibrated when asked)
@@ -433,15 +458,18 @@ class _EMRun:
 def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | None,
             labels: NDArray[np.intp] | None, given_source: NDArray[np.float64] | None, source: NDArray[np.float64],
             recalibrator: Recalibrator | None, n_boot: int, rng: np.random.Generator, max_iter: int,
-            tol: float) -> _EMRun:
-    """The EM estimate, its calibration check and the joint bootstrap (see :func:`estimate_prevalence`)."""
+            tol: float, weights: NDArray[np.float64] | None = None) -> _EMRun:
+    """The EM estimate, its calibration check and the joint bootstrap (see :func:`estimate_prevalence`).
+
+    ``weights``: the labelled rows' (all positive); each resample carries the weights of the rows it draws.
+    """
     n_rows, n_classes = probs.shape
     notes = ["The EM assumes the predictions are calibrated on the labelled test set; recalibrate them first "
              "(Alexandari et al. 2020: bias-corrected temperature scaling), or the estimate absorbs the "
              "miscalibration as a shift (the no-shift test with labelled predictions does not need calibration)."]
     raw, raw_labelled = probs, probs_labelled
     if recalibrator is not None:
-        fitted = copy.deepcopy(recalibrator).fit(probs_labelled, labels)
+        fitted = copy.deepcopy(recalibrator).fit(probs_labelled, labels, **_weighted(weights))
         probs, probs_labelled = fitted.predict_proba(raw), fitted.predict_proba(raw_labelled)
         notes[0] = (f"The predictions were recalibrated by {type(recalibrator).__name__} fitted on the labelled rows "
                     "(refitted in every resample) before the EM (Alexandari et al. 2020).")
@@ -467,19 +495,22 @@ def _em_run(probs: NDArray[np.float64], probs_labelled: NDArray[np.float64] | No
                       np.full((stacked.shape[0], 2, n_classes), np.nan), np.full((2, n_classes), np.nan), tuple(notes))
     onehot = np.eye(n_classes)[labels]
     n_labelled = labels.size
+    unit = np.ones(n_labelled) if weights is None else weights
     _, bias, _ = _em_and_check(probs, probs_labelled, onehot, given_source, np.ones((1, n_rows)),
-                               np.ones((1, n_labelled)), estimate[None, :], max_iter, tol)
+                               unit[None, :], estimate[None, :], max_iter, tol)
     draws, checks, used = [], [], 0
     per_block = 1 if recalibrator is not None else max(1, _EM_BLOCK_CELLS // (max(n_rows, n_labelled) * n_classes))
     for block in range(0, n_boot, per_block):
         count = min(per_block, n_boot - block)
         counts = row_weights(rng.integers(0, n_rows, (count, n_rows)), n_rows)[:, :n_rows].astype(np.float64)
         labelled_rows = rng.integers(0, n_labelled, (count, n_labelled))
-        counts_labelled = row_weights(labelled_rows, n_labelled)[:, :n_labelled].astype(np.float64)
+        counts_labelled = row_weights(labelled_rows, n_labelled)[:, :n_labelled] * unit
         resampled, resampled_labelled = probs, probs_labelled
         if recalibrator is not None:
             try:
-                refitted = copy.deepcopy(recalibrator).fit(raw_labelled[labelled_rows[0]], labels[labelled_rows[0]])
+                refitted = copy.deepcopy(recalibrator).fit(
+                    raw_labelled[labelled_rows[0]], labels[labelled_rows[0]],
+                    **_weighted(None if weights is None else weights[labelled_rows[0]]))
             except CalibrationInputError:  # e.g. a resample without some class
                 continue
             resampled, resampled_labelled = refitted.predict_proba(raw), refitted.predict_proba(raw_labelled)
@@ -501,7 +532,8 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
                         method: str = "em", *, probs_labelled: ArrayLike | None = None,
                         labels: ArrayLike | None = None, n_boot: int = 200, alpha: float = 0.05,
                         seed: int | None = 0, max_iter: int = 1000, tol: float = 1e-8,
-                        recalibrator: Recalibrator | None = None) -> PrevalenceEstimate:
+                        recalibrator: Recalibrator | None = None,
+                        sample_weight: ArrayLike | None = None) -> PrevalenceEstimate:
     """Estimate the class prevalence of a deployment from the model's predictions on its unlabelled rows.
 
     Parameters
@@ -531,6 +563,11 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
         ``probs_labelled`` and ``labels`` and applied to both sets before the EM
         ([Alexandari2020]_), refitted on every bootstrap resample of the labelled rows (each refit
         costs one fit). The object passed is not modified.
+    sample_weight : array_like of shape (M,), optional
+        Non-negative weights of the labelled rows (``labels`` needed); a row of weight 0 is left out.
+        They weight everything the labelled rows give: the source prevalence (weighted class
+        frequencies), the recalibrator's fit, BBSE's confusion matrix, the calibration check and the
+        test of no shift (Notes). The unlabelled rows count one each.
 
     Returns
     -------
@@ -608,6 +645,28 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     bench's demos with the prevalence from 50 % of their rows) and a note
     says so; ``shift_test`` says so too.
 
+    **Row weights** (``sample_weight``). Weighted, the labelled rows stand
+    for a sample in which row ``i`` occurs ``w_i`` times: the source
+    prevalence is :math:`f_y = \\sum_{i: y_i = y} w_i / \\sum_i w_i`, the
+    recalibrator is fitted with ``sample_weight=``, BBSE's
+    :math:`\\hat C_{ij}` are shares of summed weight, and the calibration
+    check re-weights row ``i`` by :math:`w_i\\,\\pi_{y_i} / f_{y_i}`. So integer
+    weights give the estimate, the source prevalence, the calibration check
+    (``em_bias``) and BBSE of the rows repeated that many times (a
+    recalibrator's fit too when its weighted fit equals repeated rows). Two
+    parts cannot: the bootstrap draws the labelled rows of positive weight
+    with replacement and carries their weights (the weighted bootstrap of
+    :func:`calib_core.bootstrap_ci`): a row repeated ``w`` times would be
+    drawn as ``w`` independent rows, which claims ``w`` times the information
+    the row holds. The no-shift test weights the labelled mean and variance
+    (the reliability-weighted variance
+    :math:`\\sum_i w_i (p_i - \\bar p_w)^2 / (V_1 - V_2 / V_1)`, with
+    :math:`V_1 = \\sum w_i`, :math:`V_2 = \\sum w_i^2`) and counts Kish's
+    effective sample size :math:`n_{eff} = V_1^2 / V_2` of labelled rows in the
+    standard error and Welch's degrees of freedom, not :math:`V_1`: weights
+    that only repeat rows would otherwise shrink the standard error as if
+    the repeats were new rows. Unit weights give the unweighted test.
+
     **BBSE** ([Lipton2018]_ eq. 3-4): with :math:`\\hat C_{ij}` the share of
     labelled rows predicted ``i`` with label ``j`` and :math:`\\hat\\mu_i`
     the share of unlabelled rows predicted ``i``,
@@ -628,6 +687,14 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     n_boot = check_count(n_boot, "n_boot", 0)
     alpha = check_alpha(alpha)
     probs_labelled, checked_labels = _labelled(probs_labelled, labels, n_classes)
+    weights = None
+    if sample_weight is not None:
+        if checked_labels is None:
+            raise CalibrationInputError("`sample_weight` weighs the labelled rows: it needs `labels`.")
+        weights = check_sample_weight(sample_weight, checked_labels.size)
+        keep = weights > 0  # a row of weight 0 is in no estimate, so it is not drawn either (bootstrap_ci)
+        checked_labels, weights = checked_labels[keep], weights[keep]
+        probs_labelled = None if probs_labelled is None else probs_labelled[keep]
     if recalibrator is not None and (method != "em" or probs_labelled is None):
         raise CalibrationInputError("`recalibrator` is fitted on `probs_labelled` and `labels` before the EM: it "
                                     "needs both, and method='em' (BBSE does not need calibrated predictions).")
@@ -635,8 +702,8 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     if source_prevalence is not None:
         source = _check_prevalence(source_prevalence, n_classes, "source_prevalence")
     elif checked_labels is not None:
-        source = _check_prevalence(np.bincount(checked_labels, minlength=n_classes) / checked_labels.size,
-                                   n_classes, "the class frequencies of `labels`")
+        source = _check_prevalence(_frequencies(checked_labels, weights, n_classes), n_classes,
+                                   "the class frequencies of `labels`")
     else:
         source = np.full(n_classes, 1.0 / n_classes)
         notes.append("No source prevalence was given: the predictions are assumed to be made for equal class "
@@ -648,13 +715,13 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
     if method == "em":
         given = probs
         run = _em_run(probs, probs_labelled, checked_labels, None if source_prevalence is None else source,
-                      source, recalibrator, n_boot, rng, max_iter, tol)
+                      source, recalibrator, n_boot, rng, max_iter, tol, weights)
         probs, estimate, iterations, converged = run.probs, run.estimate, run.iterations, run.converged
         bias = run.bias[0]
         notes.extend(run.notes)
         if probs_labelled is not None:  # the predictions as given (before any recalibrator), both sets
             shift_test = _SHIFT_TEST_MEANS
-            statistic, p_value = _shift_means(given, probs_labelled)
+            statistic, p_value = _shift_means(given, probs_labelled, weights)
             if math.isnan(p_value):
                 notes.append("The no-shift test needs at least two rows in each set and predictions that vary: "
                              "there is no test here.")
@@ -678,13 +745,13 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
         if probs_labelled is None or checked_labels is None:
             raise CalibrationInputError("method='bbse' needs `probs_labelled` and `labels` (labelled test-set rows "
                                         "for the confusion matrix).")
-        label_freq = np.bincount(checked_labels, minlength=n_classes) / checked_labels.size
+        label_freq = _frequencies(checked_labels, weights, n_classes)
         if source_prevalence is not None and not np.allclose(source, label_freq, atol=1e-6):
             raise CalibrationInputError("method='bbse' takes the source prevalence from `labels`; the "
                                         f"`source_prevalence` given ({source.tolist()}) differs from it.")
         source = _check_prevalence(label_freq, n_classes, "the class frequencies of `labels`")
         predicted = row_argmax(probs)
-        estimate, clipped = _bbse(probs_labelled, checked_labels, predicted, n_classes)
+        estimate, clipped = _bbse(probs_labelled, checked_labels, predicted, n_classes, weights)
         if clipped:
             notes.append("Some BBSE weights were negative (sampling noise in the confusion matrix) and were set "
                          "to 0 before renormalising.")
@@ -697,7 +764,7 @@ def estimate_prevalence(probs_unlabelled: ArrayLike, source_prevalence: ArrayLik
             target_rows = rng.integers(0, n_rows, n_rows)
             try:
                 draws.append(_bbse(probs_labelled[rows], checked_labels[rows], predicted[target_rows],
-                                   n_classes)[0][None, :])
+                                   n_classes, None if weights is None else weights[rows])[0][None, :])
             except CalibrationInputError:  # a resample without some class: that resample has no estimate
                 continue
         if n_boot and len(draws) < n_boot:

@@ -1,6 +1,6 @@
 """The Deployment page's decision section with a weighted model (issue 28): the decision curve and the value of
 recalibrating are calib_core.decision_curve / recalibration_value with the model's sample_weight; the sections
-that take no weights (the deployment prevalence, the label planner) are named at the top of the page."""
+that take no weights (the label planner) are named at the top of the page."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,5 +44,6 @@ def test_decision_curve_and_value_are_weighted():
     value = cc.recalibration_value(p.probs, p.labels, threshold=0.5, n_boot=200, seed=0, sample_weight=w)
     assert md(value.sentence()) in [i.value for i in at.info]
     text = " ".join(c.value for c in at.caption)
-    assert "Row weights" in text and md(UNWEIGHTED_PARTS["Deployment prevalence"]) in text
+    assert "Row weights" in text and md(UNWEIGHTED_PARTS["How many labels"]) in text
+    assert "Not weighted: Deployment prevalence" not in text  # estimate_prevalence takes the weights
     assert not [x.value for x in at.warning if "Row weights" in x.value]

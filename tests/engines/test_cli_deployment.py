@@ -97,7 +97,6 @@ def test_deployment_file_with_logit_columns_goes_through_the_softmax(tmp_path, c
 @pytest.mark.parametrize("extra, message", [
     (["--deployment", "{bad}"], "needs one column per class"),
     (["--deployment", "{dep}", "--engine", "stream"], "needs the memory engine"),
-    (["--deployment", "{dep}", "--weight-column", "w"], "takes no row weights"),
     (["--threshold", "0.3", "--cost-matrix", "{costs}"], "not both"),
     (["--threshold", "1.5"], "threshold must lie in [0, 1)"),
     (["--cost-matrix", "{bad}"], "is not JSON"),
