@@ -14,7 +14,6 @@ __all__ = ["PAGE_PARTS", "UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
 
 #: The parts of a weighted page that show unweighted numbers (their reasons: ``UNWEIGHTED_PARTS``).
 PAGE_PARTS = {"Metrics": ("Compare systems",),
-              "Recalibration": ("Simplex, temperature surface and GCE ranking",),
               "Deployment": ("Deployment prevalence", "How many labels")}
 
 

@@ -27,9 +27,6 @@ UNWEIGHTED_PARTS = {
                        "compare_systems takes sample_weight=, one weight per item shared by the systems)",
     "Deployment prevalence": "calib_core.estimate_prevalence counts rows (no sample_weight)",
     "How many labels": "calib_core.plan_labels simulates one row per prediction (no sample_weight)",
-    "Simplex, temperature surface and GCE ranking": "this page draws its before/after simplex without the weights, "
-                                                    "and the temperature and GCE sweeps "
-                                                    "(calib_core.recalibration.sweeps) take no sample_weight yet",
 }
 
 #: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not
