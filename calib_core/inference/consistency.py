@@ -41,6 +41,7 @@ from calib_core.validation import (
     row_argmax,
 )
 from calib_core.inference.draws import _BLOCK_ELEMENTS, _LabelSampler, _draw_blocks, _resampled_estimates
+from calib_core.inference.skce_estimators import _checked_draws
 from calib_core.inference.verdicts import DEFAULT_ALPHA, CellOccupancy, Verdict, cell_occupancy, check_alpha, read_test
 
 __all__ = [
@@ -235,12 +236,7 @@ class CanonicalCE:
         chunk = max(1, _BLOCK_ELEMENTS // max(n_cells * dim, 1))
 
         def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
-            draws = np.asarray(label_draws)
-            if draws.ndim != 2 or draws.shape[1] != n_rows:
-                raise CalibrationInputError(f"`label_draws` must have shape (B, {n_rows}), got {draws.shape}.")
-            if not np.issubdtype(draws.dtype, np.integer) or (
-                    draws.size and (draws.min() < 0 or draws.max() >= n_classes)):
-                raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{n_classes - 1}.")
+            draws = _checked_draws(label_draws, n_rows, n_classes)
             outcomes = view.outcomes(draws)[:, positive]
             out = np.empty(draws.shape[0])
             for start in range(0, draws.shape[0], chunk):
@@ -291,12 +287,7 @@ class CanonicalCE:
         part = partition_of(view.points, options)
 
         def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
-            draws = np.asarray(label_draws)
-            if draws.ndim != 2 or draws.shape[1] != n_rows:
-                raise CalibrationInputError(f"`label_draws` must have shape (B, {n_rows}), got {draws.shape}.")
-            if not np.issubdtype(draws.dtype, np.integer) or (
-                    draws.size and (draws.min() < 0 or draws.max() >= n_classes)):
-                raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{n_classes - 1}.")
+            draws = _checked_draws(label_draws, n_rows, n_classes)
             return _resampled_estimates(view.points, part, view.outcomes(draws), (options.distance,))[0]
 
         return evaluate
