@@ -286,10 +286,12 @@ def reliability(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=RESULT_TTL_SECONDS)
-def simplex(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int) -> SimplexReliability:
-    """``calib_core.simplex_reliability`` with the default three groups of classes."""
+def simplex(_probs: np.ndarray, _labels: np.ndarray, key: tuple, n_bins: int,
+            _weights: np.ndarray | None = None) -> SimplexReliability:
+    """``calib_core.simplex_reliability`` with the default three groups of classes (``_weights``: the evaluation
+    rows' weights, :attr:`EvaluationSet.sample_weight`; ``key`` names the arrays and so the weights)."""
     groups = cc.default_groups(_probs.shape[1])
-    return cc.simplex_reliability(_probs, _labels, groups=groups, n_bins=n_bins)
+    return cc.simplex_reliability(_probs, _labels, groups=groups, n_bins=n_bins, sample_weight=_weights)
 
 
 def temperature_surface(predictions: Predictions, fingerprint: str, protocol: Protocol, *,
@@ -309,18 +311,21 @@ def _temperature_surface(_predictions: Predictions, key: str, protocol: Protocol
                          with_kde: bool, seed: int) -> TemperatureSurface:
     ev = evaluation_set(_predictions, key.rsplit("/", 1)[0], protocol)
     # the logarithms of the surface's rows only (1,000 of 25,000 evaluation rows at 1,000 classes)
-    rows = ev.eval_index[sweeps.surface_rows(ev.eval_index.size, _predictions.n_classes, seed)]
+    picked = sweeps.surface_rows(ev.eval_index.size, _predictions.n_classes, seed)
+    rows = ev.eval_index[picked]
     logits = None if _predictions.logits is None else _predictions.logits[rows]
     scores = compare.log_scores(_predictions.probs[rows], logits)
+    weights = None if ev.sample_weight is None else ev.sample_weight[picked]
     return sweeps.temperature_surface(scores, _predictions.labels[rows], t_range=t_range, with_kde=with_kde,
-                                      seed=seed)
+                                      seed=seed, sample_weight=weights)
 
 
 @st.cache_data(show_spinner=False, max_entries=128, ttl=RESULT_TTL_SECONDS)
 def gce_ranking(_probs: Mapping[str, np.ndarray], _labels: np.ndarray, key: tuple, n_bins: int = 15,
-                seed: int = 0) -> GceRanking:
-    """:func:`calib_core.recalibration.sweeps.gce_ranking`; ``key`` names the arrays."""
-    return sweeps.gce_ranking(_probs, _labels, n_bins=n_bins, seed=seed)
+                seed: int = 0, _weights: np.ndarray | None = None) -> GceRanking:
+    """:func:`calib_core.recalibration.sweeps.gce_ranking`; ``key`` names the arrays (and so ``_weights``, the
+    evaluation rows' weights)."""
+    return sweeps.gce_ranking(_probs, _labels, n_bins=n_bins, seed=seed, sample_weight=_weights)
 
 
 # ----------------------------------------------------------------------------- text and table styles
@@ -333,12 +338,14 @@ def weighting_text(ev: EvaluationSet) -> str:
 
 
 def rows_text(n_used: int, ev: EvaluationSet) -> str:
-    """"1,000 evaluation rows", or which subset of them a sweep used and why (Markdown)."""
+    """"1,000 evaluation rows", or which subset of them a sweep used and why (Markdown); a weighted model's rows
+    are said to be weighted (:func:`weighting_text`)."""
     n_rows, n_classes = ev.before.shape
     if n_used >= n_rows:
-        return f"{n_rows:,} evaluation rows"
-    return (f"a random {n_used:,} of the {n_rows:,} evaluation rows: at most {sweeps.SURFACE_MAX_ROWS:,} rows and "
-            f"{sweeps.MAX_ENTRIES:,} probabilities ({n_classes:,} per row here), so that the page stays quick")
+        return f"{n_rows:,} evaluation rows{weighting_text(ev)}"
+    return (f"a random {n_used:,} of the {n_rows:,} evaluation rows{weighting_text(ev)}: at most "
+            f"{sweeps.SURFACE_MAX_ROWS:,} rows and {sweeps.MAX_ENTRIES:,} probabilities ({n_classes:,} per row "
+            "here), so that the page stays quick")
 
 
 def variant_note(ranking: GceRanking | None = None, ev: EvaluationSet | None = None) -> str:

@@ -72,8 +72,7 @@ def simplex_view(_predictions: Predictions, fingerprint: str, vertices: Vertices
     marginal lenses give two-outcome predictions, mapped onto the edge
     between the first two vertices (``vertices`` is then not used). A
     weighted model's view is weighted (``sample_weight=``, the arrows and
-    the cell counts); ``weighted=False`` gives the unweighted view the
-    consistency band resamples.
+    the cell counts); ``weighted=False`` gives the unweighted view.
     """
     probs, labels = _predictions.probs, _predictions.labels
     weights = _predictions.sample_weight if weighted else None
@@ -88,21 +87,24 @@ def simplex_view(_predictions: Predictions, fingerprint: str, vertices: Vertices
 @st.cache_data(show_spinner=False, max_entries=512, ttl=RESULT_TTL_SECONDS)
 def lens_estimate(_predictions: Predictions, fingerprint: str, distance: str, partition: str, n_bins: int,
                   min_bin_size: int, lens: str, class_index: int | None) -> float:
-    """:func:`calib_core.canonical_ce` of the model (all K classes, through ``lens``).
+    """:func:`calib_core.canonical_ce` of the model (all K classes, through ``lens``); a weighted model's is
+    weighted (:class:`calib_core.inference.CanonicalCE` with ``sample_weight``).
 
     Shown before the (slower) consistency band of :func:`lens_consistency` is ready.
     """
-    return cc.canonical_ce(_predictions.probs, _predictions.labels, distance, partition, n_bins, min_bin_size,
-                           lens, class_index=class_index)
+    estimator = CanonicalCE(distance, partition, n_bins, min_bin_size, lens, class_index)
+    return estimator(_predictions.probs, _predictions.labels, sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner="Consistency resampling: drawing labels from the predictions ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
 def lens_consistency(_predictions: Predictions, fingerprint: str, distance: str, partition: str, n_bins: int,
                      min_bin_size: int, lens: str, class_index: int | None, n_resamples: int,
                      seed: int) -> ConsistencyResult:
-    """Consistency band of :func:`lens_estimate` (``observed`` is that estimate)."""
+    """Consistency band of :func:`lens_estimate` (``observed`` is that estimate; a weighted model's band
+    draws a label per row and weighs each draw's estimate, ``sample_weight=``)."""
     estimator = CanonicalCE(distance, partition, n_bins, min_bin_size, lens, class_index)
-    return cc.consistency_resampling(_predictions.probs, _predictions.labels, estimator, n_resamples, seed)
+    return cc.consistency_resampling(_predictions.probs, _predictions.labels, estimator, n_resamples, seed,
+                                     sample_weight=_predictions.sample_weight)
 
 
 @st.cache_data(show_spinner="Consistency resampling of the triangle view ...", max_entries=256, ttl=RESULT_TTL_SECONDS)
@@ -115,11 +117,13 @@ def view_consistency(_predictions: Predictions, fingerprint: str, vertices: Vert
     classes into groups, or conditioning on three classes, keeps a
     calibrated model calibrated (see :func:`calib_core.simplex_projection`),
     so this is the estimate's distribution when the model is calibrated.
+    A weighted model's view is weighted (the rows it keeps, with their weights).
     """
     view = simplex_view(_predictions, fingerprint, vertices, "canonical", None, partition, n_bins,
-                        min_bin_size, distance, weighted=False)
+                        min_bin_size, distance)
     estimator = CanonicalCE(distance, partition, n_bins, min_bin_size)
-    return cc.consistency_resampling(view.projection.points, view.projection.labels, estimator, n_resamples, seed)
+    return cc.consistency_resampling(view.projection.points, view.projection.labels, estimator, n_resamples, seed,
+                                     sample_weight=view.projection.weights)
 
 
 def view_is_whole_model(vertices: Vertices, lens: str, n_classes: int) -> bool:

@@ -13,9 +13,7 @@ from studio.weights_reasons import UNWEIGHTED, UNWEIGHTED_PARTS, WEIGHTED_PAGES
 __all__ = ["PAGE_PARTS", "UNWEIGHTED", "WEIGHTED_PAGES", "weights_note"]
 
 #: The parts of a weighted page that show unweighted numbers (their reasons: ``UNWEIGHTED_PARTS``).
-PAGE_PARTS = {"Metrics": ("Compare systems",), "Simplex": ("Simplex consistency resampling",),
-              "Recalibration": ("Simplex, temperature surface and GCE ranking",),
-              "Deployment": ("How many labels",)}
+PAGE_PARTS = {"Metrics": ("Compare systems",), "Deployment": ("How many labels",)}
 
 
 def weights_note(page: str, models) -> None:

@@ -26,12 +26,6 @@ UNWEIGHTED_PARTS = {
     "Compare systems": "it compares confidence files, which are read without a weight column (calib_core."
                        "compare_systems takes sample_weight=, one weight per item shared by the systems)",
     "How many labels": "calib_core.plan_labels simulates one row per prediction (no sample_weight)",
-    "Simplex consistency resampling": "calib_core.consistency_resampling draws one label per row from its "
-                                      "prediction and takes no sample_weight, so the whole model's canonical_ce "
-                                      "beside its band counts rows",
-    "Simplex, temperature surface and GCE ranking": "this page draws its before/after simplex without the weights, "
-                                                    "and the temperature and GCE sweeps "
-                                                    "(calib_core.recalibration.sweeps) take no sample_weight yet",
 }
 
 #: The report's sections (:data:`studio.report.REPORT_SECTIONS`, and "decisions"/"deployment") that are not

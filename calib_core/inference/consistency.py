@@ -16,6 +16,7 @@ References
 """
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from calib_core.display import compact_display
 from calib_core.binning import bin_index, bin_statistics
-from calib_core.metrics.simplex import Partition, data_dependent_partition, uniform_partition
+from calib_core.metrics.simplex import (Partition, cell_sums, data_dependent_partition, simplex_distance,
+                                       uniform_partition)
 from calib_core.metrics.canonical import (CanonicalOptions, Seed, apply_lens, canonical_ce, check_canonical_options,
                                           partition_of)
 from calib_core.validation import (
@@ -35,9 +37,11 @@ from calib_core.validation import (
     check_n_bins,
     check_probs,
     check_probs_labels,
+    check_sample_weight,
     row_argmax,
 )
 from calib_core.inference.draws import _BLOCK_ELEMENTS, _LabelSampler, _draw_blocks, _resampled_estimates
+from calib_core.inference.skce_estimators import _checked_draws
 from calib_core.inference.verdicts import DEFAULT_ALPHA, CellOccupancy, Verdict, cell_occupancy, check_alpha, read_test
 
 __all__ = [
@@ -182,9 +186,70 @@ class CanonicalCE:
         check_canonical_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
                                 self.class_index, None)
 
-    def __call__(self, probs: ArrayLike, labels: ArrayLike) -> float:
-        return canonical_ce(probs, labels, self.distance, self.partition, self.n_bins, self.min_bin_size,
-                            self.lens, class_index=self.class_index)
+    def __call__(self, probs: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """:func:`canonical_ce`; with ``sample_weight`` (any weights >= 0) the weighted estimate
+        (:meth:`weighted_draw_evaluator`), which for whole-number weights is ``canonical_ce`` of the repeated rows."""
+        if sample_weight is None:
+            return canonical_ce(probs, labels, self.distance, self.partition, self.n_bins, self.min_bin_size,
+                                self.lens, class_index=self.class_index)
+        probs, labels = check_probs_labels(probs, labels)
+        return float(self.weighted_draw_evaluator(probs, sample_weight)(labels[None, :])[0])
+
+    def weighted_draw_evaluator(self, probs: ArrayLike,
+                                sample_weight: ArrayLike) -> Callable[[ArrayLike], NDArray[np.float64]]:
+        """:meth:`draw_evaluator` of the weighted estimate: each cell counts its rows' summed weight.
+
+        Parameters
+        ----------
+        probs : array_like of shape (N, K)
+        sample_weight : array_like of shape (N,)
+            Row weights (frequencies, ``docs/weights.md``).
+
+        Returns
+        -------
+        callable
+            ``evaluate(label_draws)`` with ``label_draws`` of shape (B, N), returning the B weighted estimates
+
+            .. math:: \\hat\\eta_d = \\sum_i \\frac{W_i}{W}\\, d\\big(\\hat r^{(i)}, \\hat g^{(i)}\\big)
+
+            (Vaicenavicius et al. 2019, eq. 6, with the cell's summed weight :math:`W_i` for its count and
+            weighted means for :math:`\\hat r^{(i)}, \\hat g^{(i)}`, as :func:`calib_core.simplex_reliability`
+            weighs its cells). Whole-number weights give the estimate of the rows repeated that many times
+            (the data-dependent partition counts the summed weight against ``min_bin_size``).
+        """
+        probs = check_probs(probs)
+        n_rows, n_classes = probs.shape
+        weights = check_sample_weight(sample_weight, n_rows)
+        if weights is None:
+            raise CalibrationInputError("`sample_weight` of `weighted_draw_evaluator` is required.")
+        options = check_canonical_options(self.distance, self.partition, self.n_bins, self.min_bin_size, self.lens,
+                                          self.class_index, n_classes)
+        view = apply_lens(probs, options.lens, options.class_index)
+        positive = weights > 0
+        points, kept_weights = view.points[positive], weights[positive]
+        part = (uniform_partition(points, options.n_bins) if options.partition == "uniform"
+                else data_dependent_partition(points, options.min_bin_size, sample_weight=kept_weights))
+        cells, n_cells, dim = part.cell_index, part.n_cells, points.shape[1]
+        count, mean_prediction, _ = cell_sums(points, np.zeros(points.shape[0], dtype=np.intp), part, kept_weights)
+        safe = np.where(count > 0, count, 1.0)
+        share = count / float(kept_weights.sum())
+        chunk = max(1, _BLOCK_ELEMENTS // max(n_cells * dim, 1))
+
+        def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
+            draws = _checked_draws(label_draws, n_rows, n_classes)
+            outcomes = view.outcomes(draws)[:, positive]
+            out = np.empty(draws.shape[0])
+            for start in range(0, draws.shape[0], chunk):
+                block = outcomes[start:start + chunk]
+                size = block.shape[0]
+                slot = (np.arange(size)[:, None] * n_cells + cells[None, :]) * dim + block
+                hits = np.bincount(slot.ravel(), weights=np.tile(kept_weights, size),
+                                   minlength=size * n_cells * dim).reshape(size, n_cells, dim)
+                deviation = simplex_distance(hits / safe[None, :, None], mean_prediction[None], options.distance)
+                out[start:start + size] = deviation @ share
+            return out
+
+        return evaluate
 
     def evaluate_draws(self, probs: ArrayLike, label_draws: ArrayLike) -> NDArray[np.float64]:
         """The estimate for each row of ``label_draws`` (labels of the same predictions).
@@ -222,12 +287,7 @@ class CanonicalCE:
         part = partition_of(view.points, options)
 
         def evaluate(label_draws: ArrayLike) -> NDArray[np.float64]:
-            draws = np.asarray(label_draws)
-            if draws.ndim != 2 or draws.shape[1] != n_rows:
-                raise CalibrationInputError(f"`label_draws` must have shape (B, {n_rows}), got {draws.shape}.")
-            if not np.issubdtype(draws.dtype, np.integer) or (
-                    draws.size and (draws.min() < 0 or draws.max() >= n_classes)):
-                raise CalibrationInputError(f"`label_draws` must hold integer labels in 0..{n_classes - 1}.")
+            draws = _checked_draws(label_draws, n_rows, n_classes)
             return _resampled_estimates(view.points, part, view.outcomes(draws), (options.distance,))[0]
 
         return evaluate
@@ -379,7 +439,8 @@ class ConsistencyResult:
 def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Callable[[NDArray, NDArray], float],
                            n_resamples: int = 1000, seed: Seed = None, *,
                            quantiles: tuple[float, float] = (0.05, 0.95), alpha: float = DEFAULT_ALPHA,
-                           on_progress: Callable[[int, int], None] | None = None) -> ConsistencyResult:
+                           on_progress: Callable[[int, int], None] | None = None,
+                           sample_weight: ArrayLike | None = None) -> ConsistencyResult:
     """Distribution of a calibration estimator when the model is perfectly calibrated.
 
     Parameters
@@ -406,6 +467,19 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
         Significance level of the result's ``verdict``.
     on_progress : callable, optional
         ``on_progress(done, total)`` after each block of draws.
+    sample_weight : array_like of shape (N,), optional
+        Row weights (frequencies, ``docs/weights.md``). The labels are drawn
+        from each row's prediction as without weights, and the statistic of
+        the data and of each draw is the weighted one: ``estimator`` is
+        called as ``estimator(probs, labels, sample_weight=w)`` (a
+        :class:`CanonicalCE` weighs its cells by summed weight, and draws go
+        through its ``weighted_draw_evaluator(probs, w)``). Rows of weight 0
+        are dropped first. Whole-number weights: ``observed`` equals the
+        estimate of the rows repeated that many times, but the null does
+        not: a repeated row draws one label per copy, a weighted row one
+        label for all its weight, so the band differs, typically wider (the draws
+        of a row's copies are not shared) and the p-value is that of
+        "labels drawn once per row, each row counted by its weight".
 
     Returns
     -------
@@ -452,6 +526,10 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
     n_resamples = check_count(n_resamples, "n_resamples")
     low_q, high_q = _check_quantiles(quantiles)
     alpha = check_alpha(alpha)
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is not None:
+        return _weighted_consistency(probs, labels, estimator, weights, n_resamples, seed, (low_q, high_q), alpha,
+                                     on_progress)
     rng = np.random.default_rng(seed)
     observed = float(estimator(probs, labels))
     occupancy_of = getattr(estimator, "cell_occupancy", None)
@@ -476,6 +554,44 @@ def consistency_resampling(probs: ArrayLike, labels: ArrayLike, estimator: Calla
         if on_progress is not None:
             on_progress(stop, n_resamples)
     return _consistency_result(observed, values, (low_q, high_q), alpha, occupancy)
+
+
+def _takes_weights(estimator: Callable) -> bool:
+    """Whether ``estimator`` can be called with ``sample_weight=``."""
+    try:
+        parameters = inspect.signature(estimator).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return any(p.name == "sample_weight" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def _weighted_consistency(probs: NDArray[np.float64], labels: NDArray[np.intp], estimator: Callable,
+                          weights: NDArray[np.float64], n_resamples: int, seed: Seed,
+                          quantiles: tuple[float, float], alpha: float,
+                          on_progress: Callable[[int, int], None] | None) -> ConsistencyResult:
+    """:func:`consistency_resampling` with row weights: labels drawn per row, weighted statistics."""
+    if not _takes_weights(estimator):
+        raise CalibrationInputError(f"`sample_weight` needs an estimator that takes sample_weight= (as "
+                                    f"CanonicalCE or calib_core.ece do); {estimator!r:.80} does not.")
+    positive = weights > 0
+    probs, labels, weights = probs[positive], labels[positive], weights[positive]
+    rng = np.random.default_rng(seed)
+    observed = float(estimator(probs, labels, sample_weight=weights))
+    occupancy_of = getattr(estimator, "cell_occupancy", None)
+    occupancy = occupancy_of(probs) if callable(occupancy_of) else None
+    make_batched = getattr(estimator, "weighted_draw_evaluator", None)
+    batched = make_batched(probs, weights) if callable(make_batched) else None
+    values = np.empty(n_resamples)
+    for start, draws in _draw_blocks(probs, n_resamples, rng, probs.shape[0]):
+        stop = start + draws.shape[0]
+        if batched is not None:
+            values[start:stop] = batched(draws)
+        else:
+            for offset, draw in enumerate(draws):
+                values[start + offset] = estimator(probs, draw, sample_weight=weights)
+        if on_progress is not None:
+            on_progress(stop, n_resamples)
+    return _consistency_result(observed, values, quantiles, alpha, occupancy)
 
 
 def _consistency_result(observed: float, values: NDArray[np.float64], quantiles: tuple[float, float],

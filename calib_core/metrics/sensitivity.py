@@ -532,8 +532,12 @@ GCE_VARIANTS: tuple[tuple[str, bool, bool, float, str], ...] = tuple(
 )
 
 
-def gce_variants(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> NDArray[np.float64]:
+def gce_variants(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15, *,
+                 sample_weight: ArrayLike | None = None) -> NDArray[np.float64]:
     """:func:`calib_core.gce` under each of the :data:`GCE_VARIANTS`, in their order (shape (32,)).
+
+    ``sample_weight``: row weights, as :func:`calib_core.gce` takes them (each value is ``gce(...,
+    sample_weight=)`` of its variant).
 
     The two norms of a setting share one set of bins
     (:func:`calib_core.metrics.binned.gce_bin_statistics`): 16 binnings
@@ -549,10 +553,12 @@ def gce_variants(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> NDArr
     """
     probs, labels = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
+    weights = check_sample_weight(sample_weight, labels.size)
     values = np.empty(len(GCE_VARIANTS))
     for index in range(0, len(GCE_VARIANTS), 2):  # l1 then l2 of each setting
         binning, max_prob, class_conditional, threshold, _ = GCE_VARIANTS[index]
-        stats = gce_bin_statistics(probs, labels, n_bins, binning, max_prob, class_conditional, threshold)
+        stats = gce_bin_statistics(probs, labels, n_bins, binning, max_prob, class_conditional, threshold,
+                                   sample_weight=weights)
         for offset in (0, 1):
             values[index + offset] = gce_of_statistics(stats, class_conditional, GCE_VARIANTS[index + offset][4])
     return values

@@ -25,7 +25,7 @@ import pandas as pd
 from calib_core.metrics.sensitivity import GCE_VARIANTS, competition_ranks, gce_variants, spearman_rows
 from calib_core.metrics import ace, ece, kde_ce, nll, sce
 from calib_core._accel import map_blocks
-from calib_core.validation import CalibrationInputError, softmax
+from calib_core.validation import CalibrationInputError, check_sample_weight, integer_weights, softmax
 
 __all__ = ["NAMED_VARIANTS", "PAPER_NAMES", "GceRanking", "TemperatureSurface", "gce_ranking",
            "kde_rows_for", "rows_for", "subset_rows", "surface_range", "surface_rows", "temperature_surface", "variant_settings",
@@ -102,6 +102,8 @@ class TemperatureSurface:
         Metrics left out because they were not finite at any temperature.
     at_edge : tuple of str
         Metrics whose lowest point is an end of the grid (the minimum may lie beyond it).
+    not_weighted : str
+        Why the kernel curve is missing with row weights that are not whole numbers (``""`` otherwise).
     """
 
     table: pd.DataFrame
@@ -110,6 +112,7 @@ class TemperatureSurface:
     kde_rows: int
     failed: tuple[str, ...]
     at_edge: tuple[str, ...] = ()
+    not_weighted: str = ""
 
 
 def _nice(value: float, up: bool) -> float:
@@ -135,7 +138,8 @@ def kde_rows_for(n_rows: int, n_classes: int) -> int:
 
 
 def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tuple[float, float] = (T_MIN, T_MAX),
-                        with_kde: bool = True, seed: int = 0) -> TemperatureSurface:
+                        with_kde: bool = True, seed: int = 0,
+                        sample_weight: np.ndarray | None = None) -> TemperatureSurface:
     """NLL, ECE, ACE, SCE and (``with_kde``) CE_KL of ``softmax(scores / T)`` against T.
 
     Parameters
@@ -152,10 +156,22 @@ def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tupl
     seed : int
         At most :data:`SURFACE_MAX_ROWS` rows are used, and at most
         :data:`MAX_ENTRIES` probabilities (:func:`rows_for`; a seeded subset).
+    sample_weight : ndarray of shape (M,), optional
+        Row weights (``docs/weights.md``): every curve is the weighted metric
+        (``sample_weight=`` of :func:`calib_core.nll`, ``ece``, ``ace``,
+        ``sce``, ``kde_ce``) on the same rows; whole-number weights give the
+        curves of the repeated rows. ``kde_ce`` takes whole numbers only: with
+        other weights its curve is not computed and ``not_weighted`` says why.
     """
     rows = surface_rows(labels.size, np.shape(scores)[1], seed)
+    weights = check_sample_weight(sample_weight, labels.size)
     scores = np.asarray(scores)[rows]
     labels = labels[rows]
+    weights = None if weights is None else weights[rows]
+    not_weighted = ""
+    if with_kde and weights is not None and not integer_weights(weights):
+        with_kde, not_weighted = False, ("CE_KL (kernel) is left out: calib_core.kde_ce takes whole-number row "
+                                         "weights only (it repeats rows), and these weights are not")
     n_kde = kde_rows_for(rows.size, scores.shape[1]) if with_kde else 0
     kde_pick = subset_rows(rows.size, n_kde, seed + 1) if n_kde >= 2 else None
     functions = {"NLL": nll, "ECE": ece, "ACE": ace, "SCE": sce}
@@ -166,10 +182,11 @@ def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tupl
         for temperature in temperatures[first:last]:
             probs = softmax(scores / temperature)
             for name, function in functions.items():
-                records.append((temperature, name, float(function(probs, labels))))
+                records.append((temperature, name, float(function(probs, labels, sample_weight=weights))))
             if kde_pick is not None:
                 try:
-                    value = float(kde_ce(probs[kde_pick], labels[kde_pick], "kl"))
+                    value = float(kde_ce(probs[kde_pick], labels[kde_pick], "kl",
+                                         sample_weight=None if weights is None else weights[kde_pick]))
                 except CalibrationInputError:
                     value = np.nan
                 records.append((temperature, "CE_KL (kernel)", value))
@@ -192,7 +209,7 @@ def temperature_surface(scores: np.ndarray, labels: np.ndarray, *, t_range: tupl
     table = table[~table["metric"].isin(failed)].reset_index(drop=True)
     return TemperatureSurface(table, pd.DataFrame(minimisers, columns=["metric", "temperature", "value"]),
                               int(rows.size), int(n_kde if kde_pick is not None else 0), tuple(failed),
-                              tuple(at_edge))
+                              tuple(at_edge), not_weighted)
 
 
 # ----------------------------------------------------------------------------- ranking under the 32 GCE variants
@@ -253,7 +270,7 @@ def variant_table() -> pd.DataFrame:
 
 
 def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: int = 15,
-                seed: int = 0) -> GceRanking:
+                seed: int = 0, sample_weight: np.ndarray | None = None) -> GceRanking:
     """Every method's :func:`calib_core.gce` under the 32 variants, ranks and rank correlations.
 
     Parameters
@@ -267,6 +284,10 @@ def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: 
     seed : int
         At most :data:`GCE_MAX_ROWS` rows are used, and at most :data:`MAX_ENTRIES`
         probabilities (:func:`rows_for`; the same seeded subset for every method).
+    sample_weight : ndarray of shape (M,), optional
+        Row weights (``docs/weights.md``): every value is the weighted GCE of
+        its variant (:func:`calib_core.metrics.sensitivity.gce_variants`), on
+        the same rows.
 
     Returns
     -------
@@ -279,9 +300,12 @@ def gce_ranking(probs: Mapping[str, np.ndarray], labels: np.ndarray, *, n_bins: 
     n_classes = np.shape(probs[names[0]])[1] if names else 2
     pick = subset_rows(n_rows, rows_for(n_classes, GCE_MAX_ROWS), seed)
     picked_labels = labels[pick]
+    weights = check_sample_weight(sample_weight, n_rows)
+    picked_weights = None if weights is None else weights[pick]
     values = np.empty((len(names), len(GCE_VARIANTS)))
     # The methods are independent: two threads take one each (numpy releases the GIL), in order.
-    rows = map_blocks(lambda i, _: gce_variants(np.asarray(probs[names[i]])[pick], picked_labels, n_bins),
+    rows = map_blocks(lambda i, _: gce_variants(np.asarray(probs[names[i]])[pick], picked_labels, n_bins,
+                                                sample_weight=picked_weights),
                       ((i, i + 1) for i in range(len(names))))
     for i, row in enumerate(rows):
         values[i] = row

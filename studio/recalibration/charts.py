@@ -124,7 +124,7 @@ def show_simplex(result: ModelResult, method: str) -> None:
                                       (right, after_name, result.fits[method].probs, method)):
         with column:
             try:
-                simplex_view = cr.simplex(probs, ev.labels, (*result.key_base, key), 10)
+                simplex_view = cr.simplex(probs, ev.labels, (*result.key_base, key), 10, _weights=ev.sample_weight)
             except CalibrationInputError as exc:
                 st.warning(f"The simplex view cannot be drawn: {md(exc)}", icon=":material/warning:")
                 continue
@@ -133,7 +133,7 @@ def show_simplex(result: ModelResult, method: str) -> None:
             st.plotly_chart(figure, theme=None, key=f"recal_simplex_{slug(label)}",
                             config=downloads.chart_config("Recalibration", view.name, "simplex", label, "10 bins"))
     st.caption(f"Canonical calibration of the whole distribution (Vaicenavicius et al. 2019) on the "
-               f"{ev.labels.size:,} evaluation rows: the classes summed into three groups, one arrow per cell from the "
+               f"{ev.labels.size:,} evaluation rows{cr.weighting_text(ev)}: the classes summed into three groups, one arrow per cell from the "
                "mean prediction to the observed frequencies. Short arrows: calibrated. More on the Simplex page.")
 
 
@@ -153,6 +153,8 @@ def show_surface(result: ModelResult) -> None:
     kde_text = (f"; CE_KL (Dirichlet kernel, bandwidth 0.01) on a random {surface.kde_rows:,} of them"
                 if surface.kde_rows else "")
     failed_text = f" Left out (not finite): {', '.join(surface.failed)}." if surface.failed else ""
+    if surface.not_weighted:
+        failed_text += f" {surface.not_weighted}."
     if surface.at_edge:
         failed_text += f" Lowest at an end of the grid (the minimum may lie beyond it): {', '.join(surface.at_edge)}."
     st.caption(f"Each metric of softmax(z / T) on {cr.rows_text(surface.n_rows, ev)}{kde_text}, for "
@@ -172,7 +174,7 @@ def show_ranking(result: ModelResult) -> None:
     view, ev, fits = result.view, result.ev, result.fits
     st.subheader("Ranking under the 32 GCE variants")
     ranked: dict[str, np.ndarray] = {BEFORE: ev.before, **{name: fits[name].probs for name in result.ok_methods}}
-    ranking = cr.gce_ranking(ranked, ev.labels, (*result.key_base, tuple(ranked)))
+    ranking = cr.gce_ranking(ranked, ev.labels, (*result.key_base, tuple(ranked)), _weights=ev.sample_weight)
     metric_col, text_col = st.columns([1, 3])
     if len(ranked) >= 3:
         metric_col.metric("Mean rank correlation", f"{ranking.mean_spearman:.2f}",

@@ -14,7 +14,6 @@ from studio import compute_simplex as cs
 from studio import layout
 from studio.state import ModelView
 from studio.text import md
-from studio.weights_reasons import UNWEIGHTED_PARTS
 
 RESAMPLES = [100, 200, 500, 1000]
 #: Above this many rows the band starts at 100 resamples, so a control change recomputes it in under 1 s.
@@ -84,10 +83,10 @@ def show_estimates(model: ModelView, view, vertices: cs.Vertices, *, lens: str, 
         distance_text = DISTANCES[distance]
         settings = (f"{n_bins} bins per probability" if partition == "uniform"
                     else f"data-dependent cells of at most {min_bin_size:,} rows")
-        # A weighted model's arrows are weighted; the consistency resampling (the bands, and the whole model's
-        # estimate beside them) draws one label per row and takes no weights: shown apart, each says which it is.
+        # A weighted model's estimates and bands are weighted: the bands draw one label per row and weigh
+        # each draw's estimate (calib_core.consistency_resampling with sample_weight=).
         weighted = predictions.sample_weight is not None
-        same_view = cs.view_is_whole_model(vertices, lens, n_classes) and not weighted
+        same_view = cs.view_is_whole_model(vertices, lens, n_classes)
         try:
             value = cs.lens_estimate(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size, lens,
                                      class_index)
@@ -97,9 +96,10 @@ def show_estimates(model: ModelView, view, vertices: cs.Vertices, *, lens: str, 
     # The numbers first, the bands (consistency resampling, the slow part) when they are ready.
     with whole_col:
         whole_slot = EstimateSlot(
-            f"canonical_ce, {lens_label} lens ({noun}){', unweighted' if weighted else ''}", value,
-            f"Σ over cells of (share of rows) × {distance_text} between observed frequencies and mean "
-            f"prediction, on the model's {noun} ({settings}); Vaicenavicius et al. 2019, eq. 6.", "Band")
+            f"canonical_ce, {lens_label} lens ({noun}){', weighted' if weighted else ''}", value,
+            f"Σ over cells of (share of {'summed weight' if weighted else 'rows'}) × {distance_text} between "
+            f"observed frequencies and mean prediction, on the model's {noun} ({settings}); Vaicenavicius et "
+            "al. 2019, eq. 6.", "Band")
         if canonical and n_classes > 3:
             st.caption(f"canonical_ce partitions all {n_classes} dimensions with the same setting; there most "
                        "cells hold few rows, which inflates the estimate: compare it with the band, not with 0.")
@@ -111,13 +111,10 @@ def show_estimates(model: ModelView, view, vertices: cs.Vertices, *, lens: str, 
                 f"The same estimate on the three-vertex view the chart shows: Σ over cells of (share of "
                 f"{'summed weight' if weighted else 'rows'}) × {distance_text} between arrow head and tail.",
                 "Band of the triangle view")
-            if weighted:
-                arrows_slot.band.caption(f"Weighted by the model's row weights, as the arrows. No consistency band: "
-                                         f"{UNWEIGHTED_PARTS['Simplex consistency resampling']}.")
     whole = cs.lens_consistency(predictions, model.fingerprint, distance, partition, n_bins, min_bin_size, lens,
                                 class_index, n_resamples, seed)
     whole_slot.fill(whole)
-    if arrows_slot is None or weighted:
+    if arrows_slot is None:
         return
     arrows = cs.view_consistency(predictions, model.fingerprint, vertices, partition, n_bins, min_bin_size,
                                  distance, n_resamples, seed)

@@ -1,16 +1,17 @@
 """The Simplex page and the report's simplex section with a weighted model (issue 28): the arrows, cell counts
 and the triangle's estimate are calib_core.simplex_reliability with the model's sample_weight; the consistency
-resampling, which takes no weights, says so."""
+resampling's band and the whole model's canonical_ce beside it are weighted too (labels drawn per row, each
+draw's estimate weighted)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import calib_core as cc
+from calib_core.inference import CanonicalCE
 from calib_core.io import load_predictions
 from calib_core.plot.figures_simplex import ARROW_TRACE_NAME
 from studio import report
-from studio.weights_reasons import UNWEIGHTED_PARTS
 
 from tests import app_support
 from tests.app_support import assert_clean, trace_array
@@ -49,13 +50,17 @@ def test_simplex_page_draws_the_weighted_arrows():
     np.testing.assert_allclose(heads, expected.observed_frequency, rtol=0, atol=1e-12)
     assert expected.estimate != pytest.approx(plain.estimate)  # the weights move the view
     values = [m.value for m in at.metric]
-    assert f"{expected.estimate:.4f}" in values  # the arrows' estimate, weighted
-    assert f"{cc.canonical_ce(p.probs, p.labels):.4f}" in values  # the whole model's, beside its unweighted band
-    labels = [m.label for m in at.metric]
-    assert any(label.endswith("weighted") and "arrows" in label for label in labels)
-    assert any(label.endswith("unweighted") for label in labels)
+    # Three classes on their own vertices: one estimate, the whole model's, weighted as the arrows (before: the
+    # whole model's canonical_ce and its band counted rows, shown apart as "unweighted").
+    assert values == [f"{expected.estimate:.4f}"]
+    assert [m.label for m in at.metric] == ["canonical_ce, canonical lens (all 3 classes), weighted"]
+    band = cc.consistency_resampling(p.probs, p.labels, CanonicalCE(), 200, 0, sample_weight=p.sample_weight)
+    assert band.observed == pytest.approx(expected.estimate, abs=1e-12)
     text = " ".join(c.value for c in at.caption)
-    assert "Row weights" in text and UNWEIGHTED_PARTS["Simplex consistency resampling"] in text
+    assert f"**{band.lower:.4f}** and **{band.upper:.4f}**" in text and f"p-value **{band.p_value:.3f}**" in text
+    plain = cc.consistency_resampling(p.probs, p.labels, CanonicalCE(), 200, 0)
+    assert f"**{plain.lower:.4f}** and **{plain.upper:.4f}**" not in text
+    assert "Row weights" in text and "Simplex consistency resampling" not in text
     assert not [x.value for x in at.warning if "Row weights" in x.value]
 
 

@@ -451,7 +451,7 @@ def test_gce_variants_equal_gce_bit_for_bit_with_each_binning_made_once(monkeypa
                                threshold=t, norm=norm) for b, m, c, t, norm in sensitivity.GCE_VARIANTS]
             calls = []
             original = binned.gce_bin_statistics
-            monkeypatch.setattr(sensitivity, "gce_bin_statistics", lambda *a: calls.append(a) or original(*a))
+            monkeypatch.setattr(sensitivity, "gce_bin_statistics", lambda *a, **kw: calls.append(a) or original(*a, **kw))
             got = sensitivity.gce_variants(probs, labels, n_bins)
             assert got.tolist() == expected
             assert len(calls) == 16
