@@ -11,7 +11,7 @@ from calib_core.plot.figures_simplex import ARROW_TRACE_NAME
 from calib_core.recalibration import compare, sweeps
 from studio import compute_recalibration as cr
 from tests import app_support
-from tests.app.test_recalibration_weights import METHODS, _frame
+from tests.app.test_page_recalibration_weights import METHODS, _frame
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 
