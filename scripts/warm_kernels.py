@@ -7,7 +7,7 @@ streaming engine on small synthetic files: the paths a first visit takes, with t
 app passes (float64 probabilities, integer labels), so the kernels are compiled for the signatures
 they are called with. The numbers are thrown away. Prints which kernels are cached and the time.
 
-numba keys a cached kernel by its source (a hash of ``calib_core/_accel/compiled.py``), the Python version and the
+numba keys a cached kernel by its source (a hash of ``calib_core/_accel/compiled.py`` or ``compiled_draws.py``), the Python version and the
 CPU: a container on a host with another CPU model compiles again on first use (as without this
 script), and so does one whose ``NUMBA_CACHE_DIR`` is not the build's (``docker run --read-only``
 with a tmpfs over /tmp). Without numba it prints so and does nothing.
@@ -52,7 +52,7 @@ def _write_predictions(path: Path, n_classes: int, sharpness: float, seed: int) 
 def _cached(cache_dir: str | None) -> list[str]:
     if not cache_dir or not Path(cache_dir).is_dir():
         return []
-    return sorted({path.name.split(".")[3].split("-")[0] for path in Path(cache_dir).rglob("compiled.*.nbi")})
+    return sorted({path.name.split(".")[3].split("-")[0] for path in Path(cache_dir).rglob("compiled*.nbi")})
 
 
 def main() -> int:
