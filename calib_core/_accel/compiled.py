@@ -141,9 +141,13 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
         import numba
     except ImportError:
         return None
+    # The helpers the loess kernel calls are module globals, not closure variables: numba keys a cached kernel
+    # by its closure's pickled contents too, and a dispatcher pickles differently in every process, so a kernel
+    # calling closure dispatchers was compiled anew by every process (4.5 s at the first ICI; issue 29).
+    global _element_moments, _block_shift, _blocks_of
 
     @numba.njit(cache=cache, nogil=True, fastmath={"contract", "reassoc"})
-    def element_moments(xp, yp, wp, start, stop, centre, scale, acc):  # pragma: no cover - compiled
+    def _element_moments(xp, yp, wp, start, stop, centre, scale, acc):  # pragma: no cover - compiled
         # Each point's tricube weight evaluated: up to five moments in registers (the loop vectorises).
         w0 = w1 = w2 = w3 = w4 = 0.0
         v0 = v1 = v2 = v3 = v4 = 0.0
@@ -176,7 +180,7 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
         acc[4, 1] += v4
 
     @numba.njit(cache=cache, nogil=True, fastmath={"contract", "reassoc"})
-    def block_shift(sums, b, s, flip, inverse_powers, binom, powers, shifted):  # pragma: no cover - compiled
+    def _block_shift(sums, b, s, flip, inverse_powers, binom, powers, shifted):  # pragma: no cover - compiled
         # sum_j wp_j z_j^m (and times yp_j) over block b from its power sums of u_j about an anchor, where
         # z_j = s + flip * u_j / scale: z^m = sum_k C(m, k) s^(m-k) (flip u / scale)^k. The anchor is chosen so
         # that s and flip * u have one sign: the terms then add without cancellation.
@@ -195,7 +199,7 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
                 shifted[m, 1] += factor * q1
 
     @numba.njit(cache=cache, nogil=True)
-    def blocks_of(start, stop, size):  # pragma: no cover - compiled
+    def _blocks_of(start, stop, size):  # pragma: no cover - compiled
         # The whole blocks inside [start, stop): blocks first..end-1, or none (first >= end).
         return (start + size - 1) // size, stop // size
 
@@ -267,7 +271,7 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
             low, high = lo[i], hi[i]
             acc[:] = 0.0
             if scale < 1e-20:  # a window too narrow for the powers of 1 / scale: point by point
-                element_moments(xp, yp, wp, low, high, centre, scale, acc)
+                _element_moments(xp, yp, wp, low, high, centre, scale, acc)
                 for p in range(n_moments):
                     out[i, p, 0], out[i, p, 1] = acc[p, 0], acc[p, 1]
                 continue
@@ -280,28 +284,28 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
             middle = low + np.searchsorted(xp[low:high], centre)
             for side in range(2):
                 start, stop = (low, middle) if side == 0 else (middle, high)
-                first, end = blocks_of(start, stop, size)
+                first, end = _blocks_of(start, stop, size)
                 if first >= end:
-                    element_moments(xp, yp, wp, start, stop, centre, scale, acc)
+                    _element_moments(xp, yp, wp, start, stop, centre, scale, acc)
                     continue
-                element_moments(xp, yp, wp, start, first * size, centre, scale, acc)
-                element_moments(xp, yp, wp, end * size, stop, centre, scale, acc)
+                _element_moments(xp, yp, wp, start, first * size, centre, scale, acc)
+                _element_moments(xp, yp, wp, end * size, stop, centre, scale, acc)
                 for b in range(first, end):
                     b_first, b_last = xp[b * size], xp[(b + 1) * size - 1]
                     near = (b_last - centre if side else centre - b_first) / scale  # the block's largest |t|
                     far = (b_first - centre if side else centre - b_last) / scale  # and its smallest
                     if near <= 0.85 and side == 1:  # t = (first - centre) / scale + u / scale, both >= 0
-                        block_shift(after, b, far, 1.0, inverse_powers, binom, powers, sums[0])
+                        _block_shift(after, b, far, 1.0, inverse_powers, binom, powers, sums[0])
                     elif near <= 0.85:  # t = (last - centre) / scale + v / scale, both < 0
-                        block_shift(before, b, -far, 1.0, inverse_powers, binom, powers, sums[1])
+                        _block_shift(before, b, -far, 1.0, inverse_powers, binom, powers, sums[1])
                     elif far >= 0.4 and side == 1:  # e = (centre + scale - last) / scale - v / scale, both >= 0
-                        block_shift(before, b, (centre + scale - b_last) / scale, -1.0, inverse_powers, binom,
+                        _block_shift(before, b, (centre + scale - b_last) / scale, -1.0, inverse_powers, binom,
                                     powers, sums[2])
                     elif far >= 0.4:  # e = (first - (centre - scale)) / scale + u / scale, both >= 0
-                        block_shift(after, b, (b_first - (centre - scale)) / scale, 1.0, inverse_powers, binom,
+                        _block_shift(after, b, (b_first - (centre - scale)) / scale, 1.0, inverse_powers, binom,
                                     powers, sums[3])
                     else:
-                        element_moments(xp, yp, wp, b * size, (b + 1) * size, centre, scale, acc)
+                        _element_moments(xp, yp, wp, b * size, (b + 1) * size, centre, scale, acc)
             for p in range(n_moments):
                 sign = -1.0 if p % 2 else 1.0  # t^p = (-1)^p |t|^p left of the centre
                 for c in range(2):

@@ -150,3 +150,19 @@ def test_loess_fits_go_to_threads_only_with_the_compiled_window_moments(monkeypa
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(compiled, "window_moments", None)
     assert _accel.loess_workers(10) == 1
+
+
+def test_no_cached_kernel_holds_a_kernel_in_its_closure():
+    """numba keys a cached kernel by the pickled contents of its closure too, and a dispatcher pickles differently
+    in every process: a kernel whose closure held the loess helpers was compiled anew by every process (4.5 s at
+    the first ICI of each command-line call and of each new container, issue 29). Helpers it calls are module
+    globals instead."""
+    numba = pytest.importorskip("numba")
+    from calib_core._accel import compiled
+
+    assert compiled._KERNELS, "numba is installed but no kernel loaded"
+    for name, kernel in compiled._KERNELS.items():
+        cells = kernel.py_func.__closure__ or ()
+        held = [cell.cell_contents for cell in cells
+                if isinstance(cell.cell_contents, numba.core.dispatcher.Dispatcher)]
+        assert not held, f"{name} holds kernels in its closure: {held}"
