@@ -60,7 +60,7 @@ def decision_curve_figure(curve: DecisionCurve, *, class_name: str = "1") -> go.
     top = float(np.nanmax(t[["before", "after", "treat_all"]].to_numpy()))
     fig.update_yaxes(range=[-0.1 * max(top, 0.01) - 0.02, 1.1 * max(top, 0.01)])
     return _layout(fig, title=f"Decision curve, acting on class {plot_text(class_name)} when P >= t",
-                   x="threshold probability t", y="net benefit (true positives per row or unit of weight)")
+                   x="threshold probability t", y="net benefit (per row or unit of weight)")
 
 
 def prevalence_figure(estimate: PrevalenceEstimate, class_names: Sequence[object]) -> go.Figure:
