@@ -52,7 +52,7 @@ def _write_predictions(path: Path, n_classes: int, sharpness: float, seed: int) 
 def _cached(cache_dir: str | None) -> list[str]:
     if not cache_dir or not Path(cache_dir).is_dir():
         return []
-    return sorted({path.name.split(".")[3].split("-")[0] for path in Path(cache_dir).rglob("compiled*.nbi")})
+    return sorted({path.name.split("-")[0].split(".")[-1] for path in Path(cache_dir).rglob("compiled*.nbi")})
 
 
 def main() -> int:
