@@ -135,11 +135,8 @@ __all__ = ["adaptive_bin_sums", "entry_sums", "fit_points", "key_sums", "laplace
 
 
 def _load(cache: bool = True) -> dict[str, Callable] | None:
-    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
-        return None
-    try:
-        import numba
-    except ImportError:
+    numba = numba_or_none()
+    if numba is None:
         return None
     # The helpers the loess kernel calls are module globals, not closure variables: numba keys a cached kernel
     # by its closure's pickled contents too, and a dispatcher pickles differently in every process, so a kernel
@@ -578,11 +575,8 @@ def _load(cache: bool = True) -> dict[str, Callable] | None:
 
 def _load_fused(cache: bool = True) -> dict[str, Callable] | None:
     """The fused top-label kernel (issue 29), compiled as :func:`_load` compiles the others."""
-    if os.environ.get("CALIB_CORE_NO_NUMBA", "") not in ("", "0"):
-        return None
-    try:
-        import numba
-    except ImportError:
+    numba = numba_or_none()
+    if numba is None:
         return None
 
     @numba.njit(cache=cache, nogil=True)
