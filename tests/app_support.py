@@ -106,3 +106,17 @@ class DeferredDownloads:
         button = next(b for b in at.get("download_button") if b.proto.label == label)
         url = self.managers[-1].execute_deferred(button.proto.deferred_file_id)
         return self.storages[-1].get_file(url.rsplit("/", 1)[-1]).content
+
+
+def three_class_weighted_csv(rows: int = 150, *, fractional: bool = False) -> bytes:
+    """A 3-class CSV (``label,p_a,p_b,p_c,w``) over-confident in class c, with a weight column ``w`` of whole
+    numbers 0-3 (``fractional``: class-c rows get another 0.5), for the weighted pages' tests."""
+    rng = np.random.default_rng(5)
+    lines = ["label,p_a,p_b,p_c,w"]
+    for _ in range(rows):
+        p = np.round(rng.dirichlet([1.0, 1.0, 1.0]), 3)
+        p[2] = round(1 - p[0] - p[1], 3)
+        label = rng.choice(3, p=p / p.sum() if p[2] < 0.5 else [0.45, 0.45, 0.1])
+        weight = rng.integers(0, 4) + (0.5 * (label == 2) if fractional else 0)
+        lines.append(f"{label},{p[0]:.3f},{p[1]:.3f},{p[2]:.3f},{weight}")
+    return ("\n".join(lines) + "\n").encode()

@@ -22,14 +22,7 @@ PAGE = "pages/5_Simplex.py"
 
 
 def _weighted_file(rows: int = 150) -> bytes:
-    rng = np.random.default_rng(5)
-    lines = ["label,p_a,p_b,p_c,w"]
-    for _ in range(rows):
-        p = np.round(rng.dirichlet([1.0, 1.0, 1.0]), 3)
-        p[2] = round(1 - p[0] - p[1], 3)
-        label = rng.choice(3, p=p / p.sum() if p[2] < 0.5 else [0.45, 0.45, 0.1])
-        lines.append(f"{label},{p[0]:.3f},{p[1]:.3f},{p[2]:.3f},{rng.integers(0, 4) + 0.5 * (label == 2)}")
-    return ("\n".join(lines) + "\n").encode()
+    return app_support.three_class_weighted_csv(rows, fractional=True)
 
 
 def _arrows(figure_data) -> tuple[np.ndarray, np.ndarray]:
